@@ -1,0 +1,69 @@
+// Package apperr defines the application's error codes. Domain code returns
+// an *Error with a code; the web layer maps codes to HTTP statuses once, at
+// the edge (the idea of wtf's error.go).
+package apperr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Each maps to exactly one HTTP status in web/errors.go.
+const (
+	EINVALID   = "invalid"   // bad input: 400 (API) or 422 (forms)
+	ENOTFOUND  = "not_found" // 404
+	ECONFLICT  = "conflict"  // 409
+	EFORBIDDEN = "forbidden" // 403
+	EINTERNAL  = "internal"  // 500; never carries details to the client
+)
+
+// Error is a domain error with a machine-readable code, a message safe to
+// show a user, and optionally the input field it concerns.
+type Error struct {
+	Code    string
+	Message string
+	// Field names the query or form parameter at fault, when there is one.
+	Field string
+	// Key and Args let pages show Message in the reader's language: Key is
+	// a message-catalog key whose English text is Message.
+	Key  string
+	Args []any
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid returns an EINVALID error about one input field.
+func Invalid(field, message string) *Error {
+	return &Error{Code: EINVALID, Field: field, Message: message}
+}
+
+// NotFound returns an ENOTFOUND error for the thing described.
+func NotFound(what string) *Error {
+	return &Error{Code: ENOTFOUND, Message: what + " not found"}
+}
+
+// Code returns the code of err if it is (or wraps) an *Error, else EINTERNAL.
+func Code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// As returns the *Error inside err, if any.
+func As(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}

@@ -1,0 +1,148 @@
+// Package config reads and validates the process configuration from flags
+// and environment variables. Flags win over the environment.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the validated configuration shared by every subcommand.
+type Config struct {
+	// Addr is the HTTP listen address (SUANLI_ADDR, --addr).
+	Addr string
+	// DatabaseURL selects the database: empty for the embedded SQLite file
+	// under DataDir, a postgres:// URL for PostgreSQL, or sqlite:PATH.
+	DatabaseURL string
+	// DataDir holds the embedded SQLite database (SUANLI_DATA_DIR, --data-dir).
+	DataDir string
+	// Workers runs the River workers inside serve (--workers).
+	Workers bool
+	// Demo seeds demo data at start (--demo).
+	Demo bool
+	// LogLevel is debug, info, warn or error (SUANLI_LOG_LEVEL, --log-level).
+	LogLevel string
+	// ShutdownTimeout bounds each shutdown stage (SUANLI_SHUTDOWN_TIMEOUT).
+	ShutdownTimeout time.Duration
+	// IndexRefresh is how often serve checks the database for offer changes
+	// made by other processes (SUANLI_INDEX_REFRESH).
+	IndexRefresh time.Duration
+}
+
+// Flags registers the shared flags on fs, with defaults from the environment,
+// and returns a function that validates and returns the Config after parsing.
+func Flags(fs *flag.FlagSet) func() (Config, error) {
+	var c Config
+	fs.StringVar(&c.Addr, "addr", env("SUANLI_ADDR", ":8080"), "HTTP listen address (SUANLI_ADDR)")
+	fs.StringVar(&c.DatabaseURL, "database-url", env("DATABASE_URL", ""), "database URL: empty for embedded SQLite, postgres://… for PostgreSQL (DATABASE_URL)")
+	fs.StringVar(&c.DataDir, "data-dir", env("SUANLI_DATA_DIR", "./data"), "directory of the embedded SQLite database (SUANLI_DATA_DIR)")
+	fs.BoolVar(&c.Workers, "workers", envBool("SUANLI_WORKERS", true), "run background workers in this process (SUANLI_WORKERS)")
+	fs.BoolVar(&c.Demo, "demo", envBool("SUANLI_DEMO", false), "seed demo data at start, idempotently (SUANLI_DEMO)")
+	fs.StringVar(&c.LogLevel, "log-level", env("SUANLI_LOG_LEVEL", "info"), "log level: debug, info, warn, error (SUANLI_LOG_LEVEL)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", envDuration("SUANLI_SHUTDOWN_TIMEOUT", 15*time.Second), "time allowed for each shutdown stage (SUANLI_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&c.IndexRefresh, "index-refresh", envDuration("SUANLI_INDEX_REFRESH", 2*time.Second), "how often to pick up offer changes made by other processes (SUANLI_INDEX_REFRESH)")
+	return func() (Config, error) { return c, c.Validate() }
+}
+
+// Validate reports every problem with the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	if _, port, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("--addr/SUANLI_ADDR %q: want host:port, e.g. :8080", c.Addr))
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		errs = append(errs, fmt.Errorf("--addr/SUANLI_ADDR %q: port must be 0-65535", c.Addr))
+	}
+	if _, _, err := c.Database(); err != nil {
+		errs = append(errs, err)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("--log-level/SUANLI_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
+	}
+	if c.IndexRefresh <= 0 {
+		errs = append(errs, errors.New("--index-refresh must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Dialects.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// Database returns the dialect and the driver-level location: a file path
+// for SQLite, the URL itself for PostgreSQL.
+func (c Config) Database() (dialect, location string, err error) {
+	u := c.DatabaseURL
+	switch {
+	case u == "":
+		if c.DataDir == "" {
+			return "", "", errors.New("--data-dir/SUANLI_DATA_DIR must not be empty with the embedded database")
+		}
+		return SQLite, filepath.Join(c.DataDir, "suanli.db"), nil
+	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
+		if _, err := url.Parse(u); err != nil {
+			return "", "", fmt.Errorf("DATABASE_URL: %v", err)
+		}
+		return Postgres, u, nil
+	case strings.HasPrefix(u, "sqlite:"), strings.HasPrefix(u, "file:"):
+		p := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "file:")
+		p = strings.TrimPrefix(p, "//")
+		if i := strings.IndexByte(p, '?'); i >= 0 {
+			p = p[:i]
+		}
+		if p == "" {
+			return "", "", fmt.Errorf("DATABASE_URL %q: no file path", u)
+		}
+		return SQLite, p, nil
+	}
+	return "", "", fmt.Errorf("DATABASE_URL %q: want postgres://…, sqlite:PATH, or empty for the embedded default", redact(u))
+}
+
+func redact(u string) string {
+	if p, err := url.Parse(u); err == nil && p.User != nil {
+		p.User = url.User(p.User.Username())
+		return p.String()
+	}
+	return u
+}
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+func envBool(key string, def bool) bool {
+	if v, ok := os.LookupEnv(key); ok {
+		b, err := strconv.ParseBool(v)
+		if err == nil {
+			return b
+		}
+	}
+	return def
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(key); ok {
+		d, err := time.ParseDuration(v)
+		if err == nil {
+			return d
+		}
+	}
+	return def
+}

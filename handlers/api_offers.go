@@ -1,0 +1,139 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/catalog"
+	"suanli/market"
+	"suanli/models"
+)
+
+// APIOffer is one offer in the public JSON API.
+type APIOffer struct {
+	ID  int64       `json:"id"`
+	GPU APIGPUModel `json:"gpu"`
+	// GPUs is the most GPUs one rental may take, all on one node.
+	GPUs                  int                `json:"gpus"`
+	Datacenter            APIDatacenter      `json:"datacenter"`
+	Provider              APIProvider        `json:"provider"`
+	PricePerGPUHourFen    int64              `json:"price_per_gpu_hour_fen"`
+	WeeklyPricePerGPUFen  *int64             `json:"weekly_price_per_gpu_fen"`
+	MonthlyPricePerGPUFen *int64             `json:"monthly_price_per_gpu_fen"`
+	OffpeakDiscountPct    int                `json:"offpeak_discount_pct"`
+	StudentDiscountPct    int                `json:"student_discount_pct"`
+	AvailableGPUs         int                `json:"available_gpus"`
+	LatencyMS             map[string]float64 `json:"latency_ms"`
+	Interconnect          string             `json:"interconnect"`
+	VCPUPerGPU            int                `json:"vcpu_per_gpu"`
+	RAMGBPerGPU           int                `json:"ram_gb_per_gpu"`
+	DiskGB                int                `json:"disk_gb"`
+	Status                string             `json:"status"`
+	Currency              string             `json:"currency"`
+	Demo                  bool               `json:"demo"`
+	Synthetic             bool               `json:"synthetic"`
+	UpdatedAt             time.Time          `json:"updated_at"`
+}
+
+// APIGPUModel is the catalogue model of an offer, nominal figures.
+type APIGPUModel struct {
+	Slug       string  `json:"slug"`
+	Name       string  `json:"name"`
+	VRAMGB     int     `json:"vram_gb"`
+	MemBWGBps  int     `json:"mem_bw_gbps"`
+	BF16TFLOPS float64 `json:"bf16_tflops"`
+	FP16TFLOPS float64 `json:"fp16_tflops"`
+}
+
+// APIDatacenter is where an offer's node is.
+type APIDatacenter struct {
+	Slug       string `json:"slug"`
+	Name       string `json:"name"`
+	NameZH     string `json:"name_zh"`
+	City       string `json:"city"`
+	District   string `json:"district"`
+	DistrictZH string `json:"district_zh"`
+	Region     string `json:"region"`
+}
+
+// APIProvider is who lists an offer.
+type APIProvider struct {
+	Slug string `json:"slug"`
+	Name string `json:"name"`
+}
+
+// APIOfferList is the answer of GET /api/v1/offers.
+type APIOfferList struct {
+	Offers  []APIOffer `json:"offers"`
+	Total   int        `json:"total"`
+	Page    int        `json:"page"`
+	PerPage int        `json:"per_page"`
+}
+
+func apiOffer(o models.OfferRow) APIOffer {
+	m, _ := catalog.GPUModelBySlug(o.GPUModel)
+	lat := o.Latency
+	if lat == nil {
+		lat = map[string]float64{}
+	}
+	return APIOffer{
+		ID:  o.ID,
+		GPU: APIGPUModel{Slug: m.Slug, Name: m.Name, VRAMGB: m.VRAMGB, MemBWGBps: m.MemBWGBps, BF16TFLOPS: m.BF16TFLOPS, FP16TFLOPS: m.FP16TFLOPS},
+		GPUs: o.MaxGPUs,
+		Datacenter: APIDatacenter{
+			Slug: o.Datacenter.Slug, Name: o.Datacenter.Name("en"), NameZH: o.Datacenter.NameZH,
+			City: o.Datacenter.City, District: o.Datacenter.DistrictEN, DistrictZH: o.Datacenter.DistrictZH, Region: o.Datacenter.Region,
+		},
+		Provider:              APIProvider{Slug: o.Provider.Slug, Name: o.Provider.Name("en")},
+		PricePerGPUHourFen:    o.PricePerGPUHourFen,
+		WeeklyPricePerGPUFen:  o.WeeklyPricePerGPUFen,
+		MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen,
+		OffpeakDiscountPct:    o.OffpeakDiscountPct,
+		StudentDiscountPct:    o.StudentDiscountPct,
+		AvailableGPUs:         o.AvailableGPUs,
+		LatencyMS:             lat,
+		Interconnect:          o.Interconnect,
+		VCPUPerGPU:            o.VCPUPerGPU,
+		RAMGBPerGPU:           o.RAMGBPerGPU,
+		DiskGB:                o.DiskGB,
+		Status:                o.Status,
+		Currency:              "cny",
+		Demo:                  o.Demo,
+		Synthetic:             o.Synthetic,
+		UpdatedAt:             o.UpdatedAt,
+	}
+}
+
+// APIOffersList is GET /api/v1/offers: the same search as the page, plus
+// per_page. Any invalid parameter is a 400 naming it.
+func (h *Handler) APIOffersList(c echo.Context) error {
+	q, errs := market.ParseOfferQuery(c.QueryParams(), true)
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	res, err := h.Index.Search(q)
+	if err != nil {
+		return err
+	}
+	out := APIOfferList{Offers: make([]APIOffer, 0, len(res.Offers)), Total: res.Total, Page: q.Page, PerPage: q.PerPage}
+	for _, o := range res.Offers {
+		out.Offers = append(out.Offers, apiOffer(o.OfferRow))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// APIOfferShow is GET /api/v1/offers/{id}.
+func (h *Handler) APIOfferShow(c echo.Context) error {
+	id, err := parseID(c, "id", "offer")
+	if err != nil {
+		return err
+	}
+	row, err := h.DB.OfferByID(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apiOffer(row))
+}
+

@@ -1,0 +1,99 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/apperr"
+	"suanli/catalog"
+	"suanli/demo"
+	"suanli/locales"
+	"suanli/market"
+	"suanli/views/pages"
+)
+
+// OffersList is GET /offers (and /): the filterable offer list. Invalid
+// parameters are ignored and explained beside their field; htmx requests
+// get the results fragment alone.
+func (h *Handler) OffersList(c echo.Context) error {
+	raw := c.QueryParams()
+	q, errs := market.ParseOfferQuery(raw, false)
+	res, err := h.Index.Search(q)
+	if err != nil {
+		e, ok := apperr.As(err)
+		if !ok {
+			return err
+		}
+		errs = append(errs, e)
+	}
+	vm := pages.OffersVM{Result: res, Errors: fieldMessages(Lang(c), errs), Raw: raw}
+	// The same URL answers a page or a fragment; caches must keep both.
+	c.Response().Header().Add(echo.HeaderVary, "HX-Request")
+	vc := ViewCtx(c)
+	if IsHTMX(c) {
+		return Render(c, http.StatusOK, pages.OfferResults(vc, vm, true))
+	}
+	return Render(c, http.StatusOK, pages.OffersPage(vc, vm))
+}
+
+// fieldMessages translates field errors, joining several on one field.
+func fieldMessages(lang string, errs []*apperr.Error) map[string]string {
+	m := map[string]string{}
+	for _, e := range errs {
+		msg := locales.T(lang, e.Key, e.Args...)
+		if prev, ok := m[e.Field]; ok {
+			msg = prev + " " + msg
+		}
+		m[e.Field] = msg
+	}
+	return m
+}
+
+// parseID reads a positive integer path parameter; anything else is a 404
+// (an id that cannot exist names nothing).
+func parseID(c echo.Context, name, what string) (int64, error) {
+	s := c.Param(name)
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, apperr.NotFound(what + " " + strings.TrimSpace(s))
+	}
+	return id, nil
+}
+
+// OfferShow is GET /offers/{id}: the whole offer.
+func (h *Handler) OfferShow(c echo.Context) error {
+	id, err := parseID(c, "id", "offer")
+	if err != nil {
+		return err
+	}
+	row, err := h.DB.OfferByID(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	m, _ := catalog.GPUModelBySlug(row.GPUModel)
+	vm := pages.OfferVM{Offer: row, GPU: m}
+	if row.Datacenter.Demo {
+		vm.LatencySource = demo.LatencySource
+	}
+	return Render(c, http.StatusOK, pages.OfferPage(ViewCtx(c), vm))
+}
+
+// DatacenterShow is GET /datacenters/{slug}: the datacentre and its offers.
+func (h *Handler) DatacenterShow(c echo.Context) error {
+	dc, lat, err := h.DB.DatacenterBySlug(c.Request().Context(), c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	res, err := h.Index.Search(market.OfferQuery{DatacenterID: dc.ID, Sort: market.SortPrice, Page: 1, PerPage: market.MaxPerPage})
+	if err != nil {
+		return err
+	}
+	vm := pages.DatacenterVM{Datacenter: dc, Latency: lat, Offers: res}
+	if dc.Demo {
+		vm.LatencySource = demo.LatencySource
+	}
+	return Render(c, http.StatusOK, pages.DatacenterPage(ViewCtx(c), vm))
+}

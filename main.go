@@ -1,0 +1,280 @@
+// Command suanli is the whole marketplace in one binary: the web server,
+// the background workers, migrations, seeding and operator commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"suanli/config"
+	"suanli/demo"
+	"suanli/handlers"
+	"suanli/market"
+	"suanli/migrations"
+	"suanli/models"
+	"suanli/web"
+	"suanli/workers"
+)
+
+const usage = `suanli — the Suanli GPU compute marketplace
+
+Usage:
+  suanli serve   [flags]   run the web server (and, unless --workers=false, the workers)
+  suanli work    [flags]   run the background workers only
+  suanli migrate [flags]   apply database migrations (ours and River's)
+  suanli seed    [flags]   --demo: load the demo market; --scale N: add N synthetic offers
+  suanli admin   CMD       operator commands: status, gpu-state
+
+Run "suanli CMD -h" for a command's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "serve":
+		err = serve(ctx, args)
+	case "work":
+		err = work(ctx, args)
+	case "migrate":
+		err = migrate(ctx, args)
+	case "seed":
+		err = seed(ctx, args)
+	case "admin":
+		err = admin(ctx, args)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			slog.Error(err.Error())
+		}
+		os.Exit(1)
+	}
+}
+
+// parse parses a subcommand's flags and sets up logging.
+func parse(name string, args []string, extra func(fs *flag.FlagSet)) (config.Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	get := config.Flags(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return config.Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config.Config{}, fmt.Errorf("%s: unexpected arguments %v", name, fs.Args())
+	}
+	cfg, err := get()
+	if err != nil {
+		return cfg, fmt.Errorf("configuration:\n%w", err)
+	}
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+	return cfg, nil
+}
+
+// open connects to the configured database and makes sure its schema is
+// current: on the embedded SQLite default it migrates; on PostgreSQL it
+// refuses a schema that is behind (migrations there are an explicit step).
+func open(ctx context.Context, cfg config.Config) (*models.DB, error) {
+	dialect, loc, err := cfg.Database()
+	if err != nil {
+		return nil, err
+	}
+	db, err := models.Open(ctx, dialect, loc)
+	if err != nil {
+		return nil, err
+	}
+	if dialect == config.SQLite {
+		if n, err := migrations.Up(ctx, dialect, db.SQL); err != nil {
+			db.Close()
+			return nil, err
+		} else if n > 0 {
+			slog.Info("migrations applied", "count", n)
+		}
+	} else {
+		st, err := migrations.Check(ctx, dialect, db.SQL)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("check schema: %w", err)
+		}
+		if st.Behind() {
+			db.Close()
+			return nil, fmt.Errorf("the database schema is behind this binary (%s): run `suanli migrate` first", st)
+		}
+	}
+	if err := db.SyncCatalog(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sync GPU catalogue: %w", err)
+	}
+	return db, nil
+}
+
+func serve(ctx context.Context, args []string) error {
+	cfg, err := parse("serve", args, nil)
+	if err != nil {
+		return err
+	}
+	db, err := open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if cfg.Demo {
+		if err := demo.SeedDemo(ctx, db); err != nil {
+			return err
+		}
+	}
+	index := market.NewOfferIndex(db)
+	if _, err := index.Refresh(ctx); err != nil {
+		return err
+	}
+	queue, err := workers.New(db, workers.Options{Work: cfg.Workers})
+	if err != nil {
+		return err
+	}
+	if err := queue.Start(ctx); err != nil {
+		return fmt.Errorf("start workers: %w", err)
+	}
+	bg, stopBG := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { index.Run(bg, cfg.IndexRefresh) })
+
+	e := web.New(&handlers.Handler{DB: db, Index: index})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		stopBG()
+		return err
+	}
+	dialect, _, _ := cfg.Database()
+	slog.Info("serving", "addr", ln.Addr().String(), "database", dialect, "workers", cfg.Workers, "demo", cfg.Demo, "offers", index.Len())
+	httpErr := web.Serve(ctx, e, ln, cfg.ShutdownTimeout)
+
+	// Ordered shutdown: HTTP has stopped; now the workers, then the
+	// background loops, then (deferred) the database.
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := queue.Stop(sctx); err != nil {
+		slog.Error("stop workers", "err", err)
+	}
+	stopBG()
+	wg.Wait()
+	slog.Info("stopped")
+	return httpErr
+}
+
+func work(ctx context.Context, args []string) error {
+	cfg, err := parse("work", args, nil)
+	if err != nil {
+		return err
+	}
+	db, err := open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	queue, err := workers.New(db, workers.Options{Work: true})
+	if err != nil {
+		return err
+	}
+	if err := queue.Start(ctx); err != nil {
+		return err
+	}
+	slog.Info("working")
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	return queue.Stop(sctx)
+}
+
+func migrate(ctx context.Context, args []string) error {
+	var statusOnly bool
+	cfg, err := parse("migrate", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&statusOnly, "status", false, "only report whether migrations are pending")
+	})
+	if err != nil {
+		return err
+	}
+	dialect, loc, err := cfg.Database()
+	if err != nil {
+		return err
+	}
+	db, err := models.Open(ctx, dialect, loc)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if !statusOnly {
+		n, err := migrations.Up(ctx, dialect, db.SQL)
+		if err != nil {
+			return err
+		}
+		if err := db.SyncCatalog(ctx); err != nil {
+			return err
+		}
+		slog.Info("migrations applied", "count", n)
+	}
+	st, err := migrations.Check(ctx, dialect, db.SQL)
+	if err != nil {
+		return err
+	}
+	fmt.Println(st.String())
+	if st.Behind() {
+		return errors.New("migrations pending")
+	}
+	return nil
+}
+
+func seed(ctx context.Context, args []string) error {
+	var (
+		withDemo bool
+		scale    int
+	)
+	cfg, err := parse("seed", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&withDemo, "demo", false, "load the demo market (idempotent)")
+		fs.IntVar(&scale, "scale", 0, "add N synthetic offers for load tests")
+	})
+	if err != nil {
+		return err
+	}
+	if !withDemo && scale == 0 {
+		return errors.New("seed: give --demo and/or --scale N")
+	}
+	if scale < 0 {
+		return fmt.Errorf("seed: --scale must be positive, got %d", scale)
+	}
+	db, err := open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if withDemo {
+		if err := demo.SeedDemo(ctx, db); err != nil {
+			return err
+		}
+	}
+	if scale > 0 {
+		return demo.SeedScale(ctx, db, scale)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"suanli/apperr"
+)
+
+// OfferRow is an offer joined with what the offer list shows about it.
+type OfferRow struct {
+	Offer
+	Datacenter Datacenter
+	Provider   Provider
+	// Latency maps a city slug to the round-trip time from it in ms.
+	Latency map[string]float64
+}
+
+// ListedOffers returns every listed offer with its datacentre, provider and
+// latency table. It feeds the in-memory offer index, so it reads in a few
+// large queries rather than one per offer.
+func (db *DB) ListedOffers(ctx context.Context) ([]OfferRow, int64, error) {
+	var (
+		rows    []OfferRow
+		version int64
+	)
+	// One read transaction gives a consistent snapshot of the version and rows.
+	err := db.R.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Raw(`SELECT version FROM market_versions WHERE name = 'offers'`).Scan(&version).Error; err != nil {
+			return err
+		}
+		dcs, err := datacentersByID(tx)
+		if err != nil {
+			return err
+		}
+		var provs []Provider
+		if err := tx.Find(&provs).Error; err != nil {
+			return err
+		}
+		pm := make(map[int64]Provider, len(provs))
+		for _, p := range provs {
+			pm[p.ID] = p
+		}
+		var offers []Offer
+		if err := tx.Where("status = ?", OfferListed).Order("id").Find(&offers).Error; err != nil {
+			return err
+		}
+		rows = make([]OfferRow, len(offers))
+		for i, o := range offers {
+			dc := dcs[o.DatacenterID]
+			rows[i] = OfferRow{Offer: o, Datacenter: dc.Datacenter, Provider: pm[o.ProviderID], Latency: dc.latency}
+		}
+		return nil
+	})
+	return rows, version, err
+}
+
+type dcWithLatency struct {
+	Datacenter
+	latency map[string]float64
+}
+
+func datacentersByID(tx *gorm.DB) (map[int64]dcWithLatency, error) {
+	var dcs []Datacenter
+	if err := tx.Find(&dcs).Error; err != nil {
+		return nil, err
+	}
+	var lats []DatacenterLatency
+	if err := tx.Find(&lats).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[int64]dcWithLatency, len(dcs))
+	for _, d := range dcs {
+		out[d.ID] = dcWithLatency{Datacenter: d, latency: map[string]float64{}}
+	}
+	for _, l := range lats {
+		if d, ok := out[l.DatacenterID]; ok {
+			d.latency[l.FromCity] = l.RTTms
+		}
+	}
+	return out, nil
+}
+
+// OfferByID returns one offer, listed or not, with its datacentre, provider
+// and latency table. It returns an ENOTFOUND error when there is none.
+func (db *DB) OfferByID(ctx context.Context, id int64) (OfferRow, error) {
+	var o Offer
+	err := db.R.WithContext(ctx).First(&o, id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return OfferRow{}, apperr.NotFound(fmt.Sprintf("offer %d", id))
+	}
+	if err != nil {
+		return OfferRow{}, err
+	}
+	row := OfferRow{Offer: o}
+	if err := db.R.WithContext(ctx).First(&row.Datacenter, o.DatacenterID).Error; err != nil {
+		return OfferRow{}, err
+	}
+	if err := db.R.WithContext(ctx).First(&row.Provider, o.ProviderID).Error; err != nil {
+		return OfferRow{}, err
+	}
+	row.Latency, err = db.latencies(ctx, o.DatacenterID)
+	return row, err
+}
+
+func (db *DB) latencies(ctx context.Context, dcID int64) (map[string]float64, error) {
+	var lats []DatacenterLatency
+	if err := db.R.WithContext(ctx).Where("datacenter_id = ?", dcID).Find(&lats).Error; err != nil {
+		return nil, err
+	}
+	m := make(map[string]float64, len(lats))
+	for _, l := range lats {
+		m[l.FromCity] = l.RTTms
+	}
+	return m, nil
+}
+
+// DatacenterBySlug returns a datacentre and its latency table, or an
+// ENOTFOUND error.
+func (db *DB) DatacenterBySlug(ctx context.Context, slug string) (Datacenter, map[string]float64, error) {
+	var d Datacenter
+	err := db.R.WithContext(ctx).Where("slug = ?", slug).First(&d).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return d, nil, apperr.NotFound("datacentre " + slug)
+	}
+	if err != nil {
+		return d, nil, err
+	}
+	lat, err := db.latencies(ctx, d.ID)
+	return d, lat, err
+}
+
+// Datacenters returns every datacentre, by city then slug.
+func (db *DB) Datacenters(ctx context.Context) ([]Datacenter, error) {
+	var dcs []Datacenter
+	err := db.R.WithContext(ctx).Order("city, slug").Find(&dcs).Error
+	return dcs, err
+}
+
+// RefreshAvailability recomputes every offer's available GPUs from the
+// state of its node's GPUs and bumps the offers version when any changed.
+// It returns the number of offers whose figure changed.
+func (db *DB) RefreshAvailability(ctx context.Context) (int64, error) {
+	var changed int64
+	err := db.Tx(ctx, func(tx *gorm.DB) error {
+		const free = `(SELECT COUNT(*) FROM gpus g WHERE g.node_id = offers.node_id AND g.gpu_model = offers.gpu_model AND g.state = 'free')`
+		res := tx.Exec(`UPDATE offers SET available_gpus = `+free+`, updated_at = ? WHERE available_gpus <> `+free, db.Now().UTC())
+		if res.Error != nil {
+			return res.Error
+		}
+		changed = res.RowsAffected
+		if changed > 0 {
+			return bumpOffersVersion(tx)
+		}
+		return nil
+	})
+	return changed, err
+}
+
+// SetGPUState changes one GPU's state (used by operators and tests until
+// rentals and health checks drive it).
+func (db *DB) SetGPUState(ctx context.Context, uuid, state string) error {
+	switch state {
+	case GPUFree, GPUBusy, GPUUnhealthy:
+	default:
+		return apperr.Invalid("state", "unknown GPU state "+state)
+	}
+	res := db.W.WithContext(ctx).Model(&GPU{}).Where("uuid = ?", uuid).Update("state", state)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return apperr.NotFound("GPU " + uuid)
+	}
+	return nil
+}

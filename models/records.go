@@ -1,0 +1,146 @@
+package models
+
+import "time"
+
+// GPUModelRecord is the catalogue row for a GPU model; the catalogue package
+// is the source and SyncCatalog keeps the table equal to it.
+type GPUModelRecord struct {
+	Slug             string `gorm:"primaryKey"`
+	Name             string
+	Arch             string
+	FormFactor       string
+	VRAMGB           int     `gorm:"column:vram_gb"`
+	MemBWGBps        int     `gorm:"column:mem_bw_gbps"`
+	BF16TFLOPS       float64 `gorm:"column:bf16_tflops"`
+	FP16TFLOPS       float64 `gorm:"column:fp16_tflops"`
+	FP32TFLOPS       float64 `gorm:"column:fp32_tflops"`
+	TDPW             int     `gorm:"column:tdp_w"`
+	NVLinkGBps       float64 `gorm:"column:nvlink_gbps"`
+	NVMLNameContains string  `gorm:"column:nvml_name_contains"`
+	Confirmed        string
+	Source           string
+}
+
+// TableName implements gorm's tabler.
+func (GPUModelRecord) TableName() string { return "gpu_models" }
+
+// Provider is a company or lab that lists GPU capacity.
+type Provider struct {
+	ID        int64
+	Slug      string
+	NameZH    string `gorm:"column:name_zh"`
+	NameEN    string `gorm:"column:name_en"`
+	Demo      bool
+	Synthetic bool
+	CreatedAt time.Time
+}
+
+// Name returns the provider's name in the language.
+func (p Provider) Name(lang string) string {
+	if lang == "en" && p.NameEN != "" {
+		return p.NameEN
+	}
+	return p.NameZH
+}
+
+// Datacenter is a facility that hosts nodes.
+type Datacenter struct {
+	ID         int64
+	Slug       string
+	NameZH     string `gorm:"column:name_zh"`
+	NameEN     string `gorm:"column:name_en"`
+	City       string
+	DistrictZH string `gorm:"column:district_zh"`
+	DistrictEN string `gorm:"column:district_en"`
+	Region     string
+	Tier       string
+	UplinkGbps int `gorm:"column:uplink_gbps"`
+	Demo       bool
+	CreatedAt  time.Time
+}
+
+// Name returns the datacentre's name in the language.
+func (d Datacenter) Name(lang string) string {
+	if lang == "en" && d.NameEN != "" {
+		return d.NameEN
+	}
+	return d.NameZH
+}
+
+// District returns the district or park in the language ("" if none).
+func (d Datacenter) District(lang string) string {
+	if lang == "en" {
+		return d.DistrictEN
+	}
+	return d.DistrictZH
+}
+
+// DatacenterLatency is a round-trip time from a city to a datacentre.
+type DatacenterLatency struct {
+	DatacenterID int64
+	FromCity     string
+	RTTms        float64 `gorm:"column:rtt_ms"`
+	// Source says where the figure comes from (e.g. "demo: published typical RTT").
+	Source string
+}
+
+// Node is one GPU host running the node agent.
+type Node struct {
+	ID           int64
+	ProviderID   int64
+	DatacenterID int64
+	Name         string
+	GPUModel     string `gorm:"column:gpu_model"`
+	Status       string
+	Demo         bool
+	Synthetic    bool
+	CreatedAt    time.Time
+}
+
+// GPU states.
+const (
+	GPUFree      = "free"
+	GPUBusy      = "busy"
+	GPUUnhealthy = "unhealthy"
+)
+
+// GPU is one physical GPU in a node.
+type GPU struct {
+	ID       int64
+	NodeID   int64
+	Idx      int
+	UUID     string `gorm:"column:uuid"`
+	GPUModel string `gorm:"column:gpu_model"`
+	State    string
+}
+
+// Offer statuses.
+const (
+	OfferListed = "listed"
+	OfferPaused = "paused"
+)
+
+// Offer is a provider's price for renting GPUs of one node.
+type Offer struct {
+	ID           int64
+	ProviderID   int64
+	NodeID       int64
+	DatacenterID int64
+	GPUModel     string `gorm:"column:gpu_model"`
+	// MaxGPUs is the most GPUs one rental may take, all on the offer's node.
+	MaxGPUs               int `gorm:"column:max_gpus"`
+	VCPUPerGPU            int `gorm:"column:vcpu_per_gpu"`
+	RAMGBPerGPU           int `gorm:"column:ram_gb_per_gpu"`
+	DiskGB                int `gorm:"column:disk_gb"`
+	Interconnect          string
+	PricePerGPUHourFen    int64  `gorm:"column:price_per_gpu_hour_fen"`
+	WeeklyPricePerGPUFen  *int64 `gorm:"column:weekly_price_per_gpu_fen"`
+	MonthlyPricePerGPUFen *int64 `gorm:"column:monthly_price_per_gpu_fen"`
+	OffpeakDiscountPct    int    `gorm:"column:offpeak_discount_pct"`
+	StudentDiscountPct    int    `gorm:"column:student_discount_pct"`
+	AvailableGPUs         int    `gorm:"column:available_gpus"`
+	Status                string
+	Demo                  bool
+	Synthetic             bool
+	CreatedAt, UpdatedAt  time.Time
+}

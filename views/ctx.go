@@ -1,0 +1,57 @@
+// Package views holds the templ components and what they share: the
+// request-scoped view context and number and money formatting. Views
+// receive data; they never query.
+package views
+
+import (
+	"net/url"
+
+	"suanli/catalog"
+	"suanli/locales"
+	"suanli/static"
+)
+
+// Ctx is the request-scoped view context every page receives.
+type Ctx struct {
+	Lang      string
+	RequestID string
+	// Path is the current path with its query, for the language switch.
+	Path string
+	// URL builds a URL from a route name (echo's Reverse).
+	URL func(name string, params ...any) string
+}
+
+// T translates key into the reader's language.
+func (c Ctx) T(key string, args ...any) string { return locales.T(c.Lang, key, args...) }
+
+// Asset returns the hashed URL of a static asset.
+func (c Ctx) Asset(name string) string { return static.URL(name) }
+
+// LangURL returns the link that switches to lang and comes back here.
+func (c Ctx) LangURL(lang string) string {
+	return c.URL("lang.switch", lang) + "?next=" + url.QueryEscape(c.Path)
+}
+
+// HTMLLang is the value of <html lang>.
+func (c Ctx) HTMLLang() string {
+	if c.Lang == locales.EN {
+		return "en"
+	}
+	return "zh-CN"
+}
+
+// CityName returns a city's name in the reader's language, or the slug.
+func (c Ctx) CityName(slug string) string {
+	if city, ok := catalog.CityBySlug(slug); ok {
+		return city.Name(c.Lang)
+	}
+	return slug
+}
+
+// RegionName returns a region's name in the reader's language, or the slug.
+func (c Ctx) RegionName(slug string) string {
+	if r, ok := catalog.RegionBySlug(slug); ok {
+		return r.Name(c.Lang)
+	}
+	return slug
+}

@@ -1,0 +1,54 @@
+package views
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Yuan formats fen as "¥1,234.56" (the same in both languages).
+func Yuan(fen int64) string {
+	neg := fen < 0
+	if neg {
+		fen = -fen
+	}
+	s := "¥" + thousands(fen/100) + "." + strconv.FormatInt(100+fen%100, 10)[1:]
+	if neg {
+		return "−" + s
+	}
+	return s
+}
+
+// YuanWhole formats fen rounded to whole yuan: "¥20,500".
+func YuanWhole(fen int64) string {
+	return "¥" + thousands((fen+50)/100)
+}
+
+// Int formats an integer with thousands separators.
+func Int(n int) string {
+	if n < 0 {
+		return "−" + thousands(int64(-n))
+	}
+	return thousands(int64(n))
+}
+
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Num formats a figure with at most one decimal, dropping ".0".
+func Num(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// MS formats a latency in milliseconds.
+func MS(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64) + " ms"
+}

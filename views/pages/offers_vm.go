@@ -1,0 +1,111 @@
+// Package pages holds the page components and their view models.
+package pages
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+
+	"suanli/catalog"
+	"suanli/market"
+	"suanli/pricing"
+	"suanli/views"
+)
+
+// OffersVM is the offer list page's view model.
+type OffersVM struct {
+	Result market.SearchResult
+	// Errors maps a field name to its message, already translated.
+	Errors map[string]string
+	// Raw holds the submitted values, so a rejected value stays in its
+	// field for the renter to correct.
+	Raw url.Values
+}
+
+// Q is the query the results are for.
+func (vm OffersVM) Q() market.OfferQuery { return vm.Result.Query }
+
+func (vm OffersVM) gpuChecked(slug string) bool { return slices.Contains(vm.Q().GPUs, slug) }
+
+// field returns the submitted text of a field.
+func (vm OffersVM) field(name string) string { return vm.Raw.Get(name) }
+
+// pageURL is the list URL for another page of the same search.
+func (vm OffersVM) pageURL(base string, page int) string {
+	q := vm.Q()
+	q.Page = page
+	return withQuery(base, q.Values())
+}
+
+func withQuery(base string, v url.Values) string {
+	if len(v) == 0 {
+		return base
+	}
+	return base + "?" + v.Encode()
+}
+
+func (vm OffersVM) hasDemo() bool {
+	for _, o := range vm.Result.Offers {
+		if o.Demo {
+			return true
+		}
+	}
+	return false
+}
+
+func (vm OffersVM) hasSynthetic() bool {
+	for _, o := range vm.Result.Offers {
+		if o.Synthetic {
+			return true
+		}
+	}
+	return false
+}
+
+func offpeakPrice(o *market.ListedOffer) int64 {
+	return pricing.Discounted(o.PricePerGPUHourFen, o.OffpeakDiscountPct)
+}
+
+func offerURL(vc views.Ctx, o *market.ListedOffer) string {
+	return vc.URL("offers.show", strconv.FormatInt(o.ID, 10))
+}
+
+func dcURL(vc views.Ctx, slug string) string { return vc.URL("datacenters.show", slug) }
+
+func bf16(vc views.Ctx, m catalog.GPUModel) string {
+	if m.BF16TFLOPS == 0 {
+		return vc.T("spec.no_bf16", views.Num(m.FP16TFLOPS))
+	}
+	return views.Num(m.BF16TFLOPS)
+}
+
+func latencyCell(vc views.Ctx, o *market.ListedOffer, city string) string {
+	if city == "" {
+		return "—"
+	}
+	if ms, ok := o.LatencyFrom(city); ok {
+		return views.MS(ms)
+	}
+	return vc.T("latency.unpublished")
+}
+
+func relaxLabel(vc views.Ctx, r market.Relaxation) string {
+	q := r.Query
+	switch r.Filter {
+	case "max_latency_ms":
+		return vc.T("relax.latency", r.Count, views.Num(q.MaxLatencyMS))
+	case "max_price":
+		return vc.T("relax.price", r.Count, views.Yuan(q.MaxPriceFen))
+	case "min_gpus":
+		return vc.T("relax.min_gpus", r.Count, q.MinGPUs)
+	case "min_vram_gb":
+		return vc.T("relax.min_vram", r.Count, q.MinVRAMGB)
+	}
+	return vc.T("relax.drop", r.Count, vc.T("filter."+r.Filter))
+}
+
+func interconnectLabel(vc views.Ctx, ic string) string { return vc.T("ic." + ic) }
+
+func sortLabel(vc views.Ctx, key string) string { return vc.T("sort." + key) }
+
+func itoa(n int) string { return strconv.Itoa(n) }

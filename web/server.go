@@ -1,0 +1,78 @@
+// Package web assembles the HTTP side: the route table, middleware, the
+// central error handler, metrics and the server's lifecycle.
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"suanli/handlers"
+)
+
+// New builds the echo instance with every route and middleware.
+func New(h *handlers.Handler, collectors ...prometheus.Collector) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = errorHandler
+	e.IPExtractor = echo.ExtractIPDirect()
+	m := newMetrics(collectors...)
+	table := routes(h, m)
+	names := make(map[string]string, len(table))
+	for _, r := range table {
+		e.Add(r.method, r.path, r.handler).Name = r.name
+		names[r.method+" "+r.path] = r.name
+	}
+	e.Use(
+		middleware.RequestID(),
+		observe(m, names),
+		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			slog.Error("panic", "err", err, "request_id", requestID(c), "stack", string(stack))
+			return err
+		}}),
+		securityHeaders,
+		cacheControl,
+		middleware.GzipWithConfig(middleware.GzipConfig{Level: 5, MinLength: 1024, Skipper: func(c echo.Context) bool {
+			return c.Path() == "/metrics" || strings.HasPrefix(c.Request().URL.Path, "/static/htmx")
+		}}),
+		locale,
+	)
+	return e
+}
+
+// Serve runs e on ln until ctx ends, then stops accepting connections and
+// waits up to grace for requests in flight.
+func Serve(ctx context.Context, e *echo.Echo, ln net.Listener, grace time.Duration) error {
+	srv := &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	slog.Info("http: shutting down", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

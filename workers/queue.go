@@ -1,0 +1,133 @@
+// Package workers runs the background jobs on River, on whichever database
+// the process uses, and schedules the periodic ones.
+package workers
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+
+	"suanli/models"
+)
+
+// Queue is the job queue of one process. Inserter inserts jobs inside gorm
+// transactions (InsertTx with the transaction's *sql.Tx) on both databases;
+// when the process works jobs, Start runs the workers and the schedule.
+type Queue struct {
+	Inserter *river.Client[*sql.Tx]
+	// worker runs jobs; nil in an insert-only queue.
+	worker interface {
+		Start(context.Context) error
+		Stop(context.Context) error
+	}
+}
+
+// Options configure a Queue.
+type Options struct {
+	// Work makes the queue run jobs and periodic schedules, not only insert.
+	Work bool
+	// MaxWorkers is the default queue's concurrency (default 20).
+	MaxWorkers int
+	// AvailabilityEvery is the offer availability refresh period (default 1 min).
+	AvailabilityEvery time.Duration
+}
+
+// New builds the queue for db. On SQLite one client on the write
+// connection does everything; on PostgreSQL a pgx client works the jobs and
+// a database/sql client inserts inside gorm transactions (riverpgxv5
+// cannot take gorm's *sql.Tx).
+func New(db *models.DB, opts Options) (*Queue, error) {
+	cfg := &river.Config{Logger: riverLogger()}
+	if opts.Work {
+		workers := river.NewWorkers()
+		river.AddWorker(workers, &RefreshAvailabilityWorker{DB: db})
+		cfg.Workers = workers
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cmp.Or(opts.MaxWorkers, 20)}}
+		cfg.PeriodicJobs = []*river.PeriodicJob{
+			river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.AvailabilityEvery, time.Minute)),
+				func() (river.JobArgs, *river.InsertOpts) { return RefreshAvailabilityArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true, ID: "refresh_offer_availability"}),
+		}
+	}
+	switch db.Dialect {
+	case "sqlite":
+		c, err := river.NewClient(riversqlite.New(db.SQL), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("river client: %w", err)
+		}
+		q := &Queue{Inserter: c}
+		if opts.Work {
+			q.worker = c
+		}
+		return q, nil
+	case "postgres":
+		ins, err := river.NewClient(riverdatabasesql.New(db.SQL), &river.Config{Logger: riverLogger()})
+		if err != nil {
+			return nil, fmt.Errorf("river insert client: %w", err)
+		}
+		q := &Queue{Inserter: ins}
+		if opts.Work {
+			w, err := river.NewClient[pgx.Tx](riverpgxv5.New(db.PGX), cfg)
+			if err != nil {
+				return nil, fmt.Errorf("river worker client: %w", err)
+			}
+			q.worker = w
+		}
+		return q, nil
+	}
+	return nil, fmt.Errorf("workers: unknown dialect %q", db.Dialect)
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Start starts working jobs; it is a no-op for an insert-only queue.
+func (q *Queue) Start(ctx context.Context) error {
+	if q.worker == nil {
+		return nil
+	}
+	return q.worker.Start(ctx)
+}
+
+// Stop waits for running jobs to finish (or ctx to end).
+func (q *Queue) Stop(ctx context.Context) error {
+	if q.worker == nil {
+		return nil
+	}
+	return q.worker.Stop(ctx)
+}
+
+// riverLogger passes River's warnings and errors to slog; its info lines
+// (every fetch loop start) would drown the access log.
+func riverLogger() *slog.Logger {
+	return slog.New(levelFilter{slog.Default().Handler(), slog.LevelWarn})
+}
+
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (l levelFilter) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= l.min && l.Handler.Enabled(ctx, lv)
+}
+func (l levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFilter{l.Handler.WithAttrs(a), l.min}
+}
+func (l levelFilter) WithGroup(n string) slog.Handler {
+	return levelFilter{l.Handler.WithGroup(n), l.min}
+}
