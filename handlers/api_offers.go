@@ -79,8 +79,8 @@ func apiOffer(o models.OfferRow) APIOffer {
 		lat = map[string]float64{}
 	}
 	return APIOffer{
-		ID:  o.ID,
-		GPU: APIGPUModel{Slug: m.Slug, Name: m.Name, VRAMGB: m.VRAMGB, MemBWGBps: m.MemBWGBps, BF16TFLOPS: m.BF16TFLOPS, FP16TFLOPS: m.FP16TFLOPS},
+		ID:   o.ID,
+		GPU:  APIGPUModel{Slug: m.Slug, Name: m.Name, VRAMGB: m.VRAMGB, MemBWGBps: m.MemBWGBps, BF16TFLOPS: m.BF16TFLOPS, FP16TFLOPS: m.FP16TFLOPS},
 		GPUs: o.MaxGPUs,
 		Datacenter: APIDatacenter{
 			Slug: o.Datacenter.Slug, Name: o.Datacenter.Name("en"), NameZH: o.Datacenter.NameZH,
@@ -136,4 +136,3 @@ func (h *Handler) APIOfferShow(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, apiOffer(row))
 }
-

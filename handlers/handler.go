@@ -65,4 +65,3 @@ type JSONErrorBody struct {
 	// Param names the query parameter at fault, for bad input.
 	Param string `json:"param,omitempty"`
 }
-

@@ -155,4 +155,3 @@ func (db *DB) Close() error {
 func (db *DB) Tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return db.W.WithContext(ctx).Transaction(fn)
 }
-
