@@ -1,0 +1,112 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/dbtest"
+	"suanli/demo"
+	"suanli/handlers"
+	"suanli/market"
+	"suanli/models"
+	"suanli/web"
+)
+
+// app is the real router over a real, seeded database.
+type app struct {
+	t     *testing.T
+	db    *models.DB
+	index *market.OfferIndex
+	e     *echo.Echo
+	srv   *httptest.Server
+	c     *http.Client
+}
+
+// newApp seeds the demo market into db and serves the real router.
+func newApp(t *testing.T, db *models.DB) *app {
+	t.Helper()
+	ctx := context.Background()
+	if err := demo.SeedDemo(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	ix := market.NewOfferIndex(db)
+	if _, err := ix.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := web.New(&handlers.Handler{DB: db, Index: ix})
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	return &app{t: t, db: db, index: ix, e: e, srv: srv, c: &http.Client{
+		Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}}
+}
+
+func newSQLiteApp(t *testing.T) *app { return newApp(t, dbtest.SQLite(t)) }
+
+// get requests path with optional headers (name, value pairs).
+func (a *app) get(path string, headers ...string) (*http.Response, string) {
+	a.t.Helper()
+	req, err := http.NewRequest("GET", a.srv.URL+path, nil)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := a.c.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+// url builds a path from a route name.
+func (a *app) url(name string, params ...any) string { return a.e.Reverse(name, params...) }
+
+func must(t *testing.T, cond bool, format string, args ...any) {
+	t.Helper()
+	if !cond {
+		t.Fatalf(format, args...)
+	}
+}
+
+func contains(t *testing.T, body string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(body, w) {
+			t.Errorf("body does not contain %q", w)
+		}
+	}
+}
+
+func query(kv ...string) string {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Add(kv[i], kv[i+1])
+	}
+	return "?" + v.Encode()
+}
+
+func TestMain(m *testing.M) {
+	// Request logs drown failures; SUANLI_TEST_LOG=1 shows them.
+	if os.Getenv("SUANLI_TEST_LOG") == "" {
+		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+	os.Exit(m.Run())
+}
