@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served only with --pprof-addr, on its own listener
 	"os"
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"suanli/config"
 	"suanli/demo"
@@ -160,6 +163,18 @@ func serve(ctx context.Context, args []string) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { index.Run(bg, cfg.IndexRefresh) })
 
+	if cfg.PprofAddr != "" {
+		pl, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			stopBG()
+			return fmt.Errorf("pprof: %w", err)
+		}
+		psrv := &http.Server{Handler: http.DefaultServeMux, ReadHeaderTimeout: 10 * time.Second}
+		wg.Go(func() { _ = psrv.Serve(pl) })
+		wg.Go(func() { <-bg.Done(); _ = psrv.Close() })
+		slog.Info("profiler listening", "addr", pl.Addr().String())
+	}
+
 	e := web.New(&handlers.Handler{DB: db, Index: index})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -246,17 +261,14 @@ func migrate(ctx context.Context, args []string) error {
 }
 
 func seed(ctx context.Context, args []string) error {
-	var (
-		withDemo bool
-		scale    int
-	)
+	var scale int
 	cfg, err := parse("seed", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&withDemo, "demo", false, "load the demo market (idempotent)")
 		fs.IntVar(&scale, "scale", 0, "add N synthetic offers for load tests")
 	})
 	if err != nil {
 		return err
 	}
+	withDemo := cfg.Demo // --demo: load the demo market (idempotent)
 	if !withDemo && scale == 0 {
 		return errors.New("seed: give --demo and/or --scale N")
 	}

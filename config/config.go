@@ -32,6 +32,8 @@ type Config struct {
 	LogLevel string
 	// ShutdownTimeout bounds each shutdown stage (SUANLI_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
+	// PprofAddr, when set, serves Go's profiler there (keep it on loopback).
+	PprofAddr string
 	// IndexRefresh is how often serve checks the database for offer changes
 	// made by other processes (SUANLI_INDEX_REFRESH).
 	IndexRefresh time.Duration
@@ -48,6 +50,7 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.BoolVar(&c.Demo, "demo", envBool("SUANLI_DEMO", false), "seed demo data at start, idempotently (SUANLI_DEMO)")
 	fs.StringVar(&c.LogLevel, "log-level", env("SUANLI_LOG_LEVEL", "info"), "log level: debug, info, warn, error (SUANLI_LOG_LEVEL)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", envDuration("SUANLI_SHUTDOWN_TIMEOUT", 15*time.Second), "time allowed for each shutdown stage (SUANLI_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", env("SUANLI_PPROF_ADDR", ""), "serve Go's profiler on this address, e.g. 127.0.0.1:6060; off when empty (SUANLI_PPROF_ADDR)")
 	fs.DurationVar(&c.IndexRefresh, "index-refresh", envDuration("SUANLI_INDEX_REFRESH", 2*time.Second), "how often to pick up offer changes made by other processes (SUANLI_INDEX_REFRESH)")
 	return func() (Config, error) { return c, c.Validate() }
 }

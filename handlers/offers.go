@@ -29,7 +29,7 @@ func (h *Handler) OffersList(c echo.Context) error {
 		}
 		errs = append(errs, e)
 	}
-	vm := pages.OffersVM{Result: res, Errors: fieldMessages(Lang(c), errs), Raw: raw}
+	vm := pages.OffersVM{Result: res, Errors: fieldMessages(Lang(c), errs), Raw: raw, RawQuery: c.QueryString()}
 	// The same URL answers a page or a fragment; caches must keep both.
 	c.Response().Header().Add(echo.HeaderVary, "HX-Request")
 	vc := ViewCtx(c)

@@ -20,10 +20,14 @@ import (
 // datacentre and provider, its catalogue model and derived figures.
 type ListedOffer struct {
 	models.OfferRow
-	GPU catalog.GPUModel
+	GPU *catalog.GPUModel
 	// PricePerTFLOPFen is the on-demand price per GPU-hour divided by the
 	// model's nominal tensor TFLOPS (BF16, or FP16 without BF16).
 	PricePerTFLOPFen float64
+	// Rendered lets views cache output derived from this offer alone. An
+	// offer in a snapshot never changes (a change makes a new snapshot), so
+	// neither does its HTML; the cache goes with the snapshot.
+	Rendered sync.Map
 }
 
 // LatencyFrom returns the published latency from city in ms.
@@ -47,9 +51,41 @@ type snapshot struct {
 	version int64
 	loaded  time.Time
 	byID    map[int64]*ListedOffer
-	// sorted[key][""] is every offer; sorted[key][slug] one model's offers.
-	sorted map[string]map[string][]*ListedOffer
+	// sorted[key][""] is every offer, sorted[key][slug] one model's,
+	// sorted[key]["@"+city] one city's and sorted[key][slug+"@"+city] one
+	// model's in one city (the commonest search: "H100s in Chengdu").
+	// Each entry carries a compact copy of the filter fields, so a search
+	// scans contiguous memory instead of chasing a pointer per offer.
+	sorted map[string]map[string][]entry
+	// Dense numbering of the values filters compare.
+	gpuIdx, cityIdx, regionIdx map[string]uint8
+	dcIdx                      map[int64]uint16
+	// lat[dc][city] is the published RTT in ms, or -1 when none is published.
+	lat [][]float32
 }
+
+// entry is one offer in a sorted list: its filter key and the offer.
+type entry struct {
+	k offerKey
+	o *ListedOffer
+}
+
+// offerKey holds what the filters test, densely numbered.
+type offerKey struct {
+	price     int64
+	vram      uint16
+	dc        uint16
+	gpu       uint8
+	city      uint8
+	region    uint8
+	ic        uint8
+	maxGPUs   uint8
+	student   bool
+	available bool
+}
+
+// none numbers a value the snapshot does not know (it never matches).
+const none = 255
 
 // staticSorts are the keys whose order does not depend on the query.
 var staticSorts = []string{SortPrice, SortPricePerTFLOP, SortVRAM}
@@ -110,29 +146,87 @@ func (ix *OfferIndex) Len() int { return len(ix.snap.Load().byID) }
 func (ix *OfferIndex) Version() int64 { return ix.snap.Load().version }
 
 func build(rows []models.OfferRow, version int64) *snapshot {
-	s := &snapshot{version: version, loaded: time.Now(), byID: make(map[int64]*ListedOffer, len(rows)), sorted: map[string]map[string][]*ListedOffer{}}
-	all := make([]*ListedOffer, 0, len(rows))
+	s := &snapshot{
+		version: version, loaded: time.Now(), byID: make(map[int64]*ListedOffer, len(rows)),
+		sorted: map[string]map[string][]entry{},
+		gpuIdx: map[string]uint8{}, cityIdx: map[string]uint8{}, regionIdx: map[string]uint8{}, dcIdx: map[int64]uint16{},
+	}
+	for i, m := range catalog.GPUModels() {
+		s.gpuIdx[m.Slug] = uint8(i)
+	}
+	for i, c := range catalog.Cities() {
+		s.cityIdx[c.Slug] = uint8(i)
+	}
+	for i, r := range catalog.Regions() {
+		s.regionIdx[r.Slug] = uint8(i)
+	}
+	all := make([]entry, 0, len(rows))
+	gpus := map[string]*catalog.GPUModel{}
+	for _, m := range catalog.GPUModels() {
+		gpus[m.Slug] = &m
+	}
 	for _, r := range rows {
-		m, ok := catalog.GPUModelBySlug(r.GPUModel)
+		m, ok := gpus[r.GPUModel]
 		if !ok {
 			slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
 			continue
 		}
 		o := &ListedOffer{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS()}
 		s.byID[r.ID] = o
-		all = append(all, o)
+		all = append(all, entry{k: s.key(o), o: o})
 	}
 	for _, key := range staticSorts {
 		cmpFn := comparator(key, "")
 		sorted := slices.Clone(all)
-		slices.SortFunc(sorted, cmpFn)
-		per := map[string][]*ListedOffer{"": sorted}
-		for _, o := range sorted {
-			per[o.GPUModel] = append(per[o.GPUModel], o)
+		slices.SortFunc(sorted, func(a, b entry) int { return cmpFn(a.o, b.o) })
+		per := map[string][]entry{"": sorted}
+		for _, e := range sorted {
+			city := "@" + e.o.Datacenter.City
+			per[e.o.GPUModel] = append(per[e.o.GPUModel], e)
+			per[city] = append(per[city], e)
+			per[e.o.GPUModel+city] = append(per[e.o.GPUModel+city], e)
 		}
 		s.sorted[key] = per
 	}
 	return s
+}
+
+func idx8(m map[string]uint8, k string) uint8 {
+	if i, ok := m[k]; ok {
+		return i
+	}
+	return none
+}
+
+// key numbers an offer's filter fields, registering its datacentre.
+func (s *snapshot) key(o *ListedOffer) offerKey {
+	dc, ok := s.dcIdx[o.DatacenterID]
+	if !ok {
+		dc = uint16(len(s.lat))
+		s.dcIdx[o.DatacenterID] = dc
+		row := make([]float32, len(s.cityIdx))
+		for i := range row {
+			row[i] = -1
+		}
+		for city, ms := range o.Latency {
+			if ci, ok := s.cityIdx[city]; ok {
+				row[ci] = float32(ms)
+			}
+		}
+		s.lat = append(s.lat, row)
+	}
+	ic := uint8(0)
+	switch o.Interconnect {
+	case catalog.InterconnectNVLink:
+		ic = 1
+	case catalog.InterconnectNVLinkIB:
+		ic = 2
+	}
+	return offerKey{
+		price: o.PricePerGPUHourFen, vram: uint16(min(o.GPU.VRAMGB, 65535)), dc: dc,
+		gpu: idx8(s.gpuIdx, o.GPUModel), city: idx8(s.cityIdx, o.Datacenter.City), region: idx8(s.regionIdx, o.Datacenter.Region),
+		ic: ic, maxGPUs: uint8(min(o.MaxGPUs, 255)), student: o.StudentDiscountPct > 0, available: o.AvailableGPUs > 0,
+	}
 }
 
 func byPriceThenID(a, b *ListedOffer) int {

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"suanli/apperr"
-	"suanli/catalog"
 )
 
 // SearchResult is one page of an offer search.
@@ -73,50 +72,96 @@ func (q *OfferQuery) active() []filter {
 	return fs
 }
 
-// matches reports whether o passes every filter of q except skip.
-func (q *OfferQuery) matches(o *ListedOffer, skip filter) bool {
-	if q.DatacenterID != 0 && o.DatacenterID != q.DatacenterID {
-		return false
-	}
-	if skip != fGPU && len(q.GPUs) > 0 && !slices.Contains(q.GPUs, o.GPUModel) {
-		return false
-	}
-	if skip != fCity && q.City != "" && o.Datacenter.City != q.City {
-		return false
-	}
-	if skip != fRegion && q.Region != "" && o.Datacenter.Region != q.Region {
-		return false
-	}
-	if skip != fMinGPUs && o.MaxGPUs < q.MinGPUs {
-		return false
-	}
-	if skip != fMinVRAM && o.GPU.VRAMGB < q.MinVRAMGB {
-		return false
-	}
-	if skip != fMaxPrice && q.MaxPriceFen > 0 && o.PricePerGPUHourFen > q.MaxPriceFen {
-		return false
-	}
-	if skip != fLatency && q.MaxLatencyMS > 0 {
-		ms, ok := o.Latency[q.LatencyCity()]
-		if !ok || ms > q.MaxLatencyMS {
-			return false
+// compiled is a query numbered like the snapshot's offer keys.
+type compiled struct {
+	gpuMask                    uint64
+	anyGPU, hasCity, hasRegion bool
+	city, region, latCity      uint8
+	hasLat, hasIC, hasDC       bool
+	available, student         bool
+	icMask                     uint8 // bit i set: interconnect code i allowed
+	minGPUs                    uint8
+	minVRAM                    uint16
+	maxPrice                   int64
+	maxLat                     float32
+	dc                         uint16
+	impossible                 bool // a value the snapshot does not know
+}
+
+func (s *snapshot) compile(q *OfferQuery) compiled {
+	c := compiled{anyGPU: len(q.GPUs) == 0, available: q.Available, student: q.Student,
+		minGPUs: uint8(min(q.MinGPUs, 255)), minVRAM: uint16(min(q.MinVRAMGB, 65535)), maxPrice: q.MaxPriceFen}
+	for _, g := range q.GPUs {
+		if i, ok := s.gpuIdx[g]; ok {
+			c.gpuMask |= 1 << i
 		}
 	}
-	if skip != fInterconnect && q.Interconnect != "" && !catalog.InterconnectMatches(o.Interconnect, q.Interconnect) {
+	if q.City != "" {
+		c.hasCity, c.city = true, idx8(s.cityIdx, q.City)
+	}
+	if q.Region != "" {
+		c.hasRegion, c.region = true, idx8(s.regionIdx, q.Region)
+	}
+	if q.MaxLatencyMS > 0 {
+		c.hasLat, c.maxLat = true, float32(q.MaxLatencyMS)
+	}
+	c.latCity = idx8(s.cityIdx, q.LatencyCity())
+	if c.hasLat && c.latCity == none {
+		c.impossible = true
+	}
+	if q.Interconnect != "" {
+		c.hasIC = true
+		switch q.Interconnect {
+		case "nvlink":
+			c.icMask = 1<<1 | 1<<2
+		case "infiniband":
+			c.icMask = 1 << 2
+		case "pcie":
+			c.icMask = 1 << 0
+		}
+	}
+	if q.DatacenterID != 0 {
+		dc, ok := s.dcIdx[q.DatacenterID]
+		c.hasDC, c.dc, c.impossible = true, dc, c.impossible || !ok
+	}
+	return c
+}
+
+// latency returns the published RTT from the query's latency city.
+func (c *compiled) latency(s *snapshot, k *offerKey) (float32, bool) {
+	if c.latCity == none {
+		return 0, false
+	}
+	ms := s.lat[k.dc][c.latCity]
+	return ms, ms >= 0
+}
+
+// match reports whether an offer passes every filter except skip.
+func (c *compiled) match(s *snapshot, k *offerKey, skip filter) bool {
+	switch {
+	case c.impossible,
+		c.hasDC && k.dc != c.dc,
+		skip != fGPU && !c.anyGPU && c.gpuMask&(1<<k.gpu) == 0,
+		skip != fCity && c.hasCity && k.city != c.city,
+		skip != fRegion && c.hasRegion && k.region != c.region,
+		skip != fMinGPUs && k.maxGPUs < c.minGPUs,
+		skip != fMinVRAM && k.vram < c.minVRAM,
+		skip != fMaxPrice && c.maxPrice > 0 && k.price > c.maxPrice,
+		skip != fInterconnect && c.hasIC && c.icMask&(1<<k.ic) == 0,
+		skip != fAvailable && c.available && !k.available,
+		skip != fStudent && c.student && !k.student:
 		return false
 	}
-	if skip != fAvailable && q.Available && o.AvailableGPUs == 0 {
-		return false
-	}
-	if skip != fStudent && q.Student && o.StudentDiscountPct == 0 {
-		return false
+	if skip != fLatency && c.hasLat {
+		ms, ok := c.latency(s, k)
+		return ok && ms <= c.maxLat
 	}
 	return true
 }
 
-// candidates returns the offers to scan, already in sort order when the
+// candidates returns the entries to scan, already in sort order when the
 // sort key is static; sorted reports which.
-func (s *snapshot) candidates(q *OfferQuery) (list []*ListedOffer, sorted bool) {
+func (s *snapshot) candidates(q *OfferQuery) (list []entry, sorted bool) {
 	key := q.Sort
 	if key == SortMeasured {
 		// No benchmark reports are stored yet, so "measured" orders by
@@ -127,17 +172,32 @@ func (s *snapshot) candidates(q *OfferQuery) (list []*ListedOffer, sorted bool) 
 	if !static {
 		per = s.sorted[SortPrice]
 	}
+	city := ""
+	if q.City != "" {
+		city = "@" + q.City
+	}
 	if len(q.GPUs) == 1 {
-		return per[q.GPUs[0]], static
+		return per[q.GPUs[0]+city], static
 	}
 	if len(q.GPUs) == 0 {
-		return per[""], static
+		return per[city], static
 	}
-	var out []*ListedOffer
+	var out []entry
 	for _, g := range q.GPUs {
-		out = append(out, per[g]...)
+		out = append(out, per[g+city]...)
 	}
 	return out, false
+}
+
+// onlyPartitionFilters reports whether q filters by nothing but what the
+// index partitions its sorted lists by: at most one GPU model and a city.
+func (q *OfferQuery) onlyPartitionFilters() bool {
+	for _, f := range q.active() {
+		if f != fGPU && f != fCity {
+			return false
+		}
+	}
+	return len(q.GPUs) <= 1 && q.DatacenterID == 0
 }
 
 // Search returns the page of offers matching q. A page past the end is an
@@ -151,25 +211,33 @@ func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
 	if q.Page <= 0 {
 		q.Page = 1
 	}
+	c := s.compile(&q)
 	list, sorted := s.candidates(&q)
 	from := (q.Page - 1) * q.PerPage
 	res := SearchResult{Query: q, Version: s.version}
-	if sorted {
+	switch {
+	case sorted && q.onlyPartitionFilters():
+		// The list is exactly the matches, in order: no scan at all.
+		res.Total = len(list)
+		for i := from; i < min(from+q.PerPage, len(list)); i++ {
+			res.Offers = append(res.Offers, list[i].o)
+		}
+	case sorted:
 		// Pre-sorted: count every match but keep only the requested page.
-		for _, o := range list {
-			if !q.matches(o, fNone) {
+		for i := range list {
+			if !c.match(s, &list[i].k, fNone) {
 				continue
 			}
 			if res.Total >= from && len(res.Offers) < q.PerPage {
-				res.Offers = append(res.Offers, o)
+				res.Offers = append(res.Offers, list[i].o)
 			}
 			res.Total++
 		}
-	} else {
+	default:
 		var all []*ListedOffer
-		for _, o := range list {
-			if q.matches(o, fNone) {
-				all = append(all, o)
+		for i := range list {
+			if c.match(s, &list[i].k, fNone) {
+				all = append(all, list[i].o)
 			}
 		}
 		slices.SortFunc(all, comparator(q.Sort, q.LatencyCity()))
@@ -195,6 +263,7 @@ func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
 // lets something through, each active filter in turn.
 func (s *snapshot) relaxations(q OfferQuery) []Relaxation {
 	all := s.sorted[SortPrice][""]
+	c := s.compile(&q)
 	var out []Relaxation
 	for _, f := range q.active() {
 		rq := q
@@ -206,22 +275,23 @@ func (s *snapshot) relaxations(q OfferQuery) []Relaxation {
 			best = math.Inf(-1)
 		}
 		n := 0
-		for _, o := range all {
-			if !q.matches(o, f) {
+		for i := range all {
+			k := &all[i].k
+			if !c.match(s, k, f) {
 				continue
 			}
 			n++
 			switch f {
 			case fLatency:
-				if ms, ok := o.Latency[q.LatencyCity()]; ok {
-					best = math.Min(best, ms)
+				if ms, ok := c.latency(s, k); ok {
+					best = math.Min(best, float64(ms))
 				}
 			case fMaxPrice:
-				best = math.Min(best, float64(o.PricePerGPUHourFen))
+				best = math.Min(best, float64(k.price))
 			case fMinGPUs:
-				best = math.Max(best, float64(o.MaxGPUs))
+				best = math.Max(best, float64(k.maxGPUs))
 			case fMinVRAM:
-				best = math.Max(best, float64(o.GPU.VRAMGB))
+				best = math.Max(best, float64(k.vram))
 			}
 		}
 		if n == 0 {
@@ -257,9 +327,10 @@ func (s *snapshot) relaxations(q OfferQuery) []Relaxation {
 			rq.MinVRAMGB = int(best)
 		}
 		// Count what the loosened query really lets through.
+		rc := s.compile(&rq)
 		count := 0
-		for _, o := range all {
-			if rq.matches(o, fNone) {
+		for i := range all {
+			if rc.match(s, &all[i].k, fNone) {
 				count++
 			}
 		}

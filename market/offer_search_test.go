@@ -83,6 +83,10 @@ func TestSearchFiltersAgreeWithABruteForceScan(t *testing.T) {
 		{City: "chengdu", Interconnect: "pcie"},
 		{From: "beijing", MaxLatencyMS: 30},
 		{GPUs: []string{"l40s"}, Available: true},
+		{GPUs: []string{"h100-sxm"}, City: "chengdu"}, // served straight from a partition
+		{City: "chengdu"},
+		{GPUs: []string{"h100-sxm", "rtx-4090"}, City: "chengdu"},
+		{GPUs: []string{"rtx-4090"}},
 	}
 	for _, q := range queries {
 		got := search(t, ix, q)

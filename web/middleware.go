@@ -25,6 +25,9 @@ func observe(m *metrics, names map[string]string) echo.MiddlewareFunc {
 			if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/static/") {
 				lvl = slog.LevelDebug
 			}
+			if !slog.Default().Enabled(r.Context(), lvl) {
+				return nil
+			}
 			slog.Log(r.Context(), lvl, "http",
 				"method", r.Method, "path", r.URL.Path, "status", c.Response().Status,
 				"bytes", c.Response().Size, "dur_ms", float64(time.Since(start).Microseconds())/1000,

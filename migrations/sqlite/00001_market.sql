@@ -96,7 +96,6 @@ CREATE TABLE offers (
     created_at                DATETIME NOT NULL,
     updated_at                DATETIME NOT NULL
 );
-CREATE INDEX offers_gpu_price ON offers (gpu_model, price_per_gpu_hour_fen);
 CREATE INDEX offers_datacenter ON offers (datacenter_id);
 CREATE INDEX offers_node ON offers (node_id);
 
