@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -9,7 +10,6 @@ import (
 
 	"suanli/apperr"
 	"suanli/catalog"
-	"suanli/demo"
 	"suanli/locales"
 	"suanli/market"
 	"suanli/views/pages"
@@ -20,6 +20,15 @@ import (
 // get the results fragment alone.
 func (h *Handler) OffersList(c echo.Context) error {
 	raw := c.QueryParams()
+	// A GET form sends its empty fields too; the shareable URL leaves them out.
+	clean, hadEmpty := withoutEmpty(raw)
+	canonical := c.Request().URL.Path
+	if len(clean) > 0 {
+		canonical += "?" + clean.Encode()
+	}
+	if hadEmpty && !IsHTMX(c) {
+		return c.Redirect(http.StatusSeeOther, canonical)
+	}
 	q, errs := market.ParseOfferQuery(raw, false)
 	res, err := h.Index.Search(q)
 	if err != nil {
@@ -33,10 +42,30 @@ func (h *Handler) OffersList(c echo.Context) error {
 	// The same URL answers a page or a fragment; caches must keep both.
 	c.Response().Header().Add(echo.HeaderVary, "HX-Request")
 	vc := ViewCtx(c)
+	vc.Path = canonical
 	if IsHTMX(c) {
+		// htmx pushes this into the address bar instead of the raw form URL.
+		c.Response().Header().Set("HX-Push-Url", canonical)
 		return Render(c, http.StatusOK, pages.OfferResults(vc, vm, true))
 	}
 	return Render(c, http.StatusOK, pages.OffersPage(vc, vm))
+}
+
+// withoutEmpty returns the parameters that have a value, and whether any
+// had none.
+func withoutEmpty(v url.Values) (url.Values, bool) {
+	out := url.Values{}
+	dropped := false
+	for k, vs := range v {
+		for _, s := range vs {
+			if strings.TrimSpace(s) == "" {
+				dropped = true
+				continue
+			}
+			out.Add(k, s)
+		}
+	}
+	return out, dropped
 }
 
 // fieldMessages translates field errors, joining several on one field.
@@ -76,7 +105,7 @@ func (h *Handler) OfferShow(c echo.Context) error {
 	m, _ := catalog.GPUModelBySlug(row.GPUModel)
 	vm := pages.OfferVM{Offer: row, GPU: m}
 	if row.Datacenter.Demo {
-		vm.LatencySource = demo.LatencySource
+		vm.LatencySource = "latency.source.demo"
 	}
 	return Render(c, http.StatusOK, pages.OfferPage(ViewCtx(c), vm))
 }
@@ -93,7 +122,7 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 	}
 	vm := pages.DatacenterVM{Datacenter: dc, Latency: lat, Offers: res}
 	if dc.Demo {
-		vm.LatencySource = demo.LatencySource
+		vm.LatencySource = "latency.source.demo"
 	}
 	return Render(c, http.StatusOK, pages.DatacenterPage(ViewCtx(c), vm))
 }

@@ -24,6 +24,15 @@ type Ctx struct {
 // T translates key into the reader's language.
 func (c Ctx) T(key string, args ...any) string { return locales.T(c.Lang, key, args...) }
 
+// N translates a message about count things: with count 1 it uses the
+// key's ".one" form where the language has one. count is the first argument.
+func (c Ctx) N(key string, count int, args ...any) string {
+	if count == 1 && locales.Has(c.Lang, key+".one") {
+		key += ".one"
+	}
+	return locales.T(c.Lang, key, append([]any{count}, args...)...)
+}
+
 // Asset returns the hashed URL of a static asset.
 func (c Ctx) Asset(name string) string { return static.URL(name) }
 

@@ -64,9 +64,9 @@ func TestCheapestH100NearChengdu(t *testing.T) {
 func TestOfferListLanguageAndFragment(t *testing.T) {
 	a := newSQLiteApp(t)
 	_, zh := a.get("/offers")
-	contains(t, zh, `lang="zh-CN"`, "43 个报价", "按地区租用 GPU", "演示")
+	contains(t, zh, `lang="zh-CN"`, "43 个报价", "GPU 算力报价", "演示")
 	_, en := a.get("/offers", "Accept-Language", "en-GB,en;q=0.9")
-	contains(t, en, `lang="en"`, "43 offers", "Rent GPUs by region")
+	contains(t, en, `lang="en"`, "43 offers", "GPU offers")
 
 	// The switch sticks: a cookie beats Accept-Language.
 	res, _ := a.get("/lang/en?next=" + "/offers%3Fgpu%3Dl40s")
@@ -85,6 +85,8 @@ func TestOfferListLanguageAndFragment(t *testing.T) {
 	must(t, strings.HasPrefix(strings.TrimSpace(frag), `<section id="results"`), "fragment starts %q", frag[:min(80, len(frag))])
 	must(t, !strings.Contains(frag, "<html"), "fragment has the layout")
 	contains(t, frag, `id="err-min_gpus" role="alert" hx-swap-oob="true"`)
+	// The fragment sends the language switch again for the URL as it is now.
+	contains(t, frag, `id="lang-switch"`, `next=%2Foffers%3Fgpu%3Dl40s`)
 	vary := strings.Join(res.Header.Values("Vary"), ", ")
 	must(t, strings.Contains(vary, "HX-Request") && strings.Contains(vary, "Accept-Language"), "Vary %q", vary)
 }
@@ -142,7 +144,7 @@ func TestEmptyResultOffersRelaxations(t *testing.T) {
 	a := newSQLiteApp(t)
 	// No B200 within 5 ms of Chengdu: the only B200 is in Frankfurt (230 ms).
 	_, page := a.get("/offers"+query("gpu", "b200", "from", "chengdu", "max_latency_ms", "5"), "Accept-Language", "en")
-	contains(t, page, "No offers match", "1 more offers if you allow 230 ms", "without the GPU model filter")
+	contains(t, page, "No offers match", "1 more offer if you allow 230 ms", "without the GPU model filter")
 	must(t, strings.Contains(page, "max_latency_ms=230"), "relaxation link missing")
 	// The latency relaxation names the real count it brings back.
 	_, body := a.get("/api/v1/offers" + query("gpu", "b200", "from", "chengdu", "max_latency_ms", "230"))
@@ -156,10 +158,10 @@ func TestOfferAndDatacenterPages(t *testing.T) {
 		must(t, db.R.Where("gpu_model = ? AND datacenter_id = (SELECT id FROM datacenters WHERE slug = 'cd-tianfu-swpark')", "h100-sxm").First(&o).Error == nil, "find offer")
 		res, page := a.get(a.url("offers.show", o.ID), "Accept-Language", "en")
 		must(t, res.StatusCode == 200, "offer status %d", res.StatusCode)
-		contains(t, page, "H100 SXM5 × 8", "NVIDIA H100 datasheet", "¥34.00", "¥27.20", "¥30.60", "¥24.48", "¥20,500.00", "¥5,535.00",
+		contains(t, page, "H100 SXM5 × 8", "NVIDIA H100 datasheet", "¥34.00", "¥27.20", "¥30.60", "¥24.48", "¥20,500", "¥5,535",
 			"Chengdu Tianfu Software Park DC", "Tianfu Software Park", "Beijing", "36 ms", "demo data")
 		_, zh := a.get(a.url("offers.show", o.ID))
-		contains(t, zh, "成都天府软件园机房", "天府软件园", "元/卡·时", "包月")
+		contains(t, zh, "成都天府软件园机房", "天府软件园", "/卡·时", "包月", "标称值来源（原文）")
 
 		_, api := a.get(a.url("api.offers.show", o.ID))
 		got := decode[handlers.APIOffer](t, api)
@@ -177,4 +179,15 @@ func TestOfferAndDatacenterPages(t *testing.T) {
 		must(t, res.StatusCode == 200, "dc status %d", res.StatusCode)
 		contains(t, page, "Chengdu Science City DC", "Tier IV", "200 Gbps", "Offers in this datacentre (5)", "H200 SXM")
 	})
+}
+
+// A GET form sends empty fields; the shareable URL drops them.
+func TestEmptyParametersLeaveTheURL(t *testing.T) {
+	a := newSQLiteApp(t)
+	res, _ := a.get("/offers?gpu=h100-sxm&city=&min_gpus=&sort=price")
+	must(t, res.StatusCode == http.StatusSeeOther, "status %d", res.StatusCode)
+	must(t, res.Header.Get("Location") == "/offers?gpu=h100-sxm&sort=price", "location %q", res.Header.Get("Location"))
+	res, frag := a.get("/offers?gpu=h100-sxm&city=&min_gpus=", "HX-Request", "true")
+	must(t, res.StatusCode == 200 && res.Header.Get("HX-Push-Url") == "/offers?gpu=h100-sxm", "htmx: %d push %q", res.StatusCode, res.Header.Get("HX-Push-Url"))
+	contains(t, frag, "next=%2Foffers%3Fgpu%3Dh100-sxm\"")
 }

@@ -5,13 +5,15 @@ import (
 	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/views"
 )
 
 // OfferVM is the offer page's view model.
 type OfferVM struct {
 	Offer models.OfferRow
 	GPU   catalog.GPUModel
-	// LatencySource says where the latency figures come from.
+	// LatencySource is the message key saying where the latency figures
+	// come from.
 	LatencySource string
 }
 
@@ -19,6 +21,15 @@ type priceRow struct {
 	labelKey string
 	fen      int64
 	unitKey  string
+}
+
+// amount shows hourly prices to the fen and term prices in whole yuan
+// when they are whole, as the list does.
+func (p priceRow) amount() string {
+	if p.unitKey != "unit.per_gpu_hour" && p.fen%100 == 0 {
+		return views.YuanWhole(p.fen)
+	}
+	return views.Yuan(p.fen)
 }
 
 func (vm OfferVM) prices() []priceRow {

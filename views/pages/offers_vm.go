@@ -99,15 +99,15 @@ func relaxLabel(vc views.Ctx, r market.Relaxation) string {
 	q := r.Query
 	switch r.Filter {
 	case "max_latency_ms":
-		return vc.T("relax.latency", r.Count, views.Num(q.MaxLatencyMS))
+		return vc.N("relax.latency", r.Count, views.Num(q.MaxLatencyMS))
 	case "max_price":
-		return vc.T("relax.price", r.Count, views.Yuan(q.MaxPriceFen))
+		return vc.N("relax.price", r.Count, views.Yuan(q.MaxPriceFen))
 	case "min_gpus":
-		return vc.T("relax.min_gpus", r.Count, q.MinGPUs)
+		return vc.N("relax.min_gpus", r.Count, q.MinGPUs)
 	case "min_vram_gb":
-		return vc.T("relax.min_vram", r.Count, q.MinVRAMGB)
+		return vc.N("relax.min_vram", r.Count, q.MinVRAMGB)
 	}
-	return vc.T("relax.drop", r.Count, vc.T("filter."+r.Filter))
+	return vc.N("relax.drop", r.Count, vc.T("filter."+r.Filter))
 }
 
 func interconnectLabel(vc views.Ctx, ic string) string { return vc.T("ic." + ic) }
@@ -119,13 +119,16 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // cachedRow returns the offer's row HTML, rendering it on first use for
 // this language and latency city. The result grid of the offer list is
 // most of its page; rendering 50 rows per request was 80% of its cost.
-func cachedRow(vc views.Ctx, o *market.ListedOffer, city string) string {
+func cachedRow(vc views.Ctx, o *market.ListedOffer, city string, withDC bool) string {
 	key := vc.Lang + "|" + city
+	if !withDC {
+		key += "|-dc"
+	}
 	if s, ok := o.Rendered.Load(key); ok {
 		return s.(string)
 	}
 	var b strings.Builder
-	if err := offerRow(vc, o, city).Render(context.Background(), &b); err != nil {
+	if err := offerRow(vc, o, city, withDC).Render(context.Background(), &b); err != nil {
 		// Rendering into a strings.Builder cannot fail but for a template
 		// bug; show nothing rather than half a row.
 		return ""
