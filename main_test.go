@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"suanli/dbtest"
 	"suanli/migrations"
@@ -65,5 +69,55 @@ func TestConfigErrorsStopTheCommand(t *testing.T) {
 	err := serve(context.Background(), []string{"--addr", "nonsense", "--database-url", "mysql://x"})
 	if err == nil || !strings.Contains(err.Error(), "SUANLI_ADDR") || !strings.Contains(err.Error(), "DATABASE_URL") {
 		t.Errorf("serve with bad configuration: %v", err)
+	}
+}
+
+// serve starts on the embedded default with the demo market, answers, and
+// shuts down in order when its context ends.
+func TestServeLifecycle(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, []string{"--addr", addr, "--data-dir", t.TempDir(), "--demo"}) }()
+	ready := false
+	for i := 0; i < 200 && !ready; i++ {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			ready = res.StatusCode == 200
+			res.Body.Close()
+		}
+		if !ready {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if !ready {
+		cancel()
+		t.Fatalf("serve never became ready: %v", <-done)
+	}
+	res, err := http.Get("http://" + addr + "/offers?gpu=h100-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), "H100 SXM5") {
+		t.Errorf("offers: %d", res.StatusCode)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v on shutdown", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		t.Error("still serving after shutdown")
 	}
 }
