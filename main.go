@@ -13,10 +13,12 @@ import (
 	_ "net/http/pprof" // served only with --pprof-addr, on its own listener
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
 
+	"suanli/accounts"
 	"suanli/config"
 	"suanli/demo"
 	"suanli/handlers"
@@ -175,7 +177,9 @@ func serve(ctx context.Context, args []string) error {
 		slog.Info("profiler listening", "addr", pl.Addr().String())
 	}
 
-	e := web.New(&handlers.Handler{DB: db, Index: index})
+	e := web.New(&handlers.Handler{
+		DB: db, Index: index, Accounts: accountsService(db, cfg), Sessions: web.NewSessions(db, cfg.SecureCookies()),
+	}, web.Options{SecureCookies: cfg.SecureCookies()})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		stopBG()
@@ -289,4 +293,8 @@ func seed(ctx context.Context, args []string) error {
 		return demo.SeedScale(ctx, db, scale)
 	}
 	return nil
+}
+
+func accountsService(db *models.DB, cfg config.Config) *accounts.Service {
+	return &accounts.Service{DB: db, BaseURL: cfg.BaseURL, EduSuffixes: append(slices.Clone(accounts.DefaultEduSuffixes), cfg.EduSuffixList()...)}
 }

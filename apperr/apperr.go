@@ -14,7 +14,11 @@ const (
 	ENOTFOUND  = "not_found" // 404
 	ECONFLICT  = "conflict"  // 409
 	EFORBIDDEN = "forbidden" // 403
-	EINTERNAL  = "internal"  // 500; never carries details to the client
+	// EUNAUTHORIZED: no or bad credentials on the API: 401.
+	EUNAUTHORIZED = "unauthorized"
+	// ERATELIMIT: too many attempts: 429.
+	ERATELIMIT = "rate_limited"
+	EINTERNAL  = "internal" // 500; never carries details to the client
 )
 
 // Error is a domain error with a machine-readable code, a message safe to

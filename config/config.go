@@ -32,6 +32,12 @@ type Config struct {
 	LogLevel string
 	// ShutdownTimeout bounds each shutdown stage (SUANLI_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
+	// BaseURL is the public address, used in mailed links; an https URL
+	// also makes the session and CSRF cookies Secure (SUANLI_BASE_URL).
+	BaseURL string
+	// EduSuffixes adds institutional email suffixes to the built-in list,
+	// comma-separated (SUANLI_EDU_SUFFIXES).
+	EduSuffixes string
 	// PprofAddr, when set, serves Go's profiler there (keep it on loopback).
 	PprofAddr string
 	// IndexRefresh is how often serve checks the database for offer changes
@@ -50,9 +56,20 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.BoolVar(&c.Demo, "demo", envBool("SUANLI_DEMO", false), "seed demo data at start, idempotently (SUANLI_DEMO)")
 	fs.StringVar(&c.LogLevel, "log-level", env("SUANLI_LOG_LEVEL", "info"), "log level: debug, info, warn, error (SUANLI_LOG_LEVEL)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", envDuration("SUANLI_SHUTDOWN_TIMEOUT", 15*time.Second), "time allowed for each shutdown stage (SUANLI_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.BaseURL, "base-url", env("SUANLI_BASE_URL", ""), "public URL for links in mail; https makes cookies Secure (SUANLI_BASE_URL; default http://localhost:PORT)")
+	fs.StringVar(&c.EduSuffixes, "edu-suffixes", env("SUANLI_EDU_SUFFIXES", ""), "extra institutional email suffixes for labs, comma-separated, e.g. .edu.hk,.ac.jp (SUANLI_EDU_SUFFIXES)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env("SUANLI_PPROF_ADDR", ""), "serve Go's profiler on this address, e.g. 127.0.0.1:6060; off when empty (SUANLI_PPROF_ADDR)")
 	fs.DurationVar(&c.IndexRefresh, "index-refresh", envDuration("SUANLI_INDEX_REFRESH", 2*time.Second), "how often to pick up offer changes made by other processes (SUANLI_INDEX_REFRESH)")
-	return func() (Config, error) { return c, c.Validate() }
+	return func() (Config, error) {
+		if c.BaseURL == "" {
+			port := "8080"
+			if _, p, err := net.SplitHostPort(c.Addr); err == nil && p != "" {
+				port = p
+			}
+			c.BaseURL = "http://localhost:" + port
+		}
+		return c, c.Validate()
+	}
 }
 
 // Validate reports every problem with the configuration at once.
@@ -70,6 +87,14 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("--log-level/SUANLI_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--base-url/SUANLI_BASE_URL %q: want http(s)://host[:port]", c.BaseURL))
+	}
+	for _, sfx := range c.EduSuffixList() {
+		if !strings.HasPrefix(sfx, ".") || strings.ContainsAny(sfx, " @/") {
+			errs = append(errs, fmt.Errorf("--edu-suffixes/SUANLI_EDU_SUFFIXES: %q must look like .edu.hk", sfx))
+		}
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
@@ -149,3 +174,18 @@ func envDuration(key string, def time.Duration) time.Duration {
 	}
 	return def
 }
+
+// EduSuffixList returns the extra institutional suffixes.
+func (c Config) EduSuffixList() []string {
+	var out []string
+	for _, s := range strings.Split(c.EduSuffixes, ",") {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// SecureCookies reports whether cookies must be Secure: the site is
+// served over HTTPS.
+func (c Config) SecureCookies() bool { return strings.HasPrefix(c.BaseURL, "https://") }

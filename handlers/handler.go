@@ -5,7 +5,9 @@ package handlers
 
 import (
 	"bytes"
+	"github.com/alexedwards/scs/v2"
 	"strconv"
+	"suanli/accounts"
 	"sync"
 
 	"github.com/a-h/templ"
@@ -19,8 +21,24 @@ import (
 
 // Handler carries the dependencies every handler needs; main and web set it.
 type Handler struct {
-	DB    *models.DB
-	Index *market.OfferIndex
+	DB       *models.DB
+	Index    *market.OfferIndex
+	Accounts *accounts.Service
+	Sessions *scs.SessionManager
+}
+
+// Context keys set by the web layer's middleware.
+const (
+	UserKey    = "user"
+	StudentKey = "student"
+	FlashKey   = "flash"
+	CSRFKey    = "csrf"
+)
+
+// CurrentUser returns the logged-in (or token-authenticated) user, or nil.
+func CurrentUser(c echo.Context) *models.User {
+	u, _ := c.Get(UserKey).(*models.User)
+	return u
 }
 
 // LangKey is the echo context key under which the locale middleware stores
@@ -37,12 +55,19 @@ func Lang(c echo.Context) string {
 
 // ViewCtx builds the view context for the request.
 func ViewCtx(c echo.Context) views.Ctx {
-	return views.Ctx{
+	vc := views.Ctx{
 		Lang:      Lang(c),
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
 		Path:      c.Request().URL.RequestURI(),
 		URL:       reverser(c.Echo()),
 	}
+	vc.CSRF, _ = c.Get(CSRFKey).(string)
+	vc.Flash, _ = c.Get(FlashKey).(string)
+	vc.Student, _ = c.Get(StudentKey).(bool)
+	if u := CurrentUser(c); u != nil {
+		vc.User = &views.Viewer{ID: u.ID, Name: u.Name, Email: u.Email, Verified: u.Verified(), Admin: u.PlatformAdmin}
+	}
+	return vc
 }
 
 // routeURLs caches the URLs of routes without parameters: echo's Reverse

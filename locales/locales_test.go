@@ -32,9 +32,9 @@ func TestCatalogsHaveTheSameKeys(t *testing.T) {
 // Every message key the code names literally exists, and so does every key
 // built from a list of values.
 func TestEveryKeyUsedExists(t *testing.T) {
-	re := regexp.MustCompile(`\b(?:T|N|invalid)\("([a-z0-9_.-]+)"|"((?:err|error)\.[a-z0-9_.]+)"`)
+	re := regexp.MustCompile(`\b(?:T|N|invalid|flash\(c,) ?\(?"([a-z0-9_.-]+)"|"((?:err|error|form|lab|org|tokens|mail|role)\.[a-z0-9_.]+)"`)
 	used := map[string]bool{}
-	for _, dir := range []string{"../views", "../handlers", "../market", "../web"} {
+	for _, dir := range []string{"../views", "../handlers", "../market", "../web", "../accounts", "../models"} {
 		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || strings.HasSuffix(p, "_templ.go") || strings.HasSuffix(p, "_test.go") {
 				return err
@@ -73,9 +73,19 @@ func TestEveryKeyUsedExists(t *testing.T) {
 	for _, f := range []string{"gpu", "city", "region", "interconnect", "available", "student"} {
 		used["filter."+f] = true
 	}
+	for _, m := range []string{"verify", "reset", "lab_confirm", "invite"} {
+		used["mail."+m+".subject"], used["mail."+m+".body"] = true, true
+	}
+	for _, k := range []string{"team", "lab", "provider"} {
+		used["org.kind."+k] = true
+	}
+	used["org.pending_lab"], used["org.pending_provider"] = true, true
+	for _, r := range []string{"owner", "admin", "member"} {
+		used["role."+r] = true
+	}
 	var missing []string
 	for k := range used {
-		if !strings.Contains(k, ".") || strings.HasSuffix(k, ".") {
+		if !strings.Contains(k, ".") || strings.HasSuffix(k, ".") || strings.HasSuffix(k, "_") {
 			continue // a field name passed to invalid(), or a prefix
 		}
 		for _, lang := range locales.Supported {

@@ -19,6 +19,32 @@ type Ctx struct {
 	Path string
 	// URL builds a URL from a route name (echo's Reverse).
 	URL func(name string, params ...any) string
+	// CSRF is the token forms send as _csrf and htmx as X-CSRF-Token.
+	CSRF string
+	// User is the logged-in user, or nil.
+	User *Viewer
+	// Student is true when the user sees student prices.
+	Student bool
+	// Flash is a one-time message from the previous request.
+	Flash string
+}
+
+// Viewer is what pages show of the logged-in user.
+type Viewer struct {
+	ID       int64
+	Name     string
+	Email    string
+	Verified bool
+	Admin    bool
+}
+
+// HXHeaders is the body's hx-headers value: every htmx request sends the
+// CSRF token.
+func (c Ctx) HXHeaders() string {
+	if c.CSRF == "" {
+		return ""
+	}
+	return `{"X-CSRF-Token":"` + c.CSRF + `"}`
 }
 
 // T translates key into the reader's language.

@@ -7,7 +7,6 @@ import (
 
 	"suanli/dbtest"
 	"suanli/demo"
-	"suanli/handlers"
 	"suanli/market"
 	"suanli/web"
 )
@@ -24,7 +23,7 @@ func BenchmarkOffersPage100k(b *testing.B) {
 	if _, err := ix.Refresh(ctx); err != nil {
 		b.Fatal(err)
 	}
-	e := web.New(&handlers.Handler{DB: db, Index: ix})
+	e := web.New(testHandler(db, ix), web.Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest("GET", "/offers?gpu=h100-sxm&city=chengdu&sort=price", nil)
@@ -39,7 +38,7 @@ func BenchmarkOffersPage100k(b *testing.B) {
 // BenchmarkHealthz measures the middleware stack around the smallest handler.
 func BenchmarkHealthz(b *testing.B) {
 	db := dbtest.SQLite(b)
-	e := web.New(&handlers.Handler{DB: db, Index: market.NewOfferIndex(db)})
+	e := web.New(testHandler(db, market.NewOfferIndex(db)), web.Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest("GET", "/healthz", nil)

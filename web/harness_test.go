@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/accounts"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/handlers"
@@ -43,7 +44,7 @@ func newApp(t *testing.T, db *models.DB) *app {
 	if _, err := ix.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e := web.New(&handlers.Handler{DB: db, Index: ix})
+	e := web.New(testHandler(db, ix), web.Options{})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	jar, _ := cookiejar.New(nil)
@@ -109,4 +110,13 @@ func TestMain(m *testing.M) {
 		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}
 	os.Exit(m.Run())
+}
+
+// testHandler wires the real handlers over db, as main does.
+func testHandler(db *models.DB, ix *market.OfferIndex) *handlers.Handler {
+	return &handlers.Handler{
+		DB: db, Index: ix,
+		Accounts: &accounts.Service{DB: db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes},
+		Sessions: web.NewSessions(db, false),
+	}
 }

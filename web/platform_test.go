@@ -12,7 +12,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"suanli/handlers"
 	"suanli/market"
 	"suanli/models"
 	"suanli/web"
@@ -44,7 +43,7 @@ func TestReadyzRefusesSchemaBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	srv := httptest.NewServer(web.New(&handlers.Handler{DB: db, Index: market.NewOfferIndex(db)}))
+	srv := httptest.NewServer(web.New(testHandler(db, market.NewOfferIndex(db)), web.Options{}))
 	defer srv.Close()
 	res, err := http.Get(srv.URL + "/readyz")
 	if err != nil {

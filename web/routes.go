@@ -22,29 +22,63 @@ const (
 	RouteReadyz     = "readyz"
 	RouteMetrics    = "metrics"
 	RouteStatic     = "static"
+	RouteSignup     = "auth.signup"
+	RouteLogin      = "auth.login"
 )
 
 // route is one row of the route table.
 type route struct {
 	method, path, name string
 	handler            echo.HandlerFunc
+	access             int
 }
 
 // routes is the one route table of the application.
 func routes(h *handlers.Handler, m *metrics) []route {
 	return []route{
-		{"GET", "/", RouteHome, h.OffersList},
-		{"GET", "/offers", RouteOffers, h.OffersList},
-		{"GET", "/offers/:id", RouteOffer, h.OfferShow},
-		{"GET", "/datacenters/:slug", RouteDatacenter, h.DatacenterShow},
-		{"GET", "/lang/:lang", RouteLangSwitch, h.LangSwitch},
+		{"GET", "/", RouteHome, h.OffersList, public},
+		{"GET", "/offers", RouteOffers, h.OffersList, public},
+		{"GET", "/offers/:id", RouteOffer, h.OfferShow, public},
+		{"GET", "/datacenters/:slug", RouteDatacenter, h.DatacenterShow, public},
+		{"GET", "/lang/:lang", RouteLangSwitch, h.LangSwitch, public},
 
-		{"GET", "/api/v1/offers", RouteAPIOffers, h.APIOffersList},
-		{"GET", "/api/v1/offers/:id", RouteAPIOffer, h.APIOfferShow},
+		{"GET", "/signup", RouteSignup, h.SignupForm, public},
+		{"POST", "/signup", "auth.signup.post", h.Signup, public},
+		{"GET", "/login", RouteLogin, h.LoginForm, public},
+		{"POST", "/login", "auth.login.post", h.Login, public},
+		{"POST", "/logout", "auth.logout", h.Logout, public},
+		{"GET", "/verify", "auth.verify", h.Verify, public},
+		{"GET", "/password/forgot", "password.forgot", h.ForgotForm, public},
+		{"POST", "/password/forgot", "password.forgot.post", h.Forgot, public},
+		{"GET", "/password/reset", "password.reset", h.ResetForm, public},
+		{"POST", "/password/reset", "password.reset.post", h.Reset, public},
 
-		{"GET", "/healthz", RouteHealthz, h.Healthz},
-		{"GET", "/readyz", RouteReadyz, h.Readyz},
-		{"GET", "/metrics", RouteMetrics, echo.WrapHandler(m.handler())},
-		{"GET", static.Prefix + "*", RouteStatic, echo.WrapHandler(http.HandlerFunc(static.ServeHTTP))},
+		{"GET", "/account", "account.show", h.AccountShow, user},
+		{"POST", "/account/password", "account.password", h.AccountPassword, user},
+		{"POST", "/account/verify", "account.resend", h.AccountResend, user},
+		{"POST", "/account/tokens", "tokens.create", h.TokenCreate, user},
+		{"POST", "/account/tokens/:id/revoke", "tokens.revoke", h.TokenRevoke, user},
+		{"POST", "/orgs", "orgs.create", h.OrgCreate, user},
+		{"GET", "/orgs/:id", "orgs.show", h.OrgShow, user},
+		{"POST", "/orgs/:id/invitations", "orgs.invite", h.OrgInvite, user},
+		{"POST", "/orgs/:id/members/:uid/remove", "orgs.members.remove", h.OrgRemoveMember, user},
+		{"POST", "/orgs/:id/budget", "orgs.budget", h.OrgBudget, user},
+		{"GET", "/labs/apply", "labs.apply", h.LabApplyForm, user},
+		{"POST", "/labs/apply", "labs.apply.post", h.LabApply, user},
+		{"GET", "/labs/confirm", "labs.confirm", h.LabConfirm, user},
+		{"GET", "/invitations/accept", "invitations.accept", h.InviteShow, user},
+		{"POST", "/invitations/accept", "invitations.accept.post", h.InviteAccept, user},
+
+		{"GET", "/admin", "admin.home", h.AdminHome, admin},
+		{"POST", "/admin/orgs/:id/review", "admin.review", h.AdminReview, admin},
+
+		{"GET", "/api/v1/offers", RouteAPIOffers, h.APIOffersList, public},
+		{"GET", "/api/v1/offers/:id", RouteAPIOffer, h.APIOfferShow, public},
+		{"GET", "/api/v1/me", "api.me", h.APIMe, user},
+
+		{"GET", "/healthz", RouteHealthz, h.Healthz, public},
+		{"GET", "/readyz", RouteReadyz, h.Readyz, public},
+		{"GET", "/metrics", RouteMetrics, echo.WrapHandler(m.handler()), public},
+		{"GET", static.Prefix + "*", RouteStatic, echo.WrapHandler(http.HandlerFunc(static.ServeHTTP)), public},
 	}
 }

@@ -18,17 +18,26 @@ import (
 	"suanli/handlers"
 )
 
-// New builds the echo instance with every route and middleware.
-func New(h *handlers.Handler, collectors ...prometheus.Collector) *echo.Echo {
+// Options are the web layer's settings.
+type Options struct {
+	// SecureCookies marks the session and CSRF cookies Secure (HTTPS only).
+	SecureCookies bool
+	// Collectors are extra Prometheus collectors to serve on /metrics.
+	Collectors []prometheus.Collector
+}
+
+// New builds the echo instance with every route and middleware. h must
+// have its Sessions and Accounts set.
+func New(h *handlers.Handler, opts Options) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler
 	e.IPExtractor = echo.ExtractIPDirect()
-	m := newMetrics(collectors...)
+	m := newMetrics(opts.Collectors...)
 	table := routes(h, m)
 	names := make(map[string]string, len(table))
 	for _, r := range table {
-		e.Add(r.method, r.path, r.handler).Name = r.name
+		e.Add(r.method, r.path, guard(r.access, r.handler)).Name = r.name
 		names[r.method+" "+r.path] = r.name
 	}
 	e.Use(
@@ -44,6 +53,9 @@ func New(h *handlers.Handler, collectors ...prometheus.Collector) *echo.Echo {
 			return c.Path() == "/metrics" || strings.HasPrefix(c.Request().URL.Path, "/static/htmx")
 		}}),
 		locale,
+		sessions(h.Sessions),
+		authenticate(h),
+		csrf(opts.SecureCookies),
 	)
 	return e
 }

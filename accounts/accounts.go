@@ -1,0 +1,373 @@
+// Package accounts holds the rules for people and organisations: sign-up,
+// login and its throttle, email verification, password reset, API tokens,
+// organisations, labs, invitations, and who may do what (authz.go).
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"suanli/apperr"
+	"suanli/locales"
+	"suanli/models"
+)
+
+// Service carries what the account rules need.
+type Service struct {
+	DB *models.DB
+	// BaseURL prefixes the links in mails, e.g. "https://suanli.example".
+	BaseURL string
+	// EduSuffixes are the institutional email domain suffixes a lab may use.
+	EduSuffixes []string
+}
+
+// DefaultEduSuffixes are the institutional suffixes accepted out of the box.
+var DefaultEduSuffixes = []string{".edu.cn", ".edu", ".ac.cn", ".ac.uk"}
+
+// Limits.
+const (
+	MinPasswordLen  = 10
+	MaxPasswordLen  = 128
+	MaxNameLen      = 100
+	LoginWindow     = 15 * time.Minute
+	MaxFailsAccount = 5
+	MaxFailsAddress = 20
+	VerifyTTL       = 72 * time.Hour
+	ResetTTL        = time.Hour
+	InviteTTL       = 7 * 24 * time.Hour
+)
+
+// FieldErrors is a form's list of problems, one per field at most.
+type FieldErrors []*apperr.Error
+
+func (fe FieldErrors) Error() string {
+	var parts []string
+	for _, e := range fe {
+		parts = append(parts, e.Error())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (fe FieldErrors) orNil() error {
+	if len(fe) == 0 {
+		return nil
+	}
+	return fe
+}
+
+func invalid(field, key string, args ...any) *apperr.Error {
+	return &apperr.Error{Code: apperr.EINVALID, Field: field, Key: key, Args: args, Message: locales.T(locales.EN, key, args...)}
+}
+
+// CheckEmail validates an address and returns its stored form.
+func CheckEmail(field, email string) (string, *apperr.Error) {
+	email = models.NormalizeEmail(email)
+	if email == "" {
+		return "", invalid(field, "err.required")
+	}
+	a, err := mail.ParseAddress(email)
+	at := strings.LastIndexByte(email, '@')
+	if err != nil || a.Address != email || len(email) > 254 || at < 1 || !strings.Contains(email[at:], ".") || strings.HasSuffix(email, ".") {
+		return "", invalid(field, "err.email")
+	}
+	return email, nil
+}
+
+var commonPasswords = []string{"1234567890", "12345678910", "password123", "qwertyuiop", "1q2w3e4r5t", "0123456789", "abcdefghij", "password1234", "iloveyou12", "woaini1314"}
+
+// CheckPassword validates a new password against the rules.
+func checkNewPassword(field, password, email string) *apperr.Error {
+	n := utf8.RuneCountInString(password)
+	switch {
+	case len(password) > MaxPasswordLen*4 || n > MaxPasswordLen:
+		return invalid(field, "err.password_long", MaxPasswordLen)
+	case n < MinPasswordLen:
+		return invalid(field, "err.password_short", MinPasswordLen)
+	case slices.Contains(commonPasswords, strings.ToLower(password)) || strings.EqualFold(password, email) ||
+		strings.Count(password, password[:1]) == len(password):
+		return invalid(field, "err.password_weak")
+	}
+	return nil
+}
+
+func checkName(field, name string) (string, *apperr.Error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", invalid(field, "err.required")
+	}
+	if utf8.RuneCountInString(name) > MaxNameLen || strings.ContainsAny(name, "\x00\r\n") {
+		return "", invalid(field, "err.name_long", MaxNameLen)
+	}
+	return name, nil
+}
+
+// SignUpInput is the sign-up form.
+type SignUpInput struct {
+	Email, Password, Name, Lang string
+}
+
+// SignUp creates a user with a personal organisation and mails the
+// verification link, in one transaction.
+func (s *Service) SignUp(ctx context.Context, in SignUpInput) (*models.User, error) {
+	var errs FieldErrors
+	email, e := CheckEmail("email", in.Email)
+	if e != nil {
+		errs = append(errs, e)
+	}
+	name, e := checkName("name", in.Name)
+	if e != nil {
+		errs = append(errs, e)
+	}
+	if e := checkNewPassword("password", in.Password, email); e != nil {
+		errs = append(errs, e)
+	}
+	lang := locales.Normalize(in.Lang)
+	if lang == "" {
+		lang = locales.ZH
+	}
+	if err := errs.orNil(); err != nil {
+		return nil, err
+	}
+	hash, err := HashPassword(in.Password)
+	if err != nil {
+		return nil, err
+	}
+	now := s.DB.Now().UTC()
+	u := &models.User{Email: email, Name: name, Lang: lang, PasswordHash: hash, CreatedAt: now}
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := models.InsertUser(tx, u); err != nil {
+			return err
+		}
+		if err := createPersonalOrg(tx, u, now); err != nil {
+			return err
+		}
+		return s.mailLink(tx, u.Lang, u.Email, models.EmailToken{Purpose: models.TokenVerify, UserID: &u.ID, Email: u.Email, ExpiresAt: now.Add(VerifyTTL)}, "verify", "/verify")
+	})
+	if err != nil {
+		if ae, ok := apperr.As(err); ok && ae.Code == apperr.ECONFLICT {
+			ae.Message = locales.T(locales.EN, ae.Key)
+			return nil, FieldErrors{ae}
+		}
+		return nil, err
+	}
+	slog.Info("user signed up", "user", u.ID)
+	return u, nil
+}
+
+func createPersonalOrg(tx *gorm.DB, u *models.User, now time.Time) error {
+	org := &models.Org{Kind: models.OrgTeam, Name: u.Name, Personal: true, Status: models.OrgActive, CreatedAt: now}
+	if err := models.InsertOrg(tx, org); err != nil {
+		return err
+	}
+	return models.AddMember(tx, &models.Membership{OrgID: org.ID, UserID: u.ID, Role: models.RoleOwner, CreatedAt: now})
+}
+
+// mailLink stores a one-time token and writes its mail to the outbox, in tx.
+func (s *Service) mailLink(tx *gorm.DB, lang, to string, t models.EmailToken, kind, path string, args ...any) error {
+	plain, hash := newToken()
+	t.TokenHash, t.CreatedAt = hash, s.DB.Now().UTC()
+	if err := models.InsertEmailToken(tx, &t); err != nil {
+		return err
+	}
+	link := strings.TrimRight(s.BaseURL, "/") + path + "?token=" + plain
+	body := locales.T(lang, "mail."+kind+".body", append([]any{link}, args...)...)
+	return models.EnqueueMail(tx, &models.OutboxMail{
+		ToAddr: to, Subject: locales.T(lang, "mail."+kind+".subject"), Body: body, Lang: lang, CreatedAt: t.CreatedAt,
+	})
+}
+
+// ErrThrottled is returned (wrapped in *Throttled) for a throttled login.
+var ErrThrottled = errors.New("too many failed logins")
+
+// Throttled says how long a throttled login must wait.
+type Throttled struct{ RetryAfter time.Duration }
+
+func (t *Throttled) Error() string {
+	return fmt.Sprintf("too many failed logins; retry in %s", t.RetryAfter)
+}
+
+// Unwrap lets errors.Is(err, ErrThrottled) work.
+func (t *Throttled) Unwrap() error { return ErrThrottled }
+
+// Login checks a password. After MaxFailsAccount wrong passwords for one
+// account, or MaxFailsAddress from one address, within LoginWindow, every
+// attempt is refused with *Throttled until the window has passed. A wrong
+// email or password is the same EINVALID error, so accounts cannot be probed.
+func (s *Service) Login(ctx context.Context, email, password, ip string) (*models.User, error) {
+	now := s.DB.Now().UTC()
+	email = models.NormalizeEmail(email)
+	byEmail, byIP, oldestEmail, oldestIP, err := s.DB.CountLoginFailures(ctx, email, ip, now.Add(-LoginWindow))
+	if err != nil {
+		return nil, err
+	}
+	if byEmail >= MaxFailsAccount || byIP >= MaxFailsAddress {
+		oldest := oldestEmail
+		if byIP >= MaxFailsAddress && (byEmail < MaxFailsAccount || oldestIP.After(oldest)) {
+			oldest = oldestIP
+		}
+		return nil, &Throttled{RetryAfter: max(oldest.Add(LoginWindow).Sub(now), time.Second)}
+	}
+	bad := FieldErrors{invalid("password", "err.login")}
+	if len(password) > MaxPasswordLen*4 {
+		return nil, bad
+	}
+	u, err := s.DB.UserByEmail(ctx, email)
+	if err != nil && apperr.Code(err) != apperr.ENOTFOUND {
+		return nil, err
+	}
+	hash := dummyHash
+	if u != nil {
+		hash = u.PasswordHash
+	}
+	if !CheckPassword(hash, password) || u == nil {
+		if err := s.DB.RecordLoginFailure(ctx, email, ip, now); err != nil {
+			return nil, err
+		}
+		return nil, bad
+	}
+	return u, nil
+}
+
+// VerifyEmail uses a verification link.
+func (s *Service) VerifyEmail(ctx context.Context, token string) (*models.User, error) {
+	var u *models.User
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		now := s.DB.Now().UTC()
+		t, err := models.UseEmailToken(tx, models.TokenVerify, hashToken(token), now)
+		if err != nil {
+			return err
+		}
+		if t.UserID == nil {
+			return invalid("token", "err.link_invalid")
+		}
+		if _, err := models.MarkEmailVerified(tx, *t.UserID, now); err != nil {
+			return err
+		}
+		u, err = userIn(tx, *t.UserID)
+		return err
+	})
+	return u, err
+}
+
+func userIn(tx *gorm.DB, id int64) (*models.User, error) {
+	var u models.User
+	if err := tx.First(&u, id).Error; err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// ResendVerification mails a new verification link.
+func (s *Service) ResendVerification(ctx context.Context, u *models.User) error {
+	if u.Verified() {
+		return nil
+	}
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		return s.mailLink(tx, u.Lang, u.Email, models.EmailToken{Purpose: models.TokenVerify, UserID: &u.ID, Email: u.Email, ExpiresAt: s.DB.Now().UTC().Add(VerifyTTL)}, "verify", "/verify")
+	})
+}
+
+// RequestPasswordReset mails a reset link if the address has an account.
+// It answers the same either way, so addresses cannot be probed.
+func (s *Service) RequestPasswordReset(ctx context.Context, email string) error {
+	email, e := CheckEmail("email", email)
+	if e != nil {
+		return FieldErrors{e}
+	}
+	u, err := s.DB.UserByEmail(ctx, email)
+	if apperr.Code(err) == apperr.ENOTFOUND {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		return s.mailLink(tx, u.Lang, u.Email, models.EmailToken{Purpose: models.TokenReset, UserID: &u.ID, Email: u.Email, ExpiresAt: s.DB.Now().UTC().Add(ResetTTL)}, "reset", "/password/reset")
+	})
+}
+
+// ResetPassword uses a reset link to set a new password. It also proves
+// the address, so it verifies the email.
+func (s *Service) ResetPassword(ctx context.Context, token, password string) (*models.User, error) {
+	var u *models.User
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		now := s.DB.Now().UTC()
+		t, err := models.UseEmailToken(tx, models.TokenReset, hashToken(token), now)
+		if err != nil {
+			return err
+		}
+		if u, err = userIn(tx, *t.UserID); err != nil {
+			return err
+		}
+		if e := checkNewPassword("password", password, u.Email); e != nil {
+			return FieldErrors{e}
+		}
+		hash, err := HashPassword(password)
+		if err != nil {
+			return err
+		}
+		if err := models.SetUserPassword(tx, u.ID, hash); err != nil {
+			return err
+		}
+		_, err = models.MarkEmailVerified(tx, u.ID, now)
+		return err
+	})
+	return u, err
+}
+
+// ChangePassword replaces the password after checking the current one.
+func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, next string) error {
+	if !CheckPassword(u.PasswordHash, current) {
+		return FieldErrors{invalid("current_password", "err.password_wrong")}
+	}
+	if e := checkNewPassword("password", next, u.Email); e != nil {
+		return FieldErrors{e}
+	}
+	hash, err := HashPassword(next)
+	if err != nil {
+		return err
+	}
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error { return models.SetUserPassword(tx, u.ID, hash) })
+}
+
+// CreateUser is the operator's way in (suanli admin create-user): a user
+// with a verified email and a personal organisation, optionally a platform
+// admin.
+func (s *Service) CreateUser(ctx context.Context, email, password, name string, admin bool) (*models.User, error) {
+	var errs FieldErrors
+	email, e := CheckEmail("email", email)
+	if e != nil {
+		errs = append(errs, e)
+	}
+	if e := checkNewPassword("password", password, email); e != nil {
+		errs = append(errs, e)
+	}
+	if name == "" {
+		name, _, _ = strings.Cut(email, "@")
+	}
+	if err := errs.orNil(); err != nil {
+		return nil, err
+	}
+	hash, err := HashPassword(password)
+	if err != nil {
+		return nil, err
+	}
+	now := s.DB.Now().UTC()
+	u := &models.User{Email: email, Name: name, Lang: locales.ZH, PasswordHash: hash, EmailVerifiedAt: &now, PlatformAdmin: admin, CreatedAt: now}
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := models.InsertUser(tx, u); err != nil {
+			return err
+		}
+		return createPersonalOrg(tx, u, now)
+	})
+	return u, err
+}

@@ -1,0 +1,254 @@
+package accounts
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"suanli/apperr"
+	"suanli/models"
+)
+
+// CreateOrg creates a team (active at once) or a provider (pending until
+// a platform admin verifies it) with u as its owner.
+func (s *Service) CreateOrg(ctx context.Context, u *models.User, kind, name string) (*models.Org, error) {
+	name, e := checkName("name", name)
+	var errs FieldErrors
+	if e != nil {
+		errs = append(errs, e)
+	}
+	status := models.OrgActive
+	switch kind {
+	case models.OrgTeam:
+	case models.OrgProvider:
+		status = models.OrgPending
+	default:
+		errs = append(errs, invalid("kind", "err.org_kind"))
+	}
+	if err := errs.orNil(); err != nil {
+		return nil, err
+	}
+	now := s.DB.Now().UTC()
+	org := &models.Org{Kind: kind, Name: name, Status: status, CreatedAt: now}
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := models.InsertOrg(tx, org); err != nil {
+			return err
+		}
+		return models.AddMember(tx, &models.Membership{OrgID: org.ID, UserID: u.ID, Role: models.RoleOwner, CreatedAt: now})
+	})
+	return org, err
+}
+
+// LabApplication is the lab application form.
+type LabApplication struct {
+	Institution, LabName, Supervisor, EmailDomain string
+	// EduEmail is the applicant's own institutional address, confirmed by
+	// a mailed link.
+	EduEmail string
+}
+
+// eduDomain validates a lab's email domain against the institutional suffixes.
+func (s *Service) eduDomain(field, domain string) (string, *apperr.Error) {
+	domain = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(domain)), "@")
+	if domain == "" {
+		return "", invalid(field, "err.required")
+	}
+	if strings.ContainsAny(domain, " @/\\") || !strings.Contains(domain, ".") || len(domain) > 253 {
+		return "", invalid(field, "err.domain")
+	}
+	suffixes := s.EduSuffixes
+	if len(suffixes) == 0 {
+		suffixes = DefaultEduSuffixes
+	}
+	if !slices.ContainsFunc(suffixes, func(sfx string) bool { return strings.HasSuffix("."+domain, sfx) }) {
+		return "", invalid(field, "err.domain_not_edu", strings.Join(suffixes, " "))
+	}
+	return domain, nil
+}
+
+// onDomain reports whether an address is on the domain or a subdomain of it.
+func onDomain(email, domain string) bool {
+	_, host, ok := strings.Cut(email, "@")
+	return ok && (host == domain || strings.HasSuffix(host, "."+domain))
+}
+
+// ApplyLab creates a lab (pending until a platform admin approves it) with
+// u as its owner, and mails a confirmation link to u's institutional address.
+func (s *Service) ApplyLab(ctx context.Context, u *models.User, in LabApplication) (*models.Org, error) {
+	var errs FieldErrors
+	inst, e := checkName("institution", in.Institution)
+	if e != nil {
+		errs = append(errs, e)
+	}
+	lab, e := checkName("lab_name", in.LabName)
+	if e != nil {
+		errs = append(errs, e)
+	}
+	sup, e := checkName("supervisor", in.Supervisor)
+	if e != nil {
+		errs = append(errs, e)
+	}
+	domain, e := s.eduDomain("email_domain", in.EmailDomain)
+	if e != nil {
+		errs = append(errs, e)
+	}
+	edu, e := CheckEmail("edu_email", in.EduEmail)
+	if e != nil {
+		errs = append(errs, e)
+	} else if domain != "" && !onDomain(edu, domain) {
+		errs = append(errs, invalid("edu_email", "err.edu_email_domain", domain))
+	}
+	if err := errs.orNil(); err != nil {
+		return nil, err
+	}
+	now := s.DB.Now().UTC()
+	org := &models.Org{Kind: models.OrgLab, Name: lab, Institution: inst, Supervisor: sup, EmailDomain: domain, Status: models.OrgPending, CreatedAt: now}
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := models.InsertOrg(tx, org); err != nil {
+			return err
+		}
+		if err := models.AddMember(tx, &models.Membership{OrgID: org.ID, UserID: u.ID, Role: models.RoleOwner, EduEmail: edu, CreatedAt: now}); err != nil {
+			return err
+		}
+		return s.mailLink(tx, u.Lang, edu, models.EmailToken{Purpose: models.TokenLabConfirm, UserID: &u.ID, OrgID: &org.ID, Email: edu, ExpiresAt: now.Add(VerifyTTL)},
+			"lab_confirm", "/labs/confirm", org.Name)
+	})
+	return org, err
+}
+
+// ConfirmLabAddress uses a lab confirmation link; it must be opened by the
+// member it was sent for.
+func (s *Service) ConfirmLabAddress(ctx context.Context, u *models.User, token string) (*models.Org, error) {
+	var org *models.Org
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		now := s.DB.Now().UTC()
+		t, err := models.UseEmailToken(tx, models.TokenLabConfirm, hashToken(token), now)
+		if err != nil {
+			return err
+		}
+		if t.UserID == nil || *t.UserID != u.ID || t.OrgID == nil {
+			return invalid("token", "err.link_other_user")
+		}
+		res := tx.Model(&models.Membership{}).Where("org_id = ? AND user_id = ? AND edu_email = ?", *t.OrgID, u.ID, t.Email).Update("confirmed_at", now)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return invalid("token", "err.link_invalid")
+		}
+		var o models.Org
+		if err := tx.First(&o, *t.OrgID).Error; err != nil {
+			return err
+		}
+		org = &o
+		return nil
+	})
+	return org, err
+}
+
+// Invite mails an invitation to join the organisation with a role. For a
+// lab, the address must be on the lab's domain: accepting the link then
+// also confirms it.
+func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, email, role string) error {
+	org, m, err := s.Authorize(ctx, actor, orgID, InviteMembers)
+	if err != nil {
+		return err
+	}
+	var errs FieldErrors
+	email, e := CheckEmail("email", email)
+	if e != nil {
+		errs = append(errs, e)
+	} else if org.Kind == models.OrgLab && !onDomain(email, org.EmailDomain) {
+		errs = append(errs, invalid("email", "err.edu_email_domain", org.EmailDomain))
+	}
+	if role != models.RoleMember && role != models.RoleAdmin {
+		errs = append(errs, invalid("role", "err.role"))
+	} else if models.RoleRank(role) > models.RoleRank(m.Role) {
+		errs = append(errs, invalid("role", "err.role"))
+	}
+	if err := errs.orNil(); err != nil {
+		return err
+	}
+	now := s.DB.Now().UTC()
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		return s.mailLink(tx, actor.Lang, email, models.EmailToken{Purpose: models.TokenInvite, OrgID: &org.ID, Email: email, Role: role, ExpiresAt: now.Add(InviteTTL)},
+			"invite", "/invitations/accept", org.Name, actor.Name)
+	})
+}
+
+// AcceptInvite uses an invitation link for the logged-in user.
+func (s *Service) AcceptInvite(ctx context.Context, u *models.User, token string) (*models.Org, error) {
+	var org models.Org
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		now := s.DB.Now().UTC()
+		t, err := models.UseEmailToken(tx, models.TokenInvite, hashToken(token), now)
+		if err != nil {
+			return err
+		}
+		if err := tx.First(&org, *t.OrgID).Error; err != nil {
+			return err
+		}
+		m := &models.Membership{OrgID: org.ID, UserID: u.ID, Role: t.Role, CreatedAt: now}
+		if org.Kind == models.OrgLab {
+			// The link went to the institutional address: opening it proves it.
+			m.EduEmail, m.ConfirmedAt = t.Email, &now
+		}
+		return models.AddMember(tx, m)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &org, nil
+}
+
+// RemoveMember removes a member (the owner cannot be removed).
+func (s *Service) RemoveMember(ctx context.Context, actor *models.User, orgID, userID int64) error {
+	if _, _, err := s.Authorize(ctx, actor, orgID, RemoveMembers); err != nil {
+		return err
+	}
+	target, err := s.DB.MembershipOf(ctx, orgID, userID)
+	if err != nil {
+		return err
+	}
+	if target.Role == models.RoleOwner {
+		return apperr.Errorf(apperr.ECONFLICT, "the owner cannot be removed")
+	}
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error { return models.RemoveMember(tx, orgID, userID) })
+}
+
+// SetLabBudget stores a lab's monthly budget and cap per member (nil: none).
+func (s *Service) SetLabBudget(ctx context.Context, actor *models.User, orgID int64, budget, cap *int64) error {
+	if _, _, err := s.Authorize(ctx, actor, orgID, SetBudget); err != nil {
+		return err
+	}
+	if budget != nil && cap != nil && *cap > *budget {
+		return FieldErrors{invalid("member_cap", "err.cap_over_budget")}
+	}
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error { return models.SetLabBudget(tx, orgID, budget, cap) })
+}
+
+// Review approves or rejects a pending lab or provider.
+func (s *Service) Review(ctx context.Context, admin *models.User, orgID int64, approve bool, reason string) error {
+	if err := RequirePlatformAdmin(admin); err != nil {
+		return err
+	}
+	org, err := s.DB.OrgByID(ctx, orgID)
+	if err != nil {
+		return err
+	}
+	if org.Kind == models.OrgTeam {
+		return apperr.NotFound("application")
+	}
+	status := models.OrgApproved
+	if !approve {
+		status = models.OrgRejected
+		if strings.TrimSpace(reason) == "" {
+			return FieldErrors{invalid("reason", "err.reason_required")}
+		}
+	}
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		return models.SetOrgStatus(tx, orgID, status, strings.TrimSpace(reason), admin.ID, s.DB.Now().UTC())
+	})
+}

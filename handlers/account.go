@@ -1,0 +1,121 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/views/pages"
+)
+
+// accountPage renders the account page with the given forms.
+func (h *Handler) accountPage(c echo.Context, status int, vm pages.AccountVM) error {
+	u := CurrentUser(c)
+	ctx := c.Request().Context()
+	vm.User = *u
+	var err error
+	if vm.Orgs, err = h.DB.OrgsOfUser(ctx, u.ID); err != nil {
+		return err
+	}
+	if vm.Tokens, err = h.DB.APITokensOf(ctx, u.ID); err != nil {
+		return err
+	}
+	for _, f := range []*pages.Form{&vm.Password, &vm.Token, &vm.Org} {
+		if f.Values == nil {
+			*f = form(c)
+		}
+	}
+	return Render(c, status, pages.AccountPage(ViewCtx(c), vm))
+}
+
+// AccountShow is GET /account.
+func (h *Handler) AccountShow(c echo.Context) error {
+	return h.accountPage(c, http.StatusOK, pages.AccountVM{})
+}
+
+// AccountPassword is POST /account/password.
+func (h *Handler) AccountPassword(c echo.Context) error {
+	f := form(c)
+	err := h.Accounts.ChangePassword(c.Request().Context(), CurrentUser(c), c.FormValue("current_password"), c.FormValue("password"))
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return h.accountPage(c, http.StatusUnprocessableEntity, pages.AccountVM{Password: f})
+		}
+		return err
+	}
+	// Other sessions keep working until they expire; this one is renewed.
+	if err := h.Sessions.RenewToken(c.Request().Context()); err != nil {
+		return err
+	}
+	h.flash(c, "account.password_changed")
+	return seeOther(c, c.Echo().Reverse("account.show"))
+}
+
+// AccountResend is POST /account/verify: mails a new verification link.
+func (h *Handler) AccountResend(c echo.Context) error {
+	if err := h.Accounts.ResendVerification(c.Request().Context(), CurrentUser(c)); err != nil {
+		return err
+	}
+	h.flash(c, "account.resent", CurrentUser(c).Email)
+	return seeOther(c, c.Echo().Reverse("account.show"))
+}
+
+// TokenCreate is POST /account/tokens: shows the new token once.
+func (h *Handler) TokenCreate(c echo.Context) error {
+	f := form(c, "name")
+	plain, _, err := h.Accounts.CreateAPIToken(c.Request().Context(), CurrentUser(c), f.Get("name"))
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return h.accountPage(c, http.StatusUnprocessableEntity, pages.AccountVM{Token: f})
+		}
+		return err
+	}
+	// Rendered, not redirected: the token is shown this once and never stored.
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return h.accountPage(c, http.StatusCreated, pages.AccountVM{NewToken: plain})
+}
+
+// TokenRevoke is POST /account/tokens/{id}/revoke.
+func (h *Handler) TokenRevoke(c echo.Context) error {
+	id, err := parseID(c, "id", "token")
+	if err != nil {
+		return err
+	}
+	if err := h.DB.RevokeAPIToken(c.Request().Context(), CurrentUser(c).ID, id, h.DB.Now().UTC()); err != nil {
+		return err
+	}
+	h.flash(c, "tokens.revoked_flash")
+	return seeOther(c, c.Echo().Reverse("account.show"))
+}
+
+// APIMe is GET /api/v1/me: the user, organisations and roles.
+func (h *Handler) APIMe(c echo.Context) error {
+	u := CurrentUser(c)
+	orgs, err := h.DB.OrgsOfUser(c.Request().Context(), u.ID)
+	if err != nil {
+		return err
+	}
+	type apiOrg struct {
+		ID       int64  `json:"id"`
+		Kind     string `json:"kind"`
+		Name     string `json:"name"`
+		Personal bool   `json:"personal"`
+		Status   string `json:"status"`
+		Role     string `json:"role"`
+	}
+	out := struct {
+		ID             int64    `json:"id"`
+		Email          string   `json:"email"`
+		Name           string   `json:"name"`
+		Lang           string   `json:"lang"`
+		EmailVerified  bool     `json:"email_verified"`
+		PlatformAdmin  bool     `json:"platform_admin"`
+		StudentPricing bool     `json:"student_pricing"`
+		Orgs           []apiOrg `json:"orgs"`
+	}{ID: u.ID, Email: u.Email, Name: u.Name, Lang: u.Lang, EmailVerified: u.Verified(), PlatformAdmin: u.PlatformAdmin, Orgs: []apiOrg{}}
+	out.StudentPricing, _ = c.Get(StudentKey).(bool)
+	for _, om := range orgs {
+		out.Orgs = append(out.Orgs, apiOrg{om.Org.ID, om.Org.Kind, om.Org.Name, om.Org.Personal, om.Org.Status, om.Membership.Role})
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,147 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/accounts"
+	"suanli/apperr"
+	"suanli/models"
+	"suanli/views/pages"
+)
+
+// SessionUserKey is the session key of the logged-in user's id.
+const SessionUserKey = "user_id"
+
+// logIn starts a fresh session for u (a new token, so a session fixed
+// before login is worthless).
+func (h *Handler) logIn(c echo.Context, u *models.User) error {
+	ctx := c.Request().Context()
+	if err := h.Sessions.RenewToken(ctx); err != nil {
+		return err
+	}
+	h.Sessions.Put(ctx, SessionUserKey, u.ID)
+	return nil
+}
+
+// SignupForm is GET /signup.
+func (h *Handler) SignupForm(c echo.Context) error {
+	return Render(c, http.StatusOK, pages.SignupPage(ViewCtx(c), form(c)))
+}
+
+// Signup is POST /signup: creates the account and logs in at once.
+func (h *Handler) Signup(c echo.Context) error {
+	f := form(c, "email", "name", "lang")
+	u, err := h.Accounts.SignUp(c.Request().Context(), accounts.SignUpInput{
+		Email: f.Get("email"), Password: c.FormValue("password"), Name: f.Get("name"), Lang: f.Get("lang"),
+	})
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return Render(c, http.StatusUnprocessableEntity, pages.SignupPage(ViewCtx(c), f))
+		}
+		return err
+	}
+	if err := h.logIn(c, u); err != nil {
+		return err
+	}
+	c.SetCookie(&http.Cookie{Name: LangCookie, Value: u.Lang, Path: "/", MaxAge: 365 * 24 * 3600, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.IsTLS()})
+	h.flash(c, "signup.done", u.Email)
+	return seeOther(c, c.Echo().Reverse("account.show"))
+}
+
+// LoginForm is GET /login.
+func (h *Handler) LoginForm(c echo.Context) error {
+	f := form(c, "next")
+	f.Values["next"] = safeNext(c.QueryParam("next"))
+	return Render(c, http.StatusOK, pages.LoginPage(ViewCtx(c), f))
+}
+
+// Login is POST /login, throttled per account and per address.
+func (h *Handler) Login(c echo.Context) error {
+	f := form(c, "email", "next")
+	u, err := h.Accounts.Login(c.Request().Context(), f.Get("email"), c.FormValue("password"), c.RealIP())
+	var th *accounts.Throttled
+	if errors.As(err, &th) {
+		secs := int(th.RetryAfter.Seconds() + 0.5)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		f.Errors["_form"] = ViewCtx(c).T("err.throttled", (secs+59)/60)
+		return Render(c, http.StatusTooManyRequests, pages.LoginPage(ViewCtx(c), f))
+	}
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			f.Errors["_form"], f.Errors["password"] = f.Errors["password"], ""
+			return Render(c, http.StatusUnprocessableEntity, pages.LoginPage(ViewCtx(c), f))
+		}
+		return err
+	}
+	if err := h.logIn(c, u); err != nil {
+		return err
+	}
+	return seeOther(c, safeNext(f.Get("next")))
+}
+
+// Logout is POST /logout.
+func (h *Handler) Logout(c echo.Context) error {
+	if err := h.Sessions.Destroy(c.Request().Context()); err != nil {
+		return err
+	}
+	return seeOther(c, "/")
+}
+
+// Verify is GET /verify?token=: the link in the verification mail.
+func (h *Handler) Verify(c echo.Context) error {
+	vc := ViewCtx(c)
+	u, err := h.Accounts.VerifyEmail(c.Request().Context(), c.QueryParam("token"))
+	if err != nil {
+		if ae, ok := apperr.As(err); ok && ae.Code == apperr.EINVALID {
+			return Render(c, http.StatusBadRequest, pages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key), vc.T("nav.account"), c.Echo().Reverse("account.show")))
+		}
+		return err
+	}
+	return Render(c, http.StatusOK, pages.MessagePage(vc, http.StatusOK, vc.T("verify.done"), vc.T("verify.done_lead", u.Email), vc.T("nav.offers"), c.Echo().Reverse("offers.list")))
+}
+
+// ForgotForm is GET /password/forgot.
+func (h *Handler) ForgotForm(c echo.Context) error {
+	return Render(c, http.StatusOK, pages.ForgotPage(ViewCtx(c), form(c), false))
+}
+
+// Forgot is POST /password/forgot; it answers the same whether or not the
+// address has an account.
+func (h *Handler) Forgot(c echo.Context) error {
+	f := form(c, "email")
+	if err := h.Accounts.RequestPasswordReset(c.Request().Context(), f.Get("email")); err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return Render(c, http.StatusUnprocessableEntity, pages.ForgotPage(ViewCtx(c), f, false))
+		}
+		return err
+	}
+	return Render(c, http.StatusOK, pages.ForgotPage(ViewCtx(c), f, true))
+}
+
+// ResetForm is GET /password/reset?token=.
+func (h *Handler) ResetForm(c echo.Context) error {
+	f := form(c)
+	f.Values["token"] = c.QueryParam("token")
+	return Render(c, http.StatusOK, pages.ResetPage(ViewCtx(c), f))
+}
+
+// Reset is POST /password/reset: sets the password and logs in.
+func (h *Handler) Reset(c echo.Context) error {
+	f := form(c, "token")
+	u, err := h.Accounts.ResetPassword(c.Request().Context(), f.Get("token"), c.FormValue("password"))
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return Render(c, http.StatusUnprocessableEntity, pages.ResetPage(ViewCtx(c), f))
+		}
+		return err
+	}
+	if err := h.logIn(c, u); err != nil {
+		return err
+	}
+	h.flash(c, "reset.done")
+	return seeOther(c, c.Echo().Reverse("account.show"))
+}

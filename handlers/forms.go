@@ -1,0 +1,57 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/accounts"
+	"suanli/apperr"
+	"suanli/locales"
+	"suanli/views/pages"
+)
+
+// form reads the named fields of a POST into a pages.Form.
+func form(c echo.Context, names ...string) pages.Form {
+	f := pages.Form{Values: map[string]string{}, Errors: map[string]string{}}
+	for _, n := range names {
+		f.Values[n] = c.FormValue(n)
+	}
+	return f
+}
+
+// withErrors puts field errors into f in the reader's language and reports
+// whether err was a form error (anything else is returned to the caller).
+func withErrors(c echo.Context, f pages.Form, err error) (pages.Form, bool) {
+	var fe accounts.FieldErrors
+	if errors.As(err, &fe) {
+		for _, e := range fe {
+			f.Errors[e.Field] = locales.T(Lang(c), e.Key, e.Args...)
+		}
+		return f, true
+	}
+	if ae, ok := apperr.As(err); ok && ae.Code == apperr.EINVALID && ae.Key != "" {
+		field := ae.Field
+		if field == "" {
+			field = "_form"
+		}
+		f.Errors[field] = locales.T(Lang(c), ae.Key, ae.Args...)
+		return f, true
+	}
+	return f, false
+}
+
+// flash sets a one-time message shown on the next page.
+func (h *Handler) flash(c echo.Context, key string, args ...any) {
+	h.Sessions.Put(c.Request().Context(), FlashKey, locales.T(Lang(c), key, args...))
+}
+
+// seeOther redirects after a successful POST (or tells htmx to).
+func seeOther(c echo.Context, url string) error {
+	if IsHTMX(c) {
+		c.Response().Header().Set("HX-Redirect", url)
+		return c.NoContent(http.StatusOK)
+	}
+	return c.Redirect(http.StatusSeeOther, url)
+}

@@ -1,0 +1,204 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/accounts"
+	"suanli/apperr"
+	"suanli/market"
+	"suanli/views/pages"
+)
+
+// OrgCreate is POST /orgs: a team, or a provider awaiting verification.
+func (h *Handler) OrgCreate(c echo.Context) error {
+	f := form(c, "name", "kind")
+	org, err := h.Accounts.CreateOrg(c.Request().Context(), CurrentUser(c), f.Get("kind"), f.Get("name"))
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return h.accountPage(c, http.StatusUnprocessableEntity, pages.AccountVM{Org: f})
+		}
+		return err
+	}
+	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
+}
+
+// orgPage renders an organisation for a user allowed to view it.
+func (h *Handler) orgPage(c echo.Context, status int, invite, budget pages.Form) error {
+	id, err := parseID(c, "id", "organisation")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	u := CurrentUser(c)
+	org, me, err := h.Accounts.Authorize(ctx, u, id, accounts.ViewOrg)
+	if err != nil {
+		return err
+	}
+	vm := pages.OrgVM{Org: *org, Me: me, Invite: invite, Budget: budget}
+	if vm.Members, err = h.DB.MembersOf(ctx, id); err != nil {
+		return err
+	}
+	_, _, e1 := h.Accounts.Authorize(ctx, u, id, accounts.InviteMembers)
+	_, _, e2 := h.Accounts.Authorize(ctx, u, id, accounts.RemoveMembers)
+	_, _, e3 := h.Accounts.Authorize(ctx, u, id, accounts.SetBudget)
+	vm.CanInvite, vm.CanRemove, vm.CanBudget = e1 == nil && !org.Personal, e2 == nil, e3 == nil
+	if vm.Budget.Values == nil {
+		vm.Budget = form(c)
+		if org.MonthlyBudgetFen != nil {
+			vm.Budget.Values["monthly_budget"] = market.FenToYuanString(*org.MonthlyBudgetFen)
+		}
+		if org.MemberCapFen != nil {
+			vm.Budget.Values["member_cap"] = market.FenToYuanString(*org.MemberCapFen)
+		}
+	}
+	if vm.Invite.Values == nil {
+		vm.Invite = form(c)
+	}
+	return Render(c, status, pages.OrgPage(ViewCtx(c), vm))
+}
+
+// OrgShow is GET /orgs/{id}: members, invitations and, for labs, budget.
+func (h *Handler) OrgShow(c echo.Context) error {
+	return h.orgPage(c, http.StatusOK, pages.Form{}, pages.Form{})
+}
+
+// OrgInvite is POST /orgs/{id}/invitations.
+func (h *Handler) OrgInvite(c echo.Context) error {
+	id, err := parseID(c, "id", "organisation")
+	if err != nil {
+		return err
+	}
+	f := form(c, "email", "role")
+	if err := h.Accounts.Invite(c.Request().Context(), CurrentUser(c), id, f.Get("email"), f.Get("role")); err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return h.orgPage(c, http.StatusUnprocessableEntity, f, pages.Form{})
+		}
+		return err
+	}
+	h.flash(c, "org.invited", f.Get("email"))
+	return seeOther(c, c.Echo().Reverse("orgs.show", c.Param("id")))
+}
+
+// OrgRemoveMember is POST /orgs/{id}/members/{uid}/remove.
+func (h *Handler) OrgRemoveMember(c echo.Context) error {
+	id, err := parseID(c, "id", "organisation")
+	if err != nil {
+		return err
+	}
+	uid, err := parseID(c, "uid", "member")
+	if err != nil {
+		return err
+	}
+	if err := h.Accounts.RemoveMember(c.Request().Context(), CurrentUser(c), id, uid); err != nil {
+		return err
+	}
+	h.flash(c, "org.removed")
+	return seeOther(c, c.Echo().Reverse("orgs.show", c.Param("id")))
+}
+
+// yuanField parses an optional yuan amount field into fen (nil when empty).
+func yuanField(f pages.Form, name string) (*int64, *apperr.Error) {
+	s := strings.TrimSpace(f.Get(name))
+	if s == "" {
+		return nil, nil
+	}
+	fen, ok := market.ParseYuan(s)
+	if !ok {
+		return nil, &apperr.Error{Code: apperr.EINVALID, Field: name, Key: "err.amount"}
+	}
+	return &fen, nil
+}
+
+// OrgBudget is POST /orgs/{id}/budget: a lab's monthly budget and cap.
+func (h *Handler) OrgBudget(c echo.Context) error {
+	id, err := parseID(c, "id", "organisation")
+	if err != nil {
+		return err
+	}
+	f := form(c, "monthly_budget", "member_cap")
+	budget, e1 := yuanField(f, "monthly_budget")
+	cap, e2 := yuanField(f, "member_cap")
+	var fe accounts.FieldErrors
+	for _, e := range []*apperr.Error{e1, e2} {
+		if e != nil {
+			fe = append(fe, e)
+		}
+	}
+	if len(fe) == 0 {
+		err = h.Accounts.SetLabBudget(c.Request().Context(), CurrentUser(c), id, budget, cap)
+	} else {
+		// Authorise before saying anything about the input.
+		if _, _, aerr := h.Accounts.Authorize(c.Request().Context(), CurrentUser(c), id, accounts.SetBudget); aerr != nil {
+			return aerr
+		}
+		err = fe
+	}
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return h.orgPage(c, http.StatusUnprocessableEntity, pages.Form{}, f)
+		}
+		return err
+	}
+	h.flash(c, "lab.budget_saved")
+	return seeOther(c, c.Echo().Reverse("orgs.show", c.Param("id")))
+}
+
+// LabApplyForm is GET /labs/apply.
+func (h *Handler) LabApplyForm(c echo.Context) error {
+	return Render(c, http.StatusOK, pages.LabApplyPage(ViewCtx(c), form(c)))
+}
+
+// LabApply is POST /labs/apply.
+func (h *Handler) LabApply(c echo.Context) error {
+	f := form(c, "institution", "lab_name", "supervisor", "email_domain", "edu_email")
+	org, err := h.Accounts.ApplyLab(c.Request().Context(), CurrentUser(c), accounts.LabApplication{
+		Institution: f.Get("institution"), LabName: f.Get("lab_name"), Supervisor: f.Get("supervisor"),
+		EmailDomain: f.Get("email_domain"), EduEmail: f.Get("edu_email"),
+	})
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return Render(c, http.StatusUnprocessableEntity, pages.LabApplyPage(ViewCtx(c), f))
+		}
+		return err
+	}
+	h.flash(c, "lab.applied", f.Get("edu_email"))
+	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
+}
+
+// LabConfirm is GET /labs/confirm?token=: the link mailed to a lab member's
+// institutional address, opened while logged in as that member.
+func (h *Handler) LabConfirm(c echo.Context) error {
+	org, err := h.Accounts.ConfirmLabAddress(c.Request().Context(), CurrentUser(c), c.QueryParam("token"))
+	if err != nil {
+		if ae, ok := apperr.As(err); ok && ae.Code == apperr.EINVALID {
+			vc := ViewCtx(c)
+			return Render(c, http.StatusBadRequest, pages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key), vc.T("nav.account"), c.Echo().Reverse("account.show")))
+		}
+		return err
+	}
+	h.flash(c, "lab.confirmed_flash")
+	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
+}
+
+// InviteShow is GET /invitations/accept?token=.
+func (h *Handler) InviteShow(c echo.Context) error {
+	return Render(c, http.StatusOK, pages.InvitePage(ViewCtx(c), c.QueryParam("token")))
+}
+
+// InviteAccept is POST /invitations/accept.
+func (h *Handler) InviteAccept(c echo.Context) error {
+	org, err := h.Accounts.AcceptInvite(c.Request().Context(), CurrentUser(c), c.FormValue("token"))
+	if err != nil {
+		if ae, ok := apperr.As(err); ok && ae.Code == apperr.EINVALID {
+			vc := ViewCtx(c)
+			return Render(c, http.StatusBadRequest, pages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key), vc.T("nav.account"), c.Echo().Reverse("account.show")))
+		}
+		return err
+	}
+	h.flash(c, "invite.joined", org.Name)
+	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
+}

@@ -1,0 +1,74 @@
+package pages
+
+import (
+	"strconv"
+	"time"
+
+	"suanli/models"
+	"suanli/views"
+)
+
+// Form is a submitted (or empty) form: values to show again and a message
+// per field. Passwords are never shown again.
+type Form struct {
+	Values map[string]string
+	Errors map[string]string
+}
+
+// Get returns the value of a field.
+func (f Form) Get(name string) string { return f.Values[name] }
+
+// Err returns a field's message.
+func (f Form) Err(name string) string { return f.Errors[name] }
+
+// AccountVM is the account page's view model.
+type AccountVM struct {
+	User     models.User
+	Orgs     []models.OrgMembership
+	Tokens   []models.APIToken
+	NewToken string
+	Password Form
+	Token    Form
+	Org      Form
+}
+
+// OrgVM is the organisation page's view model.
+type OrgVM struct {
+	Org       models.Org
+	Me        *models.Membership
+	Members   []models.Member
+	CanInvite bool
+	CanRemove bool
+	CanBudget bool
+	Invite    Form
+	Budget    Form
+}
+
+// AdminVM is the admin console's view model.
+type AdminVM struct {
+	Pending []models.Org
+	Outbox  []models.OutboxMail
+}
+
+func fmtTime(vc views.Ctx, t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return t.In(shanghai).Format("2006-01-02 15:04")
+}
+
+var shanghai = func() *time.Location {
+	if l, err := time.LoadLocation("Asia/Shanghai"); err == nil {
+		return l
+	}
+	return time.FixedZone("CST", 8*3600)
+}()
+
+func yuanOrNone(vc views.Ctx, fen *int64) string {
+	if fen == nil {
+		return vc.T("org.no_limit")
+	}
+	return views.Yuan(*fen)
+}
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }

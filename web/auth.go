@@ -1,0 +1,132 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+	"github.com/labstack/echo/v4"
+
+	"suanli/accounts"
+	"suanli/apperr"
+	"suanli/handlers"
+	"suanli/models"
+)
+
+// NewSessions returns the session manager: sessions in the database (any
+// replica serves any request), HttpOnly SameSite=Lax cookies, Secure when
+// served over HTTPS.
+func NewSessions(db *models.DB, secure bool) *scs.SessionManager {
+	sm := scs.New()
+	sm.Store = models.SessionStore{DB: db}
+	sm.Lifetime = 30 * 24 * time.Hour
+	sm.IdleTimeout = 7 * 24 * time.Hour
+	sm.Cookie.Name = "suanli_session"
+	sm.Cookie.HttpOnly = true
+	sm.Cookie.SameSite = http.SameSiteLaxMode
+	sm.Cookie.Secure = secure
+	sm.Cookie.Persist = true
+	return sm
+}
+
+// noSession lists the paths that never need a session or a user.
+func noSession(c echo.Context) bool {
+	p := c.Request().URL.Path
+	return strings.HasPrefix(p, "/static/") || p == "/healthz" || p == "/readyz" || p == "/metrics"
+}
+
+// sessions loads and saves the session around a request.
+func sessions(sm *scs.SessionManager) echo.MiddlewareFunc {
+	wrapped := echo.WrapMiddleware(sm.LoadAndSave)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		w := wrapped(next)
+		return func(c echo.Context) error {
+			if noSession(c) {
+				return next(c)
+			}
+			return w(c)
+		}
+	}
+}
+
+// authenticate puts the user into the context: from an API token on
+// /api/ requests (a bad token is a 401), else from the session.
+func authenticate(h *handlers.Handler) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if noSession(c) {
+				return next(c)
+			}
+			ctx := c.Request().Context()
+			var u *models.User
+			if auth := c.Request().Header.Get("Authorization"); auth != "" && isAPI(c) {
+				plain, ok := strings.CutPrefix(auth, "Bearer ")
+				if !ok {
+					return apperr.Errorf(apperr.EUNAUTHORIZED, "use Authorization: Bearer <token>")
+				}
+				var err error
+				if u, err = h.Accounts.UserByAPIToken(ctx, strings.TrimSpace(plain)); err != nil {
+					return err
+				}
+			} else if id := h.Sessions.GetInt64(ctx, handlers.SessionUserKey); id != 0 {
+				found, err := h.DB.UserByID(ctx, id)
+				switch apperr.Code(err) {
+				case apperr.ENOTFOUND:
+					// The account is gone: forget the session.
+					_ = h.Sessions.Destroy(ctx)
+				case apperr.EINTERNAL:
+					if err != nil {
+						return err
+					}
+					u = found
+				}
+				if flash := h.Sessions.PopString(ctx, handlers.FlashKey); flash != "" {
+					c.Set(handlers.FlashKey, flash)
+				}
+			}
+			if u != nil {
+				c.Set(handlers.UserKey, u)
+				student, err := h.DB.StudentPricing(ctx, u.ID)
+				if err != nil {
+					return err
+				}
+				c.Set(handlers.StudentKey, student)
+			}
+			return next(c)
+		}
+	}
+}
+
+// Route access levels.
+const (
+	public = iota
+	user   // logged in (pages redirect to /login; the API answers 401)
+	admin  // platform admins only
+)
+
+// guard enforces a route's access level.
+func guard(level int, next echo.HandlerFunc) echo.HandlerFunc {
+	if level == public {
+		return next
+	}
+	return func(c echo.Context) error {
+		u := handlers.CurrentUser(c)
+		if u == nil {
+			if isAPI(c) {
+				return apperr.Errorf(apperr.EUNAUTHORIZED, "log in or send Authorization: Bearer <token>")
+			}
+			if c.Request().Method == http.MethodGet {
+				return c.Redirect(http.StatusSeeOther, c.Echo().Reverse(RouteLogin)+"?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+			}
+			return apperr.Errorf(apperr.EUNAUTHORIZED, "log in first")
+		}
+		if level == admin {
+			if err := accounts.RequirePlatformAdmin(u); err != nil {
+				return err
+			}
+		}
+		return next(c)
+	}
+}

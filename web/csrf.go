@@ -1,0 +1,60 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/apperr"
+	"suanli/handlers"
+)
+
+// csrfCookie holds the token that every state-changing request must send
+// back as the _csrf form field or the X-CSRF-Token header (double submit).
+// It is HttpOnly: pages put the token into forms and into htmx's headers.
+const csrfCookie = "suanli_csrf"
+
+// csrf rejects, with 403 and before any handler runs, a state-changing
+// request without the token; requests authenticated by an API token carry
+// no cookies and are exempt. Cross-site state-changing requests are
+// refused by their Sec-Fetch-Site header too.
+func csrf(secure bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") && isAPI(c) {
+				return next(c)
+			}
+			token := ""
+			if ck, err := r.Cookie(csrfCookie); err == nil && len(ck.Value) == 43 {
+				token = ck.Value
+			}
+			switch r.Method {
+			case http.MethodGet, http.MethodHead, http.MethodOptions:
+			default:
+				sent := r.Header.Get("X-CSRF-Token")
+				if sent == "" {
+					sent = c.FormValue("_csrf")
+				}
+				site := r.Header.Get("Sec-Fetch-Site")
+				if token == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 || site == "cross-site" || site == "same-site" {
+					return &apperr.Error{Code: apperr.EFORBIDDEN, Message: "missing or invalid CSRF token", Key: "err.csrf"}
+				}
+			}
+			if token == "" {
+				b := make([]byte, 32)
+				if _, err := rand.Read(b); err != nil {
+					return err
+				}
+				token = base64.RawURLEncoding.EncodeToString(b)
+				c.SetCookie(&http.Cookie{Name: csrfCookie, Value: token, Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
+			}
+			c.Set(handlers.CSRFKey, token)
+			return next(c)
+		}
+	}
+}
