@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -119,5 +120,45 @@ func TestServeLifecycle(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
 		t.Error("still serving after shutdown")
+	}
+}
+
+// Operators create users and tokens with the admin command, on the same
+// database as the server; the token then authenticates the API.
+func TestAdminCreateUserAndToken(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("operator-pass-2026\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin(ctx, []string{"create-user", "--data-dir", dir, "--email", "Ops@Example.com", "--password-file", pw, "--admin"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin(ctx, []string{"create-user", "--data-dir", dir, "--email", "ops@example.com", "--password-file", pw}); err == nil {
+		t.Error("a second user with the same email (other case) was created")
+	}
+	db, err := models.Open(ctx, "sqlite", filepath.Join(dir, "suanli.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	u, err := db.UserByEmail(ctx, "ops@example.com")
+	if err != nil || !u.PlatformAdmin || !u.Verified() {
+		t.Fatalf("user %+v, %v: want a verified platform admin", u, err)
+	}
+	orgs, _ := db.OrgsOfUser(ctx, u.ID)
+	if len(orgs) != 1 || !orgs[0].Org.Personal || orgs[0].Membership.Role != "owner" {
+		t.Errorf("personal organisation: %+v", orgs)
+	}
+	if err := admin(ctx, []string{"token", "--data-dir", dir, "--email", "nobody@example.com", "--name", "ci"}); err == nil {
+		t.Error("token for an unknown user")
+	}
+	if err := admin(ctx, []string{"token", "--data-dir", dir, "--email", "ops@example.com", "--name", "ci"}); err != nil {
+		t.Error(err)
+	}
+	toks, _ := db.APITokensOf(ctx, u.ID)
+	if len(toks) != 1 || toks[0].Name != "ci" {
+		t.Errorf("tokens %+v", toks)
 	}
 }

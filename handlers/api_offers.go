@@ -9,6 +9,7 @@ import (
 	"suanli/catalog"
 	"suanli/market"
 	"suanli/models"
+	"suanli/pricing"
 )
 
 // APIOffer is one offer in the public JSON API.
@@ -16,25 +17,30 @@ type APIOffer struct {
 	ID  int64       `json:"id"`
 	GPU APIGPUModel `json:"gpu"`
 	// GPUs is the most GPUs one rental may take, all on one node.
-	GPUs                  int                `json:"gpus"`
-	Datacenter            APIDatacenter      `json:"datacenter"`
-	Provider              APIProvider        `json:"provider"`
-	PricePerGPUHourFen    int64              `json:"price_per_gpu_hour_fen"`
-	WeeklyPricePerGPUFen  *int64             `json:"weekly_price_per_gpu_fen"`
-	MonthlyPricePerGPUFen *int64             `json:"monthly_price_per_gpu_fen"`
-	OffpeakDiscountPct    int                `json:"offpeak_discount_pct"`
-	StudentDiscountPct    int                `json:"student_discount_pct"`
-	AvailableGPUs         int                `json:"available_gpus"`
-	LatencyMS             map[string]float64 `json:"latency_ms"`
-	Interconnect          string             `json:"interconnect"`
-	VCPUPerGPU            int                `json:"vcpu_per_gpu"`
-	RAMGBPerGPU           int                `json:"ram_gb_per_gpu"`
-	DiskGB                int                `json:"disk_gb"`
-	Status                string             `json:"status"`
-	Currency              string             `json:"currency"`
-	Demo                  bool               `json:"demo"`
-	Synthetic             bool               `json:"synthetic"`
-	UpdatedAt             time.Time          `json:"updated_at"`
+	GPUs               int           `json:"gpus"`
+	Datacenter         APIDatacenter `json:"datacenter"`
+	Provider           APIProvider   `json:"provider"`
+	PricePerGPUHourFen int64         `json:"price_per_gpu_hour_fen"`
+	// StudentPricePerGPUHourFen is the on-demand price for verified lab members.
+	StudentPricePerGPUHourFen int64 `json:"student_price_per_gpu_hour_fen"`
+	// YourPricePerGPUHourFen is what the caller pays on demand: the student
+	// price for a confirmed member of an approved lab, else the list price.
+	YourPricePerGPUHourFen int64              `json:"your_price_per_gpu_hour_fen"`
+	WeeklyPricePerGPUFen   *int64             `json:"weekly_price_per_gpu_fen"`
+	MonthlyPricePerGPUFen  *int64             `json:"monthly_price_per_gpu_fen"`
+	OffpeakDiscountPct     int                `json:"offpeak_discount_pct"`
+	StudentDiscountPct     int                `json:"student_discount_pct"`
+	AvailableGPUs          int                `json:"available_gpus"`
+	LatencyMS              map[string]float64 `json:"latency_ms"`
+	Interconnect           string             `json:"interconnect"`
+	VCPUPerGPU             int                `json:"vcpu_per_gpu"`
+	RAMGBPerGPU            int                `json:"ram_gb_per_gpu"`
+	DiskGB                 int                `json:"disk_gb"`
+	Status                 string             `json:"status"`
+	Currency               string             `json:"currency"`
+	Demo                   bool               `json:"demo"`
+	Synthetic              bool               `json:"synthetic"`
+	UpdatedAt              time.Time          `json:"updated_at"`
 }
 
 // APIGPUModel is the catalogue model of an offer, nominal figures.
@@ -72,13 +78,13 @@ type APIOfferList struct {
 	PerPage int        `json:"per_page"`
 }
 
-func apiOffer(o models.OfferRow) APIOffer {
+func apiOffer(o models.OfferRow, student bool) APIOffer {
 	m, _ := catalog.GPUModelBySlug(o.GPUModel)
 	lat := o.Latency
 	if lat == nil {
 		lat = map[string]float64{}
 	}
-	return APIOffer{
+	out := APIOffer{
 		ID:   o.ID,
 		GPU:  APIGPUModel{Slug: m.Slug, Name: m.Name, VRAMGB: m.VRAMGB, MemBWGBps: m.MemBWGBps, BF16TFLOPS: m.BF16TFLOPS, FP16TFLOPS: m.FP16TFLOPS},
 		GPUs: o.MaxGPUs,
@@ -86,24 +92,30 @@ func apiOffer(o models.OfferRow) APIOffer {
 			Slug: o.Datacenter.Slug, Name: o.Datacenter.Name("en"), NameZH: o.Datacenter.NameZH,
 			City: o.Datacenter.City, District: o.Datacenter.DistrictEN, DistrictZH: o.Datacenter.DistrictZH, Region: o.Datacenter.Region,
 		},
-		Provider:              APIProvider{Slug: o.Provider.Slug, Name: o.Provider.Name("en")},
-		PricePerGPUHourFen:    o.PricePerGPUHourFen,
-		WeeklyPricePerGPUFen:  o.WeeklyPricePerGPUFen,
-		MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen,
-		OffpeakDiscountPct:    o.OffpeakDiscountPct,
-		StudentDiscountPct:    o.StudentDiscountPct,
-		AvailableGPUs:         o.AvailableGPUs,
-		LatencyMS:             lat,
-		Interconnect:          o.Interconnect,
-		VCPUPerGPU:            o.VCPUPerGPU,
-		RAMGBPerGPU:           o.RAMGBPerGPU,
-		DiskGB:                o.DiskGB,
-		Status:                o.Status,
-		Currency:              "cny",
-		Demo:                  o.Demo,
-		Synthetic:             o.Synthetic,
-		UpdatedAt:             o.UpdatedAt,
+		Provider:                  APIProvider{Slug: o.Provider.Slug, Name: o.Provider.Name("en")},
+		PricePerGPUHourFen:        o.PricePerGPUHourFen,
+		StudentPricePerGPUHourFen: pricing.Discounted(o.PricePerGPUHourFen, o.StudentDiscountPct),
+		YourPricePerGPUHourFen:    o.PricePerGPUHourFen,
+		WeeklyPricePerGPUFen:      o.WeeklyPricePerGPUFen,
+		MonthlyPricePerGPUFen:     o.MonthlyPricePerGPUFen,
+		OffpeakDiscountPct:        o.OffpeakDiscountPct,
+		StudentDiscountPct:        o.StudentDiscountPct,
+		AvailableGPUs:             o.AvailableGPUs,
+		LatencyMS:                 lat,
+		Interconnect:              o.Interconnect,
+		VCPUPerGPU:                o.VCPUPerGPU,
+		RAMGBPerGPU:               o.RAMGBPerGPU,
+		DiskGB:                    o.DiskGB,
+		Status:                    o.Status,
+		Currency:                  "cny",
+		Demo:                      o.Demo,
+		Synthetic:                 o.Synthetic,
+		UpdatedAt:                 o.UpdatedAt,
 	}
+	if student {
+		out.YourPricePerGPUHourFen = out.StudentPricePerGPUHourFen
+	}
+	return out
 }
 
 // APIOffersList is GET /api/v1/offers: the same search as the page, plus
@@ -117,9 +129,10 @@ func (h *Handler) APIOffersList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	student, _ := c.Get(StudentKey).(bool)
 	out := APIOfferList{Offers: make([]APIOffer, 0, len(res.Offers)), Total: res.Total, Page: q.Page, PerPage: q.PerPage}
 	for _, o := range res.Offers {
-		out.Offers = append(out.Offers, apiOffer(o.OfferRow))
+		out.Offers = append(out.Offers, apiOffer(o.OfferRow, student))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -134,5 +147,6 @@ func (h *Handler) APIOfferShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiOffer(row))
+	student, _ := c.Get(StudentKey).(bool)
+	return c.JSON(http.StatusOK, apiOffer(row, student))
 }

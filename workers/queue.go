@@ -50,12 +50,16 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 	if opts.Work {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &RefreshAvailabilityWorker{DB: db})
+		river.AddWorker(workers, &PurgeWorker{DB: db})
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cmp.Or(opts.MaxWorkers, 20)}}
 		cfg.PeriodicJobs = []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.AvailabilityEvery, time.Minute)),
 				func() (river.JobArgs, *river.InsertOpts) { return RefreshAvailabilityArgs{}, nil },
 				&river.PeriodicJobOpts{RunOnStart: true, ID: "refresh_offer_availability"}),
+			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+				func() (river.JobArgs, *river.InsertOpts) { return PurgeArgs{}, nil },
+				&river.PeriodicJobOpts{ID: "purge_expired"}),
 		}
 	}
 	switch db.Dialect {

@@ -17,6 +17,10 @@ type OfferVM struct {
 	LatencySource string
 }
 
+func (vm OfferVM) studentPrice() int64 {
+	return pricing.Discounted(vm.Offer.PricePerGPUHourFen, vm.Offer.StudentDiscountPct)
+}
+
 type priceRow struct {
 	labelKey string
 	fen      int64

@@ -68,7 +68,20 @@ func (vm OffersVM) hasSynthetic() bool {
 	return false
 }
 
-func offpeakPrice(o *market.ListedOffer) int64 {
+// yourPrice is the on-demand price per GPU-hour the reader pays: the
+// student price for a confirmed member of an approved lab.
+func yourPrice(vc views.Ctx, o *market.ListedOffer) int64 {
+	if vc.Student {
+		return pricing.Discounted(o.PricePerGPUHourFen, o.StudentDiscountPct)
+	}
+	return o.PricePerGPUHourFen
+}
+
+// offpeakPrice is the reader's price at the off-peak rate (discounts multiply).
+func offpeakPrice(vc views.Ctx, o *market.ListedOffer) int64 {
+	if vc.Student {
+		return pricing.Discounted(o.PricePerGPUHourFen, o.OffpeakDiscountPct, o.StudentDiscountPct)
+	}
 	return pricing.Discounted(o.PricePerGPUHourFen, o.OffpeakDiscountPct)
 }
 
@@ -123,6 +136,9 @@ func cachedRow(vc views.Ctx, o *market.ListedOffer, city string, withDC bool) st
 	key := vc.Lang + "|" + city
 	if !withDC {
 		key += "|-dc"
+	}
+	if vc.Student {
+		key += "|student"
 	}
 	if s, ok := o.Rendered.Load(key); ok {
 		return s.(string)

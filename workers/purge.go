@@ -1,0 +1,39 @@
+package workers
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"suanli/models"
+)
+
+// PurgeArgs asks for expired sessions and old login failures to be deleted.
+type PurgeArgs struct{}
+
+// Kind implements river.JobArgs.
+func (PurgeArgs) Kind() string { return "purge_expired" }
+
+// PurgeWorker runs PurgeArgs jobs.
+type PurgeWorker struct {
+	river.WorkerDefaults[PurgeArgs]
+	DB *models.DB
+}
+
+// Work implements river.Worker.
+func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error {
+	n, err := w.DB.PurgeExpiredSessions(ctx)
+	if err != nil {
+		return err
+	}
+	// Failures older than the throttle window no longer count for anything.
+	if err := w.DB.PurgeLoginFailures(ctx, w.DB.Now().UTC().Add(-24*time.Hour)); err != nil {
+		return err
+	}
+	if n > 0 {
+		slog.Info("expired sessions purged", "count", n, "job", job.ID)
+	}
+	return nil
+}
