@@ -22,6 +22,7 @@ import (
 	"suanli/config"
 	"suanli/demo"
 	"suanli/handlers"
+	"suanli/mail"
 	"suanli/market"
 	"suanli/migrations"
 	"suanli/models"
@@ -154,7 +155,7 @@ func serve(ctx context.Context, args []string) error {
 	if _, err := index.Refresh(ctx); err != nil {
 		return err
 	}
-	queue, err := workers.New(db, workers.Options{Work: cfg.Workers})
+	queue, err := workers.New(db, workerOptions(cfg, cfg.Workers))
 	if err != nil {
 		return err
 	}
@@ -212,7 +213,7 @@ func work(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	queue, err := workers.New(db, workers.Options{Work: true})
+	queue, err := workers.New(db, workerOptions(cfg, true))
 	if err != nil {
 		return err
 	}
@@ -297,4 +298,16 @@ func seed(ctx context.Context, args []string) error {
 
 func accountsService(db *models.DB, cfg config.Config) *accounts.Service {
 	return &accounts.Service{DB: db, BaseURL: cfg.BaseURL, EduSuffixes: append(slices.Clone(accounts.DefaultEduSuffixes), cfg.EduSuffixList()...)}
+}
+
+// workerOptions configures the queue; with SMTP_URL set it delivers mail.
+func workerOptions(cfg config.Config, work bool) workers.Options {
+	opts := workers.Options{Work: work}
+	if cfg.SMTPURL != "" {
+		// Validated with the configuration.
+		if s, err := mail.ParseURL(cfg.SMTPURL); err == nil {
+			opts.Mail = s
+		}
+	}
+	return opts
 }

@@ -70,6 +70,11 @@ func invalid(field, key string, args ...any) *apperr.Error {
 
 // CheckEmail validates an address and returns its stored form.
 func CheckEmail(field, email string) (string, *apperr.Error) {
+	// Check the bytes before lower-casing: ToLower turns invalid UTF-8 into
+	// U+FFFD, which would make garbage look like an address.
+	if !utf8.ValidString(email) || strings.ContainsRune(email, 0) {
+		return "", invalid(field, "err.email")
+	}
 	email = models.NormalizeEmail(email)
 	if email == "" {
 		return "", invalid(field, "err.required")
@@ -88,6 +93,8 @@ var commonPasswords = []string{"1234567890", "12345678910", "password123", "qwer
 func checkNewPassword(field, password, email string) *apperr.Error {
 	n := utf8.RuneCountInString(password)
 	switch {
+	case !utf8.ValidString(password) || strings.ContainsRune(password, 0):
+		return invalid(field, "err.text")
 	case len(password) > MaxPasswordLen*4 || n > MaxPasswordLen:
 		return invalid(field, "err.password_long", MaxPasswordLen)
 	case n < MinPasswordLen:
@@ -101,6 +108,9 @@ func checkNewPassword(field, password, email string) *apperr.Error {
 
 func checkName(field, name string) (string, *apperr.Error) {
 	name = strings.TrimSpace(name)
+	if !utf8.ValidString(name) || strings.ContainsRune(name, 0) {
+		return "", invalid(field, "err.text")
+	}
 	if name == "" {
 		return "", invalid(field, "err.required")
 	}
@@ -204,6 +214,11 @@ func (t *Throttled) Unwrap() error { return ErrThrottled }
 // email or password is the same EINVALID error, so accounts cannot be probed.
 func (s *Service) Login(ctx context.Context, email, password, ip string) (*models.User, error) {
 	now := s.DB.Now().UTC()
+	if _, e := CheckEmail("email", email); e != nil {
+		// Not an address, so not an account: answer as for a wrong
+		// password, without touching the database.
+		return nil, FieldErrors{invalid("password", "err.login")}
+	}
 	email = models.NormalizeEmail(email)
 	byEmail, byIP, oldestEmail, oldestIP, err := s.DB.CountLoginFailures(ctx, email, ip, now.Add(-LoginWindow))
 	if err != nil {
@@ -326,7 +341,20 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*m
 
 // ChangePassword replaces the password after checking the current one.
 func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, next string) error {
-	if !CheckPassword(u.PasswordHash, current) {
+	// Guesses at the current password count as failed logins, so a
+	// borrowed session cannot be used to find the password.
+	now := s.DB.Now().UTC()
+	byEmail, _, oldest, _, err := s.DB.CountLoginFailures(ctx, u.Email, "", now.Add(-LoginWindow))
+	if err != nil {
+		return err
+	}
+	if byEmail >= MaxFailsAccount {
+		return &Throttled{RetryAfter: max(oldest.Add(LoginWindow).Sub(now), time.Second)}
+	}
+	if len(current) > MaxPasswordLen*4 || !CheckPassword(u.PasswordHash, current) {
+		if err := s.DB.RecordLoginFailure(ctx, u.Email, "", now); err != nil {
+			return err
+		}
 		return FieldErrors{invalid("current_password", "err.password_wrong")}
 	}
 	if e := checkNewPassword("password", next, u.Email); e != nil {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"suanli/mail"
 )
 
 // Config is the validated configuration shared by every subcommand.
@@ -38,6 +40,9 @@ type Config struct {
 	// EduSuffixes adds institutional email suffixes to the built-in list,
 	// comma-separated (SUANLI_EDU_SUFFIXES).
 	EduSuffixes string
+	// SMTPURL, when set, delivers mail: smtp://[user:pass@]host:port?from=addr
+	// (SMTP_URL). Without it mail waits in the outbox.
+	SMTPURL string
 	// PprofAddr, when set, serves Go's profiler there (keep it on loopback).
 	PprofAddr string
 	// IndexRefresh is how often serve checks the database for offer changes
@@ -58,6 +63,7 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", envDuration("SUANLI_SHUTDOWN_TIMEOUT", 15*time.Second), "time allowed for each shutdown stage (SUANLI_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&c.BaseURL, "base-url", env("SUANLI_BASE_URL", ""), "public URL for links in mail; https makes cookies Secure (SUANLI_BASE_URL; default http://localhost:PORT)")
 	fs.StringVar(&c.EduSuffixes, "edu-suffixes", env("SUANLI_EDU_SUFFIXES", ""), "extra institutional email suffixes for labs, comma-separated, e.g. .edu.hk,.ac.jp (SUANLI_EDU_SUFFIXES)")
+	fs.StringVar(&c.SMTPURL, "smtp-url", env("SMTP_URL", ""), "deliver mail through smtp://[user:pass@]host:port?from=addr; empty keeps it in the outbox (SMTP_URL)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env("SUANLI_PPROF_ADDR", ""), "serve Go's profiler on this address, e.g. 127.0.0.1:6060; off when empty (SUANLI_PPROF_ADDR)")
 	fs.DurationVar(&c.IndexRefresh, "index-refresh", envDuration("SUANLI_INDEX_REFRESH", 2*time.Second), "how often to pick up offer changes made by other processes (SUANLI_INDEX_REFRESH)")
 	return func() (Config, error) {
@@ -94,6 +100,11 @@ func (c Config) Validate() error {
 	for _, sfx := range c.EduSuffixList() {
 		if !strings.HasPrefix(sfx, ".") || strings.ContainsAny(sfx, " @/") {
 			errs = append(errs, fmt.Errorf("--edu-suffixes/SUANLI_EDU_SUFFIXES: %q must look like .edu.hk", sfx))
+		}
+	}
+	if c.SMTPURL != "" {
+		if _, err := mail.ParseURL(c.SMTPURL); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.ShutdownTimeout <= 0 {

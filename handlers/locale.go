@@ -31,8 +31,15 @@ func (h *Handler) LangSwitch(c echo.Context) error {
 
 // safeNext keeps redirects on this site: a local absolute path only.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
 		return "/"
+	}
+	// Browsers drop tabs and newlines from URLs ("/\t/evil" becomes
+	// "//evil"), so no control character may pass.
+	for _, r := range next {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return "/"
+		}
 	}
 	return next
 }

@@ -356,4 +356,15 @@ func TestBrowserLabJourney(t *testing.T) {
 	must(t, found, "no Chengdu Science City H100 SXM offer on %s\n%s", offersURL, after)
 	must(t, after.BaseCount > 0, "no struck-through base price (.price-base) after approval\n%s", after)
 	must(t, after.Has2840, "¥28.40 does not appear after approval\n%s", after)
+
+	// The student's prices are theirs: the admin, not a lab member, sees
+	// the same list (rendered just after it) at base prices.
+	p = open(t, admin, offersURL, "offers as the admin")
+	if err := chromedp.Do(admin, chromedp.WaitVisible(chromedp.ID("result-count"))); err != nil {
+		t.Fatalf("offers as the admin: %v\n%s", err, p)
+	}
+	other := readOfferPrices(t, admin)
+	t.Logf("as the admin: %s", other)
+	must(t, !other.Has2840 && other.BaseCount == 0 && !other.StudentBadge,
+		"a user who is no lab member sees student prices (cached rows shared across viewers?)\n%s", other)
 }

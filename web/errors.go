@@ -27,6 +27,10 @@ func status(code string, api bool) int {
 		return http.StatusConflict
 	case apperr.EFORBIDDEN:
 		return http.StatusForbidden
+	case apperr.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case apperr.ERATELIMIT:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

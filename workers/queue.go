@@ -39,6 +39,10 @@ type Options struct {
 	MaxWorkers int
 	// AvailabilityEvery is the offer availability refresh period (default 1 min).
 	AvailabilityEvery time.Duration
+	// Mail, when set, delivers the outbox every MailEvery (default 10 s);
+	// without it mail stays in the outbox for admins to read.
+	Mail      Sender
+	MailEvery time.Duration
 }
 
 // New builds the queue for db. On SQLite one client on the write
@@ -51,6 +55,9 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &RefreshAvailabilityWorker{DB: db})
 		river.AddWorker(workers, &PurgeWorker{DB: db})
+		if opts.Mail != nil {
+			river.AddWorker(workers, &DeliverMailWorker{DB: db, Sender: opts.Mail})
+		}
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cmp.Or(opts.MaxWorkers, 20)}}
 		cfg.PeriodicJobs = []*river.PeriodicJob{
@@ -60,6 +67,11 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 				func() (river.JobArgs, *river.InsertOpts) { return PurgeArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "purge_expired"}),
+		}
+		if opts.Mail != nil {
+			cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MailEvery, 10*time.Second)),
+				func() (river.JobArgs, *river.InsertOpts) { return DeliverMailArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true, ID: "deliver_mail"}))
 		}
 	}
 	switch db.Dialect {

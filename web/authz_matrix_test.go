@@ -1,0 +1,406 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"suanli/accounts"
+	"suanli/apperr"
+	"suanli/models"
+)
+
+// testPassword is every fixture user's password (long enough, not common).
+const testPassword = "violet-kettle-1984"
+
+// actor is one person's browser: its own cookie jar, logged in or not.
+// Every request asks for English, so messages can be asserted.
+type actor struct {
+	name string
+	a    *app
+	c    *http.Client
+	user *models.User
+}
+
+// newActor opens a browser on the login page, which hands it the
+// suanli_csrf cookie.
+func newActor(a *app, name string) *actor {
+	a.t.Helper()
+	jar, _ := cookiejar.New(nil)
+	ac := &actor{name: name, a: a, c: &http.Client{
+		Jar:           jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+	res, _ := ac.do("GET", a.url("auth.login"), nil)
+	must(a.t, res.StatusCode == 200 && ac.csrf() != "", "%s: GET /login: %d, csrf cookie %q", name, res.StatusCode, ac.csrf())
+	return ac
+}
+
+// loggedIn returns an actor logged in as u through POST /login.
+func loggedIn(a *app, name string, u *models.User) *actor {
+	a.t.Helper()
+	ac := newActor(a, name)
+	res, body := ac.post(a.url("auth.login.post"), url.Values{"email": {u.Email}, "password": {testPassword}})
+	must(a.t, res.StatusCode == http.StatusSeeOther, "%s: log in: %d %s", name, res.StatusCode, snippet(body))
+	ac.user = u
+	return ac
+}
+
+// cookie returns the value of the actor's cookie with the name, or "".
+func (ac *actor) cookie(name string) string {
+	u, _ := url.Parse(ac.a.srv.URL)
+	for _, ck := range ac.c.Jar.Cookies(u) {
+		if ck.Name == name {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+// csrf returns the actor's CSRF token (the double-submit cookie).
+func (ac *actor) csrf() string { return ac.cookie("suanli_csrf") }
+
+// do sends a request as it is: form (if not nil) is the urlencoded body;
+// headers are name, value pairs.
+func (ac *actor) do(method, path string, form url.Values, headers ...string) (*http.Response, string) {
+	ac.a.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, ac.a.srv.URL+path, body)
+	if err != nil {
+		ac.a.t.Fatal(err)
+	}
+	req.Header.Set("Accept-Language", "en")
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := ac.c.Do(req)
+	if err != nil {
+		ac.a.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+// post sends a form with the actor's CSRF token, as the pages' forms do.
+func (ac *actor) post(path string, form url.Values, headers ...string) (*http.Response, string) {
+	ac.a.t.Helper()
+	f := url.Values{}
+	for k, v := range form {
+		f[k] = v
+	}
+	f.Set("_csrf", ac.csrf())
+	return ac.do("POST", path, f, headers...)
+}
+
+// mustUser creates a user with a verified email, a personal organisation
+// and testPassword, as `suanli admin create-user` does.
+func mustUser(t *testing.T, db *models.DB, email, name string, platformAdmin bool) *models.User {
+	t.Helper()
+	u, err := (&accounts.Service{DB: db}).CreateUser(context.Background(), email, testPassword, name, platformAdmin)
+	if err != nil {
+		t.Fatalf("create user %s: %v", email, err)
+	}
+	return u
+}
+
+// mustMember adds u to the organisation with the role.
+func mustMember(t *testing.T, db *models.DB, orgID int64, u *models.User, role string) {
+	t.Helper()
+	err := db.Tx(context.Background(), func(tx *gorm.DB) error {
+		return models.AddMember(tx, &models.Membership{OrgID: orgID, UserID: u.ID, Role: role, CreatedAt: db.Now().UTC()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snippet shortens a body for a failure message.
+func snippet(body string) string {
+	if len(body) > 300 {
+		return body[:300] + "…"
+	}
+	return body
+}
+
+func idParam(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The actors of the matrix, in the order each row runs them: the owner
+// last, because its successful removal of the member must come after every
+// other cell.
+const (
+	asAnon = iota
+	asOther
+	asMember
+	asOrgAdmin
+	asPlatform
+	asOwner
+	nActors
+)
+
+var actorNames = [nActors]string{"anonymous", "member of another org", "member", "admin of the org", "platform admin", "owner"}
+
+// matrixFixture is org A (a lab, so budget routes apply) with an owner, an
+// admin and a member; a user whose only organisation is B; a platform
+// admin; and a logged-in browser for each, plus an anonymous one.
+type matrixFixture struct {
+	a           *app
+	orgA        *models.Org
+	memberUser  *models.User
+	memberToken int64 // an API token of the member
+	actors      [nActors]*actor
+}
+
+// orgAName is distinctive, so a response can be searched for it.
+const orgAName = "Zephyr Quantum Lab"
+
+func newMatrixFixture(t *testing.T) *matrixFixture {
+	t.Helper()
+	a := newSQLiteApp(t)
+	ctx := context.Background()
+	svc := &accounts.Service{DB: a.db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes}
+	ownerU := mustUser(t, a.db, "owner@pku.edu.cn", "Olga Owner", false)
+	adminU := mustUser(t, a.db, "admin@pku.edu.cn", "Ada Admin", false)
+	memberU := mustUser(t, a.db, "member@pku.edu.cn", "Mo Member", false)
+	otherU := mustUser(t, a.db, "bob@beta.example", "Bob Beta", false)
+	platformU := mustUser(t, a.db, "root@suanli.example", "Pat Platform", true)
+	org, err := svc.ApplyLab(ctx, ownerU, accounts.LabApplication{
+		Institution: "Peking University", LabName: orgAName, Supervisor: "Prof. Zhang",
+		EmailDomain: "pku.edu.cn", EduEmail: "owner@pku.edu.cn",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMember(t, a.db, org.ID, adminU, models.RoleAdmin)
+	mustMember(t, a.db, org.ID, memberU, models.RoleMember)
+	_, tok, err := svc.CreateAPIToken(ctx, memberU, "member's laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &matrixFixture{a: a, orgA: org, memberUser: memberU, memberToken: tok.ID}
+	f.actors[asAnon] = newActor(a, actorNames[asAnon])
+	for i, u := range map[int]*models.User{asOther: otherU, asMember: memberU, asOrgAdmin: adminU, asPlatform: platformU, asOwner: ownerU} {
+		f.actors[i] = loggedIn(a, actorNames[i], u)
+	}
+	return f
+}
+
+// expect is one row's expected status per actor.
+type expect struct{ Anon, Other, Member, Admin, Platform, Owner int }
+
+func (e expect) of(actor int) int {
+	return [nActors]int{e.Anon, e.Other, e.Member, e.Admin, e.Platform, e.Owner}[actor]
+}
+
+// matrixRow is one protected route: how to call it, and what each actor gets.
+type matrixRow struct {
+	route  string                               // the route's name in the route table
+	params func(f *matrixFixture) []any         // path parameters, in order
+	query  string                               // appended to the path
+	form   url.Values                           // the body of a POST (the CSRF token is added)
+	want   expect                               //
+	after  func(t *testing.T, f *matrixFixture) // checks the effect of the successful cells
+}
+
+func orgAParam(f *matrixFixture) []any { return []any{idParam(f.orgA.ID)} }
+
+// Common expectations.
+var (
+	// Any logged-in user may: pages and actions on the user's own things.
+	anyUserPage = expect{Anon: 303, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}
+	anyUserPost = expect{Anon: 401, Other: 303, Member: 303, Admin: 303, Platform: 303, Owner: 303}
+	// Admins or owners of org A may; its members are forbidden; everyone
+	// else, platform admins included, is told it does not exist.
+	orgAdminPost = expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 404, Owner: 303}
+	// Platform admins only.
+	platformPage = expect{Anon: 303, Other: 403, Member: 403, Admin: 403, Platform: 200, Owner: 403}
+	platformPost = expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 303, Owner: 403}
+)
+
+// matrix lists every protected route. Rows run in this order, and the
+// destructive one (removing the member) comes last.
+var matrix = []matrixRow{
+	{route: "account.show", want: anyUserPage},
+	{route: "api.me", want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: "orgs.show", params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: "labs.apply", want: anyUserPage},
+	// A bogus link is a 400 for anyone logged in; what matters here is who gets past the guard.
+	{route: "labs.confirm", query: "?token=not-a-real-token", want: expect{Anon: 303, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
+	{route: "invitations.accept", query: "?token=not-a-real-token", want: anyUserPage},
+	{route: "admin.home", want: platformPage},
+
+	// The same password again: allowed, and it leaves every login working.
+	{route: "account.password", form: url.Values{"current_password": {testPassword}, "password": {testPassword}}, want: anyUserPost},
+	{route: "account.resend", want: anyUserPost},
+	{route: "tokens.create", form: url.Values{"name": {"matrix"}},
+		want: expect{Anon: 401, Other: 201, Member: 201, Admin: 201, Platform: 201, Owner: 201}},
+	// Only the member owns the token; revoking it twice is fine.
+	{route: "tokens.revoke", params: func(f *matrixFixture) []any { return []any{idParam(f.memberToken)} },
+		want: expect{Anon: 401, Other: 404, Member: 303, Admin: 404, Platform: 404, Owner: 404},
+		after: func(t *testing.T, f *matrixFixture) {
+			ts, err := f.a.db.APITokensOf(context.Background(), f.memberUser.ID)
+			must(t, err == nil && slices.ContainsFunc(ts, func(tk models.APIToken) bool { return tk.ID == f.memberToken && tk.RevokedAt != nil }),
+				"the member's token is not revoked: %v %+v", err, ts)
+		}},
+	{route: "orgs.create", form: url.Values{"kind": {"team"}, "name": {"Side Project"}}, want: anyUserPost},
+	{route: "orgs.invite", params: orgAParam, form: url.Values{"email": {"newcomer@pku.edu.cn"}, "role": {"member"}}, want: orgAdminPost,
+		after: func(t *testing.T, f *matrixFixture) {
+			ms, err := f.a.db.Outbox(context.Background(), "newcomer@pku.edu.cn", 10)
+			must(t, err == nil && len(ms) == 2, "invitations mailed: %d (%v), want 2 (admin and owner)", len(ms), err)
+		}},
+	{route: "orgs.budget", params: orgAParam, form: url.Values{"monthly_budget": {"5000"}, "member_cap": {"800"}}, want: orgAdminPost,
+		after: func(t *testing.T, f *matrixFixture) {
+			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
+			must(t, err == nil && o.MonthlyBudgetFen != nil && *o.MonthlyBudgetFen == 500000 && o.MemberCapFen != nil && *o.MemberCapFen == 80000,
+				"budget not stored: %v %+v", err, o)
+		}},
+	{route: "labs.apply.post", form: url.Values{"institution": {"Tsinghua University"}, "lab_name": {"Matrix Lab"}, "supervisor": {"Prof. Li"},
+		"email_domain": {"tsinghua.edu.cn"}, "edu_email": {"someone@tsinghua.edu.cn"}}, want: anyUserPost},
+	{route: "invitations.accept.post", form: url.Values{"token": {"not-a-real-token"}},
+		want: expect{Anon: 401, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
+	{route: "admin.review", params: orgAParam, form: url.Values{"decision": {"approve"}}, want: platformPost,
+		after: func(t *testing.T, f *matrixFixture) {
+			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
+			must(t, err == nil && o.Status == models.OrgApproved, "lab not approved: %v %+v", err, o)
+		}},
+	// Last: the owner removes the member (the owner's cell runs last of the row).
+	{route: "orgs.members.remove", params: func(f *matrixFixture) []any { return []any{idParam(f.orgA.ID), idParam(f.memberUser.ID)} },
+		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 403, Platform: 404, Owner: 303},
+		after: func(t *testing.T, f *matrixFixture) {
+			_, err := f.a.db.MembershipOf(context.Background(), f.orgA.ID, f.memberUser.ID)
+			must(t, apperr.Code(err) == apperr.ENOTFOUND, "the member was not removed: %v", err)
+		}},
+}
+
+// publicRoutes are the routes anyone may use without logging in.
+var publicRoutes = []string{
+	"home", "offers.list", "offers.show", "datacenters.show", "lang.switch",
+	"auth.signup", "auth.signup.post", "auth.login", "auth.login.post", "auth.logout", "auth.verify",
+	"password.forgot", "password.forgot.post", "password.reset", "password.reset.post",
+	"api.offers.list", "api.offers.show", "healthz", "readyz", "metrics", "static",
+}
+
+// Every route is either in the matrix or explicitly public: adding a route
+// without deciding who may use it fails here.
+func TestAuthzMatrixCoversEveryRoute(t *testing.T) {
+	a := newSQLiteApp(t)
+	inMatrix := map[string]bool{}
+	for _, r := range matrix {
+		must(t, !inMatrix[r.route], "route %q is twice in the matrix", r.route)
+		inMatrix[r.route] = true
+		must(t, !slices.Contains(publicRoutes, r.route), "route %q is both public and in the matrix", r.route)
+	}
+	seen := map[string]bool{}
+	for _, r := range a.e.Routes() {
+		if r.Name == "" || strings.HasPrefix(r.Name, "github.com/labstack/echo") {
+			continue // echo's own entries
+		}
+		seen[r.Name] = true
+		if !inMatrix[r.Name] && !slices.Contains(publicRoutes, r.Name) {
+			t.Errorf("route %s %s (%q) is in neither the authorisation matrix nor publicRoutes", r.Method, r.Path, r.Name)
+		}
+	}
+	for _, name := range append(slices.Collect(maps.Keys(inMatrix)), publicRoutes...) {
+		if !seen[name] {
+			t.Errorf("route %q is listed but not in the route table", name)
+		}
+	}
+}
+
+// Public GET routes without parameters really are public: anonymous
+// visitors are neither redirected to the login page nor refused.
+func TestAuthzMatrixPublicRoutesArePublic(t *testing.T) {
+	a := newSQLiteApp(t)
+	ac := newActor(a, "anonymous")
+	for _, r := range a.e.Routes() {
+		if r.Method != "GET" || !slices.Contains(publicRoutes, r.Name) || strings.ContainsAny(r.Path, ":*") {
+			continue
+		}
+		res, _ := ac.do("GET", r.Path, nil)
+		loc := res.Header.Get("Location")
+		if res.StatusCode == 401 || res.StatusCode == 403 || res.StatusCode >= 500 || strings.HasPrefix(loc, "/login") {
+			t.Errorf("public %s %s (%s): %d Location %q", r.Method, r.Path, r.Name, res.StatusCode, loc)
+		}
+	}
+}
+
+// The authorisation matrix: every protected route × every kind of actor.
+func TestAuthzMatrix(t *testing.T) {
+	f := newMatrixFixture(t)
+	a := f.a
+	methods := map[string]string{}
+	for _, r := range a.e.Routes() {
+		methods[r.Name] = r.Method
+	}
+	order := []int{asAnon, asOther, asMember, asOrgAdmin, asPlatform, asOwner}
+	for _, row := range matrix {
+		t.Run(row.route, func(t *testing.T) {
+			method := methods[row.route]
+			must(t, method != "", "route %q is not in the route table", row.route)
+			var params []any
+			if row.params != nil {
+				params = row.params(f)
+			}
+			path := a.url(row.route, params...) + row.query
+			if method == "POST" {
+				// CSRF is checked before anything else: without the token even
+				// a logged-in owner is refused, and nothing runs.
+				res, _ := f.actors[asOwner].do("POST", path, row.form)
+				must(t, res.StatusCode == http.StatusForbidden, "owner POST %s without a CSRF token: %d, want 403", path, res.StatusCode)
+				res, _ = f.actors[asAnon].do("POST", path, row.form)
+				must(t, res.StatusCode == http.StatusForbidden, "anonymous POST %s without a CSRF token: %d, want 403", path, res.StatusCode)
+			}
+			for _, who := range order {
+				ac := f.actors[who]
+				var (
+					res  *http.Response
+					body string
+				)
+				if method == "POST" {
+					res, body = ac.post(path, row.form)
+				} else {
+					res, body = ac.do(method, path, nil)
+				}
+				want := row.want.of(who)
+				if res.StatusCode != want {
+					t.Errorf("%s %s as %s: %d, want %d\n%s", method, path, actorNames[who], res.StatusCode, want, snippet(body))
+					continue
+				}
+				if who == asAnon && method == "GET" && want == http.StatusSeeOther {
+					loc := res.Header.Get("Location")
+					wantLoc := "/login?next=" + url.QueryEscape(path)
+					if loc != wantLoc {
+						t.Errorf("GET %s as anonymous: Location %q, want %q", path, loc, wantLoc)
+					}
+				}
+				if who == asOther && strings.Contains(body, orgAName) {
+					t.Errorf("%s %s as a member of another org: the response shows org A's name", method, path)
+				}
+				if who == asOther && strings.Contains(body, f.memberUser.Email) {
+					t.Errorf("%s %s as a member of another org: the response shows org A's member", method, path)
+				}
+				if strings.HasPrefix(path, "/api/") && want >= 400 {
+					contains(t, body, `"error":{"code":`)
+				}
+			}
+			if row.after != nil {
+				row.after(t, f)
+			}
+		})
+	}
+}
