@@ -146,8 +146,12 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
+	svc := accountsService(db, cfg)
 	if cfg.Demo {
 		if err := demo.SeedDemo(ctx, db); err != nil {
+			return err
+		}
+		if err := demo.SeedAdmin(ctx, svc); err != nil {
 			return err
 		}
 	}
@@ -179,7 +183,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 
 	e := web.New(&handlers.Handler{
-		DB: db, Index: index, Accounts: accountsService(db, cfg), Sessions: web.NewSessions(db, cfg.SecureCookies()),
+		DB: db, Index: index, Accounts: svc, Sessions: web.NewSessions(db, cfg.SecureCookies()),
 	}, web.Options{SecureCookies: cfg.SecureCookies()})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"suanli/accounts"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/migrations"
@@ -97,4 +98,24 @@ func TestSeedScaleAddsSyntheticOffersEverywhere(t *testing.T) {
 			t.Error("scale 0 must be refused")
 		}
 	})
+}
+
+func TestSeedAdminOnce(t *testing.T) {
+	db := dbtest.SQLite(t)
+	ctx := context.Background()
+	s := &accounts.Service{DB: db}
+	for i := 0; i < 2; i++ {
+		if err := demo.SeedAdmin(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := db.UserByEmail(ctx, demo.AdminEmail)
+	if err != nil || !u.PlatformAdmin || !u.Verified() {
+		t.Fatalf("demo admin %+v %v", u, err)
+	}
+	var n int64
+	db.R.Model(&models.User{}).Count(&n)
+	if n != 1 {
+		t.Errorf("%d users after seeding twice", n)
+	}
 }

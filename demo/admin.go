@@ -1,0 +1,38 @@
+package demo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"log/slog"
+
+	"suanli/accounts"
+	"suanli/apperr"
+)
+
+// AdminEmail is the demo's platform admin, who verifies labs and reads the
+// outbox (where the demo's mail goes).
+const AdminEmail = "admin@demo.suanli.test"
+
+// SeedAdmin creates the demo's platform admin with a fresh random password
+// and logs it once; if the admin exists it says so and changes nothing.
+func SeedAdmin(ctx context.Context, s *accounts.Service) error {
+	_, err := s.DB.UserByEmail(ctx, AdminEmail)
+	if err == nil {
+		slog.Info("demo admin exists (reset its password with /password/forgot; the mail is in the outbox table)", "email", AdminEmail)
+		return nil
+	}
+	if apperr.Code(err) != apperr.ENOTFOUND {
+		return err
+	}
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	password := base64.RawURLEncoding.EncodeToString(b)
+	if _, err := s.CreateUser(ctx, AdminEmail, password, "Demo admin", true); err != nil {
+		return err
+	}
+	slog.Info("demo admin created: log in at /login to verify labs and read the outbox at /admin", "email", AdminEmail, "password", password)
+	return nil
+}
