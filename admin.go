@@ -7,8 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
+
+	"suanli/config"
+	"suanli/models"
 )
 
 const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the server; safe while it runs)
@@ -21,110 +26,123 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
   suanli admin token --email E --name N        print a new API token for the user
 `
 
+// adminCommand is one admin subcommand: its flags, a check of them that
+// runs before the database is opened, and the work.
+type adminCommand struct {
+	flags func(fs *flag.FlagSet)
+	check func() error
+	run   func(ctx context.Context, cfg config.Config, db *models.DB) error
+}
+
 func admin(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Print(adminUsage)
 		return errors.New("admin: give a command")
 	}
-	switch args[0] {
-	case "status":
-		cfg, err := parse("admin status", args[1:], nil)
-		if err != nil {
-			return err
-		}
-		db, err := open(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		rows, version, err := db.ListedOffers(ctx)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("database: %s\nlisted offers: %d\noffers version: %d\n", db.Dialect, len(rows), version)
-		return nil
-	case "gpu-state":
-		var uuid, state string
-		cfg, err := parse("admin gpu-state", args[1:], func(fs *flag.FlagSet) {
-			fs.StringVar(&uuid, "uuid", "", "the GPU's UUID")
-			fs.StringVar(&state, "state", "", "free, busy or unhealthy")
-		})
-		if err != nil {
-			return err
-		}
-		if uuid == "" || state == "" {
-			return errors.New("admin gpu-state: --uuid and --state are required")
-		}
-		db, err := open(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		if err := db.SetGPUState(ctx, uuid, state); err != nil {
-			return err
-		}
-		fmt.Println("ok; offer availability follows within a minute (the refresh job)")
-		return nil
-	case "create-user":
-		var email, pwFile, name string
-		var isAdmin bool
-		cfg, err := parse("admin create-user", args[1:], func(fs *flag.FlagSet) {
-			fs.StringVar(&email, "email", "", "the user's email")
-			fs.StringVar(&pwFile, "password-file", "", "a file holding the password (first line); - for standard input")
-			fs.StringVar(&name, "name", "", "display name (default: the email's local part)")
-			fs.BoolVar(&isAdmin, "admin", false, "make the user a platform admin")
-		})
-		if err != nil {
-			return err
-		}
-		if email == "" || pwFile == "" {
-			return errors.New("admin create-user: --email and --password-file are required")
-		}
-		password, err := readPassword(pwFile)
-		if err != nil {
-			return err
-		}
-		db, err := open(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		u, err := accountsService(db, cfg).CreateUser(ctx, email, password, name, isAdmin)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("created user %d <%s>%s\n", u.ID, u.Email, map[bool]string{true: " (platform admin)", false: ""}[isAdmin])
-		return nil
-	case "token":
-		var email, name string
-		cfg, err := parse("admin token", args[1:], func(fs *flag.FlagSet) {
-			fs.StringVar(&email, "email", "", "the user's email")
-			fs.StringVar(&name, "name", "", "a name for the token")
-		})
-		if err != nil {
-			return err
-		}
-		if email == "" || name == "" {
-			return errors.New("admin token: --email and --name are required")
-		}
-		db, err := open(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		u, err := db.UserByEmail(ctx, email)
-		if err != nil {
-			return fmt.Errorf("admin token: %w", err)
-		}
-		plain, _, err := accountsService(db, cfg).CreateAPIToken(ctx, u, name)
-		if err != nil {
-			return err
-		}
-		fmt.Println(plain)
-		return nil
+	var (
+		uuid, state, email, pwFile, name string
+		isAdmin                          bool
+	)
+	commands := map[string]adminCommand{
+		"status": {run: func(ctx context.Context, _ config.Config, db *models.DB) error {
+			rows, version, err := db.ListedOffers(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("database: %s\nlisted offers: %d\noffers version: %d\n", db.Dialect, len(rows), version)
+			return nil
+		}},
+		"gpu-state": {
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&uuid, "uuid", "", "the GPU's UUID")
+				fs.StringVar(&state, "state", "", "free, busy or unhealthy")
+			},
+			check: func() error { return requireFlags("gpu-state", map[string]string{"uuid": uuid, "state": state}) },
+			run: func(ctx context.Context, _ config.Config, db *models.DB) error {
+				if err := db.SetGPUState(ctx, uuid, state); err != nil {
+					return err
+				}
+				fmt.Println("ok; offer availability follows within a minute (the refresh job)")
+				return nil
+			},
+		},
+		"create-user": {
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&email, "email", "", "the user's email")
+				fs.StringVar(&pwFile, "password-file", "", "a file holding the password (first line); - for standard input")
+				fs.StringVar(&name, "name", "", "display name (default: the email's local part)")
+				fs.BoolVar(&isAdmin, "admin", false, "make the user a platform admin")
+			},
+			check: func() error {
+				return requireFlags("create-user", map[string]string{"email": email, "password-file": pwFile})
+			},
+			run: func(ctx context.Context, cfg config.Config, db *models.DB) error {
+				password, err := readPassword(pwFile)
+				if err != nil {
+					return err
+				}
+				u, err := accountsService(db, cfg).CreateUser(ctx, email, password, name, isAdmin)
+				if err != nil {
+					return err
+				}
+				role := ""
+				if isAdmin {
+					role = " (platform admin)"
+				}
+				fmt.Printf("created user %d <%s>%s\n", u.ID, u.Email, role)
+				return nil
+			},
+		},
+		"token": {
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&email, "email", "", "the user's email")
+				fs.StringVar(&name, "name", "", "a name for the token")
+			},
+			check: func() error { return requireFlags("token", map[string]string{"email": email, "name": name}) },
+			run: func(ctx context.Context, cfg config.Config, db *models.DB) error {
+				u, err := db.UserByEmail(ctx, email)
+				if err != nil {
+					return fmt.Errorf("admin token: %w", err)
+				}
+				plain, _, err := accountsService(db, cfg).CreateAPIToken(ctx, u, name)
+				if err != nil {
+					return err
+				}
+				fmt.Println(plain)
+				return nil
+			},
+		},
 	}
-	fmt.Print(adminUsage)
-	return fmt.Errorf("admin: unknown command %q", args[0])
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Print(adminUsage)
+		return fmt.Errorf("admin: unknown command %q", args[0])
+	}
+	cfg, err := parse("admin "+args[0], args[1:], cmd.flags)
+	if err != nil {
+		return err
+	}
+	if cmd.check != nil {
+		if err := cmd.check(); err != nil {
+			return err
+		}
+	}
+	db, err := open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return cmd.run(ctx, cfg, db)
+}
+
+// requireFlags names the first empty flag of a command.
+func requireFlags(cmd string, flags map[string]string) error {
+	for _, f := range slices.Sorted(maps.Keys(flags)) {
+		if flags[f] == "" {
+			return fmt.Errorf("admin %s: --%s is required", cmd, f)
+		}
+	}
+	return nil
 }
 
 // readPassword reads the first line of a file (or standard input for "-"),
