@@ -103,11 +103,30 @@ func (h *Handler) OfferShow(c echo.Context) error {
 		return err
 	}
 	m, _ := catalog.GPUModelBySlug(row.GPUModel)
-	vm := pages.OfferVM{Offer: row, GPU: m}
+	vm := pages.OfferVM{Offer: row, GPU: m, QuoteForm: form(c), QuoteErrors: map[string]string{}}
+	for _, k := range []string{"gpus", "hours", "term", "start", "sla"} {
+		vm.QuoteForm.Values[k] = c.QueryParam(k)
+	}
 	if row.Datacenter.Demo {
 		vm.LatencySource = "latency.source.demo"
 	}
-	return Render(c, http.StatusOK, pages.OfferPage(ViewCtx(c), vm))
+	// The quote panel: defaults (one GPU for one hour from now) until the
+	// renter changes them; bad values are explained beside their field.
+	in := market.QuoteInputFrom(c.QueryParams())
+	in.Seconds = ""
+	student, _ := c.Get(StudentKey).(bool)
+	if q, err := market.QuoteOffer(row.Offer, in, student, h.DB.Now()); err == nil {
+		vm.Quote = &q
+	} else if e, ok := apperr.As(err); ok && e.Code == apperr.EINVALID {
+		vm.QuoteErrors[e.Field] = locales.T(Lang(c), e.Key, e.Args...)
+	} else {
+		return err
+	}
+	vc := ViewCtx(c)
+	if IsHTMX(c) {
+		return Render(c, http.StatusOK, pages.QuoteResult(vc, vm, true))
+	}
+	return Render(c, http.StatusOK, pages.OfferPage(vc, vm))
 }
 
 // DatacenterShow is GET /datacenters/{slug}: the datacentre and its offers.

@@ -292,7 +292,7 @@ var publicRoutes = []string{
 	"home", "offers.list", "offers.show", "datacenters.show", "lang.switch",
 	"auth.signup", "auth.signup.post", "auth.login", "auth.login.post", "auth.logout", "auth.verify",
 	"password.forgot", "password.forgot.post", "password.reset", "password.reset.post",
-	"api.offers.list", "api.offers.show", "healthz", "readyz", "metrics", "static",
+	"api.offers.list", "api.offers.show", "api.offers.quote", "healthz", "readyz", "metrics", "static",
 }
 
 // Every route is either in the matrix or explicitly public: adding a route

@@ -9,6 +9,7 @@ import (
 	"suanli/dbtest"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/pricing"
 )
 
 type apiList struct {
@@ -190,4 +191,43 @@ func TestEmptyParametersLeaveTheURL(t *testing.T) {
 	res, frag := a.get("/offers?gpu=h100-sxm&city=&min_gpus=", "HX-Request", "true")
 	must(t, res.StatusCode == 200 && res.Header.Get("HX-Push-Url") == "/offers?gpu=h100-sxm", "htmx: %d push %q", res.StatusCode, res.Header.Get("HX-Push-Url"))
 	contains(t, frag, "next=%2Foffers%3Fgpu%3Dh100-sxm\"")
+}
+
+// The quote API and the offer page's quote panel give the same breakdown;
+// a verified lab member's quote carries the student discount.
+func TestQuoteAPIAndPanel(t *testing.T) {
+	a := newSQLiteApp(t)
+	var o models.Offer
+	must(t, a.db.R.Where("gpu_model = ? AND datacenter_id = (SELECT id FROM datacenters WHERE slug = 'cd-science-city')", "h100-sxm").First(&o).Error == nil, "find offer")
+	// Tuesday 2026-12-01 21:00 Shanghai for 2 h: 1 h peak, 1 h off-peak (10% off), 2 GPUs.
+	res, body := a.get(a.url("api.offers.quote", o.ID) + query("gpus", "2", "start", "2026-12-01T21:00:00+08:00", "seconds", "7200"))
+	must(t, res.StatusCode == 200, "quote %d %s", res.StatusCode, body)
+	q := decode[pricing.Breakdown](t, body)
+	// 2 × (3550 + 3550 × 0.9) = 7100 + 6390 = 13490.
+	must(t, q.TotalFen == 13490 && q.PeakSeconds == 3600 && q.OffpeakSeconds == 3600 && q.Currency == "cny", "breakdown %+v", q)
+	must(t, len(q.Discounts) == 1 && q.Discounts[0].Kind == "offpeak" && q.Discounts[0].Pct == 10, "discounts %+v", q.Discounts)
+	must(t, q.SLATier == "standard" && q.SLASurchargeFen == 0, "default SLA %+v", q)
+
+	res, body = a.get(a.url("api.offers.quote", o.ID) + query("term", "month", "gpus", "8", "sla", "premium"))
+	q = decode[pricing.Breakdown](t, body)
+	// 8 × ¥21,200 × 1.15 = ¥195,040.
+	must(t, res.StatusCode == 200 && q.TotalFen == 19504000, "month premium %d %+v", res.StatusCode, q)
+
+	for _, bad := range [][2]string{{"gpus", "9"}, {"gpus", "x"}, {"start", "yesterday"}, {"seconds", "-1"}, {"term", "year"}, {"sla", "gold"}} {
+		res, body := a.get(a.url("api.offers.quote", o.ID) + query(bad[0], bad[1]))
+		must(t, res.StatusCode == 400 && strings.Contains(body, `"param":"`+bad[0]+`"`), "%s=%s: %d %s", bad[0], bad[1], res.StatusCode, body)
+	}
+	res, _ = a.get(a.url("api.offers.quote", 999999))
+	must(t, res.StatusCode == 404, "unknown offer: %d", res.StatusCode)
+
+	// The panel: the same figures on the page, and as a fragment for htmx.
+	page := a.url("offers.show", o.ID) + query("gpus", "2", "start", "2026-12-01T21:00", "hours", "2")
+	res, html := a.get(page, "Accept-Language", "en")
+	must(t, res.StatusCode == 200, "page %d", res.StatusCode)
+	contains(t, html, `id="quote-total">¥134.90<`, "1 h at the off-peak rate", "1 h at the peak rate", "Off-peak discount −10%")
+	res, frag := a.get(page, "HX-Request", "true", "Accept-Language", "en")
+	must(t, res.StatusCode == 200 && strings.HasPrefix(strings.TrimSpace(frag), `<div id="quote-result"`), "fragment %q", frag[:min(60, len(frag))])
+	res, html = a.get(a.url("offers.show", o.ID)+query("gpus", "99"), "Accept-Language", "en")
+	must(t, res.StatusCode == 200, "bad gpus: %d", res.StatusCode)
+	contains(t, html, "Enter 1 to 8", `id="qerr-gpus"`)
 }

@@ -74,6 +74,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 
 		{"GET", "/api/v1/offers", RouteAPIOffers, h.APIOffersList, public},
 		{"GET", "/api/v1/offers/:id", RouteAPIOffer, h.APIOfferShow, public},
+		{"GET", "/api/v1/offers/:id/quote", "api.offers.quote", h.APIOfferQuote, public},
 		{"GET", "/api/v1/me", "api.me", h.APIMe, user},
 
 		{"GET", "/healthz", RouteHealthz, h.Healthz, public},

@@ -72,3 +72,11 @@ func yuanOrNone(vc views.Ctx, fen *int64) string {
 }
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// or returns s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -15,6 +15,46 @@ type OfferVM struct {
 	// LatencySource is the message key saying where the latency figures
 	// come from.
 	LatencySource string
+	// Quote is the quote panel's result for the submitted (or default)
+	// request; QuoteErrors has a message per rejected field.
+	Quote       *pricing.Breakdown
+	QuoteForm   Form
+	QuoteErrors map[string]string
+}
+
+var quoteFields = []string{"gpus", "hours", "term", "start", "sla"}
+
+// startValue is the datetime-local value of the quote's start (Asia/Shanghai).
+func (vm OfferVM) startValue() string {
+	if s := vm.QuoteForm.Get("start"); s != "" {
+		return s
+	}
+	if vm.Quote != nil {
+		return vm.Quote.Start.In(pricing.Shanghai).Format("2006-01-02T15:04")
+	}
+	return ""
+}
+
+func (vm OfferVM) hoursValue() string {
+	if s := vm.QuoteForm.Get("hours"); s != "" {
+		return s
+	}
+	return "1"
+}
+
+// duration writes seconds as hours and minutes in the reader's language.
+func duration(vc views.Ctx, secs int64) string {
+	h, m := secs/3600, (secs%3600+59)/60
+	if m == 60 {
+		h, m = h+1, 0
+	}
+	switch {
+	case h == 0:
+		return vc.T("dur.m", m)
+	case m == 0:
+		return vc.T("dur.h", h)
+	}
+	return vc.T("dur.h_m", h, m)
 }
 
 func (vm OfferVM) studentPrice() int64 {
