@@ -12,7 +12,10 @@ import (
 	"slices"
 	"strings"
 
+	"gorm.io/gorm"
+
 	"suanli/config"
+	"suanli/market"
 	"suanli/models"
 )
 
@@ -24,6 +27,9 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
                                                a user with a verified email and a personal
                                                organisation; --admin makes a platform admin
   suanli admin token --email E --name N        print a new API token for the user
+  suanli admin credit --email E --fen N --reason R
+                                               post a promotional credit to the user's
+                                               personal organisation's wallet
 `
 
 // adminCommand is one admin subcommand: its flags, a check of them that
@@ -40,8 +46,9 @@ func admin(ctx context.Context, args []string) error {
 		return errors.New("admin: give a command")
 	}
 	var (
-		uuid, state, email, pwFile, name string
-		isAdmin                          bool
+		uuid, state, email, pwFile, name, reason string
+		isAdmin                                  bool
+		fen                                      int64
 	)
 	commands := map[string]adminCommand{
 		"status": {run: func(ctx context.Context, _ config.Config, db *models.DB) error {
@@ -111,6 +118,41 @@ func admin(ctx context.Context, args []string) error {
 				fmt.Println(plain)
 				return nil
 			},
+		},
+	}
+	commands["credit"] = adminCommand{
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&email, "email", "", "the user whose personal organisation is credited")
+			fs.Int64Var(&fen, "fen", 0, "the amount in fen (¥1 = 100)")
+			fs.StringVar(&reason, "reason", "", "why, shown in the ledger")
+		},
+		check: func() error {
+			if fen <= 0 || fen > market.MaxTopupFen {
+				return fmt.Errorf("admin credit: --fen must be 1 to %d", market.MaxTopupFen)
+			}
+			return requireFlags("credit", map[string]string{"email": email, "reason": reason})
+		},
+		run: func(ctx context.Context, _ config.Config, db *models.DB) error {
+			u, err := db.UserByEmail(ctx, email)
+			if err != nil {
+				return fmt.Errorf("admin credit: %w", err)
+			}
+			orgs, err := db.OrgsOfUser(ctx, u.ID)
+			if err != nil || len(orgs) == 0 || !orgs[0].Org.Personal {
+				return fmt.Errorf("admin credit: %s has no personal organisation", email)
+			}
+			org := orgs[0].Org.ID
+			if err := db.Tx(ctx, func(tx *gorm.DB) error {
+				return market.CreditPromo(tx, org, fen, "promo_credit", reason, nil, nil, db.Now().UTC())
+			}); err != nil {
+				return err
+			}
+			bal, err := db.WalletBalance(ctx, org)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("credited ¥%s to organisation %d; balance ¥%s\n", market.FenToYuanString(fen), org, market.FenToYuanString(bal))
+			return nil
 		},
 	}
 	cmd, ok := commands[args[0]]

@@ -26,6 +26,8 @@ import (
 	"suanli/market"
 	"suanli/migrations"
 	"suanli/models"
+	"suanli/payments"
+	"suanli/views/pages"
 	"suanli/web"
 	"suanli/workers"
 )
@@ -184,6 +186,7 @@ func serve(ctx context.Context, args []string) error {
 
 	e := web.New(&handlers.Handler{
 		DB: db, Index: index, Accounts: svc, Sessions: web.NewSessions(db, cfg.SecureCookies()),
+		Wallet: walletService(db, cfg), StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
 	}, web.Options{SecureCookies: cfg.SecureCookies()})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -301,7 +304,25 @@ func seed(ctx context.Context, args []string) error {
 }
 
 func accountsService(db *models.DB, cfg config.Config) *accounts.Service {
-	return &accounts.Service{DB: db, BaseURL: cfg.BaseURL, EduSuffixes: append(slices.Clone(accounts.DefaultEduSuffixes), cfg.EduSuffixList()...)}
+	return &accounts.Service{DB: db, BaseURL: cfg.BaseURL, TrialCreditFen: cfg.TrialCreditFen,
+		EduSuffixes: append(slices.Clone(accounts.DefaultEduSuffixes), cfg.EduSuffixList()...)}
+}
+
+func walletService(db *models.DB, cfg config.Config) *market.Wallet {
+	w := &market.Wallet{DB: db, BaseURL: cfg.BaseURL}
+	if cfg.StripeSecretKey != "" {
+		w.Gateway = payments.NewStripe(cfg.StripeSecretKey, cfg.StripeAPIBase)
+	}
+	return w
+}
+
+// bankDetails are the configured transfer details, or clearly marked
+// example ones.
+func bankDetails(cfg config.Config) pages.BankDetails {
+	if cfg.BankAccount == "" {
+		return pages.BankDetails{Bank: "示例银行 Example Bank", AccountName: "算力示例账户 Suanli Example Account", Account: "0000 0000 0000 0000", Demo: true}
+	}
+	return pages.BankDetails{Bank: cfg.BankName, AccountName: cfg.BankAccountName, Account: cfg.BankAccount}
 }
 
 // workerOptions configures the queue; with SMTP_URL set it delivers mail.

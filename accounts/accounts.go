@@ -18,6 +18,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/locales"
+	"suanli/market"
 	"suanli/models"
 )
 
@@ -28,6 +29,9 @@ type Service struct {
 	BaseURL string
 	// EduSuffixes are the institutional email domain suffixes a lab may use.
 	EduSuffixes []string
+	// TrialCreditFen is granted once per organisation when its owner's
+	// email is verified (0: none).
+	TrialCreditFen int64
 }
 
 // DefaultEduSuffixes are the institutional suffixes accepted out of the box.
@@ -264,13 +268,39 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (*models.User, 
 		if t.UserID == nil {
 			return invalid("token", "err.link_invalid")
 		}
-		if _, err := models.MarkEmailVerified(tx, *t.UserID, now); err != nil {
+		first, err := models.MarkEmailVerified(tx, *t.UserID, now)
+		if err != nil {
 			return err
+		}
+		if first {
+			if err := s.grantTrial(tx, *t.UserID, now); err != nil {
+				return err
+			}
 		}
 		u, err = userIn(tx, *t.UserID)
 		return err
 	})
 	return u, err
+}
+
+// grantTrial posts the trial credit to every organisation the user owns,
+// once per organisation (the ledger's idempotency key enforces "once").
+func (s *Service) grantTrial(tx *gorm.DB, userID int64, now time.Time) error {
+	if s.TrialCreditFen <= 0 {
+		return nil
+	}
+	var owned []models.Membership
+	if err := tx.Where("user_id = ? AND role = ?", userID, models.RoleOwner).Find(&owned).Error; err != nil {
+		return err
+	}
+	for _, m := range owned {
+		key := fmt.Sprintf("trial:%d", m.OrgID)
+		err := market.CreditPromo(tx, m.OrgID, s.TrialCreditFen, "trial_credit", "trial credit", &key, nil, now)
+		if err != nil && !errors.Is(err, models.ErrDuplicate) {
+			return err
+		}
+	}
+	return nil
 }
 
 func userIn(tx *gorm.DB, id int64) (*models.User, error) {
@@ -333,8 +363,11 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*m
 		if err := models.SetUserPassword(tx, u.ID, hash); err != nil {
 			return err
 		}
-		_, err = models.MarkEmailVerified(tx, u.ID, now)
-		return err
+		first, err := models.MarkEmailVerified(tx, u.ID, now)
+		if err != nil || !first {
+			return err
+		}
+		return s.grantTrial(tx, u.ID, now)
 	})
 	return u, err
 }

@@ -16,6 +16,9 @@ const (
 	InviteMembers               // invite people
 	RemoveMembers               // remove a member
 	SetBudget                   // set a lab's budget and member cap
+	ViewWallet                  // see the balance, ledger and receipts
+	TopUp                       // add money
+	RefundWallet                // pay unused balance back
 )
 
 // rule is who may take an action: the weakest role, and whether platform
@@ -32,6 +35,9 @@ var rules = map[Action]rule{
 	InviteMembers: {minRole: models.RoleAdmin},
 	RemoveMembers: {minRole: models.RoleOwner},
 	SetBudget:     {minRole: models.RoleAdmin, labOnly: true},
+	ViewWallet:    {minRole: models.RoleMember, platformAdmin: true},
+	TopUp:         {minRole: models.RoleMember},
+	RefundWallet:  {minRole: models.RoleAdmin},
 }
 
 // Authorize returns the organisation and the user's membership (nil for a

@@ -18,7 +18,9 @@ const (
 	EUNAUTHORIZED = "unauthorized"
 	// ERATELIMIT: too many attempts: 429.
 	ERATELIMIT = "rate_limited"
-	EINTERNAL  = "internal" // 500; never carries details to the client
+	// EUNAVAILABLE: a provider we depend on did not answer: 503.
+	EUNAVAILABLE = "unavailable"
+	EINTERNAL    = "internal" // 500; never carries details to the client
 )
 
 // Error is a domain error with a machine-readable code, a message safe to

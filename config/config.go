@@ -43,6 +43,16 @@ type Config struct {
 	// SMTPURL, when set, delivers mail: smtp://[user:pass@]host:port?from=addr
 	// (SMTP_URL). Without it mail waits in the outbox.
 	SMTPURL string
+	// Stripe: the secret key (STRIPE_SECRET_KEY; empty: card payments are
+	// not configured), the API base (STRIPE_API_BASE; stripe-mock locally)
+	// and the webhook signing secret (STRIPE_WEBHOOK_SECRET).
+	StripeSecretKey, StripeAPIBase, StripeWebhookSecret string
+	// TrialCreditFen is granted once per organisation when its owner's
+	// email is verified (SUANLI_TRIAL_CREDIT_FEN).
+	TrialCreditFen int64
+	// Bank details for transfers (SUANLI_BANK_NAME, SUANLI_BANK_ACCOUNT_NAME,
+	// SUANLI_BANK_ACCOUNT); empty: example details shown as such.
+	BankName, BankAccountName, BankAccount string
 	// PprofAddr, when set, serves Go's profiler there (keep it on loopback).
 	PprofAddr string
 	// IndexRefresh is how often serve checks the database for offer changes
@@ -64,6 +74,13 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.StringVar(&c.BaseURL, "base-url", env("SUANLI_BASE_URL", ""), "public URL for links in mail; https makes cookies Secure (SUANLI_BASE_URL; default http://localhost:PORT)")
 	fs.StringVar(&c.EduSuffixes, "edu-suffixes", env("SUANLI_EDU_SUFFIXES", ""), "extra institutional email suffixes for labs, comma-separated, e.g. .edu.hk,.ac.jp (SUANLI_EDU_SUFFIXES)")
 	fs.StringVar(&c.SMTPURL, "smtp-url", env("SMTP_URL", ""), "deliver mail through smtp://[user:pass@]host:port?from=addr; empty keeps it in the outbox (SMTP_URL)")
+	fs.StringVar(&c.StripeSecretKey, "stripe-secret-key", env("STRIPE_SECRET_KEY", ""), "Stripe secret key; empty: card payments not configured (STRIPE_SECRET_KEY)")
+	fs.StringVar(&c.StripeAPIBase, "stripe-api-base", env("STRIPE_API_BASE", ""), "Stripe API URL, e.g. stripe-mock's http://127.0.0.1:12111 (STRIPE_API_BASE)")
+	fs.StringVar(&c.StripeWebhookSecret, "stripe-webhook-secret", env("STRIPE_WEBHOOK_SECRET", ""), "signing secret of the Stripe webhook endpoint (STRIPE_WEBHOOK_SECRET)")
+	fs.Int64Var(&c.TrialCreditFen, "trial-credit-fen", envInt64("SUANLI_TRIAL_CREDIT_FEN", 2000), "trial credit in fen granted once per organisation on email verification; 0: none (SUANLI_TRIAL_CREDIT_FEN)")
+	fs.StringVar(&c.BankName, "bank-name", env("SUANLI_BANK_NAME", ""), "bank of the account transfers go to (SUANLI_BANK_NAME)")
+	fs.StringVar(&c.BankAccountName, "bank-account-name", env("SUANLI_BANK_ACCOUNT_NAME", ""), "name on that account (SUANLI_BANK_ACCOUNT_NAME)")
+	fs.StringVar(&c.BankAccount, "bank-account", env("SUANLI_BANK_ACCOUNT", ""), "account number (SUANLI_BANK_ACCOUNT)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env("SUANLI_PPROF_ADDR", ""), "serve Go's profiler on this address, e.g. 127.0.0.1:6060; off when empty (SUANLI_PPROF_ADDR)")
 	fs.DurationVar(&c.IndexRefresh, "index-refresh", envDuration("SUANLI_INDEX_REFRESH", 2*time.Second), "how often to pick up offer changes made by other processes (SUANLI_INDEX_REFRESH)")
 	return func() (Config, error) {
@@ -105,6 +122,14 @@ func (c Config) Validate() error {
 	if c.SMTPURL != "" {
 		if _, err := mail.ParseURL(c.SMTPURL); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if c.TrialCreditFen < 0 || c.TrialCreditFen > 100_000 {
+		errs = append(errs, errors.New("--trial-credit-fen/SUANLI_TRIAL_CREDIT_FEN must be 0 to 100000 (¥1,000)"))
+	}
+	if c.StripeAPIBase != "" {
+		if u, err := url.Parse(c.StripeAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			errs = append(errs, fmt.Errorf("STRIPE_API_BASE %q: want an http(s) URL", c.StripeAPIBase))
 		}
 	}
 	if c.ShutdownTimeout <= 0 {
@@ -171,6 +196,15 @@ func envBool(key string, def bool) bool {
 		b, err := strconv.ParseBool(v)
 		if err == nil {
 			return b
+		}
+	}
+	return def
+}
+
+func envInt64(key string, def int64) int64 {
+	if v, ok := os.LookupEnv(key); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
 		}
 	}
 	return def

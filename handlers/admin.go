@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/market"
 	"suanli/models"
 	"suanli/views/pages"
 )
@@ -20,7 +22,48 @@ func (h *Handler) AdminHome(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.AdminPage(ViewCtx(c), pages.AdminVM{Pending: pending, Outbox: outbox}))
+	vm := pages.AdminVM{Pending: pending, Outbox: outbox}
+	if vm.BankTopups, err = h.DB.PendingBankTopups(ctx); err != nil {
+		return err
+	}
+	if vm.BankRefunds, err = h.DB.PendingBankRefunds(ctx); err != nil {
+		return err
+	}
+	if vm.Flagged, err = h.DB.FlaggedStripeEvents(ctx); err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.AdminPage(ViewCtx(c), vm))
+}
+
+// AdminConfirmTopup is POST /admin/topups/{id}/confirm with received=¥ amount.
+func (h *Handler) AdminConfirmTopup(c echo.Context) error {
+	id, err := parseID(c, "id", "top-up")
+	if err != nil {
+		return err
+	}
+	fen, ok := market.ParseYuan(strings.TrimSpace(c.FormValue("received")))
+	if !ok || fen == 0 {
+		h.flash(c, "err.amount")
+		return seeOther(c, c.Echo().Reverse("admin.home"))
+	}
+	if err := h.Wallet.ConfirmBankTransfer(c.Request().Context(), CurrentUser(c), id, fen); err != nil {
+		return err
+	}
+	h.flash(c, "admin.topup_confirmed")
+	return seeOther(c, c.Echo().Reverse("admin.home"))
+}
+
+// AdminRefundPaid is POST /admin/refunds/{id}/paid.
+func (h *Handler) AdminRefundPaid(c echo.Context) error {
+	id, err := parseID(c, "id", "refund")
+	if err != nil {
+		return err
+	}
+	if err := h.Wallet.MarkBankRefundPaid(c.Request().Context(), CurrentUser(c), id); err != nil {
+		return err
+	}
+	h.flash(c, "admin.refund_paid")
+	return seeOther(c, c.Echo().Reverse("admin.home"))
 }
 
 // AdminReview is POST /admin/orgs/{id}/review with decision=approve|reject.

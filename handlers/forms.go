@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -54,4 +56,11 @@ func seeOther(c echo.Context, url string) error {
 		return c.NoContent(http.StatusOK)
 	}
 	return c.Redirect(http.StatusSeeOther, url)
+}
+
+// jsonDecoder reads a JSON body of at most 64 KB, refusing unknown fields.
+func jsonDecoder(c echo.Context) *json.Decoder {
+	dec := json.NewDecoder(io.LimitReader(c.Request().Body, 64<<10))
+	dec.DisallowUnknownFields()
+	return dec
 }

@@ -17,6 +17,7 @@ import (
 	"suanli/market"
 	"suanli/models"
 	"suanli/views"
+	"suanli/views/pages"
 )
 
 // Handler carries the dependencies every handler needs; main and web set it.
@@ -25,6 +26,11 @@ type Handler struct {
 	Index    *market.OfferIndex
 	Accounts *accounts.Service
 	Sessions *scs.SessionManager
+	Wallet   *market.Wallet
+	// StripeWebhookSecret verifies POST /webhooks/stripe (empty: no webhook).
+	StripeWebhookSecret string
+	// Bank is the platform's account that bank transfers go to.
+	Bank pages.BankDetails
 }
 
 // Context keys set by the web layer's middleware.

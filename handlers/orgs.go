@@ -45,7 +45,8 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget pages.Form)
 	_, _, e1 := h.Accounts.Authorize(ctx, u, id, accounts.InviteMembers)
 	_, _, e2 := h.Accounts.Authorize(ctx, u, id, accounts.RemoveMembers)
 	_, _, e3 := h.Accounts.Authorize(ctx, u, id, accounts.SetBudget)
-	vm.CanInvite, vm.CanRemove, vm.CanBudget = e1 == nil && !org.Personal, e2 == nil, e3 == nil
+	_, _, e4 := h.Accounts.Authorize(ctx, u, id, accounts.ViewWallet)
+	vm.CanInvite, vm.CanRemove, vm.CanBudget, vm.CanWallet = e1 == nil && !org.Personal, e2 == nil, e3 == nil, e4 == nil
 	if vm.Budget.Values == nil {
 		vm.Budget = form(c)
 		if org.MonthlyBudgetFen != nil {

@@ -80,6 +80,14 @@ func TestEveryKeyUsedExists(t *testing.T) {
 		used["org.kind."+k] = true
 	}
 	used["org.pending_lab"], used["org.pending_provider"] = true, true
+	for _, k := range []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge"} {
+		used["ledger.kind."+k] = true
+	}
+	for _, k := range []string{"pending", "paid", "failed", "refunded", "flagged"} {
+		used["topup.status."+k] = true
+	}
+	used["refund.status.pending"], used["refund.status.done"] = true, true
+	used["wallet.method.stripe"], used["wallet.method.bank"] = true, true
 	for _, r := range []string{"owner", "admin", "member"} {
 		used["role."+r] = true
 	}

@@ -75,4 +75,3 @@ func QuoteOffer(o models.Offer, in QuoteInput, student bool, now time.Time) (pri
 	}
 	return b, err
 }
-

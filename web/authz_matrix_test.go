@@ -16,6 +16,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/apperr"
+	"suanli/market"
 	"suanli/models"
 )
 
@@ -163,6 +164,7 @@ type matrixFixture struct {
 	orgA        *models.Org
 	memberUser  *models.User
 	memberToken int64 // an API token of the member
+	topup       int64 // a pending bank transfer into org A's wallet
 	actors      [nActors]*actor
 }
 
@@ -192,7 +194,12 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &matrixFixture{a: a, orgA: org, memberUser: memberU, memberToken: tok.ID}
+	w := &market.Wallet{DB: a.db}
+	topup, _, err := w.StartTopup(ctx, ownerU, org.ID, 10000, models.MethodBank, "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &matrixFixture{a: a, orgA: org, memberUser: memberU, memberToken: tok.ID, topup: topup.ID}
 	f.actors[asAnon] = newActor(a, actorNames[asAnon])
 	for i, u := range map[int]*models.User{asOther: otherU, asMember: memberU, asOrgAdmin: adminU, asPlatform: platformU, asOwner: ownerU} {
 		f.actors[i] = loggedIn(a, actorNames[i], u)
@@ -243,6 +250,13 @@ var matrix = []matrixRow{
 	{route: "labs.confirm", query: "?token=not-a-real-token", want: expect{Anon: 303, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
 	{route: "invitations.accept", query: "?token=not-a-real-token", want: anyUserPage},
 	{route: "admin.home", want: platformPage},
+	{route: "wallet.show", params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: "wallet.csv", params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: "topups.show", params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} },
+		want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	// Without org_id the API means the caller's personal organisation.
+	{route: "api.wallet", want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: "api.wallet.ledger", want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 
 	// The same password again: allowed, and it leaves every login working.
 	{route: "account.password", form: url.Values{"current_password": {testPassword}, "password": {testPassword}}, want: anyUserPost},
@@ -273,6 +287,23 @@ var matrix = []matrixRow{
 		"email_domain": {"tsinghua.edu.cn"}, "edu_email": {"someone@tsinghua.edu.cn"}}, want: anyUserPost},
 	{route: "invitations.accept.post", form: url.Values{"token": {"not-a-real-token"}},
 		want: expect{Anon: 401, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
+	// Any member may top up the organisation's wallet.
+	{route: "wallet.topup", params: orgAParam, form: url.Values{"amount": {"100"}, "method": {"bank_transfer"}},
+		want: expect{Anon: 401, Other: 404, Member: 303, Admin: 303, Platform: 404, Owner: 303}},
+	// Refunds are for its admins; nothing is refundable yet (422 is past the guard).
+	{route: "wallet.refund", params: orgAParam, form: url.Values{"amount": {"1"}},
+		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 422, Platform: 404, Owner: 422}},
+	// A form body is not the JSON the API wants (400 is past the guard).
+	{route: "api.wallet.topups", form: url.Values{"amount_fen": {"10000"}},
+		want: expect{Anon: 401, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
+	{route: "admin.topups.confirm", params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} }, form: url.Values{"received": {"100"}},
+		want: platformPost,
+		after: func(t *testing.T, f *matrixFixture) {
+			bal, err := f.a.db.WalletBalance(context.Background(), f.orgA.ID)
+			must(t, err == nil && bal == 10000, "org A's balance after the admin confirmed ¥100: %d %v", bal, err)
+		}},
+	{route: "admin.refunds.paid", params: func(*matrixFixture) []any { return []any{"999999"} },
+		want: expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
 	{route: "admin.review", params: orgAParam, form: url.Values{"decision": {"approve"}}, want: platformPost,
 		after: func(t *testing.T, f *matrixFixture) {
 			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
@@ -292,7 +323,7 @@ var publicRoutes = []string{
 	"home", "offers.list", "offers.show", "datacenters.show", "lang.switch",
 	"auth.signup", "auth.signup.post", "auth.login", "auth.login.post", "auth.logout", "auth.verify",
 	"password.forgot", "password.forgot.post", "password.reset", "password.reset.post",
-	"api.offers.list", "api.offers.show", "api.offers.quote", "healthz", "readyz", "metrics", "static",
+	"api.offers.list", "api.offers.show", "api.offers.quote", "webhooks.stripe", "healthz", "readyz", "metrics", "static",
 }
 
 // Every route is either in the matrix or explicitly public: adding a route

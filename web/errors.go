@@ -31,6 +31,8 @@ func status(code string, api bool) int {
 		return http.StatusUnauthorized
 	case apperr.ERATELIMIT:
 		return http.StatusTooManyRequests
+	case apperr.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

@@ -20,6 +20,7 @@ import (
 	"suanli/handlers"
 	"suanli/market"
 	"suanli/models"
+	"suanli/views/pages"
 	"suanli/web"
 )
 
@@ -118,5 +119,7 @@ func testHandler(db *models.DB, ix *market.OfferIndex) *handlers.Handler {
 		DB: db, Index: ix,
 		Accounts: &accounts.Service{DB: db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes},
 		Sessions: web.NewSessions(db, false),
+		Wallet:   &market.Wallet{DB: db, BaseURL: "http://suanli.test"},
+		Bank:     pages.BankDetails{Bank: "Test Bank", AccountName: "Suanli", Account: "6222 0000", Demo: true},
 	}
 }

@@ -69,13 +69,25 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/invitations/accept", "invitations.accept", h.InviteShow, user},
 		{"POST", "/invitations/accept", "invitations.accept.post", h.InviteAccept, user},
 
+		{"GET", "/orgs/:id/wallet", "wallet.show", h.WalletShow, user},
+		{"POST", "/orgs/:id/wallet/topups", "wallet.topup", h.WalletTopup, user},
+		{"POST", "/orgs/:id/wallet/refunds", "wallet.refund", h.WalletRefund, user},
+		{"GET", "/orgs/:id/wallet/ledger.csv", "wallet.csv", h.WalletCSV, user},
+		{"GET", "/topups/:id", "topups.show", h.TopupShow, user},
+		{"POST", "/webhooks/stripe", "webhooks.stripe", h.StripeWebhook, public},
+
 		{"GET", "/admin", "admin.home", h.AdminHome, admin},
+		{"POST", "/admin/topups/:id/confirm", "admin.topups.confirm", h.AdminConfirmTopup, admin},
+		{"POST", "/admin/refunds/:id/paid", "admin.refunds.paid", h.AdminRefundPaid, admin},
 		{"POST", "/admin/orgs/:id/review", "admin.review", h.AdminReview, admin},
 
 		{"GET", "/api/v1/offers", RouteAPIOffers, h.APIOffersList, public},
 		{"GET", "/api/v1/offers/:id", RouteAPIOffer, h.APIOfferShow, public},
 		{"GET", "/api/v1/offers/:id/quote", "api.offers.quote", h.APIOfferQuote, public},
 		{"GET", "/api/v1/me", "api.me", h.APIMe, user},
+		{"GET", "/api/v1/wallet", "api.wallet", h.APIWallet, user},
+		{"GET", "/api/v1/wallet/ledger", "api.wallet.ledger", h.APIWalletLedger, user},
+		{"POST", "/api/v1/wallet/topups", "api.wallet.topups", h.APITopupCreate, user},
 
 		{"GET", "/healthz", RouteHealthz, h.Healthz, public},
 		{"GET", "/readyz", RouteReadyz, h.Readyz, public},

@@ -40,14 +40,18 @@ type OrgVM struct {
 	CanInvite bool
 	CanRemove bool
 	CanBudget bool
+	CanWallet bool
 	Invite    Form
 	Budget    Form
 }
 
 // AdminVM is the admin console's view model.
 type AdminVM struct {
-	Pending []models.Org
-	Outbox  []models.OutboxMail
+	Pending     []models.Org
+	Outbox      []models.OutboxMail
+	BankTopups  []models.Topup
+	BankRefunds []models.Refund
+	Flagged     []models.StripeEvent
 }
 
 func fmtTime(vc views.Ctx, t *time.Time) string {

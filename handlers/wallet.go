@@ -1,0 +1,351 @@
+package handlers
+
+import (
+	"encoding/csv"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/accounts"
+	"suanli/apperr"
+	"suanli/market"
+	"suanli/models"
+	"suanli/payments"
+	"suanli/pricing"
+	"suanli/views/pages"
+)
+
+// ledgerFilter reads the ledger filters (kind, from, to as dates in
+// Asia/Shanghai); bad values are EINVALID naming the parameter.
+func ledgerFilter(c echo.Context) (models.LedgerFilter, error) {
+	f := models.LedgerFilter{Kind: c.QueryParam("kind"), Limit: 500}
+	switch f.Kind {
+	case "", "topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge":
+	default:
+		return f, &apperr.Error{Code: apperr.EINVALID, Field: "kind", Message: "unknown kind", Key: "err.ledger_kind"}
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+		add  int
+	}{{"from", &f.From, 0}, {"to", &f.To, 1}} {
+		if s := c.QueryParam(p.name); s != "" {
+			d, err := time.ParseInLocation("2006-01-02", s, pricing.Shanghai)
+			if err != nil {
+				return f, &apperr.Error{Code: apperr.EINVALID, Field: p.name, Message: "want YYYY-MM-DD", Key: "err.date"}
+			}
+			*p.dst = d.AddDate(0, 0, p.add).UTC()
+		}
+	}
+	return f, nil
+}
+
+func (h *Handler) walletVM(c echo.Context, org *models.Org, topup pages.Form, refund pages.Form) (pages.WalletVM, error) {
+	ctx := c.Request().Context()
+	vm := pages.WalletVM{Org: *org, Topup: topup, Refund: refund, CardConfigured: h.Wallet.Gateway != nil, Filter: form(c, "kind", "from", "to"), Bank: h.Bank}
+	var err error
+	if vm.BalanceFen, err = h.DB.WalletBalance(ctx, org.ID); err != nil {
+		return vm, err
+	}
+	if vm.RefundableFen, err = h.Wallet.Refundable(ctx, org.ID); err != nil {
+		return vm, err
+	}
+	if vm.Topups, err = h.DB.TopupsOf(ctx, org.ID, 20); err != nil {
+		return vm, err
+	}
+	if vm.Refunds, err = h.DB.RefundsOf(ctx, org.ID); err != nil {
+		return vm, err
+	}
+	f, ferr := ledgerFilter(c)
+	if ferr != nil {
+		if ff, ok := withErrors(c, vm.Filter, ferr); ok {
+			vm.Filter = ff
+		}
+		f = models.LedgerFilter{Limit: 500}
+	}
+	if vm.Ledger, err = h.DB.WalletLedger(ctx, org.ID, f); err != nil {
+		return vm, err
+	}
+	if vm.Topup.Values == nil {
+		vm.Topup = form(c)
+	}
+	if vm.Refund.Values == nil {
+		vm.Refund = form(c)
+	}
+	return vm, nil
+}
+
+// WalletShow is GET /orgs/{id}/wallet: balance, top-up, ledger, refunds.
+func (h *Handler) WalletShow(c echo.Context) error {
+	org, err := h.authorizeOrg(c, accounts.ViewWallet)
+	if err != nil {
+		return err
+	}
+	vm, err := h.walletVM(c, org, pages.Form{}, pages.Form{})
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.WalletPage(ViewCtx(c), vm))
+}
+
+func (h *Handler) authorizeOrg(c echo.Context, a accounts.Action) (*models.Org, error) {
+	id, err := parseID(c, "id", "organisation")
+	if err != nil {
+		return nil, err
+	}
+	org, _, err := h.Accounts.Authorize(c.Request().Context(), CurrentUser(c), id, a)
+	return org, err
+}
+
+// WalletTopup is POST /orgs/{id}/wallet/topups: card (Stripe Checkout:
+// redirect there) or bank transfer (the reference and bank details).
+func (h *Handler) WalletTopup(c echo.Context) error {
+	org, err := h.authorizeOrg(c, accounts.TopUp)
+	if err != nil {
+		return err
+	}
+	f := form(c, "amount", "method")
+	fen, ok := market.ParseYuan(strings.TrimSpace(f.Get("amount")))
+	if !ok {
+		f.Errors["amount"] = ViewCtx(c).T("err.amount")
+	} else {
+		t, url, err := h.Wallet.StartTopup(c.Request().Context(), CurrentUser(c), org.ID, fen, f.Get("method"), Lang(c))
+		if err == nil {
+			if url != "" {
+				return c.Redirect(http.StatusSeeOther, url)
+			}
+			return seeOther(c, c.Echo().Reverse("topups.show", strconv.FormatInt(t.ID, 10)))
+		}
+		if ae, ok := apperr.As(err); ok && ae.Field == "amount_fen" {
+			ae.Field = "amount"
+		}
+		var handled bool
+		if f, handled = withErrors(c, f, err); !handled {
+			if ae, ok := apperr.As(err); ok && ae.Key != "" && ae.Code != apperr.EINTERNAL {
+				f.Errors["method"] = ViewCtx(c).T(ae.Key, ae.Args...)
+			} else {
+				return err
+			}
+		}
+	}
+	vm, err := h.walletVM(c, org, f, pages.Form{})
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusUnprocessableEntity, pages.WalletPage(ViewCtx(c), vm))
+}
+
+// WalletRefund is POST /orgs/{id}/wallet/refunds.
+func (h *Handler) WalletRefund(c echo.Context) error {
+	org, err := h.authorizeOrg(c, accounts.RefundWallet)
+	if err != nil {
+		return err
+	}
+	f := form(c, "amount")
+	fen, ok := market.ParseYuan(strings.TrimSpace(f.Get("amount")))
+	if !ok || fen == 0 {
+		f.Errors["amount"] = ViewCtx(c).T("err.amount")
+	} else if _, err := h.Wallet.RequestRefund(c.Request().Context(), CurrentUser(c), org.ID, fen); err != nil {
+		if ae, ok := apperr.As(err); ok && ae.Field == "amount_fen" {
+			ae.Field = "amount"
+		}
+		var handled bool
+		if f, handled = withErrors(c, f, err); !handled {
+			return err
+		}
+	} else {
+		h.flash(c, "wallet.refund_requested")
+		return seeOther(c, c.Echo().Reverse("wallet.show", c.Param("id")))
+	}
+	vm, err := h.walletVM(c, org, pages.Form{}, f)
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusUnprocessableEntity, pages.WalletPage(ViewCtx(c), vm))
+}
+
+// WalletCSV is GET /orgs/{id}/wallet/ledger.csv: the filtered ledger.
+func (h *Handler) WalletCSV(c echo.Context) error {
+	org, err := h.authorizeOrg(c, accounts.ViewWallet)
+	if err != nil {
+		return err
+	}
+	f, err := ledgerFilter(c)
+	if err != nil {
+		return err
+	}
+	lines, err := h.DB.WalletLedger(c.Request().Context(), org.ID, f)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="suanli-ledger-`+strconv.FormatInt(org.ID, 10)+`.csv"`)
+	c.Response().WriteHeader(http.StatusOK)
+	w := csv.NewWriter(c.Response())
+	_ = w.Write([]string{"entry_id", "time_asia_shanghai", "kind", "memo", "amount_cny", "topup_id"})
+	for _, l := range lines {
+		topup := ""
+		if l.TopupID != nil {
+			topup = strconv.FormatInt(*l.TopupID, 10)
+		}
+		sign := ""
+		amt := l.AmountFen
+		if amt < 0 {
+			sign, amt = "-", -amt
+		}
+		_ = w.Write([]string{strconv.FormatInt(l.EntryID, 10), l.CreatedAt.In(pricing.Shanghai).Format("2006-01-02 15:04:05"), l.Kind, csvSafe(l.Memo), sign + market.FenToYuanString(amt), topup})
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// csvSafe keeps a memo from being read as a formula by spreadsheets.
+func csvSafe(s string) string {
+	if s != "" && strings.ContainsRune("=+-@", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// TopupShow is GET /topups/{id}: the status of a top-up, the bank details
+// for a transfer, and the printable receipt once paid.
+func (h *Handler) TopupShow(c echo.Context) error {
+	id, err := parseID(c, "id", "top-up")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	t, err := h.DB.TopupByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	org, _, err := h.Accounts.Authorize(ctx, CurrentUser(c), t.OrgID, accounts.ViewWallet)
+	if err != nil {
+		return apperr.NotFound("top-up") // another organisation's top-up does not exist for you
+	}
+	return Render(c, http.StatusOK, pages.TopupPage(ViewCtx(c), pages.TopupVM{Topup: *t, Org: *org, Returned: c.QueryParam("return"), Bank: h.Bank}))
+}
+
+// StripeWebhook is POST /webhooks/stripe: a size-limited body, a verified
+// signature (400 when bad or stale), then the event applied idempotently.
+func (h *Handler) StripeWebhook(c echo.Context) error {
+	if h.StripeWebhookSecret == "" {
+		return apperr.NotFound("webhook")
+	}
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 1<<20+1))
+	if err != nil {
+		return err
+	}
+	if len(body) > 1<<20 {
+		return &apperr.Error{Code: apperr.EINVALID, Message: "payload too large"}
+	}
+	ev, err := payments.VerifyWebhook(body, c.Request().Header.Get("Stripe-Signature"), h.StripeWebhookSecret)
+	if err != nil {
+		return &apperr.Error{Code: apperr.EINVALID, Field: "Stripe-Signature", Message: "signature verification failed: " + err.Error()}
+	}
+	if err := h.Wallet.HandleStripeEvent(c.Request().Context(), ev); err != nil {
+		if e, ok := apperr.As(err); ok && e.Code == apperr.EINVALID {
+			return err
+		}
+		return err // 500: Stripe retries
+	}
+	return c.JSON(http.StatusOK, map[string]bool{"received": true})
+}
+
+// apiOrg returns the organisation an API call is about: ?org_id= or the
+// caller's personal organisation.
+func (h *Handler) apiOrg(c echo.Context, a accounts.Action, orgParam string) (*models.Org, error) {
+	ctx := c.Request().Context()
+	u := CurrentUser(c)
+	if orgParam == "" {
+		orgs, err := h.DB.OrgsOfUser(ctx, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, om := range orgs {
+			if om.Org.Personal {
+				orgParam = strconv.FormatInt(om.Org.ID, 10)
+			}
+		}
+	}
+	id, err := strconv.ParseInt(orgParam, 10, 64)
+	if err != nil || id <= 0 {
+		return nil, &apperr.Error{Code: apperr.EINVALID, Field: "org_id", Message: "org_id must be an organisation id"}
+	}
+	org, _, err := h.Accounts.Authorize(ctx, u, id, a)
+	return org, err
+}
+
+// APIWallet is GET /api/v1/wallet.
+func (h *Handler) APIWallet(c echo.Context) error {
+	org, err := h.apiOrg(c, accounts.ViewWallet, c.QueryParam("org_id"))
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	bal, err := h.DB.WalletBalance(ctx, org.ID)
+	if err != nil {
+		return err
+	}
+	refundable, err := h.Wallet.Refundable(ctx, org.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "balance_fen": bal, "refundable_fen": refundable, "currency": "cny"})
+}
+
+// APIWalletLedger is GET /api/v1/wallet/ledger.
+func (h *Handler) APIWalletLedger(c echo.Context) error {
+	org, err := h.apiOrg(c, accounts.ViewWallet, c.QueryParam("org_id"))
+	if err != nil {
+		return err
+	}
+	f, err := ledgerFilter(c)
+	if err != nil {
+		return err
+	}
+	lines, err := h.DB.WalletLedger(c.Request().Context(), org.ID, f)
+	if err != nil {
+		return err
+	}
+	if lines == nil {
+		lines = []models.LedgerLine{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "entries": lines, "currency": "cny"})
+}
+
+// APITopupCreate is POST /api/v1/wallet/topups {"amount_fen":N,"method":…,"org_id":…}.
+func (h *Handler) APITopupCreate(c echo.Context) error {
+	var in struct {
+		AmountFen int64  `json:"amount_fen"`
+		Method    string `json:"method"`
+		OrgID     int64  `json:"org_id"`
+	}
+	dec := jsonDecoder(c)
+	if err := dec.Decode(&in); err != nil {
+		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want JSON {\"amount_fen\":N,\"method\":\"stripe\"|\"bank_transfer\"}"}
+	}
+	orgParam := ""
+	if in.OrgID != 0 {
+		orgParam = strconv.FormatInt(in.OrgID, 10)
+	}
+	org, err := h.apiOrg(c, accounts.TopUp, orgParam)
+	if err != nil {
+		return err
+	}
+	t, url, err := h.Wallet.StartTopup(c.Request().Context(), CurrentUser(c), org.ID, in.AmountFen, in.Method, Lang(c))
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"id": t.ID, "status": t.Status, "amount_fen": t.AmountFen, "method": t.Method, "reference": t.Reference, "currency": "cny"}
+	if t.CheckoutSessionID != nil {
+		out["checkout_url"], out["checkout_session_id"] = url, *t.CheckoutSessionID
+	} else {
+		out["bank"] = h.Bank
+	}
+	return c.JSON(http.StatusCreated, out)
+}

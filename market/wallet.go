@@ -1,0 +1,382 @@
+package market
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v76"
+	"gorm.io/gorm"
+
+	"suanli/apperr"
+	"suanli/models"
+	"suanli/payments"
+)
+
+// Top-up limits.
+const (
+	MinTopupFen = 1_000      // ¥10
+	MaxTopupFen = 50_000_000 // ¥500,000
+)
+
+// Wallet holds the money rules: top-ups, their fulfilment from Stripe's
+// webhooks or an admin's confirmation of a bank transfer, promotional
+// credits and refunds. Every movement is a balanced ledger transaction
+// (models.Post).
+type Wallet struct {
+	DB *models.DB
+	// Gateway is Stripe, or nil when card payments are not configured.
+	Gateway payments.Gateway
+	// BaseURL is where Stripe sends the payer back.
+	BaseURL string
+}
+
+// StartTopup creates a pending top-up for an organisation. For Stripe it
+// also creates the Checkout session and returns its URL; for a bank
+// transfer the top-up's reference is what the payer quotes.
+func (w *Wallet) StartTopup(ctx context.Context, u *models.User, orgID, amountFen int64, method, lang string) (*models.Topup, string, error) {
+	if !u.Verified() {
+		return nil, "", &apperr.Error{Code: apperr.EFORBIDDEN, Message: "verify your email before topping up", Key: "err.verify_first"}
+	}
+	if amountFen < MinTopupFen || amountFen > MaxTopupFen {
+		return nil, "", invalid("amount_fen", "err.topup_limits", FenToYuanString(MinTopupFen), FenToYuanString(MaxTopupFen))
+	}
+	switch method {
+	case models.MethodStripe:
+		if w.Gateway == nil {
+			return nil, "", invalid("method", "err.card_not_configured")
+		}
+	case models.MethodBank:
+	default:
+		return nil, "", invalid("method", "err.topup_method")
+	}
+	t := &models.Topup{OrgID: orgID, UserID: u.ID, AmountFen: amountFen, Method: method, Status: models.TopupPending,
+		Reference: newReference(), CreatedAt: w.DB.Now().UTC()}
+	if err := w.DB.Tx(ctx, func(tx *gorm.DB) error { return models.InsertTopup(tx, t) }); err != nil {
+		return nil, "", err
+	}
+	if method == models.MethodBank {
+		return t, "", nil
+	}
+	base := strings.TrimRight(w.BaseURL, "/")
+	id := strconv.FormatInt(t.ID, 10)
+	sess, url, err := w.Gateway.Checkout(ctx, payments.CheckoutRequest{
+		TopupID: t.ID, AmountFen: amountFen, Email: u.Email, Locale: map[bool]string{true: "en", false: "zh"}[lang == "en"],
+		SuccessURL: base + "/topups/" + id + "?return=success", CancelURL: base + "/topups/" + id + "?return=cancel",
+	})
+	if err != nil {
+		slog.Error("stripe checkout failed", "topup", t.ID, "err", err)
+		_ = w.DB.W.WithContext(ctx).Model(t).Updates(map[string]any{"status": models.TopupFailed, "note": "checkout could not be created"}).Error
+		return nil, "", &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "the payment provider did not answer; nothing was charged", Key: "err.provider_down"}
+	}
+	t.CheckoutSessionID = &sess
+	if err := w.DB.W.WithContext(ctx).Model(t).Update("checkout_session_id", sess).Error; err != nil {
+		return nil, "", err
+	}
+	return t, url, nil
+}
+
+// newReference is a bank-transfer reference: short, unambiguous, unique.
+func newReference() string {
+	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	b := make([]byte, 10)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return "SL" + string(b)
+}
+
+func topupKey(id int64) *string {
+	k := "topup:" + strconv.FormatInt(id, 10)
+	return &k
+}
+
+// HandleStripeEvent applies a verified Stripe event. The event id is
+// stored in the same transaction as its effect, so a replayed or
+// concurrent duplicate changes nothing. Money is credited only from a paid
+// checkout.session.completed or from checkout.session.async_payment_succeeded,
+// and only when amount and currency match the top-up; a mismatch is
+// recorded and flagged for an admin, crediting nothing.
+func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
+	err := w.DB.Tx(ctx, func(tx *gorm.DB) error {
+		rec := &models.StripeEvent{ID: ev.ID, Type: string(ev.Type), ReceivedAt: w.DB.Now().UTC()}
+		var n int64
+		if err := tx.Model(&models.StripeEvent{}).Where("id = ?", ev.ID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return errDuplicateEvent
+		}
+		if err := tx.Create(rec).Error; err != nil {
+			return err
+		}
+		switch ev.Type {
+		case "checkout.session.completed", "checkout.session.async_payment_succeeded", "checkout.session.async_payment_failed":
+			var s stripe.CheckoutSession
+			if err := json.Unmarshal(ev.Data.Raw, &s); err != nil {
+				return invalid("payload", "err.webhook_payload")
+			}
+			t, err := topupOfSession(tx, &s)
+			if err != nil {
+				return w.flag(tx, rec, nil, "no top-up for this session")
+			}
+			rec.TopupID = &t.ID
+			if err := tx.Model(rec).Update("topup_id", t.ID).Error; err != nil {
+				return err
+			}
+			if ev.Type == "checkout.session.async_payment_failed" {
+				return tx.Model(t).Where("status = ?", models.TopupPending).Update("status", models.TopupFailed).Error
+			}
+			if ev.Type == "checkout.session.completed" && s.PaymentStatus != stripe.CheckoutSessionPaymentStatusPaid {
+				return nil // async methods: wait for async_payment_succeeded
+			}
+			if s.AmountTotal != t.AmountFen || string(s.Currency) != "cny" {
+				return w.flag(tx, rec, t, fmt.Sprintf("paid %d %s, top-up is %d cny", s.AmountTotal, s.Currency, t.AmountFen))
+			}
+			pi := ""
+			if s.PaymentIntent != nil {
+				pi = s.PaymentIntent.ID
+			}
+			return fulfil(tx, t, t.AmountFen, models.AccPaymentClearing, pi, nil, w.DB.Now().UTC())
+		case "charge.refunded":
+			var c stripe.Charge
+			if err := json.Unmarshal(ev.Data.Raw, &c); err != nil {
+				return invalid("payload", "err.webhook_payload")
+			}
+			if c.PaymentIntent == nil {
+				return nil
+			}
+			t, err := TopupForPI(tx, c.PaymentIntent.ID)
+			if err != nil {
+				return nil // not ours
+			}
+			if c.AmountRefunded > t.RefundedFen {
+				// Refunded outside Suanli (e.g. in Stripe's dashboard): the
+				// wallet still holds the money; an admin must decide.
+				return w.flag(tx, rec, t, fmt.Sprintf("Stripe refunded %d fen, Suanli refunded %d", c.AmountRefunded, t.RefundedFen))
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errDuplicateEvent) {
+		return nil
+	}
+	return err
+}
+
+var errDuplicateEvent = errors.New("duplicate event")
+
+// TopupForPI finds the top-up paid by a payment intent.
+func TopupForPI(tx *gorm.DB, pi string) (*models.Topup, error) {
+	return models.TopupForUpdate(tx, "payment_intent_id = ?", pi)
+}
+
+func topupOfSession(tx *gorm.DB, s *stripe.CheckoutSession) (*models.Topup, error) {
+	ref := s.ClientReferenceID
+	if ref == "" {
+		ref = s.Metadata["topup_id"]
+	}
+	id, err := strconv.ParseInt(ref, 10, 64)
+	if err != nil {
+		return nil, err
+	}
+	t, err := models.TopupForUpdate(tx, "id = ?", id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Method != models.MethodStripe || (t.CheckoutSessionID != nil && *t.CheckoutSessionID != s.ID) {
+		return nil, errors.New("session does not belong to the top-up")
+	}
+	return t, nil
+}
+
+// flag records that an event needs an admin, and credits nothing.
+func (w *Wallet) flag(tx *gorm.DB, rec *models.StripeEvent, t *models.Topup, note string) error {
+	slog.Warn("stripe event flagged", "event", rec.ID, "note", note)
+	if err := tx.Model(rec).Updates(map[string]any{"flagged": true, "note": note}).Error; err != nil {
+		return err
+	}
+	if t != nil && t.Status == models.TopupPending {
+		return tx.Model(t).Updates(map[string]any{"status": models.TopupFlagged, "note": note}).Error
+	}
+	return nil
+}
+
+// fulfil credits a pending top-up, once.
+func fulfil(tx *gorm.DB, t *models.Topup, amount int64, from, pi string, by *int64, when time.Time) error {
+	if t.Status != models.TopupPending {
+		return nil // already paid (or failed): nothing more to credit
+	}
+	err := models.Post(tx, &models.LedgerTxn{Kind: "topup", Memo: t.Method + " " + t.Reference, IdemKey: topupKey(t.ID), TopupID: &t.ID, CreatedBy: by, CreatedAt: when},
+		models.Leg{Kind: from, AmountFen: -amount},
+		models.Leg{Kind: models.AccWallet, OrgID: t.OrgID, AmountFen: amount})
+	if errors.Is(err, models.ErrDuplicate) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	updates := map[string]any{"status": models.TopupPaid, "paid_at": when, "received_fen": amount}
+	if pi != "" {
+		updates["payment_intent_id"] = pi
+	}
+	if by != nil {
+		updates["confirmed_by"] = *by
+	}
+	return tx.Model(t).Updates(updates).Error
+}
+
+// ConfirmBankTransfer is a platform admin recording that a bank transfer
+// arrived, with the amount actually received; the wallet is credited that.
+func (w *Wallet) ConfirmBankTransfer(ctx context.Context, admin *models.User, topupID, receivedFen int64) error {
+	if admin == nil || !admin.PlatformAdmin {
+		return apperr.Errorf(apperr.EFORBIDDEN, "platform admins only")
+	}
+	if receivedFen <= 0 || receivedFen > MaxTopupFen {
+		return invalid("received", "err.topup_limits", "0.01", FenToYuanString(MaxTopupFen))
+	}
+	return w.DB.Tx(ctx, func(tx *gorm.DB) error {
+		t, err := models.TopupForUpdate(tx, "id = ?", topupID)
+		if err != nil {
+			return err
+		}
+		if t.Method != models.MethodBank || t.Status != models.TopupPending {
+			return apperr.Errorf(apperr.ECONFLICT, "this top-up is not a pending bank transfer")
+		}
+		return fulfil(tx, t, receivedFen, models.AccBankClearing, "", &admin.ID, w.DB.Now().UTC())
+	})
+}
+
+// CreditPromo posts a promotional credit to an organisation's wallet: a
+// ledger transaction like any other, never refundable as cash. A non-nil
+// key makes it once-only.
+func CreditPromo(tx *gorm.DB, orgID, fen int64, kind, reason string, key *string, by *int64, now time.Time) error {
+	if fen <= 0 {
+		return invalid("fen", "err.amount")
+	}
+	return models.Post(tx, &models.LedgerTxn{Kind: kind, Memo: reason, IdemKey: key, CreatedBy: by, CreatedAt: now},
+		models.Leg{Kind: models.AccPromoCredit, AmountFen: -fen},
+		models.Leg{Kind: models.AccWallet, OrgID: orgID, AmountFen: fen})
+}
+
+// Refundable is how much of a wallet may be paid back as cash: never
+// promotional credit, never more than was paid in and not yet refunded.
+func (w *Wallet) Refundable(ctx context.Context, orgID int64) (int64, error) {
+	bal, err := w.DB.WalletBalance(ctx, orgID)
+	if err != nil {
+		return 0, err
+	}
+	var promo, paid int64
+	db := w.DB.W.WithContext(ctx)
+	if err := db.Raw(`SELECT COALESCE(SUM(e.amount_fen), 0) FROM ledger_entries e JOIN ledger_txns t ON t.id = e.txn_id
+		JOIN ledger_accounts a ON a.id = e.account_id WHERE a.kind = ? AND a.org_id = ? AND t.kind IN ('promo_credit', 'trial_credit', 'sla_credit')`,
+		models.AccWallet, orgID).Scan(&promo).Error; err != nil {
+		return 0, err
+	}
+	if err := db.Raw(`SELECT COALESCE(SUM(received_fen - refunded_fen), 0) FROM topups WHERE org_id = ? AND status = ?`, orgID, models.TopupPaid).Scan(&paid).Error; err != nil {
+		return 0, err
+	}
+	return max(0, min(bal-promo, paid)), nil
+}
+
+// RequestRefund pays unused balance back against the original payments,
+// newest first: Stripe refunds at once, bank-transfer refunds are recorded
+// for an admin to pay. The wallet is debited in the same transaction that
+// records the refunds.
+func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amountFen int64) ([]models.Refund, error) {
+	refundable, err := w.Refundable(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	if amountFen <= 0 || amountFen > refundable {
+		return nil, invalid("amount_fen", "err.refund_limit", FenToYuanString(refundable))
+	}
+	var refunds []models.Refund
+	now := w.DB.Now().UTC()
+	err = w.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var paid []models.Topup
+		if err := tx.Where("org_id = ? AND status = ? AND received_fen > refunded_fen", orgID, models.TopupPaid).Order("id DESC").Find(&paid).Error; err != nil {
+			return err
+		}
+		left := amountFen
+		for _, t := range paid {
+			if left == 0 {
+				break
+			}
+			part := min(left, *t.ReceivedFen-t.RefundedFen)
+			left -= part
+			r := models.Refund{OrgID: orgID, UserID: u.ID, TopupID: &t.ID, AmountFen: part, Method: t.Method, Status: "pending", CreatedAt: now}
+			if err := tx.Create(&r).Error; err != nil {
+				return err
+			}
+			clearing := models.AccPaymentClearing
+			if t.Method == models.MethodBank {
+				clearing = models.AccBankClearing
+			}
+			if err := models.Post(tx, &models.LedgerTxn{Kind: "refund", Memo: t.Method + " refund of " + t.Reference, TopupID: &t.ID, CreatedBy: &u.ID, CreatedAt: now},
+				models.Leg{Kind: models.AccWallet, OrgID: orgID, AmountFen: -part},
+				models.Leg{Kind: clearing, AmountFen: part}); err != nil {
+				return err
+			}
+			if err := tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("refunded_fen", gorm.Expr("refunded_fen + ?", part)).Error; err != nil {
+				return err
+			}
+			refunds = append(refunds, r)
+		}
+		if left != 0 {
+			return invalid("amount_fen", "err.refund_limit", FenToYuanString(amountFen-left))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Stripe is called after the commit, so a slow provider holds no lock;
+	// a failure leaves the refund pending for an admin (the money is out of
+	// the wallet and in clearing, so nothing is lost or paid twice).
+	for i, r := range refunds {
+		if r.Method != models.MethodStripe || w.Gateway == nil {
+			continue
+		}
+		t, err := w.DB.TopupByID(ctx, *r.TopupID)
+		if err != nil || t.PaymentIntentID == nil {
+			continue
+		}
+		id, err := w.Gateway.Refund(ctx, *t.PaymentIntentID, r.AmountFen, "refund-"+strconv.FormatInt(r.ID, 10))
+		if err != nil {
+			slog.Error("stripe refund failed; left pending for an admin", "refund", r.ID, "err", err)
+			continue
+		}
+		done := w.DB.Now().UTC()
+		if err := w.DB.W.WithContext(ctx).Model(&models.Refund{}).Where("id = ?", r.ID).Updates(map[string]any{"status": "done", "stripe_refund_id": id, "done_at": done}).Error; err != nil {
+			return nil, err
+		}
+		refunds[i].Status, refunds[i].StripeRefundID, refunds[i].DoneAt = "done", &id, &done
+	}
+	return refunds, nil
+}
+
+// MarkBankRefundPaid is an admin recording that a bank refund went out.
+func (w *Wallet) MarkBankRefundPaid(ctx context.Context, admin *models.User, refundID int64) error {
+	if admin == nil || !admin.PlatformAdmin {
+		return apperr.Errorf(apperr.EFORBIDDEN, "platform admins only")
+	}
+	res := w.DB.W.WithContext(ctx).Model(&models.Refund{}).Where("id = ? AND method = ? AND status = ?", refundID, models.MethodBank, "pending").
+		Updates(map[string]any{"status": "done", "done_at": w.DB.Now().UTC()})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return apperr.NotFound("pending bank refund")
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"suanli/apperr"
+)
+
+// Ledger account kinds.
+const (
+	AccWallet          = "wallet"
+	AccProviderPayable = "provider_payable"
+	AccPlatformRevenue = "platform_revenue"
+	AccPaymentClearing = "payment_clearing"
+	AccBankClearing    = "bank_clearing"
+	AccPromoCredit     = "promo_credit"
+	AccSLACredit       = "sla_credit"
+)
+
+// LedgerAccount is one account of the double-entry ledger.
+type LedgerAccount struct {
+	ID         int64
+	Kind       string
+	OrgID      int64
+	BalanceFen int64
+	CreatedAt  time.Time
+}
+
+// LedgerTxn is one balanced money movement.
+type LedgerTxn struct {
+	ID        int64
+	Kind      string
+	Memo      string
+	IdemKey   *string
+	TopupID   *int64
+	CreatedBy *int64
+	CreatedAt time.Time
+}
+
+// LedgerEntry is one leg of a transaction.
+type LedgerEntry struct {
+	ID        int64
+	TxnID     int64
+	AccountID int64
+	AmountFen int64
+	CreatedAt time.Time
+}
+
+// Leg is an entry to post: an account by kind and organisation, and a
+// signed amount (a wallet credit is positive).
+type Leg struct {
+	Kind      string
+	OrgID     int64
+	AmountFen int64
+}
+
+// ErrInsufficientFunds is returned when a posting would take a wallet below zero.
+var ErrInsufficientFunds = &apperr.Error{Code: apperr.ECONFLICT, Message: "insufficient balance", Key: "err.insufficient"}
+
+// ErrDuplicate is returned when a once-only transaction was already posted.
+var ErrDuplicate = errors.New("ledger: already posted")
+
+// Post records a balanced transaction in tx. It is the one place money
+// moves: it refuses legs that do not sum to zero, zero legs and fewer than
+// two legs; keeps cached balances in step; and refuses to take a wallet
+// below zero (ErrInsufficientFunds). A txn with an IdemKey already used
+// returns ErrDuplicate and posts nothing.
+func Post(tx *gorm.DB, txn *LedgerTxn, legs ...Leg) error {
+	if len(legs) < 2 {
+		return fmt.Errorf("ledger: a transaction needs two legs, got %d", len(legs))
+	}
+	var sum int64
+	for _, l := range legs {
+		if l.AmountFen == 0 {
+			return errors.New("ledger: zero leg")
+		}
+		sum += l.AmountFen
+	}
+	if sum != 0 {
+		return fmt.Errorf("ledger: legs sum to %d fen, not zero", sum)
+	}
+	if txn.IdemKey != nil {
+		var n int64
+		if err := tx.Model(&LedgerTxn{}).Where("idem_key = ?", *txn.IdemKey).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return ErrDuplicate
+		}
+	}
+	if err := tx.Create(txn).Error; err != nil {
+		if isUniqueViolation(err) {
+			return ErrDuplicate
+		}
+		return err
+	}
+	for _, l := range legs {
+		acc, err := ensureAccount(tx, l.Kind, l.OrgID, txn.CreatedAt)
+		if err != nil {
+			return err
+		}
+		q := tx.Model(&LedgerAccount{}).Where("id = ?", acc.ID)
+		if l.Kind == AccWallet && l.AmountFen < 0 {
+			q = q.Where("balance_fen + ? >= 0", l.AmountFen)
+		}
+		res := q.Update("balance_fen", gorm.Expr("balance_fen + ?", l.AmountFen))
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return ErrInsufficientFunds
+		}
+		if err := tx.Create(&LedgerEntry{TxnID: txn.ID, AccountID: acc.ID, AmountFen: l.AmountFen, CreatedAt: txn.CreatedAt}).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isUniqueViolation(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "UNIQUE constraint") || strings.Contains(s, "duplicate key") || strings.Contains(s, "23505")
+}
+
+// ensureAccount returns the account of a kind for an organisation, creating it.
+func ensureAccount(tx *gorm.DB, kind string, orgID int64, now time.Time) (*LedgerAccount, error) {
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&LedgerAccount{Kind: kind, OrgID: orgID, CreatedAt: now}).Error; err != nil {
+		return nil, err
+	}
+	var a LedgerAccount
+	err := tx.Where("kind = ? AND org_id = ?", kind, orgID).First(&a).Error
+	return &a, err
+}
+
+// WalletBalance returns an organisation's wallet balance (0 without an account).
+func (db *DB) WalletBalance(ctx context.Context, orgID int64) (int64, error) {
+	var a LedgerAccount
+	err := db.W.WithContext(ctx).Where("kind = ? AND org_id = ?", AccWallet, orgID).First(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, nil
+	}
+	return a.BalanceFen, err
+}
+
+// LedgerLine is one wallet entry with its transaction.
+type LedgerLine struct {
+	EntryID   int64     `json:"id"`
+	TxnID     int64     `json:"txn_id"`
+	Kind      string    `json:"kind"`
+	Memo      string    `json:"memo"`
+	AmountFen int64     `json:"amount_fen"`
+	TopupID   *int64    `json:"topup_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// LedgerFilter narrows a wallet's ledger.
+type LedgerFilter struct {
+	Kind     string
+	From, To time.Time // zero: open
+	Limit    int
+}
+
+// WalletLedger returns an organisation's wallet entries, newest first.
+func (db *DB) WalletLedger(ctx context.Context, orgID int64, f LedgerFilter) ([]LedgerLine, error) {
+	q := db.W.WithContext(ctx).Table("ledger_entries e").
+		Select("e.id AS entry_id, e.txn_id, t.kind, t.memo, e.amount_fen, t.topup_id, e.created_at").
+		Joins("JOIN ledger_txns t ON t.id = e.txn_id").
+		Joins("JOIN ledger_accounts a ON a.id = e.account_id").
+		Where("a.kind = ? AND a.org_id = ?", AccWallet, orgID).Order("e.id DESC")
+	if f.Kind != "" {
+		q = q.Where("t.kind = ?", f.Kind)
+	}
+	if !f.From.IsZero() {
+		q = q.Where("e.created_at >= ?", f.From)
+	}
+	if !f.To.IsZero() {
+		q = q.Where("e.created_at < ?", f.To)
+	}
+	if f.Limit > 0 {
+		q = q.Limit(f.Limit)
+	}
+	var out []LedgerLine
+	err := q.Scan(&out).Error
+	return out, err
+}
+
+// LedgerCheck verifies the whole ledger: every transaction sums to zero and
+// every cached balance equals the sum of its entries. It returns the
+// problems found (none when healthy).
+func (db *DB) LedgerCheck(ctx context.Context) ([]string, error) {
+	var problems []string
+	var bad []struct {
+		TxnID int64
+		Sum   int64
+	}
+	if err := db.W.WithContext(ctx).Raw(`SELECT txn_id, SUM(amount_fen) AS sum FROM ledger_entries GROUP BY txn_id HAVING SUM(amount_fen) <> 0`).Scan(&bad).Error; err != nil {
+		return nil, err
+	}
+	for _, b := range bad {
+		problems = append(problems, fmt.Sprintf("transaction %d sums to %d", b.TxnID, b.Sum))
+	}
+	var drift []struct {
+		ID      int64
+		Balance int64
+		Sum     int64
+	}
+	if err := db.W.WithContext(ctx).Raw(`SELECT a.id, a.balance_fen AS balance, COALESCE(SUM(e.amount_fen), 0) AS sum
+		FROM ledger_accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id
+		GROUP BY a.id, a.balance_fen HAVING a.balance_fen <> COALESCE(SUM(e.amount_fen), 0)`).Scan(&drift).Error; err != nil {
+		return nil, err
+	}
+	for _, d := range drift {
+		problems = append(problems, fmt.Sprintf("account %d caches %d but its entries sum to %d", d.ID, d.Balance, d.Sum))
+	}
+	return problems, nil
+}

@@ -1,0 +1,76 @@
+package pages
+
+import (
+	"net/url"
+
+	"suanli/models"
+	"suanli/views"
+)
+
+// BankDetails is where bank transfers (对公转账) go.
+type BankDetails struct {
+	Bank        string `json:"bank"`
+	AccountName string `json:"account_name"`
+	Account     string `json:"account"`
+	// Demo is true for the built-in example details: they say so.
+	Demo bool `json:"demo"`
+}
+
+// WalletVM is the wallet page's view model.
+type WalletVM struct {
+	Org            models.Org
+	BalanceFen     int64
+	RefundableFen  int64
+	Topups         []models.Topup
+	Refunds        []models.Refund
+	Ledger         []models.LedgerLine
+	Topup, Refund  Form
+	Filter         Form
+	CardConfigured bool
+	Bank           BankDetails
+}
+
+// TopupVM is a top-up's status and receipt page.
+type TopupVM struct {
+	Topup    models.Topup
+	Org      models.Org
+	Returned string // "success" or "cancel" when back from Stripe
+	Bank     BankDetails
+}
+
+var ledgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge"}
+
+func shortMethod(m string) string {
+	if m == "bank_transfer" {
+		return "bank"
+	}
+	return "stripe"
+}
+
+func signedYuan(fen int64) string {
+	if fen > 0 {
+		return "+" + views.Yuan(fen)
+	}
+	return views.Yuan(fen)
+}
+
+func receivedOr(t models.Topup) int64 {
+	if t.ReceivedFen != nil {
+		return *t.ReceivedFen
+	}
+	return t.AmountFen
+}
+
+// csvQuery keeps the ledger filters on the CSV link.
+func csvQuery(f Form) string {
+	v := url.Values{}
+	for _, k := range []string{"kind", "from", "to"} {
+		if s := f.Get(k); s != "" && f.Err(k) == "" {
+			v.Set(k, s)
+		}
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return "?" + v.Encode()
+}
