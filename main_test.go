@@ -161,4 +161,17 @@ func TestAdminCreateUserAndToken(t *testing.T) {
 	if len(toks) != 1 || toks[0].Name != "ci" {
 		t.Errorf("tokens %+v", toks)
 	}
+	if err := admin(ctx, []string{"credit", "--data-dir", dir, "--email", "ops@example.com", "--fen", "5000", "--reason", "launch promotion"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin(ctx, []string{"credit", "--data-dir", dir, "--email", "ops@example.com", "--fen", "-5", "--reason", "x"}); err == nil {
+		t.Error("a negative credit was accepted")
+	}
+	if bal, _ := db.WalletBalance(ctx, orgs[0].Org.ID); bal != 5000 {
+		t.Errorf("balance after admin credit: %d", bal)
+	}
+	lines, _ := db.WalletLedger(ctx, orgs[0].Org.ID, models.LedgerFilter{})
+	if len(lines) != 1 || lines[0].Kind != "promo_credit" || lines[0].Memo != "launch promotion" {
+		t.Errorf("ledger %+v", lines)
+	}
 }

@@ -22,7 +22,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, db *models.DB) *fixture {
-	f := &fixture{t: t, db: db, s: &accounts.Service{DB: db, BaseURL: "https://suanli.test"}, now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	f := &fixture{t: t, db: db, s: &accounts.Service{DB: db, BaseURL: "https://suanli.test", TrialCreditFen: 2000}, now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	db.Now = func() time.Time { return f.now }
 	return f
 }
@@ -85,6 +85,19 @@ func TestSignUpVerifyAndLogin(t *testing.T) {
 		}
 		if _, err := f.s.VerifyEmail(ctx, tok); apperr.Code(err) != apperr.EINVALID {
 			t.Errorf("a used link must fail: %v", err)
+		}
+		// The trial credit: once, to the personal organisation, as promotional credit.
+		if bal, _ := db.WalletBalance(ctx, orgs[0].Org.ID); bal != 2000 {
+			t.Errorf("trial credit: balance %d, want 2000", bal)
+		}
+		if err := f.s.ResendVerification(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s.VerifyEmail(ctx, f.link(u.Email, "/verify")); err != nil {
+			t.Fatal(err)
+		}
+		if bal, _ := db.WalletBalance(ctx, orgs[0].Org.ID); bal != 2000 {
+			t.Errorf("a second verification granted more: %d", bal)
 		}
 		if _, err := f.s.Login(ctx, "LI.WEI@example.com", "tianfu-gpu-2026!", "10.0.0.1"); err != nil {
 			t.Errorf("login: %v", err)

@@ -35,7 +35,11 @@ type app struct {
 }
 
 // newApp seeds the demo market into db and serves the real router.
-func newApp(t *testing.T, db *models.DB) *app {
+func newApp(t *testing.T, db *models.DB) *app { return newAppWith(t, db, nil) }
+
+// newAppWith is newApp with a chance to change the handler's dependencies
+// (a Stripe gateway, say) before the router is built.
+func newAppWith(t *testing.T, db *models.DB, change func(*handlers.Handler)) *app {
 	t.Helper()
 	ctx := context.Background()
 	if err := demo.SeedDemo(ctx, db); err != nil {
@@ -45,7 +49,11 @@ func newApp(t *testing.T, db *models.DB) *app {
 	if _, err := ix.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e := web.New(testHandler(db, ix), web.Options{})
+	h := testHandler(db, ix)
+	if change != nil {
+		change(h)
+	}
+	e := web.New(h, web.Options{})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	jar, _ := cookiejar.New(nil)

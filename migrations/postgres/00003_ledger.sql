@@ -44,7 +44,7 @@ CREATE TABLE topups (
     method              TEXT NOT NULL CHECK (method IN ('stripe', 'bank_transfer')),
     status              TEXT NOT NULL CHECK (status IN ('pending', 'paid', 'failed', 'refunded', 'flagged')),
     reference           TEXT NOT NULL UNIQUE,
-    checkout_session_id TEXT UNIQUE,
+    checkout_session_id TEXT,
     payment_intent_id   TEXT,
     received_fen        BIGINT,
     refunded_fen        BIGINT NOT NULL DEFAULT 0,

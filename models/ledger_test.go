@@ -1,0 +1,106 @@
+package models_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/dbtest"
+	"suanli/models"
+)
+
+func post(db *models.DB, key *string, legs ...models.Leg) error {
+	return db.Tx(context.Background(), func(tx *gorm.DB) error {
+		return models.Post(tx, &models.LedgerTxn{Kind: "test", IdemKey: key, CreatedAt: time.Now().UTC()}, legs...)
+	})
+}
+
+func TestPostRefusesWhatDoesNotBalance(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		ctx := context.Background()
+		w := func(n int64) models.Leg { return models.Leg{Kind: models.AccWallet, OrgID: 7, AmountFen: n} }
+		p := func(n int64) models.Leg { return models.Leg{Kind: models.AccPromoCredit, AmountFen: n} }
+		if err := post(db, nil, w(100), p(-99)); err == nil {
+			t.Error("unbalanced transaction posted")
+		}
+		if err := post(db, nil, w(100)); err == nil {
+			t.Error("one-legged transaction posted")
+		}
+		if err := post(db, nil, w(0), p(0)); err == nil {
+			t.Error("zero legs posted")
+		}
+		if err := post(db, nil, w(100), p(-100)); err != nil {
+			t.Fatal(err)
+		}
+		// A wallet never goes below zero; the failed posting leaves nothing.
+		if err := post(db, nil, w(-101), p(101)); !errors.Is(err, models.ErrInsufficientFunds) {
+			t.Errorf("overdraw: %v", err)
+		}
+		key := "once"
+		if err := post(db, &key, w(50), p(-50)); err != nil {
+			t.Fatal(err)
+		}
+		if err := post(db, &key, w(50), p(-50)); !errors.Is(err, models.ErrDuplicate) {
+			t.Errorf("second once-only posting: %v", err)
+		}
+		if bal, _ := db.WalletBalance(ctx, 7); bal != 150 {
+			t.Errorf("balance %d, want 150", bal)
+		}
+		if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
+			t.Errorf("ledger check: %v %v", problems, err)
+		}
+	})
+}
+
+// 100 postings at once against one wallet, credits and debits mixed: the
+// balance is the sum, no debit overdraws, every transaction balances and
+// the cached balance equals the sum of the entries.
+func TestConcurrentPostings(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		ctx := context.Background()
+		if err := post(db, nil, models.Leg{Kind: models.AccWallet, OrgID: 1, AmountFen: 1000}, models.Leg{Kind: models.AccPromoCredit, AmountFen: -1000}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var want int64 = 1000
+		errs := 0
+		for i := 0; i < 100; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				amt := int64(i%7 + 1)
+				if i%3 == 0 {
+					amt = -amt // a charge
+				}
+				err := post(db, nil, models.Leg{Kind: models.AccWallet, OrgID: 1, AmountFen: amt}, models.Leg{Kind: models.AccPlatformRevenue, AmountFen: -amt})
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs++
+					t.Errorf("posting %d: %v", i, err)
+					return
+				}
+				want += amt
+			}(i)
+		}
+		wg.Wait()
+		bal, err := db.WalletBalance(ctx, 1)
+		if err != nil || bal != want || errs != 0 {
+			t.Errorf("balance %d (%v), want %d; %d errors", bal, err, want, errs)
+		}
+		var n int64
+		db.R.Model(&models.LedgerTxn{}).Count(&n)
+		if n != 101 {
+			t.Errorf("%d transactions, want 101", n)
+		}
+		if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
+			t.Errorf("ledger check: %v %v", problems, err)
+		}
+	})
+}
+
