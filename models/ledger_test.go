@@ -103,4 +103,3 @@ func TestConcurrentPostings(t *testing.T) {
 		}
 	})
 }
-

@@ -68,4 +68,3 @@ func freeAddr(tb testing.TB) string {
 	defer l.Close()
 	return l.Addr().String()
 }
-
