@@ -117,6 +117,9 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
 			return errDuplicateEvent
 		}
 		if err := tx.Create(rec).Error; err != nil {
+			if models.IsUniqueViolation(err) {
+				return errDuplicateEvent // a concurrent delivery got there first
+			}
 			return err
 		}
 		switch ev.Type {

@@ -96,7 +96,7 @@ func Post(tx *gorm.DB, txn *LedgerTxn, legs ...Leg) error {
 		}
 	}
 	if err := tx.Create(txn).Error; err != nil {
-		if isUniqueViolation(err) {
+		if IsUniqueViolation(err) {
 			return ErrDuplicate
 		}
 		return err
@@ -124,7 +124,9 @@ func Post(tx *gorm.DB, txn *LedgerTxn, legs ...Leg) error {
 	return nil
 }
 
-func isUniqueViolation(err error) bool {
+// IsUniqueViolation reports whether err is a unique-constraint violation
+// on either database.
+func IsUniqueViolation(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "UNIQUE constraint") || strings.Contains(s, "duplicate key") || strings.Contains(s, "23505")
 }

@@ -25,9 +25,9 @@ import (
 const webhookSecret = "whsec_test_suanli"
 
 // stripeApp is the real router with Stripe pointed at stripe-mock.
-func stripeApp(t *testing.T) (*app, string) {
+func stripeApp(t *testing.T, db *models.DB) (*app, string) {
 	mock := stripemock.Start(t)
-	a := newAppWith(t, dbtest.SQLite(t), func(h *handlers.Handler) {
+	a := newAppWith(t, db, func(h *handlers.Handler) {
 		h.Wallet.Gateway = payments.NewStripe("sk_test_suanli", mock)
 		h.StripeWebhookSecret = webhookSecret
 	})
@@ -116,7 +116,11 @@ func (a *app) balance(org int64) int64 {
 // The webhook credits a Stripe top-up exactly once, however the event
 // arrives; a bad, stale or altered event credits nothing.
 func TestStripeTopupAndWebhooks(t *testing.T) {
-	a, _ := stripeApp(t)
+	dbtest.Each(t, testStripeTopupAndWebhooks)
+}
+
+func testStripeTopupAndWebhooks(t *testing.T, db *models.DB) {
+	a, _ := stripeApp(t, db)
 	payer, org, token := apiUser(t, a, "payer@example.com")
 
 	// Limits are a 400 naming the parameter.
