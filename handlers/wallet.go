@@ -247,11 +247,9 @@ func (h *Handler) StripeWebhook(c echo.Context) error {
 	if err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "Stripe-Signature", Message: "signature verification failed: " + err.Error()}
 	}
+	// A bad payload is a 400; anything else a 500, which Stripe retries.
 	if err := h.Wallet.HandleStripeEvent(c.Request().Context(), ev); err != nil {
-		if e, ok := apperr.As(err); ok && e.Code == apperr.EINVALID {
-			return err
-		}
-		return err // 500: Stripe retries
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]bool{"received": true})
 }
