@@ -32,7 +32,24 @@ func (h *Handler) AdminHome(c echo.Context) error {
 	if vm.Flagged, err = h.DB.FlaggedStripeEvents(ctx); err != nil {
 		return err
 	}
+	vm.OrgNames = map[int64]string{}
+	for _, id := range orgIDs(vm) {
+		if o, err := h.DB.OrgByID(ctx, id); err == nil {
+			vm.OrgNames[id] = o.Name
+		}
+	}
 	return Render(c, http.StatusOK, pages.AdminPage(ViewCtx(c), vm))
+}
+
+func orgIDs(vm pages.AdminVM) []int64 {
+	var ids []int64
+	for _, t := range vm.BankTopups {
+		ids = append(ids, t.OrgID)
+	}
+	for _, r := range vm.BankRefunds {
+		ids = append(ids, r.OrgID)
+	}
+	return ids
 }
 
 // AdminConfirmTopup is POST /admin/topups/{id}/confirm with received=¥ amount.

@@ -145,13 +145,13 @@ func (h *Handler) WalletRefund(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c, "amount")
-	fen, ok := market.ParseYuan(strings.TrimSpace(f.Get("amount")))
+	f := form(c, "refund_amount")
+	fen, ok := market.ParseYuan(strings.TrimSpace(f.Get("refund_amount")))
 	if !ok || fen == 0 {
-		f.Errors["amount"] = ViewCtx(c).T("err.amount")
+		f.Errors["refund_amount"] = ViewCtx(c).T("err.amount")
 	} else if _, err := h.Wallet.RequestRefund(c.Request().Context(), CurrentUser(c), org.ID, fen); err != nil {
 		if ae, ok := apperr.As(err); ok && ae.Field == "amount_fen" {
-			ae.Field = "amount"
+			ae.Field = "refund_amount"
 		}
 		var handled bool
 		if f, handled = withErrors(c, f, err); !handled {

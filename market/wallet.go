@@ -219,7 +219,7 @@ func fulfil(tx *gorm.DB, t *models.Topup, amount int64, from, pi string, by *int
 	if t.Status != models.TopupPending {
 		return nil // already paid (or failed): nothing more to credit
 	}
-	err := models.Post(tx, &models.LedgerTxn{Kind: "topup", Memo: t.Method + " " + t.Reference, IdemKey: topupKey(t.ID), TopupID: &t.ID, CreatedBy: by, CreatedAt: when},
+	err := models.Post(tx, &models.LedgerTxn{Kind: "topup", Memo: t.Reference, IdemKey: topupKey(t.ID), TopupID: &t.ID, CreatedBy: by, CreatedAt: when},
 		models.Leg{Kind: from, AmountFen: -amount},
 		models.Leg{Kind: models.AccWallet, OrgID: t.OrgID, AmountFen: amount})
 	if errors.Is(err, models.ErrDuplicate) {
@@ -325,7 +325,7 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 			if t.Method == models.MethodBank {
 				clearing = models.AccBankClearing
 			}
-			if err := models.Post(tx, &models.LedgerTxn{Kind: "refund", Memo: t.Method + " refund of " + t.Reference, TopupID: &t.ID, CreatedBy: &u.ID, CreatedAt: now},
+			if err := models.Post(tx, &models.LedgerTxn{Kind: "refund", Memo: t.Reference, TopupID: &t.ID, CreatedBy: &u.ID, CreatedAt: now},
 				models.Leg{Kind: models.AccWallet, OrgID: orgID, AmountFen: -part},
 				models.Leg{Kind: clearing, AmountFen: part}); err != nil {
 				return err

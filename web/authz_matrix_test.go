@@ -291,7 +291,7 @@ var matrix = []matrixRow{
 	{route: "wallet.topup", params: orgAParam, form: url.Values{"amount": {"100"}, "method": {"bank_transfer"}},
 		want: expect{Anon: 401, Other: 404, Member: 303, Admin: 303, Platform: 404, Owner: 303}},
 	// Refunds are for its admins; nothing is refundable yet (422 is past the guard).
-	{route: "wallet.refund", params: orgAParam, form: url.Values{"amount": {"1"}},
+	{route: "wallet.refund", params: orgAParam, form: url.Values{"refund_amount": {"1"}},
 		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 422, Platform: 404, Owner: 422}},
 	// A form body is not the JSON the API wants (400 is past the guard).
 	{route: "api.wallet.topups", form: url.Values{"amount_fen": {"10000"}},

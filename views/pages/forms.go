@@ -52,6 +52,8 @@ type AdminVM struct {
 	BankTopups  []models.Topup
 	BankRefunds []models.Refund
 	Flagged     []models.StripeEvent
+	// OrgNames names the organisations the queue mentions.
+	OrgNames map[int64]string
 }
 
 func fmtTime(vc views.Ctx, t *time.Time) string {

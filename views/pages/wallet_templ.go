@@ -445,7 +445,7 @@ func WalletPage(vc views.Ctx, vm WalletVM) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = field(vc, vm.Refund, "amount", "text", "wallet.amount", "off").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = field(vc, vm.Refund, "refund_amount", "text", "wallet.amount", "off").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
