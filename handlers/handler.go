@@ -67,7 +67,7 @@ func ViewCtx(c echo.Context) views.Ctx {
 		Path:      c.Request().URL.RequestURI(),
 		URL:       reverser(c.Echo()),
 	}
-	vc.CSRF, _ = c.Get(CSRFKey).(string)
+	vc.CSRF, _ = c.Get(CSRFKey).(func() string)
 	vc.Flash, _ = c.Get(FlashKey).(string)
 	vc.Student, _ = c.Get(StudentKey).(bool)
 	if u := CurrentUser(c); u != nil {

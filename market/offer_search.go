@@ -214,7 +214,7 @@ func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
 	c := s.compile(&q)
 	list, sorted := s.candidates(&q)
 	from := (q.Page - 1) * q.PerPage
-	res := SearchResult{Query: q, Version: s.version}
+	res := SearchResult{Query: q, Version: s.version, Offers: make([]*ListedOffer, 0, min(q.PerPage, len(list)))}
 	switch {
 	case sorted && q.onlyPartitionFilters():
 		// The list is exactly the matches, in order: no scan at all.

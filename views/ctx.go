@@ -19,8 +19,10 @@ type Ctx struct {
 	Path string
 	// URL builds a URL from a route name (echo's Reverse).
 	URL func(name string, params ...any) string
-	// CSRF is the token forms send as _csrf and htmx as X-CSRF-Token.
-	CSRF string
+	// CSRF returns the token forms send as _csrf and htmx as
+	// X-CSRF-Token; it is made (and its cookie set) on first use, so pages
+	// without forms cost no token.
+	CSRF func() string
 	// User is the logged-in user, or nil.
 	User *Viewer
 	// Student is true when the user sees student prices.
@@ -41,10 +43,19 @@ type Viewer struct {
 // HXHeaders is the body's hx-headers value: every htmx request sends the
 // CSRF token.
 func (c Ctx) HXHeaders() string {
-	if c.CSRF == "" {
+	// Only logged-in pages make state-changing htmx requests.
+	if c.User == nil || c.CSRF == nil {
 		return ""
 	}
-	return `{"X-CSRF-Token":"` + c.CSRF + `"}`
+	return `{"X-CSRF-Token":"` + c.CSRF() + `"}`
+}
+
+// CSRFToken returns the CSRF token ("" outside a request).
+func (c Ctx) CSRFToken() string {
+	if c.CSRF == nil {
+		return ""
+	}
+	return c.CSRF()
 }
 
 // T translates key into the reader's language.

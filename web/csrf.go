@@ -49,15 +49,20 @@ func csrf(secure bool) echo.MiddlewareFunc {
 					return &apperr.Error{Code: apperr.EFORBIDDEN, Message: "missing or invalid CSRF token", Key: "err.csrf"}
 				}
 			}
-			if token == "" {
-				b := make([]byte, 32)
-				if _, err := rand.Read(b); err != nil {
-					return err
+			// The token is made when a page first needs it (a form): the
+			// response is rendered before its headers are written, so the
+			// cookie can still be set then.
+			c.Set(handlers.CSRFKey, func() string {
+				if token == "" {
+					b := make([]byte, 32)
+					if _, err := rand.Read(b); err != nil {
+						panic("crypto/rand: " + err.Error())
+					}
+					token = base64.RawURLEncoding.EncodeToString(b)
+					c.SetCookie(&http.Cookie{Name: csrfCookie, Value: token, Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
 				}
-				token = base64.RawURLEncoding.EncodeToString(b)
-				c.SetCookie(&http.Cookie{Name: csrfCookie, Value: token, Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
-			}
-			c.Set(handlers.CSRFKey, token)
+				return token
+			})
 			return next(c)
 		}
 	}

@@ -3,6 +3,9 @@ package pages
 
 import (
 	"context"
+	"io"
+
+	"github.com/a-h/templ"
 	"net/url"
 	"slices"
 	"strconv"
@@ -133,13 +136,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // this language and latency city. The result grid of the offer list is
 // most of its page; rendering 50 rows per request was 80% of its cost.
 func cachedRow(vc views.Ctx, o *market.ListedOffer, city string, withDC bool) string {
-	key := vc.Lang + "|" + city
-	if !withDC {
-		key += "|-dc"
-	}
-	if vc.Student {
-		key += "|student"
-	}
+	key := rowKey{vc.Lang, city, withDC, vc.Student}
 	if s, ok := o.Rendered.Load(key); ok {
 		return s.(string)
 	}
@@ -151,6 +148,24 @@ func cachedRow(vc views.Ctx, o *market.ListedOffer, city string, withDC bool) st
 	}
 	s, _ := o.Rendered.LoadOrStore(key, b.String())
 	return s.(string)
+}
+
+// rowKey is what a row's HTML depends on besides the offer.
+type rowKey struct {
+	lang, city      string
+	withDC, student bool
+}
+
+// cachedRows writes the rows of offers straight to the page.
+func cachedRows(vc views.Ctx, offers []*market.ListedOffer, city string, withDC bool) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		for _, o := range offers {
+			if _, err := io.WriteString(w, cachedRow(vc, o, city, withDC)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // filterForms caches the filter form's HTML by language and raw query:
