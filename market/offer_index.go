@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -176,7 +175,7 @@ func build(rows []models.OfferRow, version int64) *snapshot {
 		all = append(all, entry{k: s.key(o), o: o})
 	}
 	for _, key := range staticSorts {
-		cmpFn := comparator(key, "")
+		cmpFn := comparator(key)
 		sorted := slices.Clone(all)
 		slices.SortFunc(sorted, func(a, b entry) int { return cmpFn(a.o, b.o) })
 		per := map[string][]entry{"": sorted}
@@ -233,8 +232,9 @@ func byPriceThenID(a, b *ListedOffer) int {
 	return cmp.Or(cmp.Compare(a.PricePerGPUHourFen, b.PricePerGPUHourFen), cmp.Compare(a.ID, b.ID))
 }
 
-// comparator orders offers for a sort key; city is used by latency only.
-func comparator(key, city string) func(a, b *ListedOffer) int {
+// comparator orders offers for a static sort key (the index's pre-sorted
+// lists); searches that sort their matches use entryComparator.
+func comparator(key string) func(a, b *ListedOffer) int {
 	switch key {
 	case SortPricePerTFLOP, SortMeasured:
 		return func(a, b *ListedOffer) int {
@@ -243,18 +243,6 @@ func comparator(key, city string) func(a, b *ListedOffer) int {
 	case SortVRAM:
 		return func(a, b *ListedOffer) int {
 			return cmp.Or(cmp.Compare(b.GPU.VRAMGB, a.GPU.VRAMGB), byPriceThenID(a, b))
-		}
-	case SortLatency:
-		return func(a, b *ListedOffer) int {
-			la, oka := a.Latency[city]
-			lb, okb := b.Latency[city]
-			if !oka {
-				la = math.Inf(1)
-			}
-			if !okb {
-				lb = math.Inf(1)
-			}
-			return cmp.Or(cmp.Compare(la, lb), byPriceThenID(a, b))
 		}
 	}
 	return byPriceThenID

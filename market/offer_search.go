@@ -1,6 +1,7 @@
 package market
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -234,16 +235,16 @@ func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
 			res.Total++
 		}
 	default:
-		var all []*ListedOffer
+		var all []entry
 		for i := range list {
 			if c.match(s, &list[i].k, fNone) {
-				all = append(all, list[i].o)
+				all = append(all, list[i])
 			}
 		}
-		slices.SortFunc(all, comparator(q.Sort, q.LatencyCity()))
+		slices.SortFunc(all, s.entryComparator(q.Sort, &c))
 		res.Total = len(all)
-		if from < len(all) {
-			res.Offers = all[from:min(from+q.PerPage, len(all))]
+		for i := from; i < min(from+q.PerPage, len(all)); i++ {
+			res.Offers = append(res.Offers, all[i].o)
 		}
 	}
 	res.Pages = (res.Total + q.PerPage - 1) / q.PerPage
@@ -346,4 +347,28 @@ func (s *snapshot) relaxations(q OfferQuery) []Relaxation {
 func ErrPagePastEnd(err error) bool {
 	e, ok := apperr.As(err)
 	return ok && e.Field == "page"
+}
+
+// entryComparator orders matches by a sort key using the compact keys
+// (latency comes from the per-datacentre table, not a map per offer):
+// sorting thousands of matches by latency was a map lookup per comparison.
+func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int {
+	byPrice := func(a, b entry) int { return cmp.Or(cmp.Compare(a.k.price, b.k.price), cmp.Compare(a.o.ID, b.o.ID)) }
+	switch key {
+	case SortLatency:
+		lat := func(e entry) float32 {
+			if ms, ok := c.latency(s, &e.k); ok {
+				return ms
+			}
+			return math.MaxFloat32
+		}
+		return func(a, b entry) int { return cmp.Or(cmp.Compare(lat(a), lat(b)), byPrice(a, b)) }
+	case SortVRAM:
+		return func(a, b entry) int { return cmp.Or(cmp.Compare(b.k.vram, a.k.vram), byPrice(a, b)) }
+	case SortPricePerTFLOP, SortMeasured:
+		return func(a, b entry) int {
+			return cmp.Or(cmp.Compare(a.o.PricePerTFLOPFen, b.o.PricePerTFLOPFen), byPrice(a, b))
+		}
+	}
+	return byPrice
 }

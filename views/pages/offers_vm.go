@@ -176,7 +176,7 @@ var filterForms struct {
 	m map[string]string
 }
 
-const maxCachedForms = 1024
+const maxCachedForms = 4096
 
 func cachedFilters(vc views.Ctx, vm OffersVM) string {
 	cacheable := len(vm.Errors) == 0 && len(vm.RawQuery) < 512
