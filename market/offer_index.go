@@ -71,6 +71,7 @@ type entry struct {
 
 // offerKey holds what the filters test, densely numbered.
 type offerKey struct {
+	id        int64 // the offer's id: the last tie-break of every order
 	price     int64
 	vram      uint16
 	dc        uint16
@@ -222,7 +223,7 @@ func (s *snapshot) key(o *ListedOffer) offerKey {
 		ic = 2
 	}
 	return offerKey{
-		price: o.PricePerGPUHourFen, vram: uint16(min(o.GPU.VRAMGB, 65535)), dc: dc,
+		id: o.ID, price: o.PricePerGPUHourFen, vram: uint16(min(o.GPU.VRAMGB, 65535)), dc: dc,
 		gpu: idx8(s.gpuIdx, o.GPUModel), city: idx8(s.cityIdx, o.Datacenter.City), region: idx8(s.regionIdx, o.Datacenter.Region),
 		ic: ic, maxGPUs: uint8(min(o.MaxGPUs, 255)), student: o.StudentDiscountPct > 0, available: o.AvailableGPUs > 0,
 	}

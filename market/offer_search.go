@@ -234,6 +234,11 @@ func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
 			}
 			res.Total++
 		}
+	case q.Sort == SortLatency && len(q.GPUs) <= 1:
+		// The list is in price order and latency depends only on the
+		// datacentre: bucket the matches per datacentre, then merge the
+		// buckets in latency order. No sort, no pointer copies.
+		s.latencyPage(list, &c, from, q.PerPage, &res)
 	default:
 		var all []entry
 		for i := range list {
@@ -353,22 +358,109 @@ func ErrPagePastEnd(err error) bool {
 // (latency comes from the per-datacentre table, not a map per offer):
 // sorting thousands of matches by latency was a map lookup per comparison.
 func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int {
-	byPrice := func(a, b entry) int { return cmp.Or(cmp.Compare(a.k.price, b.k.price), cmp.Compare(a.o.ID, b.o.ID)) }
+	// Explicit ifs, not cmp.Or: cmp.Or evaluates every comparison, and the
+	// later ones are rarely needed.
+	byPrice := func(a, b entry) int {
+		if a.k.price != b.k.price {
+			return cmp.Compare(a.k.price, b.k.price)
+		}
+		return cmp.Compare(a.k.id, b.k.id)
+	}
 	switch key {
 	case SortLatency:
-		lat := func(e entry) float32 {
+		lat := func(e *entry) float32 {
 			if ms, ok := c.latency(s, &e.k); ok {
 				return ms
 			}
 			return math.MaxFloat32
 		}
-		return func(a, b entry) int { return cmp.Or(cmp.Compare(lat(a), lat(b)), byPrice(a, b)) }
+		return func(a, b entry) int {
+			if la, lb := lat(&a), lat(&b); la != lb {
+				return cmp.Compare(la, lb)
+			}
+			return byPrice(a, b)
+		}
 	case SortVRAM:
-		return func(a, b entry) int { return cmp.Or(cmp.Compare(b.k.vram, a.k.vram), byPrice(a, b)) }
+		return func(a, b entry) int {
+			if a.k.vram != b.k.vram {
+				return cmp.Compare(b.k.vram, a.k.vram)
+			}
+			return byPrice(a, b)
+		}
 	case SortPricePerTFLOP, SortMeasured:
 		return func(a, b entry) int {
-			return cmp.Or(cmp.Compare(a.o.PricePerTFLOPFen, b.o.PricePerTFLOPFen), byPrice(a, b))
+			if pa, pb := a.o.PricePerTFLOPFen, b.o.PricePerTFLOPFen; pa != pb {
+				return cmp.Compare(pa, pb)
+			}
+			return byPrice(a, b)
 		}
 	}
 	return byPrice
+}
+
+// latencyPage fills res with the page [from, from+n) of list's matches in
+// (latency, price, id) order, and the total; list must be in price order.
+func (s *snapshot) latencyPage(list []entry, c *compiled, from, n int, res *SearchResult) {
+	buckets := make([][]int32, len(s.lat))
+	for i := range list {
+		if c.match(s, &list[i].k, fNone) {
+			dc := list[i].k.dc
+			buckets[dc] = append(buckets[dc], int32(i))
+			res.Total++
+		}
+	}
+	type group struct {
+		ms  float32
+		dcs []int
+	}
+	var groups []group
+	for dc, b := range buckets {
+		if len(b) == 0 {
+			continue
+		}
+		ms, ok := c.latency(s, &list[b[0]].k)
+		if !ok {
+			ms = math.MaxFloat32
+		}
+		i := slices.IndexFunc(groups, func(g group) bool { return g.ms == ms })
+		if i < 0 {
+			groups = append(groups, group{ms: ms})
+			i = len(groups) - 1
+		}
+		groups[i].dcs = append(groups[i].dcs, dc)
+	}
+	slices.SortFunc(groups, func(a, b group) int { return cmp.Compare(a.ms, b.ms) })
+	pos := 0
+	for _, g := range groups {
+		if pos >= from+n {
+			return
+		}
+		size := 0
+		for _, dc := range g.dcs {
+			size += len(buckets[dc])
+		}
+		if pos+size <= from {
+			pos += size // the whole group is before the page
+			continue
+		}
+		// Merge the group's buckets by (price, id): indices into a
+		// price-ordered list compare as positions.
+		heads := make([]int, len(g.dcs))
+		for {
+			best := -1
+			for j, dc := range g.dcs {
+				if heads[j] < len(buckets[dc]) && (best < 0 || buckets[dc][heads[j]] < buckets[g.dcs[best]][heads[best]]) {
+					best = j
+				}
+			}
+			if best < 0 || pos >= from+n {
+				break
+			}
+			if pos >= from {
+				res.Offers = append(res.Offers, list[buckets[g.dcs[best]][heads[best]]].o)
+			}
+			heads[best]++
+			pos++
+		}
+	}
 }

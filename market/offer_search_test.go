@@ -2,6 +2,7 @@ package market_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 
@@ -196,6 +197,53 @@ func BenchmarkSearchH100Chengdu100k(b *testing.B) {
 	for b.Loop() {
 		if _, err := ix.Search(q); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// The latency order's bucket merge gives exactly the page a full sort by
+// (latency, price, id) gives, on every page.
+func TestLatencyPagesMatchAFullSort(t *testing.T) {
+	db := dbtest.SQLite(t)
+	ctx := context.Background()
+	if err := demo.SeedScale(ctx, db, 3000); err != nil {
+		t.Fatal(err)
+	}
+	ix := demoIndex(t, db)
+	for _, from := range []string{"chengdu", "beijing", "xian"} {
+		for _, gpus := range [][]string{nil, {"h100-sxm"}} {
+			all := search(t, ix, market.OfferQuery{GPUs: gpus, PerPage: 200, Page: 1}).Total
+			var want []*market.ListedOffer
+			for p := 1; (p-1)*200 < all; p++ {
+				want = append(want, search(t, ix, market.OfferQuery{GPUs: gpus, PerPage: 200, Page: p}).Offers...)
+			}
+			lat := func(o *market.ListedOffer) float64 {
+				if ms, ok := o.LatencyFrom(from); ok {
+					return ms
+				}
+				return math.MaxFloat64
+			}
+			slices.SortFunc(want, func(a, b *market.ListedOffer) int {
+				if la, lb := lat(a), lat(b); la != lb {
+					return cmpF(la, lb)
+				}
+				if a.PricePerGPUHourFen != b.PricePerGPUHourFen {
+					return int(a.PricePerGPUHourFen - b.PricePerGPUHourFen)
+				}
+				return int(a.ID - b.ID)
+			})
+			for page := 1; (page-1)*37 < len(want); page++ {
+				got := search(t, ix, market.OfferQuery{GPUs: gpus, From: from, Sort: market.SortLatency, PerPage: 37, Page: page})
+				lo, hi := (page-1)*37, min(page*37, len(want))
+				if got.Total != len(want) || len(got.Offers) != hi-lo {
+					t.Fatalf("%s %v page %d: total %d n %d, want %d/%d", from, gpus, page, got.Total, len(got.Offers), len(want), hi-lo)
+				}
+				for i, o := range got.Offers {
+					if o.ID != want[lo+i].ID {
+						t.Fatalf("%s %v page %d row %d: offer %d, want %d", from, gpus, page, i, o.ID, want[lo+i].ID)
+					}
+				}
+			}
 		}
 	}
 }
