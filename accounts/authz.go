@@ -19,6 +19,7 @@ const (
 	ViewWallet                  // see the balance, ledger and receipts
 	TopUp                       // add money
 	RefundWallet                // pay unused balance back
+	ManageBilling               // invoice details and the hourly spending cap
 )
 
 // rule is who may take an action: the weakest role, and whether platform
@@ -38,6 +39,7 @@ var rules = map[Action]rule{
 	ViewWallet:    {minRole: models.RoleMember, platformAdmin: true},
 	TopUp:         {minRole: models.RoleMember},
 	RefundWallet:  {minRole: models.RoleAdmin},
+	ManageBilling: {minRole: models.RoleAdmin},
 }
 
 // Authorize returns the organisation and the user's membership (nil for a

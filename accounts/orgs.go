@@ -252,3 +252,44 @@ func (s *Service) Review(ctx context.Context, admin *models.User, orgID int64, a
 		return models.SetOrgStatus(tx, orgID, status, strings.TrimSpace(reason), admin.ID, s.DB.Now().UTC())
 	})
 }
+
+// Billing is an organisation's billing settings.
+type Billing struct {
+	InvoiceTitle, TaxID string
+	// HourlyCapFen caps spending per rolling hour (nil: none).
+	HourlyCapFen *int64
+}
+
+// SetBilling stores the invoice details printed on receipts and the cap
+// on spending per hour.
+func (s *Service) SetBilling(ctx context.Context, actor *models.User, orgID int64, b Billing) error {
+	if _, _, err := s.Authorize(ctx, actor, orgID, ManageBilling); err != nil {
+		return err
+	}
+	var errs FieldErrors
+	title, taxID := strings.TrimSpace(b.InvoiceTitle), strings.ToUpper(strings.TrimSpace(b.TaxID))
+	if title != "" {
+		if t, e := checkName("invoice_title", title); e != nil {
+			errs = append(errs, e)
+		} else {
+			title = t
+		}
+	}
+	// A unified social credit code is 18 characters; foreign tax ids vary.
+	if taxID != "" && (len(taxID) > 32 || strings.IndexFunc(taxID, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r >= 'A' && r <= 'Z' || r == '-')
+	}) >= 0) {
+		errs = append(errs, invalid("tax_id", "err.tax_id"))
+	}
+	if b.HourlyCapFen != nil && *b.HourlyCapFen <= 0 {
+		errs = append(errs, invalid("hourly_cap", "err.amount"))
+	}
+	if err := errs.orNil(); err != nil {
+		return err
+	}
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&models.Org{}).Where("id = ?", orgID).Updates(map[string]any{
+			"invoice_title": title, "tax_id": taxID, "hourly_cap_fen": b.HourlyCapFen,
+		}).Error
+	})
+}

@@ -76,6 +76,13 @@ func (h *Handler) walletVM(c echo.Context, org *models.Org, topup pages.Form, re
 	if vm.Refund.Values == nil {
 		vm.Refund = form(c)
 	}
+	vm.Billing = form(c)
+	vm.Billing.Values["invoice_title"], vm.Billing.Values["tax_id"] = org.InvoiceTitle, org.TaxID
+	if org.HourlyCapFen != nil {
+		vm.Billing.Values["hourly_cap"] = market.FenToYuanString(*org.HourlyCapFen)
+	}
+	_, _, berr := h.Accounts.Authorize(c.Request().Context(), CurrentUser(c), org.ID, accounts.ManageBilling)
+	vm.CanManage = berr == nil
 	return vm, nil
 }
 
@@ -165,6 +172,36 @@ func (h *Handler) WalletRefund(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return Render(c, http.StatusUnprocessableEntity, pages.WalletPage(ViewCtx(c), vm))
+}
+
+// WalletBilling is POST /orgs/{id}/billing: invoice details and the
+// hourly spending cap.
+func (h *Handler) WalletBilling(c echo.Context) error {
+	org, err := h.authorizeOrg(c, accounts.ManageBilling)
+	if err != nil {
+		return err
+	}
+	f := form(c, "invoice_title", "tax_id", "hourly_cap")
+	capFen, e := yuanField(f, "hourly_cap")
+	if e != nil {
+		f.Errors["hourly_cap"] = ViewCtx(c).T("err.amount")
+	} else if err := h.Accounts.SetBilling(c.Request().Context(), CurrentUser(c), org.ID, accounts.Billing{
+		InvoiceTitle: f.Get("invoice_title"), TaxID: f.Get("tax_id"), HourlyCapFen: capFen,
+	}); err != nil {
+		var handled bool
+		if f, handled = withErrors(c, f, err); !handled {
+			return err
+		}
+	} else {
+		h.flash(c, "wallet.billing_saved")
+		return seeOther(c, c.Echo().Reverse("wallet.show", c.Param("id")))
+	}
+	vm, err := h.walletVM(c, org, pages.Form{}, pages.Form{})
+	if err != nil {
+		return err
+	}
+	vm.Billing = f
 	return Render(c, http.StatusUnprocessableEntity, pages.WalletPage(ViewCtx(c), vm))
 }
 

@@ -47,6 +47,11 @@ type Org struct {
 	EmailDomain      string
 	MonthlyBudgetFen *int64
 	MemberCapFen     *int64
+	// HourlyCapFen caps spending per rolling hour (nil: none).
+	HourlyCapFen *int64
+	// InvoiceTitle and TaxID are printed on receipts.
+	InvoiceTitle string
+	TaxID        string `gorm:"column:tax_id"`
 	ReviewedBy       *int64
 	ReviewedAt       *time.Time
 	CreatedAt        time.Time

@@ -293,6 +293,12 @@ var matrix = []matrixRow{
 	// Refunds are for its admins; nothing is refundable yet (422 is past the guard).
 	{route: "wallet.refund", params: orgAParam, form: url.Values{"refund_amount": {"1"}},
 		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 422, Platform: 404, Owner: 422}},
+	{route: "orgs.billing", params: orgAParam, form: url.Values{"hourly_cap": {"300"}, "invoice_title": {"北京大学"}, "tax_id": {"12100000400000624D"}},
+		want: orgAdminPost,
+		after: func(t *testing.T, f *matrixFixture) {
+			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
+			must(t, err == nil && o.HourlyCapFen != nil && *o.HourlyCapFen == 30000 && o.TaxID == "12100000400000624D", "billing not stored: %v %+v", err, o)
+		}},
 	// A form body is not the JSON the API wants (400 is past the guard).
 	{route: "api.wallet.topups", form: url.Values{"amount_fen": {"10000"}},
 		want: expect{Anon: 401, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},

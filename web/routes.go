@@ -72,6 +72,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/orgs/:id/wallet", "wallet.show", h.WalletShow, user},
 		{"POST", "/orgs/:id/wallet/topups", "wallet.topup", h.WalletTopup, user},
 		{"POST", "/orgs/:id/wallet/refunds", "wallet.refund", h.WalletRefund, user},
+		{"POST", "/orgs/:id/billing", "orgs.billing", h.WalletBilling, user},
 		{"GET", "/orgs/:id/wallet/ledger.csv", "wallet.csv", h.WalletCSV, user},
 		{"GET", "/topups/:id", "topups.show", h.TopupShow, user},
 		{"POST", "/webhooks/stripe", "webhooks.stripe", h.StripeWebhook, public},

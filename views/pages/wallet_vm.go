@@ -28,6 +28,9 @@ type WalletVM struct {
 	Filter         Form
 	CardConfigured bool
 	Bank           BankDetails
+	// Billing is the invoice details and hourly cap form, for admins.
+	Billing   Form
+	CanManage bool
 }
 
 // TopupVM is a top-up's status and receipt page.
