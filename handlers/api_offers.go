@@ -139,11 +139,7 @@ func (h *Handler) APIOffersList(c echo.Context) error {
 
 // APIOfferShow is GET /api/v1/offers/{id}.
 func (h *Handler) APIOfferShow(c echo.Context) error {
-	id, err := parseID(c, "id", "offer")
-	if err != nil {
-		return err
-	}
-	row, err := h.DB.OfferByID(c.Request().Context(), id)
+	row, err := h.offerFromPath(c)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"suanli/catalog"
 	"suanli/locales"
 	"suanli/market"
+	"suanli/models"
 	"suanli/views/pages"
 )
 
@@ -92,13 +93,18 @@ func parseID(c echo.Context, name, what string) (int64, error) {
 	return id, nil
 }
 
-// OfferShow is GET /offers/{id}: the whole offer.
-func (h *Handler) OfferShow(c echo.Context) error {
+// offerFromPath loads the offer named by the :id parameter.
+func (h *Handler) offerFromPath(c echo.Context) (models.OfferRow, error) {
 	id, err := parseID(c, "id", "offer")
 	if err != nil {
-		return err
+		return models.OfferRow{}, err
 	}
-	row, err := h.DB.OfferByID(c.Request().Context(), id)
+	return h.DB.OfferByID(c.Request().Context(), id)
+}
+
+// OfferShow is GET /offers/{id}: the whole offer.
+func (h *Handler) OfferShow(c echo.Context) error {
+	row, err := h.offerFromPath(c)
 	if err != nil {
 		return err
 	}

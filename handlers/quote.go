@@ -11,11 +11,7 @@ import (
 // APIOfferQuote is GET /api/v1/offers/{id}/quote?gpus=&start=&seconds=&term=&sla=:
 // the price breakdown for the caller (student prices for verified lab members).
 func (h *Handler) APIOfferQuote(c echo.Context) error {
-	id, err := parseID(c, "id", "offer")
-	if err != nil {
-		return err
-	}
-	row, err := h.DB.OfferByID(c.Request().Context(), id)
+	row, err := h.offerFromPath(c)
 	if err != nil {
 		return err
 	}

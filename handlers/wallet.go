@@ -44,9 +44,9 @@ func ledgerFilter(c echo.Context) (models.LedgerFilter, error) {
 	return f, nil
 }
 
-func (h *Handler) walletVM(c echo.Context, org *models.Org, topup pages.Form, refund pages.Form) (pages.WalletVM, error) {
+func (h *Handler) walletVM(c echo.Context, org *models.Org) (pages.WalletVM, error) {
 	ctx := c.Request().Context()
-	vm := pages.WalletVM{Org: *org, Topup: topup, Refund: refund, CardConfigured: h.Wallet.Gateway != nil, Filter: form(c, "kind", "from", "to"), Bank: h.Bank}
+	vm := pages.WalletVM{Org: *org, CardConfigured: h.Wallet.Gateway != nil, Filter: form(c, "kind", "from", "to"), Bank: h.Bank}
 	var err error
 	if vm.BalanceFen, err = h.DB.WalletBalance(ctx, org.ID); err != nil {
 		return vm, err
@@ -70,12 +70,7 @@ func (h *Handler) walletVM(c echo.Context, org *models.Org, topup pages.Form, re
 	if vm.Ledger, err = h.DB.WalletLedger(ctx, org.ID, f); err != nil {
 		return vm, err
 	}
-	if vm.Topup.Values == nil {
-		vm.Topup = form(c)
-	}
-	if vm.Refund.Values == nil {
-		vm.Refund = form(c)
-	}
+	vm.Topup, vm.Refund = form(c), form(c)
 	vm.Billing = form(c)
 	vm.Billing.Values["invoice_title"], vm.Billing.Values["tax_id"] = org.InvoiceTitle, org.TaxID
 	if org.HourlyCapFen != nil {
@@ -92,7 +87,7 @@ func (h *Handler) WalletShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.walletVM(c, org, pages.Form{}, pages.Form{})
+	vm, err := h.walletVM(c, org)
 	if err != nil {
 		return err
 	}
@@ -139,10 +134,17 @@ func (h *Handler) WalletTopup(c echo.Context) error {
 			}
 		}
 	}
-	vm, err := h.walletVM(c, org, f, pages.Form{})
+	return h.walletWithErrors(c, org, func(vm *pages.WalletVM) { vm.Topup = f })
+}
+
+// walletWithErrors renders the wallet page again, 422, with one form's
+// values and messages.
+func (h *Handler) walletWithErrors(c echo.Context, org *models.Org, set func(vm *pages.WalletVM)) error {
+	vm, err := h.walletVM(c, org)
 	if err != nil {
 		return err
 	}
+	set(&vm)
 	return Render(c, http.StatusUnprocessableEntity, pages.WalletPage(ViewCtx(c), vm))
 }
 
@@ -168,11 +170,7 @@ func (h *Handler) WalletRefund(c echo.Context) error {
 		h.flash(c, "wallet.refund_requested")
 		return seeOther(c, c.Echo().Reverse("wallet.show", c.Param("id")))
 	}
-	vm, err := h.walletVM(c, org, pages.Form{}, f)
-	if err != nil {
-		return err
-	}
-	return Render(c, http.StatusUnprocessableEntity, pages.WalletPage(ViewCtx(c), vm))
+	return h.walletWithErrors(c, org, func(vm *pages.WalletVM) { vm.Refund = f })
 }
 
 // WalletBilling is POST /orgs/{id}/billing: invoice details and the
@@ -197,12 +195,7 @@ func (h *Handler) WalletBilling(c echo.Context) error {
 		h.flash(c, "wallet.billing_saved")
 		return seeOther(c, c.Echo().Reverse("wallet.show", c.Param("id")))
 	}
-	vm, err := h.walletVM(c, org, pages.Form{}, pages.Form{})
-	if err != nil {
-		return err
-	}
-	vm.Billing = f
-	return Render(c, http.StatusUnprocessableEntity, pages.WalletPage(ViewCtx(c), vm))
+	return h.walletWithErrors(c, org, func(vm *pages.WalletVM) { vm.Billing = f })
 }
 
 // WalletCSV is GET /orgs/{id}/wallet/ledger.csv: the filtered ledger.
