@@ -52,9 +52,9 @@ type Org struct {
 	// InvoiceTitle and TaxID are printed on receipts.
 	InvoiceTitle string
 	TaxID        string `gorm:"column:tax_id"`
-	ReviewedBy       *int64
-	ReviewedAt       *time.Time
-	CreatedAt        time.Time
+	ReviewedBy   *int64
+	ReviewedAt   *time.Time
+	CreatedAt    time.Time
 }
 
 // Usable reports whether the organisation may act: an active team or an
