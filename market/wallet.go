@@ -13,6 +13,7 @@ import (
 
 	"github.com/stripe/stripe-go/v76"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"suanli/apperr"
 	"suanli/models"
@@ -306,8 +307,14 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 	var refunds []models.Refund
 	now := w.DB.Now().UTC()
 	err = w.DB.Tx(ctx, func(tx *gorm.DB) error {
+		// Lock the payments (PostgreSQL; SQLite has one writer) so two
+		// refund requests at once cannot both take the same money.
+		q := tx.Where("org_id = ? AND status = ? AND received_fen > refunded_fen", orgID, models.TopupPaid).Order("id DESC")
+		if tx.Dialector.Name() == "postgres" {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
 		var paid []models.Topup
-		if err := tx.Where("org_id = ? AND status = ? AND received_fen > refunded_fen", orgID, models.TopupPaid).Order("id DESC").Find(&paid).Error; err != nil {
+		if err := q.Find(&paid).Error; err != nil {
 			return err
 		}
 		left := amountFen
