@@ -231,3 +231,14 @@ func TestQuoteAPIAndPanel(t *testing.T) {
 	must(t, res.StatusCode == 200, "bad gpus: %d", res.StatusCode)
 	contains(t, html, "Enter 1 to 8", `id="qerr-gpus"`)
 }
+
+// Message formatting never leaks fmt's error markers into a page.
+func TestNoFormattingErrorsOnPages(t *testing.T) {
+	a := newSQLiteApp(t)
+	for _, lang := range []string{"en", "zh-CN"} {
+		for _, p := range []string{"/offers", "/offers/1", "/offers/1?gpus=99", "/datacenters/cd-tifc", "/offers?gpu=b200&from=chengdu&max_latency_ms=5", "/signup", "/login"} {
+			_, body := a.get(p, "Accept-Language", lang)
+			must(t, !strings.Contains(body, "%!"), "%s %s: a formatting error in the page", lang, p)
+		}
+	}
+}
