@@ -8,24 +8,35 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
 
 // Start runs stripe-mock until the test ends and returns its HTTP base URL.
-// STRIPE_MOCK_BIN names a prebuilt binary; otherwise `go tool stripe-mock`.
+// STRIPE_MOCK_BIN names a prebuilt binary; otherwise the tool is built.
 func Start(tb testing.TB) string {
 	tb.Helper()
 	httpAddr, httpsAddr := freeAddr(tb), freeAddr(tb)
 	// Both addresses, or stripe-mock also binds its default HTTPS port.
 	args := []string{"-http-addr", httpAddr, "-https-addr", httpsAddr}
 	ctx, cancel := context.WithCancel(context.Background())
-	var cmd *exec.Cmd
-	if bin := os.Getenv("STRIPE_MOCK_BIN"); bin != "" {
-		cmd = exec.CommandContext(ctx, bin, args...)
-	} else {
-		cmd = exec.CommandContext(ctx, "go", append([]string{"tool", "stripe-mock"}, args...)...)
+	defer func() {
+		if tb.Failed() || tb.Skipped() {
+			cancel()
+		}
+	}()
+	bin := os.Getenv("STRIPE_MOCK_BIN")
+	if bin == "" {
+		// Build the tool (cached after the first time) and run the binary
+		// itself: killing `go tool`'s process would leave its child running.
+		bin = filepath.Join(tb.TempDir(), "stripe-mock")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/stripe/stripe-mock").CombinedOutput(); err != nil {
+			cancel()
+			fail(tb, "build stripe-mock: %v\n%s", err, out)
+		}
 	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		cancel()
