@@ -8,7 +8,6 @@ import (
 	_ "embed"
 	"encoding/csv"
 	"fmt"
-	"sort"
 	"strconv"
 )
 
@@ -42,9 +41,6 @@ func (m GPUModel) TensorTFLOPS() float64 {
 	}
 	return m.FP16TFLOPS
 }
-
-// Family groups models in the filter form.
-func (m GPUModel) Family() string { return m.Arch }
 
 var models, bySlug = mustParse(gpusCSV)
 
@@ -241,14 +237,4 @@ func InterconnectMatches(offer, filter string) bool {
 		return offer == InterconnectPCIe
 	}
 	return false
-}
-
-// SortedSlugs returns the catalogue slugs sorted, for messages.
-func SortedSlugs() []string {
-	out := make([]string, 0, len(models))
-	for _, m := range models {
-		out = append(out, m.Slug)
-	}
-	sort.Strings(out)
-	return out
 }

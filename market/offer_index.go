@@ -48,7 +48,6 @@ type OfferIndex struct {
 
 type snapshot struct {
 	version int64
-	loaded  time.Time
 	byID    map[int64]*ListedOffer
 	// sorted[key][""] is every offer, sorted[key][slug] one model's,
 	// sorted[key]["@"+city] one city's and sorted[key][slug+"@"+city] one
@@ -142,12 +141,9 @@ func (ix *OfferIndex) Run(ctx context.Context, every time.Duration) {
 // Len returns the number of listed offers in the index.
 func (ix *OfferIndex) Len() int { return len(ix.snap.Load().byID) }
 
-// Version returns the loaded offers version.
-func (ix *OfferIndex) Version() int64 { return ix.snap.Load().version }
-
 func build(rows []models.OfferRow, version int64) *snapshot {
 	s := &snapshot{
-		version: version, loaded: time.Now(), byID: make(map[int64]*ListedOffer, len(rows)),
+		version: version, byID: make(map[int64]*ListedOffer, len(rows)),
 		sorted: map[string]map[string][]entry{},
 		gpuIdx: map[string]uint8{}, cityIdx: map[string]uint8{}, regionIdx: map[string]uint8{}, dcIdx: map[int64]uint16{},
 	}

@@ -5,16 +5,14 @@ import (
 	"math"
 	"slices"
 
-	"suanli/apperr"
 )
 
 // SearchResult is one page of an offer search.
 type SearchResult struct {
-	Query   OfferQuery
-	Offers  []*ListedOffer
-	Total   int
-	Pages   int
-	Version int64
+	Query  OfferQuery
+	Offers []*ListedOffer
+	Total  int
+	Pages  int
 	// Relaxations, when nothing matched, say how many offers each change of
 	// one filter would bring back, most first.
 	Relaxations []Relaxation
@@ -215,7 +213,7 @@ func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
 	c := s.compile(&q)
 	list, sorted := s.candidates(&q)
 	from := (q.Page - 1) * q.PerPage
-	res := SearchResult{Query: q, Version: s.version, Offers: make([]*ListedOffer, 0, min(q.PerPage, len(list)))}
+	res := SearchResult{Query: q, Offers: make([]*ListedOffer, 0, min(q.PerPage, len(list)))}
 	switch {
 	case sorted && q.onlyPartitionFilters():
 		// The list is exactly the matches, in order: no scan at all.
@@ -346,12 +344,6 @@ func (s *snapshot) relaxations(q OfferQuery) []Relaxation {
 	}
 	slices.SortStableFunc(out, func(a, b Relaxation) int { return b.Count - a.Count })
 	return out
-}
-
-// ErrPagePastEnd reports whether err is the page-past-the-end error.
-func ErrPagePastEnd(err error) bool {
-	e, ok := apperr.As(err)
-	return ok && e.Field == "page"
 }
 
 // entryComparator orders matches by a sort key using the compact keys

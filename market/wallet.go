@@ -159,7 +159,7 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
 			if c.PaymentIntent == nil {
 				return nil
 			}
-			t, err := TopupForPI(tx, c.PaymentIntent.ID)
+			t, err := models.TopupForUpdate(tx, "payment_intent_id = ?", c.PaymentIntent.ID)
 			if err != nil {
 				return nil // not ours
 			}
@@ -178,11 +178,6 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
 }
 
 var errDuplicateEvent = errors.New("duplicate event")
-
-// TopupForPI finds the top-up paid by a payment intent.
-func TopupForPI(tx *gorm.DB, pi string) (*models.Topup, error) {
-	return models.TopupForUpdate(tx, "payment_intent_id = ?", pi)
-}
 
 func topupOfSession(tx *gorm.DB, s *stripe.CheckoutSession) (*models.Topup, error) {
 	ref := s.ClientReferenceID

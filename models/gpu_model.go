@@ -27,10 +27,3 @@ func (db *DB) SyncCatalog(ctx context.Context) error {
 		UpdateAll: true,
 	}).Create(&recs).Error
 }
-
-// CatalogSlugs returns the slugs of the GPU models stored in the database.
-func (db *DB) CatalogSlugs(ctx context.Context) ([]string, error) {
-	var slugs []string
-	err := db.R.WithContext(ctx).Model(&GPUModelRecord{}).Order("slug").Pluck("slug", &slugs).Error
-	return slugs, err
-}

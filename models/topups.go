@@ -16,11 +16,10 @@ const (
 	MethodStripe = "stripe"
 	MethodBank   = "bank_transfer"
 
-	TopupPending  = "pending"
-	TopupPaid     = "paid"
-	TopupFailed   = "failed"
-	TopupRefunded = "refunded"
-	TopupFlagged  = "flagged"
+	TopupPending = "pending"
+	TopupPaid    = "paid"
+	TopupFailed  = "failed"
+	TopupFlagged = "flagged"
 )
 
 // Topup is a request to add money to an organisation's wallet.

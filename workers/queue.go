@@ -103,14 +103,6 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 	return nil, fmt.Errorf("workers: unknown dialect %q", db.Dialect)
 }
 
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // Start starts working jobs; it is a no-op for an insert-only queue.
 func (q *Queue) Start(ctx context.Context) error {
 	if q.worker == nil {

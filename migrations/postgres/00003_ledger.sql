@@ -42,7 +42,7 @@ CREATE TABLE topups (
     user_id             BIGINT NOT NULL REFERENCES users(id),
     amount_fen          BIGINT NOT NULL CHECK (amount_fen > 0),
     method              TEXT NOT NULL CHECK (method IN ('stripe', 'bank_transfer')),
-    status              TEXT NOT NULL CHECK (status IN ('pending', 'paid', 'failed', 'refunded', 'flagged')),
+    status              TEXT NOT NULL CHECK (status IN ('pending', 'paid', 'failed', 'flagged')),
     reference           TEXT NOT NULL UNIQUE,
     checkout_session_id TEXT,
     payment_intent_id   TEXT,
