@@ -224,16 +224,8 @@ func (s *Service) Login(ctx context.Context, email, password, ip string) (*model
 		return nil, FieldErrors{invalid("password", "err.login")}
 	}
 	email = models.NormalizeEmail(email)
-	byEmail, byIP, oldestEmail, oldestIP, err := s.DB.CountLoginFailures(ctx, email, ip, now.Add(-LoginWindow))
-	if err != nil {
+	if err := s.throttle(ctx, email, ip, now); err != nil {
 		return nil, err
-	}
-	if byEmail >= MaxFailsAccount || byIP >= MaxFailsAddress {
-		oldest := oldestEmail
-		if byIP >= MaxFailsAddress && (byEmail < MaxFailsAccount || oldestIP.After(oldest)) {
-			oldest = oldestIP
-		}
-		return nil, &Throttled{RetryAfter: max(oldest.Add(LoginWindow).Sub(now), time.Second)}
 	}
 	bad := FieldErrors{invalid("password", "err.login")}
 	if len(password) > MaxPasswordLen*4 {
@@ -254,6 +246,28 @@ func (s *Service) Login(ctx context.Context, email, password, ip string) (*model
 		return nil, bad
 	}
 	return u, nil
+}
+
+// throttle refuses an attempt, with *Throttled, while the account has
+// MaxFailsAccount failures in the window or the address (when given)
+// MaxFailsAddress; it says how long until the oldest failure that blocks
+// leaves the window.
+func (s *Service) throttle(ctx context.Context, email, ip string, now time.Time) error {
+	byEmail, byIP, oldestEmail, oldestIP, err := s.DB.CountLoginFailures(ctx, email, ip, now.Add(-LoginWindow))
+	if err != nil {
+		return err
+	}
+	if ip == "" {
+		byIP = 0
+	}
+	if byEmail < MaxFailsAccount && byIP < MaxFailsAddress {
+		return nil
+	}
+	oldest := oldestEmail
+	if byIP >= MaxFailsAddress && (byEmail < MaxFailsAccount || oldestIP.After(oldest)) {
+		oldest = oldestIP
+	}
+	return &Throttled{RetryAfter: max(oldest.Add(LoginWindow).Sub(now), time.Second)}
 }
 
 // VerifyEmail uses a verification link.
@@ -377,12 +391,8 @@ func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, n
 	// Guesses at the current password count as failed logins, so a
 	// borrowed session cannot be used to find the password.
 	now := s.DB.Now().UTC()
-	byEmail, _, oldest, _, err := s.DB.CountLoginFailures(ctx, u.Email, "", now.Add(-LoginWindow))
-	if err != nil {
+	if err := s.throttle(ctx, u.Email, "", now); err != nil {
 		return err
-	}
-	if byEmail >= MaxFailsAccount {
-		return &Throttled{RetryAfter: max(oldest.Add(LoginWindow).Sub(now), time.Second)}
 	}
 	if len(current) > MaxPasswordLen*4 || !CheckPassword(u.PasswordHash, current) {
 		if err := s.DB.RecordLoginFailure(ctx, u.Email, "", now); err != nil {

@@ -1,13 +1,10 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
-	"suanli/accounts"
 	"suanli/views/pages"
 )
 
@@ -40,11 +37,8 @@ func (h *Handler) AccountShow(c echo.Context) error {
 func (h *Handler) AccountPassword(c echo.Context) error {
 	f := form(c)
 	err := h.Accounts.ChangePassword(c.Request().Context(), CurrentUser(c), c.FormValue("current_password"), c.FormValue("password"))
-	var th *accounts.Throttled
-	if errors.As(err, &th) {
-		secs := int(th.RetryAfter.Seconds() + 0.5)
-		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-		f.Errors["current_password"] = ViewCtx(c).T("err.throttled", (secs+59)/60)
+	if msg, ok := throttled(c, err); ok {
+		f.Errors["current_password"] = msg
 		return h.accountPage(c, http.StatusTooManyRequests, pages.AccountVM{Password: f})
 	}
 	if err != nil {

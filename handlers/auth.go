@@ -52,6 +52,29 @@ func (h *Handler) Signup(c echo.Context) error {
 	return seeOther(c, c.Echo().Reverse("account.show"))
 }
 
+// linkFailed answers a one-time link that is invalid, used or expired
+// with a page that says so (400); other errors go to the error handler.
+func linkFailed(c echo.Context, err error) error {
+	ae, ok := apperr.As(err)
+	if !ok || ae.Code != apperr.EINVALID {
+		return err
+	}
+	vc := ViewCtx(c)
+	return Render(c, http.StatusBadRequest, pages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key, ae.Args...), vc.T("nav.account"), c.Echo().Reverse("account.show")))
+}
+
+// throttled reports whether err is a throttle; if so it sets Retry-After
+// and returns the message for the page.
+func throttled(c echo.Context, err error) (string, bool) {
+	var th *accounts.Throttled
+	if !errors.As(err, &th) {
+		return "", false
+	}
+	secs := int(th.RetryAfter.Seconds() + 0.5)
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	return ViewCtx(c).T("err.throttled", (secs+59)/60), true
+}
+
 // LoginForm is GET /login.
 func (h *Handler) LoginForm(c echo.Context) error {
 	f := form(c, "next")
@@ -63,11 +86,8 @@ func (h *Handler) LoginForm(c echo.Context) error {
 func (h *Handler) Login(c echo.Context) error {
 	f := form(c, "email", "next")
 	u, err := h.Accounts.Login(c.Request().Context(), f.Get("email"), c.FormValue("password"), c.RealIP())
-	var th *accounts.Throttled
-	if errors.As(err, &th) {
-		secs := int(th.RetryAfter.Seconds() + 0.5)
-		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-		f.Errors["_form"] = ViewCtx(c).T("err.throttled", (secs+59)/60)
+	if msg, ok := throttled(c, err); ok {
+		f.Errors["_form"] = msg
 		return Render(c, http.StatusTooManyRequests, pages.LoginPage(ViewCtx(c), f))
 	}
 	if err != nil {
@@ -93,14 +113,11 @@ func (h *Handler) Logout(c echo.Context) error {
 
 // Verify is GET /verify?token=: the link in the verification mail.
 func (h *Handler) Verify(c echo.Context) error {
-	vc := ViewCtx(c)
 	u, err := h.Accounts.VerifyEmail(c.Request().Context(), c.QueryParam("token"))
 	if err != nil {
-		if ae, ok := apperr.As(err); ok && ae.Code == apperr.EINVALID {
-			return Render(c, http.StatusBadRequest, pages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key), vc.T("nav.account"), c.Echo().Reverse("account.show")))
-		}
-		return err
+		return linkFailed(c, err)
 	}
+	vc := ViewCtx(c)
 	return Render(c, http.StatusOK, pages.MessagePage(vc, http.StatusOK, vc.T("verify.done"), vc.T("verify.done_lead", u.Email), vc.T("nav.offers"), c.Echo().Reverse("offers.list")))
 }
 

@@ -175,11 +175,7 @@ func (h *Handler) LabApply(c echo.Context) error {
 func (h *Handler) LabConfirm(c echo.Context) error {
 	org, err := h.Accounts.ConfirmLabAddress(c.Request().Context(), CurrentUser(c), c.QueryParam("token"))
 	if err != nil {
-		if ae, ok := apperr.As(err); ok && ae.Code == apperr.EINVALID {
-			vc := ViewCtx(c)
-			return Render(c, http.StatusBadRequest, pages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key), vc.T("nav.account"), c.Echo().Reverse("account.show")))
-		}
-		return err
+		return linkFailed(c, err)
 	}
 	h.flash(c, "lab.confirmed_flash")
 	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
@@ -194,11 +190,7 @@ func (h *Handler) InviteShow(c echo.Context) error {
 func (h *Handler) InviteAccept(c echo.Context) error {
 	org, err := h.Accounts.AcceptInvite(c.Request().Context(), CurrentUser(c), c.FormValue("token"))
 	if err != nil {
-		if ae, ok := apperr.As(err); ok && ae.Code == apperr.EINVALID {
-			vc := ViewCtx(c)
-			return Render(c, http.StatusBadRequest, pages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key), vc.T("nav.account"), c.Echo().Reverse("account.show")))
-		}
-		return err
+		return linkFailed(c, err)
 	}
 	h.flash(c, "invite.joined", org.Name)
 	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))

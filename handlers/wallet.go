@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,9 +24,7 @@ import (
 // Asia/Shanghai); bad values are EINVALID naming the parameter.
 func ledgerFilter(c echo.Context) (models.LedgerFilter, error) {
 	f := models.LedgerFilter{Kind: c.QueryParam("kind"), Limit: 500}
-	switch f.Kind {
-	case "", "topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge":
-	default:
+	if f.Kind != "" && !slices.Contains(models.LedgerKinds, f.Kind) {
 		return f, &apperr.Error{Code: apperr.EINVALID, Field: "kind", Message: "unknown kind", Key: "err.ledger_kind"}
 	}
 	for _, p := range []struct {

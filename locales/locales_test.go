@@ -12,6 +12,7 @@ import (
 	"suanli/catalog"
 	"suanli/locales"
 	"suanli/market"
+	"suanli/models"
 )
 
 func TestCatalogsHaveTheSameKeys(t *testing.T) {
@@ -80,7 +81,7 @@ func TestEveryKeyUsedExists(t *testing.T) {
 		used["org.kind."+k] = true
 	}
 	used["org.pending_lab"], used["org.pending_provider"] = true, true
-	for _, k := range []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge"} {
+	for _, k := range models.LedgerKinds {
 		used["ledger.kind."+k] = true
 	}
 	for _, k := range []string{"pending", "paid", "failed", "flagged"} {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-
 )
 
 // SearchResult is one page of an offer search.

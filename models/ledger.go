@@ -24,6 +24,9 @@ const (
 	AccSLACredit       = "sla_credit"
 )
 
+// LedgerKinds are the kinds of ledger transactions, for filters and labels.
+var LedgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge"}
+
 // LedgerAccount is one account of the double-entry ledger.
 type LedgerAccount struct {
 	ID         int64

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"suanli/models"
+	"suanli/pricing"
 	"suanli/views"
 )
 
@@ -60,15 +61,8 @@ func fmtTime(vc views.Ctx, t *time.Time) string {
 	if t == nil {
 		return "—"
 	}
-	return t.In(shanghai).Format("2006-01-02 15:04")
+	return t.In(pricing.Shanghai).Format("2006-01-02 15:04")
 }
-
-var shanghai = func() *time.Location {
-	if l, err := time.LoadLocation("Asia/Shanghai"); err == nil {
-		return l
-	}
-	return time.FixedZone("CST", 8*3600)
-}()
 
 func yuanOrNone(vc views.Ctx, fen *int64) string {
 	if fen == nil {

@@ -41,8 +41,6 @@ type TopupVM struct {
 	Bank     BankDetails
 }
 
-var ledgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge"}
-
 func shortMethod(m string) string {
 	if m == "bank_transfer" {
 		return "bank"
