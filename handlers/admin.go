@@ -26,7 +26,7 @@ func (h *Handler) AdminHome(c echo.Context) error {
 	if vm.BankTopups, err = h.DB.PendingBankTopups(ctx); err != nil {
 		return err
 	}
-	if vm.BankRefunds, err = h.DB.PendingBankRefunds(ctx); err != nil {
+	if vm.BankRefunds, err = h.DB.PendingRefunds(ctx); err != nil {
 		return err
 	}
 	if vm.Flagged, err = h.DB.FlaggedStripeEvents(ctx); err != nil {
@@ -70,13 +70,14 @@ func (h *Handler) AdminConfirmTopup(c echo.Context) error {
 	return seeOther(c, c.Echo().Reverse("admin.home"))
 }
 
-// AdminRefundPaid is POST /admin/refunds/{id}/paid.
+// AdminRefundPaid is POST /admin/refunds/{id}/paid: a bank refund paid
+// out, or a failed Stripe refund retried.
 func (h *Handler) AdminRefundPaid(c echo.Context) error {
 	id, err := parseID(c, "id", "refund")
 	if err != nil {
 		return err
 	}
-	if err := h.Wallet.MarkBankRefundPaid(c.Request().Context(), CurrentUser(c), id); err != nil {
+	if err := h.Wallet.SettleRefund(c.Request().Context(), CurrentUser(c), id); err != nil {
 		return err
 	}
 	h.flash(c, "admin.refund_paid")

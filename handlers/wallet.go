@@ -110,11 +110,11 @@ func (h *Handler) WalletTopup(c echo.Context) error {
 		return err
 	}
 	f := form(c, "amount", "method")
-	fen, ok := market.ParseYuan(strings.TrimSpace(f.Get("amount")))
-	if !ok {
+	fen, e := yuanField(f, "amount")
+	if e != nil || fen == nil {
 		f.Errors["amount"] = ViewCtx(c).T("err.amount")
 	} else {
-		t, url, err := h.Wallet.StartTopup(c.Request().Context(), CurrentUser(c), org.ID, fen, f.Get("method"), Lang(c))
+		t, url, err := h.Wallet.StartTopup(c.Request().Context(), CurrentUser(c), org.ID, *fen, f.Get("method"), Lang(c))
 		if err == nil {
 			if url != "" {
 				return c.Redirect(http.StatusSeeOther, url)
@@ -154,10 +154,10 @@ func (h *Handler) WalletRefund(c echo.Context) error {
 		return err
 	}
 	f := form(c, "refund_amount")
-	fen, ok := market.ParseYuan(strings.TrimSpace(f.Get("refund_amount")))
-	if !ok || fen == 0 {
+	fen, e := yuanField(f, "refund_amount")
+	if e != nil || fen == nil || *fen == 0 {
 		f.Errors["refund_amount"] = ViewCtx(c).T("err.amount")
-	} else if _, err := h.Wallet.RequestRefund(c.Request().Context(), CurrentUser(c), org.ID, fen); err != nil {
+	} else if _, err := h.Wallet.RequestRefund(c.Request().Context(), CurrentUser(c), org.ID, *fen); err != nil {
 		if ae, ok := apperr.As(err); ok && ae.Field == "amount_fen" {
 			ae.Field = "refund_amount"
 		}
@@ -253,8 +253,10 @@ func (h *Handler) TopupShow(c echo.Context) error {
 		return err
 	}
 	org, _, err := h.Accounts.Authorize(ctx, CurrentUser(c), t.OrgID, accounts.ViewWallet)
-	if err != nil {
+	if code := apperr.Code(err); code == apperr.ENOTFOUND || code == apperr.EFORBIDDEN {
 		return apperr.NotFound("top-up") // another organisation's top-up does not exist for you
+	} else if err != nil {
+		return err
 	}
 	return Render(c, http.StatusOK, pages.TopupPage(ViewCtx(c), pages.TopupVM{Topup: *t, Org: *org, Returned: c.QueryParam("return"), Bank: h.Bank}))
 }

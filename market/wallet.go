@@ -346,42 +346,67 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 		return nil, err
 	}
 	// Stripe is called after the commit, so a slow provider holds no lock;
-	// a failure leaves the refund pending for an admin (the money is out of
-	// the wallet and in clearing, so nothing is lost or paid twice).
-	for i, r := range refunds {
-		if r.Method != models.MethodStripe || w.Gateway == nil {
+	// a failure leaves the refund pending, listed for an admin to retry
+	// (the money is out of the wallet and in clearing, so nothing is lost
+	// or paid twice: the retry reuses the idempotency key).
+	for i := range refunds {
+		if refunds[i].Method != models.MethodStripe {
 			continue
 		}
-		t, err := w.DB.TopupByID(ctx, *r.TopupID)
-		if err != nil || t.PaymentIntentID == nil {
-			continue
+		if err := w.refundAtStripe(ctx, &refunds[i]); err != nil {
+			slog.Error("stripe refund failed; left pending for an admin", "refund", refunds[i].ID, "err", err)
 		}
-		id, err := w.Gateway.Refund(ctx, *t.PaymentIntentID, r.AmountFen, "refund-"+strconv.FormatInt(r.ID, 10))
-		if err != nil {
-			slog.Error("stripe refund failed; left pending for an admin", "refund", r.ID, "err", err)
-			continue
-		}
-		done := w.DB.Now().UTC()
-		if err := w.DB.W.WithContext(ctx).Model(&models.Refund{}).Where("id = ?", r.ID).Updates(map[string]any{"status": "done", "stripe_refund_id": id, "done_at": done}).Error; err != nil {
-			return nil, err
-		}
-		refunds[i].Status, refunds[i].StripeRefundID, refunds[i].DoneAt = "done", &id, &done
 	}
 	return refunds, nil
 }
 
-// MarkBankRefundPaid is an admin recording that a bank refund went out.
-func (w *Wallet) MarkBankRefundPaid(ctx context.Context, admin *models.User, refundID int64) error {
+// refundAtStripe pays a pending Stripe refund back against its payment
+// and marks it done.
+func (w *Wallet) refundAtStripe(ctx context.Context, r *models.Refund) error {
+	if w.Gateway == nil {
+		return payments.ErrNotConfigured
+	}
+	t, err := w.DB.TopupByID(ctx, *r.TopupID)
+	if err != nil {
+		return err
+	}
+	if t.PaymentIntentID == nil {
+		return errors.New("the payment has no payment intent")
+	}
+	id, err := w.Gateway.Refund(ctx, *t.PaymentIntentID, r.AmountFen, "refund-"+strconv.FormatInt(r.ID, 10))
+	if err != nil {
+		return err
+	}
+	done := w.DB.Now().UTC()
+	if err := w.DB.W.WithContext(ctx).Model(&models.Refund{}).Where("id = ?", r.ID).
+		Updates(map[string]any{"status": "done", "stripe_refund_id": id, "done_at": done}).Error; err != nil {
+		return err
+	}
+	r.Status, r.StripeRefundID, r.DoneAt = "done", &id, &done
+	return nil
+}
+
+// SettleRefund is a platform admin finishing a pending refund: a bank
+// refund they have paid out, or a Stripe refund that failed and is retried.
+func (w *Wallet) SettleRefund(ctx context.Context, admin *models.User, refundID int64) error {
 	if admin == nil || !admin.PlatformAdmin {
 		return apperr.Errorf(apperr.EFORBIDDEN, "platform admins only")
 	}
-	res := w.DB.W.WithContext(ctx).Model(&models.Refund{}).Where("id = ? AND method = ? AND status = ?", refundID, models.MethodBank, "pending").
-		Updates(map[string]any{"status": "done", "done_at": w.DB.Now().UTC()})
-	if res.Error != nil {
-		return res.Error
+	var r models.Refund
+	err := w.DB.W.WithContext(ctx).Where("id = ? AND status = ?", refundID, "pending").First(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return apperr.NotFound("pending refund")
 	}
-	if res.RowsAffected == 0 {
-		return apperr.NotFound("pending bank refund")
+	if err != nil {
+		return err
 	}
-	return nil
+	if r.Method == models.MethodStripe {
+		if err := w.refundAtStripe(ctx, &r); err != nil {
+			slog.Error("stripe refund retry failed", "refund", r.ID, "err", err)
+			return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "Stripe did not accept the refund; try again later", Key: "err.provider_down"}
+		}
+		return nil
+	}
+	return w.DB.W.WithContext(ctx).Model(&models.Refund{}).Where("id = ? AND status = ?", r.ID, "pending").
+		Updates(map[string]any{"status": "done", "done_at": w.DB.Now().UTC()}).Error
 }

@@ -118,9 +118,10 @@ func (db *DB) RefundsOf(ctx context.Context, orgID int64) ([]Refund, error) {
 	return rs, err
 }
 
-// PendingBankRefunds returns bank refunds an admin must pay out.
-func (db *DB) PendingBankRefunds(ctx context.Context) ([]Refund, error) {
+// PendingRefunds returns refunds an admin must finish: bank refunds to
+// pay out and Stripe refunds that failed, oldest first.
+func (db *DB) PendingRefunds(ctx context.Context) ([]Refund, error) {
 	var rs []Refund
-	err := db.W.WithContext(ctx).Where("method = ? AND status = ?", MethodBank, "pending").Order("id").Find(&rs).Error
+	err := db.W.WithContext(ctx).Where("status = ?", "pending").Order("id").Find(&rs).Error
 	return rs, err
 }
