@@ -1,0 +1,91 @@
+// Package agent is the node agent that runs on a provider's GPU host, and
+// the wire types it shares with the server. The agent only makes outbound
+// HTTPS requests: heartbeats with inventory and health, a long-poll for
+// tasks, and task results. It imports gpu only (never models or market).
+package agent
+
+import (
+	"encoding/json"
+	"time"
+
+	"suanli/gpu"
+)
+
+// Protocol paths on the server.
+const (
+	PathHeartbeat = "/agent/v1/heartbeat"
+	PathTasks     = "/agent/v1/tasks"           // GET ?wait=SECONDS: long-poll
+	PathResult    = "/agent/v1/tasks/%d/result" // POST
+)
+
+// Heartbeat is what the agent sends every few seconds. The first one may
+// carry a one-time registration token (as the bearer token); the reply
+// then holds the node credential to use from then on.
+type Heartbeat struct {
+	AgentVersion string   `json:"agent_version"`
+	Hostname     string   `json:"hostname"`
+	Launcher     string   `json:"launcher"` // "docker", "script" or "simulated"
+	Host         gpu.Host `json:"host"`
+	// PingURL is the public URL of the agent's latency endpoint, if any.
+	PingURL string    `json:"ping_url,omitempty"`
+	SentAt  time.Time `json:"sent_at"`
+}
+
+// HeartbeatReply is the server's answer to a heartbeat.
+type HeartbeatReply struct {
+	NodeID int64 `json:"node_id"`
+	// Credential is set only in the reply to the registration heartbeat:
+	// the bearer token for every later request. The server keeps its hash.
+	Credential string `json:"credential,omitempty"`
+	// IntervalSeconds is how often to send heartbeats.
+	IntervalSeconds int `json:"interval_seconds"`
+}
+
+// Task kinds.
+const (
+	TaskVerify = "verify" // run the NVML checks on exactly these GPUs
+	TaskLaunch = "launch" // start the workload on these GPUs
+	TaskStop   = "stop"   // stop the workload (the workspace is kept)
+)
+
+// Task is work for the agent.
+type Task struct {
+	ID       int64    `json:"id"`
+	Kind     string   `json:"kind"`
+	GPUUUIDs []string `json:"gpu_uuids"`
+	RentalID int64    `json:"rental_id,omitempty"`
+	// WorkspaceID names the renter's workspace; it stays the same when a
+	// rental moves to another node, so the workload resumes there.
+	WorkspaceID  string `json:"workspace_id,omitempty"`
+	SSHPublicKey string `json:"ssh_public_key,omitempty"`
+	// Image is the container image (docker launcher), if any.
+	Image string `json:"image,omitempty"`
+}
+
+// Tasks is the long-poll's answer (empty when the wait ran out).
+type Tasks struct {
+	Tasks []Task `json:"tasks"`
+}
+
+// Access is how the renter reaches a launched workload.
+type Access struct {
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	User    string `json:"user"`
+	Command string `json:"command"` // e.g. "ssh -p 22001 root@203.0.113.7"
+	// Simulated is true when no workload really runs (a simulated agent).
+	Simulated bool `json:"simulated"`
+}
+
+// Result is the outcome of a task.
+type Result struct {
+	OK bool `json:"ok"`
+	// Error says why the task failed (OK false).
+	Error string `json:"error,omitempty"`
+	// Verdicts are the health verdicts of the task's GPUs by UUID (verify).
+	Verdicts map[string]gpu.Verdict `json:"verdicts,omitempty"`
+	// Access is set by a successful launch.
+	Access *Access `json:"access,omitempty"`
+	// Detail carries anything else the task produced.
+	Detail json.RawMessage `json:"detail,omitempty"`
+}

@@ -1,0 +1,71 @@
+// Package gpu reads GPUs through NVML (github.com/NVIDIA/go-nvml): the
+// inventory of a host, a health verdict per GPU with its reasons, and
+// telemetry. It takes an nvml.Interface, so tests and simulated agents pass
+// go-nvml's own mock servers (pkg/nvml/mock/dgx*).
+package gpu
+
+import "time"
+
+// Host is what NVML says about one host. When NVML could not be
+// initialised, InitError says why and GPUs is empty: no other NVML
+// function was called (go-nvml kills the process if one is called after
+// a failed Init).
+type Host struct {
+	InitError         string `json:"init_error,omitempty"`
+	DriverVersion     string `json:"driver_version,omitempty"`
+	NVMLVersion       string `json:"nvml_version,omitempty"`
+	CUDADriverVersion string `json:"cuda_driver_version,omitempty"` // e.g. "12.4"
+	// Simulated is true when the host is a go-nvml mock server.
+	Simulated bool   `json:"simulated"`
+	Model     string `json:"sim_model,omitempty"` // the simulated system (dgxh100…), when simulated
+	GPUs      []Info `json:"gpus"`
+	// At is when the host was read.
+	At time.Time `json:"at"`
+}
+
+// Info is one GPU: its inventory, telemetry and health verdict.
+type Info struct {
+	Index             int    `json:"index"`
+	UUID              string `json:"uuid"`
+	Name              string `json:"name"`
+	PCIBusID          string `json:"pci_bus_id"`
+	MemoryTotalMiB    uint64 `json:"memory_total_mib"`
+	ComputeCapability string `json:"compute_capability"` // "9.0"
+	MIGEnabled        bool   `json:"mig_enabled"`
+	PCIeGen           int    `json:"pcie_gen"`
+	PCIeGenMax        int    `json:"pcie_gen_max"`
+	PCIeWidth         int    `json:"pcie_width"`
+	PCIeWidthMax      int    `json:"pcie_width_max"`
+	NVLinksUp         int    `json:"nvlinks_up"`
+
+	Telemetry Telemetry `json:"telemetry"`
+	Health    Verdict   `json:"health"`
+}
+
+// Telemetry is one sample of a GPU's sensors.
+type Telemetry struct {
+	TemperatureC      int     `json:"temperature_c"`
+	SlowdownTempC     int     `json:"slowdown_temp_c,omitempty"`
+	PowerW            float64 `json:"power_w"`
+	PowerLimitW       float64 `json:"power_limit_w"`
+	SMClockMHz        int     `json:"sm_clock_mhz"`
+	MemClockMHz       int     `json:"mem_clock_mhz"`
+	UtilizationPct    int     `json:"utilization_pct"`
+	MemoryUsedMiB     uint64  `json:"memory_used_mib"`
+	ClockEventReasons uint64  `json:"clock_event_reasons"`
+}
+
+// Check is one named health check and its outcome on one GPU.
+type Check struct {
+	Name   string `json:"name"`   // "xid", "ecc_uncorrected", "row_remap", "retired_pages", "temperature", "clock_events", "pcie_link", "present"
+	OK     bool   `json:"ok"`     // false: this check fails the GPU
+	Detail string `json:"detail"` // what was read, e.g. "0 uncorrected volatile ECC errors"
+}
+
+// Verdict is the health of one GPU: Healthy when every check passed.
+type Verdict struct {
+	Healthy bool      `json:"healthy"`
+	Reasons []string  `json:"reasons,omitempty"` // one line per failing check
+	Checks  []Check   `json:"checks"`
+	At      time.Time `json:"at"`
+}
