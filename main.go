@@ -38,6 +38,7 @@ const usage = `suanli — the Suanli GPU compute marketplace
 Usage:
   suanli serve   [flags]   run the web server (and, unless --workers=false, the workers)
   suanli work    [flags]   run the background workers only
+  suanli agent   [flags]   run the node agent on a GPU host (--server URL --token T; --simulate dgxh100)
   suanli migrate [flags]   apply database migrations (ours and River's)
   suanli seed    [flags]   --demo: load the demo market; --scale N: add N synthetic offers
   suanli admin   CMD       operator commands: status, gpu-state
@@ -58,6 +59,8 @@ func main() {
 		err = serve(ctx, args)
 	case "work":
 		err = work(ctx, args)
+	case "agent":
+		err = runAgent(ctx, args)
 	case "migrate":
 		err = migrate(ctx, args)
 	case "seed":
@@ -169,10 +172,13 @@ func serve(ctx context.Context, args []string) error {
 	if _, err := index.Refresh(ctx); err != nil {
 		return err
 	}
-	queue, err := workers.New(db, workerOptions(cfg, cfg.Workers))
+	wallet := walletService(db, cfg)
+	rentals := rentalsService(db, wallet, cfg)
+	queue, err := workers.New(db, workerOptions(cfg, cfg.Workers, rentals))
 	if err != nil {
 		return err
 	}
+	rentals.Jobs = queue.Inserter
 	if err := queue.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
@@ -194,7 +200,7 @@ func serve(ctx context.Context, args []string) error {
 
 	e := web.New(&handlers.Handler{
 		DB: db, Index: index, Accounts: svc, Sessions: web.NewSessions(db, cfg.SecureCookies()),
-		Wallet: walletService(db, cfg), StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
+		Wallet: wallet, Rentals: rentals, StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
 	}, web.Options{SecureCookies: cfg.SecureCookies()})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -203,6 +209,14 @@ func serve(ctx context.Context, args []string) error {
 	}
 	dialect, _, _ := cfg.Database()
 	slog.Info("serving", "addr", ln.Addr().String(), "database", dialect, "workers", cfg.Workers, "demo", cfg.Demo, "offers", index.Len())
+	if cfg.Demo {
+		n, err := startDemoAgents(bg, &wg, db, rentals, "http://"+ln.Addr().String())
+		if err != nil {
+			stopBG()
+			return fmt.Errorf("demo agents: %w", err)
+		}
+		slog.Info("simulated agents started for the demo nodes", "nodes", n)
+	}
 	httpErr := web.Serve(ctx, e, ln, cfg.ShutdownTimeout)
 
 	// Ordered shutdown: HTTP has stopped; now the workers, then the
@@ -228,10 +242,12 @@ func work(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	queue, err := workers.New(db, workerOptions(cfg, true))
+	rentals := rentalsService(db, walletService(db, cfg), cfg)
+	queue, err := workers.New(db, workerOptions(cfg, true, rentals))
 	if err != nil {
 		return err
 	}
+	rentals.Jobs = queue.Inserter
 	if err := queue.Start(ctx); err != nil {
 		return err
 	}
@@ -334,8 +350,13 @@ func bankDetails(cfg config.Config) pages.BankDetails {
 }
 
 // workerOptions configures the queue; with SMTP_URL set it delivers mail.
-func workerOptions(cfg config.Config, work bool) workers.Options {
-	opts := workers.Options{Work: work}
+// rentalsService builds the rental rules; its Jobs is set once the queue exists.
+func rentalsService(db *models.DB, w *market.Wallet, cfg config.Config) *market.Rentals {
+	return &market.Rentals{DB: db, Wallet: w, Hub: market.NewHub(), BaseURL: cfg.BaseURL}
+}
+
+func workerOptions(cfg config.Config, work bool, rentals *market.Rentals) workers.Options {
+	opts := workers.Options{Work: work, Rentals: rentals}
 	if cfg.SMTPURL != "" {
 		// Validated with the configuration.
 		if s, err := mail.ParseURL(cfg.SMTPURL); err == nil {

@@ -20,6 +20,8 @@ const (
 	TopUp                       // add money
 	RefundWallet                // pay unused balance back
 	ManageBilling               // invoice details and the hourly spending cap
+	Rent                        // rent GPUs paid from its wallet
+	ViewRentals                 // see its rentals
 )
 
 // rule is who may take an action: the weakest role, and whether platform
@@ -40,6 +42,8 @@ var rules = map[Action]rule{
 	TopUp:         {minRole: models.RoleMember},
 	RefundWallet:  {minRole: models.RoleAdmin},
 	ManageBilling: {minRole: models.RoleAdmin},
+	Rent:          {minRole: models.RoleMember},
+	ViewRentals:   {minRole: models.RoleMember, platformAdmin: true},
 }
 
 // Authorize returns the organisation and the user's membership (nil for a

@@ -64,3 +64,9 @@ func jsonDecoder(c echo.Context) *json.Decoder {
 	dec.DisallowUnknownFields()
 	return dec
 }
+
+// jsonDecoderLimit reads a JSON body of at most limit bytes; unknown
+// fields are allowed (agents of a newer version may send more).
+func jsonDecoderLimit(c echo.Context, limit int64) *json.Decoder {
+	return json.NewDecoder(io.LimitReader(c.Request().Body, limit))
+}

@@ -31,6 +31,8 @@ type Handler struct {
 	StripeWebhookSecret string
 	// Bank is the platform's account that bank transfers go to.
 	Bank pages.BankDetails
+	// Rentals runs rentals and talks to node agents.
+	Rentals *market.Rentals
 }
 
 // Context keys set by the web layer's middleware.

@@ -25,7 +25,7 @@ const (
 )
 
 // LedgerKinds are the kinds of ledger transactions, for filters and labels.
-var LedgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge"}
+var LedgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge", "rental_refund"}
 
 // LedgerAccount is one account of the double-entry ledger.
 type LedgerAccount struct {
@@ -43,6 +43,7 @@ type LedgerTxn struct {
 	Memo      string
 	IdemKey   *string
 	TopupID   *int64
+	RentalID  *int64
 	CreatedBy *int64
 	CreatedAt time.Time
 }

@@ -155,7 +155,8 @@ func (db *DB) RefreshAvailability(ctx context.Context) (int64, error) {
 		// offers (a correlated count per offer took seconds at 100k offers).
 		now := db.Now().UTC()
 		res := tx.Exec(`UPDATE offers SET available_gpus = f.n, updated_at = ?
-			FROM (SELECT node_id, gpu_model, COUNT(*) FILTER (WHERE state = 'free') AS n FROM gpus GROUP BY node_id, gpu_model) AS f
+			FROM (SELECT g.node_id, g.gpu_model, COUNT(*) FILTER (WHERE g.state = 'free' AND n.health <> 'silent') AS n
+				FROM gpus g JOIN nodes n ON n.id = g.node_id GROUP BY g.node_id, g.gpu_model) AS f
 			WHERE f.node_id = offers.node_id AND f.gpu_model = offers.gpu_model AND offers.available_gpus <> f.n`, now)
 		if res.Error != nil {
 			return res.Error

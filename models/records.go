@@ -95,7 +95,28 @@ type Node struct {
 	Demo         bool
 	Synthetic    bool
 	CreatedAt    time.Time
+	// RegTokenHash and CredHash are SHA-256 hashes (hex) of the one-time
+	// registration token and of the node credential it was exchanged for.
+	RegTokenHash *string `gorm:"column:reg_token_hash"`
+	CredHash     *string `gorm:"column:cred_hash"`
+	// Health is NodeUnknown until the first heartbeat, then NodeHealthy,
+	// NodeSilent (no heartbeat for a while) or NodeNoNVML.
+	Health          string
+	LastHeartbeatAt *time.Time
+	// Simulated is true when the agent reads go-nvml mock servers.
+	Simulated bool
+	// AgentInfo is the agent's last self-description as JSON (version,
+	// host name, driver, launcher).
+	AgentInfo string
 }
+
+// Node health values.
+const (
+	NodeUnknown = "unknown"
+	NodeHealthy = "healthy"
+	NodeSilent  = "silent"
+	NodeNoNVML  = "no_nvml"
+)
 
 // GPU states.
 const (
@@ -111,8 +132,27 @@ type GPU struct {
 	Idx      int
 	UUID     string `gorm:"column:uuid"`
 	GPUModel string `gorm:"column:gpu_model"`
-	State    string
+	// State is GPUFree, GPUBusy (in a rental, or held by the provider) or
+	// GPUUnhealthy; rentals and the agent's verdicts keep it current.
+	State string
+	// What NVML reported for it last.
+	Name      string
+	PCIBusID  string `gorm:"column:pci_bus_id"`
+	MemoryMiB int64  `gorm:"column:memory_mib"`
+	// Health is GPUHealthUnknown, GPUHealthy, GPUFailing or GPUMissing.
+	Health    string
+	Reasons   string // failing checks, one per line
+	Telemetry string // JSON gpu.Telemetry
+	CheckedAt *time.Time
 }
+
+// GPU health values (from the agent's NVML verdict).
+const (
+	GPUHealthUnknown = "unknown"
+	GPUHealthy       = "healthy"
+	GPUFailing       = "failing"
+	GPUMissing       = "missing"
+)
 
 // Offer statuses.
 const (

@@ -34,7 +34,8 @@ func NewSessions(db *models.DB, secure bool) *scs.SessionManager {
 // noSession lists the paths that never need a session or a user.
 func noSession(c echo.Context) bool {
 	p := c.Request().URL.Path
-	return strings.HasPrefix(p, "/static/") || p == "/healthz" || p == "/readyz" || p == "/metrics"
+	// Node agents authenticate with their own credential (handlers.agentNode).
+	return strings.HasPrefix(p, "/static/") || strings.HasPrefix(p, "/agent/") || p == "/healthz" || p == "/readyz" || p == "/metrics"
 }
 
 // sessions loads and saves the session around a request.

@@ -89,6 +89,15 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/api/v1/wallet", "api.wallet", h.APIWallet, user},
 		{"GET", "/api/v1/wallet/ledger", "api.wallet.ledger", h.APIWalletLedger, user},
 		{"POST", "/api/v1/wallet/topups", "api.wallet.topups", h.APITopupCreate, user},
+		{"GET", "/api/v1/rentals", "api.rentals.list", h.APIRentalsList, user},
+		{"POST", "/api/v1/rentals", "api.rentals.create", h.APIRentalCreate, user},
+		{"GET", "/api/v1/rentals/:id", "api.rentals.show", h.APIRentalShow, user},
+		{"POST", "/api/v1/rentals/:id/stop", "api.rentals.stop", h.APIRentalStop, user},
+
+		// Node agents authenticate with their node credential, not a user.
+		{"POST", "/agent/v1/heartbeat", "agent.heartbeat", h.AgentHeartbeat, public},
+		{"GET", "/agent/v1/tasks", "agent.tasks", h.AgentTasks, public},
+		{"POST", "/agent/v1/tasks/:id/result", "agent.result", h.AgentTaskResult, public},
 
 		{"GET", "/healthz", RouteHealthz, h.Healthz, public},
 		{"GET", "/readyz", RouteReadyz, h.Readyz, public},

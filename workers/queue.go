@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
+	"suanli/market"
 	"suanli/models"
 )
 
@@ -43,6 +44,16 @@ type Options struct {
 	// without it mail stays in the outbox for admins to read.
 	Mail      Sender
 	MailEvery time.Duration
+	// Rentals, when set, adds provisioning, the meter (every MeterEvery,
+	// default 1 min) and the health watch (every WatchEvery, default 5 s).
+	Rentals    *market.Rentals
+	MeterEvery time.Duration
+	WatchEvery time.Duration
+	// RescueAfter is when a job left running by a crashed process is run
+	// again (default 1 min; every job here is shorter than that).
+	RescueAfter time.Duration
+	// FetchPoll is how often idle workers look for new jobs (default 200 ms).
+	FetchPoll time.Duration
 }
 
 // New builds the queue for db. On SQLite one client on the write
@@ -50,13 +61,23 @@ type Options struct {
 // a database/sql client inserts inside gorm transactions (riverpgxv5
 // cannot take gorm's *sql.Tx).
 func New(db *models.DB, opts Options) (*Queue, error) {
-	cfg := &river.Config{Logger: riverLogger()}
+	cfg := &river.Config{Logger: riverLogger(), RescueStuckJobsAfter: cmp.Or(opts.RescueAfter, time.Minute)}
+	// A rent request waits on its provisioning job: poll often enough that
+	// pickup is not what the renter waits for (a job inserted through the
+	// database/sql client on PostgreSQL does not wake pgx listeners).
+	cfg.FetchPollInterval = cmp.Or(opts.FetchPoll, 200*time.Millisecond)
+	cfg.FetchCooldown = min(cfg.FetchPollInterval, 100*time.Millisecond)
 	if opts.Work {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &RefreshAvailabilityWorker{DB: db})
 		river.AddWorker(workers, &PurgeWorker{DB: db})
 		if opts.Mail != nil {
 			river.AddWorker(workers, &DeliverMailWorker{DB: db, Sender: opts.Mail})
+		}
+		if opts.Rentals != nil {
+			river.AddWorker(workers, &ProvisionWorker{Rentals: opts.Rentals})
+			river.AddWorker(workers, &MeterWorker{Rentals: opts.Rentals})
+			river.AddWorker(workers, &WatchWorker{Rentals: opts.Rentals})
 		}
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cmp.Or(opts.MaxWorkers, 20)}}
@@ -67,6 +88,15 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 				func() (river.JobArgs, *river.InsertOpts) { return PurgeArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "purge_expired"}),
+		}
+		if opts.Rentals != nil {
+			cfg.PeriodicJobs = append(cfg.PeriodicJobs,
+				river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MeterEvery, time.Minute)),
+					func() (river.JobArgs, *river.InsertOpts) { return MeterArgs{}, nil },
+					&river.PeriodicJobOpts{ID: "meter_rentals"}),
+				river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.WatchEvery, 5*time.Second)),
+					func() (river.JobArgs, *river.InsertOpts) { return WatchArgs{}, nil },
+					&river.PeriodicJobOpts{RunOnStart: true, ID: "watch_health"}))
 		}
 		if opts.Mail != nil {
 			cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MailEvery, 10*time.Second)),

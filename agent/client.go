@@ -1,0 +1,129 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// requestTimeout bounds a heartbeat or a result POST, so that a hung
+// connection cannot stall a loop; the long-poll gets PollWait on top.
+const requestTimeout = 30 * time.Second
+
+// maxReplyBytes bounds what is read from a server reply.
+const maxReplyBytes = 4 << 20
+
+// statusError is a reply from the server with a non-2xx status.
+type statusError struct {
+	Code int
+	Body string
+}
+
+func (e *statusError) Error() string {
+	if e.Body == "" {
+		return fmt.Sprintf("server answered %d", e.Code)
+	}
+	return fmt.Sprintf("server answered %d: %s", e.Code, e.Body)
+}
+
+func isUnauthorized(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.Code == http.StatusUnauthorized
+}
+
+// retryable reports whether sending the same request again may succeed:
+// network errors, 5xx, 429, and 401 (the token may be replaced meanwhile).
+// Any other 4xx means the server will not take it.
+func retryable(err error) bool {
+	var se *statusError
+	if !errors.As(err, &se) {
+		return true
+	}
+	return se.Code >= 500 || se.Code == http.StatusTooManyRequests || se.Code == http.StatusUnauthorized
+}
+
+// call sends in (if not nil) as JSON with the current bearer token and
+// decodes a 2xx reply into out (if not nil).
+func (a *Agent) call(ctx context.Context, method, path string, timeout time.Duration, in, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.server+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.bearer())
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "suanli-agent/"+a.cfg.Version)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return &statusError{Code: resp.StatusCode, Body: strings.TrimSpace(string(b))}
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplyBytes))
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxReplyBytes)).Decode(out); err != nil {
+		return fmt.Errorf("decoding %s reply: %w", path, err)
+	}
+	return nil
+}
+
+// Backoff bounds for retries after a failure.
+const (
+	backoffBase = 250 * time.Millisecond
+	backoffMax  = 10 * time.Second
+)
+
+// backoff spaces out retries of one failing thing.
+type backoff struct{ failures int }
+
+// next is the wait before the next try: doubling per failure up to
+// backoffMax, half of it random so that agents cut off together do not
+// come back in step, and never less than half, so a retry never spins.
+func (b *backoff) next() time.Duration {
+	d := min(backoffBase<<min(b.failures, 16), backoffMax)
+	b.failures++
+	return d/2 + rand.N(d/2+1)
+}
+
+func (b *backoff) reset() { b.failures = 0 }
+
+// sleep waits d or until ctx is done, and reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

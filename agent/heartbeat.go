@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// heartbeatLoop sends a heartbeat every interval until ctx is done.
+func (a *Agent) heartbeatLoop(ctx context.Context) {
+	interval := a.cfg.HeartbeatEvery
+	var bo backoff
+	for {
+		if a.silent() {
+			if !sleep(ctx, a.idleWait()) {
+				return
+			}
+			continue
+		}
+
+		reply, err := a.heartbeat(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		wait := interval
+		switch {
+		case err == nil:
+			bo.reset()
+			if reply.IntervalSeconds > 0 {
+				interval = time.Duration(reply.IntervalSeconds) * time.Second
+			}
+			wait = interval
+		case isUnauthorized(err) && a.fallBack():
+			// The configured token is tried at once: it is a different
+			// token, not a retry of the rejected one, and fallBack
+			// answers true only once per switch.
+			a.log.Warn("stored node credential rejected; registering again with the configured token")
+			wait = 0
+		case isUnauthorized(err):
+			wait = bo.next()
+			a.log.Error("heartbeat rejected: the token is not valid for this server; retrying", "err", err, "retry_in", wait)
+		default:
+			wait = bo.next()
+			a.log.Warn("heartbeat failed; retrying", "err", err, "retry_in", wait)
+		}
+		if !sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// heartbeat sends one heartbeat. A reply with a credential switches the
+// agent to it; any accepted heartbeat means the token in use is a node
+// credential, which lets polling start.
+func (a *Agent) heartbeat(ctx context.Context) (HeartbeatReply, error) {
+	hb := Heartbeat{
+		AgentVersion: a.cfg.Version,
+		Hostname:     a.hostname,
+		Launcher:     a.cfg.Launcher.Name(),
+		Host:         a.cfg.GPUs.Read(),
+		PingURL:      a.cfg.PingURL,
+		SentAt:       time.Now().UTC(),
+	}
+	var reply HeartbeatReply
+	if err := a.call(ctx, http.MethodPost, PathHeartbeat, requestTimeout, hb, &reply); err != nil {
+		return reply, err
+	}
+	if reply.Credential != "" {
+		a.mu.Lock()
+		a.token = reply.Credential
+		a.mu.Unlock()
+		a.log.Info("registered with the server", "node_id", reply.NodeID)
+		a.saveState(reply.NodeID, reply.Credential)
+	}
+	a.markRegistered()
+	return reply, nil
+}
+
+// fallBack switches from a rejected credential (stored, or handed out
+// earlier and since revoked) to the configured token, and reports whether
+// it switched. It does not when the configured token is the one rejected.
+func (a *Agent) fallBack() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cfg.Token == "" || a.token == a.cfg.Token {
+		return false
+	}
+	a.token = a.cfg.Token
+	return true
+}

@@ -1,0 +1,112 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ScriptLauncher hands launching and stopping to the provider's own
+// executable, for hosts that run workloads some other way (Slurm, VMs,
+// Kubernetes). The script gets everything in its environment:
+//
+//	SUANLI_ACTION          launch or stop
+//	SUANLI_RENTAL_ID       the rental id
+//	SUANLI_WORKSPACE_ID    the workspace to mount (kept across moves)
+//	SUANLI_GPU_UUIDS       the GPUs, comma-separated
+//	SUANLI_SSH_PUBLIC_KEY  the renter's key (launch)
+//	SUANLI_IMAGE           the image asked for, if any (launch)
+//
+// On launch it prints one JSON object on stdout:
+// {"host":"203.0.113.7","port":22001,"user":"root","command":"ssh -p 22001 root@203.0.113.7"}
+// (user defaults to root and command to the ssh line). A non-zero exit
+// is a failure, and stderr's tail goes into the error.
+type ScriptLauncher struct {
+	Path string
+}
+
+// Name implements Launcher.
+func (ScriptLauncher) Name() string { return "script" }
+
+// Launch implements Launcher.
+func (s ScriptLauncher) Launch(ctx context.Context, spec LaunchSpec) (*Access, error) {
+	stdout, err := s.run(ctx, "launch", []string{
+		"SUANLI_RENTAL_ID=" + strconv.FormatInt(spec.RentalID, 10),
+		"SUANLI_WORKSPACE_ID=" + spec.WorkspaceID,
+		"SUANLI_GPU_UUIDS=" + strings.Join(spec.GPUUUIDs, ","),
+		"SUANLI_SSH_PUBLIC_KEY=" + spec.SSHPublicKey,
+		"SUANLI_IMAGE=" + spec.Image,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Host    string `json:"host"`
+		Port    int    `json:"port"`
+		User    string `json:"user"`
+		Command string `json:"command"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(stdout), &out); err != nil {
+		return nil, fmt.Errorf(`launch script %s: stdout is not the access JSON {"host":…,"port":…}: %v; stdout: %q`,
+			s.Path, err, head(stdout))
+	}
+	if out.Host == "" || out.Port <= 0 || out.Port > 65535 {
+		return nil, fmt.Errorf(`launch script %s: access JSON needs "host" and "port" (1-65535); stdout: %q`, s.Path, head(stdout))
+	}
+	if out.User == "" {
+		out.User = "root"
+	}
+	if out.Command == "" {
+		out.Command = sshCommand(out.User, out.Host, out.Port)
+	}
+	return &Access{Host: out.Host, Port: out.Port, User: out.User, Command: out.Command}, nil
+}
+
+// Stop implements Launcher. The script is expected to succeed when the
+// rental is not running.
+func (s ScriptLauncher) Stop(ctx context.Context, spec StopSpec) error {
+	_, err := s.run(ctx, "stop", []string{
+		"SUANLI_RENTAL_ID=" + strconv.FormatInt(spec.RentalID, 10),
+		"SUANLI_WORKSPACE_ID=" + spec.WorkspaceID,
+		"SUANLI_GPU_UUIDS=" + strings.Join(spec.GPUUUIDs, ","),
+	})
+	return err
+}
+
+// run runs the script for action with env added to the agent's own
+// environment (so PATH and the like still work) and returns its stdout.
+func (s ScriptLauncher) run(ctx context.Context, action string, env []string) ([]byte, error) {
+	if s.Path == "" {
+		return nil, errors.New("script launcher: Path is not set")
+	}
+	cmd := exec.CommandContext(ctx, s.Path)
+	cmd.Env = append(append(os.Environ(), "SUANLI_ACTION="+action), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A killed script's children may keep its pipes open; do not wait
+	// for them forever.
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", err, ctx.Err())
+		}
+		return nil, fmt.Errorf("%s script %s: %w; stderr: %s", action, s.Path, err, tail(stderr.Bytes()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// head is the start of a script's stdout, enough to see what it printed.
+func head(out []byte) string {
+	s := strings.TrimSpace(string(out))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

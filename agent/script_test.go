@@ -1,0 +1,127 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"suanli/agent"
+)
+
+// mustScript writes an executable shell script into a temporary directory
+// and returns its path.
+func mustScript(tb testing.TB, body string) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "launch.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// readEnvFile reads the KEY=value lines a test script wrote.
+func readEnvFile(tb testing.TB, path string) map[string]string {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	env := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		k, v, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "=")
+		env[k] = v
+	}
+	return env
+}
+
+func TestScriptLauncher(t *testing.T) {
+	envFile := filepath.Join(t.TempDir(), "env")
+	script := mustScript(t, `
+{
+  echo "SUANLI_ACTION=$SUANLI_ACTION"
+  echo "SUANLI_RENTAL_ID=$SUANLI_RENTAL_ID"
+  echo "SUANLI_WORKSPACE_ID=$SUANLI_WORKSPACE_ID"
+  echo "SUANLI_GPU_UUIDS=$SUANLI_GPU_UUIDS"
+  echo "SUANLI_SSH_PUBLIC_KEY=$SUANLI_SSH_PUBLIC_KEY"
+} > '`+envFile+`'
+if [ "$SUANLI_ACTION" = launch ]; then
+  printf '{"host":"node7.example","port":%d,"user":"ubuntu","command":"ssh -p %d ubuntu@node7.example","rental":"%s"}\n' \
+    $((30000 + SUANLI_RENTAL_ID)) $((30000 + SUANLI_RENTAL_ID)) "$SUANLI_RENTAL_ID"
+fi
+`)
+	l := agent.ScriptLauncher{Path: script}
+	ctx := context.Background()
+
+	t.Run("launch parses the access JSON and passes the task in the environment", func(t *testing.T) {
+		acc, err := l.Launch(ctx, agent.LaunchSpec{
+			RentalID: 12, WorkspaceID: "w9", GPUUUIDs: []string{"GPU-aaaa", "GPU-bbbb"}, SSHPublicKey: "ssh-ed25519 AAAA renter",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := agent.Access{Host: "node7.example", Port: 30012, User: "ubuntu", Command: "ssh -p 30012 ubuntu@node7.example"}
+		if *acc != want {
+			t.Errorf("access = %+v, want %+v", *acc, want)
+		}
+		env := readEnvFile(t, envFile)
+		for k, v := range map[string]string{
+			"SUANLI_ACTION":         "launch",
+			"SUANLI_RENTAL_ID":      "12",
+			"SUANLI_WORKSPACE_ID":   "w9",
+			"SUANLI_GPU_UUIDS":      "GPU-aaaa,GPU-bbbb",
+			"SUANLI_SSH_PUBLIC_KEY": "ssh-ed25519 AAAA renter",
+		} {
+			if env[k] != v {
+				t.Errorf("script saw %s=%q, want %q", k, env[k], v)
+			}
+		}
+	})
+
+	t.Run("stop passes SUANLI_ACTION=stop", func(t *testing.T) {
+		if err := l.Stop(ctx, agent.StopSpec{RentalID: 12, WorkspaceID: "w9"}); err != nil {
+			t.Fatal(err)
+		}
+		env := readEnvFile(t, envFile)
+		if env["SUANLI_ACTION"] != "stop" || env["SUANLI_RENTAL_ID"] != "12" || env["SUANLI_WORKSPACE_ID"] != "w9" {
+			t.Errorf("script saw %v", env)
+		}
+	})
+
+	t.Run("a failing script's stderr is in the error", func(t *testing.T) {
+		bad := agent.ScriptLauncher{Path: mustScript(t, "echo 'starting'\necho 'quota exceeded on pool gpu-a' >&2\nexit 1\n")}
+		_, err := bad.Launch(ctx, agent.LaunchSpec{RentalID: 1, GPUUUIDs: []string{"GPU-aaaa"}})
+		if err == nil || !strings.Contains(err.Error(), "quota exceeded on pool gpu-a") {
+			t.Errorf("err = %v, want the script's stderr", err)
+		}
+		if err := bad.Stop(ctx, agent.StopSpec{RentalID: 1}); err == nil {
+			t.Error("stop with a failing script succeeded")
+		}
+	})
+
+	t.Run("stdout that is not JSON is a clear error", func(t *testing.T) {
+		bad := agent.ScriptLauncher{Path: mustScript(t, "echo 'started on port 22001'\n")}
+		_, err := bad.Launch(ctx, agent.LaunchSpec{RentalID: 1, GPUUUIDs: []string{"GPU-aaaa"}})
+		if err == nil || !strings.Contains(err.Error(), "not the access JSON") || !strings.Contains(err.Error(), "started on port 22001") {
+			t.Errorf("err = %v, want one naming the JSON and quoting stdout", err)
+		}
+	})
+
+	t.Run("JSON without host or port is a clear error", func(t *testing.T) {
+		bad := agent.ScriptLauncher{Path: mustScript(t, `echo '{"user":"root"}'`+"\n")}
+		_, err := bad.Launch(ctx, agent.LaunchSpec{RentalID: 1, GPUUUIDs: []string{"GPU-aaaa"}})
+		if err == nil || !strings.Contains(err.Error(), `needs "host" and "port"`) {
+			t.Errorf("err = %v", err)
+		}
+	})
+
+	t.Run("a cancelled context ends a hung script", func(t *testing.T) {
+		hung := agent.ScriptLauncher{Path: mustScript(t, "exec sleep 60\n")}
+		ctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := hung.Launch(ctx, agent.LaunchSpec{RentalID: 1, GPUUUIDs: []string{"GPU-aaaa"}}); err == nil {
+			t.Error("launch with a cancelled context succeeded")
+		}
+	})
+}

@@ -1,0 +1,60 @@
+package agent
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// SimulatedLauncher starts nothing: it hands out access details marked
+// Simulated and remembers which rentals it "runs". It serves the demo's
+// in-process agents and tests.
+type SimulatedLauncher struct {
+	// Host goes into the access details ("localhost" if empty).
+	Host string
+
+	mu      sync.Mutex
+	running map[int64]LaunchSpec
+}
+
+// Name implements Launcher.
+func (*SimulatedLauncher) Name() string { return "simulated" }
+
+// Launch implements Launcher.
+func (l *SimulatedLauncher) Launch(_ context.Context, spec LaunchSpec) (*Access, error) {
+	host := l.Host
+	if host == "" {
+		host = "localhost"
+	}
+	port := SSHPort(DefaultPortBase, spec.RentalID)
+	spec.GPUUUIDs = slices.Clone(spec.GPUUUIDs)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running == nil {
+		l.running = map[int64]LaunchSpec{}
+	}
+	l.running[spec.RentalID] = spec
+	return &Access{Host: host, Port: port, User: "root", Command: sshCommand("root", host, port), Simulated: true}, nil
+}
+
+// Stop implements Launcher.
+func (l *SimulatedLauncher) Stop(_ context.Context, spec StopSpec) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.running, spec.RentalID)
+	return nil
+}
+
+// Running returns the ids of the rentals launched and not stopped, in
+// ascending order.
+func (l *SimulatedLauncher) Running() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ids := make([]int64, 0, len(l.running))
+	for id := range l.running {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// taskTimeout bounds a launch or stop, so that a hung docker pull or
+// provider script cannot hold a task forever; the server will have given
+// up on it long before.
+const taskTimeout = 15 * time.Minute
+
+// execute runs one task and says how it went.
+func (a *Agent) execute(ctx context.Context, t Task) Result {
+	switch t.Kind {
+	case TaskVerify:
+		return a.verify(t)
+	case TaskLaunch:
+		return a.launch(ctx, t)
+	case TaskStop:
+		return a.stop(ctx, t)
+	default:
+		return Result{Error: fmt.Sprintf("unknown task kind %q", t.Kind)}
+	}
+}
+
+// verify runs fresh NVML checks on exactly the task's GPUs. A GPU that
+// NVML does not report is a failure too: it may have fallen off the bus.
+func (a *Agent) verify(t Task) Result {
+	if len(t.GPUUUIDs) == 0 {
+		return Result{Error: "verify task names no GPUs"}
+	}
+	verdicts := a.cfg.GPUs.Verify(t.GPUUUIDs)
+	var reasons []string
+	for _, uuid := range t.GPUUUIDs {
+		v, ok := verdicts[uuid]
+		switch {
+		case !ok:
+			reasons = append(reasons, uuid+": not found on this host")
+		case !v.Healthy && len(v.Reasons) == 0:
+			reasons = append(reasons, uuid+": unhealthy")
+		case !v.Healthy:
+			reasons = append(reasons, uuid+": "+strings.Join(v.Reasons, ", "))
+		}
+	}
+	if len(reasons) > 0 {
+		return Result{Verdicts: verdicts, Error: strings.Join(reasons, "; ")}
+	}
+	return Result{OK: true, Verdicts: verdicts}
+}
+
+// launch starts the workload. The server has verified these GPUs just
+// before, with a verify task of its own, so they are not checked again.
+func (a *Agent) launch(ctx context.Context, t Task) Result {
+	if len(t.GPUUUIDs) == 0 {
+		return Result{Error: "launch task names no GPUs"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, taskTimeout)
+	defer cancel()
+	acc, err := a.cfg.Launcher.Launch(ctx, LaunchSpec{
+		RentalID:     t.RentalID,
+		WorkspaceID:  t.WorkspaceID,
+		GPUUUIDs:     slices.Clone(t.GPUUUIDs),
+		SSHPublicKey: t.SSHPublicKey,
+		Image:        t.Image,
+	})
+	if err == nil && acc == nil {
+		err = errors.New("launcher returned no access details")
+	}
+	if err != nil {
+		return Result{Error: err.Error()}
+	}
+	return Result{OK: true, Access: acc}
+}
+
+// stop stops the workload; stopping one that is not running succeeds, so
+// the server may repeat a stop it is unsure about.
+func (a *Agent) stop(ctx context.Context, t Task) Result {
+	ctx, cancel := context.WithTimeout(ctx, taskTimeout)
+	defer cancel()
+	err := a.cfg.Launcher.Stop(ctx, StopSpec{
+		RentalID:    t.RentalID,
+		WorkspaceID: t.WorkspaceID,
+		GPUUUIDs:    slices.Clone(t.GPUUUIDs),
+	})
+	if err != nil {
+		return Result{Error: err.Error()}
+	}
+	return Result{OK: true}
+}

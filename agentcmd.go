@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"suanli/agent"
+	"suanli/gpu"
+)
+
+// version is the agent version reported in heartbeats.
+const version = "0.5.0"
+
+// faultFlags collects repeated --fault flags.
+type faultFlags []gpu.Fault
+
+func (f *faultFlags) String() string { return fmt.Sprint(*f) }
+func (f *faultFlags) Set(s string) error {
+	x, err := gpu.ParseFault(s)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, x)
+	return nil
+}
+
+// runAgent is `suanli agent`: the node agent on a provider's GPU host.
+func runAgent(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	server := fs.String("server", os.Getenv("SUANLI_SERVER"), "the marketplace's base URL (env SUANLI_SERVER)")
+	token := fs.String("token", os.Getenv("SUANLI_NODE_TOKEN"), "the node's one-time registration token or its credential (env SUANLI_NODE_TOKEN)")
+	state := fs.String("state-file", os.Getenv("SUANLI_AGENT_STATE"), "where to keep the node credential after registration (env SUANLI_AGENT_STATE)")
+	simulate := fs.String("simulate", "", "read go-nvml's mock servers instead of the real NVML: dgxa100, dgxh100, dgxh200, dgxb200, or a catalogue slug (rtx-4090, l40s…); everything it reports is labelled simulated")
+	simGPUs := fs.Int("gpus", 0, "with --simulate: the number of GPUs (default 8)")
+	var faults faultFlags
+	fs.Var(&faults, "fault", "with --simulate: inject KIND@GPU[:after=30s], KIND one of xid:N, ecc, offbus, thermal, silent (repeatable)")
+	launcher := fs.String("launcher", "", "how workloads start: docker, script or simulated (default: docker, or simulated with --simulate)")
+	script := fs.String("script", "", "with --launcher=script: the provider's executable")
+	image := fs.String("image", agent.DefaultDockerImage, "with --launcher=docker: the container image (it must run sshd and accept $SSH_PUBLIC_KEY)")
+	host := fs.String("public-host", "", "the host or IP renters reach the workloads at (docker and simulated launchers)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(*logLevel))
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+	if *server == "" || (*token == "" && *state == "") {
+		return errors.New("agent: give --server and --token (or a --state-file from an earlier registration)")
+	}
+	if len(faults) > 0 && *simulate == "" {
+		return errors.New("agent: --fault needs --simulate")
+	}
+	var lib nvml.Interface
+	var silent func() bool
+	if *simulate != "" {
+		sim, err := simulated(*simulate, *simGPUs, nil)
+		if err != nil {
+			return err
+		}
+		if err := sim.Schedule(faults...); err != nil {
+			return err
+		}
+		lib, silent = sim, sim.Silent
+	} else {
+		lib = nvml.New()
+	}
+	reader, err := gpu.Open(lib, gpu.Options{})
+	if err != nil {
+		slog.Error("NVML unavailable; the agent reports this to the server and offers no GPUs", "err", err)
+	}
+	defer reader.Close()
+	l, err := newLauncher(cmpOr(*launcher, map[bool]string{true: "simulated", false: "docker"}[*simulate != ""]), *script, *image, *host)
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(agent.Config{Server: strings.TrimRight(*server, "/"), Token: *token, StateFile: *state,
+		HTTPClient: &http.Client{Timeout: 60 * time.Second}, GPUs: reader, Launcher: l, Silent: silent, Version: version})
+	if err != nil {
+		return err
+	}
+	slog.Info("agent starting", "server", *server, "simulate", *simulate, "launcher", l.Name())
+	return a.Run(ctx)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// simulated builds a simulated host from a DGX system name or a
+// catalogue slug.
+func simulated(what string, n int, uuids []string) (*gpu.Sim, error) {
+	var opts []gpu.SimOption
+	if len(uuids) > 0 {
+		opts = append(opts, gpu.WithUUIDs(uuids))
+	}
+	if strings.HasPrefix(what, "dgx") {
+		return gpu.Simulate(what, n, opts...)
+	}
+	return gpu.SimulateCatalog(what, n, opts...)
+}
+
+func newLauncher(kind, script, image, host string) (agent.Launcher, error) {
+	if host == "" {
+		h, _ := os.Hostname()
+		host = h
+	}
+	switch kind {
+	case "docker":
+		return &agent.DockerLauncher{Image: image, Host: host}, nil
+	case "script":
+		if script == "" {
+			return nil, errors.New("agent: --launcher=script needs --script PATH")
+		}
+		return &agent.ScriptLauncher{Path: script}, nil
+	case "simulated":
+		return &agent.SimulatedLauncher{Host: host}, nil
+	}
+	return nil, fmt.Errorf("agent: unknown launcher %q (docker, script or simulated)", kind)
+}

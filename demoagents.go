@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"suanli/agent"
+	"suanli/gpu"
+	"suanli/market"
+	"suanli/models"
+)
+
+// startDemoAgents runs one simulated node agent per demo node, in this
+// process but speaking the same HTTP protocol to the server as a remote
+// agent: go-nvml's mock servers with the node's seeded GPU UUIDs, and a
+// launcher that starts nothing. Everything they report is marked
+// simulated.
+func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, rentals *market.Rentals, server string) (int, error) {
+	var nodes []models.Node
+	if err := db.R.WithContext(ctx).Where("demo").Order("id").Find(&nodes).Error; err != nil {
+		return 0, err
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	for _, n := range nodes {
+		var uuids []string
+		if err := db.R.WithContext(ctx).Model(&models.GPU{}).Where("node_id = ?", n.ID).Order("idx").Pluck("uuid", &uuids).Error; err != nil {
+			return 0, err
+		}
+		sim, err := simulated(n.GPUModel, len(uuids), uuids)
+		if err != nil {
+			return 0, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		reader, err := gpu.Open(sim, gpu.Options{})
+		if err != nil {
+			return 0, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		cred, err := rentals.IssueCredential(ctx, n.ID)
+		if err != nil {
+			reader.Close()
+			return 0, err
+		}
+		a, err := agent.New(agent.Config{Server: server, Token: cred, HTTPClient: client, GPUs: reader,
+			Launcher: &agent.SimulatedLauncher{Host: n.Name + ".sim.invalid"}, Silent: sim.Silent, Version: version + "-demo",
+			Logger: slog.Default().With("node", n.Name)})
+		if err != nil {
+			reader.Close()
+			return 0, err
+		}
+		wg.Go(func() {
+			defer reader.Close()
+			if err := a.Run(ctx); err != nil {
+				slog.Error("demo agent stopped", "node", n.Name, "err", err)
+			}
+		})
+	}
+	return len(nodes), nil
+}

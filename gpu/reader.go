@@ -1,0 +1,436 @@
+package gpu
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Options tunes a Reader. The zero value is ready to use.
+type Options struct {
+	// IgnoreXIDs are the XIDs that do not make a GPU unhealthy because an
+	// application, not the GPU, caused them. Nil means DefaultIgnoredXIDs();
+	// an empty, non-nil slice ignores none.
+	IgnoreXIDs []int
+	// Now is the clock stamped on every reading; nil means time.Now.
+	Now func() time.Time
+}
+
+// Reader reads the GPUs of one host through an nvml.Interface: the real
+// library (nvml.New()) on a GPU host, a Sim anywhere else. It is safe for
+// use by several goroutines. Make one with Open and Close it when done.
+type Reader struct {
+	lib    nvml.Interface
+	now    func() time.Time
+	ignore map[int]bool
+	// base is what does not change between reads: versions and whether
+	// the host is simulated.
+	base Host
+	// initErr is set when nvml.Init failed: go-nvml kills the process if
+	// any other NVML function is called after that, so nothing is.
+	initErr string
+	// eventReasons is whether the driver has
+	// nvmlDeviceGetCurrentClocksEventReasons (R535+); older drivers only
+	// have the throttle-reasons call, and calling a missing symbol kills
+	// the process.
+	eventReasons bool
+	// remappedRows is whether the driver has nvmlDeviceGetRemappedRows
+	// (R460+).
+	remappedRows bool
+
+	// life is held for reading by every read and for writing by Close, so
+	// that no NVML call runs after Shutdown.
+	life   sync.RWMutex
+	closed bool
+
+	mu sync.Mutex // guards watches and known
+	// watches are the XID event sets, by GPU UUID.
+	watches map[string]*xidWatch
+	// known is the last inventory read of every GPU ever seen, by UUID,
+	// so that a GPU that drops out of NVML is still reported, as missing.
+	known map[string]Info
+}
+
+// simulated is implemented by Sim, so that a Reader can mark its host as
+// simulated without being told.
+type simulated interface {
+	simulatedModel() string
+}
+
+// Open initialises NVML and registers for XID events on every GPU. It
+// always returns a usable Reader: when nvml.Init fails the error says why,
+// and Read reports it in Host.InitError without calling NVML again, so an
+// agent on a host without a driver can still tell the server why it has
+// no GPUs.
+func Open(lib nvml.Interface, opts Options) (*Reader, error) {
+	r := &Reader{
+		lib:     lib,
+		now:     opts.Now,
+		ignore:  map[int]bool{},
+		watches: map[string]*xidWatch{},
+		known:   map[string]Info{},
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	ignore := opts.IgnoreXIDs
+	if ignore == nil {
+		ignore = DefaultIgnoredXIDs()
+	}
+	for _, x := range ignore {
+		r.ignore[x] = true
+	}
+	if s, ok := lib.(simulated); ok {
+		r.base.Simulated = true
+		r.base.Model = s.simulatedModel()
+	}
+
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		r.initErr = "NVML init: " + ret.Error()
+		return r, fmt.Errorf("gpu: %s", r.initErr)
+	}
+	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
+		r.base.DriverVersion = v
+	}
+	if v, ret := lib.SystemGetNVMLVersion(); ret == nvml.SUCCESS {
+		r.base.NVMLVersion = v
+	}
+	if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
+		r.base.CUDADriverVersion = cudaVersion(v)
+	}
+	ext := lib.Extensions()
+	r.eventReasons = ext.LookupSymbol("nvmlDeviceGetCurrentClocksEventReasons") == nil
+	r.remappedRows = ext.LookupSymbol("nvmlDeviceGetRemappedRows") == nil
+
+	// The first read registers the XID event sets and remembers the
+	// inventory, so that XIDs raised from now on are caught.
+	r.Read()
+	return r, nil
+}
+
+// cudaVersion formats NVML's CUDA driver version, 12040 → "12.4".
+func cudaVersion(v int) string {
+	return fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+}
+
+// Read returns the inventory, telemetry and health verdict of every GPU:
+// those NVML enumerates now, then any seen before that it no longer does,
+// reported missing.
+func (r *Reader) Read() Host {
+	h := r.base
+	h.At = r.now()
+	h.GPUs = []Info{}
+
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if msg := r.unavailable(); msg != "" {
+		h.InitError = msg
+		return h
+	}
+
+	seen := map[string]bool{}
+	n, ret := r.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		n = 0 // every GPU known is reported missing below, with ret
+	}
+	for i := 0; i < n; i++ {
+		var info Info
+		if dev, hret := r.lib.DeviceGetHandleByIndex(i); hret == nvml.SUCCESS {
+			info = r.readDevice(dev, i, h.At)
+		} else {
+			info = r.missing(r.knownAt(i, seen), hret, h.At)
+			info.Index = i
+		}
+		if info.UUID != "" {
+			seen[info.UUID] = true
+		}
+		h.GPUs = append(h.GPUs, info)
+	}
+	if ret == nvml.SUCCESS {
+		ret = nvml.ERROR_NOT_FOUND
+	}
+	for _, k := range r.knownExcept(seen) {
+		h.GPUs = append(h.GPUs, r.missing(k, ret, h.At))
+	}
+	return h
+}
+
+// Verify runs every check afresh on exactly the GPUs named, by UUID. A
+// UUID NVML does not find gets a verdict whose "present" check fails.
+func (r *Reader) Verify(uuids []string) map[string]Verdict {
+	at := r.now()
+	out := make(map[string]Verdict, len(uuids))
+
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if msg := r.unavailable(); msg != "" {
+		for _, u := range uuids {
+			out[u] = failed(Check{Name: CheckPresent, Detail: msg}, at)
+		}
+		return out
+	}
+	for _, u := range uuids {
+		dev, ret := r.lib.DeviceGetHandleByUUID(u)
+		if ret != nvml.SUCCESS {
+			out[u] = r.missing(Info{UUID: u}, ret, at).Health
+			continue
+		}
+		idx, ret := dev.GetIndex()
+		if ret != nvml.SUCCESS {
+			idx = r.knownIndex(u)
+		}
+		out[u] = r.readDevice(dev, idx, at).Health
+	}
+	return out
+}
+
+// ClearXIDs forgets the critical XIDs seen on one GPU, once whoever runs
+// the host has dealt with them (reset the GPU, rebooted): until then they
+// keep the GPU unhealthy.
+func (r *Reader) ClearXIDs(uuid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w := r.watches[uuid]; w != nil {
+		w.critical = nil
+		w.ignored = nil
+	}
+}
+
+// Close frees the event sets and shuts NVML down. Reads after Close report
+// the Reader closed instead of calling NVML.
+func (r *Reader) Close() error {
+	r.life.Lock()
+	defer r.life.Unlock()
+	if r.closed || r.initErr != "" {
+		r.closed = true
+		return nil
+	}
+	r.closed = true
+	r.mu.Lock()
+	for _, w := range r.watches {
+		if w.set != nil {
+			w.set.Free()
+		}
+	}
+	r.watches = map[string]*xidWatch{}
+	r.mu.Unlock()
+	if ret := r.lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("gpu: NVML shutdown: %s", ret.Error())
+	}
+	return nil
+}
+
+// unavailable says why NVML must not be called, or "" when it may.
+// The caller holds life.
+func (r *Reader) unavailable() string {
+	switch {
+	case r.initErr != "":
+		return r.initErr
+	case r.closed:
+		return "GPU reader closed"
+	}
+	return ""
+}
+
+// probe notes whether any call made while reading one GPU answered
+// ERROR_GPU_IS_LOST: the GPU has fallen off the bus, whatever the other
+// calls said.
+type probe struct{ lost bool }
+
+func (p *probe) ok(ret nvml.Return) bool {
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		p.lost = true
+	}
+	return ret == nvml.SUCCESS
+}
+
+// readDevice reads one GPU's inventory, telemetry and health. A field
+// NVML does not support (or fails to read) is left zero.
+func (r *Reader) readDevice(dev nvml.Device, index int, at time.Time) Info {
+	var p probe
+	uuid, ret := dev.GetUUID()
+	if !p.ok(ret) {
+		// Without its UUID a GPU cannot be told apart from another: the
+		// last one seen at this index is the best guess.
+		info := r.missing(r.knownAt(index, nil), ret, at)
+		info.Index = index
+		return info
+	}
+
+	info := Info{Index: index, UUID: uuid}
+	var s sample
+	if v, ret := dev.GetName(); p.ok(ret) {
+		info.Name = v
+	}
+	if v, ret := dev.GetPciInfo(); p.ok(ret) {
+		info.PCIBusID = busID(v)
+	}
+	if v, ret := dev.GetMemoryInfo(); p.ok(ret) {
+		info.MemoryTotalMiB = v.Total >> 20
+		info.Telemetry.MemoryUsedMiB = v.Used >> 20
+	}
+	if major, minor, ret := dev.GetCudaComputeCapability(); p.ok(ret) {
+		info.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
+	}
+	if cur, _, ret := dev.GetMigMode(); p.ok(ret) {
+		info.MIGEnabled = cur == nvml.DEVICE_MIG_ENABLE
+	}
+	if v, ret := dev.GetCurrPcieLinkGeneration(); p.ok(ret) {
+		info.PCIeGen = v
+	}
+	if v, ret := dev.GetMaxPcieLinkGeneration(); p.ok(ret) {
+		info.PCIeGenMax = v
+	}
+	if v, ret := dev.GetCurrPcieLinkWidth(); p.ok(ret) {
+		info.PCIeWidth = v
+	}
+	if v, ret := dev.GetMaxPcieLinkWidth(); p.ok(ret) {
+		info.PCIeWidthMax = v
+	}
+	info.NVLinksUp = nvlinksUp(dev, &p)
+
+	t := &info.Telemetry
+	s.temp, s.tempRet = dev.GetTemperature(nvml.TEMPERATURE_GPU)
+	if p.ok(s.tempRet) {
+		t.TemperatureC = int(s.temp)
+	}
+	s.slowdown, s.slowdownRet = dev.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_SLOWDOWN)
+	if p.ok(s.slowdownRet) {
+		t.SlowdownTempC = int(s.slowdown)
+	}
+	if v, ret := dev.GetPowerUsage(); p.ok(ret) {
+		t.PowerW = float64(v) / 1000
+	}
+	if v, ret := dev.GetEnforcedPowerLimit(); p.ok(ret) {
+		t.PowerLimitW = float64(v) / 1000
+	}
+	if v, ret := dev.GetClockInfo(nvml.CLOCK_SM); p.ok(ret) {
+		t.SMClockMHz = int(v)
+	}
+	if v, ret := dev.GetClockInfo(nvml.CLOCK_MEM); p.ok(ret) {
+		t.MemClockMHz = int(v)
+	}
+	if v, ret := dev.GetUtilizationRates(); p.ok(ret) {
+		t.UtilizationPct = int(v.Gpu)
+	}
+	if r.eventReasons {
+		s.reasons, s.reasonsRet = dev.GetCurrentClocksEventReasons()
+	} else {
+		s.reasons, s.reasonsRet = dev.GetCurrentClocksThrottleReasons()
+	}
+	if p.ok(s.reasonsRet) {
+		t.ClockEventReasons = s.reasons
+	}
+
+	s.eccUncorrected, s.eccRet = dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
+	p.ok(s.eccRet)
+	s.remapRet = nvml.ERROR_NOT_SUPPORTED
+	if r.remappedRows {
+		s.remapCorrectable, s.remapUncorrectable, s.remapPending, s.remapFailed, s.remapRet = dev.GetRemappedRows()
+		p.ok(s.remapRet)
+	}
+	s.retiredPending, s.retiredRet = dev.GetRetiredPagesPendingStatus()
+	p.ok(s.retiredRet)
+
+	s.info = info
+	s.xid = r.xidCheck(uuid, dev)
+	if p.lost {
+		return r.missing(info, nvml.ERROR_GPU_IS_LOST, at)
+	}
+	info.Health = verdict(s, at)
+	r.remember(info)
+	return info
+}
+
+// nvlinksUp counts the NVLinks whose state is enabled. NVML answers
+// ERROR_NOT_SUPPORTED or ERROR_INVALID_ARGUMENT past the last link the GPU
+// has, so the count stops there.
+func nvlinksUp(dev nvml.Device, p *probe) int {
+	up := 0
+	for link := 0; link < nvml.NVLINK_MAX_LINKS; link++ {
+		st, ret := dev.GetNvLinkState(link)
+		if ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_INVALID_ARGUMENT || ret == nvml.ERROR_GPU_IS_LOST {
+			p.ok(ret)
+			break
+		}
+		if ret == nvml.SUCCESS && st == nvml.FEATURE_ENABLED {
+			up++
+		}
+	}
+	return up
+}
+
+// busID is the PCI bus id NVML reports, e.g. "00000000:18:00.0".
+func busID(p nvml.PciInfo) string {
+	b := make([]byte, 0, len(p.BusId))
+	for _, c := range p.BusId {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return string(b)
+}
+
+// missing turns a GPU's last known inventory into one reported missing:
+// no telemetry, and a verdict whose "present" check fails. XIDs seen on
+// it still count (XID 79 usually says why it went).
+func (r *Reader) missing(info Info, ret nvml.Return, at time.Time) Info {
+	info.Telemetry = Telemetry{}
+	present := Check{Name: CheckPresent, Detail: "GPU missing (fallen off the bus?): NVML says " + ret.Error()}
+	checks := []Check{present}
+	if info.UUID != "" {
+		if x, ok := r.xidCheckKnown(info.UUID); ok {
+			checks = append(checks, x)
+		}
+	}
+	info.Health = verdictOf(checks, at)
+	return info
+}
+
+// remember records a GPU's inventory, to report it should it go missing.
+func (r *Reader) remember(info Info) {
+	info.Telemetry = Telemetry{}
+	info.Health = Verdict{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.known[info.UUID] = info
+}
+
+// knownAt returns the last GPU seen at an index, not among skip.
+func (r *Reader) knownAt(index int, skip map[string]bool) Info {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for u, k := range r.known {
+		if k.Index == index && !skip[u] {
+			return k
+		}
+	}
+	return Info{Index: index}
+}
+
+// knownIndex returns the index a GPU was last seen at, or -1.
+func (r *Reader) knownIndex(uuid string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if k, ok := r.known[uuid]; ok {
+		return k.Index
+	}
+	return -1
+}
+
+// knownExcept returns the GPUs seen before and not in seen, by index.
+func (r *Reader) knownExcept(seen map[string]bool) []Info {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Info
+	for u, k := range r.known {
+		if !seen[u] {
+			out = append(out, k)
+		}
+	}
+	sortInfos(out)
+	return out
+}

@@ -1,0 +1,86 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/agent"
+	"suanli/apperr"
+	"suanli/models"
+)
+
+// maxPollWait bounds an agent's long-poll below the server's write timeout.
+const maxPollWait = 30 * time.Second
+
+func bearer(c echo.Context) string {
+	t, _ := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+	return strings.TrimSpace(t)
+}
+
+// agentNode authenticates a node agent by its credential.
+func (h *Handler) agentNode(c echo.Context) (*models.Node, error) {
+	return h.Rentals.NodeByCredential(c.Request().Context(), bearer(c))
+}
+
+// AgentHeartbeat is POST /agent/v1/heartbeat.
+func (h *Handler) AgentHeartbeat(c echo.Context) error {
+	var hb agent.Heartbeat
+	dec := jsonDecoderLimit(c, 1<<20)
+	if err := dec.Decode(&hb); err != nil {
+		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want a JSON heartbeat"}
+	}
+	reply, err := h.Rentals.Heartbeat(c.Request().Context(), bearer(c), hb)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, reply)
+}
+
+// AgentTasks is GET /agent/v1/tasks?wait=SECONDS, the agent's long-poll.
+func (h *Handler) AgentTasks(c echo.Context) error {
+	n, err := h.agentNode(c)
+	if err != nil {
+		return err
+	}
+	wait := 25 * time.Second
+	if s := c.QueryParam("wait"); s != "" {
+		secs, err := strconv.Atoi(s)
+		if err != nil || secs < 0 {
+			return &apperr.Error{Code: apperr.EINVALID, Field: "wait", Message: "wait must be a number of seconds"}
+		}
+		wait = min(time.Duration(secs)*time.Second, maxPollWait)
+	}
+	ts, err := h.Rentals.NextTasks(c.Request().Context(), n.ID, wait)
+	if err != nil {
+		return err
+	}
+	if ts == nil {
+		ts = []agent.Task{}
+	}
+	return c.JSON(http.StatusOK, agent.Tasks{Tasks: ts})
+}
+
+// AgentTaskResult is POST /agent/v1/tasks/{id}/result.
+func (h *Handler) AgentTaskResult(c echo.Context) error {
+	n, err := h.agentNode(c)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		return apperr.NotFound("task")
+	}
+	var res agent.Result
+	if err := jsonDecoderLimit(c, 1<<20).Decode(&res); err != nil {
+		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want a JSON task result"}
+	}
+	if err := h.Rentals.TaskResult(c.Request().Context(), n.ID, id, res); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]bool{"recorded": true})
+}
+

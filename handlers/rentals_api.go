@@ -1,0 +1,235 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/accounts"
+	"suanli/agent"
+	"suanli/apperr"
+	"suanli/gpu"
+	"suanli/market"
+	"suanli/models"
+)
+
+// APIRental is a rental in the JSON API.
+type APIRental struct {
+	ID                 int64          `json:"id"`
+	Status             string         `json:"status"`
+	OrgID              int64          `json:"org_id"`
+	OfferID            int64          `json:"offer_id"`
+	GPUModel           string         `json:"gpu_model"`
+	GPUs               int            `json:"gpus"`
+	GPUUUIDs           []string       `json:"gpu_uuids"`
+	Node               *APIRentalNode `json:"node"`
+	SLA                string         `json:"sla"`
+	Term               string         `json:"term"`
+	AutoRenew          bool           `json:"auto_renew"`
+	PricePerGPUHourFen int64          `json:"price_per_gpu_hour_fen"`
+	StudentDiscountPct int            `json:"student_discount_pct"`
+	OffpeakDiscountPct int            `json:"offpeak_discount_pct"`
+	SLASurchargePct    int            `json:"sla_surcharge_pct"`
+	TermPriceFen       *int64         `json:"term_price_fen"`
+	Access             *agent.Access  `json:"access"`
+	Checks             *APIChecks     `json:"checks"`
+	// CostFen is the cost so far (posted plus accrued since the last meter pass).
+	CostFen        int64      `json:"cost_so_far_fen"`
+	BilledFen      int64      `json:"billed_fen"`
+	RateFenPerHour int64      `json:"rate_fen_per_hour"`
+	Free           bool       `json:"free"`
+	DowntimeSecs   int64      `json:"downtime_seconds"`
+	Failure        string     `json:"failure,omitempty"`
+	StopReason     string     `json:"stop_reason,omitempty"`
+	Simulated      bool       `json:"simulated"`
+	Events         []APIEvent `json:"events"`
+	CreatedAt      time.Time  `json:"created_at"`
+	RunningSince   *time.Time `json:"running_since"`
+	EndsAt         *time.Time `json:"ends_at"`
+	StoppedAt      *time.Time `json:"stopped_at"`
+	Currency       string     `json:"currency"`
+}
+
+// APIRentalNode is the node a rental runs on.
+type APIRentalNode struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Health    string `json:"health"`
+	Simulated bool   `json:"simulated"`
+}
+
+// APIChecks are the NVML checks that passed before the GPUs were handed over.
+type APIChecks struct {
+	NodeID int64                  `json:"node_id"`
+	At     time.Time              `json:"at"`
+	Passed int                    `json:"passed"`
+	Total  int                    `json:"total"`
+	GPUs   map[string]gpu.Verdict `json:"gpus"`
+}
+
+// APIEvent is one line of a rental's timeline.
+type APIEvent struct {
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+func apiRental(d *market.RentalDetail) APIRental {
+	r := d.Rental
+	out := APIRental{ID: r.ID, Status: r.Status, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
+		GPUUUIDs: []string{}, SLA: r.SLA, Term: r.Term, AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
+		StudentDiscountPct: r.StudentPct, OffpeakDiscountPct: r.OffpeakPct, SLASurchargePct: r.SLASurchargePct, TermPriceFen: r.TermPriceFen,
+		Access: d.Access, CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,
+		DowntimeSecs: r.DowntimeSecs, Failure: r.Failure, StopReason: r.StopReason, Simulated: d.Simulated(), Events: []APIEvent{},
+		CreatedAt: r.CreatedAt, RunningSince: r.RunningSince, EndsAt: r.EndsAt, StoppedAt: r.StoppedAt, Currency: "cny"}
+	for _, g := range d.GPUs {
+		out.GPUUUIDs = append(out.GPUUUIDs, g.UUID)
+	}
+	if d.Node != nil {
+		out.Node = &APIRentalNode{ID: d.Node.ID, Name: d.Node.Name, Health: d.Node.Health, Simulated: d.Node.Simulated}
+	}
+	if d.Checks != nil {
+		p, t := d.Checks.Passed()
+		out.Checks = &APIChecks{NodeID: d.Checks.NodeID, At: d.Checks.At, Passed: p, Total: t, GPUs: d.Checks.Verdicts}
+	}
+	for _, e := range d.Events {
+		out.Events = append(out.Events, APIEvent{At: e.At, Kind: e.Kind, Detail: e.Detail})
+	}
+	return out
+}
+
+// rentInput reads what both the API and the page send to rent.
+type rentBody struct {
+	OfferID      int64  `json:"offer_id"`
+	GPUs         int    `json:"gpus"`
+	SLA          string `json:"sla"`
+	Term         string `json:"term"`
+	SSHPublicKey string `json:"ssh_public_key"`
+	OrgID        int64  `json:"org_id"`
+	AutoRenew    bool   `json:"auto_renew"`
+}
+
+// rent authorises the renter for the organisation and rents.
+func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
+	orgParam := ""
+	if in.OrgID != 0 {
+		orgParam = strconv.FormatInt(in.OrgID, 10)
+	}
+	org, err := h.apiOrg(c, accounts.Rent, orgParam)
+	if err != nil {
+		return nil, err
+	}
+	u := CurrentUser(c)
+	m, err := h.DB.MembershipOf(c.Request().Context(), org.ID, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	return h.Rentals.Rent(c.Request().Context(), u, org, m, market.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
+		SLA: in.SLA, Term: in.Term, SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew})
+}
+
+// APIRentalCreate is POST /api/v1/rentals.
+func (h *Handler) APIRentalCreate(c echo.Context) error {
+	var in rentBody
+	if err := jsonDecoder(c).Decode(&in); err != nil {
+		return &apperr.Error{Code: apperr.EINVALID, Field: "body",
+			Message: `want JSON {"offer_id":N,"gpus":N,"sla":"standard"|"premium","term":"on_demand"|"week"|"month","ssh_public_key":"ssh-ed25519 …"}`}
+	}
+	if in.OfferID <= 0 {
+		return &apperr.Error{Code: apperr.EINVALID, Field: "offer_id", Message: "offer_id is required"}
+	}
+	r, err := h.rent(c, in)
+	if err != nil {
+		return err
+	}
+	d, err := h.Rentals.Detail(c.Request().Context(), r.ID)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Location", "/api/v1/rentals/"+strconv.FormatInt(r.ID, 10))
+	return c.JSON(http.StatusCreated, apiRental(d))
+}
+
+// rentalFor loads a rental the caller may see: a member of its
+// organisation (or a platform admin). Others get 404, as for a rental
+// that does not exist.
+func (h *Handler) rentalFor(c echo.Context) (*market.RentalDetail, *models.Membership, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return nil, nil, apperr.NotFound("rental")
+	}
+	ctx := c.Request().Context()
+	d, err := h.Rentals.Detail(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, m, err := h.Accounts.Authorize(ctx, CurrentUser(c), d.Rental.OrgID, accounts.ViewRentals)
+	if err != nil {
+		if apperr.Code(err) == apperr.ENOTFOUND {
+			return nil, nil, apperr.NotFound("rental")
+		}
+		return nil, nil, err
+	}
+	return d, m, nil
+}
+
+// APIRentalShow is GET /api/v1/rentals/{id}.
+func (h *Handler) APIRentalShow(c echo.Context) error {
+	d, _, err := h.rentalFor(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apiRental(d))
+}
+
+// stopRental stops a rental the caller may stop.
+func (h *Handler) stopRental(c echo.Context) (*market.RentalDetail, error) {
+	d, m, err := h.rentalFor(c)
+	if err != nil {
+		return nil, err
+	}
+	if !market.CanStop(&d.Rental, CurrentUser(c), m) {
+		return nil, apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may stop this rental")
+	}
+	if _, err := h.Rentals.Stop(c.Request().Context(), d.Rental.ID, market.StopByUser); err != nil {
+		return nil, err
+	}
+	return h.Rentals.Detail(c.Request().Context(), d.Rental.ID)
+}
+
+// APIRentalStop is POST /api/v1/rentals/{id}/stop.
+func (h *Handler) APIRentalStop(c echo.Context) error {
+	d, err := h.stopRental(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apiRental(d))
+}
+
+// APIRentalsList is GET /api/v1/rentals (?org_id=; live and recent).
+func (h *Handler) APIRentalsList(c echo.Context) error {
+	org, err := h.apiOrg(c, accounts.ViewRentals, c.QueryParam("org_id"))
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	live, err := h.DB.RentalsOfOrg(ctx, org.ID, true, 200)
+	if err != nil {
+		return err
+	}
+	past, err := h.DB.RentalsOfOrg(ctx, org.ID, false, 50)
+	if err != nil {
+		return err
+	}
+	out := []APIRental{}
+	for _, r := range append(live, past...) {
+		d, err := h.Rentals.Detail(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		out = append(out, apiRental(d))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "rentals": out, "total": len(out)})
+}

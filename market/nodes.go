@@ -1,0 +1,370 @@
+package market
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/agent"
+	"suanli/apperr"
+	"suanli/gpu"
+	"suanli/models"
+)
+
+// HeartbeatEvery is how often agents are asked to send heartbeats.
+const HeartbeatEvery = 5 * time.Second
+
+// ErrBadNodeToken is a missing, unknown or already used node token.
+var ErrBadNodeToken = &apperr.Error{Code: apperr.EUNAUTHORIZED, Message: "unknown or already used node token"}
+
+func hashNodeToken(t string) string {
+	h := sha256.Sum256([]byte(t))
+	return hex.EncodeToString(h[:])
+}
+
+func newNodeToken(prefix string) string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// IssueRegistrationToken gives a node a new one-time registration token
+// (replacing any unused one) and returns it; the server keeps its hash.
+func (s *Rentals) IssueRegistrationToken(ctx context.Context, nodeID int64) (string, error) {
+	tok := newNodeToken("snr_")
+	h := hashNodeToken(tok)
+	res := s.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", nodeID).Update("reg_token_hash", h)
+	if res.Error != nil {
+		return "", res.Error
+	}
+	if res.RowsAffected == 0 {
+		return "", apperr.NotFound("node")
+	}
+	return tok, nil
+}
+
+// IssueCredential sets and returns a node credential directly, without a
+// registration step: for the agents that serve --demo runs in-process.
+func (s *Rentals) IssueCredential(ctx context.Context, nodeID int64) (string, error) {
+	tok := newNodeToken("snc_")
+	h := hashNodeToken(tok)
+	res := s.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", nodeID).Update("cred_hash", h)
+	if res.Error != nil {
+		return "", res.Error
+	}
+	if res.RowsAffected == 0 {
+		return "", apperr.NotFound("node")
+	}
+	return tok, nil
+}
+
+// NodeByCredential authenticates an agent's bearer credential.
+func (s *Rentals) NodeByCredential(ctx context.Context, bearer string) (*models.Node, error) {
+	if bearer == "" {
+		return nil, ErrBadNodeToken
+	}
+	var n models.Node
+	err := s.DB.R.WithContext(ctx).Where("cred_hash = ?", hashNodeToken(bearer)).First(&n).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrBadNodeToken
+	}
+	return &n, err
+}
+
+// agentInfo is what the node page shows about its agent.
+type agentInfo struct {
+	Version       string `json:"version"`
+	Hostname      string `json:"hostname"`
+	Launcher      string `json:"launcher"`
+	Driver        string `json:"driver,omitempty"`
+	CUDA          string `json:"cuda,omitempty"`
+	NVMLInitError string `json:"nvml_init_error,omitempty"`
+	SimModel      string `json:"sim_model,omitempty"`
+	PingURL       string `json:"ping_url,omitempty"`
+}
+
+// Heartbeat records an agent's heartbeat. The bearer is the node
+// credential, or on the first heartbeat a one-time registration token,
+// which is exchanged for a credential returned in the reply. The GPUs'
+// inventory and verdicts are stored; a GPU that fails its checks stops
+// being rentable at once (the health watch moves its rentals).
+func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat) (agent.HeartbeatReply, error) {
+	reply := agent.HeartbeatReply{IntervalSeconds: int(HeartbeatEvery / time.Second)}
+	if bearer == "" {
+		return reply, ErrBadNodeToken
+	}
+	h := hashNodeToken(bearer)
+	now := s.DB.Now().UTC()
+	info, _ := json.Marshal(agentInfo{Version: hb.AgentVersion, Hostname: hb.Hostname, Launcher: hb.Launcher,
+		Driver: hb.Host.DriverVersion, CUDA: hb.Host.CUDADriverVersion, NVMLInitError: hb.Host.InitError, SimModel: hb.Host.Model, PingURL: hb.PingURL})
+	var nodeID int64
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var n models.Node
+		err := tx.Where("cred_hash = ?", h).First(&n).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			err = tx.Where("reg_token_hash = ?", h).First(&n).Error
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrBadNodeToken
+			}
+			if err != nil {
+				return err
+			}
+			// The registration token is used up; the credential replaces it.
+			reply.Credential = newNodeToken("snc_")
+			ch := hashNodeToken(reply.Credential)
+			if err := tx.Model(&n).Updates(map[string]any{"cred_hash": ch, "reg_token_hash": nil}).Error; err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		nodeID = n.ID
+		health := models.NodeHealthy
+		if hb.Host.InitError != "" {
+			health = models.NodeNoNVML
+		}
+		if err := tx.Model(&models.Node{}).Where("id = ?", n.ID).Updates(map[string]any{
+			"last_heartbeat_at": now, "health": health, "simulated": hb.Host.Simulated, "agent_info": string(info),
+		}).Error; err != nil {
+			return err
+		}
+		if n.Health == models.NodeSilent && health == models.NodeHealthy {
+			if err := closeIncidents(tx, n.ID, 0, models.IncidentNodeSilent, now); err != nil {
+				return err
+			}
+		}
+		if hb.Host.InitError == "" {
+			if err := s.recordGPUs(tx, &n, hb.Host, now); err != nil {
+				return err
+			}
+		}
+		return models.RefreshNodeAvailability(tx, n.ID, now)
+	})
+	reply.NodeID = nodeID
+	return reply, err
+}
+
+// recordGPUs stores what the agent read about each GPU, matched by index.
+// Telemetry is written at most every 30 s per GPU unless the verdict
+// changed, to keep heartbeats cheap on the single SQLite writer.
+func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.Time) error {
+	var have []models.GPU
+	if err := tx.Where("node_id = ?", n.ID).Find(&have).Error; err != nil {
+		return err
+	}
+	byIdx := map[int]*models.GPU{}
+	for i := range have {
+		byIdx[have[i].Idx] = &have[i]
+	}
+	seen := map[int]bool{}
+	for _, g := range host.GPUs {
+		seen[g.Index] = true
+		health := models.GPUHealthy
+		if !g.Health.Healthy {
+			health = models.GPUFailing
+			for _, c := range g.Health.Checks {
+				if c.Name == "present" && !c.OK {
+					health = models.GPUMissing
+				}
+			}
+		}
+		tel, _ := json.Marshal(g.Telemetry)
+		reasons := strings.Join(g.Health.Reasons, "\n")
+		cur, ok := byIdx[g.Index]
+		if !ok {
+			row := models.GPU{NodeID: n.ID, Idx: g.Index, UUID: g.UUID, GPUModel: n.GPUModel, State: models.GPUFree,
+				Name: g.Name, PCIBusID: g.PCIBusID, MemoryMiB: int64(g.MemoryTotalMiB), Health: health, Reasons: reasons, Telemetry: string(tel), CheckedAt: &now}
+			if health != models.GPUHealthy {
+				row.State = models.GPUUnhealthy
+			}
+			if err := tx.Create(&row).Error; err != nil {
+				return fmt.Errorf("record GPU %d of node %d: %w", g.Index, n.ID, err)
+			}
+			continue
+		}
+		changed := cur.Health != health || cur.Reasons != reasons || cur.UUID != g.UUID || cur.Name != g.Name
+		if !changed && cur.CheckedAt != nil && now.Sub(*cur.CheckedAt) < 30*time.Second {
+			continue
+		}
+		up := map[string]any{"uuid": g.UUID, "name": g.Name, "pci_bus_id": g.PCIBusID, "memory_mib": int64(g.MemoryTotalMiB),
+			"health": health, "reasons": reasons, "telemetry": string(tel), "checked_at": now}
+		if err := tx.Model(&models.GPU{}).Where("id = ?", cur.ID).Updates(up).Error; err != nil {
+			return err
+		}
+		if err := s.applyGPUHealth(tx, cur, health, reasons, now); err != nil {
+			return err
+		}
+	}
+	for idx, g := range byIdx {
+		if !seen[idx] && g.Health != models.GPUMissing {
+			if err := tx.Model(&models.GPU{}).Where("id = ?", g.ID).Updates(map[string]any{
+				"health": models.GPUMissing, "reasons": "not reported by NVML (fallen off the bus?)", "checked_at": now}).Error; err != nil {
+				return err
+			}
+			if err := s.applyGPUHealth(tx, g, models.GPUMissing, "not reported by NVML", now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// applyGPUHealth keeps a GPU's state and incidents in step with its
+// verdict: a failing GPU that is free becomes unhealthy (a rented one stays
+// busy until the health watch moves its rental off it) and opens an
+// incident; a GPU that passes again is free again and its incident closed.
+func (s *Rentals) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons string, now time.Time) error {
+	if health == models.GPUHealthy {
+		if g.Health == models.GPUFailing || g.Health == models.GPUMissing {
+			if err := closeIncidents(tx, g.NodeID, g.ID, models.IncidentGPUFailing, now); err != nil {
+				return err
+			}
+		}
+		if g.State == models.GPUUnhealthy {
+			return tx.Model(&models.GPU{}).Where("id = ? AND state = ? AND NOT EXISTS (SELECT 1 FROM rental_gpus rg WHERE rg.gpu_id = gpus.id AND rg.released_at IS NULL)",
+				g.ID, models.GPUUnhealthy).Update("state", models.GPUFree).Error
+		}
+		return nil
+	}
+	if _, err := openIncident(tx, g.NodeID, g.ID, models.IncidentGPUFailing, reasons, now); err != nil {
+		return err
+	}
+	return tx.Model(&models.GPU{}).Where("id = ? AND state = ?", g.ID, models.GPUFree).Update("state", models.GPUUnhealthy).Error
+}
+
+// openIncident opens an incident unless one of the kind is open for the
+// node (and GPU); it returns the open incident's id either way.
+func openIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time) (int64, error) {
+	var inc models.Incident
+	err := tx.Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).First(&inc).Error
+	if err == nil {
+		return inc.ID, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, err
+	}
+	inc = models.Incident{NodeID: nodeID, GPUID: gpuID, Kind: kind, Reasons: reasons, OpenedAt: now}
+	return inc.ID, tx.Create(&inc).Error
+}
+
+func closeIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time) error {
+	return tx.Model(&models.Incident{}).Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).
+		Update("closed_at", now).Error
+}
+
+// enqueueTask adds a task for a node's agent in tx unless one with the
+// same key exists, and returns its id. The caller signals the hub after
+// the commit.
+func enqueueTask(tx *gorm.DB, nodeID int64, rentalID *int64, key string, t agent.Task, now time.Time) (int64, error) {
+	var have models.AgentTask
+	err := tx.Where("idem_key = ?", key).First(&have).Error
+	if err == nil {
+		return have.ID, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, err
+	}
+	row := models.AgentTask{NodeID: nodeID, RentalID: rentalID, Kind: t.Kind, IdemKey: key, Payload: "{}", Status: models.TaskQueued, CreatedAt: now}
+	if err := tx.Create(&row).Error; err != nil {
+		return 0, err
+	}
+	t.ID = row.ID
+	p, _ := json.Marshal(t)
+	return row.ID, tx.Model(&row).Update("payload", string(p)).Error
+}
+
+func nodeKey(id int64) string { return fmt.Sprintf("node:%d", id) }
+func taskKey(id int64) string { return fmt.Sprintf("task:%d", id) }
+
+// NextTasks is the agent's long-poll: it returns the node's queued tasks
+// (marking them sent) as soon as there are any, or none after wait.
+func (s *Rentals) NextTasks(ctx context.Context, nodeID int64, wait time.Duration) ([]agent.Task, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		woken := s.Hub.Wait(nodeKey(nodeID))
+		ts, err := s.takeTasks(ctx, nodeID)
+		if err != nil || len(ts) > 0 {
+			return ts, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-deadline.C:
+			return nil, nil
+		case <-woken:
+		case <-time.After(time.Second): // another replica may have queued one
+		}
+	}
+}
+
+func (s *Rentals) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, error) {
+	var rows []models.AgentTask
+	if err := s.DB.R.WithContext(ctx).Where("node_id = ? AND status = ?", nodeID, models.TaskQueued).Order("id").Limit(20).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	now := s.DB.Now().UTC()
+	var out []agent.Task
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		for _, r := range rows {
+			res := tx.Model(&models.AgentTask{}).Where("id = ? AND status = ?", r.ID, models.TaskQueued).
+				Updates(map[string]any{"status": models.TaskSent, "sent_at": now})
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 0 {
+				continue // another long-poll took it
+			}
+			var t agent.Task
+			if err := json.Unmarshal([]byte(r.Payload), &t); err != nil {
+				return fmt.Errorf("task %d payload: %w", r.ID, err)
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TaskResult records an agent's result for one of its node's tasks. A
+// repeated result for a task already done changes nothing. A stop that
+// finished releases the rental's GPUs.
+func (s *Rentals) TaskResult(ctx context.Context, nodeID, taskID int64, res agent.Result) error {
+	body, _ := json.Marshal(res)
+	now := s.DB.Now().UTC()
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var t models.AgentTask
+		if err := tx.Where("id = ? AND node_id = ?", taskID, nodeID).First(&t).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return apperr.NotFound("task")
+			}
+			return err
+		}
+		if t.Status == models.TaskDone {
+			return nil
+		}
+		ok := res.OK
+		if err := tx.Model(&t).Updates(map[string]any{"status": models.TaskDone, "ok": ok, "result": string(body), "done_at": now}).Error; err != nil {
+			return err
+		}
+		if t.Kind == agent.TaskStop && t.RentalID != nil {
+			return s.finishStop(tx, *t.RentalID, nodeID, now)
+		}
+		return nil
+	})
+	if err == nil {
+		s.Hub.Signal(taskKey(taskID))
+	}
+	return err
+}

@@ -1,0 +1,211 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/apperr"
+)
+
+// Rental statuses: pending → provisioning → running → stopping → stopped,
+// and failed (nothing charged) or migrating (moving off a failing node).
+const (
+	RentalPending      = "pending"
+	RentalProvisioning = "provisioning"
+	RentalRunning      = "running"
+	RentalMigrating    = "migrating"
+	RentalStopping     = "stopping"
+	RentalStopped      = "stopped"
+	RentalFailed       = "failed"
+)
+
+// LiveRentalStatuses are the statuses in which a rental holds GPUs or is
+// about to.
+var LiveRentalStatuses = []string{RentalPending, RentalProvisioning, RentalRunning, RentalMigrating, RentalStopping}
+
+// Rental is one renter's use of GPUs of an offer.
+type Rental struct {
+	ID           int64
+	OrgID        int64
+	UserID       int64
+	OfferID      int64
+	ProviderID   int64
+	NodeID       *int64
+	GPUs         int `gorm:"column:gpus"`
+	SLA          string
+	Term         string
+	Status       string
+	SSHPublicKey string `gorm:"column:ssh_public_key"`
+	WorkspaceID  string
+	// The price agreed at the start.
+	PricePerGPUHourFen int64 `gorm:"column:price_per_gpu_hour_fen"`
+	OffpeakPct         int
+	StudentPct         int
+	SLASurchargePct    int    `gorm:"column:sla_surcharge_pct"`
+	TermPriceFen       *int64 `gorm:"column:term_price_fen"`
+	AutoRenew          bool
+	// Access is JSON agent.Access once launched; Checks is JSON of the
+	// NVML checks that passed before the GPUs were handed over.
+	Access     string
+	Checks     string
+	Failure    string
+	StopReason string
+	Attempts   int
+	// Billing state: see the migration.
+	RunningSince     *time.Time
+	BilledUntil      *time.Time
+	CarryNum         int64
+	BilledFen        int64
+	DowntimeSecs     int64
+	DownSince        *time.Time
+	Free             bool
+	EndsAt           *time.Time
+	LowBalanceMailed bool
+	StoppedAt        *time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Live reports whether the rental holds (or is getting) GPUs.
+func (r *Rental) Live() bool {
+	for _, s := range LiveRentalStatuses {
+		if r.Status == s {
+			return true
+		}
+	}
+	return false
+}
+
+// RentalGPU is a GPU held by a rental; ReleasedAt nil while held.
+type RentalGPU struct {
+	ID         int64
+	RentalID   int64
+	GPUID      int64 `gorm:"column:gpu_id"`
+	NodeID     int64
+	AttachedAt time.Time
+	ReleasedAt *time.Time
+}
+
+// TableName implements gorm's tabler.
+func (RentalGPU) TableName() string { return "rental_gpus" }
+
+// Agent task statuses.
+const (
+	TaskQueued = "queued"
+	TaskSent   = "sent"
+	TaskDone   = "done"
+)
+
+// AgentTask is work for a node's agent; Payload is JSON agent.Task and
+// Result JSON agent.Result.
+type AgentTask struct {
+	ID        int64
+	NodeID    int64
+	RentalID  *int64
+	Kind      string
+	IdemKey   string
+	Payload   string
+	Status    string
+	OK        *bool `gorm:"column:ok"`
+	Result    string
+	CreatedAt time.Time
+	SentAt    *time.Time
+	DoneAt    *time.Time
+}
+
+// Incident kinds.
+const (
+	IncidentNodeSilent = "node_silent"
+	IncidentGPUFailing = "gpu_failing"
+)
+
+// Incident is a node gone silent or a GPU failing its checks.
+type Incident struct {
+	ID       int64
+	NodeID   int64
+	GPUID    int64 `gorm:"column:gpu_id"` // 0 for the whole node
+	Kind     string
+	Reasons  string
+	OpenedAt time.Time
+	ClosedAt *time.Time
+}
+
+// RentalEvent is one line of a rental's timeline.
+type RentalEvent struct {
+	ID         int64
+	RentalID   int64
+	At         time.Time
+	Kind       string
+	Detail     string
+	IncidentID *int64
+}
+
+// RentalByID returns a rental.
+func (db *DB) RentalByID(ctx context.Context, id int64) (Rental, error) {
+	var r Rental
+	err := db.R.WithContext(ctx).First(&r, id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return r, apperr.NotFound("rental")
+	}
+	return r, err
+}
+
+// RentalGPUs returns the GPUs a rental holds now (or held last, when
+// released is true and it holds none).
+func (db *DB) RentalGPUs(ctx context.Context, rentalID int64) ([]GPU, error) {
+	var gs []GPU
+	err := db.R.WithContext(ctx).Raw(`SELECT g.* FROM gpus g JOIN rental_gpus rg ON rg.gpu_id = g.id
+		WHERE rg.rental_id = ? AND rg.id IN (SELECT id FROM rental_gpus WHERE rental_id = ? AND released_at IS NULL)
+		ORDER BY g.idx`, rentalID, rentalID).Scan(&gs).Error
+	if err != nil || len(gs) > 0 {
+		return gs, err
+	}
+	// Released: the last set it held (same attach time as the newest row).
+	err = db.R.WithContext(ctx).Raw(`SELECT g.* FROM gpus g JOIN rental_gpus rg ON rg.gpu_id = g.id
+		WHERE rg.rental_id = ? AND rg.attached_at = (SELECT MAX(attached_at) FROM rental_gpus WHERE rental_id = ?)
+		ORDER BY g.idx`, rentalID, rentalID).Scan(&gs).Error
+	return gs, err
+}
+
+// RentalEvents returns a rental's timeline, oldest first.
+func (db *DB) RentalEvents(ctx context.Context, rentalID int64) ([]RentalEvent, error) {
+	var es []RentalEvent
+	err := db.R.WithContext(ctx).Where("rental_id = ?", rentalID).Order("id").Find(&es).Error
+	return es, err
+}
+
+// RentalsOfOrg returns an organisation's rentals, newest first; live only
+// when live is true.
+func (db *DB) RentalsOfOrg(ctx context.Context, orgID int64, live bool, limit int) ([]Rental, error) {
+	var rs []Rental
+	q := db.R.WithContext(ctx).Where("org_id = ?", orgID)
+	if live {
+		q = q.Where("status IN ?", LiveRentalStatuses)
+	} else {
+		q = q.Where("status NOT IN ?", LiveRentalStatuses)
+	}
+	err := q.Order("id DESC").Limit(limit).Find(&rs).Error
+	return rs, err
+}
+
+// AddRentalEvent appends to a rental's timeline in tx.
+func AddRentalEvent(tx *gorm.DB, rentalID int64, at time.Time, kind, detail string, incident *int64) error {
+	return tx.Create(&RentalEvent{RentalID: rentalID, At: at, Kind: kind, Detail: detail, IncidentID: incident}).Error
+}
+
+// SQLTx returns the *sql.Tx under a gorm transaction, for River's InsertTx.
+func SQLTx(tx *gorm.DB) (*sql.Tx, error) {
+	switch p := tx.Statement.ConnPool.(type) {
+	case *sql.Tx:
+		return p, nil
+	case *gorm.PreparedStmtTX:
+		if t, ok := p.Tx.(*sql.Tx); ok {
+			return t, nil
+		}
+	}
+	return nil, errors.New("models: not inside a database/sql transaction")
+}

@@ -1,0 +1,96 @@
+package workers
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"suanli/market"
+)
+
+// ProvisionWorker runs one provisioning step of a rental per job run; a
+// rental still waiting for its node's agent snoozes the job, so runs stay
+// short and a crashed worker's job is rescued quickly.
+type ProvisionWorker struct {
+	river.WorkerDefaults[market.ProvisionArgs]
+	Rentals *market.Rentals
+}
+
+// Timeout bounds one step (market.Rentals.StepWait plus database time).
+func (w *ProvisionWorker) Timeout(*river.Job[market.ProvisionArgs]) time.Duration { return 30 * time.Second }
+
+// Work implements river.Worker.
+func (w *ProvisionWorker) Work(ctx context.Context, job *river.Job[market.ProvisionArgs]) error {
+	again, err := w.Rentals.Provision(ctx, job.Args.RentalID)
+	if err != nil {
+		return err
+	}
+	if again > 0 {
+		return river.JobSnooze(again)
+	}
+	return nil
+}
+
+// MeterArgs asks for every running rental to be billed up to now.
+type MeterArgs struct{}
+
+// Kind implements river.JobArgs.
+func (MeterArgs) Kind() string { return "meter_rentals" }
+
+// InsertOpts keeps one pass waiting at a time.
+func (MeterArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByPeriod: 30 * time.Second}}
+}
+
+// MeterWorker runs MeterArgs jobs.
+type MeterWorker struct {
+	river.WorkerDefaults[MeterArgs]
+	Rentals *market.Rentals
+}
+
+// Timeout: a pass over many rentals may take a while; the next period's
+// job waits behind it (unique), never runs beside it.
+func (w *MeterWorker) Timeout(*river.Job[MeterArgs]) time.Duration { return 5 * time.Minute }
+
+// Work implements river.Worker.
+func (w *MeterWorker) Work(ctx context.Context, job *river.Job[MeterArgs]) error {
+	res, err := w.Rentals.Meter(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Rentals > 0 {
+		slog.Info("rentals metered", "rentals", res.Rentals, "fen", res.Fen, "stopped", res.Stopped, "reminded", res.Reminded, "job", job.ID)
+	}
+	return nil
+}
+
+// WatchArgs asks for the health pass over nodes and rentals.
+type WatchArgs struct{}
+
+// Kind implements river.JobArgs.
+func (WatchArgs) Kind() string { return "watch_health" }
+
+// InsertOpts keeps one pass waiting at a time.
+func (WatchArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByPeriod: 5 * time.Second}}
+}
+
+// WatchWorker runs WatchArgs jobs.
+type WatchWorker struct {
+	river.WorkerDefaults[WatchArgs]
+	Rentals *market.Rentals
+}
+
+// Work implements river.Worker.
+func (w *WatchWorker) Work(ctx context.Context, job *river.Job[WatchArgs]) error {
+	res, err := w.Rentals.Watch(ctx)
+	if err != nil {
+		return err
+	}
+	if res != (market.WatchResult{}) {
+		slog.Info("health pass", "silenced", res.Silenced, "migrated", res.Migrated, "stops_finished", res.Finished, "renewed", res.Renewed, "job", job.ID)
+	}
+	return nil
+}
