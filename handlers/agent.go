@@ -83,4 +83,3 @@ func (h *Handler) AgentTaskResult(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]bool{"recorded": true})
 }
-

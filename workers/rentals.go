@@ -19,7 +19,9 @@ type ProvisionWorker struct {
 }
 
 // Timeout bounds one step (market.Rentals.StepWait plus database time).
-func (w *ProvisionWorker) Timeout(*river.Job[market.ProvisionArgs]) time.Duration { return 30 * time.Second }
+func (w *ProvisionWorker) Timeout(*river.Job[market.ProvisionArgs]) time.Duration {
+	return 30 * time.Second
+}
 
 // Work implements river.Worker.
 func (w *ProvisionWorker) Work(ctx context.Context, job *river.Job[market.ProvisionArgs]) error {
