@@ -30,6 +30,8 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
   suanli admin credit --email E --fen N --reason R
                                                post a promotional credit to the user's
                                                personal organisation's wallet
+  suanli admin node-token --node ID            print a one-time registration token for a node's
+                                               agent (suanli agent --server URL --token T)
 `
 
 // adminCommand is one admin subcommand: its flags, a check of them that
@@ -152,6 +154,24 @@ func admin(ctx context.Context, args []string) error {
 				return err
 			}
 			fmt.Printf("credited ¥%s to organisation %d; balance ¥%s\n", market.FenToYuanString(fen), org, market.FenToYuanString(bal))
+			return nil
+		},
+	}
+	var nodeID int64
+	commands["node-token"] = adminCommand{
+		flags: func(fs *flag.FlagSet) { fs.Int64Var(&nodeID, "node", 0, "the node's id") },
+		check: func() error {
+			if nodeID <= 0 {
+				return errors.New("admin node-token: give --node ID")
+			}
+			return nil
+		},
+		run: func(ctx context.Context, _ config.Config, db *models.DB) error {
+			tok, err := (&market.Rentals{DB: db}).IssueRegistrationToken(ctx, nodeID)
+			if err != nil {
+				return fmt.Errorf("admin node-token: %w", err)
+			}
+			fmt.Println(tok)
 			return nil
 		},
 	}

@@ -356,7 +356,7 @@ func rentalsService(db *models.DB, w *market.Wallet, cfg config.Config) *market.
 }
 
 func workerOptions(cfg config.Config, work bool, rentals *market.Rentals) workers.Options {
-	opts := workers.Options{Work: work, Rentals: rentals}
+	opts := workers.Options{Work: work, Rentals: rentals, RescueAfter: cfg.JobRescueAfter}
 	if cfg.SMTPURL != "" {
 		// Validated with the configuration.
 		if s, err := mail.ParseURL(cfg.SMTPURL); err == nil {

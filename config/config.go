@@ -55,6 +55,9 @@ type Config struct {
 	BankName, BankAccountName, BankAccount string
 	// PprofAddr, when set, serves Go's profiler there (keep it on loopback).
 	PprofAddr string
+	// JobRescueAfter is when a job left running by a crashed process is
+	// run again (SUANLI_JOB_RESCUE_AFTER).
+	JobRescueAfter time.Duration
 	// IndexRefresh is how often serve checks the database for offer changes
 	// made by other processes (SUANLI_INDEX_REFRESH).
 	IndexRefresh time.Duration
@@ -82,6 +85,7 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.StringVar(&c.BankAccountName, "bank-account-name", env("SUANLI_BANK_ACCOUNT_NAME", ""), "name on that account (SUANLI_BANK_ACCOUNT_NAME)")
 	fs.StringVar(&c.BankAccount, "bank-account", env("SUANLI_BANK_ACCOUNT", ""), "account number (SUANLI_BANK_ACCOUNT)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env("SUANLI_PPROF_ADDR", ""), "serve Go's profiler on this address, e.g. 127.0.0.1:6060; off when empty (SUANLI_PPROF_ADDR)")
+	fs.DurationVar(&c.JobRescueAfter, "job-rescue-after", envDuration("SUANLI_JOB_RESCUE_AFTER", time.Minute), "when a job left running by a crashed process is run again; longer than any job's timeout (SUANLI_JOB_RESCUE_AFTER)")
 	fs.DurationVar(&c.IndexRefresh, "index-refresh", envDuration("SUANLI_INDEX_REFRESH", 2*time.Second), "how often to pick up offer changes made by other processes (SUANLI_INDEX_REFRESH)")
 	return func() (Config, error) {
 		if c.BaseURL == "" {
@@ -134,6 +138,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
+	}
+	if c.JobRescueAfter < 40*time.Second {
+		errs = append(errs, errors.New("--job-rescue-after must be at least 40s (longer than any job's 30 s timeout)"))
 	}
 	if c.IndexRefresh <= 0 {
 		errs = append(errs, errors.New("--index-refresh must be positive"))

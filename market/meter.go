@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -52,16 +54,16 @@ func (s *Rentals) chargeTerm(tx *gorm.DB, r *models.Rental, now time.Time, n int
 	return tx.Model(&models.Rental{}).Where("id = ?", r.ID).Update("billed_fen", r.BilledFen).Error
 }
 
-// meterOne bills a running on-demand rental from its last billed second to
-// now, carrying the sub-fen remainder. final (at stop) tops the rental up
-// to the minimum billed time. If the wallet cannot pay it all, what it
-// holds is taken and the rental is marked for stopping (stopBalance).
-// Free rentals and term rentals accrue nothing here.
-func (s *Rentals) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final bool) error {
+// meterAmount is what a running on-demand rental owes from its last
+// billed second to now: the new billed-until second, the whole fen and
+// the new sub-fen carry. final (at stop) tops the rental up to the
+// minimum billed time. ok is false when nothing is owed or the rental
+// does not accrue (not running, a term, free).
+func meterAmount(r *models.Rental, now time.Time, final bool) (to time.Time, fen, carry int64, ok bool) {
 	if r.Status != models.RentalRunning || r.Term != pricing.OnDemand || r.BilledUntil == nil {
-		return nil
+		return
 	}
-	to := now.Truncate(time.Second)
+	to = now.Truncate(time.Second)
 	if final && r.RunningSince != nil {
 		// The minimum counts running time; downtime was never billed.
 		ran := to.Sub(*r.RunningSince) - time.Duration(r.DowntimeSecs)*time.Second
@@ -70,37 +72,55 @@ func (s *Rentals) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final b
 		}
 	}
 	if !to.After(*r.BilledUntil) {
-		return nil
+		return
 	}
-	fen, carry := pricing.Accrue(rate(r), *r.BilledUntil, to, r.CarryNum)
+	fen, carry = pricing.Accrue(rate(r), *r.BilledUntil, to, r.CarryNum)
 	if r.Free {
 		fen, carry = 0, 0
 	}
-	up := map[string]any{"billed_until": to, "carry_num": carry, "updated_at": now}
-	if fen > 0 {
-		err := postCharge(tx, r, fen, fmt.Sprintf("rental #%d", r.ID), nil, now)
-		if errors.Is(err, models.ErrInsufficientFunds) {
-			// Take what is left and stop: usage beyond the balance is the
-			// provider's loss, never money invented.
-			var bal int64
-			if err := tx.Model(&models.LedgerAccount{}).Where("kind = ? AND org_id = ?", models.AccWallet, r.OrgID).Select("balance_fen").Scan(&bal).Error; err != nil {
-				return err
-			}
-			fen = bal
-			if fen > 0 {
-				if err := postCharge(tx, r, fen, fmt.Sprintf("rental #%d (balance exhausted)", r.ID), nil, now); err != nil {
-					return err
-				}
-			}
-			up["stop_reason"] = StopBalance
-		} else if err != nil {
-			return err
-		}
-		up["billed_fen"] = gorm.Expr("billed_fen + ?", fen)
-		r.BilledFen += fen
+	return to, fen, carry, true
+}
+
+// claimInterval moves the rental's billed-until second forward in tx, but
+// only from the value this pass read: of two passes that race (a meter
+// job rescued while the first still runs, a stop during a meter pass),
+// exactly one bills an interval. It reports whether this one did.
+func claimInterval(tx *gorm.DB, r *models.Rental, to time.Time, fen, carry int64, stop bool, now time.Time) (bool, error) {
+	up := map[string]any{"billed_until": to, "carry_num": carry, "billed_fen": gorm.Expr("billed_fen + ?", fen), "updated_at": now}
+	if stop {
+		up["stop_reason"] = StopBalance
 	}
-	r.BilledUntil, r.CarryNum = &to, carry
-	return tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(up).Error
+	res := tx.Model(&models.Rental{}).Where("id = ? AND status = ? AND billed_until = ?", r.ID, models.RentalRunning, *r.BilledUntil).Updates(up)
+	if res.Error != nil || res.RowsAffected == 0 {
+		return false, res.Error
+	}
+	r.BilledUntil, r.CarryNum, r.BilledFen = &to, carry, r.BilledFen+fen
+	if stop {
+		r.StopReason = StopBalance
+	}
+	return true, nil
+}
+
+// meterOne bills one running on-demand rental up to now in tx (see
+// meterAmount). If the wallet cannot pay it all, what it holds is taken
+// and the rental is marked to stop: usage beyond the balance is the
+// provider's loss, never money invented.
+func (s *Rentals) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final bool) error {
+	to, fen, carry, ok := meterAmount(r, now, final)
+	if !ok {
+		return nil
+	}
+	var bal int64
+	if err := tx.Model(&models.LedgerAccount{}).Where("kind = ? AND org_id = ?", models.AccWallet, r.OrgID).Select("balance_fen").Scan(&bal).Error; err != nil {
+		return err
+	}
+	stop := fen > bal
+	fen = min(fen, bal)
+	claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
+	if err != nil || !claimed || fen == 0 {
+		return err
+	}
+	return postCharge(tx, r, fen, fmt.Sprintf("rental #%d", r.ID), nil, now)
 }
 
 // Stop reasons set by the platform.
@@ -118,113 +138,148 @@ type MeterResult struct {
 	Reminded int
 }
 
-// Meter bills every running on-demand rental up to now, in batches of one
-// transaction each. Rentals that ran out of balance or hit a spending
-// limit are stopped; renters with less than an hour of balance left are
-// mailed once per rental.
+// meterBatch is how many rentals one meter transaction bills.
+const meterBatch = 1000
+
+// Meter bills every running on-demand rental up to now, a batch per
+// transaction (one ledger transaction per rental, posted together).
+// Rentals that ran out of balance or reached a spending limit are
+// stopped; a renter with less than an hour of balance left is mailed once
+// per rental.
 func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 	var res MeterResult
 	now := s.DB.Now().UTC()
 	var lastID int64
 	for {
-		var rs []models.Rental
-		if err := s.DB.W.WithContext(ctx).Where("status = ? AND term = ? AND id > ?", models.RentalRunning, pricing.OnDemand, lastID).
-			Order("id").Limit(500).Find(&rs).Error; err != nil {
+		var ids []int64
+		if err := s.DB.W.WithContext(ctx).Model(&models.Rental{}).Where("status = ? AND term = ? AND id > ?", models.RentalRunning, pricing.OnDemand, lastID).
+			Order("id").Limit(meterBatch).Pluck("id", &ids).Error; err != nil {
 			return res, err
 		}
-		if len(rs) == 0 {
-			break
+		if len(ids) == 0 {
+			return res, nil
 		}
-		lastID = rs[len(rs)-1].ID
-		var toStop []int64
-		var toStopWhy []string
+		lastID = ids[len(ids)-1]
+		var billed []models.Rental
+		balances := map[int64]int64{}
 		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+			// Read inside the transaction: what another pass billed meanwhile is seen.
+			var rs []models.Rental
+			if err := tx.Where("id IN ? AND status = ?", ids, models.RentalRunning).Order("id").Find(&rs).Error; err != nil {
+				return err
+			}
+			orgs := make([]int64, 0, len(rs))
+			for _, r := range rs {
+				orgs = append(orgs, r.OrgID)
+			}
+			var accs []models.LedgerAccount
+			if err := tx.Select("org_id", "balance_fen").Where("kind = ? AND org_id IN ?", models.AccWallet, orgs).Find(&accs).Error; err != nil {
+				return err
+			}
+			for _, a := range accs {
+				balances[a.OrgID] = a.BalanceFen
+			}
+			var posts []models.Posting
 			for i := range rs {
 				r := &rs[i]
-				before := r.BilledFen
-				if err := s.meterOne(tx, r, now, false); err != nil {
+				to, fen, carry, ok := meterAmount(r, now, false)
+				if !ok {
+					continue
+				}
+				stop := fen > balances[r.OrgID]
+				fen = min(fen, balances[r.OrgID])
+				claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
+				if err != nil {
 					return fmt.Errorf("meter rental %d: %w", r.ID, err)
 				}
+				if !claimed {
+					continue
+				}
+				balances[r.OrgID] -= fen
+				billed = append(billed, *r)
 				res.Rentals++
-				res.Fen += r.BilledFen - before
+				res.Fen += fen
+				if fen > 0 {
+					posts = append(posts, models.Posting{
+						Txn:  &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now},
+						Legs: chargeLegs(r.OrgID, r.ProviderID, fen)})
+				}
 			}
-			return nil
+			return models.PostMany(tx, posts)
 		})
 		if err != nil {
 			return res, err
 		}
-		// Limits and reminders, outside the billing transaction.
-		for i := range rs {
-			r := &rs[i]
-			why, remind, err := s.afterCharge(ctx, r, now)
-			if err != nil {
-				return res, err
-			}
-			if why != "" {
-				toStop = append(toStop, r.ID)
-				toStopWhy = append(toStopWhy, why)
-			}
-			if remind {
-				res.Reminded++
-			}
-		}
-		for i, id := range toStop {
-			if _, err := s.Stop(ctx, id, toStopWhy[i]); err != nil {
-				return res, err
-			}
-			res.Stopped++
+		stopped, reminded, err := s.afterMeter(ctx, billed, balances, now)
+		res.Stopped += stopped
+		res.Reminded += reminded
+		if err != nil {
+			return res, err
 		}
 	}
-	return res, nil
 }
 
-// afterCharge says whether a just-metered rental must stop (balance gone,
-// spending limit reached) and mails the renter once when less than an
-// hour of balance is left.
-func (s *Rentals) afterCharge(ctx context.Context, r *models.Rental, now time.Time) (stop string, reminded bool, err error) {
-	var cur models.Rental
-	if err := s.DB.W.WithContext(ctx).Select("stop_reason", "low_balance_mailed").First(&cur, r.ID).Error; err != nil {
-		return "", false, err
+// afterMeter stops the just-billed rentals that ran out of balance or
+// reached a spending limit, and mails renters with less than an hour of
+// balance left (once per rental). Only organisations with a limit are
+// checked against it.
+func (s *Rentals) afterMeter(ctx context.Context, billed []models.Rental, balances map[int64]int64, now time.Time) (stopped, reminded int, err error) {
+	orgIDs := map[int64]bool{}
+	for _, r := range billed {
+		orgIDs[r.OrgID] = true
 	}
-	if cur.StopReason == StopBalance {
-		return StopBalance, false, nil
-	}
-	org, err := s.DB.OrgByID(ctx, r.OrgID)
-	if err != nil {
-		return "", false, err
-	}
-	// Not one more fen may be spent: the limit is reached.
-	if err := s.Wallet.CheckSpend(ctx, org, r.UserID, 1, now); err != nil {
-		if apperr.Code(err) == apperr.EFORBIDDEN {
-			return StopSpendCap, false, nil
+	limited := map[int64]*models.Org{}
+	if len(orgIDs) > 0 {
+		var orgs []models.Org
+		if err := s.DB.R.WithContext(ctx).Where("id IN ? AND (monthly_budget_fen IS NOT NULL OR member_cap_fen IS NOT NULL OR hourly_cap_fen IS NOT NULL)",
+			slices.Collect(maps.Keys(orgIDs))).Find(&orgs).Error; err != nil {
+			return 0, 0, err
 		}
-		return "", false, err
-	}
-	if cur.LowBalanceMailed {
-		return "", false, nil
-	}
-	bal, err := s.DB.WalletBalance(ctx, r.OrgID)
-	if err != nil {
-		return "", false, err
-	}
-	if bal >= pricing.HourFen(rate(r), now) {
-		return "", false, nil
-	}
-	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&models.Rental{}).Where("id = ? AND NOT low_balance_mailed", r.ID).Update("low_balance_mailed", true)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
+		for i := range orgs {
+			limited[orgs[i].ID] = &orgs[i]
 		}
-		var u models.User
-		if err := tx.First(&u, r.UserID).Error; err != nil {
-			return err
-		}
-		return models.EnqueueMail(tx, lowBalanceMail(&u, r, bal, s.BaseURL, now))
-	})
-	if err == nil {
-		slog.Info("low balance mailed", "rental", r.ID, "org", r.OrgID, "balance_fen", bal)
 	}
-	return "", err == nil, err
+	for i := range billed {
+		r := &billed[i]
+		why := ""
+		if r.StopReason == StopBalance {
+			why = StopBalance
+		} else if org := limited[r.OrgID]; org != nil {
+			// Not one more fen may be spent: the limit is reached.
+			if err := s.Wallet.CheckSpend(ctx, org, r.UserID, 1, now); err != nil {
+				if apperr.Code(err) != apperr.EFORBIDDEN {
+					return stopped, reminded, err
+				}
+				why = StopSpendCap
+			}
+		}
+		if why != "" {
+			if _, err := s.Stop(ctx, r.ID, why); err != nil {
+				return stopped, reminded, err
+			}
+			stopped++
+			continue
+		}
+		if r.LowBalanceMailed || balances[r.OrgID] >= pricing.HourFen(rate(r), now) {
+			continue
+		}
+		if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+			res := tx.Model(&models.Rental{}).Where("id = ? AND NOT low_balance_mailed", r.ID).Update("low_balance_mailed", true)
+			if res.Error != nil || res.RowsAffected == 0 {
+				return res.Error
+			}
+			var u models.User
+			if err := tx.First(&u, r.UserID).Error; err != nil {
+				return err
+			}
+			return models.EnqueueMail(tx, lowBalanceMail(&u, r, balances[r.OrgID], s.BaseURL, now))
+		}); err != nil {
+			return stopped, reminded, err
+		}
+		reminded++
+		slog.Info("low balance mailed", "rental", r.ID, "org", r.OrgID, "balance_fen", balances[r.OrgID])
+	}
+	return stopped, reminded, nil
 }
 
 // refundRental reverses every charge of a rental in tx (a rental whose

@@ -371,9 +371,11 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		if from != models.RentalProvisioning && from != models.RentalMigrating {
 			return nil
 		}
-		up := map[string]any{"access": string(access), "checks": string(checks), "node_id": nodeID, "billed_until": now}
+		// Billing counts whole seconds from this one.
+		sec := now.Truncate(time.Second)
+		up := map[string]any{"access": string(access), "checks": string(checks), "node_id": nodeID, "billed_until": sec}
 		if cur.RunningSince == nil {
-			up["running_since"] = now
+			up["running_since"] = sec
 		}
 		if from == models.RentalMigrating {
 			if err := s.endDowntime(tx, &cur, now); err != nil {

@@ -22,6 +22,7 @@ import (
 	"suanli/models"
 	"suanli/views/pages"
 	"suanli/web"
+	"suanli/workers"
 )
 
 // app is the real router over a real, seeded database.
@@ -123,11 +124,19 @@ func TestMain(m *testing.M) {
 
 // testHandler wires the real handlers over db, as main does.
 func testHandler(db *models.DB, ix *market.OfferIndex) *handlers.Handler {
+	wallet := &market.Wallet{DB: db, BaseURL: "http://suanli.test"}
+	// Rentals with an insert-only queue: jobs are stored, not worked,
+	// unless a test starts workers (startWorkers) on the same service.
+	q, err := workers.New(db, workers.Options{})
+	if err != nil {
+		panic(err)
+	}
 	return &handlers.Handler{
 		DB: db, Index: ix,
 		Accounts: &accounts.Service{DB: db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes},
 		Sessions: web.NewSessions(db, false),
-		Wallet:   &market.Wallet{DB: db, BaseURL: "http://suanli.test"},
+		Wallet:   wallet,
+		Rentals:  &market.Rentals{DB: db, Wallet: wallet, Jobs: q.Inserter, Hub: market.NewHub(), BaseURL: "http://suanli.test"},
 		Bank:     pages.BankDetails{Bank: "Test Bank", AccountName: "Suanli", Account: "6222 0000", Demo: true},
 	}
 }

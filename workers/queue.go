@@ -32,6 +32,9 @@ type Queue struct {
 	}
 }
 
+// JobTimeout bounds every job run.
+const JobTimeout = 30 * time.Second
+
 // Options configure a Queue.
 type Options struct {
 	// Work makes the queue run jobs and periodic schedules, not only insert.
@@ -61,7 +64,10 @@ type Options struct {
 // a database/sql client inserts inside gorm transactions (riverpgxv5
 // cannot take gorm's *sql.Tx).
 func New(db *models.DB, opts Options) (*Queue, error) {
-	cfg := &river.Config{Logger: riverLogger(), RescueStuckJobsAfter: cmp.Or(opts.RescueAfter, time.Minute)}
+	// Every job finishes (or snoozes, or commits what it did) within
+	// JobTimeout, so a job still marked running after RescueAfter belonged
+	// to a process that died, and is run again.
+	cfg := &river.Config{Logger: riverLogger(), JobTimeout: JobTimeout, RescueStuckJobsAfter: max(cmp.Or(opts.RescueAfter, time.Minute), JobTimeout+10*time.Second)}
 	// A rent request waits on its provisioning job: poll often enough that
 	// pickup is not what the renter waits for (a job inserted through the
 	// database/sql client on PostgreSQL does not wake pgx listeners).

@@ -52,10 +52,6 @@ type MeterWorker struct {
 	Rentals *market.Rentals
 }
 
-// Timeout: a pass over many rentals may take a while; the next period's
-// job waits behind it (unique), never runs beside it.
-func (w *MeterWorker) Timeout(*river.Job[MeterArgs]) time.Duration { return 5 * time.Minute }
-
 // Work implements river.Worker.
 func (w *MeterWorker) Work(ctx context.Context, job *river.Job[MeterArgs]) error {
 	res, err := w.Rentals.Meter(ctx)
