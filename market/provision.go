@@ -369,7 +369,10 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		}
 		from := cur.Status
 		if from != models.RentalProvisioning && from != models.RentalMigrating {
-			return nil
+			// Stopped while launching: stop what was just launched too.
+			_, err := enqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/a%d/late-stop", cur.ID, cur.Attempts),
+				agent.Task{Kind: agent.TaskStop, RentalID: cur.ID, WorkspaceID: cur.WorkspaceID}, now)
+			return err
 		}
 		// Billing counts whole seconds from this one.
 		sec := now.Truncate(time.Second)
