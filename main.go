@@ -209,14 +209,27 @@ func serve(ctx context.Context, args []string) error {
 	}
 	dialect, _, _ := cfg.Database()
 	slog.Info("serving", "addr", ln.Addr().String(), "database", dialect, "workers", cfg.Workers, "demo", cfg.Demo, "offers", index.Len())
+	agentsCtx, stopAgents := context.WithCancel(bg)
+	defer stopAgents()
 	if cfg.Demo {
-		n, err := startDemoAgents(bg, &wg, db, rentals, "http://"+ln.Addr().String())
+		n, err := startDemoAgents(agentsCtx, &wg, db, rentals, "http://"+ln.Addr().String())
 		if err != nil {
 			stopBG()
 			return fmt.Errorf("demo agents: %w", err)
 		}
 		slog.Info("simulated agents started for the demo nodes", "nodes", n)
 	}
+	// On the shutdown signal, stop the in-process demo agents and end every
+	// agent's long-poll, so the HTTP server's graceful shutdown does not
+	// wait for them.
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+		case <-bg.Done():
+		}
+		stopAgents()
+		rentals.Hub.Close()
+	})
 	httpErr := web.Serve(ctx, e, ln, cfg.ShutdownTimeout)
 
 	// Ordered shutdown: HTTP has stopped; now the workers, then the

@@ -233,3 +233,68 @@ func (h *Handler) APIRentalsList(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "rentals": out, "total": len(out)})
 }
+
+// APIChangeQuote is the preview of a switch or resize.
+type APIChangeQuote struct {
+	FromOfferID    int64  `json:"from_offer_id"`
+	ToOfferID      int64  `json:"to_offer_id"`
+	FromGPUModel   string `json:"from_gpu_model"`
+	ToGPUModel     string `json:"to_gpu_model"`
+	FromGPUs       int    `json:"from_gpus"`
+	ToGPUs         int    `json:"to_gpus"`
+	FromFenPerHour int64  `json:"from_fen_per_hour"`
+	ToFenPerHour   int64  `json:"to_fen_per_hour"`
+	SameNode       bool   `json:"same_node"`
+	Currency       string `json:"currency"`
+}
+
+// changeRental previews (confirm false) or applies a switch or resize for
+// a caller who may change the rental: its renter or an organisation admin.
+func (h *Handler) changeRental(c echo.Context, in market.ChangeInput, confirm bool) (*market.ChangeQuote, *market.RentalDetail, error) {
+	d, m, err := h.rentalFor(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	u := CurrentUser(c)
+	if !market.CanStop(&d.Rental, u, m) {
+		return nil, nil, apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may change this rental")
+	}
+	ctx := c.Request().Context()
+	org, _, err := h.Accounts.Authorize(ctx, u, d.Rental.OrgID, accounts.Rent)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := h.Rentals.QuoteChange(ctx, &d.Rental, org, m, in)
+	if err != nil || !confirm {
+		return &q, d, err
+	}
+	if _, err := h.Rentals.Change(ctx, u, org, m, d.Rental.ID, in); err != nil {
+		return &q, d, err
+	}
+	d, err = h.Rentals.Detail(ctx, d.Rental.ID)
+	return &q, d, err
+}
+
+// APIRentalChange is POST /api/v1/rentals/{id}/change
+// {"offer_id":N,"gpus":N,"confirm":bool}: without confirm it only quotes.
+func (h *Handler) APIRentalChange(c echo.Context) error {
+	var in struct {
+		OfferID int64 `json:"offer_id"`
+		GPUs    int   `json:"gpus"`
+		Confirm bool  `json:"confirm"`
+	}
+	if err := jsonDecoder(c).Decode(&in); err != nil {
+		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: `want JSON {"offer_id":N,"gpus":N,"confirm":true|false}`}
+	}
+	q, d, err := h.changeRental(c, market.ChangeInput{OfferID: in.OfferID, GPUs: in.GPUs}, in.Confirm)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"quote": APIChangeQuote{FromOfferID: q.FromOfferID, ToOfferID: q.ToOfferID, FromGPUModel: q.FromModel, ToGPUModel: q.ToModel,
+		FromGPUs: q.FromGPUs, ToGPUs: q.ToGPUs, FromFenPerHour: q.FromFenPerHour, ToFenPerHour: q.ToFenPerHour, SameNode: q.SameNode, Currency: "cny"},
+		"confirmed": in.Confirm}
+	if in.Confirm {
+		out["rental"] = apiRental(d)
+	}
+	return c.JSON(http.StatusOK, out)
+}

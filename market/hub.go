@@ -7,12 +7,21 @@ import "sync"
 // task's result. It is only a shortcut: waiters also poll the database, so
 // a signal from another replica arrives within the poll interval.
 type Hub struct {
-	mu sync.Mutex
-	ch map[string]chan struct{}
+	mu     sync.Mutex
+	ch     map[string]chan struct{}
+	closed chan struct{}
+	once   sync.Once
 }
 
 // NewHub returns an empty hub.
-func NewHub() *Hub { return &Hub{ch: map[string]chan struct{}{}} }
+func NewHub() *Hub { return &Hub{ch: map[string]chan struct{}{}, closed: make(chan struct{})} }
+
+// Close ends every long wait (agents' long-polls) at once: the HTTP
+// server's graceful shutdown would otherwise wait for each poll to time out.
+func (h *Hub) Close() { h.once.Do(func() { close(h.closed) }) }
+
+// Closed is closed once Close was called.
+func (h *Hub) Closed() <-chan struct{} { return h.closed }
 
 // Wait returns a channel closed at the next Signal of key.
 func (h *Hub) Wait(key string) <-chan struct{} {

@@ -298,6 +298,8 @@ func (s *Rentals) NextTasks(ctx context.Context, nodeID int64, wait time.Duratio
 		select {
 		case <-ctx.Done():
 			return nil, nil
+		case <-s.Hub.Closed():
+			return nil, nil
 		case <-deadline.C:
 			return nil, nil
 		case <-woken:

@@ -93,6 +93,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/api/v1/rentals", "api.rentals.create", h.APIRentalCreate, user},
 		{"GET", "/api/v1/rentals/:id", "api.rentals.show", h.APIRentalShow, user},
 		{"POST", "/api/v1/rentals/:id/stop", "api.rentals.stop", h.APIRentalStop, user},
+		{"POST", "/api/v1/rentals/:id/change", "api.rentals.change", h.APIRentalChange, user},
 
 		// Node agents authenticate with their node credential, not a user.
 		{"POST", "/agent/v1/heartbeat", "agent.heartbeat", h.AgentHeartbeat, public},
