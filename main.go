@@ -365,7 +365,7 @@ func bankDetails(cfg config.Config) pages.BankDetails {
 // workerOptions configures the queue; with SMTP_URL set it delivers mail.
 // rentalsService builds the rental rules; its Jobs is set once the queue exists.
 func rentalsService(db *models.DB, w *market.Wallet, cfg config.Config) *market.Rentals {
-	return &market.Rentals{DB: db, Wallet: w, Hub: market.NewHub(), BaseURL: cfg.BaseURL}
+	return &market.Rentals{DB: db, Wallet: w, Hub: market.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now()}
 }
 
 func workerOptions(cfg config.Config, work bool, rentals *market.Rentals) workers.Options {

@@ -30,11 +30,13 @@ const StopGrace = time.Minute
 func (s *Rentals) Watch(ctx context.Context) (WatchResult, error) {
 	var res WatchResult
 	now := s.DB.Now().UTC()
-	// Silent nodes.
+	// Silent nodes, once this process has listened for long enough.
 	var silent []models.Node
-	if err := s.DB.W.WithContext(ctx).Where("health IN ? AND last_heartbeat_at < ?", []string{models.NodeHealthy, models.NodeNoNVML}, now.Add(-s.silentAfter())).
-		Find(&silent).Error; err != nil {
-		return res, err
+	if now.Sub(s.Started) >= s.silentAfter() {
+		if err := s.DB.W.WithContext(ctx).Where("health IN ? AND last_heartbeat_at < ?", []string{models.NodeHealthy, models.NodeNoNVML}, now.Add(-s.silentAfter())).
+			Find(&silent).Error; err != nil {
+			return res, err
+		}
 	}
 	for _, n := range silent {
 		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -106,8 +108,8 @@ func (s *Rentals) Watch(ctx context.Context) (WatchResult, error) {
 	}
 	// Terms at their end: release a stopped term's GPUs, renew or stop a running one.
 	var ended []models.Rental
-	if err := s.DB.W.WithContext(ctx).Where("term <> ? AND ends_at <= ? AND status IN ?", pricing.OnDemand, now,
-		[]string{models.RentalRunning, models.RentalStopped}).Find(&ended).Error; err != nil {
+	if err := s.DB.W.WithContext(ctx).Where("term <> ? AND ends_at <= ? AND (status = ? OR (status = ? AND EXISTS (SELECT 1 FROM rental_gpus rg WHERE rg.rental_id = rentals.id AND rg.released_at IS NULL)))",
+		pricing.OnDemand, now, models.RentalRunning, models.RentalStopped).Find(&ended).Error; err != nil {
 		return res, err
 	}
 	for i := range ended {

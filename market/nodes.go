@@ -15,6 +15,7 @@ import (
 
 	"suanli/agent"
 	"suanli/apperr"
+	"suanli/catalog"
 	"suanli/gpu"
 	"suanli/models"
 )
@@ -176,8 +177,13 @@ func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now tim
 				}
 			}
 		}
-		tel, _ := json.Marshal(g.Telemetry)
 		reasons := strings.Join(g.Health.Reasons, "\n")
+		// A GPU that is not the model the node lists is never rented as it.
+		if m, ok := catalog.GPUModelBySlug(n.GPUModel); ok && !strings.Contains(g.Name, m.NVMLNameContains) {
+			health = models.GPUFailing
+			reasons = strings.TrimSpace(reasons + "\n" + fmt.Sprintf("NVML reports %q, but the node lists %s", g.Name, m.Name))
+		}
+		tel, _ := json.Marshal(g.Telemetry)
 		cur, ok := byIdx[g.Index]
 		if !ok {
 			row := models.GPU{NodeID: n.ID, Idx: g.Index, UUID: g.UUID, GPUModel: n.GPUModel, State: models.GPUFree,

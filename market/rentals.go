@@ -68,6 +68,10 @@ type Rentals struct {
 	StepWait time.Duration
 	// BaseURL is used in mails.
 	BaseURL string
+	// Started is when this process started; silence is judged only after
+	// SilentAfter has passed since (a server that was down itself heard
+	// no heartbeats, which says nothing about the nodes).
+	Started time.Time
 }
 
 func (s *Rentals) verifyTimeout() time.Duration { return cmp.Or(s.VerifyTimeout, 20*time.Second) }
