@@ -10,6 +10,7 @@ import (
 
 	"suanli/agent"
 	"suanli/apperr"
+	"suanli/market"
 	"suanli/models"
 )
 
@@ -28,6 +29,9 @@ func (h *Handler) agentNode(c echo.Context) (*models.Node, error) {
 
 // AgentHeartbeat is POST /agent/v1/heartbeat.
 func (h *Handler) AgentHeartbeat(c echo.Context) error {
+	if bearer(c) == "" {
+		return market.ErrBadNodeToken
+	}
 	var hb agent.Heartbeat
 	dec := jsonDecoderLimit(c, 1<<20)
 	if err := dec.Decode(&hb); err != nil {

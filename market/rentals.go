@@ -127,7 +127,7 @@ func newWorkspaceID() string {
 // on live rental GPUs makes two rentals of one GPU impossible.
 func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *models.Membership, in RentInput) (*models.Rental, error) {
 	if !u.Verified() {
-		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Message: "verify your email before renting", Key: "err.verify_first"}
+		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Message: "verify your email before renting", Key: "err.verify_first_rent"}
 	}
 	if !org.Usable() {
 		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Message: "this organisation may not rent yet", Key: "err.org_not_usable"}
