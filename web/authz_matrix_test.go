@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"io"
 	"maps"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/ssh"
 	"gorm.io/gorm"
 
 	"suanli/accounts"
@@ -109,6 +112,26 @@ func (ac *actor) post(path string, form url.Values, headers ...string) (*http.Re
 	return ac.do("POST", path, f, headers...)
 }
 
+// postJSON sends a JSON body with the actor's cookies and CSRF token, as
+// a script on the site's pages would.
+func (ac *actor) postJSON(path, body string) (*http.Response, string) {
+	ac.a.t.Helper()
+	req, err := http.NewRequest("POST", ac.a.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		ac.a.t.Fatal(err)
+	}
+	req.Header.Set("Accept-Language", "en")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-CSRF-Token", ac.csrf())
+	res, err := ac.c.Do(req)
+	if err != nil {
+		ac.a.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
 // mustUser creates a user with a verified email, a personal organisation
 // and testPassword, as `suanli admin create-user` does.
 func mustUser(t *testing.T, db *models.DB, email, name string, platformAdmin bool) *models.User {
@@ -129,6 +152,69 @@ func mustMember(t *testing.T, db *models.DB, orgID int64, u *models.User, role s
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mustRental stores a pending rental of the offer for the organisation,
+// rented by the user, as market.Rentals.Rent would before provisioning
+// (no node yet, so stopping it settles at once).
+func mustRental(t *testing.T, db *models.DB, orgID, userID int64, o models.Offer) int64 {
+	t.Helper()
+	now := db.Now().UTC()
+	r := &models.Rental{OrgID: orgID, UserID: userID, OfferID: o.ID, ProviderID: o.ProviderID, GPUs: 1, SLA: "standard", Term: "on_demand",
+		Status: models.RentalPending, SSHPublicKey: testSSHKey(t), WorkspaceID: "ws-matrix-" + idParam(userID),
+		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, CreatedAt: now, UpdatedAt: now}
+	if err := db.W.Create(r).Error; err != nil {
+		t.Fatal(err)
+	}
+	return r.ID
+}
+
+// mustRunningRental stores an on-demand rental of one GPU of the offer
+// that has run since now (no node: a change is quoted, never applied).
+func mustRunningRental(t *testing.T, db *models.DB, orgID, userID int64, o models.Offer) int64 {
+	t.Helper()
+	now := db.Now().UTC()
+	r := &models.Rental{OrgID: orgID, UserID: userID, OfferID: o.ID, ProviderID: o.ProviderID, GPUs: 1, SLA: "standard", Term: "on_demand",
+		Status: models.RentalRunning, SSHPublicKey: testSSHKey(t), WorkspaceID: "ws-matrix-running-" + idParam(userID),
+		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, RunningSince: &now, BilledUntil: &now, CreatedAt: now, UpdatedAt: now}
+	if err := db.W.Create(r).Error; err != nil {
+		t.Fatal(err)
+	}
+	return r.ID
+}
+
+// testSSHKey returns a fresh OpenSSH public key line.
+func testSSHKey(t testing.TB) string {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k))) + " renter@laptop"
+}
+
+// rentalsOf counts an organisation's rentals.
+func rentalsOf(t *testing.T, db *models.DB, orgID int64) int64 {
+	t.Helper()
+	var n int64
+	if err := db.R.Model(&models.Rental{}).Where("org_id = ?", orgID).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// rentalStatus reads a rental's status.
+func rentalStatus(t *testing.T, db *models.DB, id int64) string {
+	t.Helper()
+	r, err := db.RentalByID(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Status
 }
 
 // snippet shortens a body for a failure message.
@@ -165,7 +251,14 @@ type matrixFixture struct {
 	memberUser  *models.User
 	memberToken int64 // an API token of the member
 	topup       int64 // a pending bank transfer into org A's wallet
-	actors      [nActors]*actor
+	// Two pending rentals of org A: one the owner rented (the member may
+	// see it but not stop it) and one the member rented.
+	ownerRental, memberRental int64
+	// A running on-demand rental of one GPU that the owner rented: it may
+	// be switched or resized.
+	runningRental int64
+	offer         int64 // a listed demo offer
+	actors        [nActors]*actor
 }
 
 // orgAName is distinctive, so a response can be searched for it.
@@ -200,6 +293,18 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 		t.Fatal(err)
 	}
 	f := &matrixFixture{a: a, orgA: org, memberUser: memberU, memberToken: tok.ID, topup: topup.ID}
+	var offer models.Offer
+	if err := a.db.R.Where("status = ?", models.OfferListed).Order("id").First(&offer).Error; err != nil {
+		t.Fatal(err)
+	}
+	f.offer = offer.ID
+	f.ownerRental = mustRental(t, a.db, org.ID, ownerU.ID, offer)
+	f.memberRental = mustRental(t, a.db, org.ID, memberU.ID, offer)
+	var multi models.Offer
+	if err := a.db.R.Where("status = ? AND max_gpus >= 2", models.OfferListed).Order("id").First(&multi).Error; err != nil {
+		t.Fatal(err)
+	}
+	f.runningRental = mustRunningRental(t, a.db, org.ID, ownerU.ID, multi)
 	f.actors[asAnon] = newActor(a, actorNames[asAnon])
 	for i, u := range map[int]*models.User{asOther: otherU, asMember: memberU, asOrgAdmin: adminU, asPlatform: platformU, asOwner: ownerU} {
 		f.actors[i] = loggedIn(a, actorNames[i], u)
@@ -220,11 +325,18 @@ type matrixRow struct {
 	params func(f *matrixFixture) []any         // path parameters, in order
 	query  string                               // appended to the path
 	form   url.Values                           // the body of a POST (the CSRF token is added)
+	json   func(f *matrixFixture) string        // or a JSON body (the CSRF token goes in X-CSRF-Token)
 	want   expect                               //
 	after  func(t *testing.T, f *matrixFixture) // checks the effect of the successful cells
 }
 
-func orgAParam(f *matrixFixture) []any { return []any{idParam(f.orgA.ID)} }
+func orgAParam(f *matrixFixture) []any         { return []any{idParam(f.orgA.ID)} }
+func offerParam(f *matrixFixture) []any        { return []any{idParam(f.offer)} }
+func ownerRentalParam(f *matrixFixture) []any  { return []any{idParam(f.ownerRental)} }
+func memberRentalParam(f *matrixFixture) []any { return []any{idParam(f.memberRental)} }
+func runningRentalParam(f *matrixFixture) []any {
+	return []any{idParam(f.runningRental)}
+}
 
 // Common expectations.
 var (
@@ -257,6 +369,55 @@ var matrix = []matrixRow{
 	// Without org_id the API means the caller's personal organisation.
 	{route: "api.wallet", want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: "api.wallet.ledger", want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+
+	// Rentals. These rows run while lab A still waits for review (admin.review
+	// comes later), so nobody may rent with it yet.
+	{route: "console", want: anyUserPage},
+	{route: "rentals.new", params: offerParam, want: anyUserPage},
+	// Renting with org A: its members are told the lab may not rent yet, and
+	// everyone else that they may not use it (beside the field, 422); nothing
+	// is rented either way.
+	{route: "rentals.create", params: offerParam,
+		form: url.Values{"org_id": {"ORG_A"}, "gpus": {"1"}, "term": {"on_demand"}, "sla": {"standard"}, "ssh_public_key": {"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBX0WTRDS1bwPQDn9dBnlzyHG0fWBz2Xvjs7g2KGUVmW matrix@test"}},
+		want: expect{Anon: 401, Other: 422, Member: 422, Admin: 422, Platform: 422, Owner: 422},
+		after: func(t *testing.T, f *matrixFixture) {
+			must(t, rentalsOf(t, f.a.db, f.orgA.ID) == 3, "org A has %d rentals after refused rent requests, want the fixture's 3", rentalsOf(t, f.a.db, f.orgA.ID))
+		}},
+	{route: "rentals.show", params: ownerRentalParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: "rentals.live", params: ownerRentalParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: "api.rentals.list", query: "?org_id=ORG_A", want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: "api.rentals.show", params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	// A platform admin may look but is no member: renting with org A is
+	// "not found" for them as for any outsider; its members are refused while
+	// the lab waits for review.
+	{route: "api.rentals.create", json: func(f *matrixFixture) string {
+		return `{"offer_id":` + idParam(f.offer) + `,"gpus":1,"org_id":` + idParam(f.orgA.ID) + `,"ssh_public_key":"` + testSSHKey(f.a.t) + `"}`
+	}, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 403, Platform: 404, Owner: 403},
+		after: func(t *testing.T, f *matrixFixture) {
+			must(t, rentalsOf(t, f.a.db, f.orgA.ID) == 3, "org A has %d rentals after refused API rent requests, want the fixture's 3", rentalsOf(t, f.a.db, f.orgA.ID))
+		}},
+	// A form body is not the JSON the API wants (400 is past the guard).
+	{route: "api.rentals.change", params: memberRentalParam, form: url.Values{"gpus": {"2"}},
+		want: expect{Anon: 401, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
+	// The renter and the organisation's admins may switch or resize a
+	// rental (here: the quote for two GPUs); other members and platform
+	// admins may not. A preview changes nothing.
+	{route: "rentals.change", params: runningRentalParam, form: url.Values{"gpus": {"2"}},
+		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 200, Platform: 403, Owner: 200},
+		after: func(t *testing.T, f *matrixFixture) {
+			r, err := f.a.db.RentalByID(context.Background(), f.runningRental)
+			must(t, err == nil && r.Status == models.RentalRunning && r.GPUs == 1, "a previewed change changed the rental: %v %s × %d", err, r.Status, r.GPUs)
+		}},
+	// The renter and the organisation's admins may stop a rental; other
+	// members and platform admins may not. Stopping twice is fine.
+	{route: "rentals.stop", params: ownerRentalParam, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 403, Owner: 303},
+		after: func(t *testing.T, f *matrixFixture) {
+			must(t, rentalStatus(t, f.a.db, f.ownerRental) == models.RentalStopped, "the owner's rental is %s, want stopped", rentalStatus(t, f.a.db, f.ownerRental))
+		}},
+	{route: "api.rentals.stop", params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 403, Owner: 200},
+		after: func(t *testing.T, f *matrixFixture) {
+			must(t, rentalStatus(t, f.a.db, f.memberRental) == models.RentalStopped, "the member's rental is %s, want stopped", rentalStatus(t, f.a.db, f.memberRental))
+		}},
 
 	// The same password again: allowed, and it leaves every login working.
 	{route: "account.password", form: url.Values{"current_password": {testPassword}, "password": {testPassword}}, want: anyUserPost},
@@ -332,8 +493,13 @@ var publicRoutes = []string{
 	"api.offers.list", "api.offers.show", "api.offers.quote", "webhooks.stripe", "healthz", "readyz", "metrics", "static",
 }
 
-// Every route is either in the matrix or explicitly public: adding a route
-// without deciding who may use it fails here.
+// nodeRoutes are the node agents' routes: public in the route table (no
+// user guard) but answering only to a node credential, never to a user's
+// session or API token (TestNodeRoutesNeedANodeCredential).
+var nodeRoutes = []string{"agent.heartbeat", "agent.tasks", "agent.result"}
+
+// Every route is in the matrix, explicitly public, or a node route: adding
+// a route without deciding who may use it fails here.
 func TestAuthzMatrixCoversEveryRoute(t *testing.T) {
 	a := newSQLiteApp(t)
 	inMatrix := map[string]bool{}
@@ -341,6 +507,10 @@ func TestAuthzMatrixCoversEveryRoute(t *testing.T) {
 		must(t, !inMatrix[r.route], "route %q is twice in the matrix", r.route)
 		inMatrix[r.route] = true
 		must(t, !slices.Contains(publicRoutes, r.route), "route %q is both public and in the matrix", r.route)
+		must(t, !slices.Contains(nodeRoutes, r.route), "route %q is both a node route and in the matrix", r.route)
+	}
+	for _, name := range nodeRoutes {
+		must(t, !slices.Contains(publicRoutes, name), "route %q is both public and a node route", name)
 	}
 	seen := map[string]bool{}
 	for _, r := range a.e.Routes() {
@@ -348,11 +518,11 @@ func TestAuthzMatrixCoversEveryRoute(t *testing.T) {
 			continue // echo's own entries
 		}
 		seen[r.Name] = true
-		if !inMatrix[r.Name] && !slices.Contains(publicRoutes, r.Name) {
-			t.Errorf("route %s %s (%q) is in neither the authorisation matrix nor publicRoutes", r.Method, r.Path, r.Name)
+		if !inMatrix[r.Name] && !slices.Contains(publicRoutes, r.Name) && !slices.Contains(nodeRoutes, r.Name) {
+			t.Errorf("route %s %s (%q) is in neither the authorisation matrix, publicRoutes nor nodeRoutes", r.Method, r.Path, r.Name)
 		}
 	}
-	for _, name := range append(slices.Collect(maps.Keys(inMatrix)), publicRoutes...) {
+	for _, name := range slices.Concat(slices.Collect(maps.Keys(inMatrix)), publicRoutes, nodeRoutes) {
 		if !seen[name] {
 			t.Errorf("route %q is listed but not in the route table", name)
 		}
@@ -393,7 +563,17 @@ func TestAuthzMatrix(t *testing.T) {
 			if row.params != nil {
 				params = row.params(f)
 			}
-			path := a.url(row.route, params...) + row.query
+			// ORG_A in a query or form value stands for org A's id.
+			path := a.url(row.route, params...) + strings.ReplaceAll(row.query, "ORG_A", idParam(f.orgA.ID))
+			if row.form != nil {
+				form := url.Values{}
+				for k, vs := range row.form {
+					for _, v := range vs {
+						form.Add(k, strings.ReplaceAll(v, "ORG_A", idParam(f.orgA.ID)))
+					}
+				}
+				row.form = form
+			}
 			if method == "POST" {
 				// CSRF is checked before anything else: without the token even
 				// a logged-in owner is refused, and nothing runs.
@@ -408,7 +588,9 @@ func TestAuthzMatrix(t *testing.T) {
 					res  *http.Response
 					body string
 				)
-				if method == "POST" {
+				if method == "POST" && row.json != nil {
+					res, body = ac.postJSON(path, row.json(f))
+				} else if method == "POST" {
 					res, body = ac.post(path, row.form)
 				} else {
 					res, body = ac.do(method, path, nil)
@@ -440,4 +622,88 @@ func TestAuthzMatrix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Node routes answer 401 to anyone without a node credential: nobody
+// logged out, no user's session (with its CSRF token), no user's API
+// token (a platform admin's included) and no made-up credential. A real
+// node credential gets through.
+func TestNodeRoutesNeedANodeCredential(t *testing.T) {
+	a := newSQLiteApp(t)
+	ctx := context.Background()
+	svc := &accounts.Service{DB: a.db}
+	admin := mustUser(t, a.db, "root@suanli.example", "Pat Platform", true)
+	token, _, err := svc.CreateAPIToken(ctx, admin, "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := loggedIn(a, "platform admin", admin)
+	anon := newActor(a, "anonymous")
+	methods := map[string]string{}
+	for _, r := range a.e.Routes() {
+		methods[r.Name] = r.Method
+	}
+	bodies := map[string]string{"agent.heartbeat": `{"agent_version":"test"}`, "agent.result": `{"ok":true}`}
+	params := map[string][]any{"agent.result": {"1"}}
+	for _, name := range nodeRoutes {
+		method := methods[name]
+		must(t, method != "", "node route %q is not in the route table", name)
+		path := a.url(name, params[name]...)
+		if method == "GET" {
+			path += "?wait=0"
+		}
+		// send calls the route as ac, with a JSON body for a POST (and ac's
+		// CSRF token, so that only the credential can be what is refused).
+		send := func(ac *actor, headers ...string) (*http.Response, string) {
+			var body io.Reader
+			if method == "POST" {
+				body = strings.NewReader(bodies[name])
+			}
+			req, err := http.NewRequest(method, a.srv.URL+path, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-CSRF-Token", ac.csrf())
+			for i := 0; i+1 < len(headers); i += 2 {
+				req.Header.Set(headers[i], headers[i+1])
+			}
+			res, err := ac.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			return res, string(b)
+		}
+		cases := []struct {
+			who     string
+			ac      *actor
+			headers []string
+		}{
+			{"nobody", anon, nil},
+			{"a user's session", session, nil},
+			{"a user's API token", anon, []string{"Authorization", "Bearer " + token}},
+			{"a made-up node credential", anon, []string{"Authorization", "Bearer snc_not-a-real-credential"}},
+		}
+		for _, c := range cases {
+			res, body := send(c.ac, c.headers...)
+			if res.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s %s with %s: %d, want 401\n%s", method, path, c.who, res.StatusCode, snippet(body))
+				continue
+			}
+			contains(t, body, `"code":"unauthorized"`)
+		}
+	}
+	// A node's own credential is let in (the long-poll answers at once with wait=0).
+	var node models.Node
+	if err := a.db.R.Order("id").First(&node).Error; err != nil {
+		t.Fatal(err)
+	}
+	cred, err := testHandler(a.db, a.index).Rentals.IssueCredential(ctx, node.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, body := anon.do("GET", a.url("agent.tasks")+"?wait=0", nil, "Authorization", "Bearer "+cred)
+	must(t, res.StatusCode == http.StatusOK, "GET /agent/v1/tasks with node %d's credential: %d, want 200\n%s", node.ID, res.StatusCode, snippet(body))
 }

@@ -77,6 +77,14 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/topups/:id", "topups.show", h.TopupShow, user},
 		{"POST", "/webhooks/stripe", "webhooks.stripe", h.StripeWebhook, public},
 
+		{"GET", "/offers/:id/rent", "rentals.new", h.RentNew, user},
+		{"POST", "/offers/:id/rent", "rentals.create", h.RentCreate, user},
+		{"GET", "/console", "console", h.Console, user},
+		{"GET", "/rentals/:id", "rentals.show", h.RentalShow, user},
+		{"GET", "/rentals/:id/live", "rentals.live", h.RentalLive, user},
+		{"POST", "/rentals/:id/stop", "rentals.stop", h.RentalStop, user},
+		{"POST", "/rentals/:id/change", "rentals.change", h.RentalChange, user},
+
 		{"GET", "/admin", "admin.home", h.AdminHome, admin},
 		{"POST", "/admin/topups/:id/confirm", "admin.topups.confirm", h.AdminConfirmTopup, admin},
 		{"POST", "/admin/refunds/:id/paid", "admin.refunds.paid", h.AdminRefundPaid, admin},

@@ -3,6 +3,7 @@ package pages
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -119,7 +120,7 @@ func (vm RentVM) orgWalletURL(vc views.Ctx) string {
 	return vc.URL("wallet.show", i64(o.Org.ID))
 }
 
-// quoteQuery is the rent page's URL with the current choice, for htmx.
+// rentURL is the rent page of an offer (its htmx requests fetch the price).
 func rentURL(vc views.Ctx, offerID int64) string { return vc.URL("rentals.new", i64(offerID)) }
 
 // RentalRow is one rental in the console.
@@ -135,7 +136,9 @@ type RentalRow struct {
 	Access         *agent.Access
 	Simulated      bool
 	CanStop        bool
-	At             time.Time
+	// CanChange is true when the viewer may switch or resize it now.
+	CanChange bool
+	At        time.Time
 }
 
 // WalletLink is an organisation's balance on the console.
@@ -165,7 +168,80 @@ type RentalVM struct {
 	OrgName string
 	// CanStop is true when the viewer may stop it and it can be stopped.
 	CanStop bool
+	// Change is the switch / resize section: nil unless the viewer may
+	// change the rental and it can be changed (see Changeable).
+	Change *ChangeVM
 }
+
+// ChangeOffer is an offer a rental may switch to: the rental's own, or
+// one listed in the same datacentre.
+type ChangeOffer struct {
+	ID                 int64
+	GPUName            string
+	PricePerGPUHourFen int64
+	// AvailableGPUs are the offer's free GPUs (the rental's own are not
+	// counted); MaxGPUs the most one rental of it takes.
+	AvailableGPUs, MaxGPUs int
+	// Current is true for the rental's own offer.
+	Current bool
+	// OtherProvider names the offer's provider when it is not the
+	// rental's ("" when it is).
+	OtherProvider string
+}
+
+// ChangeVM is the rental page's switch / resize section: the form and,
+// once previewed, the quote for the change with its Confirm button.
+type ChangeVM struct {
+	// Offers are the rental's own offer first, then the others listed in
+	// its datacentre, cheapest first.
+	Offers []ChangeOffer
+	// Form holds offer_id and gpus; its "_form" message (a conflict, a
+	// short balance) is shown at the top of the section.
+	Form Form
+	// TopUp is set when the message at the top is about money: the
+	// section then links to the wallet.
+	TopUp bool
+	// WalletURL is the paying organisation's wallet.
+	WalletURL string
+	// Quote is the previewed change; nil until the renter asks for one.
+	Quote *market.ChangeQuote
+	// FromName and ToName are the quote's GPU models' catalogue names.
+	FromName, ToName string
+}
+
+// Changeable reports whether a rental can be switched or resized: an
+// on-demand one that is running, or stopped after having run.
+func Changeable(r *models.Rental) bool {
+	if r.Term != pricing.OnDemand {
+		return false
+	}
+	return r.Status == models.RentalRunning || (r.Status == models.RentalStopped && r.RunningSince != nil)
+}
+
+// maxGPUs is the most GPUs any offer of the form takes (the input's max).
+func (c *ChangeVM) maxGPUs() int {
+	n := 1
+	for _, o := range c.Offers {
+		n = max(n, o.MaxGPUs)
+	}
+	return n
+}
+
+// offerLabel names an offer in the switch form's select: model, price per
+// GPU-hour and free GPUs.
+func offerLabel(vc views.Ctx, o ChangeOffer) string {
+	s := vc.T("change.offer_option", o.GPUName, views.Yuan(o.PricePerGPUHourFen)+vc.T("unit.per_gpu_hour"), o.AvailableGPUs, o.MaxGPUs)
+	if o.OtherProvider != "" {
+		s += " · " + o.OtherProvider
+	}
+	if o.Current {
+		s += " " + vc.T("change.current")
+	}
+	return s
+}
+
+// perHour writes what an hour costs at a rate ("¥10.40/h").
+func perHour(vc views.Ctx, fen int64) string { return vc.T("change.per_hour", views.Yuan(fen)) }
 
 // Seen is the state the page shows: its status and the length of its
 // timeline. The live fragment asks for a full reload when it changes.
@@ -259,6 +335,8 @@ func stopReason(vc views.Ctx, reason string) string {
 		return vc.T("rental.stop_reason.balance")
 	case market.StopSpendCap:
 		return vc.T("rental.stop_reason.limit")
+	case detailNoNode:
+		return vc.T("rental.stop_reason.no_node")
 	}
 	return reason
 }
@@ -274,10 +352,10 @@ func (vm RentalVM) checksLine(vc views.Ctx) string {
 	return vc.T("rental.checks_passed", passed, on, c.At.In(pricing.Shanghai).Format("15:04:05"))
 }
 
-// rowRunning is runningSecs for a console row.
+// runningSecs is how long a console row's rental has run.
 func (r RentalRow) runningSecs() int64 { return runningSecs(&r.Rental, r.At) }
 
-// discounts lists the discounts and surcharge agreed for a rental.
+// agreedLines lists the discounts agreed for a rental.
 func agreedLines(vc views.Ctx, r *models.Rental) []string {
 	var out []string
 	if r.OffpeakPct > 0 {
@@ -319,4 +397,102 @@ func yesNo(b bool) string {
 		return "rental.yes"
 	}
 	return "rental.no"
+}
+
+// rentLink is the offer page's Rent button: the rent page with the quote
+// panel's choice of GPUs, term and tier.
+func rentLink(vc views.Ctx, vm OfferVM) string {
+	v := url.Values{}
+	for _, k := range []string{"gpus", "term", "sla"} {
+		if s := vm.QuoteForm.Get(k); s != "" && vm.QuoteErrors[k] == "" {
+			v.Set(k, s)
+		}
+	}
+	u := rentURL(vc, vm.Offer.ID)
+	if len(v) > 0 {
+		u += "?" + v.Encode()
+	}
+	return u
+}
+
+// The details market writes for some events, in English (market/
+// provision.go, rentals.go, change.go, health.go). The timeline reads them
+// back to show them in the reader's language; a detail that does not
+// match is shown as it is.
+var (
+	detailChecks     = regexp.MustCompile(`^node (\d+); (\d+) of (\d+) NVML checks passed$`)
+	detailNodeFailed = regexp.MustCompile(`^NVML checks failed on node (\d+): (.+)$`)
+	detailRequested  = regexp.MustCompile(`^(\d+) × ([a-z0-9-]+)$`)
+	detailSwitch     = regexp.MustCompile(`^([a-z0-9-]+) × (\d+) → ([a-z0-9-]+) × (\d+)$`)
+)
+
+// Fixed details market writes.
+const (
+	detailNoNode      = "no healthy node to move to"
+	detailNonePassed  = "no node passed the NVML checks; nothing was charged"
+	detailUnconfirmed = "the node's agent did not confirm the stop; GPUs released"
+)
+
+// gpuName is a catalogue model's name, or the slug when it is unknown.
+func gpuName(slug string) string {
+	if m, ok := catalog.GPUModelBySlug(slug); ok {
+		return m.Name
+	}
+	return slug
+}
+
+// nodeName names a node of the timeline: by its name when it is the node
+// the page shows, else by its number.
+func (vm RentalVM) nodeName(id string) string {
+	if n := vm.D.Node; n != nil && i64(n.ID) == id {
+		return n.Name
+	}
+	return "#" + id
+}
+
+// eventDetail is a timeline line's detail in the reader's language where
+// it is one market writes (checks passed, a node that failed them, sizes,
+// the platform's stop reasons); agents' and nodes' own words as they are.
+// It returns "" when the event's label already says it all.
+func (vm RentalVM) eventDetail(vc views.Ctx, e models.RentalEvent) string {
+	d := e.Detail
+	switch e.Kind {
+	case "stop_requested":
+		return stopReason(vc, d)
+	case "running", "migrated":
+		if m := detailChecks.FindStringSubmatch(d); m != nil {
+			p, _ := strconv.Atoi(m[2])
+			t, _ := strconv.Atoi(m[3])
+			return vc.T("rental.detail.checks", vm.nodeName(m[1]), p, t)
+		}
+	case "node_failed":
+		if m := detailNodeFailed.FindStringSubmatch(d); m != nil {
+			return vc.T("rental.detail.node_failed", vm.nodeName(m[1]), m[2])
+		}
+	case "requested":
+		if m := detailRequested.FindStringSubmatch(d); m != nil {
+			return gpuName(m[2]) + " × " + m[1]
+		}
+	case "switch_requested":
+		if m := detailSwitch.FindStringSubmatch(d); m != nil {
+			return gpuName(m[1]) + " × " + m[2] + " → " + gpuName(m[3]) + " × " + m[4]
+		}
+	case "stopped":
+		if d == detailNoNode {
+			return vc.T("rental.stop_reason.no_node")
+		}
+	case "failed":
+		if d == detailNonePassed {
+			return vc.T("rental.detail.none_passed")
+		}
+	case "stop_unconfirmed":
+		if d == detailUnconfirmed {
+			return ""
+		}
+	case "renewed":
+		if t, err := time.Parse(time.RFC3339, d); err == nil {
+			return vc.T("rental.detail.renewed", shTime(t))
+		}
+	}
+	return d
 }

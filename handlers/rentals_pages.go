@@ -1,0 +1,521 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/agent"
+	"suanli/apperr"
+	"suanli/catalog"
+	"suanli/market"
+	"suanli/models"
+	"suanli/pricing"
+	"suanli/views"
+	"suanli/views/pages"
+)
+
+// rentFields are the rent form's fields.
+var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew"}
+
+// RentNew is GET /offers/{id}/rent: the rent form, its fields taken from
+// the query (the offer page's quote panel links here with its choice).
+// htmx requests (a field changed) get the price alone.
+func (h *Handler) RentNew(c echo.Context) error {
+	row, err := h.offerFromPath(c)
+	if err != nil {
+		return err
+	}
+	f := form(c, rentFields...)
+	f.Values["ssh_public_key"] = "" // a GET never carries it
+	vm, err := h.rentVM(c, row, f)
+	if err != nil {
+		return err
+	}
+	if IsHTMX(c) {
+		return Render(c, http.StatusOK, pages.RentQuote(ViewCtx(c), vm))
+	}
+	return Render(c, http.StatusOK, pages.RentPage(ViewCtx(c), vm))
+}
+
+// RentCreate is POST /offers/{id}/rent: rent, then go to the rental's
+// page. Bad input shows the form again with the message beside its field
+// (422); a conflict (no free GPUs, too little balance) is a 409 with the
+// message at the top or beside the balance. Nothing is changed then.
+func (h *Handler) RentCreate(c echo.Context) error {
+	row, err := h.offerFromPath(c)
+	if err != nil {
+		return err
+	}
+	f := form(c, rentFields...)
+	in := rentBody{OfferID: row.ID, SLA: f.Get("sla"), Term: f.Get("term"), SSHPublicKey: f.Get("ssh_public_key"), AutoRenew: f.Get("auto_renew") != ""}
+	status := http.StatusUnprocessableEntity
+	var rentErr error
+	if n, err := strconv.Atoi(strings.TrimSpace(f.Get("gpus"))); err == nil {
+		in.GPUs = n
+	}
+	orgID, perr := strconv.ParseInt(strings.TrimSpace(f.Get("org_id")), 10, 64)
+	switch {
+	case f.Get("org_id") != "" && (perr != nil || orgID <= 0):
+		f.Errors["org_id"] = ViewCtx(c).T("err.org_not_usable")
+	default:
+		in.OrgID = orgID
+		var r *models.Rental
+		if r, rentErr = h.rent(c, in); rentErr == nil {
+			h.flash(c, "rental.requested_flash", r.ID)
+			return seeOther(c, c.Echo().Reverse("rentals.show", strconv.FormatInt(r.ID, 10)))
+		}
+		status, rentErr = h.rentFormError(c, &f, rentErr)
+		if rentErr != nil {
+			return rentErr
+		}
+	}
+	vm, err := h.rentVM(c, row, f)
+	if err != nil {
+		return err
+	}
+	return Render(c, status, pages.RentPage(ViewCtx(c), vm))
+}
+
+// rentFormError puts a refused rent's message into the form: beside its
+// field, beside the balance (too little money, a spending limit), beside
+// the organisation (one the renter may not pay from) or at the top. It
+// returns the status to answer with, or the error itself when it is not
+// about the request (the central handler answers those).
+func (h *Handler) rentFormError(c echo.Context, f *pages.Form, err error) (int, error) {
+	ae, ok := apperr.As(err)
+	if !ok {
+		return 0, err
+	}
+	vc := ViewCtx(c)
+	status := http.StatusUnprocessableEntity
+	switch ae.Code {
+	case apperr.ECONFLICT:
+		status = http.StatusConflict
+	case apperr.EFORBIDDEN:
+		status = http.StatusForbidden
+	}
+	field := ae.Field
+	msg := ""
+	if ae.Key != "" {
+		msg = vc.T(ae.Key, ae.Args...)
+	}
+	switch {
+	case ae.Code == apperr.ENOTFOUND && ae.Field == "" && ae.Key == "":
+		// An organisation the renter is not in (the offer itself was
+		// found before): the same as one that may not rent.
+		field, msg, status = "org_id", vc.T("err.org_not_usable"), http.StatusUnprocessableEntity
+	case ae.Key == "err.org_not_usable":
+		field, status = "org_id", http.StatusUnprocessableEntity
+	case strings.HasPrefix(ae.Key, "err.limit_"):
+		field, status = "balance", http.StatusConflict
+	case ae.Code == apperr.EFORBIDDEN && ae.Key == "":
+		// The renter's role may not spend from the organisation.
+		field, msg, status = "org_id", vc.T("err.org_not_usable"), http.StatusUnprocessableEntity
+	case ae.Key == "err.verify_first":
+		msg = vc.T("rent.verify_first")
+	}
+	if msg == "" || ae.Code == apperr.EINTERNAL || ae.Code == apperr.EUNAVAILABLE {
+		return 0, err
+	}
+	if !slices.Contains(rentFields, field) && field != "balance" {
+		field = "_form"
+	}
+	f.Errors[field] = msg
+	return status, nil
+}
+
+// rentVM builds the rent page: the organisations the renter may pay from
+// (personal first) with their balances, and the price of the choice.
+func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pages.RentVM, error) {
+	ctx := c.Request().Context()
+	u := CurrentUser(c)
+	gm, _ := catalog.GPUModelBySlug(row.GPUModel)
+	vm := pages.RentVM{Offer: row, GPU: gm, Form: f, Selected: -1, Simulated: row.Demo || row.Synthetic, Unverified: !u.Verified()}
+	oms, err := h.DB.OrgsOfUser(ctx, u.ID)
+	if err != nil {
+		return vm, err
+	}
+	want := f.Get("org_id")
+	for _, om := range oms {
+		if !om.Org.Usable() {
+			continue
+		}
+		bal, err := h.DB.WalletBalance(ctx, om.Org.ID)
+		if err != nil {
+			return vm, err
+		}
+		student := om.Org.Kind == models.OrgLab && om.Org.Status == models.OrgApproved && om.Membership.ConfirmedAt != nil
+		vm.Orgs = append(vm.Orgs, pages.RentOrg{Org: om.Org, BalanceFen: bal, Student: student})
+		if strconv.FormatInt(om.Org.ID, 10) == want {
+			vm.Selected = len(vm.Orgs) - 1
+		}
+	}
+	if vm.Selected < 0 && len(vm.Orgs) > 0 {
+		vm.Selected = 0
+	}
+	// Defaults: one GPU, on demand, the standard tier.
+	if strings.TrimSpace(f.Get("gpus")) == "" {
+		f.Values["gpus"] = "1"
+	}
+	if f.Get("term") == "" {
+		f.Values["term"] = pricing.OnDemand
+	}
+	if f.Get("sla") == "" {
+		f.Values["sla"] = pricing.Tiers[0].Name
+	}
+	if vm.Selected >= 0 {
+		f.Values["org_id"] = strconv.FormatInt(vm.Orgs[vm.Selected].Org.ID, 10)
+	}
+	vm.Form = f
+	student := vm.Selected >= 0 && vm.Orgs[vm.Selected].Student
+	now := h.DB.Now()
+	q, err := market.QuoteOffer(row.Offer, market.QuoteInput{GPUs: f.Get("gpus"), Term: f.Get("term"), SLA: f.Get("sla")}, student, now)
+	if e, ok := apperr.As(err); ok && e.Code == apperr.EINVALID {
+		if f.Errors[e.Field] == "" {
+			f.Errors[e.Field] = ViewCtx(c).T(e.Key, e.Args...)
+		}
+		return vm, nil
+	} else if err != nil {
+		return vm, err
+	}
+	vm.Quote = &q
+	vm.NeedFen = q.TotalFen
+	if q.Term == pricing.OnDemand {
+		// What starting needs: the next hour at the rate that will run,
+		// as market.Rentals.Rent computes it.
+		tier, _ := pricing.TierByName(f.Get("sla"))
+		sp := 0
+		if student {
+			sp = row.StudentDiscountPct
+		}
+		vm.NeedFen = pricing.HourFen(pricing.Rate{PricePerGPUHourFen: row.PricePerGPUHourFen, GPUs: q.GPUs, OffpeakPct: row.OffpeakDiscountPct,
+			StudentPct: sp, SLASurchargePct: tier.SurchargePct}, now)
+	}
+	return vm, nil
+}
+
+// Console is GET /console: the renter's rentals across their
+// organisations, live first, then the latest settled ones.
+func (h *Handler) Console(c echo.Context) error {
+	ctx := c.Request().Context()
+	u := CurrentUser(c)
+	oms, err := h.DB.OrgsOfUser(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	vm := pages.ConsoleVM{MultiOrg: len(oms) > 1}
+	offers := map[int64]models.OfferRow{}
+	offer := func(id int64) (models.OfferRow, error) {
+		if o, ok := offers[id]; ok {
+			return o, nil
+		}
+		o, err := h.DB.OfferByID(ctx, id)
+		offers[id] = o
+		return o, err
+	}
+	now := h.DB.Now().UTC()
+	for _, om := range oms {
+		bal, err := h.DB.WalletBalance(ctx, om.Org.ID)
+		if err != nil {
+			return err
+		}
+		vm.Wallets = append(vm.Wallets, pages.WalletLink{Org: om.Org, BalanceFen: bal})
+		m := om.Membership
+		live, err := h.DB.RentalsOfOrg(ctx, om.Org.ID, true, 200)
+		if err != nil {
+			return err
+		}
+		for _, r := range live {
+			d, err := h.Rentals.Detail(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			row := consoleRow(d.Rental, d.Offer, om.Org.Name, d.CostFen, d.RateFenPerHour, d.Access, d.Simulated(),
+				market.CanStop(&d.Rental, u, &m) && pages.Stoppable(d.Rental.Status), d.At)
+			row.CanChange = market.CanStop(&d.Rental, u, &m) && pages.Changeable(&d.Rental)
+			vm.Live = append(vm.Live, row)
+		}
+		past, err := h.DB.RentalsOfOrg(ctx, om.Org.ID, false, pages.HistoryLimit)
+		if err != nil {
+			return err
+		}
+		for _, r := range past {
+			o, err := offer(r.OfferID)
+			if err != nil {
+				return err
+			}
+			a := market.Access(&r)
+			vm.History = append(vm.History, consoleRow(r, o, om.Org.Name, r.BilledFen, 0, a, o.Demo || (a != nil && a.Simulated), false, now))
+		}
+	}
+	newestFirst := func(a, b pages.RentalRow) int { return b.Rental.CreatedAt.Compare(a.Rental.CreatedAt) }
+	slices.SortStableFunc(vm.Live, newestFirst)
+	slices.SortStableFunc(vm.History, newestFirst)
+	if len(vm.History) > pages.HistoryLimit {
+		vm.History = vm.History[:pages.HistoryLimit]
+	}
+	return Render(c, http.StatusOK, pages.ConsolePage(ViewCtx(c), vm))
+}
+
+func consoleRow(r models.Rental, o models.OfferRow, orgName string, cost, rate int64, a *agent.Access, simulated, canStop bool, at time.Time) pages.RentalRow {
+	gm, ok := catalog.GPUModelBySlug(o.GPUModel)
+	name := o.GPUModel
+	if ok {
+		name = gm.Name
+	}
+	return pages.RentalRow{Rental: r, OrgName: orgName, GPUName: name, Datacenter: o.Datacenter, CostFen: cost, RateFenPerHour: rate,
+		Access: a, Simulated: simulated, CanStop: canStop, At: at}
+}
+
+// rentalPageVM is the rental page's view model for a rental the viewer
+// may see.
+func (h *Handler) rentalPageVM(c echo.Context, d *market.RentalDetail, m *models.Membership) (pages.RentalVM, error) {
+	org, err := h.DB.OrgByID(c.Request().Context(), d.Rental.OrgID)
+	if err != nil {
+		return pages.RentalVM{}, err
+	}
+	gm, ok := catalog.GPUModelBySlug(d.Offer.GPUModel)
+	if !ok {
+		gm.Name = d.Offer.GPUModel
+	}
+	name := org.Name
+	if org.Personal {
+		name = ViewCtx(c).T("rent.org_personal")
+	}
+	return pages.RentalVM{D: d, GPU: gm, OrgName: name,
+		CanStop: market.CanStop(&d.Rental, CurrentUser(c), m) && pages.Stoppable(d.Rental.Status)}, nil
+}
+
+// RentalShow is GET /rentals/{id}. Someone outside the rental's
+// organisation gets 404, as for a rental that does not exist.
+func (h *Handler) RentalShow(c echo.Context) error {
+	d, m, err := h.rentalFor(c)
+	if err != nil {
+		return err
+	}
+	vm, err := h.rentalPageVM(c, d, m)
+	if err != nil {
+		return err
+	}
+	if vm.Change, err = h.changeVM(c, d, m, form(c), nil, false); err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.RentalPage(ViewCtx(c), vm))
+}
+
+// RentalLive is GET /rentals/{id}/live: the status, cost and access block
+// that the rental page polls. When the state the page shows (?seen=) is
+// no longer current, htmx is told to reload the whole page, so that the
+// checks, GPUs and timeline follow.
+func (h *Handler) RentalLive(c echo.Context) error {
+	d, m, err := h.rentalFor(c)
+	if err != nil {
+		return err
+	}
+	vm, err := h.rentalPageVM(c, d, m)
+	if err != nil {
+		return err
+	}
+	if seen := c.QueryParam("seen"); seen != "" && seen != vm.Seen() {
+		show := c.Echo().Reverse("rentals.show", strconv.FormatInt(d.Rental.ID, 10))
+		if cur, err := url.Parse(c.Request().Header.Get("HX-Current-URL")); err == nil && cur.Path != "" && cur.Path != show {
+			// The page is the answer to a POST (a previewed change):
+			// reloading it would post again, so go to the rental's page.
+			c.Response().Header().Set("HX-Redirect", show)
+		} else {
+			c.Response().Header().Set("HX-Refresh", "true")
+		}
+	}
+	return Render(c, http.StatusOK, pages.RentalLive(ViewCtx(c), vm))
+}
+
+// RentalStop is POST /rentals/{id}/stop, for the renter and the
+// organisation's admins (403 for other members).
+func (h *Handler) RentalStop(c echo.Context) error {
+	d, err := h.stopRental(c)
+	if err != nil {
+		return err
+	}
+	h.flash(c, "rental.stop_flash", d.Rental.ID)
+	return seeOther(c, c.Echo().Reverse("rentals.show", strconv.FormatInt(d.Rental.ID, 10)))
+}
+
+// changeFields are the switch / resize form's fields.
+var changeFields = []string{"offer_id", "gpus"}
+
+// changeVM builds the rental page's switch / resize section, or nil when
+// the viewer may not change the rental (only its renter and the
+// organisation's admins may) or, unless always, it cannot be changed now
+// (a refused change shows its message even so). The offers are the
+// rental's own, then the others listed in its datacentre; the form
+// defaults to the rental as it is.
+func (h *Handler) changeVM(c echo.Context, d *market.RentalDetail, m *models.Membership, f pages.Form, q *market.ChangeQuote, always bool) (*pages.ChangeVM, error) {
+	r := &d.Rental
+	if !market.CanStop(r, CurrentUser(c), m) || !(always || pages.Changeable(r)) {
+		return nil, nil
+	}
+	vc := ViewCtx(c)
+	cur := d.Offer
+	ch := &pages.ChangeVM{Form: f, Quote: q, WalletURL: vc.URL("wallet.show", strconv.FormatInt(r.OrgID, 10))}
+	ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: cur.ID, GPUName: gpuName(cur.GPUModel), PricePerGPUHourFen: cur.PricePerGPUHourFen,
+		AvailableGPUs: cur.AvailableGPUs, MaxGPUs: cur.MaxGPUs, Current: true})
+	res, err := h.Index.Search(market.OfferQuery{DatacenterID: cur.DatacenterID, Sort: market.SortPrice, Page: 1, PerPage: market.MaxPerPage})
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range res.Offers {
+		if o.ID == cur.ID || o.DatacenterID != cur.DatacenterID {
+			continue
+		}
+		other := ""
+		if o.ProviderID != cur.ProviderID && o.Provider != nil {
+			other = o.Provider.Name(vc.Lang)
+		}
+		ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: o.ID, GPUName: gpuName(o.GPUModel), PricePerGPUHourFen: o.PricePerGPUHourFen,
+			AvailableGPUs: o.AvailableGPUs, MaxGPUs: o.MaxGPUs, OtherProvider: other})
+	}
+	if ch.Form.Values == nil {
+		ch.Form = pages.Form{Values: map[string]string{}, Errors: map[string]string{}}
+	}
+	if strings.TrimSpace(ch.Form.Get("offer_id")) == "" {
+		ch.Form.Values["offer_id"] = strconv.FormatInt(cur.ID, 10)
+	}
+	if strings.TrimSpace(ch.Form.Get("gpus")) == "" {
+		ch.Form.Values["gpus"] = strconv.Itoa(r.GPUs)
+	}
+	if q != nil {
+		ch.FromName, ch.ToName = gpuName(q.FromModel), gpuName(q.ToModel)
+	}
+	return ch, nil
+}
+
+// gpuName is a catalogue model's name, or the slug when it is unknown.
+func gpuName(slug string) string {
+	if gm, ok := catalog.GPUModelBySlug(slug); ok {
+		return gm.Name
+	}
+	return slug
+}
+
+// RentalChange is POST /rentals/{id}/change: switch the rental to another
+// offer of its datacentre and/or resize it, for its renter and the
+// organisation's admins (403 for other members). Without confirm=1 it
+// shows the rental's page with the quote for the change and a Confirm
+// button; with it, it changes the rental and goes back to its page. A
+// refused change shows the form again with the message beside its field
+// (422) or at the top (409: no free GPUs, too little balance, a rental
+// that is no longer running), and changes nothing.
+func (h *Handler) RentalChange(c echo.Context) error {
+	vc := ViewCtx(c)
+	f := form(c, changeFields...)
+	confirm := c.FormValue("confirm") == "1"
+	var in market.ChangeInput
+	if s := strings.TrimSpace(f.Get("offer_id")); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+			in.OfferID = n
+		} else {
+			f.Errors["offer_id"] = vc.T("err.change_offer")
+		}
+	}
+	if s := strings.TrimSpace(f.Get("gpus")); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			in.GPUs = n
+		} else {
+			f.Errors["gpus"] = vc.T("err.change_gpus")
+		}
+	}
+	if len(f.Errors) > 0 {
+		// Who may change the rental is checked before anything is said
+		// about the form.
+		d, m, err := h.rentalFor(c)
+		if err != nil {
+			return err
+		}
+		if !market.CanStop(&d.Rental, CurrentUser(c), m) {
+			return apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may change this rental")
+		}
+		return h.renderChange(c, d, m, f, nil, false, http.StatusUnprocessableEntity)
+	}
+	q, d, err := h.changeRental(c, in, confirm)
+	if d == nil {
+		return err // not found, or not theirs to change
+	}
+	if err == nil && confirm {
+		h.flash(c, "change.flash", d.Rental.ID)
+		return seeOther(c, c.Echo().Reverse("rentals.show", strconv.FormatInt(d.Rental.ID, 10)))
+	}
+	// The viewer's membership, for the section (the renter or an admin).
+	m, err2 := h.DB.MembershipOf(c.Request().Context(), d.Rental.OrgID, CurrentUser(c).ID)
+	if err2 != nil && apperr.Code(err2) != apperr.ENOTFOUND {
+		return err2
+	}
+	if err == nil {
+		return h.renderChange(c, d, m, f, q, false, http.StatusOK)
+	}
+	status, topUp, ferr := changeFormError(vc, &f, err)
+	if ferr != nil {
+		return ferr
+	}
+	if q != nil && q.ToOfferID == 0 {
+		q = nil // the quote itself was refused
+	}
+	return h.renderChange(c, d, m, f, q, topUp, status)
+}
+
+// renderChange shows the rental's page with the switch / resize section
+// as the form left it (topUp: its message is about money, so it links to
+// the wallet). The language switch goes to the rental's page: this URL
+// answers POST only.
+func (h *Handler) renderChange(c echo.Context, d *market.RentalDetail, m *models.Membership, f pages.Form, q *market.ChangeQuote, topUp bool, status int) error {
+	vm, err := h.rentalPageVM(c, d, m)
+	if err != nil {
+		return err
+	}
+	if vm.Change, err = h.changeVM(c, d, m, f, q, true); err != nil {
+		return err
+	}
+	if vm.Change == nil {
+		return apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may change this rental")
+	}
+	vm.Change.TopUp = topUp
+	vc := ViewCtx(c)
+	vc.Path = c.Echo().Reverse("rentals.show", strconv.FormatInt(d.Rental.ID, 10))
+	return Render(c, status, pages.RentalPage(vc, vm))
+}
+
+// changeFormError puts a refused change's message into the form: beside
+// the offer or the GPUs (422), or at the top (409: a conflict; too little
+// balance or a spending limit, with topUp set). It returns the status to
+// answer with, or the error itself when it is not about the request.
+func changeFormError(vc views.Ctx, f *pages.Form, err error) (status int, topUp bool, _ error) {
+	ae, ok := apperr.As(err)
+	if !ok || ae.Key == "" {
+		return 0, false, err
+	}
+	key := ae.Key
+	if key == "err.rent_balance" {
+		key = "err.change_balance" // the same figures, said of the change
+	}
+	msg := vc.T(key, ae.Args...)
+	switch {
+	case ae.Code == apperr.EINVALID && (ae.Field == "offer_id" || ae.Field == "gpus"):
+		f.Errors[ae.Field] = msg
+		return http.StatusUnprocessableEntity, false, nil
+	case ae.Field == "balance" || strings.HasPrefix(ae.Key, "err.limit_"):
+		f.Errors["_form"] = msg
+		return http.StatusConflict, true, nil
+	case ae.Code == apperr.ECONFLICT:
+		f.Errors["_form"] = msg
+		return http.StatusConflict, false, nil
+	case ae.Code == apperr.EINVALID:
+		f.Errors["_form"] = msg
+		return http.StatusUnprocessableEntity, false, nil
+	}
+	return 0, false, err
+}
