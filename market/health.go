@@ -131,9 +131,13 @@ func (s *Rentals) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 	}
 	renewed := false
 	if r.AutoRenew {
-		n := int(r.BilledFen / max(*r.TermPriceFen, 1))
 		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-			if err := s.chargeTerm(tx, r, now, n+1); err != nil {
+			// The terms paid so far (a free rental's refund keeps them counted).
+			var n int64
+			if err := tx.Model(&models.LedgerTxn{}).Where("rental_id = ? AND idem_key LIKE ?", r.ID, fmt.Sprintf("term/r%d/%%", r.ID)).Count(&n).Error; err != nil {
+				return err
+			}
+			if err := s.chargeTerm(tx, r, now, int(n)+1); err != nil {
 				return err
 			}
 			end := termEnd(r.Term, *r.EndsAt)

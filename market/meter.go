@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
+	"math"
 	"time"
 
 	"gorm.io/gorm"
 
-	"suanli/apperr"
 	"suanli/models"
 	"suanli/pricing"
 )
@@ -85,26 +83,38 @@ func meterAmount(r *models.Rental, now time.Time, final bool) (to time.Time, fen
 // only from the value this pass read: of two passes that race (a meter
 // job rescued while the first still runs, a stop during a meter pass),
 // exactly one bills an interval. It reports whether this one did.
-func claimInterval(tx *gorm.DB, r *models.Rental, to time.Time, fen, carry int64, stop bool, now time.Time) (bool, error) {
+func claimInterval(tx *gorm.DB, r *models.Rental, to time.Time, fen, carry int64, stop string, now time.Time) (bool, error) {
 	up := map[string]any{"billed_until": to, "carry_num": carry, "billed_fen": gorm.Expr("billed_fen + ?", fen), "updated_at": now}
-	if stop {
-		up["stop_reason"] = StopBalance
+	if stop != "" {
+		up["stop_reason"] = stop
 	}
 	res := tx.Model(&models.Rental{}).Where("id = ? AND status = ? AND billed_until = ?", r.ID, models.RentalRunning, *r.BilledUntil).Updates(up)
 	if res.Error != nil || res.RowsAffected == 0 {
 		return false, res.Error
 	}
 	r.BilledUntil, r.CarryNum, r.BilledFen = &to, carry, r.BilledFen+fen
-	if stop {
-		r.StopReason = StopBalance
+	if stop != "" {
+		r.StopReason = stop
 	}
 	return true, nil
 }
 
+// clip limits a charge to what may be spent: the wallet's balance and the
+// spending limits' headroom. It returns the charge and, when it was cut,
+// why the rental must stop: usage beyond either is the provider's loss,
+// never money invented and never a limit overrun.
+func clip(fen, balance, headroom int64) (int64, string) {
+	switch {
+	case fen > balance && balance <= headroom:
+		return balance, StopBalance
+	case fen > headroom:
+		return headroom, StopSpendCap
+	}
+	return fen, ""
+}
+
 // meterOne bills one running on-demand rental up to now in tx (see
-// meterAmount). If the wallet cannot pay it all, what it holds is taken
-// and the rental is marked to stop: usage beyond the balance is the
-// provider's loss, never money invented.
+// meterAmount), clipped to the balance and spending limits (see clip).
 func (s *Rentals) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final bool) error {
 	to, fen, carry, ok := meterAmount(r, now, final)
 	if !ok {
@@ -114,8 +124,15 @@ func (s *Rentals) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final b
 	if err := tx.Model(&models.LedgerAccount{}).Where("kind = ? AND org_id = ?", models.AccWallet, r.OrgID).Select("balance_fen").Scan(&bal).Error; err != nil {
 		return err
 	}
-	stop := fen > bal
-	fen = min(fen, bal)
+	var org models.Org
+	if err := tx.First(&org, r.OrgID).Error; err != nil {
+		return err
+	}
+	room, _, err := Headroom(tx, &org, r.UserID, now)
+	if err != nil {
+		return err
+	}
+	fen, stop := clip(fen, bal, room)
 	claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
 	if err != nil || !claimed || fen == 0 {
 		return err
@@ -179,6 +196,16 @@ func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 			for _, a := range accs {
 				balances[a.OrgID] = a.BalanceFen
 			}
+			// Spending limits: only organisations that have one are read.
+			var limitedOrgs []models.Org
+			if err := tx.Where("id IN ? AND (monthly_budget_fen IS NOT NULL OR member_cap_fen IS NOT NULL OR hourly_cap_fen IS NOT NULL)", orgs).
+				Find(&limitedOrgs).Error; err != nil {
+				return err
+			}
+			limited := map[int64]*models.Org{}
+			for i := range limitedOrgs {
+				limited[limitedOrgs[i].ID] = &limitedOrgs[i]
+			}
 			var posts []models.Posting
 			for i := range rs {
 				r := &rs[i]
@@ -186,8 +213,17 @@ func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 				if !ok {
 					continue
 				}
-				stop := fen > balances[r.OrgID]
-				fen = min(fen, balances[r.OrgID])
+				org := limited[r.OrgID]
+				room := int64(math.MaxInt64)
+				if org != nil {
+					// Read after this pass's earlier charges, which such
+					// organisations post at once (below): they are rare.
+					var err error
+					if room, _, err = Headroom(tx, org, r.UserID, now); err != nil {
+						return err
+					}
+				}
+				fen, stop := clip(fen, balances[r.OrgID], room)
 				claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
 				if err != nil {
 					return fmt.Errorf("meter rental %d: %w", r.ID, err)
@@ -199,7 +235,11 @@ func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 				billed = append(billed, *r)
 				res.Rentals++
 				res.Fen += fen
-				if fen > 0 {
+				if fen > 0 && org != nil {
+					if err := postCharge(tx, r, fen, fmt.Sprintf("rental #%d", r.ID), nil, now); err != nil {
+						return err
+					}
+				} else if fen > 0 {
 					posts = append(posts, models.Posting{
 						Txn:  &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now},
 						Legs: chargeLegs(r.OrgID, r.ProviderID, fen)})
@@ -219,40 +259,13 @@ func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 	}
 }
 
-// afterMeter stops the just-billed rentals that ran out of balance or
-// reached a spending limit, and mails renters with less than an hour of
-// balance left (once per rental). Only organisations with a limit are
-// checked against it.
+// afterMeter stops the just-billed rentals whose charge was cut by the
+// balance or a spending limit, and mails renters with less than an hour
+// of balance left (once per rental).
 func (s *Rentals) afterMeter(ctx context.Context, billed []models.Rental, balances map[int64]int64, now time.Time) (stopped, reminded int, err error) {
-	orgIDs := map[int64]bool{}
-	for _, r := range billed {
-		orgIDs[r.OrgID] = true
-	}
-	limited := map[int64]*models.Org{}
-	if len(orgIDs) > 0 {
-		var orgs []models.Org
-		if err := s.DB.R.WithContext(ctx).Where("id IN ? AND (monthly_budget_fen IS NOT NULL OR member_cap_fen IS NOT NULL OR hourly_cap_fen IS NOT NULL)",
-			slices.Collect(maps.Keys(orgIDs))).Find(&orgs).Error; err != nil {
-			return 0, 0, err
-		}
-		for i := range orgs {
-			limited[orgs[i].ID] = &orgs[i]
-		}
-	}
 	for i := range billed {
 		r := &billed[i]
-		why := ""
-		if r.StopReason == StopBalance {
-			why = StopBalance
-		} else if org := limited[r.OrgID]; org != nil {
-			// Not one more fen may be spent: the limit is reached.
-			if err := s.Wallet.CheckSpend(ctx, org, r.UserID, 1, now); err != nil {
-				if apperr.Code(err) != apperr.EFORBIDDEN {
-					return stopped, reminded, err
-				}
-				why = StopSpendCap
-			}
-		}
+		why := r.StopReason // set by clip when the charge was cut
 		if why != "" {
 			if _, err := s.Stop(ctx, r.ID, why); err != nil {
 				return stopped, reminded, err
@@ -302,6 +315,11 @@ func refundRental(tx *gorm.DB, r *models.Rental, now time.Time) error {
 		if s.Fen != 0 {
 			legs = append(legs, models.Leg{Kind: s.Kind, OrgID: s.OrgID, AmountFen: -s.Fen})
 		}
+	}
+	// The rental's page shows what it cost: nothing, now.
+	r.BilledFen = 0
+	if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Update("billed_fen", 0).Error; err != nil {
+		return err
 	}
 	if len(legs) == 0 {
 		return nil

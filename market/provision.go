@@ -99,12 +99,14 @@ func (s *Rentals) Provision(ctx context.Context, id int64) (time.Duration, error
 			return 0, err
 		}
 		if time.Now().Add(wait).After(deadline) {
-			return wait, nil
+			// Still waiting for the agent: snooze the job (a zero would
+			// complete it and leave the rental stuck).
+			return max(wait, 250*time.Millisecond), nil
 		}
 		if wait > 0 {
 			select {
 			case <-ctx.Done():
-				return wait, nil
+				return max(wait, 250*time.Millisecond), nil
 			case <-time.After(wait):
 			}
 		}
@@ -368,6 +370,9 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 			return err
 		}
 		from := cur.Status
+		if from == models.RentalRunning {
+			return nil // another run of this step got here first
+		}
 		if from != models.RentalProvisioning && from != models.RentalMigrating {
 			// Stopped while launching: stop what was just launched too.
 			_, err := enqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/a%d/late-stop", cur.ID, cur.Attempts),
@@ -385,20 +390,27 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 				return err
 			}
 		}
+		// The status moves first and only from what was read: a stop that
+		// committed meanwhile wins and nothing is charged.
 		if cur.Term != pricing.OnDemand && cur.EndsAt == nil {
-			end := termEnd(cur.Term, now)
-			up["ends_at"] = end
-			if err := s.chargeTerm(tx, &cur, now, 1); err != nil {
-				if errors.Is(err, models.ErrInsufficientFunds) {
-					stopTerm = true
-					return tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"status": models.RentalFailed,
-						"failure": "the balance did not cover the term's price; nothing was charged", "stopped_at": now, "updated_at": now}).Error
-				}
-				return err
-			}
+			up["ends_at"] = termEnd(cur.Term, now)
 		}
-		if _, err := setStatus(tx, r.ID, models.RentalRunning, now, []string{from}, up); err != nil {
+		if ok, err := setStatus(tx, r.ID, models.RentalRunning, now, []string{from}, up); err != nil || !ok {
 			return err
+		}
+		if cur.Term != pricing.OnDemand && cur.EndsAt == nil {
+			if err := s.chargeTerm(tx, &cur, now, 1); err != nil {
+				if !errors.Is(err, models.ErrInsufficientFunds) {
+					return err
+				}
+				stopTerm = true
+				why := "the balance did not cover the term's price; nothing was charged"
+				if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"status": models.RentalFailed, "ends_at": nil,
+					"failure": why, "stopped_at": now, "updated_at": now}).Error; err != nil {
+					return err
+				}
+				return models.AddRentalEvent(tx, r.ID, now, "failed", why, nil)
+			}
 		}
 		kind := "running"
 		if from == models.RentalMigrating {

@@ -325,7 +325,10 @@ func (s *Rentals) Stop(ctx context.Context, id int64, reason string) (*models.Re
 				return err
 			}
 		case models.RentalMigrating:
-			// Downtime is not billed; billing already stopped when it began.
+			// Billing stopped when the downtime began; it ends now.
+			if err := s.endDowntime(tx, &r, now); err != nil {
+				return err
+			}
 		}
 		if _, err := setStatus(tx, r.ID, models.RentalStopping, now, models.LiveRentalStatuses,
 			map[string]any{"stopped_at": now, "stop_reason": reason}); err != nil {

@@ -200,6 +200,19 @@ func newRig(t *testing.T, db *models.DB, opts rigOptions) *rig {
 		user: u, org: &org, member: &m, fund: fund}
 }
 
+// quiet waits until the queue's start-up health pass (River runs the
+// periodic watch once at start, when its leader is elected) is over: from
+// then on only the test runs Watch, at the instants it chooses. A test
+// that moves the clock or calls Watch waits for it first.
+func (r *rig) quiet() {
+	r.t.Helper()
+	r.eventually("the start-up health pass", func() bool {
+		var n int64
+		r.db.R.Raw(`SELECT COUNT(*) FROM river_job WHERE kind = 'watch_health' AND state = 'completed'`).Scan(&n)
+		return n > 0
+	})
+}
+
 // offer returns the demo offer of a provider, datacentre and model.
 func (r *rig) offer(provider, dc, model string) models.Offer {
 	r.t.Helper()
@@ -381,8 +394,11 @@ func (r *rig) rental(id int64) models.Rental {
 
 // timeline is a rental's events, for failure messages.
 func (r *rig) timeline(id int64) string {
-	es, _ := r.db.RentalEvents(r.ctx, id)
+	es, err := r.db.RentalEvents(r.ctx, id)
 	var b strings.Builder
+	if err != nil {
+		fmt.Fprintf(&b, " (%v)", err)
+	}
 	for _, e := range es {
 		fmt.Fprintf(&b, "\n  %s %s: %s", e.At.UTC().Format("15:04:05.000"), e.Kind, e.Detail)
 	}

@@ -2,7 +2,10 @@ package market
 
 import (
 	"context"
+	"math"
 	"time"
+
+	"gorm.io/gorm"
 
 	"suanli/apperr"
 	"suanli/models"
@@ -16,39 +19,58 @@ const ChargeKind = "charge"
 // organisation's limits: a lab's monthly budget (calendar month,
 // Asia/Shanghai) and its cap per member, and any organisation's cap per
 // rolling hour. Spending is the wallet's "charge" transactions; the
-// member is the transaction's CreatedBy. Starting a rental and the meter
-// call it before they charge.
+// member is the transaction's CreatedBy. Renting calls it before it
+// starts; the meter charges at most Headroom.
 func (w *Wallet) CheckSpend(ctx context.Context, org *models.Org, userID, amountFen int64, now time.Time) error {
-	l := now.In(pricing.Shanghai)
-	month := time.Date(l.Year(), l.Month(), 1, 0, 0, 0, 0, pricing.Shanghai).UTC()
-	if org.MonthlyBudgetFen != nil {
-		spent, err := w.spent(ctx, org.ID, 0, month)
+	for _, l := range limitsOf(org, userID, now) {
+		spent, err := spent(w.DB.W.WithContext(ctx), org.ID, l.userID, l.since)
 		if err != nil {
 			return err
 		}
-		if spent+amountFen > *org.MonthlyBudgetFen {
-			return limitErr("err.limit_budget", *org.MonthlyBudgetFen, spent)
-		}
-	}
-	if org.MemberCapFen != nil {
-		spent, err := w.spent(ctx, org.ID, userID, month)
-		if err != nil {
-			return err
-		}
-		if spent+amountFen > *org.MemberCapFen {
-			return limitErr("err.limit_member", *org.MemberCapFen, spent)
-		}
-	}
-	if org.HourlyCapFen != nil {
-		spent, err := w.spent(ctx, org.ID, 0, now.Add(-time.Hour).UTC())
-		if err != nil {
-			return err
-		}
-		if spent+amountFen > *org.HourlyCapFen {
-			return limitErr("err.limit_hourly", *org.HourlyCapFen, spent)
+		if spent+amountFen > l.limit {
+			return limitErr(l.key, l.limit, spent)
 		}
 	}
 	return nil
+}
+
+// Headroom is how much more the member may spend now under the
+// organisation's limits, read in tx; limited is false when it has none.
+func Headroom(tx *gorm.DB, org *models.Org, userID int64, now time.Time) (fen int64, limited bool, err error) {
+	fen = math.MaxInt64
+	for _, l := range limitsOf(org, userID, now) {
+		spent, err := spent(tx, org.ID, l.userID, l.since)
+		if err != nil {
+			return 0, true, err
+		}
+		fen, limited = min(fen, max(l.limit-spent, 0)), true
+	}
+	return fen, limited, nil
+}
+
+// limit is one spending limit: at most limit since the time, for one
+// member (userID) or the whole organisation (0).
+type limit struct {
+	key    string
+	limit  int64
+	userID int64
+	since  time.Time
+}
+
+func limitsOf(org *models.Org, userID int64, now time.Time) []limit {
+	l := now.In(pricing.Shanghai)
+	month := time.Date(l.Year(), l.Month(), 1, 0, 0, 0, 0, pricing.Shanghai).UTC()
+	var ls []limit
+	if org.MonthlyBudgetFen != nil {
+		ls = append(ls, limit{"err.limit_budget", *org.MonthlyBudgetFen, 0, month})
+	}
+	if org.MemberCapFen != nil {
+		ls = append(ls, limit{"err.limit_member", *org.MemberCapFen, userID, month})
+	}
+	if org.HourlyCapFen != nil {
+		ls = append(ls, limit{"err.limit_hourly", *org.HourlyCapFen, 0, now.Add(-time.Hour).UTC()})
+	}
+	return ls
 }
 
 func limitErr(key string, limit, spent int64) error {
@@ -57,8 +79,8 @@ func limitErr(key string, limit, spent int64) error {
 }
 
 // spent sums the organisation's charges since the time (one member's, if userID ≠ 0).
-func (w *Wallet) spent(ctx context.Context, orgID, userID int64, since time.Time) (int64, error) {
-	q := w.DB.W.WithContext(ctx).Table("ledger_entries e").
+func spent(db *gorm.DB, orgID, userID int64, since time.Time) (int64, error) {
+	q := db.Table("ledger_entries e").
 		Joins("JOIN ledger_txns t ON t.id = e.txn_id").
 		Joins("JOIN ledger_accounts a ON a.id = e.account_id").
 		Where("a.kind = ? AND a.org_id = ? AND t.kind = ? AND t.created_at >= ?", models.AccWallet, orgID, ChargeKind, since)

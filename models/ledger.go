@@ -80,6 +80,12 @@ func Post(tx *gorm.DB, txn *LedgerTxn, legs ...Leg) error {
 	if err := checkLegs(legs); err != nil {
 		return err
 	}
+	// A nested transaction is a savepoint: a refused posting leaves
+	// nothing behind, even when the caller's transaction goes on.
+	return tx.Transaction(func(tx *gorm.DB) error { return post(tx, txn, legs) })
+}
+
+func post(tx *gorm.DB, txn *LedgerTxn, legs []Leg) error {
 	if txn.IdemKey != nil {
 		var n int64
 		if err := tx.Model(&LedgerTxn{}).Where("idem_key = ?", *txn.IdemKey).Count(&n).Error; err != nil {
