@@ -409,7 +409,15 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 					"failure": why, "stopped_at": now, "updated_at": now}).Error; err != nil {
 					return err
 				}
-				return models.AddRentalEvent(tx, r.ID, now, "failed", why, nil)
+				if err := models.AddRentalEvent(tx, r.ID, now, "failed", why, nil); err != nil {
+					return err
+				}
+				// Give the GPUs back and stop what was launched, in the same transaction.
+				if _, err := enqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/abort-term", cur.ID),
+					agent.Task{Kind: agent.TaskStop, RentalID: cur.ID, WorkspaceID: cur.WorkspaceID}, now); err != nil {
+					return err
+				}
+				return releaseGPUs(tx, cur.ID, now)
 			}
 		}
 		kind := "running"
@@ -423,25 +431,11 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		return err
 	}
 	if stopTerm {
-		// Give the GPUs back and stop what was launched.
-		return s.abortLaunch(ctx, r.ID, nodeID)
+		s.Hub.Signal(nodeKey(nodeID))
+		return nil
 	}
 	slog.Info("rental running", "rental", r.ID, "node", nodeID)
 	return nil
-}
-
-// abortLaunch releases a failed rental's GPUs and stops its workload.
-func (s *Rentals) abortLaunch(ctx context.Context, rentalID, nodeID int64) error {
-	now := s.DB.Now().UTC()
-	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if _, err := enqueueTask(tx, nodeID, &rentalID, fmt.Sprintf("r%d/abort-term", rentalID),
-			agent.Task{Kind: agent.TaskStop, RentalID: rentalID}, now); err != nil {
-			return err
-		}
-		return releaseGPUs(tx, rentalID, now)
-	})
-	s.Hub.Signal(nodeKey(nodeID))
-	return err
 }
 
 func termEnd(term string, from time.Time) time.Time {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -48,6 +49,13 @@ func isAPI(c echo.Context) bool {
 func errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		slog.Error("error after response started", "err", err, "request_id", requestID(c))
+		return
+	}
+	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+		// The client went away (an agent's long-poll at shutdown, a closed
+		// tab): nobody reads an answer, and it is no server error.
+		slog.Debug("request abandoned by the client", "path", c.Request().URL.Path, "request_id", requestID(c))
+		c.Response().WriteHeader(499)
 		return
 	}
 	api := isAPI(c)
