@@ -119,6 +119,8 @@ type rig struct {
 	org      *models.Org
 	member   *models.Membership
 	fund     int64
+	// launcher, when set, replaces agents' simulated launcher.
+	launcher agent.Launcher
 }
 
 var (
@@ -306,7 +308,11 @@ func (r *rig) startAgentWith(nodeID int64, token string) *simNode {
 		r.t.Fatal(err)
 	}
 	sn := &simNode{ID: nodeID, Sim: sim, Launcher: &agent.SimulatedLauncher{Host: n.Name + ".sim.invalid"}}
-	a, err := agent.New(agent.Config{Server: r.url, Token: token, GPUs: reader, Launcher: sn.Launcher, Silent: sn.silent,
+	var launcher agent.Launcher = sn.Launcher
+	if r.launcher != nil {
+		launcher = r.launcher
+	}
+	a, err := agent.New(agent.Config{Server: r.url, Token: token, GPUs: reader, Launcher: launcher, Silent: sn.silent,
 		HeartbeatEvery: 100 * time.Millisecond, PollWait: time.Second, Version: "test",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

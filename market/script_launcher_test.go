@@ -1,0 +1,70 @@
+package market_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"suanli/agent"
+	"suanli/dbtest"
+	"suanli/market"
+	"suanli/models"
+)
+
+// launchScript is a provider's launcher script: it records what it was
+// asked to do and prints the access details as JSON.
+const launchScript = `#!/bin/sh
+set -e
+echo "$SUANLI_ACTION $SUANLI_RENTAL_ID $SUANLI_WORKSPACE_ID $SUANLI_GPU_UUIDS" >> "$(dirname "$0")/calls.log"
+if [ "$SUANLI_ACTION" = launch ]; then
+  case "$SUANLI_SSH_PUBLIC_KEY" in ssh-ed25519\ *) ;; *) echo "no key" >&2; exit 3;; esac
+  printf '{"host":"203.0.113.7","port":%d,"user":"root","command":"ssh -p %d root@203.0.113.7"}\n' $((22000 + SUANLI_RENTAL_ID)) $((22000 + SUANLI_RENTAL_ID))
+fi
+`
+
+// A rental runs through a provider's launch script on an agent whose GPUs
+// are go-nvml mocks: the script gets exactly the verified GPUs, the
+// workspace and the renter's key, its access details reach the renter, and
+// a stop runs it again.
+func TestRentalLaunchesThroughAProviderScript(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "launch.sh")
+		if err := os.WriteFile(path, []byte(launchScript), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := newRig(t, db, rigOptions{})
+		r.launcher = &agent.ScriptLauncher{Path: path}
+		o := r.rtxOffer()
+		r.startAgent(o.NodeID)
+		r.waitReady(o.NodeID)
+		rt := r.mustRent(o.ID, 2)
+		run := r.waitStatus(rt.ID, models.RentalRunning)
+		a := market.Access(&run)
+		if a == nil || a.Host != "203.0.113.7" || a.Simulated || !strings.HasPrefix(a.Command, "ssh -p ") {
+			t.Fatalf("access %+v, want the script's", a)
+		}
+		held := r.heldGPUs(rt.ID)
+		var uuids []string
+		for _, g := range held {
+			uuids = append(uuids, g.UUID)
+		}
+		r.stop(rt.ID)
+		r.waitStatus(rt.ID, models.RentalStopped)
+		calls, err := os.ReadFile(filepath.Join(dir, "calls.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
+		want := []string{
+			"launch " + strconv.FormatInt(rt.ID, 10) + " " + run.WorkspaceID + " " + strings.Join(uuids, ","),
+			"stop " + strconv.FormatInt(rt.ID, 10) + " " + run.WorkspaceID,
+		}
+		if len(lines) != 2 || lines[0] != want[0] || !strings.HasPrefix(lines[1], want[1]) {
+			t.Fatalf("script calls:\n%s\nwant:\n%s", calls, strings.Join(want, "\n"))
+		}
+		r.checkLedger()
+	})
+}
