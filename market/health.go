@@ -202,6 +202,9 @@ func (s *Rentals) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 		if err := models.AddRentalEvent(tx, r.ID, now, "incident", detail, &inc); err != nil {
 			return err
 		}
+		if err := expireTasks(tx, r.ID, nodeID, now); err != nil {
+			return err
+		}
 		if _, err := enqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/a%d/evacuate", r.ID, r.Attempts),
 			agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now); err != nil {
 			return err

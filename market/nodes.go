@@ -287,6 +287,15 @@ func enqueueTask(tx *gorm.DB, nodeID int64, rentalID *int64, key string, t agent
 	return row.ID, tx.Model(&row).Update("payload", string(p)).Error
 }
 
+// expireTasks withdraws a rental's verify and launch tasks on a node that
+// the rental is leaving, so an agent that comes back later never runs
+// them (the stop task sent with them covers anything already launched).
+func expireTasks(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
+	return tx.Model(&models.AgentTask{}).Where("rental_id = ? AND node_id = ? AND kind IN ? AND status <> ?",
+		rentalID, nodeID, []string{agent.TaskVerify, agent.TaskLaunch}, models.TaskDone).
+		Updates(map[string]any{"status": models.TaskDone, "ok": false, "result": `{"ok":false,"error":"withdrawn: the rental moved on"}`, "done_at": now}).Error
+}
+
 func nodeKey(id int64) string { return fmt.Sprintf("node:%d", id) }
 func taskKey(id int64) string { return fmt.Sprintf("task:%d", id) }
 
@@ -314,19 +323,28 @@ func (s *Rentals) NextTasks(ctx context.Context, nodeID int64, wait time.Duratio
 	}
 }
 
+// ResendAfter is when a task handed to an agent without a result is
+// handed out again: the poll's answer may have been lost (a server that
+// died, a dropped connection). Agents run a task id once, so a repeat of
+// one still running is ignored.
+const ResendAfter = 15 * time.Second
+
 func (s *Rentals) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, error) {
+	now := s.DB.Now().UTC()
+	due := func(q *gorm.DB) *gorm.DB {
+		return q.Where("node_id = ? AND (status = ? OR (status = ? AND sent_at < ?))", nodeID, models.TaskQueued, models.TaskSent, now.Add(-ResendAfter))
+	}
 	var rows []models.AgentTask
-	if err := s.DB.R.WithContext(ctx).Where("node_id = ? AND status = ?", nodeID, models.TaskQueued).Order("id").Limit(20).Find(&rows).Error; err != nil {
+	if err := due(s.DB.R.WithContext(ctx)).Order("id").Limit(20).Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	now := s.DB.Now().UTC()
 	var out []agent.Task
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		for _, r := range rows {
-			res := tx.Model(&models.AgentTask{}).Where("id = ? AND status = ?", r.ID, models.TaskQueued).
+			res := due(tx.Model(&models.AgentTask{}).Where("id = ?", r.ID)).
 				Updates(map[string]any{"status": models.TaskSent, "sent_at": now})
 			if res.Error != nil {
 				return res.Error

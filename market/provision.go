@@ -274,6 +274,9 @@ func (s *Rentals) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		}
 		if len(held) > 0 {
 			old := held[0].NodeID
+			if err := expireTasks(tx, r.ID, old, now); err != nil {
+				return err
+			}
 			if _, err := enqueueTask(tx, old, &r.ID, fmt.Sprintf("r%d/a%d/abort", r.ID, cur.Attempts),
 				agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now); err != nil {
 				return err

@@ -341,6 +341,9 @@ func (s *Rentals) Stop(ctx context.Context, id int64, reason string) (*models.Re
 			return s.finishStop(tx, r.ID, 0, now)
 		}
 		nodeID = *r.NodeID
+		if err := expireTasks(tx, r.ID, nodeID, now); err != nil {
+			return err
+		}
 		_, err := enqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/stop/%d", r.ID, r.Attempts), agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now)
 		return err
 	})
