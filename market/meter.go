@@ -1,11 +1,13 @@
 package market
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -113,6 +115,57 @@ func clip(fen, balance, headroom int64) (int64, string) {
 	return fen, ""
 }
 
+// claim is one rental's billed interval in a batch.
+type claim struct {
+	id         int64
+	prev, to   time.Time
+	carry, fen int64
+	stop       string
+}
+
+// errMeterRace is a batch in which another pass billed some rental first;
+// the batch is rolled back and the job's retry bills what is left.
+var errMeterRace = errors.New("meter: another pass billed some of these rentals; retrying")
+
+// claimAll claims many rentals' intervals in one statement per 1,000 (as
+// claimInterval does one): a statement per rental was most of a pass's
+// time on PostgreSQL. If any rental was claimed by someone else, the
+// batch fails with errMeterRace.
+func claimAll(tx *gorm.DB, dialect string, cs []claim, now time.Time) error {
+	cast := func(p, typ string) string {
+		if dialect == "postgres" {
+			return p + "::" + typ
+		}
+		return p
+	}
+	for i := 0; i < len(cs); i += meterBatch {
+		part := cs[i:min(i+meterBatch, len(cs))]
+		var sb strings.Builder
+		args := make([]any, 0, len(part)*6+1)
+		sb.WriteString("WITH v(id, prev, upto, carry, fen, stop) AS (VALUES ")
+		for j, c := range part {
+			if j > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(" + cast("?", "bigint") + ", " + cast("?", "timestamptz") + ", " + cast("?", "timestamptz") + ", " +
+				cast("?", "bigint") + ", " + cast("?", "bigint") + ", " + cast("?", "text") + ")")
+			args = append(args, c.id, c.prev, c.to, c.carry, c.fen, c.stop)
+		}
+		sb.WriteString(`) UPDATE rentals SET billed_until = v.upto, carry_num = v.carry, billed_fen = rentals.billed_fen + v.fen,
+			stop_reason = CASE WHEN v.stop = '' THEN rentals.stop_reason ELSE v.stop END, updated_at = ` + cast("?", "timestamptz") + `
+			FROM v WHERE rentals.id = v.id AND rentals.status = 'running' AND rentals.billed_until = v.prev RETURNING rentals.id`)
+		args = append(args, now)
+		var got []int64
+		if err := tx.Raw(sb.String(), args...).Scan(&got).Error; err != nil {
+			return err
+		}
+		if len(got) != len(part) {
+			return errMeterRace
+		}
+	}
+	return nil
+}
+
 // meterOne bills one running on-demand rental up to now in tx (see
 // meterAmount), clipped to the balance and spending limits (see clip).
 func (s *Rentals) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final bool) error {
@@ -182,7 +235,8 @@ func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 			// Read inside the transaction: what another pass billed meanwhile is seen.
 			var rs []models.Rental
-			if err := tx.Where("id IN ? AND status = ?", ids, models.RentalRunning).Order("id").Find(&rs).Error; err != nil {
+			if err := tx.Where("id BETWEEN ? AND ? AND status = ? AND term = ?", ids[0], lastID, models.RentalRunning, pricing.OnDemand).
+				Order("id").Find(&rs).Error; err != nil {
 				return err
 			}
 			orgs := make([]int64, 0, len(rs))
@@ -207,6 +261,7 @@ func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 				limited[limitedOrgs[i].ID] = &limitedOrgs[i]
 			}
 			var posts []models.Posting
+			var claims []claim
 			for i := range rs {
 				r := &rs[i]
 				to, fen, carry, ok := meterAmount(r, now, false)
@@ -224,26 +279,35 @@ func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 					}
 				}
 				fen, stop := clip(fen, balances[r.OrgID], room)
-				claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
-				if err != nil {
-					return fmt.Errorf("meter rental %d: %w", r.ID, err)
-				}
-				if !claimed {
-					continue
+				if org != nil {
+					claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
+					if err != nil {
+						return err
+					}
+					if !claimed {
+						continue
+					}
+					if fen > 0 {
+						if err := postCharge(tx, r, fen, fmt.Sprintf("rental #%d", r.ID), nil, now); err != nil {
+							return err
+						}
+					}
+				} else {
+					claims = append(claims, claim{id: r.ID, prev: *r.BilledUntil, to: to, carry: carry, fen: fen, stop: stop})
+					r.BilledUntil, r.CarryNum, r.BilledFen, r.StopReason = &to, carry, r.BilledFen+fen, cmp.Or(stop, r.StopReason)
+					if fen > 0 {
+						posts = append(posts, models.Posting{
+							Txn:  &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now},
+							Legs: chargeLegs(r.OrgID, r.ProviderID, fen)})
+					}
 				}
 				balances[r.OrgID] -= fen
 				billed = append(billed, *r)
 				res.Rentals++
 				res.Fen += fen
-				if fen > 0 && org != nil {
-					if err := postCharge(tx, r, fen, fmt.Sprintf("rental #%d", r.ID), nil, now); err != nil {
-						return err
-					}
-				} else if fen > 0 {
-					posts = append(posts, models.Posting{
-						Txn:  &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now},
-						Legs: chargeLegs(r.OrgID, r.ProviderID, fen)})
-				}
+			}
+			if err := claimAll(tx, s.DB.Dialect, claims, now); err != nil {
+				return err
 			}
 			return models.PostMany(tx, posts)
 		})

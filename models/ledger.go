@@ -203,7 +203,7 @@ func PostMany(tx *gorm.DB, ps []Posting) error {
 	for i, p := range ps {
 		txns[i] = p.Txn
 	}
-	if err := tx.CreateInBatches(txns, 500).Error; err != nil {
+	if err := tx.CreateInBatches(txns, 2000).Error; err != nil {
 		return err
 	}
 	var entries []LedgerEntry
@@ -212,22 +212,44 @@ func PostMany(tx *gorm.DB, ps []Posting) error {
 			entries = append(entries, LedgerEntry{TxnID: p.Txn.ID, AccountID: ids[key{l.Kind, l.OrgID}], AmountFen: l.AmountFen, CreatedAt: p.Txn.CreatedAt})
 		}
 	}
-	if err := tx.CreateInBatches(entries, 500).Error; err != nil {
+	if err := tx.CreateInBatches(entries, 4000).Error; err != nil {
 		return err
 	}
+	// One statement per 1,000 accounts changes their balances; a wallet
+	// that would go below zero is left out, which fails the batch.
+	type change struct {
+		id, delta int64
+	}
+	var changes []change
 	for k, d := range delta {
-		if d == 0 {
-			continue
+		if d != 0 {
+			changes = append(changes, change{ids[k], d})
 		}
-		q := tx.Model(&LedgerAccount{}).Where("id = ?", ids[k])
-		if k.kind == AccWallet && d < 0 {
-			q = q.Where("balance_fen + ? >= 0", d)
+	}
+	bigint := "?"
+	if tx.Dialector.Name() == "postgres" {
+		bigint = "?::bigint"
+	}
+	for i := 0; i < len(changes); i += 1000 {
+		part := changes[i:min(i+1000, len(changes))]
+		var sb strings.Builder
+		args := make([]any, 0, 2*len(part))
+		sb.WriteString("WITH v(id, d) AS (VALUES ")
+		for j, c := range part {
+			if j > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(" + bigint + ", " + bigint + ")")
+			args = append(args, c.id, c.delta)
 		}
-		res := q.Update("balance_fen", gorm.Expr("balance_fen + ?", d))
-		if res.Error != nil {
-			return res.Error
+		sb.WriteString(`) UPDATE ledger_accounts SET balance_fen = ledger_accounts.balance_fen + v.d FROM v
+			WHERE ledger_accounts.id = v.id AND (ledger_accounts.kind <> 'wallet' OR v.d >= 0 OR ledger_accounts.balance_fen + v.d >= 0)
+			RETURNING ledger_accounts.id`)
+		var got []int64
+		if err := tx.Raw(sb.String(), args...).Scan(&got).Error; err != nil {
+			return err
 		}
-		if res.RowsAffected != 1 {
+		if len(got) != len(part) {
 			return ErrInsufficientFunds
 		}
 	}
