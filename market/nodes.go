@@ -137,7 +137,7 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 		}).Error; err != nil {
 			return err
 		}
-		if n.Health == models.NodeSilent && health == models.NodeHealthy {
+		if n.Health == models.NodeSilent { // heard from again, whatever it says
 			if err := closeIncidents(tx, n.ID, 0, models.IncidentNodeSilent, now); err != nil {
 				return err
 			}
