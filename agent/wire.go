@@ -60,6 +60,8 @@ type Task struct {
 	SSHPublicKey string `json:"ssh_public_key,omitempty"`
 	// Image is the container image (docker launcher), if any.
 	Image string `json:"image,omitempty"`
+	// Nominal is sent with a benchmark task.
+	Nominal *Nominal `json:"nominal,omitempty"`
 }
 
 // Tasks is the long-poll's answer (empty when the wait ran out).

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -24,18 +25,34 @@ var Supported = []string{ZH, EN}
 var files embed.FS
 
 var catalogs = map[string]map[string]string{
-	ZH: mustLoad("zh-CN.json"),
-	EN: mustLoad("en.json"),
+	ZH: mustLoad("zh-CN"),
+	EN: mustLoad("en"),
 }
 
-func mustLoad(name string) map[string]string {
-	b, err := files.ReadFile(name)
-	if err != nil {
-		panic(err)
-	}
+// mustLoad merges the language's catalog files: LANG.json and any
+// LANG.AREA.json (one per area of the product, so that work on separate
+// pages does not edit one file). A key defined twice is a mistake.
+func mustLoad(lang string) map[string]string {
 	m := map[string]string{}
-	if err := json.Unmarshal(b, &m); err != nil {
-		panic("locales: " + name + ": " + err.Error())
+	names, _ := fs.Glob(files, lang+".*json")
+	for _, name := range names {
+		if name != lang+".json" && strings.Count(strings.TrimSuffix(strings.TrimPrefix(name, lang+"."), ".json"), ".") != 0 {
+			continue
+		}
+		b, err := files.ReadFile(name)
+		if err != nil {
+			panic(err)
+		}
+		part := map[string]string{}
+		if err := json.Unmarshal(b, &part); err != nil {
+			panic("locales: " + name + ": " + err.Error())
+		}
+		for k, v := range part {
+			if _, dup := m[k]; dup {
+				panic("locales: " + name + ": key " + k + " is defined twice")
+			}
+			m[k] = v
+		}
 	}
 	return m
 }

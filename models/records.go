@@ -108,6 +108,14 @@ type Node struct {
 	// AgentInfo is the agent's last self-description as JSON (version,
 	// host name, driver, launcher).
 	AgentInfo string
+	// LatestReportID is the node's newest benchmark report.
+	LatestReportID *int64
+	// Uptime30dPct is the node's uptime over the last 30 days (heartbeats
+	// and incidents), computed by the reliability job; nil before the first run.
+	Uptime30dPct    *float64 `gorm:"column:uptime_30d_pct"`
+	UptimeUpdatedAt *time.Time
+	// PingURL is the public URL of the agent's latency endpoint, if any.
+	PingURL string
 }
 
 // Node health values.

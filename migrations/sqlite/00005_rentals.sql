@@ -83,7 +83,7 @@ CREATE TABLE agent_tasks (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     node_id    INTEGER NOT NULL REFERENCES nodes(id),
     rental_id  INTEGER REFERENCES rentals(id),
-    kind       TEXT NOT NULL CHECK (kind IN ('verify', 'launch', 'stop')),
+    kind       TEXT NOT NULL CHECK (kind IN ('verify', 'launch', 'stop', 'benchmark')),
     idem_key   TEXT NOT NULL UNIQUE,
     payload    TEXT NOT NULL,
     status     TEXT NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'sent', 'done')),
