@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -47,6 +49,10 @@ func runAgent(ctx context.Context, args []string) error {
 	script := fs.String("script", "", "with --launcher=script: the provider's executable")
 	image := fs.String("image", agent.DefaultDockerImage, "with --launcher=docker: the container image (it must run sshd and accept $SSH_PUBLIC_KEY)")
 	host := fs.String("public-host", "", "the host or IP renters reach the workloads at (docker and simulated launchers)")
+	pingAddr := fs.String("ping-addr", os.Getenv("SUANLI_PING_ADDR"), "listen address of the unauthenticated latency endpoint GET /ping that visitors' browsers time, e.g. :7070 (env SUANLI_PING_ADDR; empty: none, and the agent opens no port)")
+	pingURL := fs.String("ping-url", os.Getenv("SUANLI_PING_URL"), "the public URL of that endpoint, reported to the server (env SUANLI_PING_URL; default http://PUBLIC-HOST:PORT/ping; behind an https marketplace give an https URL, browsers refuse http from https pages)")
+	benchPython := fs.String("bench-python", agent.DefaultPython, "the Python interpreter (with PyTorch) that runs the benchmark's GPU loads; without one they are reported absent")
+	benchTimeout := fs.Duration("bench-timeout", agent.DefaultBenchTimeout, "how long one benchmark task may run")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -83,13 +89,65 @@ func runAgent(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{Server: strings.TrimRight(*server, "/"), Token: *token, StateFile: *state,
-		HTTPClient: &http.Client{Timeout: 60 * time.Second}, GPUs: reader, Launcher: l, Silent: silent, Version: version})
+	ping, err := listenPing(ctx, *pingAddr, *pingURL, *host)
 	if err != nil {
 		return err
 	}
-	slog.Info("agent starting", "server", *server, "simulate", *simulate, "launcher", l.Name())
-	return a.Run(ctx)
+	a, err := agent.New(agent.Config{Server: strings.TrimRight(*server, "/"), Token: *token, StateFile: *state,
+		HTTPClient: &http.Client{Timeout: 60 * time.Second}, GPUs: reader, Launcher: l, Silent: silent, Version: version, PingURL: ping.url,
+		Bench: agent.BenchOptions{Python: *benchPython, Timeout: *benchTimeout}})
+	if err != nil {
+		ping.stop()
+		return err
+	}
+	slog.Info("agent starting", "server", *server, "simulate", *simulate, "launcher", l.Name(), "ping_url", ping.url)
+	err = a.Run(ctx)
+	ping.stop()
+	return err
+}
+
+// pingEndpoint is the agent's running latency endpoint (url "" if none).
+type pingEndpoint struct {
+	url  string
+	stop func()
+}
+
+// listenPing starts the latency endpoint on addr (none when addr is empty)
+// and returns the URL to report: publicURL, or http://HOST:PORT/ping with
+// host the --public-host (else the host name) and the port listened on.
+func listenPing(ctx context.Context, addr, publicURL, host string) (pingEndpoint, error) {
+	if addr == "" {
+		if publicURL != "" {
+			return pingEndpoint{stop: func() {}}, errors.New("agent: --ping-url needs --ping-addr (the endpoint to serve)")
+		}
+		return pingEndpoint{stop: func() {}}, nil
+	}
+	if publicURL != "" {
+		u, err := url.Parse(publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return pingEndpoint{stop: func() {}}, fmt.Errorf("agent: --ping-url %q: want http(s)://host[:port]/ping", publicURL)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return pingEndpoint{stop: func() {}}, fmt.Errorf("agent: --ping-addr: %w", err)
+	}
+	if publicURL == "" {
+		if host == "" {
+			host, _ = os.Hostname()
+		}
+		publicURL = agent.DefaultPingURL(host, ln)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := agent.ServePing(pctx, ln); err != nil {
+			slog.Error("latency endpoint stopped", "err", err)
+		}
+	}()
+	slog.Info("latency endpoint listening", "addr", ln.Addr().String(), "url", publicURL)
+	return pingEndpoint{url: publicURL, stop: func() { cancel(); <-done }}, nil
 }
 
 func cmpOr(a, b string) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,13 @@ func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, ren
 		return 0, err
 	}
 	client := &http.Client{Timeout: 60 * time.Second}
+	// The simulated hosts are this process, so a browser's round trip to
+	// them is its round trip to this server: they report the server's own
+	// ping endpoint, and pages say that the figure is measured to it.
+	pingURL := ""
+	if rentals.BaseURL != "" {
+		pingURL = strings.TrimRight(rentals.BaseURL, "/") + agent.PathPing
+	}
 	for _, n := range nodes {
 		var uuids []string
 		if err := db.R.WithContext(ctx).Model(&models.GPU{}).Where("node_id = ?", n.ID).Order("idx").Pluck("uuid", &uuids).Error; err != nil {
@@ -44,7 +52,7 @@ func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, ren
 			return 0, err
 		}
 		a, err := agent.New(agent.Config{Server: server, Token: cred, HTTPClient: client, GPUs: reader,
-			Launcher: &agent.SimulatedLauncher{Host: n.Name + ".sim.invalid"}, Silent: sim.Silent, Version: version + "-demo",
+			Launcher: &agent.SimulatedLauncher{Host: n.Name + ".sim.invalid"}, Silent: sim.Silent, Version: version + "-demo", PingURL: pingURL,
 			Logger: slog.Default().With("node", n.Name)})
 		if err != nil {
 			reader.Close()

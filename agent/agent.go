@@ -47,6 +47,9 @@ type Config struct {
 	PollWait time.Duration
 	GPUs     GPUs
 	Launcher Launcher
+	// Bench tunes benchmark tasks (the load generators, timeouts and the
+	// simulated figures); the zero value runs them with the defaults.
+	Bench BenchOptions
 	// Silent, when it returns true, makes the agent go dark: no heartbeats,
 	// no polls and no results (held until it speaks again), as a host that
 	// lost its network would. Used to inject the "silent" fault.

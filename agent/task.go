@@ -23,6 +23,8 @@ func (a *Agent) execute(ctx context.Context, t Task) Result {
 		return a.launch(ctx, t)
 	case TaskStop:
 		return a.stop(ctx, t)
+	case TaskBenchmark:
+		return a.benchmark(ctx, t)
 	default:
 		return Result{Error: fmt.Sprintf("unknown task kind %q", t.Kind)}
 	}

@@ -79,7 +79,8 @@ func (h *Handler) AgentTaskResult(c echo.Context) error {
 		return apperr.NotFound("task")
 	}
 	var res agent.Result
-	if err := jsonDecoderLimit(c, 1<<20).Decode(&res); err != nil {
+	// A benchmark result carries up to agent.MaxTelemetrySamples samples (~4 MB).
+	if err := jsonDecoderLimit(c, 8<<20).Decode(&res); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want a JSON task result"}
 	}
 	if err := h.Rentals.TaskResult(c.Request().Context(), n.ID, id, res); err != nil {

@@ -41,6 +41,23 @@ type APIOffer struct {
 	Demo                   bool               `json:"demo"`
 	Synthetic              bool               `json:"synthetic"`
 	UpdatedAt              time.Time          `json:"updated_at"`
+	// Benchmark is the node's latest benchmark report, null without one.
+	Benchmark *APIOfferBenchmark `json:"benchmark"`
+	// Uptime30dPct is the node's uptime over the last 30 days in percent,
+	// null until it has been computed.
+	Uptime30dPct *float64 `json:"uptime_30d_pct"`
+}
+
+// APIOfferBenchmark is the headline of an offer's latest benchmark report (the
+// whole report is at /benchmarks/{id}). Figures are per GPU; a figure the
+// run did not measure is null.
+type APIOfferBenchmark struct {
+	ID                 int64    `json:"id"`
+	MeasuredBF16TFLOPS *float64 `json:"measured_bf16_tflops"`
+	PctOfNominal       *float64 `json:"pct_of_nominal"`
+	// Simulated is true for a report from a simulated agent (go-nvml mocks).
+	Simulated  bool      `json:"simulated"`
+	MeasuredAt time.Time `json:"measured_at"`
 }
 
 // APIGPUModel is the catalogue model of an offer, nominal figures.
@@ -111,6 +128,11 @@ func apiOffer(o models.OfferRow, student bool) APIOffer {
 		Demo:                      o.Demo,
 		Synthetic:                 o.Synthetic,
 		UpdatedAt:                 o.UpdatedAt,
+		Uptime30dPct:              o.Uptime30dPct,
+	}
+	if r := o.Report; r != nil {
+		out.Benchmark = &APIOfferBenchmark{ID: r.ID, MeasuredBF16TFLOPS: r.BF16TFLOPS, PctOfNominal: r.PctOfNominal,
+			Simulated: r.Simulated, MeasuredAt: r.MeasuredAt.UTC()}
 	}
 	if student {
 		out.YourPricePerGPUHourFen = out.StudentPricePerGPUHourFen

@@ -116,6 +116,9 @@ func (h *Handler) OfferShow(c echo.Context) error {
 	if row.Datacenter.Demo {
 		vm.LatencySource = "latency.source.demo"
 	}
+	if vm.Ping, err = h.latencyProbe(c, row.Datacenter); err != nil {
+		return err
+	}
 	// The quote panel: defaults (one GPU for one hour from now) until the
 	// renter changes them; bad values are explained beside their field.
 	in := market.QuoteInputFrom(c.QueryParams())
@@ -146,6 +149,12 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 		return err
 	}
 	vm := pages.DatacenterVM{Datacenter: dc, Latency: lat, Offers: res}
+	if vm.Uptime, err = market.DatacenterUptime(c.Request().Context(), h.DB, dc.ID); err != nil {
+		return err
+	}
+	if vm.Ping, err = h.latencyProbe(c, &dc); err != nil {
+		return err
+	}
 	if dc.Demo {
 		vm.LatencySource = "latency.source.demo"
 	}

@@ -306,6 +306,9 @@ func (h *Handler) RentalShow(c echo.Context) error {
 	if vm.Change, err = h.changeVM(c, d, m, form(c), nil, false); err != nil {
 		return err
 	}
+	if err := h.rentalSLA(c, &vm); err != nil {
+		return err
+	}
 	return Render(c, http.StatusOK, pages.RentalPage(ViewCtx(c), vm))
 }
 
@@ -484,6 +487,9 @@ func (h *Handler) renderChange(c echo.Context, d *market.RentalDetail, m *models
 		return apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may change this rental")
 	}
 	vm.Change.TopUp = topUp
+	if err := h.rentalSLA(c, &vm); err != nil {
+		return err
+	}
 	vc := ViewCtx(c)
 	vc.Path = c.Echo().Reverse("rentals.show", strconv.FormatInt(d.Rental.ID, 10))
 	return Render(c, status, pages.RentalPage(vc, vm))

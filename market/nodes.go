@@ -133,7 +133,7 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 			health = models.NodeNoNVML
 		}
 		if err := tx.Model(&models.Node{}).Where("id = ?", n.ID).Updates(map[string]any{
-			"last_heartbeat_at": now, "health": health, "simulated": hb.Host.Simulated, "agent_info": string(info),
+			"last_heartbeat_at": now, "health": health, "simulated": hb.Host.Simulated, "agent_info": string(info), "ping_url": CleanPingURL(hb.PingURL),
 		}).Error; err != nil {
 			return err
 		}
@@ -386,6 +386,9 @@ func (s *Rentals) TaskResult(ctx context.Context, nodeID, taskID int64, res agen
 		}
 		if t.Kind == agent.TaskStop && t.RentalID != nil {
 			return s.finishStop(tx, *t.RentalID, nodeID, now)
+		}
+		if t.Kind == agent.TaskBenchmark {
+			return s.storeBenchmark(tx, &t, res, now)
 		}
 		return nil
 	})

@@ -23,6 +23,16 @@ type ListedOffer struct {
 	// PricePerTFLOPFen is the on-demand price per GPU-hour divided by the
 	// model's nominal tensor TFLOPS (BF16, or FP16 without BF16).
 	PricePerTFLOPFen float64
+	// PricePerMeasuredTFLOPFen is the same price divided by the tensor
+	// TFLOPS per GPU that the node's latest benchmark report measured; 0
+	// when there is no report or it lacks the figure.
+	PricePerMeasuredTFLOPFen float64
+	// The measured and reliability orders, precomputed: measuredKey is
+	// PricePerMeasuredTFLOPFen, or PricePerTFLOPFen for an unmeasured
+	// offer (which sorts after every measured one); uptimeKey is the
+	// node's 30-day uptime in percent, -1 when unknown.
+	measuredKey, uptimeKey float64
+	unmeasured             bool
 	// Rendered lets views cache output derived from this offer alone. An
 	// offer in a snapshot never changes (a change makes a new snapshot), so
 	// neither does its HTML; the cache goes with the snapshot.
@@ -86,8 +96,37 @@ type offerKey struct {
 // none numbers a value the snapshot does not know (it never matches).
 const none = 255
 
-// staticSorts are the keys whose order does not depend on the query.
-var staticSorts = []string{SortPrice, SortPricePerTFLOP, SortVRAM}
+// staticSorts are the keys whose order does not depend on the query. A
+// key's list may alias an earlier one's when the snapshot's data makes
+// their orders equal (see build).
+var staticSorts = []string{SortPrice, SortPricePerTFLOP, SortVRAM, SortMeasured, SortReliability}
+
+// LowPctOfNominal is the share of the nominal figure below which a
+// benchmark report is flagged on its offers.
+const LowPctOfNominal = 70.0
+
+// ReportFlagged reports whether a benchmark report measured less than
+// LowPctOfNominal percent of nominal.
+func ReportFlagged(r *models.ReportHeadline) bool {
+	return r != nil && r.PctOfNominal != nil && *r.PctOfNominal < LowPctOfNominal
+}
+
+// measuredTFLOPS is the tensor TFLOPS per GPU a report measured, matching
+// the nominal figure price per TFLOPS uses (BF16, or FP16 for models
+// without BF16); 0 when the report lacks it.
+func measuredTFLOPS(m *catalog.GPUModel, r *models.ReportHeadline) float64 {
+	if r == nil {
+		return 0
+	}
+	f := r.BF16TFLOPS
+	if m.BF16TFLOPS == 0 {
+		f = r.FP16TFLOPS
+	}
+	if f == nil || *f <= 0 {
+		return 0
+	}
+	return *f
+}
 
 // NewOfferIndex returns an empty index over db; call Refresh to load it.
 func NewOfferIndex(db *models.DB) *OfferIndex {
@@ -161,17 +200,38 @@ func build(rows []models.OfferRow, version int64) *snapshot {
 	for _, m := range catalog.GPUModels() {
 		gpus[m.Slug] = &m
 	}
+	anyMeasured, anyUptime := false, false
 	for _, r := range rows {
 		m, ok := gpus[r.GPUModel]
 		if !ok {
 			slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
 			continue
 		}
-		o := &ListedOffer{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS()}
+		o := &ListedOffer{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1}
+		o.measuredKey, o.unmeasured = o.PricePerTFLOPFen, true
+		if t := measuredTFLOPS(m, r.Report); t > 0 {
+			o.PricePerMeasuredTFLOPFen = float64(r.PricePerGPUHourFen) / t
+			o.measuredKey, o.unmeasured = o.PricePerMeasuredTFLOPFen, false
+			anyMeasured = true
+		}
+		if r.Uptime30dPct != nil {
+			o.uptimeKey = *r.Uptime30dPct
+			anyUptime = true
+		}
 		s.byID[r.ID] = o
 		all = append(all, entry{k: s.key(o), o: o})
 	}
 	for _, key := range staticSorts {
+		// Without any report (uptime) the measured (reliability) order is
+		// the nominal price per TFLOPS (price) order: share its lists.
+		switch {
+		case key == SortMeasured && !anyMeasured:
+			s.sorted[key] = s.sorted[SortPricePerTFLOP]
+			continue
+		case key == SortReliability && !anyUptime:
+			s.sorted[key] = s.sorted[SortPrice]
+			continue
+		}
 		cmpFn := comparator(key)
 		sorted := slices.Clone(all)
 		slices.SortFunc(sorted, func(a, b entry) int { return cmpFn(a.o, b.o) })
@@ -233,9 +293,32 @@ func byPriceThenID(a, b *ListedOffer) int {
 // lists); searches that sort their matches use entryComparator.
 func comparator(key string) func(a, b *ListedOffer) int {
 	switch key {
-	case SortPricePerTFLOP, SortMeasured:
+	case SortPricePerTFLOP:
 		return func(a, b *ListedOffer) int {
 			return cmp.Or(cmp.Compare(a.PricePerTFLOPFen, b.PricePerTFLOPFen), byPriceThenID(a, b))
+		}
+	case SortMeasured:
+		// Offers with a measured figure first, by price per measured
+		// TFLOPS; then the others by price per nominal TFLOPS.
+		return func(a, b *ListedOffer) int {
+			if a.unmeasured != b.unmeasured {
+				if a.unmeasured {
+					return 1
+				}
+				return -1
+			}
+			if a.measuredKey != b.measuredKey {
+				return cmp.Compare(a.measuredKey, b.measuredKey)
+			}
+			return byPriceThenID(a, b)
+		}
+	case SortReliability:
+		// Highest 30-day uptime first; unknown (-1) last.
+		return func(a, b *ListedOffer) int {
+			if a.uptimeKey != b.uptimeKey {
+				return cmp.Compare(b.uptimeKey, a.uptimeKey)
+			}
+			return byPriceThenID(a, b)
 		}
 	case SortVRAM:
 		return func(a, b *ListedOffer) int {

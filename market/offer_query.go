@@ -20,11 +20,15 @@ const (
 	SortPricePerTFLOP = "price_per_tflop"
 	SortLatency       = "latency"
 	SortVRAM          = "vram"
-	SortMeasured      = "measured"
+	// SortMeasured orders by price per measured BF16 TFLOPS (the latest
+	// benchmark report); offers without one follow, by nominal.
+	SortMeasured = "measured"
+	// SortReliability orders by 30-day uptime, highest first, unknown last.
+	SortReliability = "reliability"
 )
 
 // SortKeys lists the sort keys in display order.
-var SortKeys = []string{SortPrice, SortPricePerTFLOP, SortLatency, SortVRAM, SortMeasured}
+var SortKeys = []string{SortPrice, SortPricePerTFLOP, SortLatency, SortVRAM, SortMeasured, SortReliability}
 
 // Page sizes.
 const (

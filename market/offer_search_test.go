@@ -55,6 +55,14 @@ func TestSearchSortOrders(t *testing.T) {
 				return b.GPU.VRAMGB - a.GPU.VRAMGB
 			case market.SortLatency:
 				return cmpF(a.Latency["chengdu"], b.Latency["chengdu"])
+			case market.SortReliability:
+				up := func(o *market.ListedOffer) float64 {
+					if o.Uptime30dPct == nil {
+						return -1
+					}
+					return *o.Uptime30dPct
+				}
+				return cmpF(up(b), up(a))
 			}
 			return 0
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -19,10 +20,74 @@ type OfferRow struct {
 	Provider   *Provider
 	// Latency maps a city slug to the round-trip time from it in ms.
 	Latency map[string]float64
+	// Report is the headline of the node's latest benchmark report, nil
+	// when it has none. Offers on one node share it.
+	Report *ReportHeadline
+	// Uptime30dPct is the node's uptime over the last 30 days, nil until
+	// the reliability job has computed it.
+	Uptime30dPct *float64
 }
 
-// ListedOffers returns every listed offer with its datacentre, provider and
-// latency table. It feeds the in-memory offer index, so it reads in a few
+// ReportHeadline is what offers show of a benchmark report: its per-GPU
+// headline figures (nil when that load was absent) and whether it came
+// from a simulated agent.
+type ReportHeadline struct {
+	ID           int64
+	BF16TFLOPS   *float64
+	FP16TFLOPS   *float64
+	MemBWGBps    *float64
+	PctOfNominal *float64
+	Simulated    bool
+	MeasuredAt   time.Time
+}
+
+// nodeFacts is one node's latest report headline and uptime.
+type nodeFacts struct {
+	report *ReportHeadline
+	uptime *float64
+}
+
+// nodeFactsSQL reads the latest report headline and the uptime of nodes
+// that have either; callers add the condition choosing the nodes.
+const nodeFactsSQL = `SELECT n.id AS node_id, n.uptime_30d_pct, r.id AS report_id, r.bf16_tflops, r.fp16_tflops,
+	r.mem_bw_gbps, r.pct_of_nominal, r.simulated, r.measured_at
+	FROM nodes n LEFT JOIN benchmark_reports r ON r.id = n.latest_report_id
+	WHERE (n.latest_report_id IS NOT NULL OR n.uptime_30d_pct IS NOT NULL) AND `
+
+// nodeFactsOf runs nodeFactsSQL with cond and maps the rows by node id.
+func nodeFactsOf(tx *gorm.DB, cond string, args ...any) (map[int64]nodeFacts, error) {
+	var rows []struct {
+		NodeID       int64
+		Uptime30dPct *float64 `gorm:"column:uptime_30d_pct"`
+		ReportID     *int64
+		BF16TFLOPS   *float64 `gorm:"column:bf16_tflops"`
+		FP16TFLOPS   *float64 `gorm:"column:fp16_tflops"`
+		MemBWGBps    *float64 `gorm:"column:mem_bw_gbps"`
+		PctOfNominal *float64 `gorm:"column:pct_of_nominal"`
+		Simulated    *bool
+		MeasuredAt   *time.Time
+	}
+	if err := tx.Raw(nodeFactsSQL+cond, args...).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("node reports and uptime: %w", err)
+	}
+	out := make(map[int64]nodeFacts, len(rows))
+	for _, r := range rows {
+		f := nodeFacts{uptime: r.Uptime30dPct}
+		if r.ReportID != nil {
+			f.report = &ReportHeadline{ID: *r.ReportID, BF16TFLOPS: r.BF16TFLOPS, FP16TFLOPS: r.FP16TFLOPS,
+				MemBWGBps: r.MemBWGBps, PctOfNominal: r.PctOfNominal, Simulated: r.Simulated != nil && *r.Simulated}
+			if r.MeasuredAt != nil {
+				f.report.MeasuredAt = *r.MeasuredAt
+			}
+		}
+		out[r.NodeID] = f
+	}
+	return out, nil
+}
+
+// ListedOffers returns every listed offer with its datacentre, provider,
+// latency table, and its node's latest benchmark report and 30-day uptime.
+// It feeds the in-memory offer index, so it reads in a few
 // large queries rather than one per offer.
 func (db *DB) ListedOffers(ctx context.Context) ([]OfferRow, int64, error) {
 	var (
@@ -50,13 +115,19 @@ func (db *DB) ListedOffers(ctx context.Context) ([]OfferRow, int64, error) {
 		if err := tx.Where("status = ?", OfferListed).Order("id").Find(&offers).Error; err != nil {
 			return err
 		}
+		facts, err := nodeFactsOf(tx, `n.id IN (SELECT node_id FROM offers WHERE status = ?)`, OfferListed)
+		if err != nil {
+			return err
+		}
 		rows = make([]OfferRow, len(offers))
 		for i, o := range offers {
 			dc, ok := dcs[o.DatacenterID]
 			if !ok {
 				return fmt.Errorf("offer %d: datacentre %d missing", o.ID, o.DatacenterID)
 			}
-			rows[i] = OfferRow{Offer: o, Datacenter: &dc.Datacenter, Provider: pm[o.ProviderID], Latency: dc.latency}
+			f := facts[o.NodeID]
+			rows[i] = OfferRow{Offer: o, Datacenter: &dc.Datacenter, Provider: pm[o.ProviderID], Latency: dc.latency,
+				Report: f.report, Uptime30dPct: f.uptime}
 		}
 		return nil
 	})
@@ -89,8 +160,9 @@ func datacentersByID(tx *gorm.DB) (map[int64]*dcWithLatency, error) {
 	return out, nil
 }
 
-// OfferByID returns one offer, listed or not, with its datacentre, provider
-// and latency table. It returns an ENOTFOUND error when there is none.
+// OfferByID returns one offer, listed or not, with its datacentre, provider,
+// latency table, and its node's latest benchmark report and 30-day uptime.
+// It returns an ENOTFOUND error when there is none.
 func (db *DB) OfferByID(ctx context.Context, id int64) (OfferRow, error) {
 	var o Offer
 	err := db.R.WithContext(ctx).First(&o, id).Error
@@ -107,6 +179,11 @@ func (db *DB) OfferByID(ctx context.Context, id int64) (OfferRow, error) {
 	if err := db.R.WithContext(ctx).First(row.Provider, o.ProviderID).Error; err != nil {
 		return OfferRow{}, err
 	}
+	facts, err := nodeFactsOf(db.R.WithContext(ctx), `n.id = ?`, o.NodeID)
+	if err != nil {
+		return OfferRow{}, err
+	}
+	row.Report, row.Uptime30dPct = facts[o.NodeID].report, facts[o.NodeID].uptime
 	row.Latency, err = db.latencies(ctx, o.DatacenterID)
 	return row, err
 }

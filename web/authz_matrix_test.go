@@ -338,6 +338,18 @@ func runningRentalParam(f *matrixFixture) []any {
 	return []any{idParam(f.runningRental)}
 }
 
+// readyBenchNode marks the offer's node and its GPUs healthy and free, as
+// its agent's heartbeats would, and returns its id.
+func readyBenchNode(f *matrixFixture) []any {
+	var o models.Offer
+	if err := f.a.db.R.First(&o, f.offer).Error; err != nil {
+		f.a.t.Fatal(err)
+	}
+	f.a.db.W.Model(&models.Node{}).Where("id = ?", o.NodeID).Update("health", models.NodeHealthy)
+	f.a.db.W.Model(&models.GPU{}).Where("node_id = ?", o.NodeID).Updates(map[string]any{"health": models.GPUHealthy, "state": models.GPUFree})
+	return []any{idParam(o.NodeID)}
+}
+
 // Common expectations.
 var (
 	// Any logged-in user may: pages and actions on the user's own things.
@@ -476,6 +488,15 @@ var matrix = []matrixRow{
 			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
 			must(t, err == nil && o.Status == models.OrgApproved, "lab not approved: %v %+v", err, o)
 		}},
+	// Only platform admins run a benchmark on demand (the provider portal
+	// comes later); the node is made ready as its agent would.
+	{route: "api.nodes.benchmarks.request", params: readyBenchNode,
+		want: expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 202, Owner: 403},
+		after: func(t *testing.T, f *matrixFixture) {
+			var n int64
+			f.a.db.R.Model(&models.AgentTask{}).Where("kind = ?", "benchmark").Count(&n)
+			must(t, n == 1, "%d benchmark tasks after the admin asked once, want 1", n)
+		}},
 	// Last: the owner removes the member (the owner's cell runs last of the row).
 	{route: "orgs.members.remove", params: func(f *matrixFixture) []any { return []any{idParam(f.orgA.ID), idParam(f.memberUser.ID)} },
 		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 403, Platform: 404, Owner: 303},
@@ -487,10 +508,13 @@ var matrix = []matrixRow{
 
 // publicRoutes are the routes anyone may use without logging in.
 var publicRoutes = []string{
-	"home", "offers.list", "offers.show", "datacenters.show", "lang.switch",
+	"home", "offers.list", "offers.show", "datacenters.show", "lang.switch", "sla",
 	"auth.signup", "auth.signup.post", "auth.login", "auth.login.post", "auth.logout", "auth.verify",
 	"password.forgot", "password.forgot.post", "password.reset", "password.reset.post",
 	"api.offers.list", "api.offers.show", "api.offers.quote", "webhooks.stripe", "healthz", "readyz", "metrics", "static",
+	"benchmarks.show", "nodes.benchmarks", "api.benchmarks.show", "api.nodes.benchmarks",
+	"tco",
+	"ping",
 }
 
 // nodeRoutes are the node agents' routes: public in the route table (no

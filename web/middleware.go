@@ -7,8 +7,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/agent"
 	"suanli/handlers"
 	"suanli/locales"
+	"suanli/market"
 )
 
 // observe logs every request with its request id and records metrics. It
@@ -22,7 +24,7 @@ func observe(m *metrics, names map[string]string) echo.MiddlewareFunc {
 			_ = inner(c)
 			r := c.Request()
 			lvl := slog.LevelInfo
-			if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/static/") {
+			if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || r.URL.Path == agent.PathPing || strings.HasPrefix(r.URL.Path, "/static/") {
 				lvl = slog.LevelDebug
 			}
 			if !slog.Default().Enabled(r.Context(), lvl) {
@@ -37,14 +39,39 @@ func observe(m *metrics, names map[string]string) echo.MiddlewareFunc {
 	}
 }
 
+// The Content-Security-Policy, around its connect-src list.
+const (
+	cspHead = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'"
+	cspTail = "; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
+
+// csp is the policy of a response whose scripts may also fetch from the
+// origins (the node agents' ping endpoints on the offer and datacentre
+// pages); an origin that is not a plain scheme://host[:port] is left out.
+func csp(origins []string) string {
+	var b strings.Builder
+	b.WriteString(cspHead)
+	for _, o := range origins {
+		if market.PingOrigin(o) == o {
+			b.WriteString(" " + o)
+		}
+	}
+	b.WriteString(cspTail)
+	return b.String()
+}
+
 // securityHeaders sets the headers every response carries. The CSP allows
-// no inline script or style: htmx is configured by a meta tag instead.
+// no inline script or style: htmx is configured by a meta tag instead. A
+// handler may widen connect-src for its own response (handlers.ConnectSrcKey).
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-		"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 	return func(c echo.Context) error {
 		h := c.Response().Header()
-		h.Set("Content-Security-Policy", csp)
+		h.Set("Content-Security-Policy", csp(nil))
+		c.Response().Before(func() {
+			if origins, _ := c.Get(handlers.ConnectSrcKey).([]string); len(origins) > 0 {
+				c.Response().Header().Set("Content-Security-Policy", csp(origins))
+			}
+		})
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "strict-origin-when-cross-origin")

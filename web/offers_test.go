@@ -1,10 +1,13 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"suanli/dbtest"
 	"suanli/handlers"
@@ -242,3 +245,125 @@ func TestNoFormattingErrorsOnPages(t *testing.T) {
 		}
 	}
 }
+
+// benchFixture gives demo H100 SXM offers benchmark reports and uptimes,
+// straight in the database, then moves the offers version and refreshes
+// the index as the report store and the reliability job do.
+type benchFixture struct {
+	swpark, science, cq, hitech, bj models.Offer
+	realID, simID                   int64
+}
+
+func newBenchFixture(t *testing.T, a *app) benchFixture {
+	t.Helper()
+	db := a.db
+	h100 := func(dc string) models.Offer {
+		var o models.Offer
+		must(t, db.R.Where("gpu_model = 'h100-sxm' AND datacenter_id = (SELECT id FROM datacenters WHERE slug = ?)", dc).First(&o).Error == nil, "find %s", dc)
+		return o
+	}
+	at := time.Date(2026, 11, 28, 14, 0, 0, 0, time.UTC)
+	report := func(nodeID int64, bf16, pct float64, simulated bool) int64 {
+		fp16, bw := bf16*1.01, 2680.4
+		r := models.BenchmarkReport{NodeID: nodeID, GPUModel: "h100-sxm", GPUs: 8, Trigger: models.BenchVerified, Simulated: simulated,
+			Nominal: "{}", Report: "{}", BF16TFLOPS: &bf16, FP16TFLOPS: &fp16, MemBWGBps: &bw, PctOfNominal: &pct, MeasuredAt: at, CreatedAt: at}
+		must(t, db.W.Create(&r).Error == nil, "create report")
+		must(t, db.W.Exec(`UPDATE nodes SET latest_report_id = ? WHERE id = ?`, r.ID, nodeID).Error == nil, "latest report")
+		return r.ID
+	}
+	uptime := func(nodeID int64, pct float64) {
+		must(t, db.W.Exec(`UPDATE nodes SET uptime_30d_pct = ? WHERE id = ?`, pct, nodeID).Error == nil, "uptime")
+	}
+	f := benchFixture{swpark: h100("cd-tianfu-swpark"), science: h100("cd-science-city"), cq: h100("cq-liangjiang"),
+		hitech: h100("cd-hitech"), bj: h100("bj-yizhuang")}
+	f.realID = report(f.swpark.NodeID, 791.2, 80, false) // 80% of 989
+	f.simID = report(f.science.NodeID, 642.9, 65, true)  // 65%: flagged
+	report(f.cq.NodeID, 939.55, 95, false)
+	uptime(f.hitech.NodeID, 100)
+	uptime(f.swpark.NodeID, 99.97)
+	uptime(f.science.NodeID, 99.5)
+	must(t, db.W.Exec(`UPDATE market_versions SET version = version + 1 WHERE name = 'offers'`).Error == nil, "bump")
+	reloaded, err := a.index.Refresh(context.Background())
+	must(t, reloaded && err == nil, "index reload: %v %v", reloaded, err)
+	return f
+}
+
+// rawOffers decodes the API's offers keeping each field's JSON as sent.
+func rawOffers(t *testing.T, body string) []map[string]json.RawMessage {
+	t.Helper()
+	var l struct {
+		Offers []map[string]json.RawMessage `json:"offers"`
+	}
+	must(t, json.Unmarshal([]byte(body), &l) == nil, "decode %s", body)
+	return l.Offers
+}
+
+// Offers carry their node's latest benchmark report and 30-day uptime: in
+// the API exactly, in the orders sort=measured and sort=reliability give,
+// and on the list and offer pages in both languages.
+func TestOffersShowBenchmarksAndUptime(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a := newApp(t, db)
+		// Render the list once first: its cached rows must not outlive the snapshot.
+		_, before := a.get("/offers?gpu=h100-sxm", "Accept-Language", "en")
+		must(t, !strings.Contains(before, "verified 2026"), "a report before any was stored")
+		f := newBenchFixture(t, a)
+
+		res, body := a.get("/api/v1/offers" + query("gpu", "h100-sxm", "sort", "measured"))
+		must(t, res.StatusCode == 200, "status %d: %s", res.StatusCode, body)
+		offers := rawOffers(t, body)
+		// Fen per measured TFLOPS: Chongqing 3260/939.55 = 3.47, Tianfu
+		// Software Park 3400/791.2 = 4.30, Science City 3550/642.9 = 5.52;
+		// then the unmeasured by nominal: Beijing ¥31.80 first.
+		var ids []string
+		for _, o := range offers[:4] {
+			ids = append(ids, string(o["id"]))
+		}
+		want := []string{i64s(f.cq.ID), i64s(f.swpark.ID), i64s(f.science.ID), i64s(f.bj.ID)}
+		must(t, strings.Join(ids, ",") == strings.Join(want, ","), "measured order %v, want %v", ids, want)
+		must(t, string(offers[1]["benchmark"]) == `{"id":`+i64s(f.realID)+`,"measured_bf16_tflops":791.2,"pct_of_nominal":80,"simulated":false,"measured_at":"2026-11-28T14:00:00Z"}`,
+			"real benchmark %s", offers[1]["benchmark"])
+		must(t, string(offers[2]["benchmark"]) == `{"id":`+i64s(f.simID)+`,"measured_bf16_tflops":642.9,"pct_of_nominal":65,"simulated":true,"measured_at":"2026-11-28T14:00:00Z"}`,
+			"simulated benchmark %s", offers[2]["benchmark"])
+		must(t, string(offers[3]["benchmark"]) == "null" && string(offers[3]["uptime_30d_pct"]) == "null", "no report: %s %s", offers[3]["benchmark"], offers[3]["uptime_30d_pct"])
+		must(t, string(offers[1]["uptime_30d_pct"]) == "99.97", "uptime %s", offers[1]["uptime_30d_pct"])
+
+		_, body = a.get(a.url("api.offers.show", f.science.ID))
+		var one map[string]json.RawMessage
+		must(t, json.Unmarshal([]byte(body), &one) == nil, "decode %s", body)
+		must(t, string(one["benchmark"]) == string(offers[2]["benchmark"]) && string(one["uptime_30d_pct"]) == "99.5", "show: %s", body)
+
+		_, body = a.get("/api/v1/offers" + query("gpu", "h100-sxm", "sort", "reliability"))
+		offers = rawOffers(t, body)
+		ids = ids[:0]
+		for _, o := range offers[:4] {
+			ids = append(ids, string(o["uptime_30d_pct"]))
+		}
+		must(t, strings.Join(ids, ",") == "100,99.97,99.5,null", "reliability order %v", ids)
+		res, body = a.get("/api/v1/offers?sort=uptime")
+		must(t, res.StatusCode == 400 && strings.Contains(body, `"param":"sort"`), "bad sort: %d %s", res.StatusCode, body)
+
+		_, en := a.get("/offers"+query("gpu", "h100-sxm", "sort", "measured"), "Accept-Language", "en")
+		contains(t, en, "verified 2026-11-28", ">simulated<", "below 70% of nominal", "measured 791.2", "80% of nominal",
+			"measured 642.9", "65% of nominal", "99.97% uptime, 30 days", "uptime, 30 days: —", "offers without a report follow",
+			`href="/benchmarks/`+i64s(f.realID)+`"`, `<option value="reliability">Uptime (30 days)</option>`)
+		must(t, strings.Count(en, "below 70% of nominal") == 1, "only the simulated 65%% report is flagged")
+		_, zh := a.get("/offers"+query("gpu", "h100-sxm", "sort", "reliability"), "Accept-Language", "zh-CN")
+		contains(t, zh, "已验证 2026-11-28", ">模拟<", "低于标称 70%", "实测 791.2", "标称的 80%", "可用性 99.97% · 30 天", "可用性 — · 30 天", "尚无数据的节点排在最后")
+		_, page := a.get("/offers?sort=nope", "Accept-Language", "en")
+		contains(t, page, `id="err-sort" role="alert">Unknown sort`)
+
+		_, en = a.get(a.url("offers.show", f.swpark.ID), "Accept-Language", "en")
+		contains(t, en, "Latest benchmark", "791.2 TFLOPS", "989 TFLOPS", "799.1 TFLOPS", "2,680 GB/s", "3,350 GB/s",
+			"<strong>80%</strong>", "verified 2026-11-28", "measured 2026-11-28 22:00 (UTC+8)",
+			`href="/benchmarks/`+i64s(f.realID)+`"`, `href="/nodes/`+i64s(f.swpark.NodeID)+`/benchmarks"`,
+			"Uptime, last 30 days", "<strong>99.97%</strong>", `href="/sla"`)
+		must(t, !strings.Contains(en, "below 70%"), "an 80%% report is not flagged")
+		_, zh = a.get(a.url("offers.show", f.science.ID), "Accept-Language", "zh-CN")
+		contains(t, zh, "最新基准测试", "模拟节点代理", "低于标称 70%", "<strong>65%</strong>", "近 30 天可用性", "99.50%")
+		_, en = a.get(a.url("offers.show", f.bj.ID), "Accept-Language", "en")
+		contains(t, en, "No benchmark report for this node yet.", "not computed yet")
+	})
+}
+
+func i64s(n int64) string { return strconv.FormatInt(n, 10) }

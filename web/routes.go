@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/agent"
 	"suanli/handlers"
 	"suanli/static"
 )
@@ -24,6 +25,7 @@ const (
 	RouteStatic     = "static"
 	RouteSignup     = "auth.signup"
 	RouteLogin      = "auth.login"
+	RoutePing       = "ping"
 )
 
 // route is one row of the route table.
@@ -40,6 +42,12 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/offers", RouteOffers, h.OffersList, public},
 		{"GET", "/offers/:id", RouteOffer, h.OfferShow, public},
 		{"GET", "/datacenters/:slug", RouteDatacenter, h.DatacenterShow, public},
+
+		// The SLA terms, rendered from the table the credits are computed with.
+		{"GET", "/sla", "sla", h.SLAShow, public},
+
+		// Buy versus rent: a calculator over the cheapest live offers.
+		{"GET", "/tco", "tco", h.TCO, public},
 		{"GET", "/lang/:lang", RouteLangSwitch, h.LangSwitch, public},
 
 		{"GET", "/signup", RouteSignup, h.SignupForm, public},
@@ -103,10 +111,21 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/api/v1/rentals/:id/stop", "api.rentals.stop", h.APIRentalStop, user},
 		{"POST", "/api/v1/rentals/:id/change", "api.rentals.change", h.APIRentalChange, user},
 
+		// Benchmark reports are public; running one on demand is for platform admins.
+		{"GET", "/benchmarks/:id", "benchmarks.show", h.BenchmarkShow, public},
+		{"GET", "/nodes/:id/benchmarks", "nodes.benchmarks", h.NodeBenchmarks, public},
+		{"GET", "/api/v1/benchmarks/:id", "api.benchmarks.show", h.APIBenchmarkShow, public},
+		{"GET", "/api/v1/nodes/:id/benchmarks", "api.nodes.benchmarks", h.APINodeBenchmarks, public},
+		{"POST", "/api/v1/nodes/:id/benchmarks", "api.nodes.benchmarks.request", h.APIRequestBenchmark, admin},
+
 		// Node agents authenticate with their node credential, not a user.
 		{"POST", "/agent/v1/heartbeat", "agent.heartbeat", h.AgentHeartbeat, public},
 		{"GET", "/agent/v1/tasks", "agent.tasks", h.AgentTasks, public},
 		{"POST", "/agent/v1/tasks/:id/result", "agent.result", h.AgentTaskResult, public},
+
+		// The latency endpoint that visitors' browsers time, as on an agent
+		// (the demo's in-process nodes report this one).
+		{"GET", agent.PathPing, RoutePing, h.Ping, public},
 
 		{"GET", "/healthz", RouteHealthz, h.Healthz, public},
 		{"GET", "/readyz", RouteReadyz, h.Readyz, public},

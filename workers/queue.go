@@ -57,6 +57,9 @@ type Options struct {
 	RescueAfter time.Duration
 	// FetchPoll is how often idle workers look for new jobs (default 200 ms).
 	FetchPoll time.Duration
+	// SLAEvery and UptimeEvery schedule SLA credits (default 1 h) and node
+	// uptime (default 10 min); see slaJobs.
+	SLAEvery, UptimeEvery time.Duration
 }
 
 // New builds the queue for db. On SQLite one client on the write
@@ -77,6 +80,8 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &RefreshAvailabilityWorker{DB: db})
 		river.AddWorker(workers, &PurgeWorker{DB: db})
+		river.AddWorker(workers, &SLAWorker{DB: db})
+		river.AddWorker(workers, &UptimeWorker{DB: db})
 		if opts.Mail != nil {
 			river.AddWorker(workers, &DeliverMailWorker{DB: db, Sender: opts.Mail})
 		}
@@ -84,6 +89,7 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 			river.AddWorker(workers, &ProvisionWorker{Rentals: opts.Rentals})
 			river.AddWorker(workers, &MeterWorker{Rentals: opts.Rentals})
 			river.AddWorker(workers, &WatchWorker{Rentals: opts.Rentals})
+			river.AddWorker(workers, &ScheduleBenchmarksWorker{Rentals: opts.Rentals})
 		}
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cmp.Or(opts.MaxWorkers, 20)}}
@@ -95,6 +101,7 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 				func() (river.JobArgs, *river.InsertOpts) { return PurgeArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "purge_expired"}),
 		}
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, slaJobs(opts.SLAEvery, opts.UptimeEvery)...)
 		if opts.Rentals != nil {
 			cfg.PeriodicJobs = append(cfg.PeriodicJobs,
 				river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MeterEvery, time.Minute)),
@@ -102,7 +109,8 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 					&river.PeriodicJobOpts{ID: "meter_rentals"}),
 				river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.WatchEvery, 5*time.Second)),
 					func() (river.JobArgs, *river.InsertOpts) { return WatchArgs{}, nil },
-					&river.PeriodicJobOpts{RunOnStart: true, ID: "watch_health"}))
+					&river.PeriodicJobOpts{RunOnStart: true, ID: "watch_health"}),
+				scheduleBenchmarks())
 		}
 		if opts.Mail != nil {
 			cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MailEvery, 10*time.Second)),

@@ -15,6 +15,8 @@ type OfferVM struct {
 	// LatencySource is the message key saying where the latency figures
 	// come from.
 	LatencySource string
+	// Ping times the visitor's own latency to the datacentre.
+	Ping Ping
 	// Quote is the quote panel's result for the submitted (or default)
 	// request; QuoteErrors has a message per rejected field.
 	Quote       *pricing.Breakdown
@@ -98,6 +100,24 @@ func (vm OfferVM) prices() []priceRow {
 	return rows
 }
 
+// measuredOr writes a measured figure with its unit, or "—" when the
+// report lacks it.
+func measuredOr(f *float64, unit string) string {
+	if f == nil {
+		return "—"
+	}
+	return tflopsText(*f) + unit
+}
+
+// slaURL links the SLA page by its route name, or by its public path
+// while no route of that name is registered.
+func slaURL(vc views.Ctx) string {
+	if u := vc.URL("sla"); u != "" {
+		return u
+	}
+	return "/sla"
+}
+
 type latencyRow struct {
 	city string
 	ms   float64
@@ -119,4 +139,8 @@ type DatacenterVM struct {
 	Latency       map[string]float64
 	LatencySource string
 	Offers        market.SearchResult
+	// Ping times the visitor's own latency to the datacentre.
+	Ping Ping
+	// Uptime is the datacentre's 30-day uptime (market.DatacenterUptime).
+	Uptime market.Uptime
 }

@@ -4,6 +4,7 @@ package pages
 import (
 	"context"
 	"io"
+	"math"
 
 	"github.com/a-h/templ"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	"suanli/catalog"
 	"suanli/market"
+	"suanli/models"
 	"suanli/pricing"
 	"suanli/views"
 )
@@ -124,6 +126,35 @@ func relaxLabel(vc views.Ctx, r market.Relaxation) string {
 		return vc.N("relax.min_vram", r.Count, q.MinVRAMGB)
 	}
 	return vc.N("relax.drop", r.Count, vc.T("filter."+r.Filter))
+}
+
+// tflopsText writes a measured figure to one decimal ("791.3", "62").
+func tflopsText(f float64) string { return views.Num(math.Round(f*10) / 10) }
+
+// pctText writes a share of nominal as a whole percent ("80%").
+func pctText(f float64) string { return views.Num(math.Round(f)) + "%" }
+
+// reportDate is the day a report was measured, in Asia/Shanghai.
+func reportDate(r *models.ReportHeadline) string {
+	return r.MeasuredAt.In(pricing.Shanghai).Format("2006-01-02")
+}
+
+func reportURL(vc views.Ctx, r *models.ReportHeadline) string {
+	return vc.URL("benchmarks.show", strconv.FormatInt(r.ID, 10))
+}
+
+// flagLabel is the flag of a report below LowPctOfNominal.
+func flagLabel(vc views.Ctx) string {
+	return vc.T("offers.m.flag_low", views.Num(market.LowPctOfNominal))
+}
+
+// uptimeText writes a 30-day uptime, truncated (never rounded up) to two
+// decimals, or "—" when unknown.
+func uptimeText(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(math.Floor(*p*100)/100, 'f', 2, 64) + "%"
 }
 
 func interconnectLabel(vc views.Ctx, ic string) string { return vc.T("ic." + ic) }

@@ -171,6 +171,9 @@ type RentalVM struct {
 	// Change is the switch / resize section: nil unless the viewer may
 	// change the rental and it can be changed (see Changeable).
 	Change *ChangeVM
+	// SLA is the SLA section: the tier and each month's computation (nil
+	// on the live fragment, which does not show it).
+	SLA *market.RentalSLA
 }
 
 // ChangeOffer is an offer a rental may switch to: the rental's own, or

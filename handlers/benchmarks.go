@@ -1,0 +1,154 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/agent"
+	"suanli/models"
+	"suanli/views/pages"
+)
+
+// nodeReportsShown is how many reports a node's history shows.
+const nodeReportsShown = 100
+
+// BenchmarkShow is GET /benchmarks/{id}: one report, public.
+func (h *Handler) BenchmarkShow(c echo.Context) error {
+	vm, err := h.benchmarkFromPath(c)
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.BenchmarkPage(ViewCtx(c), *vm))
+}
+
+func (h *Handler) benchmarkFromPath(c echo.Context) (*pages.BenchmarkVM, error) {
+	id, err := parseID(c, "id", "benchmark report")
+	if err != nil {
+		return nil, err
+	}
+	ctx := c.Request().Context()
+	r, err := h.DB.ReportByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	vm := &pages.BenchmarkVM{Report: *r}
+	if vm.Nominal, err = r.NominalFigures(); err != nil {
+		return nil, err
+	}
+	if vm.Run, err = r.Run(); err != nil {
+		return nil, err
+	}
+	s, err := h.DB.BenchmarkSubjectOf(ctx, r.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	vm.Subject = *s
+	return vm, nil
+}
+
+// NodeBenchmarks is GET /nodes/{id}/benchmarks: a node's report history
+// with its trend, public.
+func (h *Handler) NodeBenchmarks(c echo.Context) error {
+	id, err := parseID(c, "id", "node")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	s, err := h.DB.BenchmarkSubjectOf(ctx, id)
+	if err != nil {
+		return err
+	}
+	rs, err := h.DB.ReportsOfNode(ctx, id, nodeReportsShown)
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.NodeBenchmarksPage(ViewCtx(c), pages.NodeBenchmarksVM{Subject: *s, Reports: rs}))
+}
+
+// APIBenchmark is a benchmark report in the JSON API: the headline
+// figures (per GPU, null where the load was absent), the nominal figures
+// as they were when the report was stored, and the agent's whole run.
+type APIBenchmark struct {
+	ID           int64    `json:"id"`
+	NodeID       int64    `json:"node_id"`
+	GPUModel     string   `json:"gpu_model"`
+	GPUs         int      `json:"gpus"`
+	Trigger      string   `json:"trigger"`
+	Simulated    bool     `json:"simulated"`
+	SimFactor    *float64 `json:"sim_factor,omitempty"`
+	BF16TFLOPS   *float64 `json:"bf16_tflops"`
+	FP16TFLOPS   *float64 `json:"fp16_tflops"`
+	MemBWGBps    *float64 `json:"mem_bw_gbps"`
+	PctOfNominal *float64 `json:"pct_of_nominal"`
+	PeakTempC    *int     `json:"peak_temp_c"`
+	// Nominal is the catalogue's figures snapshotted with the report.
+	Nominal    agent.Nominal          `json:"nominal"`
+	MeasuredAt time.Time              `json:"measured_at"`
+	URL        string                 `json:"url"`
+	Run        *agent.BenchmarkReport `json:"run,omitempty"`
+}
+
+func apiBenchmark(c echo.Context, r models.BenchmarkReport, nom agent.Nominal, run *agent.BenchmarkReport) APIBenchmark {
+	a := APIBenchmark{ID: r.ID, NodeID: r.NodeID, GPUModel: r.GPUModel, GPUs: r.GPUs, Trigger: r.Trigger, Simulated: r.Simulated,
+		BF16TFLOPS: r.BF16TFLOPS, FP16TFLOPS: r.FP16TFLOPS, MemBWGBps: r.MemBWGBps, PctOfNominal: r.PctOfNominal, PeakTempC: r.PeakTempC,
+		Nominal: nom, MeasuredAt: r.MeasuredAt.UTC(), URL: c.Echo().Reverse("benchmarks.show", r.ID), Run: run}
+	if run != nil && run.Simulated && run.SimFactor > 0 {
+		a.SimFactor = &run.SimFactor
+	}
+	return a
+}
+
+// APIBenchmarkShow is GET /api/v1/benchmarks/{id}.
+func (h *Handler) APIBenchmarkShow(c echo.Context) error {
+	vm, err := h.benchmarkFromPath(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apiBenchmark(c, vm.Report, vm.Nominal, &vm.Run))
+}
+
+// APINodeBenchmarks is GET /api/v1/nodes/{id}/benchmarks: a node's
+// reports, newest first, without their runs.
+func (h *Handler) APINodeBenchmarks(c echo.Context) error {
+	id, err := parseID(c, "id", "node")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := h.DB.BenchmarkSubjectOf(ctx, id); err != nil {
+		return err
+	}
+	rs, err := h.DB.ReportsOfNode(ctx, id, nodeReportsShown)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		NodeID  int64          `json:"node_id"`
+		Reports []APIBenchmark `json:"reports"`
+	}{NodeID: id, Reports: make([]APIBenchmark, 0, len(rs))}
+	for _, r := range rs {
+		nom, err := r.NominalFigures()
+		if err != nil {
+			return err
+		}
+		out.Reports = append(out.Reports, apiBenchmark(c, r, nom, nil))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// APIRequestBenchmark is POST /api/v1/nodes/{id}/benchmarks (platform
+// admins): run the benchmark on the node's idle GPUs now. 202 with the
+// agent task's id; 409 when the node has no idle healthy GPU.
+func (h *Handler) APIRequestBenchmark(c echo.Context) error {
+	id, err := parseID(c, "id", "node")
+	if err != nil {
+		return err
+	}
+	taskID, err := h.Rentals.RequestBenchmark(c.Request().Context(), id, models.BenchOnDemand)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]int64{"task_id": taskID})
+}

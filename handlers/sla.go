@@ -1,0 +1,31 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/market"
+	"suanli/pricing"
+	"suanli/views/pages"
+)
+
+// SLAShow is GET /sla: the SLA terms, rendered from pricing.Tiers (the
+// table the credit computation uses) and the health watch's settings.
+func (h *Handler) SLAShow(c echo.Context) error {
+	terms := market.SLATerms{HeartbeatEvery: market.HeartbeatEvery, SilentAfter: 30 * time.Second, FreeIfFailsWithin: market.FreeIfFailsWithin}
+	if h.Rentals != nil {
+		terms = h.Rentals.Terms()
+	}
+	return Render(c, http.StatusOK, pages.SLAPage(ViewCtx(c), pages.SLAVM{Tiers: pricing.Tiers, Terms: terms}))
+}
+
+// rentalSLA adds the rental page's SLA section to its view model: the
+// tier and each month's computation, recorded or as it stands.
+func (h *Handler) rentalSLA(c echo.Context, vm *pages.RentalVM) error {
+	d := vm.D
+	s, err := market.RentalSLAOf(c.Request().Context(), h.DB, &d.Rental, d.Events, d.At)
+	vm.SLA = s
+	return err
+}

@@ -1,0 +1,54 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/market"
+	"suanli/views/pages"
+)
+
+// TCO is GET /tco: buying GPUs against renting the cheapest live offers.
+// Every input is a query parameter; an invalid one takes its default and
+// is explained beside its field (the page still answers 200). The address
+// is made canonical (defaults left out) so it can be shared; htmx requests
+// get the results fragment alone.
+func (h *Handler) TCO(c echo.Context) error {
+	raw := c.QueryParams()
+	q, errs := market.ParseTCOQuery(raw)
+	v := q.Values()
+	for _, e := range errs {
+		// A rejected value stays in the address, so a shared link shows
+		// the same message.
+		if s := raw.Get(e.Field); s != "" {
+			v.Set(e.Field, s)
+		}
+	}
+	canonical := c.Request().URL.Path
+	if len(v) > 0 {
+		canonical += "?" + v.Encode()
+	}
+	if !IsHTMX(c) && canonical != c.Request().URL.RequestURI() {
+		return c.Redirect(http.StatusSeeOther, canonical)
+	}
+	plan, err := h.Index.TCO(q)
+	if err != nil {
+		return err
+	}
+	refCapex, refRunning := market.TCOReference()
+	shown := raw.Get("shown_gpu")
+	vm := pages.TCOVM{
+		Plan: plan, Errors: fieldMessages(Lang(c), errs), Raw: raw,
+		ModelChanged: shown != "" && shown != q.Model.Slug,
+		RefCapexFen:  refCapex, RefRunningFen: refRunning,
+	}
+	c.Response().Header().Add(echo.HeaderVary, "HX-Request")
+	vc := ViewCtx(c)
+	vc.Path = canonical
+	if IsHTMX(c) {
+		c.Response().Header().Set("HX-Push-Url", canonical)
+		return Render(c, http.StatusOK, pages.TCOResults(vc, vm, true))
+	}
+	return Render(c, http.StatusOK, pages.TCOPage(vc, vm))
+}

@@ -1,0 +1,314 @@
+package market
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/agent"
+	"suanli/apperr"
+	"suanli/catalog"
+	"suanli/models"
+)
+
+// Benchmarks run on a node's idle, healthy GPUs: after its GPUs first
+// passed their checks (no report yet), then weekly, and on demand. The
+// agent measures; the server keeps the report beside a snapshot of the
+// catalogue's nominal figures.
+
+// WeeklyBenchmarkAfter is how old a node's latest report may get before
+// the weekly benchmark runs again.
+const WeeklyBenchmarkAfter = 7 * 24 * time.Hour
+
+// openBenchmarkFor is how long a benchmark task handed out without a
+// result keeps a node from getting another: a run takes minutes, and an
+// agent that came back later still answers the old one.
+const openBenchmarkFor = time.Hour
+
+// ErrNoIdleGPUs is a benchmark requested for a node with no GPU that is
+// both free and healthy (or whose agent is not heard from).
+var ErrNoIdleGPUs = &apperr.Error{Code: apperr.ECONFLICT, Message: "the node has no idle healthy GPU to benchmark"}
+
+// RequestBenchmark queues a benchmark task (agent.TaskBenchmark) for the
+// node's idle healthy GPUs, with the catalogue's nominal figures for its
+// GPU model, and returns the task's id. trigger is models.BenchVerified,
+// BenchWeekly or BenchOnDemand; a verified run is asked for at most once
+// a day and a weekly one once per ISO week, and while a benchmark of the
+// node is still out its id is returned instead of a second one. Errors:
+// ENOTFOUND (no node), EINVALID (trigger), ECONFLICT (ErrNoIdleGPUs).
+func (s *Rentals) RequestBenchmark(ctx context.Context, nodeID int64, trigger string) (int64, error) {
+	now := s.DB.Now().UTC()
+	var id int64
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		id, err = requestBenchmark(tx, nodeID, trigger, now)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.Hub.Signal(nodeKey(nodeID))
+	return id, nil
+}
+
+func requestBenchmark(tx *gorm.DB, nodeID int64, trigger string, now time.Time) (int64, error) {
+	var period string
+	switch trigger {
+	case models.BenchVerified:
+		period = now.Format("2006-01-02")
+	case models.BenchWeekly:
+		y, w := now.ISOWeek()
+		period = fmt.Sprintf("%d-W%02d", y, w)
+	case models.BenchOnDemand:
+		period = now.Format("20060102T150405.000000")
+	default:
+		return 0, apperr.Invalid("trigger", "unknown benchmark trigger "+trigger)
+	}
+	var n models.Node
+	if err := tx.First(&n, nodeID).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return 0, apperr.NotFound(fmt.Sprintf("node %d", nodeID))
+		}
+		return 0, err
+	}
+	if n.Health != models.NodeHealthy {
+		return 0, ErrNoIdleGPUs
+	}
+	var open models.AgentTask
+	err := tx.Where("node_id = ? AND kind = ? AND status <> ? AND created_at > ?", nodeID, agent.TaskBenchmark, models.TaskDone, now.Add(-openBenchmarkFor)).
+		Order("id DESC").First(&open).Error
+	if err == nil {
+		return open.ID, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, err
+	}
+	var uuids []string
+	if err := tx.Model(&models.GPU{}).Where("node_id = ? AND state = ? AND health = ?", nodeID, models.GPUFree, models.GPUHealthy).
+		Order("idx").Pluck("uuid", &uuids).Error; err != nil {
+		return 0, err
+	}
+	if len(uuids) == 0 {
+		return 0, ErrNoIdleGPUs
+	}
+	nom, err := nominalOf(tx, n.GPUModel)
+	if err != nil {
+		return 0, err
+	}
+	key := fmt.Sprintf("bench/n%d/%s/%s", nodeID, trigger, period)
+	return enqueueTask(tx, nodeID, nil, key, agent.Task{Kind: agent.TaskBenchmark, GPUUUIDs: uuids, Nominal: &nom}, now)
+}
+
+// nominalOf reads the catalogue's nominal figures for a GPU model as the
+// database has them (the gpu_models table, kept equal to the catalogue
+// compiled into the binary), or from the catalogue itself.
+func nominalOf(tx *gorm.DB, slug string) (agent.Nominal, error) {
+	var m models.GPUModelRecord
+	err := tx.Where("slug = ?", slug).First(&m).Error
+	if err == nil {
+		return agent.Nominal{Model: m.Slug, Name: m.Name, BF16TFLOPS: m.BF16TFLOPS, FP16TFLOPS: m.FP16TFLOPS,
+			MemBWGBps: float64(m.MemBWGBps), NVLinkGBps: m.NVLinkGBps, TDPW: m.TDPW}, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return agent.Nominal{}, err
+	}
+	c, ok := catalog.GPUModelBySlug(slug)
+	if !ok {
+		return agent.Nominal{Model: slug, Name: slug}, nil
+	}
+	return agent.Nominal{Model: c.Slug, Name: c.Name, BF16TFLOPS: c.BF16TFLOPS, FP16TFLOPS: c.FP16TFLOPS,
+		MemBWGBps: float64(c.MemBWGBps), NVLinkGBps: c.NVLinkGBps, TDPW: c.TDPW}, nil
+}
+
+// retryBenchmarkAfter is how long the schedule leaves a node alone after
+// it was sent a benchmark that brought no report (it failed, or is still
+// running): one automatic attempt a day at most.
+const retryBenchmarkAfter = 24 * time.Hour
+
+// ScheduleBenchmarks asks for the benchmarks that are due: a verified run
+// for every healthy node with idle healthy GPUs and no report yet, and a
+// weekly one where the latest report is older than WeeklyBenchmarkAfter;
+// not for a node sent a benchmark in the last day. It returns how many
+// nodes were asked.
+func (s *Rentals) ScheduleBenchmarks(ctx context.Context) (int, error) {
+	now := s.DB.Now().UTC()
+	type due struct {
+		ID             int64
+		LatestReportID *int64
+	}
+	var nodes []due
+	err := s.DB.R.WithContext(ctx).Raw(`SELECT n.id, n.latest_report_id FROM nodes n
+		LEFT JOIN benchmark_reports r ON r.id = n.latest_report_id
+		WHERE n.health = ? AND (n.latest_report_id IS NULL OR r.measured_at < ?)
+		AND EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = n.id AND g.state = ? AND g.health = ?)
+		AND NOT EXISTS (SELECT 1 FROM agent_tasks t WHERE t.node_id = n.id AND t.kind = ? AND t.created_at > ?)
+		ORDER BY n.id`, models.NodeHealthy, now.Add(-WeeklyBenchmarkAfter), models.GPUFree, models.GPUHealthy,
+		agent.TaskBenchmark, now.Add(-retryBenchmarkAfter)).Scan(&nodes).Error
+	if err != nil {
+		return 0, err
+	}
+	asked := 0
+	for _, n := range nodes {
+		trigger := models.BenchWeekly
+		if n.LatestReportID == nil {
+			trigger = models.BenchVerified
+		}
+		if _, err := s.RequestBenchmark(ctx, n.ID, trigger); err != nil {
+			if apperr.Code(err) == apperr.ECONFLICT {
+				continue // its GPUs were taken (or it went quiet) meanwhile
+			}
+			return asked, err
+		}
+		asked++
+	}
+	return asked, nil
+}
+
+// storeBenchmark keeps the report of a benchmark task that succeeded, in
+// the transaction that records its result: the run as the agent reported
+// it, a snapshot of the nominal figures, and the headline figures. The
+// node's latest report moves to it. A failed run stores nothing; a result
+// whose report cannot be read is recorded as failed.
+func (s *Rentals) storeBenchmark(tx *gorm.DB, t *models.AgentTask, res agent.Result, now time.Time) error {
+	if !res.OK {
+		return nil
+	}
+	var run agent.BenchmarkReport
+	if err := json.Unmarshal(res.Detail, &run); err != nil || len(res.Detail) == 0 {
+		slog.Warn("benchmark result without a readable report", "task", t.ID, "node", t.NodeID, "err", err)
+		return tx.Model(&models.AgentTask{}).Where("id = ?", t.ID).Update("ok", false).Error
+	}
+	var n models.Node
+	if err := tx.First(&n, t.NodeID).Error; err != nil {
+		return err
+	}
+	nom, err := nominalOf(tx, n.GPUModel)
+	if err != nil {
+		return err
+	}
+	h := BenchmarkHeadline(run, nom)
+	gpus := len(run.GPUUUIDs)
+	if gpus == 0 {
+		var task agent.Task
+		_ = json.Unmarshal([]byte(t.Payload), &task)
+		gpus = len(task.GPUUUIDs)
+	}
+	measured := run.FinishedAt.UTC().Truncate(time.Microsecond)
+	if measured.IsZero() || measured.After(now) {
+		measured = now
+	}
+	nomJSON, _ := json.Marshal(nom)
+	runJSON, _ := json.Marshal(run)
+	r := &models.BenchmarkReport{
+		NodeID: n.ID, GPUModel: n.GPUModel, GPUs: gpus, Trigger: triggerOfKey(t.IdemKey),
+		Simulated: ReportSimulated(run), TaskID: &t.ID, Nominal: string(nomJSON), Report: string(runJSON),
+		BF16TFLOPS: h.BF16TFLOPS, FP16TFLOPS: h.FP16TFLOPS, MemBWGBps: h.MemBWGBps, PctOfNominal: h.PctOfNominal,
+		PeakTempC: h.PeakTempC, MeasuredAt: measured, CreatedAt: now,
+	}
+	return models.InsertReport(tx, r)
+}
+
+// triggerOfKey reads the trigger out of a benchmark task's idempotency key
+// ("bench/n12/weekly/2026-W48").
+func triggerOfKey(key string) string {
+	parts := strings.Split(key, "/")
+	if len(parts) >= 3 {
+		switch parts[2] {
+		case models.BenchVerified, models.BenchWeekly, models.BenchOnDemand:
+			return parts[2]
+		}
+	}
+	return models.BenchOnDemand
+}
+
+// ReportSimulated says whether a run is simulated: the agent says so, its
+// host is a go-nvml mock, or any load is. Simulated figures are never
+// shown as measured ones.
+func ReportSimulated(run agent.BenchmarkReport) bool {
+	if run.Simulated || run.Host.Simulated {
+		return true
+	}
+	for _, l := range run.Loads {
+		if l.Status == agent.LoadSimulated || l.Tool == "simulated" {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadMeasured returns a load's figure when it has one: the load ran (or
+// was simulated) and reported a positive value. An absent or failed load
+// has no figure, never zero.
+func LoadMeasured(l agent.Load) (float64, bool) {
+	if l.Status != agent.LoadOK && l.Status != agent.LoadSimulated {
+		return 0, false
+	}
+	if l.Value <= 0 || math.IsInf(l.Value, 0) || math.IsNaN(l.Value) {
+		return 0, false
+	}
+	return l.Value, true
+}
+
+// PctOf is measured as a percentage of nominal; false without a nominal
+// figure to compare with.
+func PctOf(measured, nominal float64) (float64, bool) {
+	if nominal <= 0 {
+		return 0, false
+	}
+	return measured / nominal * 100, true
+}
+
+// Headline is a run's headline figures, per GPU; nil where the load was
+// absent or failed, or nothing was sampled.
+type Headline struct {
+	BF16TFLOPS, FP16TFLOPS, MemBWGBps *float64
+	// PctOfNominal is the measured dense BF16 GEMM rate as a percentage of
+	// the nominal one (FP16 for models without BF16, such as the V100).
+	PctOfNominal *float64
+	// PeakTempC is the highest GPU temperature sampled during the run, on
+	// GPU PeakTempGPU (an NVML index).
+	PeakTempC   *int
+	PeakTempGPU int
+}
+
+// BenchmarkHeadline computes a run's headline figures against the nominal ones.
+func BenchmarkHeadline(run agent.BenchmarkReport, nom agent.Nominal) Headline {
+	var h Headline
+	for _, l := range run.Loads {
+		v, ok := LoadMeasured(l)
+		if !ok {
+			continue
+		}
+		// Two tools may measure one metric (PyTorch and nvbandwidth both
+		// copy device memory): the first figure in the report counts.
+		switch {
+		case l.Metric == agent.MetricBF16GEMM && h.BF16TFLOPS == nil:
+			h.BF16TFLOPS = &v
+		case l.Metric == agent.MetricFP16GEMM && h.FP16TFLOPS == nil:
+			h.FP16TFLOPS = &v
+		case l.Metric == agent.MetricD2D && h.MemBWGBps == nil:
+			h.MemBWGBps = &v
+		}
+	}
+	switch {
+	case nom.BF16TFLOPS > 0 && h.BF16TFLOPS != nil:
+		p, _ := PctOf(*h.BF16TFLOPS, nom.BF16TFLOPS)
+		h.PctOfNominal = &p
+	case nom.BF16TFLOPS == 0 && h.FP16TFLOPS != nil && nom.FP16TFLOPS > 0:
+		p, _ := PctOf(*h.FP16TFLOPS, nom.FP16TFLOPS)
+		h.PctOfNominal = &p
+	}
+	for _, smp := range run.Telemetry {
+		if t := smp.T.TemperatureC; t > 0 && (h.PeakTempC == nil || t > *h.PeakTempC) {
+			h.PeakTempC, h.PeakTempGPU = &t, smp.Index
+		}
+	}
+	return h
+}
