@@ -246,6 +246,39 @@ func (p *probe) ok(ret nvml.Return) bool {
 	return ret == nvml.SUCCESS
 }
 
+// readCounters reads the telemetry both a full read and a sampler take:
+// power, clocks, utilisation and the clock-event reasons (through the
+// call this driver has). It returns the reasons call's result, which the
+// health verdict needs too.
+func (r *Reader) readCounters(dev nvml.Device, p *probe, t *Telemetry) (uint64, nvml.Return) {
+	if v, ret := dev.GetPowerUsage(); p.ok(ret) {
+		t.PowerW = float64(v) / 1000
+	}
+	if v, ret := dev.GetEnforcedPowerLimit(); p.ok(ret) {
+		t.PowerLimitW = float64(v) / 1000
+	}
+	if v, ret := dev.GetClockInfo(nvml.CLOCK_SM); p.ok(ret) {
+		t.SMClockMHz = int(v)
+	}
+	if v, ret := dev.GetClockInfo(nvml.CLOCK_MEM); p.ok(ret) {
+		t.MemClockMHz = int(v)
+	}
+	if v, ret := dev.GetUtilizationRates(); p.ok(ret) {
+		t.UtilizationPct = int(v.Gpu)
+	}
+	var reasons uint64
+	var ret nvml.Return
+	if r.eventReasons {
+		reasons, ret = dev.GetCurrentClocksEventReasons()
+	} else {
+		reasons, ret = dev.GetCurrentClocksThrottleReasons()
+	}
+	if p.ok(ret) {
+		t.ClockEventReasons = reasons
+	}
+	return reasons, ret
+}
+
 // readDevice reads one GPU's inventory, telemetry and health. A field
 // NVML does not support (or fails to read) is left zero.
 func (r *Reader) readDevice(dev nvml.Device, index int, at time.Time) Info {
@@ -300,29 +333,7 @@ func (r *Reader) readDevice(dev nvml.Device, index int, at time.Time) Info {
 	if p.ok(s.slowdownRet) {
 		t.SlowdownTempC = int(s.slowdown)
 	}
-	if v, ret := dev.GetPowerUsage(); p.ok(ret) {
-		t.PowerW = float64(v) / 1000
-	}
-	if v, ret := dev.GetEnforcedPowerLimit(); p.ok(ret) {
-		t.PowerLimitW = float64(v) / 1000
-	}
-	if v, ret := dev.GetClockInfo(nvml.CLOCK_SM); p.ok(ret) {
-		t.SMClockMHz = int(v)
-	}
-	if v, ret := dev.GetClockInfo(nvml.CLOCK_MEM); p.ok(ret) {
-		t.MemClockMHz = int(v)
-	}
-	if v, ret := dev.GetUtilizationRates(); p.ok(ret) {
-		t.UtilizationPct = int(v.Gpu)
-	}
-	if r.eventReasons {
-		s.reasons, s.reasonsRet = dev.GetCurrentClocksEventReasons()
-	} else {
-		s.reasons, s.reasonsRet = dev.GetCurrentClocksThrottleReasons()
-	}
-	if p.ok(s.reasonsRet) {
-		t.ClockEventReasons = s.reasons
-	}
+	s.reasons, s.reasonsRet = r.readCounters(dev, &p, t)
 
 	s.eccUncorrected, s.eccRet = dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
 	p.ok(s.eccRet)

@@ -102,33 +102,10 @@ func (s *Sampler) read(uuid string) Reading {
 	if v, ret := dev.GetTemperature(nvml.TEMPERATURE_GPU); p.ok(ret) {
 		t.TemperatureC = int(v)
 	}
-	if v, ret := dev.GetPowerUsage(); p.ok(ret) {
-		t.PowerW = float64(v) / 1000
-	}
-	if v, ret := dev.GetEnforcedPowerLimit(); p.ok(ret) {
-		t.PowerLimitW = float64(v) / 1000
-	}
-	if v, ret := dev.GetClockInfo(nvml.CLOCK_SM); p.ok(ret) {
-		t.SMClockMHz = int(v)
-	}
-	if v, ret := dev.GetClockInfo(nvml.CLOCK_MEM); p.ok(ret) {
-		t.MemClockMHz = int(v)
-	}
-	if v, ret := dev.GetUtilizationRates(); p.ok(ret) {
-		t.UtilizationPct = int(v.Gpu)
-	}
 	if v, ret := dev.GetMemoryInfo(); p.ok(ret) {
 		t.MemoryUsedMiB = v.Used >> 20
 	}
-	var reasons uint64
-	if s.r.eventReasons {
-		reasons, ret = dev.GetCurrentClocksEventReasons()
-	} else {
-		reasons, ret = dev.GetCurrentClocksThrottleReasons()
-	}
-	if p.ok(ret) {
-		t.ClockEventReasons = reasons
-	}
+	s.r.readCounters(dev, &p, t)
 	if p.lost {
 		rd.T = Telemetry{}
 		rd.Err = "NVML says " + nvml.ERROR_GPU_IS_LOST.Error()
