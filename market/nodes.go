@@ -40,24 +40,20 @@ func newNodeToken(prefix string) string {
 // IssueRegistrationToken gives a node a new one-time registration token
 // (replacing any unused one) and returns it; the server keeps its hash.
 func (s *Rentals) IssueRegistrationToken(ctx context.Context, nodeID int64) (string, error) {
-	tok := newNodeToken("snr_")
-	h := hashNodeToken(tok)
-	res := s.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", nodeID).Update("reg_token_hash", h)
-	if res.Error != nil {
-		return "", res.Error
-	}
-	if res.RowsAffected == 0 {
-		return "", apperr.NotFound("node")
-	}
-	return tok, nil
+	return s.setNodeToken(ctx, nodeID, "reg_token_hash", "snr_")
 }
 
 // IssueCredential sets and returns a node credential directly, without a
 // registration step: for the agents that serve --demo runs in-process.
 func (s *Rentals) IssueCredential(ctx context.Context, nodeID int64) (string, error) {
-	tok := newNodeToken("snc_")
-	h := hashNodeToken(tok)
-	res := s.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", nodeID).Update("cred_hash", h)
+	return s.setNodeToken(ctx, nodeID, "cred_hash", "snc_")
+}
+
+// setNodeToken stores the hash of a new token in the node's column and
+// returns the token.
+func (s *Rentals) setNodeToken(ctx context.Context, nodeID int64, column, prefix string) (string, error) {
+	tok := newNodeToken(prefix)
+	res := s.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", nodeID).Update(column, hashNodeToken(tok))
 	if res.Error != nil {
 		return "", res.Error
 	}
