@@ -188,7 +188,7 @@ func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now tim
 				row.State = models.GPUUnhealthy
 			}
 			if err := tx.Create(&row).Error; err != nil {
-				return fmt.Errorf("record GPU %d of node %d: %w", g.Index, n.ID, err)
+				return gpuConflict(err, g)
 			}
 			continue
 		}
@@ -199,7 +199,7 @@ func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now tim
 		up := map[string]any{"uuid": g.UUID, "name": g.Name, "pci_bus_id": g.PCIBusID, "memory_mib": int64(g.MemoryTotalMiB),
 			"health": health, "reasons": reasons, "telemetry": string(tel), "checked_at": now}
 		if err := tx.Model(&models.GPU{}).Where("id = ?", cur.ID).Updates(up).Error; err != nil {
-			return err
+			return gpuConflict(err, g)
 		}
 		if err := s.applyGPUHealth(tx, cur, health, reasons, now); err != nil {
 			return err
@@ -217,6 +217,17 @@ func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now tim
 		}
 	}
 	return nil
+}
+
+// gpuConflict turns a heartbeat whose GPU UUID another node already has
+// (two agents sharing a state file, a GPU moved without deregistering) or
+// whose indexes repeat into a clear 409 for the agent, not a server error.
+func gpuConflict(err error, g gpu.Info) error {
+	if models.IsUniqueViolation(err) {
+		return &apperr.Error{Code: apperr.ECONFLICT,
+			Message: fmt.Sprintf("GPU %d (%s) is already registered, to another node or twice in this report", g.Index, g.UUID)}
+	}
+	return err
 }
 
 // applyGPUHealth keeps a GPU's state and incidents in step with its

@@ -1114,3 +1114,33 @@ func TestNodeRegistersOnceAndReportsItsGPUs(t *testing.T) {
 		}
 	})
 }
+
+// A heartbeat that reports another node's GPU UUID is refused with a
+// conflict and changes nothing: it is the agent's mistake, not a server error.
+func TestHeartbeatWithAnotherNodesGPUIsAConflict(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		r := newRig(t, db, rigOptions{InsertOnly: true})
+		o := r.rtxOffer()
+		var other models.GPU
+		if err := db.R.Where("node_id <> ?", o.NodeID).First(&other).Error; err != nil {
+			t.Fatal(err)
+		}
+		cred, err := r.rentals.IssueCredential(r.ctx, o.NodeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb := agent.Heartbeat{Host: gpu.Host{GPUs: []gpu.Info{{Index: 0, UUID: other.UUID, Name: "NVIDIA GeForce RTX 4090",
+			Health: gpu.Verdict{Healthy: true}}}}}
+		_, err = r.rentals.Heartbeat(r.ctx, cred, hb)
+		if apperr.Code(err) != apperr.ECONFLICT {
+			t.Fatalf("heartbeat with another node's GPU: %v, want a conflict", err)
+		}
+		var n models.Node
+		if err := db.R.First(&n, o.NodeID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if n.LastHeartbeatAt != nil {
+			t.Errorf("the refused heartbeat was recorded at %v", n.LastHeartbeatAt)
+		}
+	})
+}
