@@ -70,16 +70,6 @@ type Rental struct {
 	UpdatedAt        time.Time
 }
 
-// Live reports whether the rental holds (or is getting) GPUs.
-func (r *Rental) Live() bool {
-	for _, s := range LiveRentalStatuses {
-		if r.Status == s {
-			return true
-		}
-	}
-	return false
-}
-
 // RentalGPU is a GPU held by a rental; ReleasedAt nil while held.
 type RentalGPU struct {
 	ID         int64
