@@ -150,7 +150,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pag
 		if err != nil {
 			return vm, err
 		}
-		student := om.Org.Kind == models.OrgLab && om.Org.Status == models.OrgApproved && om.Membership.ConfirmedAt != nil
+		student := market.StudentPrices(&om.Org, &om.Membership)
 		vm.Orgs = append(vm.Orgs, pages.RentOrg{Org: om.Org, BalanceFen: bal, Student: student})
 		if strconv.FormatInt(om.Org.ID, 10) == want {
 			vm.Selected = len(vm.Orgs) - 1
@@ -185,17 +185,9 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pag
 		return vm, err
 	}
 	vm.Quote = &q
-	vm.NeedFen = q.TotalFen
-	if q.Term == pricing.OnDemand {
-		// What starting needs: the next hour at the rate that will run,
-		// as market.Rentals.Rent computes it.
-		tier, _ := pricing.TierByName(f.Get("sla"))
-		sp := 0
-		if student {
-			sp = row.StudentDiscountPct
-		}
-		vm.NeedFen = pricing.HourFen(pricing.Rate{PricePerGPUHourFen: row.PricePerGPUHourFen, GPUs: q.GPUs, OffpeakPct: row.OffpeakDiscountPct,
-			StudentPct: sp, SLASurchargePct: tier.SurchargePct}, now)
+	tier, _ := pricing.TierByName(f.Get("sla"))
+	if vm.NeedFen, err = market.StartNeeds(row.Offer, q.GPUs, q.Term, tier, student, now); err != nil {
+		return vm, err
 	}
 	return vm, nil
 }
@@ -264,12 +256,7 @@ func (h *Handler) Console(c echo.Context) error {
 }
 
 func consoleRow(r models.Rental, o models.OfferRow, orgName string, cost, rate int64, a *agent.Access, simulated, canStop bool, at time.Time) pages.RentalRow {
-	gm, ok := catalog.GPUModelBySlug(o.GPUModel)
-	name := o.GPUModel
-	if ok {
-		name = gm.Name
-	}
-	return pages.RentalRow{Rental: r, OrgName: orgName, GPUName: name, Datacenter: o.Datacenter, CostFen: cost, RateFenPerHour: rate,
+	return pages.RentalRow{Rental: r, OrgName: orgName, GPUName: gpuName(o.GPUModel), Datacenter: o.Datacenter, CostFen: cost, RateFenPerHour: rate,
 		Access: a, Simulated: simulated, CanStop: canStop, At: at}
 }
 

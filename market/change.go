@@ -73,7 +73,7 @@ func (s *Rentals) changeTarget(ctx context.Context, r *models.Rental, org *model
 	next.OfferID, next.ProviderID, next.GPUs = target.ID, target.ProviderID, gpus
 	next.PricePerGPUHourFen, next.OffpeakPct = target.PricePerGPUHourFen, target.OffpeakDiscountPct
 	next.StudentPct = 0
-	if org.Kind == models.OrgLab && org.Status == models.OrgApproved && m != nil && m.ConfirmedAt != nil {
+	if StudentPrices(org, m) {
 		next.StudentPct = target.StudentDiscountPct
 	}
 	return target, next, nil

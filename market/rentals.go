@@ -119,6 +119,30 @@ func newWorkspaceID() string {
 	return "ws-" + hex.EncodeToString(b)
 }
 
+// StudentPrices reports whether renting from the organisation pays
+// student prices: it is an approved lab and the renter a confirmed member.
+func StudentPrices(org *models.Org, m *models.Membership) bool {
+	return org.Kind == models.OrgLab && org.Status == models.OrgApproved && m != nil && m.ConfirmedAt != nil
+}
+
+// StartNeeds is the balance a rental needs to start: the next hour at its
+// rate on demand, the whole term's price for a week or month.
+func StartNeeds(o models.Offer, gpus int, term string, tier pricing.Tier, student bool, now time.Time) (int64, error) {
+	switch term {
+	case pricing.OnDemand:
+		sp := 0
+		if student {
+			sp = o.StudentDiscountPct
+		}
+		return pricing.HourFen(pricing.Rate{PricePerGPUHourFen: o.PricePerGPUHourFen, GPUs: gpus, OffpeakPct: o.OffpeakDiscountPct,
+			StudentPct: sp, SLASurchargePct: tier.SurchargePct}, now), nil
+	case pricing.Week, pricing.Month:
+		b, err := QuoteOffer(o, QuoteInput{GPUs: fmt.Sprint(gpus), Term: term, SLA: tier.Name}, student, now)
+		return b.TotalFen, err
+	}
+	return 0, invalid("term", "err.quote_term")
+}
+
 // Rent reserves GPUs of an offer for the user's organisation and enqueues
 // their provisioning, all in one transaction. It checks the renter's
 // right to spend from the organisation, one hour of balance (on demand) or
@@ -153,7 +177,7 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, err
 	}
 	student := 0
-	if org.Kind == models.OrgLab && org.Status == models.OrgApproved && m != nil && m.ConfirmedAt != nil {
+	if StudentPrices(org, m) {
 		student = o.StudentDiscountPct
 	}
 	now := s.DB.Now().UTC()
@@ -161,20 +185,12 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		Status: models.RentalPending, SSHPublicKey: key, WorkspaceID: newWorkspaceID(),
 		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, StudentPct: student, SLASurchargePct: tier.SurchargePct,
 		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now}
-	// What starting needs: one hour on demand, the whole term otherwise.
-	var need int64
-	switch term {
-	case pricing.OnDemand:
-		need = pricing.HourFen(rate(r), now)
-	case pricing.Week, pricing.Month:
-		b, err := QuoteOffer(o, QuoteInput{GPUs: fmt.Sprint(in.GPUs), Term: term, SLA: tier.Name}, student > 0, now)
-		if err != nil {
-			return nil, err
-		}
-		r.TermPriceFen = &b.TotalFen
-		need = b.TotalFen
-	default:
-		return nil, invalid("term", "err.quote_term")
+	need, err := StartNeeds(o, in.GPUs, term, tier, student > 0, now)
+	if err != nil {
+		return nil, err
+	}
+	if term != pricing.OnDemand {
+		r.TermPriceFen = &need
 	}
 	bal, err := s.DB.WalletBalance(ctx, org.ID)
 	if err != nil {
