@@ -2,9 +2,9 @@ package market
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -129,7 +129,6 @@ func (s *Rentals) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 	if r.Status == models.RentalStopped {
 		return false, s.DB.Tx(ctx, func(tx *gorm.DB) error { return releaseGPUs(tx, r.ID, now) })
 	}
-	renewed := false
 	if r.AutoRenew {
 		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 			// The terms paid so far (a free rental's refund keeps them counted).
@@ -149,12 +148,12 @@ func (s *Rentals) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 		if err == nil {
 			return true, nil
 		}
-		if !strings.Contains(err.Error(), "insufficient") {
+		if !errors.Is(err, models.ErrInsufficientFunds) {
 			return false, err
 		}
 	}
 	_, err := s.Stop(ctx, r.ID, "term ended")
-	return renewed, err
+	return false, err
 }
 
 // migrate moves a running rental off a failing node: billing stops at
