@@ -201,6 +201,8 @@ func serve(ctx context.Context, args []string) error {
 	e := web.New(&handlers.Handler{
 		DB: db, Index: index, Accounts: svc, Sessions: web.NewSessions(db, cfg.SecureCookies()),
 		Wallet: wallet, Rentals: rentals, StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
+		Providers: &market.Providers{DB: db, Rentals: rentals, BaseURL: cfg.BaseURL},
+		Payouts:   payoutsService(db, cfg),
 	}, web.Options{SecureCookies: cfg.SecureCookies()})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -377,4 +379,9 @@ func workerOptions(cfg config.Config, work bool, rentals *market.Rentals) worker
 		}
 	}
 	return opts
+}
+
+// payoutsService pays providers; with a Stripe key, through Connect.
+func payoutsService(db *models.DB, cfg config.Config) *market.Payouts {
+	return &market.Payouts{DB: db}
 }

@@ -33,6 +33,10 @@ type Handler struct {
 	Bank pages.BankDetails
 	// Rentals runs rentals and talks to node agents.
 	Rentals *market.Rentals
+	// Providers is the provider portal's and provider API's market side.
+	Providers *market.Providers
+	// Payouts pays providers and runs Stripe Connect onboarding.
+	Payouts *market.Payouts
 }
 
 // Context keys set by the web layer's middleware.

@@ -195,7 +195,8 @@ func newRig(t *testing.T, db *models.DB, opts rigOptions) *rig {
 	if _, err := ix.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := &handlers.Handler{DB: db, Index: ix, Accounts: svc, Sessions: web.NewSessions(db, false), Wallet: wallet, Rentals: rentals}
+	h := &handlers.Handler{DB: db, Index: ix, Accounts: svc, Sessions: web.NewSessions(db, false), Wallet: wallet, Rentals: rentals,
+		Providers: &market.Providers{DB: db, Rentals: rentals, BaseURL: "http://suanli.test"}, Payouts: &market.Payouts{DB: db}}
 	srv := httptest.NewServer(web.New(h, web.Options{}))
 	t.Cleanup(srv.Close)
 	return &rig{t: t, ctx: ctx, db: db, clock: clock, rentals: rentals, wallet: wallet, accounts: svc, url: srv.URL,

@@ -12,6 +12,8 @@ type User struct {
 	EmailVerifiedAt *time.Time
 	PlatformAdmin   bool
 	CreatedAt       time.Time
+	// SuspendedAt is set while a platform admin has suspended the user.
+	SuspendedAt *time.Time
 }
 
 // Verified reports whether the user confirmed their email address.
@@ -55,6 +57,8 @@ type Org struct {
 	ReviewedBy   *int64
 	ReviewedAt   *time.Time
 	CreatedAt    time.Time
+	// SuspendedAt is set while a platform admin has suspended the organisation.
+	SuspendedAt *time.Time
 }
 
 // Usable reports whether the organisation may act: an active team or an

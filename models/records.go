@@ -33,6 +33,22 @@ type Provider struct {
 	Demo      bool
 	Synthetic bool
 	CreatedAt time.Time
+	// OrgID is the provider organisation (its members, its verification
+	// status); nil for demo and synthetic providers.
+	OrgID *int64
+	// The onboarding profile: contact, business licence and the bank
+	// account bank-transfer payouts go to.
+	ContactName     string
+	ContactPhone    string
+	ContactEmail    string
+	LicenceNo       string
+	BankName        string
+	BankAccountName string
+	BankAccountNo   string
+	// Stripe Connect Express account, when the provider set one up.
+	StripeAccountID      string
+	StripeChargesEnabled bool
+	StripePayoutsEnabled bool
 }
 
 // Name returns the provider's name in the language.
@@ -57,6 +73,8 @@ type Datacenter struct {
 	UplinkGbps int `gorm:"column:uplink_gbps"`
 	Demo       bool
 	CreatedAt  time.Time
+	// ProviderID is the provider that created it; nil for the shared demo ones.
+	ProviderID *int64
 }
 
 // Name returns the datacentre's name in the language.
@@ -90,11 +108,15 @@ type Node struct {
 	ProviderID   int64
 	DatacenterID int64
 	Name         string
-	GPUModel     string `gorm:"column:gpu_model"`
-	Status       string
-	Demo         bool
-	Synthetic    bool
-	CreatedAt    time.Time
+	// GPUModel is the catalogue model of its GPUs; "" (NULL) until the
+	// agent's first inventory names one.
+	GPUModel string `gorm:"column:gpu_model;default:null"`
+	// Status is NodeActive, NodeDraining or NodeRemoved.
+	Status    string
+	Demo      bool
+	Synthetic bool
+	CreatedAt time.Time
+	RemovedAt *time.Time
 	// RegTokenHash and CredHash are SHA-256 hashes (hex) of the one-time
 	// registration token and of the node credential it was exchanged for.
 	RegTokenHash *string `gorm:"column:reg_token_hash"`
@@ -117,6 +139,13 @@ type Node struct {
 	// PingURL is the public URL of the agent's latency endpoint, if any.
 	PingURL string
 }
+
+// Node statuses (the provider's intent; Health is what the agent says).
+const (
+	NodeActive   = "active"
+	NodeDraining = "draining"
+	NodeRemoved  = "removed"
+)
 
 // Node health values.
 const (
@@ -191,4 +220,12 @@ type Offer struct {
 	Demo                  bool
 	Synthetic             bool
 	CreatedAt, UpdatedAt  time.Time
+	// MinDurationS is the least a rental is billed for, in seconds (≥ 60).
+	MinDurationS int `gorm:"column:min_duration_s;default:60"`
+	// SLATiers lists the SLA tiers sold, comma-separated pricing.Tiers names.
+	SLATiers string `gorm:"column:sla_tiers;default:standard,premium"`
+	// AwaitingNode is true while a listed offer's node has not shown
+	// healthy GPUs of its model; ListingNote says what is missing.
+	AwaitingNode bool
+	ListingNote  string
 }

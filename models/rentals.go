@@ -68,6 +68,9 @@ type Rental struct {
 	StoppedAt        *time.Time
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	// MinBilledS is the least it is billed for, in seconds, agreed at rent
+	// from the offer's minimum duration.
+	MinBilledS int `gorm:"column:min_billed_s;default:60"`
 }
 
 // RentalGPU is a GPU held by a rental; ReleasedAt nil while held.

@@ -97,6 +97,11 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/admin/topups/:id/confirm", "admin.topups.confirm", h.AdminConfirmTopup, admin},
 		{"POST", "/admin/refunds/:id/paid", "admin.refunds.paid", h.AdminRefundPaid, admin},
 		{"POST", "/admin/orgs/:id/review", "admin.review", h.AdminReview, admin},
+		// Admin console (queues, users and organisations, payouts, jobs, audit log).
+
+		// Provider portal pages (/provider/…).
+
+		// Provider API (/api/v1/provider/…), with the same API tokens.
 
 		{"GET", "/api/v1/offers", RouteAPIOffers, h.APIOffersList, public},
 		{"GET", "/api/v1/offers/:id", RouteAPIOffer, h.APIOfferShow, public},
