@@ -134,12 +134,12 @@ func testHandler(db *models.DB, ix *market.OfferIndex) *handlers.Handler {
 	rentals := &market.Rentals{DB: db, Wallet: wallet, Jobs: q.Inserter, Hub: market.NewHub(), BaseURL: "http://suanli.test"}
 	return &handlers.Handler{
 		DB: db, Index: ix,
-		Accounts: &accounts.Service{DB: db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes},
-		Sessions: web.NewSessions(db, false),
-		Wallet:   wallet,
+		Accounts:  &accounts.Service{DB: db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes},
+		Sessions:  web.NewSessions(db, false),
+		Wallet:    wallet,
 		Rentals:   rentals,
 		Providers: &market.Providers{DB: db, Rentals: rentals, BaseURL: "http://suanli.test"},
 		Payouts:   &market.Payouts{DB: db},
-		Bank:     pages.BankDetails{Bank: "Test Bank", AccountName: "Suanli", Account: "6222 0000", Demo: true},
+		Bank:      pages.BankDetails{Bank: "Test Bank", AccountName: "Suanli", Account: "6222 0000", Demo: true},
 	}
 }
