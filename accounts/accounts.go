@@ -51,22 +51,7 @@ const (
 )
 
 // FieldErrors is a form's list of problems, one per field at most.
-type FieldErrors []*apperr.Error
-
-func (fe FieldErrors) Error() string {
-	var parts []string
-	for _, e := range fe {
-		parts = append(parts, e.Error())
-	}
-	return strings.Join(parts, "; ")
-}
-
-func (fe FieldErrors) orNil() error {
-	if len(fe) == 0 {
-		return nil
-	}
-	return fe
-}
+type FieldErrors = apperr.Fields
 
 func invalid(field, key string, args ...any) *apperr.Error {
 	return &apperr.Error{Code: apperr.EINVALID, Field: field, Key: key, Args: args, Message: locales.T(locales.EN, key, args...)}
@@ -148,7 +133,7 @@ func (s *Service) SignUp(ctx context.Context, in SignUpInput) (*models.User, err
 	if lang == "" {
 		lang = locales.ZH
 	}
-	if err := errs.orNil(); err != nil {
+	if err := errs.OrNil(); err != nil {
 		return nil, err
 	}
 	hash, err := HashPassword(in.Password)
@@ -425,7 +410,7 @@ func (s *Service) CreateUser(ctx context.Context, email, password, name string, 
 	if name == "" {
 		name, _, _ = strings.Cut(email, "@")
 	}
-	if err := errs.orNil(); err != nil {
+	if err := errs.OrNil(); err != nil {
 		return nil, err
 	}
 	hash, err := HashPassword(password)

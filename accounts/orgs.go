@@ -27,7 +27,7 @@ func (s *Service) CreateOrg(ctx context.Context, u *models.User, kind, name stri
 	default:
 		errs = append(errs, invalid("kind", "err.org_kind"))
 	}
-	if err := errs.orNil(); err != nil {
+	if err := errs.OrNil(); err != nil {
 		return nil, err
 	}
 	now := s.DB.Now().UTC()
@@ -100,7 +100,7 @@ func (s *Service) ApplyLab(ctx context.Context, u *models.User, in LabApplicatio
 	} else if domain != "" && !onDomain(edu, domain) {
 		errs = append(errs, invalid("edu_email", "err.edu_email_domain", domain))
 	}
-	if err := errs.orNil(); err != nil {
+	if err := errs.OrNil(); err != nil {
 		return nil, err
 	}
 	now := s.DB.Now().UTC()
@@ -168,7 +168,7 @@ func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, e
 	} else if models.RoleRank(role) > models.RoleRank(m.Role) {
 		errs = append(errs, invalid("role", "err.role"))
 	}
-	if err := errs.orNil(); err != nil {
+	if err := errs.OrNil(); err != nil {
 		return err
 	}
 	now := s.DB.Now().UTC()
@@ -284,7 +284,7 @@ func (s *Service) SetBilling(ctx context.Context, actor *models.User, orgID int6
 	if b.HourlyCapFen != nil && *b.HourlyCapFen <= 0 {
 		errs = append(errs, invalid("hourly_cap", "err.amount"))
 	}
-	if err := errs.orNil(); err != nil {
+	if err := errs.OrNil(); err != nil {
 		return err
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {

@@ -6,6 +6,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error codes. Each maps to exactly one HTTP status in web/errors.go.
@@ -72,4 +73,35 @@ func As(err error) (*Error, bool) {
 	var e *Error
 	ok := errors.As(err, &e)
 	return e, ok
+}
+
+// Fields is a form's list of problems, one per field at most. The market
+// and accounts return it so that a page can show each message beside its
+// field; as a plain error it reads as its first problem (errors.As finds
+// that *Error through Unwrap), so a JSON API answers with it.
+type Fields []*Error
+
+func (f Fields) Error() string {
+	parts := make([]string, len(f))
+	for i, e := range f {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unwrap returns the problems, first first.
+func (f Fields) Unwrap() []error {
+	out := make([]error, len(f))
+	for i, e := range f {
+		out[i] = e
+	}
+	return out
+}
+
+// OrNil returns nil when there is no problem, else f.
+func (f Fields) OrNil() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return f
 }

@@ -1,0 +1,5 @@
+package web
+
+// providerPagesCovered lists the provider portal routes whose
+// authorisation the tests in this file check.
+var providerPagesCovered = []string{}
