@@ -1,4 +1,4 @@
-package web
+package web_test
 
 // providerPagesCovered lists the provider portal routes whose
 // authorisation the tests in this file check.
