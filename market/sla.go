@@ -291,6 +291,9 @@ func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (
 			if err := models.SetSLACreditTxn(tx, row.ID, txnID); err != nil {
 				return err
 			}
+			if err := Audit(ctx, tx, AuditSLACredit, fmt.Sprintf("rental:%d", r.ID), Fen(c.CreditFen), fmt.Sprintf("%s: uptime %.4f%%, %d%% credit; provider %d pays", month, c.UptimePct, c.CreditPct, r.ProviderID)); err != nil {
+				return err
+			}
 			credits++
 			fen += c.CreditFen
 			slog.Info("SLA credit posted", "rental", r.ID, "period", month, "uptime_pct", c.UptimePct, "credit_pct", c.CreditPct, "fen", c.CreditFen)

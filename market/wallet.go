@@ -150,7 +150,8 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
 			if s.PaymentIntent != nil {
 				pi = s.PaymentIntent.ID
 			}
-			return fulfil(tx, t, t.AmountFen, models.AccPaymentClearing, pi, nil, w.DB.Now().UTC())
+			// A webhook is the system acting, whoever the request claims to be.
+			return fulfil(AsSystem(ctx), tx, t, t.AmountFen, models.AccPaymentClearing, pi, nil, w.DB.Now().UTC())
 		case "charge.refunded":
 			var c stripe.Charge
 			if err := json.Unmarshal(ev.Data.Raw, &c); err != nil {
@@ -211,7 +212,7 @@ func (w *Wallet) flag(tx *gorm.DB, rec *models.StripeEvent, t *models.Topup, not
 }
 
 // fulfil credits a pending top-up, once.
-func fulfil(tx *gorm.DB, t *models.Topup, amount int64, from, pi string, by *int64, when time.Time) error {
+func fulfil(ctx context.Context, tx *gorm.DB, t *models.Topup, amount int64, from, pi string, by *int64, when time.Time) error {
 	if t.Status != models.TopupPending {
 		return nil // already paid (or failed): nothing more to credit
 	}
@@ -231,7 +232,10 @@ func fulfil(tx *gorm.DB, t *models.Topup, amount int64, from, pi string, by *int
 	if by != nil {
 		updates["confirmed_by"] = *by
 	}
-	return tx.Model(t).Updates(updates).Error
+	if err := tx.Model(t).Updates(updates).Error; err != nil {
+		return err
+	}
+	return Audit(ctx, tx, AuditTopupConfirmed, fmt.Sprintf("topup:%d", t.ID), Fen(amount), fmt.Sprintf("%s %s to org %d via %s", t.Method, t.Reference, t.OrgID, from))
 }
 
 // ConfirmBankTransfer is a platform admin recording that a bank transfer
@@ -251,7 +255,7 @@ func (w *Wallet) ConfirmBankTransfer(ctx context.Context, admin *models.User, to
 		if t.Method != models.MethodBank || t.Status != models.TopupPending {
 			return apperr.Errorf(apperr.ECONFLICT, "this top-up is not a pending bank transfer")
 		}
-		return fulfil(tx, t, receivedFen, models.AccBankClearing, "", &admin.ID, w.DB.Now().UTC())
+		return fulfil(ctx, tx, t, receivedFen, models.AccBankClearing, "", &admin.ID, w.DB.Now().UTC())
 	})
 }
 
@@ -332,6 +336,9 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 				models.Leg{Kind: clearing, AmountFen: part}); err != nil {
 				return err
 			}
+			if err := Audit(ctx, tx, AuditRefundAsked, fmt.Sprintf("refund:%d", r.ID), Fen(part), fmt.Sprintf("org %d, %s payment %s", orgID, t.Method, t.Reference)); err != nil {
+				return err
+			}
 			if err := tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("refunded_fen", gorm.Expr("refunded_fen + ?", part)).Error; err != nil {
 				return err
 			}
@@ -378,8 +385,13 @@ func (w *Wallet) refundAtStripe(ctx context.Context, r *models.Refund) error {
 		return err
 	}
 	done := w.DB.Now().UTC()
-	if err := w.DB.W.WithContext(ctx).Model(&models.Refund{}).Where("id = ?", r.ID).
-		Updates(map[string]any{"status": "done", "stripe_refund_id": id, "done_at": done}).Error; err != nil {
+	if err := w.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Model(&models.Refund{}).Where("id = ?", r.ID).
+			Updates(map[string]any{"status": "done", "stripe_refund_id": id, "done_at": done}).Error; err != nil {
+			return err
+		}
+		return Audit(ctx, tx, AuditRefundPaid, fmt.Sprintf("refund:%d", r.ID), Fen(r.AmountFen), "stripe "+id)
+	}); err != nil {
 		return err
 	}
 	r.Status, r.StripeRefundID, r.DoneAt = "done", &id, &done
@@ -407,6 +419,12 @@ func (w *Wallet) SettleRefund(ctx context.Context, admin *models.User, refundID 
 		}
 		return nil
 	}
-	return w.DB.W.WithContext(ctx).Model(&models.Refund{}).Where("id = ? AND status = ?", r.ID, "pending").
-		Updates(map[string]any{"status": "done", "done_at": w.DB.Now().UTC()}).Error
+	return w.DB.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&models.Refund{}).Where("id = ? AND status = ?", r.ID, "pending").
+			Updates(map[string]any{"status": "done", "done_at": w.DB.Now().UTC()})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return Audit(ctx, tx, AuditRefundPaid, fmt.Sprintf("refund:%d", r.ID), Fen(r.AmountFen), "bank transfer")
+	})
 }

@@ -25,7 +25,7 @@ const (
 )
 
 // LedgerKinds are the kinds of ledger transactions, for filters and labels.
-var LedgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge", "rental_refund"}
+var LedgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge", "rental_refund", "payout", "payout_return"}
 
 // LedgerAccount is one account of the double-entry ledger.
 type LedgerAccount struct {

@@ -60,6 +60,9 @@ type Options struct {
 	// SLAEvery and UptimeEvery schedule SLA credits (default 1 h) and node
 	// uptime (default 10 min); see slaJobs.
 	SLAEvery, UptimeEvery time.Duration
+	// Payouts runs the monthly provider payouts (bank transfers only when
+	// nil or without Connect).
+	Payouts *market.Payouts
 }
 
 // New builds the queue for db. On SQLite one client on the write
@@ -82,6 +85,11 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 		river.AddWorker(workers, &PurgeWorker{DB: db})
 		river.AddWorker(workers, &SLAWorker{DB: db})
 		river.AddWorker(workers, &UptimeWorker{DB: db})
+		payouts := opts.Payouts
+		if payouts == nil {
+			payouts = &market.Payouts{DB: db}
+		}
+		river.AddWorker(workers, &PayoutsWorker{Payouts: payouts})
 		if opts.Mail != nil {
 			river.AddWorker(workers, &DeliverMailWorker{DB: db, Sender: opts.Mail})
 		}
@@ -102,6 +110,7 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 				&river.PeriodicJobOpts{ID: "purge_expired"}),
 		}
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, slaJobs(opts.SLAEvery, opts.UptimeEvery)...)
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, payoutJob())
 		if opts.Rentals != nil {
 			cfg.PeriodicJobs = append(cfg.PeriodicJobs,
 				river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MeterEvery, time.Minute)),

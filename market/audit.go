@@ -1,0 +1,59 @@
+package market
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/models"
+)
+
+// The audit log records every money movement made by a person or a
+// payment event, every role or permission change and every verification:
+// who (the actor in the context, or the system), when, what, and from
+// which address. It is written in the same transaction as the change, so
+// an entry exists exactly when the change does. Per-second metering
+// charges are not audited: they are the bulk of all postings and the
+// ledger itself is their record.
+
+// Audit actions, dotted names grouped by what they concern.
+const (
+	AuditPayoutCreated  = "payout.created"
+	AuditPayoutPaid     = "payout.paid"
+	AuditPayoutFailed   = "payout.failed"
+	AuditTopupConfirmed = "topup.confirmed"
+	AuditRefundAsked    = "refund.requested"
+	AuditRefundPaid     = "refund.paid"
+	AuditOrgApproved    = "org.approved"
+	AuditOrgRejected    = "org.rejected"
+	AuditMemberInvited  = "member.invited"
+	AuditMemberRemoved  = "member.removed"
+	AuditRoleChanged    = "role.changed"
+	AuditWalletCredit   = "wallet.credit"
+	AuditSLACredit      = "sla.credit"
+	AuditUserSuspended  = "user.suspended"
+	AuditConnectOnboard = "connect.onboarded"
+)
+
+// WithActor returns ctx carrying the signed-in user and their address; the
+// web middleware sets it on every request with a user.
+func WithActor(ctx context.Context, userID int64, ip string) context.Context {
+	return models.WithActor(ctx, userID, ip)
+}
+
+// AsSystem returns ctx with no actor: what a webhook or a worker does is
+// the system's, whoever the request carrying it claims to be.
+func AsSystem(ctx context.Context) context.Context {
+	return models.WithActor(ctx, 0, "")
+}
+
+// Audit appends an entry to the audit log inside tx. The actor and address
+// come from ctx; with none the entry is the system's. amountFen is nil for
+// changes that move no money.
+func Audit(ctx context.Context, tx *gorm.DB, action, subject string, amountFen *int64, detail string) error {
+	return models.AppendAudit(ctx, tx, time.Now(), action, subject, amountFen, detail)
+}
+
+// Fen returns a pointer to amount, for Audit's amountFen.
+func Fen(amount int64) *int64 { return &amount }
