@@ -23,9 +23,11 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
 
   suanli admin status                          schema version and market counts
   suanli admin gpu-state --uuid U --state S    mark a GPU free, busy or unhealthy
-  suanli admin create-user --email E --password-file F [--name N] [--admin]
+  suanli admin create-user --email E --password-file F [--name N] [--admin] [--provider COMPANY]
                                                a user with a verified email and a personal
-                                               organisation; --admin makes a platform admin
+                                               organisation; --admin makes a platform admin;
+                                               --provider makes the user the owner of an
+                                               already verified provider of that name
   suanli admin token --email E --name N        print a new API token for the user
   suanli admin credit --email E --fen N --reason R
                                                post a promotional credit to the user's
@@ -49,6 +51,7 @@ func admin(ctx context.Context, args []string) error {
 	}
 	var (
 		uuid, state, email, pwFile, name, reason string
+		provider                                 string
 		isAdmin                                  bool
 		fen                                      int64
 	)
@@ -81,6 +84,7 @@ func admin(ctx context.Context, args []string) error {
 				fs.StringVar(&pwFile, "password-file", "", "a file holding the password (first line); - for standard input")
 				fs.StringVar(&name, "name", "", "display name (default: the email's local part)")
 				fs.BoolVar(&isAdmin, "admin", false, "make the user a platform admin")
+				fs.StringVar(&provider, "provider", "", "also create a verified provider organisation of this name, owned by the user")
 			},
 			check: func() error {
 				return requireFlags("create-user", map[string]string{"email": email, "password-file": pwFile})
@@ -99,6 +103,15 @@ func admin(ctx context.Context, args []string) error {
 					role = " (platform admin)"
 				}
 				fmt.Printf("created user %d <%s>%s\n", u.ID, u.Email, role)
+				if provider == "" {
+					return nil
+				}
+				// Operators onboarding a trusted provider skip the review.
+				acc, err := (&market.Providers{DB: db, BaseURL: cfg.BaseURL}).CreateVerified(ctx, u, provider)
+				if err != nil {
+					return fmt.Errorf("admin create-user: the provider: %w", err)
+				}
+				fmt.Printf("created verified provider %d %q (organisation %d), owned by %s\n", acc.Provider.ID, acc.Provider.NameZH, acc.Org.ID, u.Email)
 				return nil
 			},
 		},
@@ -145,7 +158,11 @@ func admin(ctx context.Context, args []string) error {
 			}
 			org := orgs[0].Org.ID
 			if err := db.Tx(ctx, func(tx *gorm.DB) error {
-				return market.CreditPromo(tx, org, fen, "promo_credit", reason, nil, nil, db.Now().UTC())
+				if err := market.CreditPromo(tx, org, fen, "promo_credit", reason, nil, nil, db.Now().UTC()); err != nil {
+					return err
+				}
+				// The operator at the console is the system: no user is signed in.
+				return market.Audit(ctx, tx, market.AuditWalletCredit, fmt.Sprintf("org:%d", org), market.Fen(fen), email+": "+reason)
 			}); err != nil {
 				return err
 			}

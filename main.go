@@ -167,6 +167,9 @@ func serve(ctx context.Context, args []string) error {
 		if err := demo.SeedAdmin(ctx, svc); err != nil {
 			return err
 		}
+		if err := demo.SeedProvider(ctx, svc); err != nil {
+			return err
+		}
 	}
 	index := market.NewOfferIndex(db)
 	if _, err := index.Refresh(ctx); err != nil {
@@ -372,6 +375,9 @@ func rentalsService(db *models.DB, w *market.Wallet, cfg config.Config) *market.
 
 func workerOptions(cfg config.Config, work bool, rentals *market.Rentals) workers.Options {
 	opts := workers.Options{Work: work, Rentals: rentals, RescueAfter: cfg.JobRescueAfter}
+	if rentals != nil {
+		opts.Payouts = payoutsService(rentals.DB, cfg)
+	}
 	if cfg.SMTPURL != "" {
 		// Validated with the configuration.
 		if s, err := mail.ParseURL(cfg.SMTPURL); err == nil {
@@ -383,5 +389,9 @@ func workerOptions(cfg config.Config, work bool, rentals *market.Rentals) worker
 
 // payoutsService pays providers; with a Stripe key, through Connect.
 func payoutsService(db *models.DB, cfg config.Config) *market.Payouts {
-	return &market.Payouts{DB: db}
+	p := &market.Payouts{DB: db}
+	if cfg.StripeSecretKey != "" {
+		p.Connect = payments.NewStripe(cfg.StripeSecretKey, cfg.StripeAPIBase)
+	}
+	return p
 }

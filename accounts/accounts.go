@@ -230,6 +230,9 @@ func (s *Service) Login(ctx context.Context, email, password, ip string) (*model
 		}
 		return nil, bad
 	}
+	if Suspended(u) {
+		return nil, FieldErrors{&apperr.Error{Code: apperr.EINVALID, Field: "password", Key: "err.account_suspended", Message: ErrAccountSuspended().Message}}
+	}
 	return u, nil
 }
 
@@ -422,6 +425,11 @@ func (s *Service) CreateUser(ctx context.Context, email, password, name string, 
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		if err := models.InsertUser(tx, u); err != nil {
 			return err
+		}
+		if admin {
+			if err := market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("user:%d", u.ID), nil, "created as platform admin: "+email); err != nil {
+				return err
+			}
 		}
 		return createPersonalOrg(tx, u, now)
 	})

@@ -73,6 +73,10 @@ func (s *Service) Authorize(ctx context.Context, u *models.User, orgID int64, a 
 	if r.labOnly && org.Kind != models.OrgLab {
 		return nil, nil, apperr.NotFound("lab")
 	}
+	// A suspended organisation may be looked at but not spend or pay in.
+	if org.SuspendedAt != nil && (a == Rent || a == TopUp) {
+		return nil, nil, ErrOrgSuspended()
+	}
 	return org, m, nil
 }
 

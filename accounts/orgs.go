@@ -2,12 +2,14 @@ package accounts
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/market"
 	"suanli/models"
 )
 
@@ -173,6 +175,9 @@ func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, e
 	}
 	now := s.DB.Now().UTC()
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := market.Audit(ctx, tx, market.AuditMemberInvited, fmt.Sprintf("org:%d", org.ID), nil, email+" as "+role); err != nil {
+			return err
+		}
 		return s.mailLink(tx, actor.Lang, email, models.EmailToken{Purpose: models.TokenInvite, OrgID: &org.ID, Email: email, Role: role, ExpiresAt: now.Add(InviteTTL)},
 			"invite", "/invitations/accept", org.Name, actor.Name)
 	})
@@ -195,7 +200,11 @@ func (s *Service) AcceptInvite(ctx context.Context, u *models.User, token string
 			// The link went to the institutional address: opening it proves it.
 			m.EduEmail, m.ConfirmedAt = t.Email, &now
 		}
-		return models.AddMember(tx, m)
+		if err := models.AddMember(tx, m); err != nil {
+			return err
+		}
+		// Joining grants a role: a permission change.
+		return market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("org:%d", org.ID), nil, fmt.Sprintf("user %d joined as %s (invitation to %s)", u.ID, t.Role, t.Email))
 	})
 	if err != nil {
 		return nil, err
@@ -215,7 +224,12 @@ func (s *Service) RemoveMember(ctx context.Context, actor *models.User, orgID, u
 	if target.Role == models.RoleOwner {
 		return apperr.Errorf(apperr.ECONFLICT, "the owner cannot be removed")
 	}
-	return s.DB.Tx(ctx, func(tx *gorm.DB) error { return models.RemoveMember(tx, orgID, userID) })
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := models.RemoveMember(tx, orgID, userID); err != nil {
+			return err
+		}
+		return market.Audit(ctx, tx, market.AuditMemberRemoved, fmt.Sprintf("org:%d", orgID), nil, fmt.Sprintf("user %d (%s)", userID, target.Role))
+	})
 }
 
 // SetLabBudget stores a lab's monthly budget and cap per member (nil: none).
@@ -249,7 +263,14 @@ func (s *Service) Review(ctx context.Context, admin *models.User, orgID int64, a
 		}
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		return models.SetOrgStatus(tx, orgID, status, strings.TrimSpace(reason), admin.ID, s.DB.Now().UTC())
+		if err := models.SetOrgStatus(tx, orgID, status, strings.TrimSpace(reason), admin.ID, s.DB.Now().UTC()); err != nil {
+			return err
+		}
+		action := market.AuditOrgApproved
+		if !approve {
+			action = market.AuditOrgRejected
+		}
+		return market.Audit(ctx, tx, action, fmt.Sprintf("org:%d", orgID), nil, strings.TrimSpace(org.Kind+" "+org.Name+": "+strings.TrimSpace(reason)))
 	})
 }
 

@@ -67,7 +67,9 @@ func meterAmount(r *models.Rental, now time.Time, final bool) (to time.Time, fen
 	if final && r.RunningSince != nil {
 		// The minimum counts running time; downtime was never billed.
 		ran := to.Sub(*r.RunningSince) - time.Duration(r.DowntimeSecs)*time.Second
-		if short := time.Duration(pricing.MinimumSeconds)*time.Second - ran; short > 0 {
+		// The minimum is the one agreed at rent (the offer's minimum duration).
+		minS := max(r.MinBilledS, pricing.MinimumSeconds)
+		if short := time.Duration(minS)*time.Second - ran; short > 0 {
 			to = to.Add(short)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -143,7 +144,11 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 				return err
 			}
 		}
-		return models.RefreshNodeAvailability(tx, n.ID, now)
+		if err := models.RefreshNodeAvailability(tx, n.ID, now); err != nil {
+			return err
+		}
+		// Offers waiting for this node's GPUs are listed once they show.
+		return settleAwaitingOffers(tx, n.ID, now)
 	})
 	reply.NodeID = nodeID
 	return reply, err
@@ -153,6 +158,23 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 // Telemetry is written at most every 30 s per GPU unless the verdict
 // changed, to keep heartbeats cheap on the single SQLite writer.
 func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.Time) error {
+	if n.GPUModel == "" {
+		// A node added by a provider learns its model from its first
+		// inventory; until a catalogue model is recognised its GPUs cannot
+		// be stored (they reference the catalogue) and nothing is listed.
+		slug := detectNodeModel(host)
+		if slug == "" {
+			if len(host.GPUs) > 0 {
+				slog.Warn("node reports no catalogue GPU model", "node", n.ID, "nvml_name", host.GPUs[0].Name)
+			}
+			return nil
+		}
+		if err := tx.Model(&models.Node{}).Where("id = ?", n.ID).Update("gpu_model", slug).Error; err != nil {
+			return err
+		}
+		n.GPUModel = slug
+		slog.Info("node model detected from NVML", "node", n.ID, "gpu", slug)
+	}
 	var have []models.GPU
 	if err := tx.Where("node_id = ?", n.ID).Find(&have).Error; err != nil {
 		return err

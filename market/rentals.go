@@ -161,8 +161,11 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, err
 	}
 	o := row.Offer
-	if o.Status != models.OfferListed {
+	if o.Status != models.OfferListed || o.AwaitingNode {
 		return nil, &apperr.Error{Code: apperr.ECONFLICT, Message: "this offer is not listed", Key: "err.offer_not_listed"}
+	}
+	if err := rentableOffer(ctx, s.DB, &o); err != nil {
+		return nil, err
 	}
 	if in.GPUs < 1 || in.GPUs > o.MaxGPUs {
 		return nil, invalid("gpus", "err.quote_gpus", o.MaxGPUs)
@@ -170,6 +173,10 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 	tier, ok := pricing.TierByName(in.SLA)
 	if !ok {
 		return nil, invalid("sla", "err.quote_sla")
+	}
+	if !o.SellsTier(tier.Name) {
+		return nil, &apperr.Error{Code: apperr.EINVALID, Field: "sla", Message: fmt.Sprintf("this offer does not sell the %s SLA tier (it sells: %s)", tier.Name, o.SLATiers),
+			Key: "providers.err.tier_not_sold", Args: []any{tier.Name, o.SLATiers}}
 	}
 	term := cmp.Or(in.Term, pricing.OnDemand)
 	key, err := checkSSHKey(in.SSHPublicKey)
@@ -184,7 +191,8 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 	r := &models.Rental{OrgID: org.ID, UserID: u.ID, OfferID: o.ID, ProviderID: o.ProviderID, GPUs: in.GPUs, SLA: tier.Name, Term: term,
 		Status: models.RentalPending, SSHPublicKey: key, WorkspaceID: newWorkspaceID(),
 		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, StudentPct: student, SLASurchargePct: tier.SurchargePct,
-		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now}
+		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now,
+		MinBilledS: max(o.MinDurationS, pricing.MinimumSeconds)}
 	need, err := StartNeeds(o, in.GPUs, term, tier, student > 0, now)
 	if err != nil {
 		return nil, err

@@ -85,6 +85,15 @@ func nodeFactsOf(tx *gorm.DB, cond string, args ...any) (map[int64]nodeFacts, er
 	return out, nil
 }
 
+// publicOfferSQL selects the offers the public list shows (arguments:
+// OfferListed, false): listed by the provider, not waiting for their
+// node's agent, on a node that is not draining or removed, of a provider
+// that is a demo one or approved and not suspended.
+const publicOfferSQL = `status = ? AND awaiting_node = ?
+	AND node_id IN (SELECT id FROM nodes WHERE status = 'active')
+	AND provider_id IN (SELECT p.id FROM providers p LEFT JOIN orgs o ON o.id = p.org_id
+		WHERE p.org_id IS NULL OR (o.status = 'approved' AND o.suspended_at IS NULL))`
+
 // ListedOffers returns every listed offer with its datacentre, provider,
 // latency table, and its node's latest benchmark report and 30-day uptime.
 // It feeds the in-memory offer index, so it reads in a few
@@ -112,10 +121,10 @@ func (db *DB) ListedOffers(ctx context.Context) ([]OfferRow, int64, error) {
 			pm[provs[i].ID] = &provs[i]
 		}
 		var offers []Offer
-		if err := tx.Where("status = ?", OfferListed).Order("id").Find(&offers).Error; err != nil {
+		if err := tx.Where(publicOfferSQL, OfferListed, false).Order("id").Find(&offers).Error; err != nil {
 			return err
 		}
-		facts, err := nodeFactsOf(tx, `n.id IN (SELECT node_id FROM offers WHERE status = ?)`, OfferListed)
+		facts, err := nodeFactsOf(tx, `n.id IN (SELECT node_id FROM offers WHERE `+publicOfferSQL+`)`, OfferListed, false)
 		if err != nil {
 			return err
 		}

@@ -126,11 +126,16 @@ func (db *DB) OrgsByStatus(ctx context.Context, status string, kinds ...string) 
 	return orgs, err
 }
 
-// SetOrgStatus records a review decision in tx.
+// SetOrgStatus records a review decision in tx. A provider's offers are
+// listed only once it is approved, so the offers version moves with it
+// (every process's offer index then reloads).
 func SetOrgStatus(tx *gorm.DB, orgID int64, status, reason string, by int64, at time.Time) error {
-	return tx.Model(&Org{}).Where("id = ?", orgID).Updates(map[string]any{
+	if err := tx.Model(&Org{}).Where("id = ?", orgID).Updates(map[string]any{
 		"status": status, "status_reason": reason, "reviewed_by": by, "reviewed_at": at,
-	}).Error
+	}).Error; err != nil {
+		return err
+	}
+	return bumpOffersVersion(tx)
 }
 
 // SetLabBudget stores a lab's monthly budget and per-member cap (nil: none).

@@ -1,0 +1,71 @@
+package demo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"log/slog"
+
+	"gorm.io/gorm"
+
+	"suanli/accounts"
+	"suanli/apperr"
+	"suanli/models"
+)
+
+// ProviderEmail is the demo's provider user: the owner of the first demo
+// provider, so that the provider portal has live (simulated) nodes,
+// rentals and earnings to show.
+const ProviderEmail = "provider@demo.suanli.test"
+
+// demoProviderSlug is the demo provider the provider user owns.
+const demoProviderSlug = "demo-tianfu-compute"
+
+// SeedProvider creates the demo provider user with a fresh random password,
+// an approved provider organisation, and links the first demo provider to
+// it; if the user exists it says so and changes nothing.
+func SeedProvider(ctx context.Context, s *accounts.Service) error {
+	_, err := s.DB.UserByEmail(ctx, ProviderEmail)
+	if err == nil {
+		slog.Info("demo provider user exists", "email", ProviderEmail)
+		return nil
+	}
+	if apperr.Code(err) != apperr.ENOTFOUND {
+		return err
+	}
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	password := base64.RawURLEncoding.EncodeToString(b)
+	u, err := s.CreateUser(ctx, ProviderEmail, password, "Demo provider", false)
+	if err != nil {
+		return err
+	}
+	org, err := s.CreateOrg(ctx, u, models.OrgProvider, "天府算力 Tianfu Compute (demo)")
+	if err != nil {
+		return err
+	}
+	now := s.DB.Now().UTC()
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Model(&models.User{}).Where("id = ?", u.ID).Update("email_verified_at", now).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&models.Org{}).Where("id = ?", org.ID).Updates(map[string]any{
+			"status": models.OrgApproved, "status_reason": "demo", "reviewed_at": now,
+		}).Error; err != nil {
+			return err
+		}
+		return tx.Model(&models.Provider{}).Where("slug = ? AND org_id IS NULL", demoProviderSlug).Updates(map[string]any{
+			"org_id": org.ID, "contact_name": "Demo provider", "contact_email": ProviderEmail,
+			"licence_no": "DEMO-0000000000000000", "bank_name": "示例银行 Example Bank",
+			"bank_account_name": "天府算力 Tianfu Compute (demo)", "bank_account_no": "0000 0000 0000 0000",
+		}).Error
+	})
+	if err != nil {
+		return err
+	}
+	slog.Info("demo provider created: log in at /login and open /provider to see its nodes and earnings",
+		"email", ProviderEmail, "password", password)
+	return nil
+}

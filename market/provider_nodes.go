@@ -1,0 +1,303 @@
+package market
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"suanli/apperr"
+	"suanli/models"
+)
+
+// NodeInput is the "Add node" form.
+type NodeInput struct {
+	DatacenterID int64
+	Name         string
+}
+
+// InstallCommands are the exact ways to install and start a node's agent
+// with its registration token: a shell command, a systemd unit and the
+// Docker form.
+type InstallCommands struct {
+	Shell, Systemd, Docker string
+}
+
+// agentStateFile is where the install commands keep the node credential
+// the registration token is exchanged for.
+const agentStateFile = "/var/lib/suanli/agent-state.json"
+
+// InstallCommands returns the commands that start the node's agent with
+// the token, pointing at the marketplace's public address.
+func (p *Providers) InstallCommands(n *models.Node, token string) InstallCommands {
+	server := shellQuote(strings.TrimRight(p.BaseURL, "/"))
+	tok := shellQuote(token)
+	args := fmt.Sprintf("agent --server %s --token %s --state-file %s", server, tok, agentStateFile)
+	unit := fmt.Sprintf(`# /etc/systemd/system/suanli-agent.service  (node %s)
+[Unit]
+Description=suanli node agent
+After=network-online.target docker.service
+Wants=network-online.target
+
+[Service]
+ExecStart=/usr/local/bin/suanli %s
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+# then: systemctl daemon-reload && systemctl enable --now suanli-agent`, n.Name, args)
+	docker := fmt.Sprintf("docker run -d --name suanli-agent --restart unless-stopped --gpus all --network host "+
+		"-v /var/lib/suanli:/var/lib/suanli -v /var/run/docker.sock:/var/run/docker.sock suanli/suanli %s", args)
+	return InstallCommands{Shell: "suanli " + args, Systemd: unit, Docker: docker}
+}
+
+// shellQuote quotes a value for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// maxNodeName is the longest node name, in characters.
+const maxNodeName = 64
+
+// AddNode creates a node in one of the provider's datacentres and returns
+// it with its one-time registration token, which is shown once and only
+// its hash kept (owners and admins).
+func (p *Providers) AddNode(ctx context.Context, u *models.User, providerID int64, in NodeInput) (*models.Node, string, error) {
+	acc, err := p.access(ctx, u, providerID, true)
+	if err != nil {
+		return nil, "", err
+	}
+	var errs apperr.Fields
+	name := cleanText(&errs, "name", in.Name, true)
+	if len(errs) == 0 && (len([]rune(name)) > maxNodeName || strings.ContainsAny(name, " \t/\\")) {
+		errs = append(errs, fieldErr("name", "providers.err.node_name", maxNodeName))
+	}
+	if in.DatacenterID == 0 {
+		errs = append(errs, fieldErr("datacenter_id", "providers.err.required"))
+	} else if _, err := datacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, in.DatacenterID); err != nil {
+		if apperr.Code(err) != apperr.ENOTFOUND {
+			return nil, "", err
+		}
+		errs = append(errs, fieldErr("datacenter_id", "providers.err.datacenter"))
+	}
+	if err := errs.OrNil(); err != nil {
+		return nil, "", err
+	}
+	tok := newNodeToken("snr_")
+	h := hashNodeToken(tok)
+	now := p.DB.Now().UTC()
+	n := &models.Node{ProviderID: acc.Provider.ID, DatacenterID: in.DatacenterID, Name: name, Status: models.NodeActive,
+		CreatedAt: now, RegTokenHash: &h, Health: models.NodeUnknown, AgentInfo: "{}"}
+	err = p.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var dup int64
+		if err := tx.Model(&models.Node{}).Where("provider_id = ? AND name = ?", acc.Provider.ID, name).Count(&dup).Error; err != nil {
+			return err
+		}
+		if dup > 0 {
+			return apperr.Fields{fieldErr("name", "providers.err.node_name_taken", name)}
+		}
+		return tx.Create(n).Error
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	slog.Info("node added", "provider", acc.Provider.ID, "node", n.ID, "user", u.ID)
+	return n, tok, nil
+}
+
+// RenewNodeToken replaces the node's registration token with a new one and
+// returns it: for an agent that lost its state file or a replaced host
+// (owners and admins). The old token stops working at once.
+func (p *Providers) RenewNodeToken(ctx context.Context, u *models.User, providerID, nodeID int64) (string, error) {
+	acc, err := p.access(ctx, u, providerID, true)
+	if err != nil {
+		return "", err
+	}
+	n, err := models.NodeOf(p.DB.R.WithContext(ctx), acc.Provider.ID, nodeID)
+	if err != nil {
+		return "", err
+	}
+	if n.Status == models.NodeRemoved {
+		return "", apperr.Errorf(apperr.ECONFLICT, "node %s is removed", n.Name)
+	}
+	return p.rentals().setNodeToken(ctx, n.ID, "reg_token_hash", "snr_")
+}
+
+func (p *Providers) rentals() *Rentals {
+	if p.Rentals != nil {
+		return p.Rentals
+	}
+	return &Rentals{DB: p.DB}
+}
+
+// Node status changes a provider may ask for.
+const (
+	NodeDrain  = "drain"
+	NodeResume = "resume"
+	NodeRemove = "remove"
+)
+
+// SetNodeStatus drains a node (current rentals finish, no new ones; its
+// offers leave the list), resumes a drained one, or removes it (only with
+// no live rentals; otherwise ECONFLICT). status is drain, resume or
+// remove (or the resulting status: draining, active, removed).
+func (p *Providers) SetNodeStatus(ctx context.Context, u *models.User, providerID, nodeID int64, status string) error {
+	acc, err := p.access(ctx, u, providerID, true)
+	if err != nil {
+		return err
+	}
+	to := map[string]string{NodeDrain: models.NodeDraining, models.NodeDraining: models.NodeDraining,
+		NodeResume: models.NodeActive, models.NodeActive: models.NodeActive,
+		NodeRemove: models.NodeRemoved, models.NodeRemoved: models.NodeRemoved}[status]
+	if to == "" {
+		return apperr.Fields{fieldErr("status", "providers.err.node_status")}
+	}
+	now := p.DB.Now().UTC()
+	return p.DB.Tx(ctx, func(tx *gorm.DB) error {
+		n, err := models.NodeOf(tx, acc.Provider.ID, nodeID)
+		if err != nil {
+			return err
+		}
+		if n.Status == to {
+			return nil
+		}
+		if n.Status == models.NodeRemoved {
+			return apperr.Errorf(apperr.ECONFLICT, "node %s is removed; add it again as a new node", n.Name)
+		}
+		up := map[string]any{"status": to}
+		if to == models.NodeRemoved {
+			live, err := models.LiveRentalsOnNode(tx, n.ID)
+			if err != nil {
+				return err
+			}
+			if live > 0 {
+				return &apperr.Error{Code: apperr.ECONFLICT, Key: "providers.err.node_busy", Args: []any{n.Name, live},
+					Message: fmt.Sprintf("node %s still has %d live rental(s): drain it and remove it once they have ended", n.Name, live)}
+			}
+			// A removed node's agent is turned away and its offers end.
+			up["removed_at"], up["reg_token_hash"], up["cred_hash"] = now, nil, nil
+			// Its GPUs keep their history but free their UUIDs, so the same
+			// host can be added again as a new node.
+			if err := tx.Exec(`UPDATE gpus SET uuid = uuid || ? WHERE node_id = ?`, fmt.Sprintf(" (removed node %d)", n.ID), n.ID).Error; err != nil {
+				return err
+			}
+			if err := tx.Model(&models.Offer{}).Where("node_id = ?", n.ID).
+				Updates(map[string]any{"status": models.OfferPaused, "listing_note": "node removed", "updated_at": now}).Error; err != nil {
+				return err
+			}
+		}
+		if err := tx.Model(&models.Node{}).Where("id = ?", n.ID).Updates(up).Error; err != nil {
+			return err
+		}
+		slog.Info("node status", "provider", acc.Provider.ID, "node", n.ID, "from", n.Status, "to", to, "user", u.ID)
+		// The public list hides offers on nodes that are not active.
+		return models.BumpOffersVersion(tx)
+	})
+}
+
+// NodeSummary is one line of the provider's node list.
+type NodeSummary struct {
+	Node                                       models.Node
+	Datacenter                                 models.Datacenter
+	GPUs, Free, Rented, Unhealthy, LiveRentals int
+}
+
+// Nodes returns the provider's nodes (removed ones last) with GPU counts.
+func (p *Providers) Nodes(ctx context.Context, u *models.User, providerID int64) ([]NodeSummary, error) {
+	acc, err := p.access(ctx, u, providerID, false)
+	if err != nil {
+		return nil, err
+	}
+	db := p.DB.R.WithContext(ctx)
+	var nodes []models.Node
+	if err := db.Where("provider_id = ?", acc.Provider.ID).
+		Order("CASE WHEN status = 'removed' THEN 1 ELSE 0 END, id").Find(&nodes).Error; err != nil {
+		return nil, err
+	}
+	dcs := map[int64]models.Datacenter{}
+	out := make([]NodeSummary, len(nodes))
+	for i, n := range nodes {
+		s := NodeSummary{Node: n}
+		dc, ok := dcs[n.DatacenterID]
+		if !ok {
+			if err := db.First(&dc, n.DatacenterID).Error; err != nil {
+				return nil, err
+			}
+			dcs[n.DatacenterID] = dc
+		}
+		s.Datacenter = dc
+		var gpus []models.GPU
+		if err := db.Where("node_id = ?", n.ID).Find(&gpus).Error; err != nil {
+			return nil, err
+		}
+		s.GPUs = len(gpus)
+		for _, g := range gpus {
+			switch g.State {
+			case models.GPUFree:
+				s.Free++
+			case models.GPUBusy:
+				s.Rented++
+			case models.GPUUnhealthy:
+				s.Unhealthy++
+			}
+		}
+		if s.LiveRentals, err = models.LiveRentalsOnNode(db, n.ID); err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// NodeDetail is the node page: live status, GPUs, incidents, benchmark
+// reports, rentals and offers on it.
+type NodeDetail struct {
+	Node       models.Node
+	Datacenter models.Datacenter
+	GPUs       []models.GPU
+	Incidents  []models.Incident
+	Reports    []models.BenchmarkReport
+	Rentals    []models.Rental
+	Offers     []models.Offer
+}
+
+// Node returns one of the provider's nodes in full.
+func (p *Providers) Node(ctx context.Context, u *models.User, providerID, nodeID int64) (*NodeDetail, error) {
+	acc, err := p.access(ctx, u, providerID, false)
+	if err != nil {
+		return nil, err
+	}
+	db := p.DB.R.WithContext(ctx)
+	n, err := models.NodeOf(db, acc.Provider.ID, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	d := &NodeDetail{Node: *n}
+	if err := db.First(&d.Datacenter, n.DatacenterID).Error; err != nil {
+		return nil, err
+	}
+	if err := db.Where("node_id = ?", n.ID).Order("idx").Find(&d.GPUs).Error; err != nil {
+		return nil, err
+	}
+	if err := db.Where("node_id = ?", n.ID).Order("opened_at DESC, id DESC").Limit(50).Find(&d.Incidents).Error; err != nil {
+		return nil, err
+	}
+	if err := db.Where("node_id = ?", n.ID).Order("measured_at DESC, id DESC").Limit(20).Find(&d.Reports).Error; err != nil {
+		return nil, err
+	}
+	if err := db.Where("node_id = ?", n.ID).Order("created_at DESC, id DESC").Limit(100).Find(&d.Rentals).Error; err != nil {
+		return nil, err
+	}
+	if err := db.Where("node_id = ?", n.ID).Order("id").Find(&d.Offers).Error; err != nil {
+		return nil, err
+	}
+	return d, nil
+}

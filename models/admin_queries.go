@@ -1,0 +1,302 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"suanli/apperr"
+)
+
+// The platform admins' console reads: searching users and organisations,
+// suspending them, open incidents, the providers behind organisations,
+// the outbox by page and River's job tables.
+
+// AdminPerPage is the console's page size.
+const AdminPerPage = 50
+
+// clampPage bounds a page number and size: page from 1 (and at most a
+// million, so the offset stays in range), size 1–200, default AdminPerPage.
+func clampPage(page, per int) (int, int) {
+	if page < 1 {
+		page = 1
+	}
+	if page > 1_000_000 {
+		page = 1_000_000
+	}
+	if per <= 0 {
+		per = AdminPerPage
+	}
+	if per > 200 {
+		per = 200
+	}
+	return page, per
+}
+
+// likePattern makes a case-insensitive LIKE pattern that matches q
+// anywhere, with LIKE's wildcards in q escaped (ESCAPE '\').
+func likePattern(q string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(strings.ToLower(q)) + "%"
+}
+
+// SearchUsers returns one page of users whose email or name contains q
+// (case-insensitive; empty q: everyone), newest first, and how many match.
+func (db *DB) SearchUsers(ctx context.Context, q string, page, per int) ([]User, int64, error) {
+	tx := db.R.WithContext(ctx).Model(&User{})
+	if q = strings.TrimSpace(q); q != "" {
+		p := likePattern(q)
+		tx = tx.Where(`LOWER(email) LIKE ? ESCAPE '\' OR LOWER(name) LIKE ? ESCAPE '\'`, p, p)
+	}
+	var total int64
+	if err := tx.Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	page, per = clampPage(page, per)
+	var us []User
+	err := tx.Order("id DESC").Offset((page - 1) * per).Limit(per).Find(&us).Error
+	return us, total, err
+}
+
+// SearchOrgs returns one page of organisations whose name contains q
+// (case-insensitive; empty q: all), newest first, and how many match.
+func (db *DB) SearchOrgs(ctx context.Context, q string, page, per int) ([]Org, int64, error) {
+	tx := db.R.WithContext(ctx).Model(&Org{})
+	if q = strings.TrimSpace(q); q != "" {
+		tx = tx.Where(`LOWER(name) LIKE ? ESCAPE '\'`, likePattern(q))
+	}
+	var total int64
+	if err := tx.Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	page, per = clampPage(page, per)
+	var os []Org
+	err := tx.Order("id DESC").Offset((page - 1) * per).Limit(per).Find(&os).Error
+	return os, total, err
+}
+
+// UserForUpdate reads a user in tx, locking the row on PostgreSQL; a
+// missing user is ENOTFOUND.
+func UserForUpdate(tx *gorm.DB, id int64) (*User, error) {
+	return userWhere(lockRow(tx), "id = ?", id)
+}
+
+// OrgForUpdate reads an organisation in tx, locking the row on
+// PostgreSQL; a missing organisation is ENOTFOUND.
+func OrgForUpdate(tx *gorm.DB, id int64) (*Org, error) {
+	var o Org
+	err := lockRow(tx).Where("id = ?", id).First(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, apperr.NotFound("organisation")
+	}
+	return &o, err
+}
+
+// lockRow adds FOR UPDATE on PostgreSQL (SQLite's one writer needs none).
+func lockRow(tx *gorm.DB) *gorm.DB {
+	if tx.Dialector.Name() == "postgres" {
+		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	return tx
+}
+
+// SetUserSuspended sets (at non-nil) or clears (nil) a user's suspension in tx.
+func SetUserSuspended(tx *gorm.DB, userID int64, at *time.Time) error {
+	return tx.Model(&User{}).Where("id = ?", userID).Update("suspended_at", at).Error
+}
+
+// SetOrgSuspended sets (at non-nil) or clears (nil) an organisation's suspension in tx.
+func SetOrgSuspended(tx *gorm.DB, orgID int64, at *time.Time) error {
+	if err := tx.Model(&Org{}).Where("id = ?", orgID).Update("suspended_at", at).Error; err != nil {
+		return err
+	}
+	// A suspended provider's offers leave the list (and come back).
+	return bumpOffersVersion(tx)
+}
+
+// ProvidersOfOrgs returns the provider profiles of the organisations, by
+// organisation id (organisations without a profile are absent).
+func (db *DB) ProvidersOfOrgs(ctx context.Context, orgIDs []int64) (map[int64]Provider, error) {
+	out := map[int64]Provider{}
+	if len(orgIDs) == 0 {
+		return out, nil
+	}
+	var ps []Provider
+	if err := db.R.WithContext(ctx).Where("org_id IN ?", orgIDs).Find(&ps).Error; err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		if p.OrgID != nil {
+			out[*p.OrgID] = p
+		}
+	}
+	return out, nil
+}
+
+// OpenIncident is an incident that is not closed, with its node and provider.
+type OpenIncident struct {
+	Incident
+	NodeName       string
+	ProviderNameZH string `gorm:"column:provider_name_zh"`
+	ProviderNameEN string `gorm:"column:provider_name_en"`
+}
+
+// OpenIncidents returns the open incidents (closed_at IS NULL), oldest
+// first, at most limit.
+func (db *DB) OpenIncidents(ctx context.Context, limit int) ([]OpenIncident, error) {
+	var out []OpenIncident
+	err := db.R.WithContext(ctx).Table("incidents").
+		Select("incidents.*, nodes.name AS node_name, providers.name_zh AS provider_name_zh, providers.name_en AS provider_name_en").
+		Joins("JOIN nodes ON nodes.id = incidents.node_id").
+		Joins("JOIN providers ON providers.id = nodes.provider_id").
+		Where("incidents.closed_at IS NULL").
+		Order("incidents.opened_at, incidents.id").Limit(limit).Scan(&out).Error
+	return out, err
+}
+
+// CountOpenIncidents counts the incidents that are not closed.
+func (db *DB) CountOpenIncidents(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.R.WithContext(ctx).Table("incidents").Where("closed_at IS NULL").Count(&n).Error
+	return n, err
+}
+
+// CountPendingPayouts counts payouts waiting for an admin: bank transfers
+// not yet marked paid or failed.
+func (db *DB) CountPendingPayouts(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.R.WithContext(ctx).Model(&Payout{}).Where("status = ? AND method = ?", PayoutPending, PayoutBank).Count(&n).Error
+	return n, err
+}
+
+// OutboxPage returns one page of the outbox, newest first, and its size.
+func (db *DB) OutboxPage(ctx context.Context, page, per int) ([]OutboxMail, int64, error) {
+	tx := db.R.WithContext(ctx).Model(&OutboxMail{})
+	var total int64
+	if err := tx.Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	page, per = clampPage(page, per)
+	var ms []OutboxMail
+	err := tx.Order("id DESC").Offset((page - 1) * per).Limit(per).Find(&ms).Error
+	return ms, total, err
+}
+
+// UsersByIDs returns the users with the ids, by id.
+func (db *DB) UsersByIDs(ctx context.Context, ids []int64) (map[int64]User, error) {
+	out := map[int64]User{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var us []User
+	if err := db.R.WithContext(ctx).Where("id IN ?", ids).Find(&us).Error; err != nil {
+		return nil, err
+	}
+	for _, u := range us {
+		out[u.ID] = u
+	}
+	return out, nil
+}
+
+// OrgNames returns the names of the organisations with the ids, by id.
+func (db *DB) OrgNames(ctx context.Context, ids []int64) (map[int64]string, error) {
+	out := map[int64]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var os []Org
+	if err := db.R.WithContext(ctx).Select("id", "name").Where("id IN ?", ids).Find(&os).Error; err != nil {
+		return nil, err
+	}
+	for _, o := range os {
+		out[o.ID] = o.Name
+	}
+	return out, nil
+}
+
+// JobCount is how many of River's jobs of a kind are in a state.
+type JobCount struct {
+	Kind  string
+	State string
+	Count int64
+}
+
+// JobCounts counts River's jobs by kind and state, by kind then state.
+func (db *DB) JobCounts(ctx context.Context) ([]JobCount, error) {
+	var out []JobCount
+	err := db.R.WithContext(ctx).Raw(`SELECT kind, state, COUNT(*) AS count FROM river_job GROUP BY kind, state ORDER BY kind, state`).Scan(&out).Error
+	return out, err
+}
+
+// FailedJob is one of River's jobs that failed at least once and is
+// retryable or discarded (or any job with errors), with its errors.
+type FailedJob struct {
+	ID          int64
+	Kind        string
+	State       string
+	Queue       string
+	Attempt     int
+	MaxAttempts int
+	CreatedAt   time.Time
+	ScheduledAt time.Time
+	FinalizedAt *time.Time
+	// Errors are River's error records, oldest first.
+	Errors []JobError `gorm:"-"`
+}
+
+// JobError is one attempt's error as River records it.
+type JobError struct {
+	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt"`
+	Error   string    `json:"error"`
+	Trace   string    `json:"trace"`
+}
+
+// LastError returns the latest attempt's error, or "".
+func (j FailedJob) LastError() string {
+	if len(j.Errors) == 0 {
+		return ""
+	}
+	return j.Errors[len(j.Errors)-1].Error
+}
+
+// FailedJobStates are the states the job page lists with their errors.
+var FailedJobStates = []string{"retryable", "discarded"}
+
+// FailedJobs returns the latest limit jobs that are retryable or discarded,
+// or that failed and were then cancelled, newest first, with their errors.
+// River stores errors as jsonb[] on PostgreSQL and as a JSON array (jsonb)
+// on SQLite; both are read as JSON text here.
+func (db *DB) FailedJobs(ctx context.Context, limit int) ([]FailedJob, error) {
+	errorsCol := "json(errors)"
+	if db.Dialect == "postgres" {
+		errorsCol = "array_to_json(errors)::text"
+	}
+	type row struct {
+		FailedJob
+		ErrorsJSON *string `gorm:"column:errors_json"`
+	}
+	var rows []row
+	err := db.R.WithContext(ctx).Raw(`SELECT id, kind, state, queue, attempt, max_attempts, created_at, scheduled_at, finalized_at, `+errorsCol+` AS errors_json
+		FROM river_job WHERE state IN ('retryable', 'discarded') OR (state = 'cancelled' AND errors IS NOT NULL)
+		ORDER BY id DESC LIMIT ?`, limit).Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make([]FailedJob, 0, len(rows))
+	for _, r := range rows {
+		j := r.FailedJob
+		if r.ErrorsJSON != nil && *r.ErrorsJSON != "" {
+			// A record River wrote in another shape is shown without errors
+			// rather than failing the page.
+			_ = json.Unmarshal([]byte(*r.ErrorsJSON), &j.Errors)
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
