@@ -11,18 +11,25 @@ import (
 	"suanli/views/pages"
 )
 
-// AdminHome is GET /admin: the verification queue, then the outbox.
+// AdminHome is GET /admin: the console's hub, every queue with its size
+// (providers and labs to verify, bank transfers to confirm, refunds,
+// flagged payment events, open incidents, bank payouts to mark paid).
 func (h *Handler) AdminHome(c echo.Context) error {
 	ctx := c.Request().Context()
 	pending, err := h.DB.OrgsByStatus(ctx, models.OrgPending, models.OrgLab, models.OrgProvider)
 	if err != nil {
 		return err
 	}
-	outbox, err := h.DB.Outbox(ctx, "", 50)
-	if err != nil {
+	vm := pages.AdminVM{Pending: pending}
+	var providerOrgs []int64
+	for _, o := range pending {
+		if o.Kind == models.OrgProvider {
+			providerOrgs = append(providerOrgs, o.ID)
+		}
+	}
+	if vm.Providers, err = h.DB.ProvidersOfOrgs(ctx, providerOrgs); err != nil {
 		return err
 	}
-	vm := pages.AdminVM{Pending: pending, Outbox: outbox}
 	if vm.BankTopups, err = h.DB.PendingBankTopups(ctx); err != nil {
 		return err
 	}
@@ -32,14 +39,34 @@ func (h *Handler) AdminHome(c echo.Context) error {
 	if vm.Flagged, err = h.DB.FlaggedStripeEvents(ctx); err != nil {
 		return err
 	}
-	vm.OrgNames = map[int64]string{}
-	for _, id := range orgIDs(vm) {
-		if o, err := h.DB.OrgByID(ctx, id); err == nil {
-			vm.OrgNames[id] = o.Name
+	if vm.Incidents, err = h.DB.OpenIncidents(ctx, adminQueueLimit); err != nil {
+		return err
+	}
+	if vm.Counts.Incidents, err = h.DB.CountOpenIncidents(ctx); err != nil {
+		return err
+	}
+	if vm.Counts.Payouts, err = h.DB.CountPendingPayouts(ctx); err != nil {
+		return err
+	}
+	pendingPayouts, _, err := h.DB.Payouts(ctx, models.PayoutFilter{Status: models.PayoutPending, PerPage: adminQueueLimit})
+	if err != nil {
+		return err
+	}
+	for _, p := range pendingPayouts {
+		// Stripe transfers finish on their own; bank ones wait for an admin.
+		if p.Method == models.PayoutBank {
+			vm.Payouts = append(vm.Payouts, p)
 		}
+	}
+	vm.Counts.Verify, vm.Counts.BankTopups, vm.Counts.Refunds, vm.Counts.Flagged = len(vm.Pending), len(vm.BankTopups), len(vm.BankRefunds), len(vm.Flagged)
+	if vm.OrgNames, err = h.DB.OrgNames(ctx, orgIDs(vm)); err != nil {
+		return err
 	}
 	return Render(c, http.StatusOK, pages.AdminPage(ViewCtx(c), vm))
 }
+
+// adminQueueLimit is the most rows of one queue the hub shows.
+const adminQueueLimit = 100
 
 func orgIDs(vm pages.AdminVM) []int64 {
 	var ids []int64

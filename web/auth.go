@@ -71,6 +71,9 @@ func authenticate(h *handlers.Handler) echo.MiddlewareFunc {
 				if u, err = h.Accounts.UserByAPIToken(ctx, strings.TrimSpace(plain)); err != nil {
 					return err
 				}
+				if accounts.Suspended(u) {
+					return accounts.ErrAccountSuspended()
+				}
 			} else if id := h.Sessions.GetInt64(ctx, handlers.SessionUserKey); id != 0 {
 				found, err := h.DB.UserByID(ctx, id)
 				switch apperr.Code(err) {
@@ -83,12 +86,20 @@ func authenticate(h *handlers.Handler) echo.MiddlewareFunc {
 					}
 					u = found
 				}
+				if accounts.Suspended(u) {
+					// Kept, so that lifting the suspension restores it, but
+					// worth nothing meanwhile: guard says why.
+					c.Set(suspendedKey, true)
+					u = nil
+				}
 				if flash := h.Sessions.PopString(ctx, handlers.FlashKey); flash != "" {
 					c.Set(handlers.FlashKey, flash)
 				}
 			}
 			if u != nil {
 				c.Set(handlers.UserKey, u)
+				// Audit entries written below this request name the user and address.
+				c.SetRequest(c.Request().WithContext(models.WithActor(ctx, u.ID, c.RealIP())))
 				student, err := h.DB.StudentPricing(ctx, u.ID)
 				if err != nil {
 					return err
@@ -99,6 +110,10 @@ func authenticate(h *handlers.Handler) echo.MiddlewareFunc {
 		}
 	}
 }
+
+// suspendedKey marks a request whose session belongs to a suspended user:
+// it is served as anonymous, and routes that need a user refuse it.
+const suspendedKey = "suspended"
 
 // Route access levels.
 const (
@@ -114,6 +129,9 @@ func guard(level int, next echo.HandlerFunc) echo.HandlerFunc {
 	}
 	return func(c echo.Context) error {
 		u := handlers.CurrentUser(c)
+		if u == nil && c.Get(suspendedKey) == true {
+			return accounts.ErrAccountSuspended()
+		}
 		if u == nil {
 			if isAPI(c) {
 				return apperr.Errorf(apperr.EUNAUTHORIZED, "log in or send Authorization: Bearer <token>")

@@ -374,6 +374,13 @@ var matrix = []matrixRow{
 	{route: "labs.confirm", query: "?token=not-a-real-token", want: expect{Anon: 303, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
 	{route: "invitations.accept", query: "?token=not-a-real-token", want: anyUserPage},
 	{route: "admin.home", want: platformPage},
+	{route: "admin.users", query: "?q=pku", want: platformPage},
+	{route: "admin.orgs", query: "?q=zephyr", want: platformPage},
+	{route: "admin.payouts", query: "?status=pending", want: platformPage},
+	{route: "admin.outbox", want: platformPage},
+	{route: "admin.jobs", want: platformPage},
+	{route: "admin.audit", query: "?action=topup.", want: platformPage},
+	{route: "admin.audit.csv", want: platformPage},
 	{route: "wallet.show", params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: "wallet.csv", params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: "topups.show", params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} },
@@ -488,6 +495,35 @@ var matrix = []matrixRow{
 			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
 			must(t, err == nil && o.Status == models.OrgApproved, "lab not approved: %v %+v", err, o)
 		}},
+	// Suspensions: of a user and an organisation made for these rows, so
+	// that no other row's actor is affected.
+	{route: "admin.users.suspend", params: matrixSuspendUser, form: url.Values{"reason": {"matrix"}}, want: platformPost,
+		after: func(t *testing.T, f *matrixFixture) {
+			u, err := f.a.db.UserByEmail(context.Background(), "suspend-me@matrix.example")
+			must(t, err == nil && u.SuspendedAt != nil, "the user is not suspended: %v %+v", err, u)
+		}},
+	{route: "admin.users.unsuspend", params: matrixSuspendUser, want: platformPost,
+		after: func(t *testing.T, f *matrixFixture) {
+			u, err := f.a.db.UserByEmail(context.Background(), "suspend-me@matrix.example")
+			must(t, err == nil && u.SuspendedAt == nil, "the user is still suspended: %v %+v", err, u)
+		}},
+	{route: "admin.orgs.suspend", params: matrixSuspendOrg, form: url.Values{"reason": {"matrix"}}, want: platformPost,
+		after: func(t *testing.T, f *matrixFixture) {
+			o, err := f.a.db.OrgByID(context.Background(), mustParam(t, matrixSuspendOrg(f)))
+			must(t, err == nil && o.SuspendedAt != nil, "the organisation is not suspended: %v %+v", err, o)
+		}},
+	{route: "admin.orgs.unsuspend", params: matrixSuspendOrg, want: platformPost,
+		after: func(t *testing.T, f *matrixFixture) {
+			o, err := f.a.db.OrgByID(context.Background(), mustParam(t, matrixSuspendOrg(f)))
+			must(t, err == nil && o.SuspendedAt == nil, "the organisation is still suspended: %v %+v", err, o)
+		}},
+	// No demo provider has an organisation, so the run pays nobody; a
+	// payout that does not exist is a 404 once past the guard.
+	{route: "admin.payouts.run", form: url.Values{"period": {matrixPayoutPeriod()}}, want: platformPost},
+	{route: "admin.payouts.paid", params: func(*matrixFixture) []any { return []any{"999999"} }, form: url.Values{"bank_reference": {"ICBC-1"}},
+		want: expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
+	{route: "admin.payouts.failed", params: func(*matrixFixture) []any { return []any{"999999"} }, form: url.Values{"reason": {"bounced"}},
+		want: expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
 	// Only platform admins run a benchmark on demand (the provider portal
 	// comes later); the node is made ready as its agent would.
 	{route: "api.nodes.benchmarks.request", params: readyBenchNode,

@@ -46,17 +46,6 @@ type OrgVM struct {
 	Budget    Form
 }
 
-// AdminVM is the admin console's view model.
-type AdminVM struct {
-	Pending     []models.Org
-	Outbox      []models.OutboxMail
-	BankTopups  []models.Topup
-	BankRefunds []models.Refund
-	Flagged     []models.StripeEvent
-	// OrgNames names the organisations the queue mentions.
-	OrgNames map[int64]string
-}
-
 func fmtTime(vc views.Ctx, t *time.Time) string {
 	if t == nil {
 		return "—"

@@ -1,0 +1,181 @@
+package handlers
+
+import (
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/apperr"
+	"suanli/market"
+	"suanli/models"
+	"suanli/pricing"
+	"suanli/views/pages"
+)
+
+// auditFields are the audit log's filters, as query parameters.
+var auditFields = []string{"action", "subject", "actor", "from", "to"}
+
+// auditFilter reads the audit log's filters from the query. A bad date is
+// a message beside its field, and that filter is left out. The actor is a
+// user id, an email address or "system"; an address with no account
+// matches nothing.
+func (h *Handler) auditFilter(c echo.Context) (models.AuditFilter, pages.Form, error) {
+	f := pages.Form{Values: map[string]string{}, Errors: map[string]string{}}
+	for _, n := range auditFields {
+		f.Values[n] = queryValue(c, n)
+	}
+	af := models.AuditFilter{Action: f.Get("action"), Subject: f.Get("subject"), Page: pageParam(c), PerPage: models.AdminPerPage}
+	vc := ViewCtx(c)
+	for _, n := range []string{"from", "to"} {
+		s := f.Get(n)
+		if s == "" {
+			continue
+		}
+		d, err := time.ParseInLocation("2006-01-02", s, pricing.Shanghai)
+		if err != nil || d.Year() < 2000 || d.Year() > 9999 {
+			f.Errors[n] = vc.T("admin.audit.bad_date")
+			continue
+		}
+		if n == "from" {
+			af.From = d
+		} else {
+			af.To = d.AddDate(0, 0, 1) // the whole day
+		}
+	}
+	switch a := f.Get("actor"); {
+	case a == "" || strings.EqualFold(a, "system"):
+		af.Actor = a
+	case strings.Contains(a, "@"):
+		u, err := h.DB.UserByEmail(c.Request().Context(), models.NormalizeEmail(a))
+		switch {
+		case err == nil:
+			af.Actor = strconv.FormatInt(u.ID, 10)
+		case apperr.Code(err) == apperr.ENOTFOUND:
+			af.Actor = "none" // matches nothing
+		default:
+			return af, f, err
+		}
+	default:
+		if _, err := strconv.ParseInt(a, 10, 64); err != nil {
+			f.Errors["actor"] = vc.T("admin.audit.bad_actor")
+		} else {
+			af.Actor = a
+		}
+	}
+	return af, f, nil
+}
+
+// auditActors returns the users who acted in the entries, by id.
+func (h *Handler) auditActors(c echo.Context, entries []models.AuditEntry) (map[int64]models.User, error) {
+	var ids []int64
+	for _, e := range entries {
+		if e.ActorID != nil {
+			ids = append(ids, *e.ActorID)
+		}
+	}
+	return h.DB.UsersByIDs(c.Request().Context(), ids)
+}
+
+// AdminAudit is GET /admin/audit: the audit log, newest first, filtered
+// by action, subject, actor and date.
+func (h *Handler) AdminAudit(c echo.Context) error {
+	af, f, err := h.auditFilter(c)
+	if err != nil {
+		return err
+	}
+	entries, total, err := h.DB.AuditLog(c.Request().Context(), af)
+	if err != nil {
+		return err
+	}
+	vm := pages.AdminAuditVM{Filter: f, Entries: entries}
+	if vm.Actors, err = h.auditActors(c, entries); err != nil {
+		return err
+	}
+	values := url.Values{}
+	for _, n := range auditFields {
+		values.Set(n, f.Get(n))
+	}
+	vm.Pager = pages.NewPager(af.Page, models.AdminPerPage, total, pageLinker(c, "admin.audit", values))
+	vm.CSVURL = pageLinker(c, "admin.audit.csv", values)(1)
+	status := http.StatusOK
+	if len(f.Errors) > 0 {
+		status = http.StatusUnprocessableEntity
+	}
+	return Render(c, status, pages.AdminAuditPage(ViewCtx(c), vm))
+}
+
+// auditCSVMax is the most entries one export holds.
+const auditCSVMax = 100_000
+
+// AdminAuditCSV is GET /admin/audit.csv: the filtered audit log as CSV
+// (UTF-8 with a byte-order mark, so spreadsheets read Chinese correctly).
+func (h *Handler) AdminAuditCSV(c echo.Context) error {
+	af, f, err := h.auditFilter(c)
+	if err != nil {
+		return err
+	}
+	for _, n := range auditFields {
+		if msg := f.Err(n); msg != "" {
+			return &apperr.Error{Code: apperr.EINVALID, Field: n, Key: "admin.audit.bad_filter", Args: []any{n, msg}, Message: "bad " + n}
+		}
+	}
+	// Entries appended while exporting would shift the pages: stop at now.
+	if now := time.Now().Add(time.Second); af.To.IsZero() || af.To.After(now) {
+		af.To = now
+	}
+	ctx := c.Request().Context()
+	af.PerPage = 500
+	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="suanli-audit-`+time.Now().In(pricing.Shanghai).Format("20060102-150405")+`.csv"`)
+	started := false
+	var w *csv.Writer
+	for af.Page = 1; (af.Page-1)*af.PerPage < auditCSVMax; af.Page++ {
+		entries, _, err := h.DB.AuditLog(ctx, af)
+		if err != nil {
+			if started {
+				// Too late for an error page: end the file where it broke.
+				w.Flush()
+				return nil
+			}
+			return err
+		}
+		actors, err := h.auditActors(c, entries)
+		if err != nil && !started {
+			return err
+		}
+		if !started {
+			c.Response().WriteHeader(http.StatusOK)
+			_, _ = c.Response().Write([]byte("\xEF\xBB\xBF"))
+			w = csv.NewWriter(c.Response())
+			_ = w.Write([]string{"id", "time_asia_shanghai", "actor_id", "actor_email", "actor_ip", "action", "subject", "amount_cny", "detail"})
+			started = true
+		}
+		for _, e := range entries {
+			actorID, email := "system", ""
+			if e.ActorID != nil {
+				actorID = strconv.FormatInt(*e.ActorID, 10)
+				email = actors[*e.ActorID].Email
+			}
+			amount := ""
+			if e.AmountFen != nil {
+				amt, sign := *e.AmountFen, ""
+				if amt < 0 {
+					amt, sign = -amt, "-"
+				}
+				amount = sign + market.FenToYuanString(amt)
+			}
+			_ = w.Write([]string{strconv.FormatInt(e.ID, 10), e.At.In(pricing.Shanghai).Format("2006-01-02 15:04:05"), actorID,
+				csvSafe(email), csvSafe(e.ActorIP), csvSafe(e.Action), csvSafe(e.Subject), amount, csvSafe(e.Detail)})
+		}
+		if len(entries) < af.PerPage {
+			break
+		}
+	}
+	w.Flush()
+	return w.Error()
+}

@@ -1,0 +1,54 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/models"
+	"suanli/views/pages"
+)
+
+// riverStates are River's job states in the order the job page shows them.
+var riverStates = []string{"available", "scheduled", "pending", "running", "retryable", "completed", "cancelled", "discarded"}
+
+// failedJobsShown is how many failed jobs the job page lists.
+const failedJobsShown = 50
+
+// AdminJobs is GET /admin/jobs: River's queue, read-only — how many jobs
+// of each kind are in each state, and the latest failures with their errors.
+func (h *Handler) AdminJobs(c echo.Context) error {
+	ctx := c.Request().Context()
+	counts, err := h.DB.JobCounts(ctx)
+	if err != nil {
+		return err
+	}
+	vm := pages.AdminJobsVM{Counts: map[string]map[string]int64{}, States: slices.Clone(riverStates)}
+	for _, jc := range counts {
+		if vm.Counts[jc.Kind] == nil {
+			vm.Counts[jc.Kind] = map[string]int64{}
+			vm.Kinds = append(vm.Kinds, jc.Kind)
+		}
+		vm.Counts[jc.Kind][jc.State] = jc.Count
+		if !slices.Contains(vm.States, jc.State) {
+			// A state a newer River added: show it rather than hide its jobs.
+			vm.States = append(vm.States, jc.State)
+		}
+	}
+	if vm.Failed, err = h.DB.FailedJobs(ctx, failedJobsShown); err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.AdminJobsPage(ViewCtx(c), vm))
+}
+
+// AdminOutbox is GET /admin/outbox?page=: the mail outbox, newest first.
+func (h *Handler) AdminOutbox(c echo.Context) error {
+	page := pageParam(c)
+	mails, total, err := h.DB.OutboxPage(c.Request().Context(), page, models.AdminPerPage)
+	if err != nil {
+		return err
+	}
+	vm := pages.AdminOutboxVM{Mails: mails, Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.outbox", nil))}
+	return Render(c, http.StatusOK, pages.AdminOutboxPage(ViewCtx(c), vm))
+}

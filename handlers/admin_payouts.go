@@ -1,0 +1,115 @@
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/apperr"
+	"suanli/market"
+	"suanli/models"
+	"suanli/views/pages"
+)
+
+// AdminPayouts is GET /admin/payouts?status=&page=: payouts, newest first.
+func (h *Handler) AdminPayouts(c echo.Context) error {
+	status := c.QueryParam("status")
+	if !slices.Contains(pages.PayoutStatuses, status) {
+		status = ""
+	}
+	return h.renderAdminPayouts(c, http.StatusOK, status, pageParam(c), pages.Form{}, 0)
+}
+
+func (h *Handler) renderAdminPayouts(c echo.Context, code int, status string, page int, f pages.Form, errID int64) error {
+	vm := pages.AdminPayoutsVM{Status: status, Form: f, ErrID: errID, Unavailable: h.Payouts == nil,
+		RunPeriod: market.PayoutPeriod(h.DB.Now())}
+	var (
+		total int64
+		err   error
+	)
+	filter := models.PayoutFilter{Status: status, Page: page, PerPage: models.AdminPerPage}
+	if h.Payouts != nil {
+		vm.Rows, total, err = h.Payouts.List(c.Request().Context(), filter)
+	} else {
+		vm.Rows, total, err = h.DB.Payouts(c.Request().Context(), filter)
+	}
+	if err != nil {
+		return err
+	}
+	vm.Pager = pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.payouts", url.Values{"status": {status}}))
+	return Render(c, code, pages.AdminPayoutsPage(ViewCtx(c), vm))
+}
+
+// AdminPayoutsRun is POST /admin/payouts/run with period=YYYY-MM: the
+// monthly payout run, by hand. Running a month twice pays nothing twice.
+func (h *Handler) AdminPayoutsRun(c echo.Context) error {
+	if h.Payouts == nil {
+		return apperr.Errorf(apperr.EUNAVAILABLE, "payouts are not configured")
+	}
+	f := form(c, "period")
+	n, err := h.Payouts.Run(c.Request().Context(), f.Get("period"))
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			if f.Errors["period"] == "" {
+				f.Errors["period"] = f.Errors["_form"]
+			}
+			return h.renderAdminPayouts(c, http.StatusUnprocessableEntity, "", 1, f, 0)
+		}
+		if n == 0 {
+			return err
+		}
+		// Some providers were paid and some not: say so, and keep the log.
+		slog.Error("payout run partly failed", "period", f.Get("period"), "created", n, "err", err)
+		h.flash(c, "admin.payouts.run_partial", n, f.Get("period"))
+		return seeOther(c, c.Echo().Reverse("admin.payouts"))
+	}
+	h.flash(c, "admin.payouts.ran", n, f.Get("period"))
+	return seeOther(c, c.Echo().Reverse("admin.payouts"))
+}
+
+// AdminPayoutPaid is POST /admin/payouts/{id}/paid with bank_reference:
+// a bank payout was paid.
+func (h *Handler) AdminPayoutPaid(c echo.Context) error {
+	return h.adminPayoutMark(c, true)
+}
+
+// AdminPayoutFailed is POST /admin/payouts/{id}/failed with a reason: a
+// pending payout could not be paid; its money returns to payable.
+func (h *Handler) AdminPayoutFailed(c echo.Context) error {
+	return h.adminPayoutMark(c, false)
+}
+
+func (h *Handler) adminPayoutMark(c echo.Context, paid bool) error {
+	id, err := parseID(c, "id", "payout")
+	if err != nil {
+		return err
+	}
+	if h.Payouts == nil {
+		return apperr.Errorf(apperr.EUNAVAILABLE, "payouts are not configured")
+	}
+	ctx, admin := c.Request().Context(), CurrentUser(c)
+	var f pages.Form
+	if paid {
+		f = form(c, "bank_reference")
+		err = h.Payouts.MarkPaid(ctx, admin, id, f.Get("bank_reference"))
+	} else {
+		f = form(c, "reason")
+		err = h.Payouts.MarkFailed(ctx, admin, id, f.Get("reason"))
+	}
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return h.renderAdminPayouts(c, http.StatusUnprocessableEntity, models.PayoutPending, 1, f, id)
+		}
+		if apperr.Code(err) == apperr.ECONFLICT {
+			// Another admin (or the run) got there first: nothing changed.
+			h.flash(c, "admin.payout.not_pending", id)
+			return seeOther(c, c.Echo().Reverse("admin.payouts"))
+		}
+		return err
+	}
+	h.flash(c, map[bool]string{true: "admin.payout.marked_paid", false: "admin.payout.marked_failed"}[paid], id)
+	return seeOther(c, c.Echo().Reverse("admin.payouts")+"?status="+models.PayoutPending)
+}

@@ -1,0 +1,151 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/accounts"
+	"suanli/models"
+	"suanli/views/pages"
+)
+
+// maxQueryLen caps a search or filter value; longer input is cut, not refused.
+const maxQueryLen = 200
+
+// queryValue reads a query parameter, trimmed and capped.
+func queryValue(c echo.Context, name string) string {
+	v := strings.TrimSpace(c.QueryParam(name))
+	if len(v) > maxQueryLen {
+		v = v[:maxQueryLen]
+	}
+	return strings.ToValidUTF8(v, "")
+}
+
+// pageParam reads ?page=, 1 when missing or not a positive number.
+func pageParam(c echo.Context) int {
+	n, err := strconv.Atoi(c.QueryParam("page"))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return min(n, 1_000_000)
+}
+
+// pageLinker returns a function that links to a page of the list at
+// route, keeping the filters in values.
+func pageLinker(c echo.Context, route string, values url.Values) func(int) string {
+	base := c.Echo().Reverse(route)
+	return func(page int) string {
+		v := url.Values{}
+		for k, vs := range values {
+			if len(vs) > 0 && vs[0] != "" {
+				v.Set(k, vs[0])
+			}
+		}
+		if page > 1 {
+			v.Set("page", strconv.Itoa(page))
+		}
+		if len(v) == 0 {
+			return base
+		}
+		return base + "?" + v.Encode()
+	}
+}
+
+// AdminUsers is GET /admin/users?q=&page=: users by email or name.
+func (h *Handler) AdminUsers(c echo.Context) error {
+	return h.renderAdminUsers(c, http.StatusOK, queryValue(c, "q"), pageParam(c), pages.Form{}, 0)
+}
+
+func (h *Handler) renderAdminUsers(c echo.Context, status int, q string, page int, f pages.Form, errID int64) error {
+	users, total, err := h.DB.SearchUsers(c.Request().Context(), q, page, models.AdminPerPage)
+	if err != nil {
+		return err
+	}
+	vm := pages.AdminUsersVM{Q: q, Users: users, Self: CurrentUser(c).ID, Form: f, ErrID: errID,
+		Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.users", url.Values{"q": {q}}))}
+	return Render(c, status, pages.AdminUsersPage(ViewCtx(c), vm))
+}
+
+// AdminOrgs is GET /admin/orgs?q=&page=: organisations by name.
+func (h *Handler) AdminOrgs(c echo.Context) error {
+	return h.renderAdminOrgs(c, http.StatusOK, queryValue(c, "q"), pageParam(c), pages.Form{}, 0)
+}
+
+func (h *Handler) renderAdminOrgs(c echo.Context, status int, q string, page int, f pages.Form, errID int64) error {
+	orgs, total, err := h.DB.SearchOrgs(c.Request().Context(), q, page, models.AdminPerPage)
+	if err != nil {
+		return err
+	}
+	vm := pages.AdminOrgsVM{Q: q, Orgs: orgs, Form: f, ErrID: errID,
+		Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.orgs", url.Values{"q": {q}}))}
+	return Render(c, status, pages.AdminOrgsPage(ViewCtx(c), vm))
+}
+
+// AdminSuspendUser is POST /admin/users/{id}/suspend with a reason.
+func (h *Handler) AdminSuspendUser(c echo.Context) error {
+	return h.adminSuspendUser(c, true)
+}
+
+// AdminUnsuspendUser is POST /admin/users/{id}/unsuspend (reason optional).
+func (h *Handler) AdminUnsuspendUser(c echo.Context) error {
+	return h.adminSuspendUser(c, false)
+}
+
+func (h *Handler) adminSuspendUser(c echo.Context, suspend bool) error {
+	id, err := parseID(c, "id", "user")
+	if err != nil {
+		return err
+	}
+	f := form(c, "reason", "q")
+	ctx, admin := c.Request().Context(), CurrentUser(c)
+	if suspend {
+		err = h.Accounts.SuspendUser(ctx, admin, id, f.Get("reason"))
+	} else {
+		err = h.Accounts.UnsuspendUser(ctx, admin, id, f.Get("reason"))
+	}
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return h.renderAdminUsers(c, http.StatusUnprocessableEntity, strings.TrimSpace(f.Get("q")), 1, f, id)
+		}
+		return err
+	}
+	h.flash(c, map[bool]string{true: "admin.user_suspended", false: "admin.user_unsuspended"}[suspend])
+	return seeOther(c, pageLinker(c, "admin.users", url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+}
+
+// AdminSuspendOrg is POST /admin/orgs/{id}/suspend with a reason.
+func (h *Handler) AdminSuspendOrg(c echo.Context) error {
+	return h.adminSuspendOrg(c, true)
+}
+
+// AdminUnsuspendOrg is POST /admin/orgs/{id}/unsuspend (reason optional).
+func (h *Handler) AdminUnsuspendOrg(c echo.Context) error {
+	return h.adminSuspendOrg(c, false)
+}
+
+func (h *Handler) adminSuspendOrg(c echo.Context, suspend bool) error {
+	id, err := parseID(c, "id", "organisation")
+	if err != nil {
+		return err
+	}
+	f := form(c, "reason", "q")
+	ctx, admin := c.Request().Context(), CurrentUser(c)
+	if suspend {
+		err = h.Accounts.SuspendOrg(ctx, admin, id, f.Get("reason"))
+	} else {
+		err = h.Accounts.UnsuspendOrg(ctx, admin, id, f.Get("reason"))
+	}
+	if err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return h.renderAdminOrgs(c, http.StatusUnprocessableEntity, strings.TrimSpace(f.Get("q")), 1, f, id)
+		}
+		return err
+	}
+	// The flash keys are the audit actions' own names.
+	h.flash(c, map[bool]string{true: accounts.AuditOrgSuspended, false: accounts.AuditOrgUnsuspended}[suspend])
+	return seeOther(c, pageLinker(c, "admin.orgs", url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+}

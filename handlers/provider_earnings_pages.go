@@ -1,0 +1,153 @@
+package handlers
+
+import (
+	"encoding/csv"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/apperr"
+	"suanli/market"
+	"suanli/pricing"
+	"suanli/views/pages"
+)
+
+// ProviderCapacity is GET /provider/{pid}/capacity.
+func (h *Handler) ProviderCapacity(c echo.Context) error {
+	acc, shell, err := h.providerAccount(c, "capacity")
+	if err != nil {
+		return err
+	}
+	capa, err := h.Providers.Capacity(c.Request().Context(), CurrentUser(c), acc.Provider.ID)
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.ProviderCapacityPage(ViewCtx(c), pages.ProviderCapacityVM{Shell: shell, C: *capa}))
+}
+
+// statement loads the month's statement (?month=YYYY-MM). A month that
+// does not parse gives the current one and its message, with 422.
+func (h *Handler) statement(c echo.Context, acc *market.ProviderAccount) (*market.Statement, string, error) {
+	ctx, u := c.Request().Context(), CurrentUser(c)
+	st, err := h.Providers.Statement(ctx, u, acc.Provider.ID, strings.TrimSpace(c.QueryParam("month")))
+	if code := apperr.Code(err); code == apperr.EINVALID {
+		msg := ViewCtx(c).T("provider.err.month")
+		st, err = h.Providers.Statement(ctx, u, acc.Provider.ID, "")
+		return st, msg, err
+	}
+	return st, "", err
+}
+
+// connectAvailable reports whether Stripe Connect onboarding can be offered.
+func (h *Handler) connectAvailable() bool { return h.Payouts != nil && h.Payouts.Connect != nil }
+
+func (h *Handler) earnings(c echo.Context, print bool) error {
+	acc, shell, err := h.providerAccount(c, "earnings")
+	if err != nil {
+		return err
+	}
+	st, monthErr, err := h.statement(c, acc)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if monthErr != "" {
+		status = http.StatusUnprocessableEntity
+	}
+	return Render(c, status, pages.ProviderEarningsPage(ViewCtx(c), pages.ProviderEarningsVM{Shell: shell, S: *st,
+		Connect: h.connectAvailable(), Print: print, MonthError: monthErr}))
+}
+
+// ProviderEarnings is GET /provider/{pid}/earnings?month=YYYY-MM: the
+// month's statement, the payable balance, payouts and how the provider
+// is paid.
+func (h *Handler) ProviderEarnings(c echo.Context) error { return h.earnings(c, false) }
+
+// ProviderStatement is GET /provider/{pid}/earnings/statement?month=: the
+// statement alone, for printing.
+func (h *Handler) ProviderStatement(c echo.Context) error { return h.earnings(c, true) }
+
+// ProviderStatementCSV is GET /provider/{pid}/earnings/statement.csv?month=:
+// the statement's lines and totals as CSV, with a UTF-8 byte order mark
+// so that Excel reads Chinese correctly.
+func (h *Handler) ProviderStatementCSV(c echo.Context) error {
+	acc, _, err := h.providerAccount(c, "earnings")
+	if err != nil {
+		return err
+	}
+	st, monthErr, err := h.statement(c, acc)
+	if err != nil {
+		return err
+	}
+	if monthErr != "" {
+		return &apperr.Error{Code: apperr.EINVALID, Field: "month", Message: "want YYYY-MM", Key: "provider.err.month"}
+	}
+	res := c.Response()
+	res.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	res.Header().Set(echo.HeaderContentDisposition, `attachment; filename="suanli-statement-`+st.Provider.Slug+"-"+st.Month+`.csv"`)
+	res.WriteHeader(http.StatusOK)
+	if _, err := res.Write([]byte("\uFEFF")); err != nil {
+		return err
+	}
+	w := csv.NewWriter(res)
+	yuan := func(fen int64) string {
+		if fen < 0 {
+			return "-" + market.FenToYuanString(-fen)
+		}
+		return market.FenToYuanString(fen)
+	}
+	_ = w.Write([]string{"month", "rental_id", "gpu_model", "gpus", "start_asia_shanghai", "end_asia_shanghai",
+		"gross_cny", "commission_cny", "sla_credit_cny", "net_cny"})
+	for _, l := range st.Lines {
+		end := ""
+		if !l.End.IsZero() {
+			end = l.End.In(pricing.Shanghai).Format("2006-01-02 15:04:05")
+		}
+		_ = w.Write([]string{st.Month, strconv.FormatInt(l.RentalID, 10), csvSafe(l.GPUModel), strconv.Itoa(l.GPUs),
+			l.Start.In(pricing.Shanghai).Format("2006-01-02 15:04:05"), end,
+			yuan(l.GrossFen), yuan(l.CommissionFen), yuan(l.SLACreditFen), yuan(l.NetFen - l.SLACreditFen)})
+	}
+	_ = w.Write([]string{st.Month, "total", "", "", "", "", yuan(st.GrossFen), yuan(st.CommissionFen), yuan(st.SLACreditFen), yuan(st.NetFen)})
+	_ = w.Write([]string{st.Month, "payable_balance_now", "", "", "", "", "", "", "", yuan(st.PayableBalanceFen)})
+	w.Flush()
+	return w.Error()
+}
+
+// ProviderConnect is POST /provider/{pid}/connect: to Stripe's Connect
+// Express onboarding (owners and admins), coming back to
+// provider.connect.return.
+func (h *Handler) ProviderConnect(c echo.Context) error {
+	_, shell, err := h.providerWriter(c, "earnings")
+	if err != nil {
+		return err
+	}
+	if !h.connectAvailable() {
+		return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "Stripe Connect is not available; payouts go by bank transfer", Key: "err.connect_unavailable"}
+	}
+	base := strings.TrimRight(h.Providers.BaseURL, "/")
+	url, err := h.Payouts.ConnectOnboard(c.Request().Context(), CurrentUser(c), shell.Provider.ID,
+		base+c.Echo().Reverse("provider.connect.return", shell.PID()), base+c.Echo().Reverse("provider.earnings", shell.PID()))
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, url)
+}
+
+// ProviderConnectReturn is GET /provider/{pid}/connect/return: back from
+// Stripe, the account's charges_enabled and payouts_enabled are read
+// again.
+func (h *Handler) ProviderConnectReturn(c echo.Context) error {
+	_, shell, err := h.providerAccount(c, "earnings")
+	if err != nil {
+		return err
+	}
+	if h.connectAvailable() {
+		if _, err := h.Payouts.RefreshConnect(c.Request().Context(), shell.Provider.ID); err != nil {
+			return err
+		}
+		h.flash(c, "provider.connect.updated")
+	}
+	return c.Redirect(http.StatusSeeOther, c.Echo().Reverse("provider.earnings", shell.PID()))
+}

@@ -1,0 +1,201 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/market"
+	"suanli/models"
+	"suanli/views/pages"
+)
+
+func (h *Handler) nodesVM(c echo.Context, acc *market.ProviderAccount, shell pages.ProviderShell, f pages.Form) (pages.ProviderNodesVM, error) {
+	ctx, u := c.Request().Context(), CurrentUser(c)
+	vm := pages.ProviderNodesVM{Shell: shell, Form: f, Now: h.DB.Now()}
+	var err error
+	if vm.Nodes, err = h.Providers.Nodes(ctx, u, acc.Provider.ID); err != nil {
+		return vm, err
+	}
+	dcs, err := h.Providers.Datacenters(ctx, u, acc.Provider.ID)
+	// New nodes go into the provider's own datacentres only.
+	for _, d := range dcs {
+		if !d.Shared {
+			vm.Datacenters = append(vm.Datacenters, d)
+		}
+	}
+	return vm, err
+}
+
+// ProviderNodes is GET /provider/{pid}/nodes: the nodes, live, and the
+// "add node" form.
+func (h *Handler) ProviderNodes(c echo.Context) error {
+	acc, shell, err := h.providerAccount(c, "nodes")
+	if err != nil {
+		return err
+	}
+	vm, err := h.nodesVM(c, acc, shell, form(c))
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.ProviderNodesPage(ViewCtx(c), vm))
+}
+
+// ProviderNodesLive is GET /provider/{pid}/nodes/live: the node list alone,
+// which the page polls every 5 s.
+func (h *Handler) ProviderNodesLive(c echo.Context) error {
+	acc, shell, err := h.providerAccount(c, "nodes")
+	if err != nil {
+		return err
+	}
+	vm, err := h.nodesVM(c, acc, shell, form(c))
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.ProviderNodesLive(ViewCtx(c), vm))
+}
+
+// ProviderNodeCreate is POST /provider/{pid}/nodes: the node is made and
+// its page shown with the one-time token and the install commands (201;
+// the token is never shown again).
+func (h *Handler) ProviderNodeCreate(c echo.Context) error {
+	acc, shell, err := h.providerWriter(c, "nodes")
+	if err != nil {
+		return err
+	}
+	ctx, u := c.Request().Context(), CurrentUser(c)
+	f := form(c, "datacenter_id", "name")
+	dcID, perr := strconv.ParseInt(strings.TrimSpace(f.Get("datacenter_id")), 10, 64)
+	if perr != nil && f.Get("datacenter_id") != "" {
+		dcID = -1 // not a datacentre of this provider: the market says so
+	}
+	n, token, err := h.Providers.AddNode(ctx, u, acc.Provider.ID, market.NodeInput{DatacenterID: dcID, Name: f.Get("name")})
+	if err == nil {
+		return h.renderNode(c, shell, n.ID, token, "", http.StatusCreated)
+	}
+	status, err := providerFormError(c, &f, err, nil)
+	if err != nil {
+		return err
+	}
+	vm, err := h.nodesVM(c, acc, shell, f)
+	if err != nil {
+		return err
+	}
+	return Render(c, status, pages.ProviderNodesPage(ViewCtx(c), vm))
+}
+
+// nodeVM loads the node :id of the provider for its page.
+func (h *Handler) nodeVM(c echo.Context, shell pages.ProviderShell, nodeID int64) (pages.ProviderNodeVM, error) {
+	d, err := h.Providers.Node(c.Request().Context(), CurrentUser(c), shell.Provider.ID, nodeID)
+	if err != nil {
+		return pages.ProviderNodeVM{}, err
+	}
+	return pages.ProviderNodeVM{Shell: shell, D: *d, Now: h.DB.Now()}, nil
+}
+
+// renderNode renders the node's page, with its new token and the install
+// commands when token is not empty, and a refused change's reason.
+func (h *Handler) renderNode(c echo.Context, shell pages.ProviderShell, nodeID int64, token, refusal string, status int) error {
+	vm, err := h.nodeVM(c, shell, nodeID)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		vm.Token, vm.Install = token, h.Providers.InstallCommands(&vm.D.Node, token)
+	}
+	vm.Refusal = refusal
+	return Render(c, status, pages.ProviderNodePage(ViewCtx(c), vm))
+}
+
+// ProviderNode is GET /provider/{pid}/nodes/{id}.
+func (h *Handler) ProviderNode(c echo.Context) error {
+	_, shell, err := h.providerAccount(c, "nodes")
+	if err != nil {
+		return err
+	}
+	id, err := parseID(c, "id", "node")
+	if err != nil {
+		return err
+	}
+	return h.renderNode(c, shell, id, "", "", http.StatusOK)
+}
+
+// ProviderNodeLive is GET /provider/{pid}/nodes/{id}/live: the node's
+// status and GPUs alone, which its page polls every 5 s.
+func (h *Handler) ProviderNodeLive(c echo.Context) error {
+	_, shell, err := h.providerAccount(c, "nodes")
+	if err != nil {
+		return err
+	}
+	id, err := parseID(c, "id", "node")
+	if err != nil {
+		return err
+	}
+	vm, err := h.nodeVM(c, shell, id)
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.ProviderNodeLive(ViewCtx(c), vm))
+}
+
+// nodeStatusFlash is the message after a node status change.
+var nodeStatusFlash = map[string]string{
+	models.NodeDraining: "provider.node.drained",
+	models.NodeActive:   "provider.node.resumed",
+	models.NodeRemoved:  "provider.node.removed",
+}
+
+// ProviderNodeStatus is POST /provider/{pid}/nodes/{id}/status: drain,
+// resume or remove. A refusal (a node with live rentals cannot be
+// removed) is shown beside the buttons, 409; nothing changes.
+func (h *Handler) ProviderNodeStatus(c echo.Context) error {
+	_, shell, err := h.providerWriter(c, "nodes")
+	if err != nil {
+		return err
+	}
+	id, err := parseID(c, "id", "node")
+	if err != nil {
+		return err
+	}
+	status := c.FormValue("status")
+	err = h.Providers.SetNodeStatus(c.Request().Context(), CurrentUser(c), shell.Provider.ID, id, status)
+	if err == nil {
+		key := nodeStatusFlash[status]
+		if key == "" {
+			key = "provider.saved"
+		}
+		h.flash(c, key)
+		return seeOther(c, c.Echo().Reverse("provider.nodes.show", shell.PID(), strconv.FormatInt(id, 10)))
+	}
+	f := form(c)
+	code, err := providerFormError(c, &f, err, nil)
+	if err != nil {
+		return err
+	}
+	return h.renderNode(c, shell, id, "", f.Err("_form"), code)
+}
+
+// ProviderNodeToken is POST /provider/{pid}/nodes/{id}/token: a new
+// one-time registration token (the old one stops working), shown once.
+func (h *Handler) ProviderNodeToken(c echo.Context) error {
+	_, shell, err := h.providerWriter(c, "nodes")
+	if err != nil {
+		return err
+	}
+	id, err := parseID(c, "id", "node")
+	if err != nil {
+		return err
+	}
+	token, err := h.Providers.RenewNodeToken(c.Request().Context(), CurrentUser(c), shell.Provider.ID, id)
+	if err != nil {
+		f := form(c)
+		code, err := providerFormError(c, &f, err, nil)
+		if err != nil {
+			return err
+		}
+		return h.renderNode(c, shell, id, "", f.Err("_form"), code)
+	}
+	return h.renderNode(c, shell, id, token, "", http.StatusCreated)
+}

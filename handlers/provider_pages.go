@@ -1,0 +1,363 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/apperr"
+	"suanli/catalog"
+	"suanli/locales"
+	"suanli/market"
+	"suanli/models"
+	"suanli/views/pages"
+)
+
+// The provider portal's pages (/provider/…): onboarding, the profile and
+// the datacentres here; nodes, offers, capacity and earnings in the other
+// provider_*_pages.go files. Rules live in market.Providers; these bind,
+// call and render.
+
+// providerAccount loads the provider named by :pid as the user sees it
+// (ENOTFOUND for anyone outside it) and the portal frame for the tab.
+func (h *Handler) providerAccount(c echo.Context, tab string) (*market.ProviderAccount, pages.ProviderShell, error) {
+	pid, err := parseID(c, "pid", "provider")
+	if err != nil {
+		return nil, pages.ProviderShell{}, err
+	}
+	acc, err := h.Providers.Account(c.Request().Context(), CurrentUser(c), pid)
+	if err != nil {
+		return nil, pages.ProviderShell{}, err
+	}
+	return acc, providerShell(acc, tab), nil
+}
+
+func providerShell(acc *market.ProviderAccount, tab string) pages.ProviderShell {
+	return pages.ProviderShell{Provider: acc.Provider, Org: acc.Org, Role: acc.Role, Tab: tab,
+		CanManage: acc.CanWrite() && acc.Org.Status != models.OrgRejected && acc.Org.SuspendedAt == nil}
+}
+
+// providerWriter is providerAccount for a change: anyone who may look but
+// not change is refused (403) before the input is read.
+func (h *Handler) providerWriter(c echo.Context, tab string) (*market.ProviderAccount, pages.ProviderShell, error) {
+	acc, shell, err := h.providerAccount(c, tab)
+	if err == nil && !shell.CanManage {
+		err = apperr.Errorf(apperr.EFORBIDDEN, "only the provider's owners and admins may change this")
+	}
+	return acc, shell, err
+}
+
+// providerFormError puts a refusal into f beside its field (market field
+// names are renamed by aliases to the form's), or at the top of the form
+// when the form has no such field. It returns the status to answer with
+// (422 for bad input, 409 for a conflict), or err itself when err is not
+// about the input (not found, forbidden, internal: the central handler's).
+func providerFormError(c echo.Context, f *pages.Form, err error, aliases map[string]string) (int, error) {
+	var list []*apperr.Error
+	var fe apperr.Fields
+	if errors.As(err, &fe) {
+		list = fe
+	} else if ae, ok := apperr.As(err); ok {
+		list = []*apperr.Error{ae}
+	} else {
+		return 0, err
+	}
+	status := http.StatusUnprocessableEntity
+	for _, ae := range list {
+		switch ae.Code {
+		case apperr.EINVALID:
+		case apperr.ECONFLICT:
+			status = http.StatusConflict
+		default:
+			return 0, err
+		}
+		field := ae.Field
+		if a, ok := aliases[field]; ok {
+			field = a
+		}
+		if _, known := f.Values[field]; !known {
+			field = "_form"
+		}
+		if f.Errors[field] == "" {
+			f.Errors[field] = errText(c, ae)
+		}
+	}
+	return status, nil
+}
+
+// errText is an error's message in the reader's language (its English
+// message when its key has no translation).
+func errText(c echo.Context, ae *apperr.Error) string {
+	if ae.Key != "" && locales.Has(Lang(c), ae.Key) {
+		return locales.T(Lang(c), ae.Key, ae.Args...)
+	}
+	return ae.Message
+}
+
+// intField parses an optional whole-number field: "" is 0; anything else
+// not a whole number is a message beside the field.
+func intField(c echo.Context, f *pages.Form, name string) int {
+	s := strings.TrimSpace(f.Get(name))
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 1<<30 {
+		f.Errors[name] = ViewCtx(c).T("provider.err.whole")
+		return 0
+	}
+	return n
+}
+
+var profileFields = []string{"company_name", "contact_name", "contact_phone", "contact_email", "licence_no", "bank_name", "bank_account_name", "bank_account_no"}
+
+func profileOf(f pages.Form) market.ProviderProfile {
+	return market.ProviderProfile{CompanyName: f.Get("company_name"), ContactName: f.Get("contact_name"), ContactPhone: f.Get("contact_phone"),
+		ContactEmail: f.Get("contact_email"), LicenceNo: f.Get("licence_no"), BankName: f.Get("bank_name"),
+		BankAccountName: f.Get("bank_account_name"), BankAccountNo: f.Get("bank_account_no")}
+}
+
+// ProviderHome is GET /provider: the portal of the user's provider, the
+// choice among several, or the onboarding form when there is none.
+func (h *Handler) ProviderHome(c echo.Context) error {
+	accs, err := h.Providers.Mine(c.Request().Context(), CurrentUser(c))
+	if err != nil {
+		return err
+	}
+	if len(accs) == 1 {
+		return c.Redirect(http.StatusSeeOther, c.Echo().Reverse("provider.dashboard", strconv.FormatInt(accs[0].Provider.ID, 10)))
+	}
+	f := form(c)
+	if u := CurrentUser(c); len(accs) == 0 {
+		f.Values["contact_name"], f.Values["contact_email"] = u.Name, u.Email
+	}
+	return Render(c, http.StatusOK, pages.ProviderChoosePage(ViewCtx(c), pages.ProviderChooseVM{Accounts: accs, Form: f}))
+}
+
+// ProviderSignup is POST /provider/signup: a provider organisation,
+// pending until a platform admin verifies it.
+func (h *Handler) ProviderSignup(c echo.Context) error {
+	ctx := c.Request().Context()
+	f := form(c, profileFields...)
+	acc, err := h.Providers.SignUp(ctx, CurrentUser(c), profileOf(f))
+	if err == nil {
+		h.flash(c, "provider.signed_up")
+		return seeOther(c, c.Echo().Reverse("provider.dashboard", strconv.FormatInt(acc.Provider.ID, 10)))
+	}
+	status, err := providerFormError(c, &f, err, nil)
+	if err != nil {
+		return err
+	}
+	accs, err := h.Providers.Mine(ctx, CurrentUser(c))
+	if err != nil {
+		return err
+	}
+	return Render(c, status, pages.ProviderChoosePage(ViewCtx(c), pages.ProviderChooseVM{Accounts: accs, Form: f}))
+}
+
+// ProviderDashboard is GET /provider/{pid}: status, counts and next steps.
+func (h *Handler) ProviderDashboard(c echo.Context) error {
+	acc, shell, err := h.providerAccount(c, "dashboard")
+	if err != nil {
+		return err
+	}
+	ctx, u := c.Request().Context(), CurrentUser(c)
+	vm := pages.ProviderDashboardVM{Shell: shell, Now: h.DB.Now()}
+	dcs, err := h.Providers.Datacenters(ctx, u, acc.Provider.ID)
+	if err != nil {
+		return err
+	}
+	vm.Datacenters = len(dcs)
+	if vm.Nodes, err = h.Providers.Nodes(ctx, u, acc.Provider.ID); err != nil {
+		return err
+	}
+	if vm.Offers, err = h.Providers.Offers(ctx, u, acc.Provider.ID); err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.ProviderDashboardPage(ViewCtx(c), vm))
+}
+
+// ProviderProfile is GET /provider/{pid}/profile.
+func (h *Handler) ProviderProfile(c echo.Context) error {
+	acc, shell, err := h.providerAccount(c, "profile")
+	if err != nil {
+		return err
+	}
+	p := acc.Provider
+	f := form(c)
+	for k, v := range map[string]string{"company_name": acc.Org.Name, "contact_name": p.ContactName, "contact_phone": p.ContactPhone,
+		"contact_email": p.ContactEmail, "licence_no": p.LicenceNo, "bank_name": p.BankName, "bank_account_name": p.BankAccountName,
+		"bank_account_no": p.BankAccountNo} {
+		f.Values[k] = v
+	}
+	return Render(c, http.StatusOK, pages.ProviderProfilePage(ViewCtx(c), pages.ProviderProfileVM{Shell: shell, Form: f}))
+}
+
+// ProviderProfileSave is POST /provider/{pid}/profile.
+func (h *Handler) ProviderProfileSave(c echo.Context) error {
+	acc, shell, err := h.providerWriter(c, "profile")
+	if err != nil {
+		return err
+	}
+	f := form(c, profileFields...)
+	err = h.Providers.UpdateProfile(c.Request().Context(), CurrentUser(c), acc.Provider.ID, profileOf(f))
+	if err == nil {
+		h.flash(c, "provider.saved")
+		return seeOther(c, c.Echo().Reverse("provider.profile", shell.PID()))
+	}
+	status, err := providerFormError(c, &f, err, nil)
+	if err != nil {
+		return err
+	}
+	return Render(c, status, pages.ProviderProfilePage(ViewCtx(c), pages.ProviderProfileVM{Shell: shell, Form: f}))
+}
+
+// dcFields are the datacentre form's fields (one declared latency per city).
+func dcFields() []string {
+	fs := []string{"name", "name_en", "city", "district", "district_en", "tier", "uplink_gbps"}
+	for _, c := range catalog.Cities() {
+		fs = append(fs, "latency_"+c.Slug)
+	}
+	return fs
+}
+
+// datacenterInput reads the datacentre form; numbers that do not parse
+// get their message in f.
+func datacenterInput(c echo.Context, f *pages.Form) market.DatacenterInput {
+	in := market.DatacenterInput{NameZH: f.Get("name"), NameEN: f.Get("name_en"), City: f.Get("city"),
+		DistrictZH: f.Get("district"), DistrictEN: f.Get("district_en"), Tier: f.Get("tier"), UplinkGbps: intField(c, f, "uplink_gbps")}
+	for _, city := range catalog.Cities() {
+		name := "latency_" + city.Slug
+		s := strings.TrimSpace(f.Get(name))
+		if s == "" {
+			continue
+		}
+		ms, err := strconv.ParseFloat(s, 64)
+		if err != nil || ms != ms {
+			f.Errors[name] = ViewCtx(c).T("provider.err.ms")
+			continue
+		}
+		in.Latencies = append(in.Latencies, market.DeclaredLatency{FromCity: city.Slug, RTTms: ms})
+	}
+	return in
+}
+
+func (h *Handler) datacentersVM(c echo.Context, acc *market.ProviderAccount, shell pages.ProviderShell, f pages.Form) (pages.ProviderDatacentersVM, error) {
+	dcs, err := h.Providers.Datacenters(c.Request().Context(), CurrentUser(c), acc.Provider.ID)
+	return pages.ProviderDatacentersVM{Shell: shell, Datacenters: dcs, Form: f}, err
+}
+
+// ProviderDatacenters is GET /provider/{pid}/datacenters: the list and the
+// form for a new one.
+func (h *Handler) ProviderDatacenters(c echo.Context) error {
+	acc, shell, err := h.providerAccount(c, "datacenters")
+	if err != nil {
+		return err
+	}
+	vm, err := h.datacentersVM(c, acc, shell, form(c))
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.ProviderDatacentersPage(ViewCtx(c), vm))
+}
+
+// ProviderDatacenterCreate is POST /provider/{pid}/datacenters.
+func (h *Handler) ProviderDatacenterCreate(c echo.Context) error {
+	acc, shell, err := h.providerWriter(c, "datacenters")
+	if err != nil {
+		return err
+	}
+	f := form(c, dcFields()...)
+	in := datacenterInput(c, &f)
+	status := http.StatusUnprocessableEntity
+	if len(f.Errors) == 0 {
+		_, err := h.Providers.CreateDatacenter(c.Request().Context(), CurrentUser(c), acc.Provider.ID, in)
+		if err == nil {
+			h.flash(c, "provider.dc.created")
+			return seeOther(c, c.Echo().Reverse("provider.datacenters", shell.PID()))
+		}
+		if status, err = providerFormError(c, &f, err, nil); err != nil {
+			return err
+		}
+	}
+	vm, err := h.datacentersVM(c, acc, shell, f)
+	if err != nil {
+		return err
+	}
+	return Render(c, status, pages.ProviderDatacentersPage(ViewCtx(c), vm))
+}
+
+// datacenterFromPath finds the datacentre :id among the provider's
+// (ENOTFOUND when it is not one of them).
+func datacenterFromPath(c echo.Context, vm *pages.ProviderDatacentersVM) error {
+	id, err := parseID(c, "id", "datacentre")
+	if err != nil {
+		return err
+	}
+	for i := range vm.Datacenters {
+		if vm.Datacenters[i].ID == id {
+			vm.Editing = &vm.Datacenters[i]
+			return nil
+		}
+	}
+	return apperr.NotFound("datacentre")
+}
+
+// ProviderDatacenterEdit is GET /provider/{pid}/datacenters/{id}/edit.
+func (h *Handler) ProviderDatacenterEdit(c echo.Context) error {
+	acc, shell, err := h.providerAccount(c, "datacenters")
+	if err != nil {
+		return err
+	}
+	vm, err := h.datacentersVM(c, acc, shell, form(c))
+	if err != nil {
+		return err
+	}
+	if err := datacenterFromPath(c, &vm); err != nil {
+		return err
+	}
+	d := vm.Editing
+	for k, v := range map[string]string{"name": d.NameZH, "name_en": d.NameEN, "city": d.City, "district": d.DistrictZH,
+		"district_en": d.DistrictEN, "tier": d.Tier, "uplink_gbps": strconv.Itoa(d.UplinkGbps)} {
+		vm.Form.Values[k] = v
+	}
+	for _, l := range d.Latencies {
+		if l.Source == market.LatencyDeclared {
+			vm.Form.Values["latency_"+l.FromCity] = strconv.FormatFloat(l.RTTms, 'f', -1, 64)
+		}
+	}
+	return Render(c, http.StatusOK, pages.ProviderDatacentersPage(ViewCtx(c), vm))
+}
+
+// ProviderDatacenterUpdate is POST /provider/{pid}/datacenters/{id}.
+func (h *Handler) ProviderDatacenterUpdate(c echo.Context) error {
+	acc, shell, err := h.providerWriter(c, "datacenters")
+	if err != nil {
+		return err
+	}
+	f := form(c, dcFields()...)
+	vm, err := h.datacentersVM(c, acc, shell, f)
+	if err != nil {
+		return err
+	}
+	if err := datacenterFromPath(c, &vm); err != nil {
+		return err
+	}
+	in := datacenterInput(c, &f)
+	status := http.StatusUnprocessableEntity
+	if len(f.Errors) == 0 {
+		err := h.Providers.UpdateDatacenter(c.Request().Context(), CurrentUser(c), acc.Provider.ID, vm.Editing.ID, in)
+		if err == nil {
+			h.flash(c, "provider.saved")
+			return seeOther(c, c.Echo().Reverse("provider.datacenters", shell.PID()))
+		}
+		if status, err = providerFormError(c, &f, err, nil); err != nil {
+			return err
+		}
+	}
+	vm.Form = f
+	return Render(c, status, pages.ProviderDatacentersPage(ViewCtx(c), vm))
+}

@@ -1,0 +1,217 @@
+package pages
+
+import (
+	"strconv"
+
+	"suanli/models"
+	"suanli/views"
+)
+
+// The console's pages, named for its tab bar.
+const (
+	AdminTabHome    = "home"
+	AdminTabUsers   = "users"
+	AdminTabOrgs    = "orgs"
+	AdminTabPayouts = "payouts"
+	AdminTabOutbox  = "outbox"
+	AdminTabJobs    = "jobs"
+	AdminTabAudit   = "audit"
+)
+
+// adminTabs lists the tab bar: tab, route name, message key.
+var adminTabs = [][3]string{
+	{AdminTabHome, "admin.home", "admin.tab.home"},
+	{AdminTabUsers, "admin.users", "admin.tab.users"},
+	{AdminTabOrgs, "admin.orgs", "admin.tab.orgs"},
+	{AdminTabPayouts, "admin.payouts", "admin.tab.payouts"},
+	{AdminTabOutbox, "admin.outbox", "admin.tab.outbox"},
+	{AdminTabJobs, "admin.jobs", "admin.tab.jobs"},
+	{AdminTabAudit, "admin.audit", "admin.tab.audit"},
+}
+
+// AdminCounts are the sizes of the console's queues, shown on the hub.
+type AdminCounts struct {
+	Verify     int
+	BankTopups int
+	Refunds    int
+	Flagged    int
+	Incidents  int64
+	Payouts    int64
+}
+
+// AdminVM is the console hub's view model: the queues.
+type AdminVM struct {
+	Counts AdminCounts
+	// Pending are the labs and providers to verify, oldest first;
+	// Providers holds the providers' profiles by organisation id.
+	Pending   []models.Org
+	Providers map[int64]models.Provider
+	// Bank transfers to confirm, refunds to pay, flagged payment events.
+	BankTopups  []models.Topup
+	BankRefunds []models.Refund
+	Flagged     []models.StripeEvent
+	// Incidents are the open incidents, oldest first.
+	Incidents []models.OpenIncident
+	// Payouts are bank payouts waiting for their bank reference.
+	Payouts []models.PayoutRow
+	// OrgNames names the organisations the queues mention.
+	OrgNames map[int64]string
+}
+
+// Pager is where a paginated list is: the page, how many pages, and the
+// links to the neighbours ("" when there is none).
+type Pager struct {
+	Page, Pages int
+	Total       int64
+	PrevURL     string
+	NextURL     string
+}
+
+// NewPager computes a pager for total items, per to a page, with url
+// building the link to a page.
+func NewPager(page, per int, total int64, url func(page int) string) Pager {
+	if per <= 0 {
+		per = 1
+	}
+	p := Pager{Page: max(page, 1), Total: total, Pages: int((total + int64(per) - 1) / int64(per))}
+	if p.Pages < 1 {
+		p.Pages = 1
+	}
+	if p.Page > 1 {
+		p.PrevURL = url(min(p.Page-1, p.Pages))
+	}
+	if p.Page < p.Pages {
+		p.NextURL = url(p.Page + 1)
+	}
+	return p
+}
+
+// AdminUsersVM is the users page: a search and one page of its results.
+type AdminUsersVM struct {
+	Q     string
+	Users []models.User
+	Pager Pager
+	// Self is the admin looking (who may not suspend themselves).
+	Self int64
+	// Form is a refused suspension's values and messages, for the row ErrID.
+	Form  Form
+	ErrID int64
+}
+
+// orphanErr returns a refused suspension's message when its row has no
+// form on this page (not listed, or the admin's own), to show above the list.
+func (vm AdminUsersVM) orphanErr() string {
+	if vm.ErrID == 0 || vm.ErrID == vm.Self {
+		return vm.Form.Err("reason")
+	}
+	for _, u := range vm.Users {
+		if u.ID == vm.ErrID {
+			return ""
+		}
+	}
+	return vm.Form.Err("reason")
+}
+
+// AdminOrgsVM is the organisations page: a search and one page of its results.
+type AdminOrgsVM struct {
+	Q     string
+	Orgs  []models.Org
+	Pager Pager
+	// Form is a refused suspension's values and messages, for the row ErrID.
+	Form  Form
+	ErrID int64
+}
+
+// orphanErr returns a refused suspension's message when its row is not on
+// this page, to show above the list.
+func (vm AdminOrgsVM) orphanErr() string {
+	if vm.ErrID == 0 {
+		return ""
+	}
+	for _, o := range vm.Orgs {
+		if o.ID == vm.ErrID {
+			return ""
+		}
+	}
+	return vm.Form.Err("reason")
+}
+
+// AdminPayoutsVM is the payouts page: filtered by status, one page.
+type AdminPayoutsVM struct {
+	Status string
+	Rows   []models.PayoutRow
+	Pager  Pager
+	// RunPeriod is the month "run payouts" pays (YYYY-MM, the last one).
+	RunPeriod string
+	// Form is a refused mark-paid or mark-failed form, for the payout ErrID.
+	Form  Form
+	ErrID int64
+	// Unavailable says the payouts service is not configured.
+	Unavailable bool
+}
+
+// orphanErr returns a refused form's message when its payout is not on
+// this page, to show above the list.
+func (vm AdminPayoutsVM) orphanErr() string {
+	if vm.ErrID == 0 {
+		return ""
+	}
+	for _, r := range vm.Rows {
+		if r.ID == vm.ErrID {
+			return ""
+		}
+	}
+	return or(vm.Form.Err("bank_reference"), vm.Form.Err("reason"))
+}
+
+// PayoutStatuses are the payout page's status filters ("" is all).
+var PayoutStatuses = []string{"", models.PayoutPending, models.PayoutPaid, models.PayoutFailed}
+
+// AdminOutboxVM is the mail outbox, one page.
+type AdminOutboxVM struct {
+	Mails []models.OutboxMail
+	Pager Pager
+}
+
+// AdminJobsVM is River's job queue: counts by kind and state, and the
+// latest jobs that failed.
+type AdminJobsVM struct {
+	Kinds  []string
+	States []string
+	// Counts is by kind, then state.
+	Counts map[string]map[string]int64
+	Failed []models.FailedJob
+}
+
+// Count returns the number of jobs of the kind in the state.
+func (vm AdminJobsVM) Count(kind, state string) int64 { return vm.Counts[kind][state] }
+
+// AdminAuditVM is the audit log page: the filter, one page of entries.
+type AdminAuditVM struct {
+	Filter  Form
+	Entries []models.AuditEntry
+	// Actors names the users who acted, by id.
+	Actors map[int64]models.User
+	Pager  Pager
+	// CSVURL exports the same filter.
+	CSVURL string
+}
+
+// actorLabel names an entry's actor: the system, or the user's email and id.
+func (vm AdminAuditVM) actorLabel(vc views.Ctx, e models.AuditEntry) string {
+	if e.ActorID == nil {
+		return vc.T("admin.audit.system")
+	}
+	if u, ok := vm.Actors[*e.ActorID]; ok {
+		return u.Email + " (#" + strconv.FormatInt(u.ID, 10) + ")"
+	}
+	return "#" + strconv.FormatInt(*e.ActorID, 10)
+}
+
+// fenOrDash formats an optional amount.
+func fenOrDash(fen *int64) string {
+	if fen == nil {
+		return "—"
+	}
+	return views.Yuan(*fen)
+}
