@@ -93,13 +93,14 @@ func parseID(c echo.Context, name, what string) (int64, error) {
 	return id, nil
 }
 
-// offerFromPath loads the offer named by the :id parameter.
+// offerFromPath loads the offer named by the :id parameter, if the public
+// list shows it.
 func (h *Handler) offerFromPath(c echo.Context) (models.OfferRow, error) {
 	id, err := parseID(c, "id", "offer")
 	if err != nil {
 		return models.OfferRow{}, err
 	}
-	return h.DB.OfferByID(c.Request().Context(), id)
+	return h.DB.PublicOfferByID(c.Request().Context(), id)
 }
 
 // OfferShow is GET /offers/{id}: the whole offer.

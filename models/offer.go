@@ -169,6 +169,21 @@ func datacentersByID(tx *gorm.DB) (map[int64]*dcWithLatency, error) {
 	return out, nil
 }
 
+// PublicOfferByID returns an offer the public list shows (see
+// publicOfferSQL), as OfferByID does; a paused offer, one waiting for its
+// node, and one of an unverified or suspended provider are ENOTFOUND, so
+// that their page, quote and rent form are not reachable by id either.
+func (db *DB) PublicOfferByID(ctx context.Context, id int64) (OfferRow, error) {
+	var n int64
+	if err := db.R.WithContext(ctx).Model(&Offer{}).Where("id = ? AND "+publicOfferSQL, id, OfferListed, false).Count(&n).Error; err != nil {
+		return OfferRow{}, err
+	}
+	if n == 0 {
+		return OfferRow{}, apperr.NotFound(fmt.Sprintf("offer %d", id))
+	}
+	return db.OfferByID(ctx, id)
+}
+
 // OfferByID returns one offer, listed or not, with its datacentre, provider,
 // latency table, and its node's latest benchmark report and 30-day uptime.
 // It returns an ENOTFOUND error when there is none.

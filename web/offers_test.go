@@ -367,3 +367,34 @@ func TestOffersShowBenchmarksAndUptime(t *testing.T) {
 }
 
 func i64s(n int64) string { return strconv.FormatInt(n, 10) }
+
+// An offer the list does not show (paused here; also one waiting for its
+// node or of an unverified provider) is not reachable by id either: its
+// page, JSON, quote and rent form are 404, and come back once it is listed.
+func TestHiddenOfferIsNotReachableByID(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a := newApp(t, db)
+		var o models.Offer
+		if err := db.R.Where("status = ?", models.OfferListed).Order("id").First(&o).Error; err != nil {
+			t.Fatal(err)
+		}
+		id := strconv.FormatInt(o.ID, 10)
+		paths := []string{"/offers/" + id, "/api/v1/offers/" + id, "/api/v1/offers/" + id + "/quote?gpus=1&seconds=3600"}
+		for _, p := range paths {
+			res, body := a.get(p)
+			must(t, res.StatusCode == 200, "listed offer %s: %d %s", p, res.StatusCode, body)
+		}
+		if err := db.W.Model(&models.Offer{}).Where("id = ?", o.ID).Update("status", models.OfferPaused).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range paths {
+			res, body := a.get(p)
+			must(t, res.StatusCode == 404, "paused offer %s: %d %s, want 404", p, res.StatusCode, body)
+		}
+		if err := db.W.Model(&models.Offer{}).Where("id = ?", o.ID).Update("status", models.OfferListed).Error; err != nil {
+			t.Fatal(err)
+		}
+		res, body := a.get(paths[0])
+		must(t, res.StatusCode == 200, "listed again: %d %s", res.StatusCode, body)
+	})
+}
