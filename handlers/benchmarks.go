@@ -110,7 +110,7 @@ func (h *Handler) APIBenchmarkShow(c echo.Context) error {
 }
 
 // APINodeBenchmarks is GET /api/v1/nodes/{id}/benchmarks: a node's
-// reports, newest first, without their runs.
+// reports, newest first, without their runs, a page at a time.
 func (h *Handler) APINodeBenchmarks(c echo.Context) error {
 	id, err := parseID(c, "id", "node")
 	if err != nil {
@@ -120,14 +120,24 @@ func (h *Handler) APINodeBenchmarks(c echo.Context) error {
 	if _, err := h.DB.BenchmarkSubjectOf(ctx, id); err != nil {
 		return err
 	}
-	rs, err := h.DB.ReportsOfNode(ctx, id, nodeReportsShown)
+	pg, err := pageParams(c)
 	if err != nil {
+		return err
+	}
+	rs, total, err := h.DB.ReportsOfNodePage(ctx, id, pg.Offset(), pg.PerPage)
+	if err != nil {
+		return err
+	}
+	if err := pg.within(total); err != nil {
 		return err
 	}
 	out := struct {
 		NodeID  int64          `json:"node_id"`
 		Reports []APIBenchmark `json:"reports"`
-	}{NodeID: id, Reports: make([]APIBenchmark, 0, len(rs))}
+		Total   int64          `json:"total"`
+		Page    int            `json:"page"`
+		PerPage int            `json:"per_page"`
+	}{NodeID: id, Reports: make([]APIBenchmark, 0, len(rs)), Total: total, Page: pg.Page, PerPage: pg.PerPage}
 	for _, r := range rs {
 		nom, err := r.NominalFigures()
 		if err != nil {

@@ -194,10 +194,20 @@ func (h *Handler) APIProviderDatacentersList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	dcs, err := h.Providers.Datacenters(c.Request().Context(), CurrentUser(c), pid)
+	pg, err := pageParams(c)
 	if err != nil {
 		return err
 	}
+	all, err := h.Providers.Datacenters(c.Request().Context(), CurrentUser(c), pid)
+	if err != nil {
+		return err
+	}
+	// A provider has few datacentres: the page is cut from all of them.
+	if err := pg.within(int64(len(all))); err != nil {
+		return err
+	}
+	lo, hi := pg.slice(len(all))
+	dcs := all[lo:hi]
 	out := make([]APIProviderDatacenter, len(dcs))
 	for i, d := range dcs {
 		out[i] = apiDatacenter(d.Datacenter)
@@ -207,7 +217,7 @@ func (h *Handler) APIProviderDatacentersList(c echo.Context) error {
 			out[i].Latencies = append(out[i].Latencies, apiLatencyShown{FromCity: l.FromCity, RTTms: l.RTTms, Source: l.Source})
 		}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"provider_id": pid, "datacenters": out})
+	return c.JSON(http.StatusOK, map[string]any{"provider_id": pid, "datacenters": out, "total": len(all), "page": pg.Page, "per_page": pg.PerPage})
 }
 
 // APIProviderGPU is one GPU of a node as its agent last reported it.
@@ -311,10 +321,19 @@ func (h *Handler) APIProviderNodesList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := h.Providers.Nodes(c.Request().Context(), CurrentUser(c), pid)
+	pg, err := pageParams(c)
 	if err != nil {
 		return err
 	}
+	all, err := h.Providers.Nodes(c.Request().Context(), CurrentUser(c), pid)
+	if err != nil {
+		return err
+	}
+	if err := pg.within(int64(len(all))); err != nil {
+		return err
+	}
+	lo, hi := pg.slice(len(all))
+	nodes := all[lo:hi]
 	out := make([]APIProviderNode, len(nodes))
 	for i, s := range nodes {
 		out[i] = apiNode(s.Node)
@@ -322,7 +341,7 @@ func (h *Handler) APIProviderNodesList(c echo.Context) error {
 		free, rented, unhealthy, live := s.Free, s.Rented, s.Unhealthy, s.LiveRentals
 		out[i].Free, out[i].Rented, out[i].Unhealthy, out[i].LiveRentals = &free, &rented, &unhealthy, &live
 	}
-	return c.JSON(http.StatusOK, map[string]any{"provider_id": pid, "nodes": out})
+	return c.JSON(http.StatusOK, map[string]any{"provider_id": pid, "nodes": out, "total": len(all), "page": pg.Page, "per_page": pg.PerPage})
 }
 
 // APIProviderNodeShow is GET /api/v1/provider/nodes/{id}: live status,
@@ -470,15 +489,24 @@ func (h *Handler) APIProviderOffersList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	offers, err := h.Providers.Offers(c.Request().Context(), CurrentUser(c), pid)
+	pg, err := pageParams(c)
 	if err != nil {
 		return err
 	}
+	all, err := h.Providers.Offers(c.Request().Context(), CurrentUser(c), pid)
+	if err != nil {
+		return err
+	}
+	if err := pg.within(int64(len(all))); err != nil {
+		return err
+	}
+	lo, hi := pg.slice(len(all))
+	offers := all[lo:hi]
 	out := make([]APIProviderOffer, len(offers))
 	for i, o := range offers {
 		out[i] = apiProviderOffer(o)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"provider_id": pid, "offers": out})
+	return c.JSON(http.StatusOK, map[string]any{"provider_id": pid, "offers": out, "total": len(all), "page": pg.Page, "per_page": pg.PerPage})
 }
 
 // APIProviderOfferShow is GET /api/v1/provider/offers/{id}.

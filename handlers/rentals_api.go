@@ -208,30 +208,34 @@ func (h *Handler) APIRentalStop(c echo.Context) error {
 	return c.JSON(http.StatusOK, apiRental(d))
 }
 
-// APIRentalsList is GET /api/v1/rentals (?org_id=; live and recent).
+// APIRentalsList is GET /api/v1/rentals (?org_id=, page, per_page): live
+// rentals first, then the rest, newest first.
 func (h *Handler) APIRentalsList(c echo.Context) error {
 	org, err := h.apiOrg(c, accounts.ViewRentals, c.QueryParam("org_id"))
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	live, err := h.DB.RentalsOfOrg(ctx, org.ID, true, 200)
+	pg, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	past, err := h.DB.RentalsOfOrg(ctx, org.ID, false, 50)
+	ctx := c.Request().Context()
+	rs, total, err := h.DB.RentalsPage(ctx, org.ID, pg.Offset(), pg.PerPage)
 	if err != nil {
+		return err
+	}
+	if err := pg.within(total); err != nil {
 		return err
 	}
 	out := []APIRental{}
-	for _, r := range append(live, past...) {
+	for _, r := range rs {
 		d, err := h.Rentals.Detail(ctx, r.ID)
 		if err != nil {
 			return err
 		}
 		out = append(out, apiRental(d))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "rentals": out, "total": len(out)})
+	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "rentals": out, "total": total, "page": pg.Page, "per_page": pg.PerPage})
 }
 
 // APIChangeQuote is the preview of a switch or resize.

@@ -327,7 +327,7 @@ func (h *Handler) APIWallet(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "balance_fen": bal, "refundable_fen": refundable, "currency": "cny"})
 }
 
-// APIWalletLedger is GET /api/v1/wallet/ledger.
+// APIWalletLedger is GET /api/v1/wallet/ledger (?kind, from, to, page, per_page).
 func (h *Handler) APIWalletLedger(c echo.Context) error {
 	org, err := h.apiOrg(c, accounts.ViewWallet, c.QueryParam("org_id"))
 	if err != nil {
@@ -337,14 +337,27 @@ func (h *Handler) APIWalletLedger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lines, err := h.DB.WalletLedger(c.Request().Context(), org.ID, f)
+	pg, err := pageParams(c)
 	if err != nil {
+		return err
+	}
+	f.Limit, f.Offset = pg.PerPage, pg.Offset()
+	ctx := c.Request().Context()
+	lines, err := h.DB.WalletLedger(ctx, org.ID, f)
+	if err != nil {
+		return err
+	}
+	total, err := h.DB.CountWalletLedger(ctx, org.ID, f)
+	if err != nil {
+		return err
+	}
+	if err := pg.within(total); err != nil {
 		return err
 	}
 	if lines == nil {
 		lines = []models.LedgerLine{}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "entries": lines, "currency": "cny"})
+	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "entries": lines, "currency": "cny", "total": total, "page": pg.Page, "per_page": pg.PerPage})
 }
 
 // APITopupCreate is POST /api/v1/wallet/topups {"amount_fen":N,"method":…,"org_id":…}.

@@ -299,15 +299,32 @@ type LedgerFilter struct {
 	Kind     string
 	From, To time.Time // zero: open
 	Limit    int
+	// Offset skips that many entries (the API's pages).
+	Offset int
 }
 
 // WalletLedger returns an organisation's wallet entries, newest first.
 func (db *DB) WalletLedger(ctx context.Context, orgID int64, f LedgerFilter) ([]LedgerLine, error) {
+	q := db.walletLedgerQuery(ctx, orgID, f).
+		Select("e.id AS entry_id, e.txn_id, t.kind, t.memo, e.amount_fen, t.topup_id, e.created_at").Order("e.id DESC")
+	if f.Limit > 0 {
+		q = q.Limit(f.Limit)
+	}
+	if f.Offset > 0 {
+		q = q.Offset(f.Offset)
+	}
+	var out []LedgerLine
+	err := q.Scan(&out).Error
+	return out, err
+}
+
+// walletLedgerQuery selects the wallet entries f matches (WalletLedger,
+// CountWalletLedger).
+func (db *DB) walletLedgerQuery(ctx context.Context, orgID int64, f LedgerFilter) *gorm.DB {
 	q := db.W.WithContext(ctx).Table("ledger_entries e").
-		Select("e.id AS entry_id, e.txn_id, t.kind, t.memo, e.amount_fen, t.topup_id, e.created_at").
 		Joins("JOIN ledger_txns t ON t.id = e.txn_id").
 		Joins("JOIN ledger_accounts a ON a.id = e.account_id").
-		Where("a.kind = ? AND a.org_id = ?", AccWallet, orgID).Order("e.id DESC")
+		Where("a.kind = ? AND a.org_id = ?", AccWallet, orgID)
 	if f.Kind != "" {
 		q = q.Where("t.kind = ?", f.Kind)
 	}
@@ -317,12 +334,7 @@ func (db *DB) WalletLedger(ctx context.Context, orgID int64, f LedgerFilter) ([]
 	if !f.To.IsZero() {
 		q = q.Where("e.created_at < ?", f.To)
 	}
-	if f.Limit > 0 {
-		q = q.Limit(f.Limit)
-	}
-	var out []LedgerLine
-	err := q.Scan(&out).Error
-	return out, err
+	return q
 }
 
 // LedgerCheck verifies the whole ledger: every transaction sums to zero and

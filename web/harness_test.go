@@ -55,7 +55,9 @@ func newAppWith(t *testing.T, db *models.DB, change func(*handlers.Handler)) *ap
 		change(h)
 	}
 	e := web.New(h, web.Options{})
-	srv := httptest.NewServer(e)
+	// Every /api/v1 request and answer is checked against the OpenAPI
+	// document (web/openapi_test.go), so the document cannot drift.
+	srv := httptest.NewServer(validateAPI(t, e))
 	t.Cleanup(srv.Close)
 	jar, _ := cookiejar.New(nil)
 	return &app{t: t, db: db, index: ix, e: e, srv: srv, c: &http.Client{

@@ -154,6 +154,10 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/api/v1/provider/offers/:id", "api.provider.offers.show", h.APIProviderOfferShow, user},
 		{"PATCH", "/api/v1/provider/offers/:id", "api.provider.offers.update", h.APIProviderOfferUpdate, user},
 
+		// The API's OpenAPI document, and its reference page rendered from it.
+		{"GET", "/api/v1/openapi.json", "api.openapi", h.APIOpenAPI, public},
+		{"GET", "/api/docs", "api.docs", h.APIDocs, public},
+
 		{"GET", "/api/v1/offers", RouteAPIOffers, h.APIOffersList, public},
 		{"GET", "/api/v1/offers/:id", RouteAPIOffer, h.APIOfferShow, public},
 		{"GET", "/api/v1/offers/:id/quote", "api.offers.quote", h.APIOfferQuote, public},

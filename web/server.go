@@ -24,6 +24,8 @@ type Options struct {
 	SecureCookies bool
 	// Collectors are extra Prometheus collectors to serve on /metrics.
 	Collectors []prometheus.Collector
+	// RateLimit limits API requests per token; the zero value limits none.
+	RateLimit RateLimit
 }
 
 // New builds the echo instance with every route and middleware. h must
@@ -55,7 +57,9 @@ func New(h *handlers.Handler, opts Options) *echo.Echo {
 		locale,
 		sessions(h.Sessions),
 		authenticate(h),
+		rateLimit(opts.RateLimit),
 		csrf(opts.SecureCookies),
+		idempotency(h.DB),
 	)
 	return e
 }
