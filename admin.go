@@ -34,6 +34,8 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
                                                personal organisation's wallet
   suanli admin node-token --node ID            print a one-time registration token for a node's
                                                agent (suanli agent --server URL --token T)
+  suanli admin backup --out F                  SQLite: a consistent copy of the live database in
+                                               the new file F; PostgreSQL: runs (or prints) pg_dump
 `
 
 // adminCommand is one admin subcommand: its flags, a check of them that
@@ -189,6 +191,23 @@ func admin(ctx context.Context, args []string) error {
 				return fmt.Errorf("admin node-token: %w", err)
 			}
 			fmt.Println(tok)
+			return nil
+		},
+	}
+	var backupOut string
+	commands["backup"] = adminCommand{
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&backupOut, "out", "", "the backup file to create; it must not exist")
+		},
+		check: func() error { return requireFlags("backup", map[string]string{"out": backupOut}) },
+		run: func(ctx context.Context, cfg config.Config, db *models.DB) error {
+			if db.Dialect == config.Postgres {
+				return backupPostgres(ctx, cfg.DatabaseURL, backupOut)
+			}
+			if err := backupSQLite(ctx, db, backupOut); err != nil {
+				return err
+			}
+			fmt.Printf("backed up to %s\n", backupOut)
 			return nil
 		},
 	}

@@ -5,6 +5,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/models"
+	"suanli/reqlog"
 )
 
 // Action is something done to an organisation.
@@ -77,6 +78,7 @@ func (s *Service) Authorize(ctx context.Context, u *models.User, orgID int64, a 
 	if org.SuspendedAt != nil && (a == Rent || a == TopUp) {
 		return nil, nil, ErrOrgSuspended()
 	}
+	reqlog.Set(ctx, "org_id", org.ID)
 	return org, m, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"suanli/apperr"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/reqlog"
 )
 
 // NewSessions returns the session manager: sessions in the database (any
@@ -98,6 +99,7 @@ func authenticate(h *handlers.Handler) echo.MiddlewareFunc {
 			}
 			if u != nil {
 				c.Set(handlers.UserKey, u)
+				reqlog.Set(ctx, "user_id", u.ID)
 				// Audit entries written below this request name the user and address.
 				c.SetRequest(c.Request().WithContext(models.WithActor(ctx, u.ID, c.RealIP())))
 				student, err := h.DB.StudentPricing(ctx, u.ID)

@@ -11,6 +11,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/handlers"
+	"suanli/reqlog"
 	"suanli/views/pages"
 )
 
@@ -86,7 +87,7 @@ func errorHandler(err error, c echo.Context) {
 			}
 		}
 	}
-	attrs := []any{"status", st, "code", code, "err", err, "request_id", requestID(c), "path", c.Request().URL.Path}
+	attrs := append([]any{"status", st, "code", code, "err", err, "request_id", requestID(c), "path", c.Request().URL.Path}, reqlog.Attrs(c.Request().Context())...)
 	if st >= 500 {
 		slog.Error("request failed", attrs...)
 	} else {

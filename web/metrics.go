@@ -39,6 +39,16 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
+// MetricsHandler serves /metrics for a process without the web routes
+// (`suanli work --metrics-addr`): Go runtime and process metrics plus
+// the given collectors.
+func MetricsHandler(extra ...prometheus.Collector) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
 // middleware records each request under its route name (bounded label
 // values: an unknown path counts as "unmatched", never as its raw URL).
 func (m *metrics) middleware(names map[string]string) echo.MiddlewareFunc {

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,16 +13,23 @@ import (
 	"suanli/handlers"
 	"suanli/locales"
 	"suanli/market"
+	"suanli/reqlog"
 )
 
 // observe logs every request with its request id and records metrics. It
-// runs the error handler itself, so the logged status is the one sent.
+// runs the error handler itself, so the logged status is the one sent. The
+// line also carries what became known about the request (reqlog): the
+// user, the organisation an authorisation check resolved, the node of an
+// agent's credential, and the rental or organisation named in the path.
 func observe(m *metrics, names map[string]string) echo.MiddlewareFunc {
 	record := m.middleware(names)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		inner := record(next)
 		return func(c echo.Context) error {
 			start := time.Now()
+			ctx := reqlog.With(c.Request().Context())
+			c.SetRequest(c.Request().WithContext(ctx))
+			pathIDs(ctx, c) // routing has run: the route's parameters are known
 			_ = inner(c)
 			r := c.Request()
 			lvl := slog.LevelInfo
@@ -30,12 +39,32 @@ func observe(m *metrics, names map[string]string) echo.MiddlewareFunc {
 			if !slog.Default().Enabled(r.Context(), lvl) {
 				return nil
 			}
-			slog.Log(r.Context(), lvl, "http",
-				"method", r.Method, "path", r.URL.Path, "status", c.Response().Status,
-				"bytes", c.Response().Size, "dur_ms", float64(time.Since(start).Microseconds())/1000,
-				"request_id", requestID(c), "remote", c.RealIP())
+			if u := handlers.CurrentUser(c); u != nil {
+				reqlog.Set(ctx, "user_id", u.ID)
+			}
+			slog.Log(r.Context(), lvl, "http", append([]any{
+				"method", r.Method, "path", r.URL.Path, "route", names[r.Method+" "+c.Path()], "status", c.Response().Status,
+				"bytes", c.Response().Size, "dur_ms", float64(time.Since(start).Microseconds()) / 1000,
+				"request_id", requestID(c), "remote", c.RealIP()}, reqlog.Attrs(ctx)...)...)
 			return nil
 		}
+	}
+}
+
+// pathIDs records the rental or organisation id a route names in its path
+// (a refused request is logged with the id it tried); an authorisation
+// check that resolves the organisation later overwrites it.
+func pathIDs(ctx context.Context, c echo.Context) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		return
+	}
+	p := c.Path()
+	switch {
+	case strings.HasPrefix(p, "/rentals/:id"), strings.HasPrefix(p, "/api/v1/rentals/:id"):
+		reqlog.Set(ctx, "rental_id", id)
+	case strings.HasPrefix(p, "/orgs/:id"):
+		reqlog.Set(ctx, "org_id", id)
 	}
 }
 
