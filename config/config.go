@@ -61,6 +61,13 @@ type Config struct {
 	// IndexRefresh is how often serve checks the database for offer changes
 	// made by other processes (SUANLI_INDEX_REFRESH).
 	IndexRefresh time.Duration
+	// APIReadRate and APIWriteRate limit API requests made with a token, per
+	// token and per replica, in requests per second with bursts of twice as
+	// many; 0 turns a limit off (SUANLI_API_READ_RATE, SUANLI_API_WRITE_RATE).
+	APIReadRate, APIWriteRate float64
+	// MeterEvery is how often the workers bill running rentals
+	// (SUANLI_METER_EVERY).
+	MeterEvery time.Duration
 }
 
 // Flags registers the shared flags on fs, with defaults from the environment,
@@ -86,7 +93,10 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.StringVar(&c.BankAccount, "bank-account", env("SUANLI_BANK_ACCOUNT", ""), "account number (SUANLI_BANK_ACCOUNT)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env("SUANLI_PPROF_ADDR", ""), "serve Go's profiler on this address, e.g. 127.0.0.1:6060; off when empty (SUANLI_PPROF_ADDR)")
 	fs.DurationVar(&c.JobRescueAfter, "job-rescue-after", envDuration("SUANLI_JOB_RESCUE_AFTER", time.Minute), "when a job left running by a crashed process is run again; longer than any job's timeout (SUANLI_JOB_RESCUE_AFTER)")
+	fs.Float64Var(&c.APIReadRate, "api-read-rate", envFloat("SUANLI_API_READ_RATE", 20), "API GET requests per second per token on each replica, bursts of twice as many; 0: unlimited (SUANLI_API_READ_RATE)")
+	fs.Float64Var(&c.APIWriteRate, "api-write-rate", envFloat("SUANLI_API_WRITE_RATE", 5), "API POST/PATCH requests per second per token on each replica, bursts of twice as many; 0: unlimited (SUANLI_API_WRITE_RATE)")
 	fs.DurationVar(&c.IndexRefresh, "index-refresh", envDuration("SUANLI_INDEX_REFRESH", 2*time.Second), "how often to pick up offer changes made by other processes (SUANLI_INDEX_REFRESH)")
+	fs.DurationVar(&c.MeterEvery, "meter-every", envDuration("SUANLI_METER_EVERY", time.Minute), "how often the workers bill running rentals; each pass bills up to the current second (SUANLI_METER_EVERY)")
 	return func() (Config, error) {
 		if c.BaseURL == "" {
 			port := "8080"
@@ -142,8 +152,14 @@ func (c Config) Validate() error {
 	if c.JobRescueAfter < 40*time.Second {
 		errs = append(errs, errors.New("--job-rescue-after must be at least 40s (longer than any job's 30 s timeout)"))
 	}
+	if !(c.APIReadRate >= 0) || !(c.APIWriteRate >= 0) {
+		errs = append(errs, errors.New("--api-read-rate/--api-write-rate: want requests per second, 0 for no limit"))
+	}
 	if c.IndexRefresh <= 0 {
 		errs = append(errs, errors.New("--index-refresh must be positive"))
+	}
+	if c.MeterEvery < time.Second {
+		errs = append(errs, errors.New("--meter-every must be at least 1s"))
 	}
 	return errors.Join(errs...)
 }
@@ -212,6 +228,15 @@ func envInt64(key string, def int64) int64 {
 	if v, ok := os.LookupEnv(key); ok {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			return n
+		}
+	}
+	return def
+}
+
+func envFloat(key string, def float64) float64 {
+	if v, ok := os.LookupEnv(key); ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
 		}
 	}
 	return def

@@ -19,6 +19,7 @@ import (
 	"suanli/catalog"
 	"suanli/gpu"
 	"suanli/models"
+	"suanli/reqlog"
 )
 
 // HeartbeatEvery is how often agents are asked to send heartbeats.
@@ -74,6 +75,7 @@ func (s *Rentals) NodeByCredential(ctx context.Context, bearer string) (*models.
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrBadNodeToken
 	}
+	reqlog.Set(ctx, "node_id", n.ID)
 	return &n, err
 }
 
@@ -125,6 +127,7 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 			return err
 		}
 		nodeID = n.ID
+		reqlog.Set(ctx, "node_id", n.ID)
 		health := models.NodeHealthy
 		if hb.Host.InitError != "" {
 			health = models.NodeNoNVML

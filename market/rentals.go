@@ -237,9 +237,16 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 // backs it up.
 func reserveGPUs(tx *gorm.DB, r *models.Rental, nodeID int64, model string, now time.Time) error {
 	var ids []int64
+	// On PostgreSQL concurrent rents of one offer would all pick the same
+	// lowest free GPUs and all but one fail (its UPDATE finds them taken):
+	// each skips the GPUs another open rent has locked instead.
+	lock := ""
+	if tx.Dialector.Name() == "postgres" {
+		lock = " FOR UPDATE OF g SKIP LOCKED"
+	}
 	err := tx.Raw(`SELECT g.id FROM gpus g JOIN nodes n ON n.id = g.node_id
 		WHERE g.node_id = ? AND g.gpu_model = ? AND g.state = 'free' AND g.health = 'healthy' AND n.health = 'healthy' AND n.status = 'active'
-		ORDER BY g.idx LIMIT ?`, nodeID, model, r.GPUs).Scan(&ids).Error
+		ORDER BY g.idx LIMIT ?`+lock, nodeID, model, r.GPUs).Scan(&ids).Error
 	if err != nil {
 		return err
 	}

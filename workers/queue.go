@@ -63,6 +63,8 @@ type Options struct {
 	// Payouts runs the monthly provider payouts (bank transfers only when
 	// nil or without Connect).
 	Payouts *market.Payouts
+	// Metrics, when set, counts and times the jobs worked (see JobMetrics).
+	Metrics *JobMetrics
 }
 
 // New builds the queue for db. On SQLite one client on the write
@@ -100,6 +102,9 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 			river.AddWorker(workers, &ScheduleBenchmarksWorker{Rentals: opts.Rentals})
 		}
 		cfg.Workers = workers
+		if opts.Metrics != nil {
+			cfg.Middleware = append(cfg.Middleware, opts.Metrics)
+		}
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cmp.Or(opts.MaxWorkers, 20)}}
 		cfg.PeriodicJobs = []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.AvailabilityEvery, time.Minute)),
