@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"suanli/accounts"
 	"suanli/config"
 	"suanli/demo"
@@ -41,7 +43,7 @@ Usage:
   suanli agent   [flags]   run the node agent on a GPU host (--server URL --token T; --simulate dgxh100)
   suanli migrate [flags]   apply database migrations (ours and River's)
   suanli seed    [flags]   --demo: load the demo market; --scale N: add N synthetic offers
-  suanli admin   CMD       operator commands: status, gpu-state
+  suanli admin   CMD       operator commands: status, gpu-state, create-user, token, credit, node-token, backup
 
 Run "suanli CMD -h" for a command's flags.
 `
@@ -177,7 +179,10 @@ func serve(ctx context.Context, args []string) error {
 	}
 	wallet := walletService(db, cfg)
 	rentals := rentalsService(db, wallet, cfg)
-	queue, err := workers.New(db, workerOptions(cfg, cfg.Workers, rentals))
+	jobMetrics := workers.NewJobMetrics()
+	wopts := workerOptions(cfg, cfg.Workers, rentals)
+	wopts.Metrics = jobMetrics
+	queue, err := workers.New(db, wopts)
 	if err != nil {
 		return err
 	}
@@ -188,6 +193,9 @@ func serve(ctx context.Context, args []string) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { index.Run(bg, cfg.IndexRefresh) })
+	if relay := hubRelay(db, rentals); relay != nil {
+		wg.Go(func() { relay.Run(bg) })
+	}
 
 	if cfg.PprofAddr != "" {
 		pl, err := net.Listen("tcp", cfg.PprofAddr)
@@ -206,7 +214,8 @@ func serve(ctx context.Context, args []string) error {
 		Wallet: wallet, Rentals: rentals, StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
 		Providers: &market.Providers{DB: db, Rentals: rentals, BaseURL: cfg.BaseURL},
 		Payouts:   payoutsService(db, cfg),
-	}, web.Options{SecureCookies: cfg.SecureCookies()})
+	}, web.Options{SecureCookies: cfg.SecureCookies(), Collectors: []prometheus.Collector{market.NewMetrics(db), jobMetrics},
+		RateLimit: web.RateLimit{ReadPerSec: cfg.APIReadRate, ReadBurst: int(2 * cfg.APIReadRate), WritePerSec: cfg.APIWriteRate, WriteBurst: int(2 * cfg.APIWriteRate)}})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		stopBG()
@@ -251,7 +260,10 @@ func serve(ctx context.Context, args []string) error {
 }
 
 func work(ctx context.Context, args []string) error {
-	cfg, err := parse("work", args, nil)
+	var metricsAddr string
+	cfg, err := parse("work", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&metricsAddr, "metrics-addr", os.Getenv("SUANLI_METRICS_ADDR"), "serve /metrics (the jobs this process works) and /healthz on this address, e.g. :9090; off when empty (SUANLI_METRICS_ADDR)")
+	})
 	if err != nil {
 		return err
 	}
@@ -261,13 +273,29 @@ func work(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 	rentals := rentalsService(db, walletService(db, cfg), cfg)
-	queue, err := workers.New(db, workerOptions(cfg, true, rentals))
+	jobMetrics := workers.NewJobMetrics()
+	wopts := workerOptions(cfg, true, rentals)
+	wopts.Metrics = jobMetrics
+	queue, err := workers.New(db, wopts)
 	if err != nil {
 		return err
 	}
 	rentals.Jobs = queue.Inserter
+	if metricsAddr != "" {
+		stop, err := serveWorkerMetrics(metricsAddr, jobMetrics)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if err := queue.Start(ctx); err != nil {
 		return err
+	}
+	if relay := hubRelay(db, rentals); relay != nil {
+		bg, stopBG := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { relay.Run(bg); close(done) }()
+		defer func() { stopBG(); <-done }()
 	}
 	slog.Info("working")
 	<-ctx.Done()
@@ -374,7 +402,7 @@ func rentalsService(db *models.DB, w *market.Wallet, cfg config.Config) *market.
 }
 
 func workerOptions(cfg config.Config, work bool, rentals *market.Rentals) workers.Options {
-	opts := workers.Options{Work: work, Rentals: rentals, RescueAfter: cfg.JobRescueAfter}
+	opts := workers.Options{Work: work, Rentals: rentals, RescueAfter: cfg.JobRescueAfter, MeterEvery: cfg.MeterEvery}
 	if rentals != nil {
 		opts.Payouts = payoutsService(rentals.DB, cfg)
 	}
@@ -394,4 +422,14 @@ func payoutsService(db *models.DB, cfg config.Config) *market.Payouts {
 		p.Connect = payments.NewStripe(cfg.StripeSecretKey, cfg.StripeAPIBase)
 	}
 	return p
+}
+
+// hubRelay, on PostgreSQL, carries the rentals' hub signals between this
+// process and the other web and worker replicas (nil on SQLite, where
+// one process does everything); the caller runs it until shutdown.
+func hubRelay(db *models.DB, rentals *market.Rentals) *market.HubRelay {
+	if db.PGX == nil {
+		return nil
+	}
+	return market.RelayOverPostgres(rentals.Hub, db.PGX)
 }

@@ -551,6 +551,7 @@ var publicRoutes = []string{
 	"benchmarks.show", "nodes.benchmarks", "api.benchmarks.show", "api.nodes.benchmarks",
 	"tco",
 	"ping",
+	"api.openapi", "api.docs",
 }
 
 // nodeRoutes are the node agents' routes: public in the route table (no
