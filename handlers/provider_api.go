@@ -101,15 +101,6 @@ func (h *Handler) queryProvider(c echo.Context) (int64, error) {
 	return h.callerProvider(c, named, nil)
 }
 
-// pathID reads the :id parameter; a bad one is a 404 like a missing one.
-func pathID(c echo.Context, what string) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, apperr.NotFound(what)
-	}
-	return id, nil
-}
-
 type apiLatencyIn struct {
 	FromCity string  `json:"from_city"`
 	RTTms    float64 `json:"rtt_ms"`
@@ -347,7 +338,7 @@ func (h *Handler) APIProviderNodesList(c echo.Context) error {
 // APIProviderNodeShow is GET /api/v1/provider/nodes/{id}: live status,
 // GPUs with their NVML verdicts, incidents and offers.
 func (h *Handler) APIProviderNodeShow(c echo.Context) error {
-	id, err := pathID(c, "node")
+	id, err := parseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
@@ -511,7 +502,7 @@ func (h *Handler) APIProviderOffersList(c echo.Context) error {
 
 // APIProviderOfferShow is GET /api/v1/provider/offers/{id}.
 func (h *Handler) APIProviderOfferShow(c echo.Context) error {
-	id, err := pathID(c, "offer")
+	id, err := parseID(c, "id", "offer")
 	if err != nil {
 		return err
 	}
@@ -568,7 +559,7 @@ type offerPatchBody struct {
 // APIProviderOfferUpdate is PATCH /api/v1/provider/offers/{id}: a partial
 // update; {"status":"paused"} pauses the offer, {"status":"listed"} lists it.
 func (h *Handler) APIProviderOfferUpdate(c echo.Context) error {
-	id, err := pathID(c, "offer")
+	id, err := parseID(c, "id", "offer")
 	if err != nil {
 		return err
 	}
