@@ -44,22 +44,6 @@ func Set(ctx context.Context, key string, value any) {
 	b.attrs = append(b.attrs, slog.Any(key, value))
 }
 
-// Has reports whether key was set.
-func Has(ctx context.Context, key string) bool {
-	b, _ := ctx.Value(bagKey{}).(*bag)
-	if b == nil {
-		return false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, a := range b.attrs {
-		if a.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
 // Attrs returns the recorded attributes as slog key/value arguments, in
 // the order they were first set.
 func Attrs(ctx context.Context) []any {
