@@ -44,9 +44,6 @@ type ProviderAccount struct {
 	Role     string
 }
 
-// Approved reports whether the provider is verified, so its offers can be listed.
-func (a *ProviderAccount) Approved() bool { return a.Org.Status == models.OrgApproved }
-
 // CanWrite reports whether the user may change the provider's settings,
 // nodes and offers (owners and admins of its organisation).
 func (a *ProviderAccount) CanWrite() bool {

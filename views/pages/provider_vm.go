@@ -246,17 +246,6 @@ func offerStateClass(o models.Offer) string {
 	return "status-stopped"
 }
 
-// slaTiersOf splits an offer's comma-separated SLA tiers.
-func slaTiersOf(s string) []string {
-	var out []string
-	for _, t := range strings.Split(s, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
 // checked reports whether a repeatable field's values (joined by commas
 // in the form) contain v.
 func checked(f Form, name, v string) bool {
@@ -265,16 +254,6 @@ func checked(f Form, name, v string) bool {
 
 // latencyField is the form field of the declared latency from a city.
 func latencyField(city string) string { return "latency_" + city }
-
-// declaredLatency formats a datacentre's latency from a city ("—" if none).
-func declaredLatency(d market.DatacenterView, city string) (string, bool) {
-	for _, l := range d.Latencies {
-		if l.FromCity == city {
-			return views.MS(l.RTTms), strings.HasPrefix(l.Source, "provider")
-		}
-	}
-	return "", false
-}
 
 // stripCell is one day of the 30-day strip of committed GPUs.
 type stripCell struct {
