@@ -16,13 +16,14 @@ import (
 // maxQueryLen caps a search or filter value; longer input is cut, not refused.
 const maxQueryLen = 200
 
-// queryValue reads a query parameter, trimmed and capped.
+// queryValue reads a query parameter, trimmed and capped, as valid UTF-8
+// without NUL bytes (PostgreSQL refuses both in a text parameter).
 func queryValue(c echo.Context, name string) string {
 	v := strings.TrimSpace(c.QueryParam(name))
 	if len(v) > maxQueryLen {
 		v = v[:maxQueryLen]
 	}
-	return strings.ToValidUTF8(v, "")
+	return strings.ReplaceAll(strings.ToValidUTF8(v, ""), "\x00", "")
 }
 
 // pageParam reads ?page=, 1 when missing or not a positive number.
