@@ -129,8 +129,7 @@ func (p *Providers) Statement(ctx context.Context, u *models.User, providerID in
 		st.NetFen += line.NetFen - line.SLACreditFen
 	}
 	sort.Slice(st.Lines, func(i, j int) bool { return st.Lines[i].RentalID < st.Lines[j].RentalID })
-	if err := db.Raw(`SELECT COALESCE(SUM(balance_fen), 0) FROM ledger_accounts WHERE kind = ? AND org_id = ?`,
-		models.AccProviderPayable, acc.Provider.ID).Scan(&st.PayableBalanceFen).Error; err != nil {
+	if st.PayableBalanceFen, err = p.DB.PayableBalance(ctx, acc.Provider.ID); err != nil {
 		return nil, err
 	}
 	if err := db.Where("provider_id = ?", acc.Provider.ID).Order("period DESC, id DESC").Find(&st.Payouts).Error; err != nil {
