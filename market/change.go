@@ -54,10 +54,18 @@ func (s *Rentals) changeTarget(ctx context.Context, r *models.Rental, org *model
 			}
 			return models.Offer{}, models.Rental{}, err
 		}
-		if row.Offer.DatacenterID != cur.Offer.DatacenterID || row.Offer.Status != models.OfferListed {
+		if row.Offer.DatacenterID != cur.Offer.DatacenterID || !row.Offer.Visible() {
 			return models.Offer{}, models.Rental{}, invalid("offer_id", "err.change_offer")
 		}
 		target = row.Offer
+	}
+	// The change takes GPUs anew, as renting does: not on a paused offer,
+	// a draining node or a provider that is not approved or is suspended.
+	if !target.Visible() {
+		return models.Offer{}, models.Rental{}, &apperr.Error{Code: apperr.ECONFLICT, Message: "this offer is not listed", Key: "err.offer_not_listed"}
+	}
+	if err := rentableOffer(ctx, s.DB, &target); err != nil {
+		return models.Offer{}, models.Rental{}, err
 	}
 	gpus := r.GPUs
 	if in.GPUs != 0 {
