@@ -118,22 +118,38 @@ func idempotency(db *models.DB) echo.MiddlewareFunc {
 				return c.Blob(row.Status, row.ContentType, []byte(row.Body))
 			}
 
+			// The request's context may be cancelled by the time it ends
+			// (the client left): the answer is stored regardless, for its
+			// retry.
+			bg := context.WithoutCancel(ctx)
+			release := func() {
+				if err := db.ReleaseIdempotencyKey(bg, row.ID); err != nil {
+					slog.Error("idempotency: release key", "err", err, "request_id", requestID(c))
+				}
+			}
 			// Run the request, keeping a copy of what it writes. The error
 			// handler runs here, so an error answer is recorded too.
 			rec := &recorder{ResponseWriter: c.Response().Writer}
 			c.Response().Writer = rec
+			// A handler that panics is answered 500 by the recover
+			// middleware outside this one: release the key on the way
+			// out, as for any 5xx, or every retry would be refused as
+			// "in progress" until the claim went stale.
+			finished := false
+			defer func() {
+				if !finished {
+					c.Response().Writer = rec.ResponseWriter
+					release()
+				}
+			}()
 			if err := next(c); err != nil {
 				c.Error(err)
 			}
+			finished = true
 			c.Response().Writer = rec.ResponseWriter
 			st := c.Response().Status
-			// The request's context may be cancelled by now (the client
-			// left): the answer is stored regardless, for its retry.
-			bg := context.WithoutCancel(ctx)
 			if st >= 500 || st == http.StatusTooManyRequests || rec.over {
-				if err := db.ReleaseIdempotencyKey(bg, row.ID); err != nil {
-					slog.Error("idempotency: release key", "err", err, "request_id", requestID(c))
-				}
+				release()
 				return nil
 			}
 			h := c.Response().Header()

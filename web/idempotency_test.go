@@ -5,16 +5,21 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"suanli/accounts"
 	"suanli/dbtest"
+	"suanli/handlers"
 	"suanli/models"
+	"suanli/payments"
 )
 
 // idemPost POSTs body to path with a bearer token and, unless key is
@@ -241,5 +246,48 @@ func TestIdempotencyKeyConcurrentDuplicates(t *testing.T) {
 			}
 		}
 		must(t, rentalsOf(t, db, org) == 1, "%d rentals", rentalsOf(t, db, org))
+	})
+}
+
+// panicOnceGateway is a card gateway whose first checkout panics (a bug
+// in a handler's dependency) and whose later ones succeed.
+type panicOnceGateway struct{ calls atomic.Int32 }
+
+func (g *panicOnceGateway) Checkout(context.Context, payments.CheckoutRequest) (string, string, error) {
+	if g.calls.Add(1) == 1 {
+		panic("checkout exploded")
+	}
+	return "cs_test_retry", "https://checkout.stripe.test/cs_test_retry", nil
+}
+
+func (g *panicOnceGateway) Refund(context.Context, string, int64, string) (string, error) {
+	return "", errors.New("not used")
+}
+
+// A request whose handler panics is a 500 like any other server error:
+// its key is released, so the client's retry with the same key runs
+// (rather than being refused as "in progress" for minutes).
+func TestIdempotencyKeyReleasedWhenTheHandlerPanics(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		gw := &panicOnceGateway{}
+		a := newAppWith(t, db, func(h *handlers.Handler) { h.Wallet.Gateway = gw })
+		_, token, _ := idemRenter(t, a, "idem-panic@example.com")
+		// Straight to the router: the OpenAPI check around a.srv would
+		// (rightly) fail the test on the undocumented 500.
+		post := func() *httptest.ResponseRecorder {
+			req := httptest.NewRequest("POST", "/api/v1/wallet/topups", strings.NewReader(`{"amount_fen":50000,"method":"stripe"}`))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", "panics")
+			rec := httptest.NewRecorder()
+			a.e.ServeHTTP(rec, req)
+			return rec
+		}
+		first := post()
+		must(t, first.Code == http.StatusInternalServerError, "panicking handler: %d %s", first.Code, first.Body)
+		again := post()
+		must(t, again.Code == http.StatusCreated && again.Header().Get("Idempotent-Replayed") == "",
+			"retry after a panic: %d %s", again.Code, again.Body)
+		must(t, strings.Contains(again.Body.String(), "cs_test_retry"), "retry body %s", again.Body)
 	})
 }
