@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -253,9 +254,9 @@ func (p *Payouts) MarkPaid(ctx context.Context, admin *models.User, payoutID int
 	if admin == nil || !admin.PlatformAdmin {
 		return apperr.Errorf(apperr.EFORBIDDEN, "platform admins only")
 	}
-	ref := strings.TrimSpace(bankReference)
-	if ref == "" || len(ref) > 200 {
-		return apperr.Fields{invalid("bank_reference", "err.bank_reference_required")}
+	ref, err := payoutFormText("bank_reference", bankReference, 200, "err.bank_reference_required")
+	if err != nil {
+		return err
 	}
 	now := p.DB.Now().UTC()
 	return p.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -281,11 +282,25 @@ func (p *Payouts) MarkFailed(ctx context.Context, admin *models.User, payoutID i
 	if admin == nil || !admin.PlatformAdmin {
 		return apperr.Errorf(apperr.EFORBIDDEN, "platform admins only")
 	}
-	reason = strings.TrimSpace(reason)
-	if reason == "" || len(reason) > 500 {
-		return apperr.Fields{invalid("reason", "err.payout_reason_required")}
+	reason, err := payoutFormText("reason", reason, 500, "err.payout_reason_required")
+	if err != nil {
+		return err
 	}
 	return p.fail(ctx, payoutID, reason, &admin.ID)
+}
+
+// payoutFormText trims an admin's free-text payout field and checks it:
+// present and at most max bytes (else missingKey), and text that the
+// databases store (valid UTF-8 without NUL bytes; PostgreSQL refuses both).
+func payoutFormText(field, v string, max int, missingKey string) (string, error) {
+	v = strings.TrimSpace(v)
+	switch {
+	case v == "" || len(v) > max:
+		return "", apperr.Fields{invalid(field, missingKey)}
+	case !utf8.ValidString(v) || strings.ContainsRune(v, 0):
+		return "", apperr.Fields{invalid(field, "err.text")}
+	}
+	return v, nil
 }
 
 // List returns one page of payouts for the admin console, newest first.

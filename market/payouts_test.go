@@ -423,6 +423,15 @@ func TestMarkPayoutPaidOrFailed(t *testing.T) {
 		if !errors.As(err, &fields) || fields[0].Field != "bank_reference" {
 			t.Errorf("no reference: %v", err)
 		}
+		// Bytes the databases cannot store are a message, not a 500.
+		for _, bad := range []string{"ICBC\x00-1", "ICBC-\xff"} {
+			if err := p.MarkPaid(f.ctx, admin, pa.ID, bad); !errors.As(err, &fields) || fields[0].Field != "bank_reference" || fields[0].Key != "err.text" {
+				t.Errorf("reference %q: %v", bad, err)
+			}
+			if err := p.MarkFailed(f.ctx, admin, pa.ID, bad); !errors.As(err, &fields) || fields[0].Field != "reason" || fields[0].Key != "err.text" {
+				t.Errorf("reason %q: %v", bad, err)
+			}
+		}
 		if err := p.MarkPaid(f.ctx, admin, 999_999, "X"); apperr.Code(err) != apperr.ENOTFOUND {
 			t.Errorf("an unknown payout: %v", err)
 		}

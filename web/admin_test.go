@@ -359,6 +359,11 @@ func TestAdminPayouts(t *testing.T) {
 	contains(t, body, html.EscapeString(locales.T(locales.EN, "err.payout_reason_required")))
 	must(t, status(po.ID).Status == models.PayoutPending, "a refused mark-failed changed the payout")
 
+	res, body = admin.post(a.url("admin.payouts.paid", idParam(po.ID)), url.Values{"bank_reference": {"ICBC\x00-1"}})
+	must(t, res.StatusCode == http.StatusUnprocessableEntity, "mark paid with a NUL byte: %d", res.StatusCode)
+	contains(t, body, html.EscapeString(locales.T(locales.EN, "err.text")))
+	must(t, status(po.ID).Status == models.PayoutPending, "a refused mark-paid changed the payout")
+
 	res, body = admin.post(a.url("admin.payouts.run"), url.Values{"period": {"2099-13"}})
 	must(t, res.StatusCode == http.StatusUnprocessableEntity, "a run for a bad month: %d", res.StatusCode)
 	contains(t, body, html.EscapeString(locales.T(locales.EN, "err.payout_period")))
