@@ -58,10 +58,11 @@ func (h *Handler) AdminPayoutsRun(c echo.Context) error {
 			}
 			return h.renderAdminPayouts(c, http.StatusUnprocessableEntity, "", 1, f, 0)
 		}
-		if n == 0 {
+		if n == 0 && apperr.Code(err) != apperr.EUNAVAILABLE {
 			return err
 		}
-		// Some providers were paid and some not: say so, and keep the log.
+		// Some providers were paid and some not (Stripe did not answer,
+		// say: the transfers wait for the next run): say so, keep the log.
 		slog.Error("payout run partly failed", "period", f.Get("period"), "created", n, "err", err)
 		h.flash(c, "admin.payouts.run_partial", n, f.Get("period"))
 		return seeOther(c, c.Echo().Reverse("admin.payouts"))

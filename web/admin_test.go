@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"html"
 	"net/http"
 	"net/url"
@@ -10,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"suanli/accounts"
 	"suanli/dbtest"
+	"suanli/handlers"
 	"suanli/locales"
 	"suanli/market"
 	"suanli/models"
@@ -410,5 +414,58 @@ func TestAdminFiltersTakeAnyBytes(t *testing.T) {
 		// The byte is dropped, not the search: "ro\x00ot" finds root.
 		_, body := admin.do("GET", a.url("admin.users")+"?q=ro%00ot", nil)
 		contains(t, body, "root@suanli.example", "1 found")
+	})
+}
+
+// stripeDown is Stripe Connect not answering: every call is a network
+// error, which a retry may cure.
+type stripeDown struct{}
+
+func (stripeDown) CreateExpressAccount(context.Context, string, string) (string, error) {
+	return "", errors.New("dial tcp: connection refused")
+}
+func (stripeDown) AccountLink(context.Context, string, string, string) (string, error) {
+	return "", errors.New("dial tcp: connection refused")
+}
+func (stripeDown) Account(context.Context, string) (bool, bool, error) {
+	return false, false, errors.New("dial tcp: connection refused")
+}
+func (stripeDown) Transfer(context.Context, string, int64, string, int64) (string, error) {
+	return "", errors.New("dial tcp: connection refused")
+}
+
+// With Stripe down, a payout run from the console records the payouts and
+// says that some could not be paid; running again, as it says, says the
+// same (the transfer waits for Stripe) rather than showing an error page.
+func TestAdminPayoutRunWithStripeDown(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a := newAppWith(t, db, func(h *handlers.Handler) { h.Payouts.Connect = stripeDown{} })
+		ctx := context.Background()
+		admin := loggedIn(a, "platform admin", mustUser(t, db, "root@suanli.example", "Pat Platform", true))
+		acc, err := (&market.Providers{DB: db}).CreateVerified(ctx, mustUser(t, db, "owner@provider.example", "Owner", false), "Tianfu GPU")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Tx(ctx, func(tx *gorm.DB) error {
+			if err := models.SetProviderConnect(tx, acc.Provider.ID, "acct_1", true, true); err != nil {
+				return err
+			}
+			return models.Post(tx, &models.LedgerTxn{Kind: market.ChargeKind, Memo: "test earnings", CreatedAt: time.Now()},
+				models.Leg{Kind: models.AccPromoCredit, AmountFen: -10_000},
+				models.Leg{Kind: models.AccProviderPayable, OrgID: acc.Provider.ID, AmountFen: 8_800},
+				models.Leg{Kind: models.AccPlatformRevenue, AmountFen: 1_200})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		period := matrixPayoutPeriod()
+		for i, created := range []int{1, 0} {
+			res, body := admin.post(a.url("admin.payouts.run"), url.Values{"period": {period}})
+			must(t, res.StatusCode == http.StatusSeeOther, "run %d with Stripe down: %d\n%s", i+1, res.StatusCode, snippet(body))
+			_, body = admin.do("GET", res.Header.Get("Location"), nil)
+			contains(t, body, html.EscapeString(locales.T(locales.EN, "admin.payouts.run_partial", created, period)))
+		}
+		ps, err := db.PayoutsOfProvider(ctx, acc.Provider.ID)
+		must(t, err == nil && len(ps) == 1 && ps[0].Status == models.PayoutPending && ps[0].Method == models.PayoutStripe,
+			"the payout after two runs with Stripe down: %+v %v", ps, err)
 	})
 }
