@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
-	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/views/pages"
@@ -130,14 +129,11 @@ func (h *Handler) AdminAuditCSV(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	af.PerPage = 500
-	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="suanli-audit-`+time.Now().In(pricing.Shanghai).Format("20060102-150405")+`.csv"`)
-	started := false
 	var w *csv.Writer
 	for af.Page = 1; (af.Page-1)*af.PerPage < auditCSVMax; af.Page++ {
 		entries, _, err := h.DB.AuditLog(ctx, af)
 		if err != nil {
-			if started {
+			if w != nil {
 				// Too late for an error page: end the file where it broke.
 				w.Flush()
 				return nil
@@ -145,15 +141,14 @@ func (h *Handler) AdminAuditCSV(c echo.Context) error {
 			return err
 		}
 		actors, err := h.auditActors(c, entries)
-		if err != nil && !started {
+		if err != nil && w == nil {
 			return err
 		}
-		if !started {
-			c.Response().WriteHeader(http.StatusOK)
-			_, _ = c.Response().Write([]byte("\xEF\xBB\xBF"))
-			w = csv.NewWriter(c.Response())
-			_ = w.Write([]string{"id", "time_asia_shanghai", "actor_id", "actor_email", "actor_ip", "action", "subject", "amount_cny", "detail"})
-			started = true
+		if w == nil {
+			name := "suanli-audit-" + time.Now().In(pricing.Shanghai).Format("20060102-150405") + ".csv"
+			if w, err = csvAttachment(c, name, "id", "time_asia_shanghai", "actor_id", "actor_email", "actor_ip", "action", "subject", "amount_cny", "detail"); err != nil {
+				return nil // the client went away
+			}
 		}
 		for _, e := range entries {
 			actorID, email := "system", ""
@@ -163,14 +158,10 @@ func (h *Handler) AdminAuditCSV(c echo.Context) error {
 			}
 			amount := ""
 			if e.AmountFen != nil {
-				amt, sign := *e.AmountFen, ""
-				if amt < 0 {
-					amt, sign = -amt, "-"
-				}
-				amount = sign + market.FenToYuanString(amt)
+				amount = csvYuan(*e.AmountFen)
 			}
-			_ = w.Write([]string{strconv.FormatInt(e.ID, 10), e.At.In(pricing.Shanghai).Format("2006-01-02 15:04:05"), actorID,
-				csvSafe(email), csvSafe(e.ActorIP), csvSafe(e.Action), csvSafe(e.Subject), amount, csvSafe(e.Detail)})
+			_ = w.Write([]string{strconv.FormatInt(e.ID, 10), csvTime(e.At), actorID,
+				csvText(email), csvText(e.ActorIP), csvText(e.Action), csvText(e.Subject), amount, csvText(e.Detail)})
 		}
 		if len(entries) < af.PerPage {
 			break

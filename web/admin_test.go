@@ -469,3 +469,25 @@ func TestAdminPayoutRunWithStripeDown(t *testing.T) {
 			"the payout after two runs with Stripe down: %+v %v", ps, err)
 	})
 }
+
+// The audit CSV: text cells that a spreadsheet would run as a formula
+// start with an apostrophe; amounts keep their sign, unescaped.
+func TestAdminAuditCSVCells(t *testing.T) {
+	a := newSQLiteApp(t)
+	ctx := context.Background()
+	admin := loggedIn(a, "platform admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
+	for _, e := range []struct {
+		detail string
+		fen    int64
+	}{{"=HYPERLINK(\"http://evil.example\")", -150}, {"\tcmd", 4000}, {"plain — 中文", 0}} {
+		if err := a.db.Tx(ctx, func(tx *gorm.DB) error {
+			return market.Audit(ctx, tx, market.AuditWalletCredit, "org:777", market.Fen(e.fen), e.detail)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, body := admin.do("GET", a.url("admin.audit.csv")+"?subject=org:777", nil)
+	must(t, res.StatusCode == http.StatusOK, "audit CSV: %d", res.StatusCode)
+	must(t, strings.HasPrefix(res.Header.Get("Content-Disposition"), `attachment; filename="suanli-audit-`), "disposition %q", res.Header.Get("Content-Disposition"))
+	contains(t, body, `,-1.5,"'=HYPERLINK(""http://evil.example"")"`, ",40,'\tcmd", ",0,plain — 中文")
+}

@@ -1,0 +1,53 @@
+package handlers
+
+import (
+	"encoding/csv"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/market"
+	"suanli/pricing"
+)
+
+// csvAttachment starts a CSV download named filename: status 200, UTF-8
+// with a byte order mark (so that spreadsheets read Chinese correctly),
+// then the header row. Once it is called an error can no longer become an
+// error page, so callers read what they can before.
+func csvAttachment(c echo.Context, filename string, header ...string) (*csv.Writer, error) {
+	res := c.Response()
+	res.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	res.Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+filename+`"`)
+	res.WriteHeader(http.StatusOK)
+	if _, err := res.Write([]byte("\uFEFF")); err != nil {
+		return nil, err
+	}
+	w := csv.NewWriter(res)
+	return w, w.Write(header)
+}
+
+// csvText keeps a text cell (a memo, a name, an address) from being read
+// as a formula by spreadsheets: one that starts with =, +, -, @, a tab or
+// a carriage return gets a leading apostrophe.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// csvYuan writes an amount in fen as signed yuan ("-35.5", "40"), the
+// amount columns' form.
+func csvYuan(fen int64) string {
+	if fen < 0 {
+		return "-" + market.FenToYuanString(-fen)
+	}
+	return market.FenToYuanString(fen)
+}
+
+// csvTime writes a time in Asia/Shanghai, the time columns' form.
+func csvTime(t time.Time) string {
+	return t.In(pricing.Shanghai).Format("2006-01-02 15:04:05")
+}
