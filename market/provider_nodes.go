@@ -222,37 +222,60 @@ func (p *Providers) Nodes(ctx context.Context, u *models.User, providerID int64)
 		Order("CASE WHEN status = 'removed' THEN 1 ELSE 0 END, id").Find(&nodes).Error; err != nil {
 		return nil, err
 	}
-	dcs := map[int64]models.Datacenter{}
-	out := make([]NodeSummary, len(nodes))
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	// One query each for the datacentres, the GPU counts and the live
+	// rentals of all the nodes (the list is polled every few seconds).
+	ids, dcIDs := make([]int64, len(nodes)), make([]int64, len(nodes))
 	for i, n := range nodes {
-		s := NodeSummary{Node: n}
-		dc, ok := dcs[n.DatacenterID]
-		if !ok {
-			if err := db.First(&dc, n.DatacenterID).Error; err != nil {
-				return nil, err
-			}
-			dcs[n.DatacenterID] = dc
+		ids[i], dcIDs[i] = n.ID, n.DatacenterID
+	}
+	var dcs []models.Datacenter
+	if err := db.Where("id IN ?", dcIDs).Find(&dcs).Error; err != nil {
+		return nil, err
+	}
+	dcByID := make(map[int64]models.Datacenter, len(dcs))
+	for _, dc := range dcs {
+		dcByID[dc.ID] = dc
+	}
+	var states []struct {
+		NodeID int64
+		State  string
+		N      int
+	}
+	if err := db.Model(&models.GPU{}).Select("node_id, state, COUNT(*) AS n").Where("node_id IN ?", ids).
+		Group("node_id, state").Scan(&states).Error; err != nil {
+		return nil, err
+	}
+	var live []struct {
+		NodeID int64
+		N      int
+	}
+	if err := db.Model(&models.Rental{}).Select("node_id, COUNT(*) AS n").Where("node_id IN ? AND status IN ?", ids, models.LiveRentalStatuses).
+		Group("node_id").Scan(&live).Error; err != nil {
+		return nil, err
+	}
+	out := make([]NodeSummary, len(nodes))
+	at := make(map[int64]*NodeSummary, len(nodes))
+	for i, n := range nodes {
+		out[i] = NodeSummary{Node: n, Datacenter: dcByID[n.DatacenterID]}
+		at[n.ID] = &out[i]
+	}
+	for _, c := range states {
+		s := at[c.NodeID]
+		s.GPUs += c.N
+		switch c.State {
+		case models.GPUFree:
+			s.Free += c.N
+		case models.GPUBusy:
+			s.Rented += c.N
+		case models.GPUUnhealthy:
+			s.Unhealthy += c.N
 		}
-		s.Datacenter = dc
-		var gpus []models.GPU
-		if err := db.Where("node_id = ?", n.ID).Find(&gpus).Error; err != nil {
-			return nil, err
-		}
-		s.GPUs = len(gpus)
-		for _, g := range gpus {
-			switch g.State {
-			case models.GPUFree:
-				s.Free++
-			case models.GPUBusy:
-				s.Rented++
-			case models.GPUUnhealthy:
-				s.Unhealthy++
-			}
-		}
-		if s.LiveRentals, err = models.LiveRentalsOnNode(db, n.ID); err != nil {
-			return nil, err
-		}
-		out[i] = s
+	}
+	for _, l := range live {
+		at[l.NodeID].LiveRentals = l.N
 	}
 	return out, nil
 }

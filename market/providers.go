@@ -563,18 +563,38 @@ func (p *Providers) Datacenters(ctx context.Context, u *models.User, providerID 
 		acc.Provider.ID, acc.Provider.ID, models.NodeRemoved).Order("id").Find(&dcs).Error; err != nil {
 		return nil, err
 	}
+	if len(dcs) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(dcs))
+	for i, dc := range dcs {
+		ids[i] = dc.ID
+	}
+	var lats []models.DatacenterLatency
+	if err := db.Where("datacenter_id IN ?", ids).Order("datacenter_id, from_city").Find(&lats).Error; err != nil {
+		return nil, err
+	}
+	var counts []struct {
+		DatacenterID int64
+		N            int
+	}
+	if err := db.Model(&models.Node{}).Select("datacenter_id, COUNT(*) AS n").
+		Where("datacenter_id IN ? AND provider_id = ? AND status <> ?", ids, acc.Provider.ID, models.NodeRemoved).
+		Group("datacenter_id").Scan(&counts).Error; err != nil {
+		return nil, err
+	}
 	out := make([]DatacenterView, len(dcs))
+	at := make(map[int64]*DatacenterView, len(dcs))
 	for i, dc := range dcs {
 		out[i].Datacenter = dc
 		out[i].Shared = dc.ProviderID == nil || *dc.ProviderID != acc.Provider.ID
-		if err := db.Where("datacenter_id = ?", dc.ID).Order("from_city").Find(&out[i].Latencies).Error; err != nil {
-			return nil, err
-		}
-		var n int64
-		if err := db.Model(&models.Node{}).Where("datacenter_id = ? AND provider_id = ? AND status <> ?", dc.ID, acc.Provider.ID, models.NodeRemoved).Count(&n).Error; err != nil {
-			return nil, err
-		}
-		out[i].Nodes = int(n)
+		at[dc.ID] = &out[i]
+	}
+	for _, l := range lats {
+		at[l.DatacenterID].Latencies = append(at[l.DatacenterID].Latencies, l)
+	}
+	for _, c := range counts {
+		at[c.DatacenterID].Nodes = c.N
 	}
 	return out, nil
 }

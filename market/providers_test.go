@@ -487,3 +487,54 @@ func TestProviderCapacityAndStatement(t *testing.T) {
 		}
 	})
 }
+
+// The node and datacentre lists count each node's GPUs by state and live
+// rentals, and each datacentre's latencies and nodes, without mixing
+// one's figures into another's.
+func TestProviderNodeAndDatacenterLists(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		f := newProvFixture(t, db, true)
+		pid := f.acc.Provider.ID
+		busy, tok := f.addNode("gpu-host-1")
+		f.report(tok, "dgxa100")
+		o := f.mustOffer(f.offerInput(busy.ID, "a100-40g-sxm"))
+		f.mustRent(o.ID, 2)
+		f.mustRent(o.ID, 1)
+		dc2, err := f.p.CreateDatacenter(f.ctx, f.owner, pid, market.DatacenterInput{NameZH: "二号机房", City: "chongqing",
+			Latencies: []market.DeclaredLatency{{FromCity: "chengdu", RTTms: 9}, {FromCity: "chongqing", RTTms: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle, _, err := f.p.AddNode(f.ctx, f.owner, pid, market.NodeInput{DatacenterID: dc2.ID, Name: "gpu-host-2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, err := f.p.Nodes(f.ctx, f.owner, pid)
+		if err != nil || len(nodes) != 2 {
+			t.Fatalf("nodes: %+v %v", nodes, err)
+		}
+		b, i := nodes[0], nodes[1]
+		if b.Node.ID != busy.ID || b.Datacenter.ID != f.dc.ID || b.GPUs != 8 || b.Free != 5 || b.Rented != 3 || b.Unhealthy != 0 || b.LiveRentals != 2 {
+			t.Errorf("busy node: %+v, want dc %d, 8 GPUs, 5 free, 3 rented, 2 live rentals", b, f.dc.ID)
+		}
+		if i.Node.ID != idle.ID || i.Datacenter.ID != dc2.ID || i.GPUs != 0 || i.Free != 0 || i.Rented != 0 || i.LiveRentals != 0 {
+			t.Errorf("idle node: %+v, want dc %d and nothing counted", i, dc2.ID)
+		}
+		dcs, err := f.p.Datacenters(f.ctx, f.owner, pid)
+		if err != nil || len(dcs) != 2 {
+			t.Fatalf("datacentres: %+v %v", dcs, err)
+		}
+		cities := func(d market.DatacenterView) (out []string) {
+			for _, l := range d.Latencies {
+				out = append(out, l.FromCity)
+			}
+			return out
+		}
+		if dcs[0].ID != f.dc.ID || dcs[0].Nodes != 1 || !slices.Equal(cities(dcs[0]), []string{"chengdu"}) {
+			t.Errorf("first datacentre: %d nodes, latencies from %v; want 1 and [chengdu]", dcs[0].Nodes, cities(dcs[0]))
+		}
+		if dcs[1].ID != dc2.ID || dcs[1].Nodes != 1 || !slices.Equal(cities(dcs[1]), []string{"chengdu", "chongqing"}) {
+			t.Errorf("second datacentre: %d nodes, latencies from %v; want 1 and [chengdu chongqing]", dcs[1].Nodes, cities(dcs[1]))
+		}
+	})
+}
