@@ -24,7 +24,8 @@ type WatchResult struct {
 const StopGrace = time.Minute
 
 // Watch is the health pass: nodes silent for SilentAfter are marked
-// silent with an incident; running rentals on a silent node or on a GPU
+// silent with an incident (a removed node, whose agent is turned away,
+// without one); running rentals on a silent node or on a GPU
 // whose verdict failed start migrating; stops whose agent never answered
 // are finished; term rentals at their end renew or stop.
 func (s *Rentals) Watch(ctx context.Context) (WatchResult, error) {
@@ -43,6 +44,10 @@ func (s *Rentals) Watch(ctx context.Context) (WatchResult, error) {
 			up := tx.Model(&models.Node{}).Where("id = ? AND health = ?", n.ID, n.Health).Update("health", models.NodeSilent)
 			if up.Error != nil || up.RowsAffected == 0 {
 				return up.Error
+			}
+			if n.Status == models.NodeRemoved {
+				// Its agent is turned away: retired, not an outage.
+				return models.RefreshNodeAvailability(tx, n.ID, now)
 			}
 			if _, err := openIncident(tx, n.ID, 0, models.IncidentNodeSilent,
 				fmt.Sprintf("no heartbeat since %s", n.LastHeartbeatAt.UTC().Format(time.RFC3339)), now); err != nil {

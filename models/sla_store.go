@@ -104,13 +104,13 @@ type NodeForUptime struct {
 	Uptime30dPct *float64 `gorm:"column:uptime_30d_pct"`
 }
 
-// NodesForUptime returns the nodes that have sent a heartbeat, with their
-// GPU counts.
+// NodesForUptime returns the nodes that have sent a heartbeat and are not
+// removed, with their GPU counts.
 func (db *DB) NodesForUptime(ctx context.Context) ([]NodeForUptime, error) {
 	var ns []NodeForUptime
 	err := db.W.WithContext(ctx).Raw(`SELECT n.id, n.datacenter_id, n.created_at, n.uptime_30d_pct,
 			(SELECT COUNT(*) FROM gpus g WHERE g.node_id = n.id) AS gpus
-		FROM nodes n WHERE n.last_heartbeat_at IS NOT NULL ORDER BY n.id`).Scan(&ns).Error
+		FROM nodes n WHERE n.last_heartbeat_at IS NOT NULL AND n.status <> ? ORDER BY n.id`, NodeRemoved).Scan(&ns).Error
 	return ns, err
 }
 
@@ -155,11 +155,12 @@ type DatacenterNodeUptime struct {
 }
 
 // DatacenterNodeUptimes returns the stored 30-day uptimes of a
-// datacentre's nodes that have one, with their GPU counts.
+// datacentre's nodes that have one, with their GPU counts; a removed node
+// no longer counts.
 func (db *DB) DatacenterNodeUptimes(ctx context.Context, datacenterID int64) ([]DatacenterNodeUptime, error) {
 	var out []DatacenterNodeUptime
 	err := db.R.WithContext(ctx).Raw(`SELECT n.id AS node_id, n.uptime_30d_pct, n.uptime_updated_at,
 			(SELECT COUNT(*) FROM gpus g WHERE g.node_id = n.id) AS gpus
-		FROM nodes n WHERE n.datacenter_id = ? AND n.uptime_30d_pct IS NOT NULL ORDER BY n.id`, datacenterID).Scan(&out).Error
+		FROM nodes n WHERE n.datacenter_id = ? AND n.uptime_30d_pct IS NOT NULL AND n.status <> ? ORDER BY n.id`, datacenterID, NodeRemoved).Scan(&out).Error
 	return out, err
 }
