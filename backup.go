@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"suanli/config"
 	"suanli/models"
@@ -53,9 +55,18 @@ func backupSQLite(ctx context.Context, db *models.DB, out string) error {
 
 // pgDumpArgs are the arguments of the documented pg_dump command for the
 // database at dbURL, writing the custom format (restore with pg_restore)
-// to out.
-func pgDumpArgs(dbURL, out string) []string {
-	return []string{"--format=custom", "--no-owner", "--no-privileges", "--file=" + out, "--dbname=" + dbURL}
+// to out, and the password the URL held. The password is left out of the
+// arguments, which every user of the host can read (ps, /proc): it goes
+// to pg_dump in PGPASSWORD instead.
+func pgDumpArgs(dbURL, out string) (args []string, password string) {
+	if u, err := url.Parse(dbURL); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			password = pw
+			u.User = url.User(u.User.Username())
+			dbURL = u.String()
+		}
+	}
+	return []string{"--format=custom", "--no-owner", "--no-privileges", "--file=" + out, "--dbname=" + dbURL}, password
 }
 
 // backupPostgres runs pg_dump when it is on PATH; otherwise it prints the
@@ -65,20 +76,23 @@ func backupPostgres(ctx context.Context, dbURL, out string) error {
 	if _, err := os.Stat(out); err == nil {
 		return fmt.Errorf("backup: %s already exists; choose a new file", out)
 	}
+	args, password := pgDumpArgs(dbURL, out)
 	bin, err := exec.LookPath("pg_dump")
 	if err != nil {
-		shown := dbURL
-		if u, err := url.Parse(dbURL); err == nil && u.User != nil {
-			u.User = url.User(u.User.Username())
-			shown = u.String()
+		quoted := make([]string, len(args))
+		for i, a := range args {
+			quoted[i] = strconv.Quote(a)
 		}
 		fmt.Println("pg_dump is not on PATH here; on a host with the PostgreSQL client tools of the server's major version run:")
-		fmt.Printf("  pg_dump --format=custom --no-owner --no-privileges --file=%q --dbname=%q\n", out, shown)
+		fmt.Printf("  pg_dump %s\n", strings.Join(quoted, " "))
 		fmt.Println("(password in PGPASSWORD or ~/.pgpass); restore with: pg_restore --no-owner --dbname=URL " + out)
 		return nil
 	}
-	cmd := exec.CommandContext(ctx, bin, pgDumpArgs(dbURL, out)...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if password != "" {
+		cmd.Env = append(os.Environ(), "PGPASSWORD="+password)
+	}
 	if err := cmd.Run(); err != nil {
 		os.Remove(out)
 		return fmt.Errorf("backup: pg_dump: %w", err)

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/config"
+	"suanli/dbtest"
 	"suanli/market"
 	"suanli/migrations"
 	"suanli/models"
@@ -142,5 +145,54 @@ func TestAdminBackupSQLiteWhileWriting(t *testing.T) {
 	}
 	if err := admin(ctx, []string{"backup", "--data-dir", dir}); err == nil || !strings.Contains(err.Error(), "--out") {
 		t.Errorf("backup without --out: %v", err)
+	}
+}
+
+// The password of DATABASE_URL never reaches pg_dump's arguments, which
+// any user of the host can read: it is handed over in PGPASSWORD.
+func TestPgDumpArgsKeepThePasswordOutOfArgv(t *testing.T) {
+	args, pw := pgDumpArgs("postgres://suanli:s3cret@db.internal:5432/suanli?sslmode=require", "/backup/x.dump")
+	if pw != "s3cret" {
+		t.Errorf("password %q, want s3cret", pw)
+	}
+	for _, a := range args {
+		if strings.Contains(a, "s3cret") {
+			t.Errorf("argument %q holds the password", a)
+		}
+	}
+	if !slices.Contains(args, "--dbname=postgres://suanli@db.internal:5432/suanli?sslmode=require") || !slices.Contains(args, "--file=/backup/x.dump") {
+		t.Errorf("args %q", args)
+	}
+	if _, pw := pgDumpArgs("postgres://suanli@db.internal/suanli", "x"); pw != "" {
+		t.Errorf("a URL without a password gave %q", pw)
+	}
+}
+
+// On PostgreSQL, `admin backup` runs pg_dump (where it is installed) and
+// writes a dump that pg_restore reads.
+func TestAdminBackupPostgres(t *testing.T) {
+	if _, err := exec.LookPath("pg_restore"); err != nil {
+		t.Skip("no PostgreSQL client tools here")
+	}
+	dbURL := dbtest.PostgresURL(t)
+	ctx := context.Background()
+	db, err := models.Open(ctx, "postgres", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Up(ctx, "postgres", db.SQL); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	out := filepath.Join(t.TempDir(), "suanli.dump")
+	if err := backupPostgres(ctx, dbURL, out); err != nil {
+		t.Fatal(err)
+	}
+	list, err := exec.Command("pg_restore", "--list", out).CombinedOutput()
+	if err != nil || !strings.Contains(string(list), "TABLE public idempotency_keys") {
+		t.Errorf("pg_restore --list: %v\n%s", err, list)
+	}
+	if err := backupPostgres(ctx, dbURL, out); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("a second backup to the same file: %v", err)
 	}
 }
