@@ -9,6 +9,7 @@ import (
 
 	"suanli/market"
 	"suanli/models"
+	"suanli/pricing"
 	"suanli/views/pages"
 )
 
@@ -23,8 +24,12 @@ var offerAliases = map[string]string{
 	"monthly_price_per_gpu_fen": "monthly_price", "min_duration_s": "min_duration_min", "gpu_model": "gpu",
 }
 
-// maxMinDurationMin is the longest minimum duration the form takes (30 days).
-const maxMinDurationMin = 30 * 24 * 60
+// The form asks for the minimum duration in whole minutes; its bounds
+// are the market's, which are in seconds.
+const (
+	minMinDurationMin = pricing.MinimumSeconds / 60
+	maxMinDurationMin = market.MaxMinDurationS / 60
+)
 
 // offerForm reads the offer form.
 func offerForm(c echo.Context) pages.Form {
@@ -50,8 +55,8 @@ func parseOfferNumbers(c echo.Context, f *pages.Form) offerNumbers {
 		disk: intField(c, f, "disk_gb"), offpeak: intField(c, f, "offpeak_discount_pct"), student: intField(c, f, "student_discount_pct")}
 	if s := strings.TrimSpace(f.Get("min_duration_min")); s != "" {
 		m, err := strconv.Atoi(s)
-		if err != nil || m < 1 || m > maxMinDurationMin {
-			f.Errors["min_duration_min"] = vc.T("provider.err.minutes")
+		if err != nil || m < minMinDurationMin || m > maxMinDurationMin {
+			f.Errors["min_duration_min"] = vc.T("provider.err.minutes", minMinDurationMin, maxMinDurationMin)
 		} else {
 			n.minDurS = m * 60
 		}

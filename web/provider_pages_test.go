@@ -295,7 +295,10 @@ func TestProviderOfferForm(t *testing.T) {
 				must(t, count() == 0, "a refused offer was created")
 			})
 		}
-		_, body := f.owner.post(a.url("provider.offers.create", f.pid()), with("gpu", "h100-sxm"))
+		_, body := f.owner.post(a.url("provider.offers.create", f.pid()), with("min_duration_min", "43201"))
+		must(t, fieldMessage(body, "min_duration_min") == "Enter a whole number of minutes from 1 to 43200.",
+			"the minutes message does not give the market's bounds: %q", fieldMessage(body, "min_duration_min"))
+		_, body = f.owner.post(a.url("provider.offers.create", f.pid()), with("gpu", "h100-sxm"))
 		must(t, strings.Contains(fieldMessage(body, "gpu"), "sl-a100-01"), "the mismatch message does not name the node: %q", fieldMessage(body, "gpu"))
 
 		res, _ := f.owner.post(a.url("provider.offers.create", f.pid()), good)
