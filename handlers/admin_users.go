@@ -32,7 +32,7 @@ func pageParam(c echo.Context) int {
 	if err != nil || n < 1 {
 		return 1
 	}
-	return min(n, 1_000_000)
+	return min(n, maxPage)
 }
 
 // pageLinker returns a function that links to a page of the list at

@@ -21,21 +21,14 @@ import (
 const AdminPerPage = 50
 
 // clampPage bounds a page number and size: page from 1 (and at most a
-// million, so the offset stays in range), size 1–200, default AdminPerPage.
-func clampPage(page, per int) (int, int) {
-	if page < 1 {
-		page = 1
-	}
-	if page > 1_000_000 {
-		page = 1_000_000
-	}
+// million, so the offset stays in range), size from 1 to maxPer, default
+// AdminPerPage.
+func clampPage(page, per, maxPer int) (int, int) {
+	page = min(max(page, 1), 1_000_000)
 	if per <= 0 {
 		per = AdminPerPage
 	}
-	if per > 200 {
-		per = 200
-	}
-	return page, per
+	return page, min(per, maxPer)
 }
 
 // likePattern makes a case-insensitive LIKE pattern that matches q
@@ -57,7 +50,7 @@ func (db *DB) SearchUsers(ctx context.Context, q string, page, per int) ([]User,
 	if err := tx.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	page, per = clampPage(page, per)
+	page, per = clampPage(page, per, 200)
 	var us []User
 	err := tx.Order("id DESC").Offset((page - 1) * per).Limit(per).Find(&us).Error
 	return us, total, err
@@ -74,7 +67,7 @@ func (db *DB) SearchOrgs(ctx context.Context, q string, page, per int) ([]Org, i
 	if err := tx.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	page, per = clampPage(page, per)
+	page, per = clampPage(page, per, 200)
 	var os []Org
 	err := tx.Order("id DESC").Offset((page - 1) * per).Limit(per).Find(&os).Error
 	return os, total, err
@@ -181,7 +174,7 @@ func (db *DB) OutboxPage(ctx context.Context, page, per int) ([]OutboxMail, int6
 	if err := tx.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	page, per = clampPage(page, per)
+	page, per = clampPage(page, per, 200)
 	var ms []OutboxMail
 	err := tx.Order("id DESC").Offset((page - 1) * per).Limit(per).Find(&ms).Error
 	return ms, total, err

@@ -91,27 +91,8 @@ func (db *DB) AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, int64,
 	if err := q.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	page, per := pageBounds(f.Page, f.PerPage)
+	page, per := clampPage(f.Page, f.PerPage, 500)
 	var out []AuditEntry
 	err := q.Order("at DESC, id DESC").Offset((page - 1) * per).Limit(per).Find(&out).Error
 	return out, total, err
-}
-
-// pageBounds clamps a page number and size: page from 1, size 1–500,
-// default 50.
-func pageBounds(page, per int) (int, int) {
-	if page < 1 {
-		page = 1
-	}
-	if per <= 0 {
-		per = 50
-	}
-	if per > 500 {
-		per = 500
-	}
-	// Keep the offset in range for absurd page numbers.
-	if page > 1_000_000 {
-		page = 1_000_000
-	}
-	return page, per
 }

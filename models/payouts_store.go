@@ -152,7 +152,7 @@ func (db *DB) Payouts(ctx context.Context, f PayoutFilter) ([]PayoutRow, int64, 
 	if err := q.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	page, per := pageBounds(f.Page, f.PerPage)
+	page, per := clampPage(f.Page, f.PerPage, 500)
 	var out []PayoutRow
 	err := q.Select("payouts.*, providers.name_zh AS provider_name_zh, providers.name_en AS provider_name_en").
 		Order("payouts.created_at DESC, payouts.id DESC").Offset((page - 1) * per).Limit(per).Scan(&out).Error
