@@ -101,10 +101,19 @@ func (p *Providers) AddNode(ctx context.Context, u *models.User, providerID int6
 		if err := tx.Model(&models.Node{}).Where("provider_id = ? AND name = ?", acc.Provider.ID, name).Count(&dup).Error; err != nil {
 			return err
 		}
+		taken := apperr.Fields{fieldErr("name", "providers.err.node_name_taken", name)}
 		if dup > 0 {
-			return apperr.Fields{fieldErr("name", "providers.err.node_name_taken", name)}
+			return taken
 		}
-		return tx.Create(n).Error
+		// The count cannot see a node of the same name added at the same
+		// time (a double click); UNIQUE (provider_id, name) does.
+		if err := tx.Create(n).Error; err != nil {
+			if models.IsUniqueViolation(err) {
+				return taken
+			}
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, "", err

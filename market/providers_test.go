@@ -538,3 +538,34 @@ func TestProviderNodeAndDatacenterLists(t *testing.T) {
 		}
 	})
 }
+
+// Two "Add node" submissions of one name at once (a double click) make
+// one node; the other is told the name is taken, never an internal error.
+func TestProviderAddNodeTwiceAtOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		f := newProvFixture(t, db, true)
+		for round := range 5 {
+			name := fmt.Sprintf("twin-%d", round)
+			errs := make(chan error, 4)
+			for range 4 {
+				go func() {
+					_, _, err := f.p.AddNode(f.ctx, f.owner, f.acc.Provider.ID, market.NodeInput{DatacenterID: f.dc.ID, Name: name})
+					errs <- err
+				}()
+			}
+			made := 0
+			for range 4 {
+				err := <-errs
+				switch {
+				case err == nil:
+					made++
+				case fieldsOf(err)["name"] == "":
+					t.Errorf("a second %s: %v, want a message beside the name", name, err)
+				}
+			}
+			if made != 1 {
+				t.Errorf("%d nodes named %s made, want 1", made, name)
+			}
+		}
+	})
+}
