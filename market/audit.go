@@ -32,7 +32,6 @@ const (
 	AuditRoleChanged    = "role.changed"
 	AuditWalletCredit   = "wallet.credit"
 	AuditSLACredit      = "sla.credit"
-	AuditUserSuspended  = "user.suspended"
 	AuditConnectOnboard = "connect.onboarded"
 )
 

@@ -308,12 +308,6 @@ func (p *Payouts) List(ctx context.Context, f PayoutFilter) ([]PayoutRow, int64,
 	return p.DB.Payouts(ctx, f)
 }
 
-// ForProvider returns a provider's payouts, newest first. The caller has
-// checked that the user may see the provider.
-func (p *Payouts) ForProvider(ctx context.Context, providerID int64) ([]models.Payout, error) {
-	return p.DB.PayoutsOfProvider(ctx, providerID)
-}
-
 // ConnectOnboard starts or resumes a provider's Stripe Connect onboarding
 // for one of its owners or admins: it creates the provider's Express
 // account if it has none (storing its id), and returns a one-time account

@@ -258,9 +258,6 @@ func (j FailedJob) LastError() string {
 	return j.Errors[len(j.Errors)-1].Error
 }
 
-// FailedJobStates are the states the job page lists with their errors.
-var FailedJobStates = []string{"retryable", "discarded"}
-
 // FailedJobs returns the latest limit jobs that are retryable or discarded,
 // or that failed and were then cancelled, newest first, with their errors.
 // River stores errors as jsonb[] on PostgreSQL and as a JSON array (jsonb)
