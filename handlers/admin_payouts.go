@@ -26,16 +26,9 @@ func (h *Handler) AdminPayouts(c echo.Context) error {
 func (h *Handler) renderAdminPayouts(c echo.Context, code int, status string, page int, f pages.Form, errID int64) error {
 	vm := pages.AdminPayoutsVM{Status: status, Form: f, ErrID: errID, Unavailable: h.Payouts == nil,
 		RunPeriod: market.PayoutPeriod(h.DB.Now())}
-	var (
-		total int64
-		err   error
-	)
-	filter := models.PayoutFilter{Status: status, Page: page, PerPage: models.AdminPerPage}
-	if h.Payouts != nil {
-		vm.Rows, total, err = h.Payouts.List(c.Request().Context(), filter)
-	} else {
-		vm.Rows, total, err = h.DB.Payouts(c.Request().Context(), filter)
-	}
+	var total int64
+	var err error
+	vm.Rows, total, err = h.DB.Payouts(c.Request().Context(), models.PayoutFilter{Status: status, Page: page, PerPage: models.AdminPerPage})
 	if err != nil {
 		return err
 	}

@@ -45,12 +45,6 @@ const (
 	PayoutReturnKind = "payout_return"
 )
 
-// PayoutFilter narrows the payout list (status, provider, period, page).
-type PayoutFilter = models.PayoutFilter
-
-// PayoutRow is a payout with its provider's name.
-type PayoutRow = models.PayoutRow
-
 // PayoutPeriod returns the period ("YYYY-MM", Asia/Shanghai) that a run at
 // now pays: the month before now's.
 func PayoutPeriod(now time.Time) string {
@@ -301,11 +295,6 @@ func payoutFormText(field, v string, max int, missingKey string) (string, error)
 		return "", apperr.Fields{invalid(field, "err.text")}
 	}
 	return v, nil
-}
-
-// List returns one page of payouts for the admin console, newest first.
-func (p *Payouts) List(ctx context.Context, f PayoutFilter) ([]PayoutRow, int64, error) {
-	return p.DB.Payouts(ctx, f)
 }
 
 // ConnectOnboard starts or resumes a provider's Stripe Connect onboarding

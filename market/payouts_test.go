@@ -465,11 +465,11 @@ func TestMarkPayoutPaidOrFailed(t *testing.T) {
 		if f.payable(b.ID) != 44_000 {
 			t.Errorf("after the failure: payable %d, want 44,000 back", f.payable(b.ID))
 		}
-		rows, total, err := p.List(f.ctx, market.PayoutFilter{Status: models.PayoutFailed})
+		rows, total, err := db.Payouts(f.ctx, models.PayoutFilter{Status: models.PayoutFailed})
 		if err != nil || total != 1 || rows[0].ID != pb.ID || rows[0].ProviderName("en") == "" {
 			t.Errorf("list of failed: %+v %d %v", rows, total, err)
 		}
-		if rows, total, _ := p.List(f.ctx, market.PayoutFilter{}); total != 2 || len(rows) != 2 {
+		if rows, total, _ := db.Payouts(f.ctx, models.PayoutFilter{}); total != 2 || len(rows) != 2 {
 			t.Errorf("list: %d", total)
 		}
 		f.ledgerBalanced()
