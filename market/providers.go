@@ -176,6 +176,21 @@ func uniqueSlug(tx *gorm.DB, table, base string) (string, error) {
 	return "", apperr.Errorf(apperr.ECONFLICT, "no free slug for %q", base)
 }
 
+// txWithSlug runs fn, which picks a slug with uniqueSlug and inserts it,
+// in a transaction, and again when a concurrent insert took that slug
+// first (uniqueSlug cannot see it; the UNIQUE constraint can). Each
+// failure means another insert succeeded, so five tries see five
+// submissions at once through (a double click is two).
+func (p *Providers) txWithSlug(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	var err error
+	for range 5 {
+		if err = p.DB.Tx(ctx, fn); err == nil || !models.IsUniqueViolation(err) {
+			return err
+		}
+	}
+	return err
+}
+
 // SignUp creates a provider organisation, pending until a platform admin
 // verifies it, with u as its owner, and its provider row. Bad input is an
 // apperr.Fields.
@@ -204,7 +219,7 @@ func (p *Providers) CreateVerified(ctx context.Context, u *models.User, company 
 func (p *Providers) create(ctx context.Context, u *models.User, prof ProviderProfile, status string) (*ProviderAccount, error) {
 	now := p.DB.Now().UTC()
 	acc := &ProviderAccount{Role: models.RoleOwner}
-	err := p.DB.Tx(ctx, func(tx *gorm.DB) error {
+	err := p.txWithSlug(ctx, func(tx *gorm.DB) error {
 		acc.Org = models.Org{Kind: models.OrgProvider, Name: prof.CompanyName, Status: status, CreatedAt: now}
 		if status == models.OrgApproved {
 			acc.Org.ReviewedAt = &now
@@ -473,7 +488,8 @@ func (p *Providers) CreateDatacenter(ctx context.Context, u *models.User, provid
 	if dc.NameEN == "" {
 		dc.NameEN = dc.NameZH
 	}
-	err = p.DB.Tx(ctx, func(tx *gorm.DB) error {
+	err = p.txWithSlug(ctx, func(tx *gorm.DB) error {
+		dc.ID = 0
 		base := acc.Provider.Slug + "-" + slugify(dc.NameEN, in.City)
 		if dc.Slug, err = uniqueSlug(tx, "datacenters", base); err != nil {
 			return err

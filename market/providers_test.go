@@ -569,3 +569,50 @@ func TestProviderAddNodeTwiceAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// Datacentres and providers of one name created at once (a double click,
+// two sign-ups of one company) each get their own slug: a slug taken by
+// a concurrent insert is picked again, never an internal error.
+func TestProviderSlugsTakenAtOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		f := newProvFixture(t, db, true)
+		const racers = 4
+		race := func(what string, do func(i int) error) {
+			errs := make(chan error, racers)
+			for i := range racers {
+				go func() { errs <- do(i) }()
+			}
+			for range racers {
+				if err := <-errs; err != nil {
+					t.Errorf("%s: %v", what, err)
+				}
+			}
+		}
+		for round := range 3 {
+			name := fmt.Sprintf("Room %d", round)
+			race("datacentre "+name, func(int) error {
+				_, err := f.p.CreateDatacenter(f.ctx, f.owner, f.acc.Provider.ID, market.DatacenterInput{NameZH: name, City: "chengdu"})
+				return err
+			})
+			users := make([]*models.User, racers)
+			for i := range users {
+				u, err := f.accounts.CreateUser(f.ctx, fmt.Sprintf("ops%d-%d@same.example", round, i), "owner-pass-2026", "Ops", false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				users[i] = u
+			}
+			company := fmt.Sprintf("Same Compute %d", round)
+			race("sign-up "+company, func(i int) error {
+				prof := goodProfile
+				prof.CompanyName = company
+				_, err := f.p.SignUp(f.ctx, users[i], prof)
+				return err
+			})
+			var slugs []string
+			if err := db.R.Model(&models.Datacenter{}).Where("name_zh = ?", name).Pluck("slug", &slugs).Error; err != nil || len(slugs) != racers {
+				t.Errorf("datacentres named %s: slugs %v, %v; want %d", name, slugs, err, racers)
+			}
+		}
+	})
+}
