@@ -19,10 +19,11 @@ import (
 // process but speaking the same HTTP protocol to the server as a remote
 // agent: go-nvml's mock servers with the node's seeded GPU UUIDs, and a
 // launcher that starts nothing. Everything they report is marked
-// simulated.
+// simulated. A removed demo node stays removed: it gets no agent and no
+// credential.
 func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, rentals *market.Rentals, server string) (int, error) {
 	var nodes []models.Node
-	if err := db.R.WithContext(ctx).Where("demo").Order("id").Find(&nodes).Error; err != nil {
+	if err := db.R.WithContext(ctx).Where("demo AND status <> ?", models.NodeRemoved).Order("id").Find(&nodes).Error; err != nil {
 		return 0, err
 	}
 	client := &http.Client{Timeout: 60 * time.Second}
