@@ -333,7 +333,7 @@ func CanStop(r *models.Rental, u *models.User, m *models.Membership) bool {
 }
 
 // Stop stops a rental. Billing ends at this second (an on-demand rental
-// is billed at least MinimumSeconds); the node's agent is told to stop the
+// is billed at least its MinBilledS); the node's agent is told to stop the
 // workload, and the GPUs are released when it confirms (or when the
 // health watch gives up waiting). A rental not yet running is cancelled
 // and costs nothing. A term rental keeps its GPUs to the term's end.
