@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"suanli/apperr"
 )
@@ -35,12 +34,8 @@ func (db *DB) PayableProviders(ctx context.Context) ([]PayableProvider, error) {
 // account row on PostgreSQL (SQLite has one writer) so that the balance
 // read is the balance a payout takes. No account is a zero balance.
 func LockPayable(tx *gorm.DB, providerID int64) (int64, error) {
-	q := tx.Where("kind = ? AND org_id = ?", AccProviderPayable, providerID)
-	if tx.Dialector.Name() == "postgres" {
-		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
 	var a LedgerAccount
-	err := q.First(&a).Error
+	err := lockRow(tx).Where("kind = ? AND org_id = ?", AccProviderPayable, providerID).First(&a).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return 0, nil
 	}
@@ -78,12 +73,8 @@ func InsertPayout(tx *gorm.DB, p *Payout) (created bool, err error) {
 
 // PayoutForUpdate returns a payout in tx, locked on PostgreSQL, or ENOTFOUND.
 func PayoutForUpdate(tx *gorm.DB, id int64) (*Payout, error) {
-	q := tx
-	if tx.Dialector.Name() == "postgres" {
-		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
 	var p Payout
-	err := q.First(&p, id).Error
+	err := lockRow(tx).First(&p, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.NotFound("payout")
 	}
