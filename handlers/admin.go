@@ -45,18 +45,9 @@ func (h *Handler) AdminHome(c echo.Context) error {
 	if vm.Counts.Incidents, err = h.DB.CountOpenIncidents(ctx); err != nil {
 		return err
 	}
-	if vm.Counts.Payouts, err = h.DB.CountPendingPayouts(ctx); err != nil {
+	// Stripe transfers finish on their own; bank ones wait for an admin.
+	if vm.Payouts, vm.Counts.Payouts, err = h.DB.Payouts(ctx, models.PayoutFilter{Status: models.PayoutPending, Method: models.PayoutBank, PerPage: adminQueueLimit}); err != nil {
 		return err
-	}
-	pendingPayouts, _, err := h.DB.Payouts(ctx, models.PayoutFilter{Status: models.PayoutPending, PerPage: adminQueueLimit})
-	if err != nil {
-		return err
-	}
-	for _, p := range pendingPayouts {
-		// Stripe transfers finish on their own; bank ones wait for an admin.
-		if p.Method == models.PayoutBank {
-			vm.Payouts = append(vm.Payouts, p)
-		}
 	}
 	vm.Counts.Verify, vm.Counts.BankTopups, vm.Counts.Refunds, vm.Counts.Flagged = len(vm.Pending), len(vm.BankTopups), len(vm.BankRefunds), len(vm.Flagged)
 	if vm.OrgNames, err = h.DB.OrgNames(ctx, orgIDs(vm)); err != nil {

@@ -159,14 +159,6 @@ func (db *DB) CountOpenIncidents(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// CountPendingPayouts counts payouts waiting for an admin: bank transfers
-// not yet marked paid or failed.
-func (db *DB) CountPendingPayouts(ctx context.Context) (int64, error) {
-	var n int64
-	err := db.R.WithContext(ctx).Model(&Payout{}).Where("status = ? AND method = ?", PayoutPending, PayoutBank).Count(&n).Error
-	return n, err
-}
-
 // OutboxPage returns one page of the outbox, newest first, and its size.
 func (db *DB) OutboxPage(ctx context.Context, page, per int) ([]OutboxMail, int64, error) {
 	tx := db.R.WithContext(ctx).Model(&OutboxMail{})

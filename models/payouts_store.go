@@ -121,6 +121,7 @@ func (r PayoutRow) ProviderName(lang string) string {
 // PayoutFilter narrows the payout list; zero values match everything.
 type PayoutFilter struct {
 	Status     string
+	Method     string
 	ProviderID int64
 	Period     string
 	Page       int
@@ -132,6 +133,9 @@ func (db *DB) Payouts(ctx context.Context, f PayoutFilter) ([]PayoutRow, int64, 
 	q := db.R.WithContext(ctx).Table("payouts").Joins("JOIN providers ON providers.id = payouts.provider_id")
 	if f.Status != "" {
 		q = q.Where("payouts.status = ?", f.Status)
+	}
+	if f.Method != "" {
+		q = q.Where("payouts.method = ?", f.Method)
 	}
 	if f.ProviderID != 0 {
 		q = q.Where("payouts.provider_id = ?", f.ProviderID)

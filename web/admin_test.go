@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -490,4 +491,25 @@ func TestAdminAuditCSVCells(t *testing.T) {
 	must(t, res.StatusCode == http.StatusOK, "audit CSV: %d", res.StatusCode)
 	must(t, strings.HasPrefix(res.Header.Get("Content-Disposition"), `attachment; filename="suanli-audit-`), "disposition %q", res.Header.Get("Content-Disposition"))
 	contains(t, body, `,-1.5,"'=HYPERLINK(""http://evil.example"")"`, ",40,'\tcmd", ",0,plain — 中文")
+}
+
+// The hub lists the bank payouts waiting for a reference however many
+// Stripe payouts are pending before them (those finish on their own).
+func TestAdminHubBankPayoutsBehindStripeOnes(t *testing.T) {
+	a := newSQLiteApp(t)
+	admin := loggedIn(a, "platform admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
+	bank := seedPayout(t, a.db, "2026-10", 123456)
+	if err := a.db.W.Model(bank).Update("created_at", time.Now().UTC().Add(-time.Hour)).Error; err != nil {
+		t.Fatal(err)
+	}
+	for i := range 120 {
+		po := &models.Payout{ProviderID: bank.ProviderID, Period: fmt.Sprintf("%04d-01", 2100+i), AmountFen: 100, Method: models.PayoutStripe,
+			Status: models.PayoutPending, CreatedAt: time.Now().UTC()}
+		if err := a.db.W.Create(po).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, body := admin.do("GET", a.url("admin.home"), nil)
+	must(t, res.StatusCode == http.StatusOK, "hub: %d", res.StatusCode)
+	contains(t, body, "¥1,234.56", html.EscapeString(locales.T(locales.EN, "admin.payouts_waiting", 1)))
 }
