@@ -253,6 +253,11 @@ func TestLabsAndStudentPricing(t *testing.T) {
 		if err := f.s.Review(ctx, admin, lab.ID, false, " "); fieldOf(err) != "reason" {
 			t.Errorf("reject without a reason: %v", err)
 		}
+		// A reason that is not text is a message beside the field, not a
+		// database error (PostgreSQL refuses NUL bytes).
+		if err := f.s.Review(ctx, admin, lab.ID, false, "bad\x00reason"); fieldOf(err) != "reason" {
+			t.Errorf("reject with a NUL in the reason: %v", err)
+		}
 		if err := f.s.Review(ctx, admin, lab.ID, true, ""); err != nil {
 			t.Fatal(err)
 		}

@@ -255,15 +255,21 @@ func (s *Service) Review(ctx context.Context, admin *models.User, orgID int64, a
 	if org.Kind == models.OrgTeam {
 		return apperr.NotFound("application")
 	}
+	// The reason is shown to the applicant: text of a bounded length (a
+	// NUL byte would otherwise reach PostgreSQL as a 500).
+	reason, err = checkReason(reason, false)
+	if err != nil {
+		return err
+	}
 	status := models.OrgApproved
 	if !approve {
 		status = models.OrgRejected
-		if strings.TrimSpace(reason) == "" {
+		if reason == "" {
 			return FieldErrors{invalid("reason", "err.reason_required")}
 		}
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := models.SetOrgStatus(tx, orgID, status, strings.TrimSpace(reason), admin.ID, s.DB.Now().UTC()); err != nil {
+		if err := models.SetOrgStatus(tx, orgID, status, reason, admin.ID, s.DB.Now().UTC()); err != nil {
 			return err
 		}
 		action := market.AuditOrgApproved
