@@ -20,6 +20,14 @@ func TestStopBillsTheOffersMinimum(t *testing.T) {
 		in := f.offerInput(n.ID, "a100-40g-sxm")
 		in.MinDurationS = 600
 		o := f.mustOffer(in)
+		// The quote for a short rental says the same minimum the stop bills.
+		q, err := market.QuoteOffer(*o, market.QuoteInput{GPUs: "2", Seconds: "10"}, false, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.BilledSeconds != 600 || !q.MinimumApplied {
+			t.Errorf("quote for 10 s: billed %d s (minimum applied %v), want the offer's 600 s", q.BilledSeconds, q.MinimumApplied)
+		}
 		rt := f.mustRent(o.ID, 2)
 		if rt.MinBilledS != 600 {
 			t.Fatalf("min_billed_s %d, want the offer's 600", rt.MinBilledS)

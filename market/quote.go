@@ -67,6 +67,7 @@ func QuoteOffer(o models.Offer, in QuoteInput, student bool, now time.Time) (pri
 	terms := pricing.Terms{
 		PricePerGPUHourFen: o.PricePerGPUHourFen, WeeklyPricePerGPUFen: o.WeeklyPricePerGPUFen,
 		MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen, OffpeakDiscountPct: o.OffpeakDiscountPct, StudentDiscountPct: o.StudentDiscountPct,
+		MinimumSeconds: int64(o.MinDurationS),
 	}
 	b, err := pricing.Quote(terms, r, pricing.Buyer{Student: student})
 	var qe *pricing.QuoteError

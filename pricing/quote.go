@@ -20,6 +20,9 @@ type Terms struct {
 	MonthlyPricePerGPUFen *int64
 	OffpeakDiscountPct    int
 	StudentDiscountPct    int
+	// MinimumSeconds is the offer's least billed duration on demand;
+	// below the platform's MinimumSeconds (0 included) that one applies.
+	MinimumSeconds int64
 }
 
 // Buyer is what about the renter changes the price.
@@ -88,7 +91,8 @@ var ErrNoTerm = errors.New("this offer has no price for that term")
 
 // Quote prices a request. On demand, every second is billed at the peak or
 // off-peak rate of the instant it falls in (off-peak: 22:00–08:00
-// Asia/Shanghai and weekends), with at least MinimumSeconds billed;
+// Asia/Shanghai and weekends), with at least the offer's minimum (never
+// under MinimumSeconds) billed;
 // discounts multiply, base × (1 − off-peak) × (1 − student); the SLA
 // surcharge applies on top. The exact amount is rounded to the fen once,
 // at the end, so quoting [a,c) equals [a,b) + [b,c) within one fen. A term
@@ -126,8 +130,9 @@ func Quote(t Terms, r Request, b Buyer) (Breakdown, error) {
 		if r.Seconds <= 0 || r.Seconds > MaxOnDemandSeconds {
 			return Breakdown{}, &QuoteError{"seconds", fmt.Sprintf("must be 1 to %d", MaxOnDemandSeconds)}
 		}
-		q.RequestedSecs, q.BilledSeconds = r.Seconds, max(r.Seconds, MinimumSeconds)
-		q.MinimumApplied = r.Seconds < MinimumSeconds
+		least := max(t.MinimumSeconds, MinimumSeconds)
+		q.RequestedSecs, q.BilledSeconds = r.Seconds, max(r.Seconds, least)
+		q.MinimumApplied = r.Seconds < least
 		q.End = q.Start.Add(time.Duration(q.BilledSeconds) * time.Second)
 		q.PeakSeconds, q.OffpeakSeconds = SplitOffpeak(q.Start, q.End)
 		// fen = price × gpus × (peak × (100−stu)·100 + offpeak × (100−off)(100−stu)) / (3600 · 100 · 100)

@@ -181,3 +181,35 @@ func TestNoDST(t *testing.T) {
 		}
 	}
 }
+
+// An offer's own minimum duration is what a short on-demand quote bills,
+// as the meter bills it at stop; one below the platform's 60 s does not
+// lower that.
+func TestQuoteBillsTheOffersMinimum(t *testing.T) {
+	start := at("2026-12-01 10:00:00") // peak
+	for _, c := range []struct {
+		min, secs, billed int64
+		applied           bool
+	}{
+		{600, 30, 600, true},
+		{600, 599, 600, true},
+		{600, 601, 601, false},
+		{0, 30, MinimumSeconds, true},
+		{10, 30, MinimumSeconds, true},
+	} {
+		tm := terms
+		tm.MinimumSeconds = c.min
+		q, err := Quote(tm, Request{GPUs: 1, Start: start, Seconds: c.secs}, Buyer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.BilledSeconds != c.billed || q.MinimumApplied != c.applied {
+			t.Errorf("minimum %d s, %d s asked: billed %d s (minimum applied %v), want %d s (%v)",
+				c.min, c.secs, q.BilledSeconds, q.MinimumApplied, c.billed, c.applied)
+		}
+		// 600 s at ¥34/h peak is ¥5.67.
+		if c.min == 600 && c.secs == 30 && q.TotalFen != 567 {
+			t.Errorf("600-s minimum at ¥34/h: %d fen, want 567", q.TotalFen)
+		}
+	}
+}
