@@ -129,12 +129,33 @@ func (s *Rentals) Watch(ctx context.Context) (WatchResult, error) {
 	return res, nil
 }
 
+// DetailNodeRetiring is the detail of a "not_renewed" event: the term
+// ended on a node its provider is draining or has removed.
+const DetailNodeRetiring = "the provider is retiring this node"
+
 // endTerm handles a term rental whose term is over.
 func (s *Rentals) endTerm(ctx context.Context, r *models.Rental, now time.Time) (bool, error) {
 	if r.Status == models.RentalStopped {
 		return false, s.DB.Tx(ctx, func(tx *gorm.DB) error { return releaseGPUs(tx, r.ID, now) })
 	}
-	if r.AutoRenew {
+	renew := r.AutoRenew
+	if renew && r.NodeID != nil {
+		// A draining node accepts no new rentals, and a renewal is a new
+		// term: renewing there would keep the node from ever draining.
+		var status string
+		if err := s.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", *r.NodeID).Pluck("status", &status).Error; err != nil {
+			return false, err
+		}
+		if status != models.NodeActive {
+			renew = false
+			if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+				return models.AddRentalEvent(tx, r.ID, now, "not_renewed", DetailNodeRetiring, nil)
+			}); err != nil {
+				return false, err
+			}
+		}
+	}
+	if renew {
 		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 			// The terms paid so far (a free rental's refund keeps them counted).
 			var n int64

@@ -492,6 +492,10 @@ func (vm RentalVM) eventDetail(vc views.Ctx, e models.RentalEvent) string {
 		if d == detailUnconfirmed {
 			return ""
 		}
+	case "not_renewed":
+		if d == market.DetailNodeRetiring {
+			return vc.T("rental.detail.not_renewed")
+		}
 	case "renewed":
 		if t, err := time.Parse(time.RFC3339, d); err == nil {
 			return vc.T("rental.detail.renewed", shTime(t))
