@@ -202,6 +202,11 @@ func (p *Providers) SetNodeStatus(ctx context.Context, u *models.User, providerI
 				Updates(map[string]any{"status": models.OfferPaused, "listing_note": "node removed", "updated_at": now}).Error; err != nil {
 				return err
 			}
+			// Its open incidents end with it: nothing will close them later,
+			// and the admin console's queue would list them for ever.
+			if err := tx.Model(&models.Incident{}).Where("node_id = ? AND closed_at IS NULL", n.ID).Update("closed_at", now).Error; err != nil {
+				return err
+			}
 		}
 		if err := tx.Model(&models.Node{}).Where("id = ?", n.ID).Updates(up).Error; err != nil {
 			return err

@@ -361,12 +361,20 @@ func TestProviderDrainAndRemove(t *testing.T) {
 		if err := f.p.SetNodeStatus(f.ctx, f.owner, pid, n.ID, market.NodeResume); err != nil || !slices.Contains(f.publicIDs(), o.ID) {
 			t.Errorf("resume: %v, listed %v", err, slices.Contains(f.publicIDs(), o.ID))
 		}
-		// The rental ends; the node can go.
+		// The rental ends; the node can go. It had fallen silent: its open
+		// incident closes with the removal.
 		if err := db.W.Model(&models.Rental{}).Where("id = ?", rt.ID).Update("status", models.RentalStopped).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.W.Create(&models.Incident{NodeID: n.ID, Kind: "node_silent", OpenedAt: f.clock.Now()}).Error; err != nil {
 			t.Fatal(err)
 		}
 		if err := f.p.SetNodeStatus(f.ctx, f.owner, pid, n.ID, market.NodeRemove); err != nil {
 			t.Fatal(err)
+		}
+		var open int64
+		if err := db.R.Model(&models.Incident{}).Where("node_id = ? AND closed_at IS NULL", n.ID).Count(&open).Error; err != nil || open != 0 {
+			t.Errorf("a removed node has %d open incidents (%v), want none", open, err)
 		}
 		got := f.reload(o)
 		if got.Status != models.OfferPaused || slices.Contains(f.publicIDs(), o.ID) {
