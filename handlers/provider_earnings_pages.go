@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/csv"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"suanli/apperr"
 	"suanli/market"
-	"suanli/pricing"
 	"suanli/views/pages"
 )
 
@@ -84,33 +82,22 @@ func (h *Handler) ProviderStatementCSV(c echo.Context) error {
 	if monthErr != "" {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "month", Message: "want YYYY-MM", Key: "provider.err.month"}
 	}
-	res := c.Response()
-	res.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-	res.Header().Set(echo.HeaderContentDisposition, `attachment; filename="suanli-statement-`+st.Provider.Slug+"-"+st.Month+`.csv"`)
-	res.WriteHeader(http.StatusOK)
-	if _, err := res.Write([]byte("\uFEFF")); err != nil {
+	w, err := csvAttachment(c, "suanli-statement-"+st.Provider.Slug+"-"+st.Month+".csv",
+		"month", "rental_id", "gpu_model", "gpus", "start_asia_shanghai", "end_asia_shanghai",
+		"gross_cny", "commission_cny", "sla_credit_cny", "net_cny")
+	if err != nil {
 		return err
 	}
-	w := csv.NewWriter(res)
-	yuan := func(fen int64) string {
-		if fen < 0 {
-			return "-" + market.FenToYuanString(-fen)
-		}
-		return market.FenToYuanString(fen)
-	}
-	_ = w.Write([]string{"month", "rental_id", "gpu_model", "gpus", "start_asia_shanghai", "end_asia_shanghai",
-		"gross_cny", "commission_cny", "sla_credit_cny", "net_cny"})
 	for _, l := range st.Lines {
 		end := ""
 		if !l.End.IsZero() {
-			end = l.End.In(pricing.Shanghai).Format("2006-01-02 15:04:05")
+			end = csvTime(l.End)
 		}
-		_ = w.Write([]string{st.Month, strconv.FormatInt(l.RentalID, 10), csvSafe(l.GPUModel), strconv.Itoa(l.GPUs),
-			l.Start.In(pricing.Shanghai).Format("2006-01-02 15:04:05"), end,
-			yuan(l.GrossFen), yuan(l.CommissionFen), yuan(l.SLACreditFen), yuan(l.NetFen - l.SLACreditFen)})
+		_ = w.Write([]string{st.Month, strconv.FormatInt(l.RentalID, 10), csvText(l.GPUModel), strconv.Itoa(l.GPUs),
+			csvTime(l.Start), end, csvYuan(l.GrossFen), csvYuan(l.CommissionFen), csvYuan(l.SLACreditFen), csvYuan(l.NetFen - l.SLACreditFen)})
 	}
-	_ = w.Write([]string{st.Month, "total", "", "", "", "", yuan(st.GrossFen), yuan(st.CommissionFen), yuan(st.SLACreditFen), yuan(st.NetFen)})
-	_ = w.Write([]string{st.Month, "payable_balance_now", "", "", "", "", "", "", "", yuan(st.PayableBalanceFen)})
+	_ = w.Write([]string{st.Month, "total", "", "", "", "", csvYuan(st.GrossFen), csvYuan(st.CommissionFen), csvYuan(st.SLACreditFen), csvYuan(st.NetFen)})
+	_ = w.Write([]string{st.Month, "payable_balance_now", "", "", "", "", "", "", "", csvYuan(st.PayableBalanceFen)})
 	w.Flush()
 	return w.Error()
 }

@@ -1,12 +1,10 @@
 package handlers
 
 import (
-	"encoding/csv"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -211,33 +209,20 @@ func (h *Handler) WalletCSV(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="suanli-ledger-`+strconv.FormatInt(org.ID, 10)+`.csv"`)
-	c.Response().WriteHeader(http.StatusOK)
-	w := csv.NewWriter(c.Response())
-	_ = w.Write([]string{"entry_id", "time_asia_shanghai", "kind", "memo", "amount_cny", "topup_id"})
+	w, err := csvAttachment(c, "suanli-ledger-"+strconv.FormatInt(org.ID, 10)+".csv",
+		"entry_id", "time_asia_shanghai", "kind", "memo", "amount_cny", "topup_id")
+	if err != nil {
+		return err
+	}
 	for _, l := range lines {
 		topup := ""
 		if l.TopupID != nil {
 			topup = strconv.FormatInt(*l.TopupID, 10)
 		}
-		sign := ""
-		amt := l.AmountFen
-		if amt < 0 {
-			sign, amt = "-", -amt
-		}
-		_ = w.Write([]string{strconv.FormatInt(l.EntryID, 10), l.CreatedAt.In(pricing.Shanghai).Format("2006-01-02 15:04:05"), l.Kind, csvSafe(l.Memo), sign + market.FenToYuanString(amt), topup})
+		_ = w.Write([]string{strconv.FormatInt(l.EntryID, 10), csvTime(l.CreatedAt), l.Kind, csvText(l.Memo), csvYuan(l.AmountFen), topup})
 	}
 	w.Flush()
 	return w.Error()
-}
-
-// csvSafe keeps a memo from being read as a formula by spreadsheets.
-func csvSafe(s string) string {
-	if s != "" && strings.ContainsRune("=+-@", rune(s[0])) {
-		return "'" + s
-	}
-	return s
 }
 
 // TopupShow is GET /topups/{id}: the status of a top-up, the bank details
