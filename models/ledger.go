@@ -319,9 +319,11 @@ func (db *DB) WalletLedger(ctx context.Context, orgID int64, f LedgerFilter) ([]
 }
 
 // walletLedgerQuery selects the wallet entries f matches (WalletLedger,
-// CountWalletLedger).
+// CountWalletLedger). It reads through the read pool: on SQLite the writer
+// is one connection, and a ledger page and its count should not queue
+// behind the meter's writes (WAL readers see every committed entry).
 func (db *DB) walletLedgerQuery(ctx context.Context, orgID int64, f LedgerFilter) *gorm.DB {
-	q := db.W.WithContext(ctx).Table("ledger_entries e").
+	q := db.R.WithContext(ctx).Table("ledger_entries e").
 		Joins("JOIN ledger_txns t ON t.id = e.txn_id").
 		Joins("JOIN ledger_accounts a ON a.id = e.account_id").
 		Where("a.kind = ? AND a.org_id = ?", AccWallet, orgID)
