@@ -71,7 +71,7 @@ func pgDumpArgs(dbURL, out string) (args []string, password string) {
 
 // backupPostgres runs pg_dump when it is on PATH; otherwise it prints the
 // command to run (with the password left out of the URL: give it in
-// PGPASSWORD or ~/.pgpass).
+// PGPASSWORD or ~/.pgpass) and fails, since nothing was backed up.
 func backupPostgres(ctx context.Context, dbURL, out string) error {
 	if _, err := os.Stat(out); err == nil {
 		return fmt.Errorf("backup: %s already exists; choose a new file", out)
@@ -86,7 +86,9 @@ func backupPostgres(ctx context.Context, dbURL, out string) error {
 		fmt.Println("pg_dump is not on PATH here; on a host with the PostgreSQL client tools of the server's major version run:")
 		fmt.Printf("  pg_dump %s\n", strings.Join(quoted, " "))
 		fmt.Println("(password in PGPASSWORD or ~/.pgpass); restore with: pg_restore --no-owner --dbname=URL " + out)
-		return nil
+		// No file was written: a scheduled backup must not look as if it
+		// had succeeded.
+		return fmt.Errorf("backup: no backup written: pg_dump is not on PATH")
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

@@ -196,3 +196,17 @@ func TestAdminBackupPostgres(t *testing.T) {
 		t.Errorf("a second backup to the same file: %v", err)
 	}
 }
+
+// Without pg_dump on PATH the command prints what to run and fails: no
+// file was written, so a scheduled backup must not pass as done.
+func TestAdminBackupPostgresWithoutPgDumpFails(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	out := filepath.Join(t.TempDir(), "suanli.dump")
+	err := backupPostgres(context.Background(), "postgres://u:secret@127.0.0.1:5432/db", out)
+	if err == nil || !strings.Contains(err.Error(), "pg_dump is not on PATH") {
+		t.Errorf("backup without pg_dump: %v, want an error", err)
+	}
+	if _, statErr := os.Stat(out); statErr == nil {
+		t.Error("a backup file was written")
+	}
+}
