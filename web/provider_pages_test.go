@@ -375,3 +375,28 @@ func TestProviderStatementCSV(t *testing.T) {
 		must(t, res.StatusCode == http.StatusUnprocessableEntity && fieldMessage(body, "month") != "", "bad month page: %d", res.StatusCode)
 	})
 }
+
+// A listed offer that the public list does not show (here: its node is
+// draining) says so on the provider's offer list, with the reason, rather
+// than "listed".
+func TestProviderOffersShowWhyAListedOfferIsHidden(t *testing.T) {
+	a := newSQLiteApp(t)
+	f := newProviderFixture(t, a, "hidden@tianfu.example", "Hidden Compute")
+	n, tok := f.addNode(t, "gpu-host-hidden")
+	heartbeatSimulated(t, a, tok, "a100-40g-sxm", 8)
+	ctx := context.Background()
+	o, err := f.svc.CreateOffer(ctx, f.owner.user, f.acc.Provider.ID, market.OfferInput{NodeID: n.ID, GPU: "a100-40g-sxm", MaxGPUs: 8,
+		PricePerGPUHourFen: 2800})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := f.owner.page(t, "/provider/"+f.pid()+"/offers", "en", 200)
+	contains(t, body, `data-state="listed"`)
+	if err := f.svc.SetNodeStatus(ctx, f.owner.user, f.acc.Provider.ID, n.ID, market.NodeDrain); err != nil {
+		t.Fatal(err)
+	}
+	body = f.owner.page(t, "/provider/"+f.pid()+"/offers", "en", 200)
+	contains(t, body, `data-state="hidden"`, "listed, not shown", "gpu-host-hidden is draining")
+	body = f.owner.page(t, "/provider/"+f.pid()+"/offers/"+idParam(o.ID)+"/edit", "zh-CN", 200)
+	contains(t, body, "已上架，暂不展示")
+}

@@ -427,7 +427,7 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					if offerState(o) == "awaiting_node" && o.ListingNote != "" {
+					if o.ListingNote != "" {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "<span class=\"muted block listing-note\">")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
@@ -1285,7 +1285,7 @@ func offerFields(vc views.Ctx, vm ProviderOfferFormVM) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if offerState(*vm.Offer) == "awaiting_node" && vm.Offer.ListingNote != "" {
+			if vm.Offer.ListingNote != "" {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 118, "<span class=\"muted block listing-note\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

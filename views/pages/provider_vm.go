@@ -227,11 +227,16 @@ func gpuHealthClass(h string) string {
 	return "status-pending"
 }
 
-// offerState is the offer's status as the list shows it: listed, paused
-// or awaiting_node.
+// offerState is the offer's status as the list shows it: listed, paused,
+// awaiting_node, or hidden (listed, but not in the public list: the
+// provider is not verified or is suspended, or the node is not active;
+// ListingNote says which).
 func offerState(o models.Offer) string {
-	if o.Status == models.OfferListed && o.AwaitingNode {
+	switch {
+	case o.Status == models.OfferListed && o.AwaitingNode:
 		return "awaiting_node"
+	case o.Status == models.OfferListed && o.ListingNote != "":
+		return "hidden"
 	}
 	return o.Status
 }
@@ -240,7 +245,7 @@ func offerStateClass(o models.Offer) string {
 	switch offerState(o) {
 	case "listed":
 		return "status-running"
-	case "awaiting_node":
+	case "awaiting_node", "hidden":
 		return "status-provisioning"
 	}
 	return "status-stopped"
