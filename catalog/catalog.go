@@ -57,6 +57,16 @@ func GPUModelBySlug(slug string) (GPUModel, bool) {
 	return m, ok
 }
 
+// GPUName returns the catalogue name of a model, or the slug itself for
+// one the catalogue does not know (a report or rental of a model since
+// removed), so that a page always shows something.
+func GPUName(slug string) string {
+	if m, ok := GPUModelBySlug(slug); ok {
+		return m.Name
+	}
+	return slug
+}
+
 // Families returns the architectures in catalogue order, each with its models.
 func Families() []Family {
 	var out []Family

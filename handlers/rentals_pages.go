@@ -386,12 +386,7 @@ func (h *Handler) changeVM(c echo.Context, d *market.RentalDetail, m *models.Mem
 }
 
 // gpuName is a catalogue model's name, or the slug when it is unknown.
-func gpuName(slug string) string {
-	if gm, ok := catalog.GPUModelBySlug(slug); ok {
-		return gm.Name
-	}
-	return slug
-}
+func gpuName(slug string) string { return catalog.GPUName(slug) }
 
 // RentalChange is POST /rentals/{id}/change: switch the rental to another
 // offer of its datacentre and/or resize it, for its renter and the

@@ -437,12 +437,7 @@ const (
 )
 
 // gpuName is a catalogue model's name, or the slug when it is unknown.
-func gpuName(slug string) string {
-	if m, ok := catalog.GPUModelBySlug(slug); ok {
-		return m.Name
-	}
-	return slug
-}
+func gpuName(slug string) string { return catalog.GPUName(slug) }
 
 // nodeName names a node of the timeline: by its name when it is the node
 // the page shows, else by its number.
