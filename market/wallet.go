@@ -96,6 +96,20 @@ func newReference() string {
 	return "SL" + string(b)
 }
 
+// stripeEventID reports whether id can be a Stripe event id ("evt_…"):
+// 1 to 255 letters, digits, '_' and '-', as the stripe_events key column holds.
+func stripeEventID(id string) bool {
+	if id == "" || len(id) > 255 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func topupKey(id int64) *string {
 	k := "topup:" + strconv.FormatInt(id, 10)
 	return &k
@@ -106,8 +120,16 @@ func topupKey(id int64) *string {
 // concurrent duplicate changes nothing. Money is credited only from a paid
 // checkout.session.completed or from checkout.session.async_payment_succeeded,
 // and only when amount and currency match the top-up; a mismatch is
-// recorded and flagged for an admin, crediting nothing.
+// recorded and flagged for an admin, crediting nothing. An event without
+// a usable id or type is refused (EINVALID) before anything is stored: the
+// id is what makes a delivery idempotent.
 func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
+	if !stripeEventID(ev.ID) {
+		return invalid("id", "err.webhook_payload")
+	}
+	if ev.Type == "" {
+		return invalid("type", "err.webhook_payload")
+	}
 	err := w.DB.Tx(ctx, func(tx *gorm.DB) error {
 		rec := &models.StripeEvent{ID: ev.ID, Type: string(ev.Type), ReceivedAt: w.DB.Now().UTC()}
 		var n int64

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v76"
@@ -110,12 +111,41 @@ func (s *Stripe) Refund(ctx context.Context, paymentIntentID string, amountFen i
 	return r.ID, nil
 }
 
-// WebhookTolerance is how old a signed event may be.
+// WebhookTolerance is how old a signed event may be, and how far ahead of
+// this server's clock its signature may be dated.
 const WebhookTolerance = 5 * time.Minute
+
+// ErrWebhookFromFuture is a correctly signed event dated more than
+// WebhookTolerance ahead.
+var ErrWebhookFromFuture = errors.New("the signature's timestamp is in the future")
 
 // VerifyWebhook checks an event's signature and age and parses it. Events
 // must be of stripe-go's API version (2023-10-16), which is what the
 // production webhook endpoint is created for.
 func VerifyWebhook(payload []byte, signature, secret string) (stripe.Event, error) {
-	return webhook.ConstructEventWithTolerance(payload, signature, secret, WebhookTolerance)
+	ev, err := webhook.ConstructEventWithTolerance(payload, signature, secret, WebhookTolerance)
+	if err != nil {
+		return ev, err
+	}
+	// stripe-go only checks that the signature is not too old: one dated
+	// years ahead would pass, and could be replayed until then. The
+	// timestamp is covered by the signature just checked.
+	if at, ok := signedAt(signature); !ok || at.After(time.Now().Add(WebhookTolerance)) {
+		return stripe.Event{}, ErrWebhookFromFuture
+	}
+	return ev, nil
+}
+
+// signedAt is the timestamp ("t=") of a Stripe-Signature header.
+func signedAt(header string) (time.Time, bool) {
+	for _, part := range strings.Split(header, ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "t="); ok {
+			secs, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return time.Time{}, false
+			}
+			return time.Unix(secs, 0), true
+		}
+	}
+	return time.Time{}, false
 }
