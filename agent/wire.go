@@ -18,6 +18,14 @@ const (
 	PathResult    = "/agent/v1/tasks/%d/result" // POST
 )
 
+// The most the server reads of a heartbeat and of a task result; a
+// larger body is refused (413). A result carries at most
+// MaxTelemetrySamples telemetry samples (~4 MB).
+const (
+	MaxHeartbeatBytes = 1 << 20
+	MaxResultBytes    = 8 << 20
+)
+
 // Heartbeat is what the agent sends every few seconds. The first one may
 // carry a one-time registration token (as the bearer token); the reply
 // then holds the node credential to use from then on.

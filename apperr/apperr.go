@@ -21,7 +21,12 @@ const (
 	ERATELIMIT = "rate_limited"
 	// EUNAVAILABLE: a provider we depend on did not answer: 503.
 	EUNAVAILABLE = "unavailable"
-	EINTERNAL    = "internal" // 500; never carries details to the client
+	// EMALFORMED: a request that is not well-formed text wherever it is
+	// (a NUL character, bytes that are not UTF-8): 400, API and pages.
+	EMALFORMED = "malformed"
+	// ETOOLARGE: a request body over its route's limit: 413.
+	ETOOLARGE = "too_large"
+	EINTERNAL = "internal" // 500; never carries details to the client
 )
 
 // Error is a domain error with a machine-readable code, a message safe to

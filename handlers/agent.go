@@ -33,7 +33,7 @@ func (h *Handler) AgentHeartbeat(c echo.Context) error {
 		return market.ErrBadNodeToken
 	}
 	var hb agent.Heartbeat
-	dec := jsonDecoderLimit(c, 1<<20)
+	dec := jsonDecoderLimit(c, agent.MaxHeartbeatBytes)
 	if err := dec.Decode(&hb); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want a JSON heartbeat"}
 	}
@@ -79,8 +79,7 @@ func (h *Handler) AgentTaskResult(c echo.Context) error {
 		return apperr.NotFound("task")
 	}
 	var res agent.Result
-	// A benchmark result carries up to agent.MaxTelemetrySamples samples (~4 MB).
-	if err := jsonDecoderLimit(c, 8<<20).Decode(&res); err != nil {
+	if err := jsonDecoderLimit(c, agent.MaxResultBytes).Decode(&res); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want a JSON task result"}
 	}
 	if err := h.Rentals.TaskResult(c.Request().Context(), n.ID, id, res); err != nil {

@@ -246,18 +246,25 @@ func (h *Handler) TopupShow(c echo.Context) error {
 	return Render(c, http.StatusOK, pages.TopupPage(ViewCtx(c), pages.TopupVM{Topup: *t, Org: *org, Returned: c.QueryParam("return"), Bank: h.Bank}))
 }
 
+// MaxWebhookBytes is the most a webhook body may be (Stripe's events are
+// a few KiB).
+const MaxWebhookBytes = 1 << 20
+
 // StripeWebhook is POST /webhooks/stripe: a size-limited body, a verified
-// signature (400 when bad or stale), then the event applied idempotently.
+// signature (400 when bad, stale or dated ahead), then the event applied
+// idempotently.
 func (h *Handler) StripeWebhook(c echo.Context) error {
 	if h.StripeWebhookSecret == "" {
 		return apperr.NotFound("webhook")
 	}
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, 1<<20+1))
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxWebhookBytes+1))
 	if err != nil {
-		return err
+		// A body cut short or refused on the way in (web's input guard
+		// answers for a body too large or not UTF-8): bad input, not ours.
+		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "could not read the request body"}
 	}
-	if len(body) > 1<<20 {
-		return &apperr.Error{Code: apperr.EINVALID, Message: "payload too large"}
+	if len(body) > MaxWebhookBytes {
+		return &apperr.Error{Code: apperr.ETOOLARGE, Field: "body", Message: "payload too large"}
 	}
 	ev, err := payments.VerifyWebhook(body, c.Request().Header.Get("Stripe-Signature"), h.StripeWebhookSecret)
 	if err != nil {

@@ -35,6 +35,10 @@ func status(code string, api bool) int {
 		return http.StatusTooManyRequests
 	case apperr.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
+	case apperr.EMALFORMED:
+		return http.StatusBadRequest
+	case apperr.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError
 }

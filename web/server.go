@@ -55,6 +55,9 @@ func New(h *handlers.Handler, opts Options) *echo.Echo {
 			return c.Path() == "/metrics" || strings.HasPrefix(c.Request().URL.Path, "/static/htmx")
 		}}),
 		locale,
+		// Before anything runs for a request (the session's query, the
+		// CSRF check that reads forms, the handlers).
+		guardInput(names),
 		sessions(h.Sessions),
 		authenticate(h),
 		rateLimit(opts.RateLimit),
