@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -214,8 +215,8 @@ func mustRun(tb testing.TB, cfg agent.Config) (stop func()) {
 				if err != nil {
 					tb.Errorf("Run returned %v after cancel, want nil", err)
 				}
-			case <-time.After(5 * time.Second):
-				tb.Errorf("Run did not return within 5s of cancel")
+			case <-time.After(time.Minute):
+				tb.Errorf("Run did not return within a minute of cancel")
 			}
 		})
 	}
@@ -223,10 +224,12 @@ func mustRun(tb testing.TB, cfg agent.Config) (stop func()) {
 	return stop
 }
 
-// eventually fails the test unless cond becomes true within 5 s.
+// eventually fails the test unless cond becomes true within 30 s (a
+// bound for a stuck agent, not a speed: on a loaded machine it may take
+// seconds).
 func eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)
@@ -410,14 +413,15 @@ func TestLaunchAndStopWithSimulatedLauncher(t *testing.T) {
 func TestResultIsRetriedAfter503(t *testing.T) {
 	f, srv := newFakeServer(t)
 	f.fail503Once[7] = true
-	mustRun(t, testConfig(t, srv))
+	stop := mustRun(t, testConfig(t, srv))
 
 	f.tasks <- agent.Task{ID: 7, Kind: agent.TaskVerify, GPUUUIDs: []string{"GPU-a"}}
 	if res := mustResult(t, f, 7); !res.OK {
 		t.Errorf("result = %+v", res)
 	}
-	// Give a stray duplicate time to show up before counting.
-	time.Sleep(300 * time.Millisecond)
+	// Count once the agent has stopped: Run returns only after every task
+	// goroutine has, so a stray duplicate would have arrived by then.
+	stop()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.attempts[7] != 2 || len(f.results[7]) != 1 {
@@ -425,27 +429,79 @@ func TestResultIsRetriedAfter503(t *testing.T) {
 	}
 }
 
+// darkLoops is an agent's Silent that also counts, per loop, the rounds in
+// which the heartbeat and poll loops found the agent silent. Each loop asks
+// Silent at the top of every round, after the request of its round before
+// was answered, so a loop counted once sends nothing more until Silent
+// turns false, and every request it sent before has reached the server.
+type darkLoops struct {
+	silent atomic.Bool
+	mu     sync.Mutex
+	rounds map[string]int // "heartbeatLoop", "pollLoop" → rounds found silent
+}
+
+// Silent implements agent.Config.Silent; it tells the loops apart by the
+// caller's stack.
+func (d *darkLoops) Silent() bool {
+	if !d.silent.Load() {
+		return false
+	}
+	pcs := make([]uintptr, 16)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		for _, loop := range []string{"heartbeatLoop", "pollLoop"} {
+			if strings.HasSuffix(f.Function, ")."+loop) {
+				d.mu.Lock()
+				d.rounds[loop]++
+				d.mu.Unlock()
+				return true
+			}
+		}
+		if !more {
+			return true
+		}
+	}
+}
+
+// darkRounds returns how many rounds each loop found the agent silent.
+func (d *darkLoops) darkRounds() (heartbeat, poll int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.rounds["heartbeatLoop"], d.rounds["pollLoop"]
+}
+
 func TestSilentStopsHeartbeatsAndPolls(t *testing.T) {
 	f, srv := newFakeServer(t)
-	var silent atomic.Bool
+	dark := &darkLoops{rounds: map[string]int{}}
 	cfg := testConfig(t, srv)
-	cfg.Silent = silent.Load
+	cfg.Silent = dark.Silent
 	mustRun(t, cfg)
 
 	eventually(t, "heartbeats and polls", func() bool {
 		hb, polls := f.counts()
 		return hb >= 3 && polls >= 1
 	})
-	silent.Store(true)
-	// Let a heartbeat or poll already on the wire land before counting.
-	time.Sleep(300 * time.Millisecond)
+	dark.silent.Store(true)
+	// Once both loops have found the agent silent, a heartbeat or poll
+	// already on the wire has landed: count then.
+	eventually(t, "both loops to go dark", func() bool {
+		hb, poll := dark.darkRounds()
+		return hb >= 1 && poll >= 1
+	})
 	hb0, polls0 := f.counts()
-	time.Sleep(500 * time.Millisecond) // 25 heartbeat intervals
+	hbDark, pollDark := dark.darkRounds()
+	// 25 more rounds of each loop, each a chance to send (the heartbeat
+	// loop's are one heartbeat interval apart).
+	eventually(t, "25 silent rounds of each loop", func() bool {
+		hb, poll := dark.darkRounds()
+		return hb >= hbDark+25 && poll >= pollDark+25
+	})
 	if hb, polls := f.counts(); hb != hb0 || polls != polls0 {
 		t.Errorf("while silent: heartbeats %d → %d, polls %d → %d; want none", hb0, hb, polls0, polls)
 	}
 
-	silent.Store(false)
+	dark.silent.Store(false)
 	eventually(t, "heartbeats again after the fault clears", func() bool {
 		hb, _ := f.counts()
 		return hb > hb0

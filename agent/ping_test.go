@@ -2,9 +2,11 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +31,8 @@ func startPing(t *testing.T) string {
 			if err != nil {
 				t.Errorf("ServePing: %v", err)
 			}
-		case <-time.After(5 * time.Second):
-			t.Error("ServePing did not stop")
+		case <-time.After(time.Minute):
+			t.Error("ServePing did not stop within a minute")
 		}
 	})
 	return agent.DefaultPingURL("127.0.0.1", ln)
@@ -108,10 +110,10 @@ func TestPingCutsOffSlowClients(t *testing.T) {
 	}
 	defer c.Close()
 	_, _ = c.Write([]byte("GET /ping HTTP/1.1\r\n")) // and never the rest
-	_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
-	start := time.Now()
-	_, _ = io.ReadAll(c)
-	if d := time.Since(start); d > 10*time.Second {
-		t.Fatalf("connection held for %s", d)
+	// The server's header timeout is a few seconds; the read deadline,
+	// far past it, only bounds a server that never cuts the client off.
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := io.ReadAll(c); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("the server held the connection until the client gave up")
 	}
 }
