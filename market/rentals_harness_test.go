@@ -371,6 +371,23 @@ func (r *rig) waitHeartbeat(nodeID int64, t time.Time) {
 	})
 }
 
+// provisionSnoozes is how many times the rental's provisioning job was
+// snoozed: each time a step ran out of its StepWait still waiting for the
+// agent. River counts them in the job's metadata.
+func (r *rig) provisionSnoozes(rentalID int64) int {
+	r.t.Helper()
+	q := `SELECT COALESCE(MAX(CAST(json_extract(metadata, '$.snoozes') AS INTEGER)), 0) FROM river_job
+		WHERE kind = ? AND CAST(json_extract(args, '$.rental_id') AS INTEGER) = ?`
+	if r.db.Dialect == "postgres" {
+		q = `SELECT COALESCE(MAX((metadata->>'snoozes')::int), 0) FROM river_job WHERE kind = ? AND (args->>'rental_id')::bigint = ?`
+	}
+	var n int
+	if err := r.db.R.Raw(q, market.ProvisionArgs{}.Kind(), rentalID).Scan(&n).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
 // rent rents GPUs of an offer for the renter's personal organisation.
 func (r *rig) rent(offerID int64, gpus int, change ...func(*market.RentInput)) (*models.Rental, error) {
 	in := market.RentInput{OrgID: r.org.ID, OfferID: offerID, GPUs: gpus, SLA: "standard", Term: pricing.OnDemand, SSHPublicKey: sshKey(r.t)}

@@ -420,7 +420,9 @@ func TestSlowAgentStillGetsTheRentalRunning(t *testing.T) {
 			db.R.Model(&models.AgentTask{}).Where("rental_id = ? AND kind = ?", rt.ID, agent.TaskVerify).Count(&n)
 			return n == 1
 		})
-		time.Sleep(5 * 300 * time.Millisecond) // the agent takes several steps' time to answer
+		// The agent takes several steps' time to answer: five steps have
+		// run out of time waiting for it (each snoozed its job) first.
+		r.eventually("five provisioning steps to run out of time", func() bool { return r.provisionSnoozes(rt.ID) >= 5 })
 		a.Resume()
 		r.waitStatus(rt.ID, models.RentalRunning)
 	})
