@@ -62,6 +62,20 @@ func sendHeartbeat(t *testing.T, a *app, nodeID int64, pingURL string) {
 	must(t, res.StatusCode == http.StatusOK, "heartbeat of node %d: %d", nodeID, res.StatusCode)
 }
 
+// heardFirst makes node first's last heartbeat a second older than node
+// then's, as if the two had come a second apart, so that "most recent
+// first" does not rest on two heartbeats landing on distinct clock ticks.
+func heardFirst(t *testing.T, db *models.DB, first, then int64) {
+	t.Helper()
+	var n models.Node
+	if err := db.R.First(&n, then).Error; err != nil || n.LastHeartbeatAt == nil {
+		t.Fatalf("node %d's last heartbeat: %v", then, err)
+	}
+	if err := db.W.Model(&models.Node{}).Where("id = ?", first).Update("last_heartbeat_at", n.LastHeartbeatAt.Add(-time.Second)).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // dcNodes returns the ids of the datacentre's nodes, in id order.
 func dcNodes(t *testing.T, db *models.DB, slug string) []int64 {
 	t.Helper()
@@ -123,8 +137,8 @@ func TestLatencyPagesTimeTheDatacentresNodes(t *testing.T) {
 		a := newApp(t, db)
 		nodes := dcNodes(t, a.db, "cd-hitech")
 		sendHeartbeat(t, a, nodes[0], "http://203.0.113.9:7070/ping")
-		time.Sleep(10 * time.Millisecond) // the newest heartbeat comes first
 		sendHeartbeat(t, a, nodes[1], "https://gpu-b.example.net:7443/ping")
+		heardFirst(t, a.db, nodes[0], nodes[1]) // the newest heartbeat comes first
 		wantURLs := "https://gpu-b.example.net:7443/ping http://203.0.113.9:7070/ping"
 		wantOrigins := []string{"'self'", "https://gpu-b.example.net:7443", "http://203.0.113.9:7070"}
 
@@ -231,8 +245,8 @@ func TestLatencyBrowserMeasures(t *testing.T) {
 
 	nodes := dcNodes(t, a.db, "cd-hitech")
 	sendHeartbeat(t, a, nodes[0], agent.DefaultPingURL("127.0.0.1", ln))
-	time.Sleep(10 * time.Millisecond)
 	sendHeartbeat(t, a, nodes[1], deadURL)
+	heardFirst(t, a.db, nodes[0], nodes[1]) // the dead endpoint is listed first
 
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(a.srv.URL+a.url("offers.show", idParam(rtxOffer(t, a.db).ID))),
