@@ -91,15 +91,40 @@ type agentInfo struct {
 	PingURL       string `json:"ping_url,omitempty"`
 }
 
+// MaxNodeGPUs is the most GPUs one node may report: the largest offer
+// (MaxOfferGPUs) rents them all from one node, and no single host has
+// more (eight is usual, sixteen the largest boards). Each reported GPU
+// costs a row and, when its verdict changes, an update in the heartbeat's
+// transaction, so the bound also bounds what one heartbeat may write.
+const MaxNodeGPUs = MaxOfferGPUs
+
+// checkInventory refuses a report of more GPUs than a node may have, or
+// of an index no GPU of such a node can have.
+func checkInventory(host gpu.Host) error {
+	if n := len(host.GPUs); n > MaxNodeGPUs {
+		return invalid("host.gpus", "heartbeat.err.too_many_gpus", n, MaxNodeGPUs)
+	}
+	for _, g := range host.GPUs {
+		if g.Index < 0 || g.Index >= MaxNodeGPUs {
+			return invalid("host.gpus.index", "heartbeat.err.gpu_index", g.Index, MaxNodeGPUs-1)
+		}
+	}
+	return nil
+}
+
 // Heartbeat records an agent's heartbeat. The bearer is the node
 // credential, or on the first heartbeat a one-time registration token,
 // which is exchanged for a credential returned in the reply. The GPUs'
 // inventory and verdicts are stored; a GPU that fails its checks stops
-// being rentable at once (the health watch moves its rentals).
+// being rentable at once (the health watch moves its rentals). A report
+// of more than MaxNodeGPUs GPUs is refused (EINVALID) and stores nothing.
 func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat) (agent.HeartbeatReply, error) {
 	reply := agent.HeartbeatReply{IntervalSeconds: int(HeartbeatEvery / time.Second)}
 	if bearer == "" {
 		return reply, ErrBadNodeToken
+	}
+	if err := checkInventory(hb.Host); err != nil {
+		return reply, err
 	}
 	h := hashNodeToken(bearer)
 	now := s.DB.Now().UTC()
@@ -278,24 +303,19 @@ func (s *Rentals) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons str
 	return tx.Model(&models.GPU{}).Where("id = ? AND state = ?", g.ID, models.GPUFree).Update("state", models.GPUUnhealthy).Error
 }
 
-// openIncident opens an incident unless one of the kind is open for the
-// node (and GPU); it returns the open incident's id either way.
+// FlapWindow is how soon after an incident closes a new failure of the
+// same GPU (or silence of the same node) reopens it rather than opening
+// another: a verdict that flips on every heartbeat is one incident.
+const FlapWindow = 10 * time.Minute
+
+// openIncident makes sure an incident of the kind is open for the node
+// (and GPU) and returns its id (see models.EnsureIncident and FlapWindow).
 func openIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time) (int64, error) {
-	var inc models.Incident
-	err := tx.Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).First(&inc).Error
-	if err == nil {
-		return inc.ID, nil
-	}
-	if !errors.Is(err, gorm.ErrRecordNotFound) {
-		return 0, err
-	}
-	inc = models.Incident{NodeID: nodeID, GPUID: gpuID, Kind: kind, Reasons: reasons, OpenedAt: now}
-	return inc.ID, tx.Create(&inc).Error
+	return models.EnsureIncident(tx, nodeID, gpuID, kind, reasons, now, FlapWindow)
 }
 
 func closeIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time) error {
-	return tx.Model(&models.Incident{}).Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).
-		Update("closed_at", now).Error
+	return models.CloseIncidents(tx, nodeID, gpuID, kind, now)
 }
 
 // enqueueTask adds a task for a node's agent in tx unless one with the

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"time"
 
 	"gorm.io/gorm"
@@ -24,4 +25,39 @@ func RefreshNodeAvailability(tx *gorm.DB, nodeID int64, now time.Time) error {
 		return bumpOffersVersion(tx)
 	}
 	return nil
+}
+
+// EnsureIncident makes sure, in tx, that an incident of the kind is open for
+// the node (gpuID 0: the node itself) and returns its id: the open one if
+// there is one; else the last one if it closed less than reopenWithin
+// before now, opened again (a verdict that flips back and forth is one
+// outage, from its first failure to its last recovery, not a row per
+// flip); else a new one.
+func EnsureIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time, reopenWithin time.Duration) (int64, error) {
+	var inc Incident
+	err := tx.Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).First(&inc).Error
+	if err == nil {
+		return inc.ID, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, err
+	}
+	if reopenWithin > 0 {
+		err := tx.Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at >= ?", nodeID, gpuID, kind, now.Add(-reopenWithin)).
+			Order("closed_at DESC, id DESC").First(&inc).Error
+		if err == nil {
+			return inc.ID, tx.Model(&Incident{}).Where("id = ?", inc.ID).Update("closed_at", nil).Error
+		}
+		if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return 0, err
+		}
+	}
+	inc = Incident{NodeID: nodeID, GPUID: gpuID, Kind: kind, Reasons: reasons, OpenedAt: now}
+	return inc.ID, tx.Create(&inc).Error
+}
+
+// CloseIncidents closes, in tx, the node's (GPU's) open incidents of the kind.
+func CloseIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time) error {
+	return tx.Model(&Incident{}).Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).
+		Update("closed_at", now).Error
 }
