@@ -85,8 +85,10 @@ func TestServeLifecycle(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, []string{"--addr", addr, "--data-dir", t.TempDir(), "--demo"}) }()
+	// Seeding the demo and migrating take a while on a loaded machine;
+	// the deadline is generous, the pause between polls small.
 	ready := false
-	for i := 0; i < 200 && !ready; i++ {
+	for deadline := time.Now().Add(2 * time.Minute); !ready && time.Now().Before(deadline); {
 		res, err := http.Get("http://" + addr + "/readyz")
 		if err == nil {
 			ready = res.StatusCode == 200

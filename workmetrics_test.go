@@ -23,7 +23,7 @@ func TestWorkServesJobMetrics(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- work(ctx, []string{"--data-dir", t.TempDir(), "--metrics-addr", addr}) }()
 	var body string
-	for i := 0; i < 600 && !strings.Contains(body, `suanli_jobs_total{kind="refresh_offer_availability",outcome="completed"}`); i++ {
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(body, `suanli_jobs_total{kind="refresh_offer_availability",outcome="completed"}`) && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 		res, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
