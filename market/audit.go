@@ -19,15 +19,20 @@ import (
 
 // Audit actions, dotted names grouped by what they concern.
 const (
-	AuditPayoutCreated  = "payout.created"
-	AuditPayoutPaid     = "payout.paid"
-	AuditPayoutFailed   = "payout.failed"
+	AuditPayoutCreated = "payout.created"
+	AuditPayoutPaid    = "payout.paid"
+	AuditPayoutFailed  = "payout.failed"
+	// AuditPayoutOffset: a payout run offset what a provider owed the
+	// platform against its payable.
+	AuditPayoutOffset   = "payout.offset"
 	AuditTopupConfirmed = "topup.confirmed"
 	AuditRefundAsked    = "refund.requested"
 	AuditRefundPaid     = "refund.paid"
 	AuditOrgApproved    = "org.approved"
 	AuditOrgRejected    = "org.rejected"
 	AuditMemberInvited  = "member.invited"
+	// AuditInviteRevoked: a pending invitation was revoked.
+	AuditInviteRevoked  = "member.invite_revoked"
 	AuditMemberRemoved  = "member.removed"
 	AuditRoleChanged    = "role.changed"
 	AuditWalletCredit   = "wallet.credit"

@@ -133,7 +133,7 @@ func (s *Rentals) Change(ctx context.Context, u *models.User, org *models.Org, m
 		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("the new size needs a balance of at least ¥%s (the balance is ¥%s): top up first", FenToYuanString(need), FenToYuanString(bal)),
 			Key: "err.rent_balance", Args: []any{FenToYuanString(need), FenToYuanString(bal)}}
 	}
-	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, now); err != nil {
+	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, r.ID, now); err != nil {
 		return nil, err
 	}
 	var oldNode int64

@@ -21,16 +21,20 @@ type EarningLine struct {
 	GrossFen, CommissionFen, NetFen, SLACreditFen int64
 }
 
-// Statement is a provider's monthly statement from the ledger. NetFen is
-// what the month added to the payable balance: the lines' net less their
-// SLA credits. PayableBalanceFen is the balance now; Months lists the
-// months that can be asked for, newest first.
+// Statement is a provider's monthly statement from the ledger. Gross is
+// what the month earned: on-demand charges, and the part of prepaid terms
+// that ran in it. NetFen is what the month added to the payable balance:
+// the lines' net less their SLA credits. PayableBalanceFen is the balance
+// now, UnearnedFen the prepaid term money not yet earned, OwedFen what
+// the provider owes the platform (offset by the next payout); Months
+// lists the months that can be asked for, newest first.
 type Statement struct {
 	Provider                                                         models.Provider
 	Month                                                            string
 	From, To                                                         time.Time
 	Lines                                                            []EarningLine
 	GrossFen, CommissionFen, SLACreditFen, NetFen, PayableBalanceFen int64
+	UnearnedFen, OwedFen                                             int64
 	Payouts                                                          []models.Payout
 	Months                                                           []string
 }
@@ -77,9 +81,9 @@ func (p *Providers) Statement(ctx context.Context, u *models.User, providerID in
 		FROM ledger_entries e JOIN ledger_txns t ON t.id = e.txn_id JOIN ledger_accounts a ON a.id = e.account_id
 		JOIN rentals r ON r.id = t.rental_id
 		WHERE r.provider_id = ? AND t.created_at >= ? AND t.created_at < ?
-		AND ((a.kind = ? AND a.org_id = ?) OR a.kind = ?)
+		AND ((a.kind IN ? AND a.org_id = ?) OR a.kind = ?)
 		ORDER BY t.rental_id, t.id`,
-		acc.Provider.ID, from.UTC(), to.UTC(), models.AccProviderPayable, acc.Provider.ID, models.AccPlatformRevenue).Scan(&legs).Error; err != nil {
+		acc.Provider.ID, from.UTC(), to.UTC(), []string{models.AccProviderPayable, models.AccProviderReceivable}, acc.Provider.ID, models.AccPlatformRevenue).Scan(&legs).Error; err != nil {
 		return nil, err
 	}
 	byRental := map[int64]*EarningLine{}
@@ -91,10 +95,13 @@ func (p *Providers) Statement(ctx context.Context, u *models.User, providerID in
 			byRental[l.RentalID] = line
 			ids = append(ids, l.RentalID)
 		}
+		// The provider's side is its payable and what it owes (the part of
+		// a debit a payout had already taken).
+		provider := l.AccKind == models.AccProviderPayable || l.AccKind == models.AccProviderReceivable
 		switch {
-		case l.TxnKind == SLACreditKind && l.AccKind == models.AccProviderPayable:
+		case l.TxnKind == SLACreditKind && provider:
 			line.SLACreditFen -= l.AmountFen
-		case l.AccKind == models.AccProviderPayable:
+		case provider:
 			line.NetFen += l.AmountFen
 		case l.AccKind == models.AccPlatformRevenue:
 			line.CommissionFen += l.AmountFen
@@ -132,6 +139,13 @@ func (p *Providers) Statement(ctx context.Context, u *models.User, providerID in
 	if st.PayableBalanceFen, err = p.DB.PayableBalance(ctx, acc.Provider.ID); err != nil {
 		return nil, err
 	}
+	if st.UnearnedFen, err = p.DB.AccountBalance(ctx, models.AccProviderUnearned, acc.Provider.ID); err != nil {
+		return nil, err
+	}
+	if st.OwedFen, err = p.DB.AccountBalance(ctx, models.AccProviderReceivable, acc.Provider.ID); err != nil {
+		return nil, err
+	}
+	st.OwedFen = -st.OwedFen
 	if err := db.Where("provider_id = ?", acc.Provider.ID).Order("period DESC, id DESC").Find(&st.Payouts).Error; err != nil {
 		return nil, err
 	}

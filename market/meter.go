@@ -16,14 +16,24 @@ import (
 	"suanli/pricing"
 )
 
-// chargeLegs splits a charge: the wallet pays, the provider earns the
-// amount less the platform's commission.
-func chargeLegs(orgID, providerID, fen int64) []models.Leg {
-	commission := fen * CommissionPct / 100
-	legs := []models.Leg{{Kind: models.AccWallet, OrgID: orgID, AmountFen: -fen}}
-	// Provider payables are keyed by provider id (providers are not yet organisations).
+// commissionOn is the platform's commission on fen more of a rental's
+// money after before fen: the commission on the running total less the
+// commission already taken, so that rounding each charge down never
+// loses the platform its share. Over a rental the commission is exactly
+// CommissionPct of the total, rounded down once: within one fen.
+func commissionOn(before, fen int64) int64 {
+	return (before+fen)*CommissionPct/100 - before*CommissionPct/100
+}
+
+// chargeLegs splits an on-demand charge of fen after before fen already
+// billed to the rental: the wallet pays, the provider earns the amount
+// less the platform's commission (see commissionOn).
+func chargeLegs(r *models.Rental, before, fen int64) []models.Leg {
+	commission := commissionOn(before, fen)
+	legs := []models.Leg{{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: -fen}}
+	// Provider payables are keyed by provider id.
 	if fen-commission != 0 {
-		legs = append(legs, models.Leg{Kind: models.AccProviderPayable, OrgID: providerID, AmountFen: fen - commission})
+		legs = append(legs, models.Leg{Kind: models.AccProviderPayable, OrgID: r.ProviderID, AmountFen: fen - commission})
 	}
 	if commission != 0 {
 		legs = append(legs, models.Leg{Kind: models.AccPlatformRevenue, AmountFen: commission})
@@ -31,26 +41,34 @@ func chargeLegs(orgID, providerID, fen int64) []models.Leg {
 	return legs
 }
 
-// postCharge posts one charge for a rental in tx.
-func postCharge(tx *gorm.DB, r *models.Rental, fen int64, memo string, key *string, now time.Time) error {
-	txn := &models.LedgerTxn{Kind: ChargeKind, Memo: memo, IdemKey: key, RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
-	return models.Post(tx, txn, chargeLegs(r.OrgID, r.ProviderID, fen)...)
+// postCharge posts one on-demand charge of fen for a rental in tx, before
+// fen having been billed to it already.
+func postCharge(tx *gorm.DB, r *models.Rental, before, fen int64, memo string, now time.Time) error {
+	txn := &models.LedgerTxn{Kind: ChargeKind, Memo: memo, RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
+	return models.Post(tx, txn, chargeLegs(r, before, fen)...)
 }
 
-// chargeTerm posts the n-th up-front payment of a term rental, once.
+// chargeTerm posts the n-th up-front payment of a term rental, once. The
+// money is the provider's only as the term runs: it goes to the
+// provider's unearned account, from which earnTerms moves it.
 func (s *Rentals) chargeTerm(tx *gorm.DB, r *models.Rental, now time.Time, n int) error {
 	if r.TermPriceFen == nil || *r.TermPriceFen == 0 {
 		return nil
 	}
 	key := fmt.Sprintf("term/r%d/%d", r.ID, n)
-	err := postCharge(tx, r, *r.TermPriceFen, fmt.Sprintf("rental #%d: %s term %d", r.ID, r.Term, n), &key, now)
+	price := *r.TermPriceFen
+	txn := &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d: %s term %d", r.ID, r.Term, n), IdemKey: &key,
+		RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
+	err := models.Post(tx, txn,
+		models.Leg{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: -price},
+		models.Leg{Kind: models.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: price})
 	if errors.Is(err, models.ErrDuplicate) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	r.BilledFen += *r.TermPriceFen
+	r.BilledFen += price
 	return tx.Model(&models.Rental{}).Where("id = ?", r.ID).Update("billed_fen", r.BilledFen).Error
 }
 
@@ -188,11 +206,12 @@ func (s *Rentals) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final b
 		return err
 	}
 	fen, stop := clip(fen, bal, room)
+	before := r.BilledFen
 	claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
 	if err != nil || !claimed || fen == 0 {
 		return err
 	}
-	return postCharge(tx, r, fen, fmt.Sprintf("rental #%d", r.ID), nil, now)
+	return postCharge(tx, r, before, fen, fmt.Sprintf("rental #%d", r.ID), now)
 }
 
 // Stop reasons set by the platform.
@@ -208,6 +227,9 @@ type MeterResult struct {
 	Fen      int64
 	Stopped  int
 	Reminded int
+	// Terms counts the term rentals whose providers earned EarnedFen more.
+	Terms     int
+	EarnedFen int64
 }
 
 // meterBatch is how many rentals one meter transaction bills.
@@ -217,8 +239,19 @@ const meterBatch = 1000
 // transaction (one ledger transaction per rental, posted together).
 // Rentals that ran out of balance or reached a spending limit are
 // stopped; a renter with less than an hour of balance left is mailed once
-// per rental.
+// per rental. Term rentals are paid up front; the pass moves what their
+// providers have earned since the last one (EarnTerms).
 func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
+	res, err := s.meterOnDemand(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Terms, res.EarnedFen, err = s.EarnTerms(ctx)
+	return res, err
+}
+
+// meterOnDemand is Meter's pass over on-demand rentals.
+func (s *Rentals) meterOnDemand(ctx context.Context) (MeterResult, error) {
 	var res MeterResult
 	now := s.DB.Now().UTC()
 	var lastID int64
@@ -281,6 +314,7 @@ func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 					}
 				}
 				fen, stop := clip(fen, balances[r.OrgID], room)
+				before := r.BilledFen
 				if org != nil {
 					claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
 					if err != nil {
@@ -290,7 +324,7 @@ func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 						continue
 					}
 					if fen > 0 {
-						if err := postCharge(tx, r, fen, fmt.Sprintf("rental #%d", r.ID), nil, now); err != nil {
+						if err := postCharge(tx, r, before, fen, fmt.Sprintf("rental #%d", r.ID), now); err != nil {
 							return err
 						}
 					}
@@ -300,7 +334,7 @@ func (s *Rentals) Meter(ctx context.Context) (MeterResult, error) {
 					if fen > 0 {
 						posts = append(posts, models.Posting{
 							Txn:  &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now},
-							Legs: chargeLegs(r.OrgID, r.ProviderID, fen)})
+							Legs: chargeLegs(r, before, fen)})
 					}
 				}
 				balances[r.OrgID] -= fen
@@ -377,14 +411,38 @@ func refundRental(tx *gorm.DB, r *models.Rental, now time.Time) error {
 		return err
 	}
 	var legs []models.Leg
+	// The provider's side (payable and receivable together) is reversed
+	// as one amount, so that neither account crosses zero on the way.
+	provider := map[int64]int64{}
 	for _, s := range sums {
-		if s.Fen != 0 {
+		switch {
+		case s.Fen == 0:
+		case s.Kind == models.AccProviderPayable || s.Kind == models.AccProviderReceivable:
+			provider[s.OrgID] += s.Fen
+		default:
 			legs = append(legs, models.Leg{Kind: s.Kind, OrgID: s.OrgID, AmountFen: -s.Fen})
 		}
 	}
-	// The rental's page shows what it cost: nothing, now.
-	r.BilledFen = 0
-	if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Update("billed_fen", 0).Error; err != nil {
+	for id, fen := range provider {
+		var side []models.Leg
+		var err error
+		if fen > 0 {
+			// What the provider was paid for the rental comes back from its
+			// payable, or, where a payout has taken it, is owed.
+			side, err = providerDebitLegs(tx, id, fen)
+		} else {
+			side, err = providerCreditLegs(tx, id, -fen)
+		}
+		if err != nil {
+			return err
+		}
+		legs = append(legs, side...)
+	}
+	legs = mergeLegs(legs)
+	// The rental's page shows what it cost: nothing, now; and the provider
+	// has earned nothing of its term.
+	r.BilledFen, r.EarnedFen = 0, 0
+	if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"billed_fen": 0, "earned_fen": 0}).Error; err != nil {
 		return err
 	}
 	if len(legs) == 0 {

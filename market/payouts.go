@@ -23,12 +23,16 @@ import (
 // Connect transfer or bank transfer, and Connect onboarding.
 //
 // A provider's payable account (kind provider_payable, keyed by provider
-// id) is credited with every charge net of the platform's commission and
-// debited with the SLA credits its downtime caused, so its balance is
-// exactly what the provider is owed. A payout takes that balance, as it
-// stands inside the payout's transaction, to a clearing account
-// (payment_clearing for Stripe, bank_clearing for a bank transfer); a
-// payout that fails moves it back.
+// id) is credited with every on-demand charge and, as terms run, with what
+// they have earned (prepaid terms wait in provider_unearned), net of the
+// platform's commission, and debited with the SLA credits its downtime
+// caused, so its balance is exactly what the provider has earned and is
+// owed. It never goes below zero: a debit it cannot cover (an SLA credit
+// after a payout) is owed in provider_receivable, and a payout first
+// offsets that. A payout takes the rest of the balance, as it stands
+// inside the payout's transaction, to a clearing account (payment_clearing
+// for Stripe, bank_clearing for a bank transfer); a payout that fails
+// moves it back.
 type Payouts struct {
 	DB *models.DB
 	// Connect is Stripe Connect; nil (no Stripe key) means every payout
@@ -126,6 +130,26 @@ func (p *Payouts) create(ctx context.Context, pr *models.Provider, period string
 		bal, err := models.LockPayable(tx, pr.ID)
 		if err != nil || bal <= 0 {
 			return err
+		}
+		// What the provider owes (SLA credits and refunds its payable could
+		// not cover) is taken off first; only the rest is paid.
+		owed, err := models.LockBalance(tx, models.AccProviderReceivable, pr.ID)
+		if err != nil {
+			return err
+		}
+		if offset := min(bal, max(-owed, 0)); offset > 0 {
+			if err := models.Post(tx, &models.LedgerTxn{Kind: ReceivableOffsetKind, CreatedAt: now,
+				Memo: fmt.Sprintf("provider %d: %s owed to the platform offset before the %s payout", pr.ID, FenToYuanString(offset), period)},
+				models.Leg{Kind: models.AccProviderPayable, OrgID: pr.ID, AmountFen: -offset},
+				models.Leg{Kind: models.AccProviderReceivable, OrgID: pr.ID, AmountFen: offset}); err != nil {
+				return err
+			}
+			if err := Audit(ctx, tx, AuditPayoutOffset, fmt.Sprintf("provider:%d", pr.ID), Fen(offset), fmt.Sprintf("%s: offset what the provider owed", period)); err != nil {
+				return err
+			}
+			if bal -= offset; bal == 0 {
+				return nil
+			}
 		}
 		po := &models.Payout{ProviderID: pr.ID, Period: period, AmountFen: bal, Method: method, Status: models.PayoutPending, CreatedAt: now}
 		ok, err := models.InsertPayout(tx, po)

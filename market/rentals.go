@@ -208,10 +208,21 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("starting needs a balance of at least ¥%s (the balance is ¥%s): top up first", FenToYuanString(need), FenToYuanString(bal)),
 			Key: "err.rent_balance", Args: []any{FenToYuanString(need), FenToYuanString(bal)}}
 	}
-	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, now); err != nil {
+	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, 0, now); err != nil {
 		return nil, err
 	}
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if org.MonthlyBudgetFen != nil || org.MemberCapFen != nil || org.HourlyCapFen != nil {
+			// Again with the organisation locked: two rents at once must not
+			// both fit under a limit that only one fits under.
+			locked, err := models.OrgForUpdate(tx, org.ID)
+			if err != nil {
+				return err
+			}
+			if err := checkSpend(tx, locked, u.ID, need, 0, now); err != nil {
+				return err
+			}
+		}
 		if err := tx.Create(r).Error; err != nil {
 			return err
 		}

@@ -895,7 +895,7 @@ func TestTermRentals(t *testing.T) {
 			if _, err := r.rentals.Meter(r.ctx); err != nil {
 				t.Fatal(err)
 			}
-			if n := len(r.txns(renewing.ID)); n != 1 {
+			if n := len(r.charges(renewing.ID)); n != 1 {
 				t.Errorf("a meter pass charged a term rental: %d transactions", n)
 			}
 
@@ -910,9 +910,9 @@ func TestTermRentals(t *testing.T) {
 				t.Errorf("health pass %+v, want one renewal", res)
 			}
 			renewed := r.rental(renewing.ID)
-			if renewed.Status != models.RentalRunning || !renewed.EndsAt.Equal(end1.AddDate(0, 0, 7)) || len(r.txns(renewing.ID)) != 2 || r.walletSum(renewing.ID) != -2*price {
+			if renewed.Status != models.RentalRunning || !renewed.EndsAt.Equal(end1.AddDate(0, 0, 7)) || len(r.charges(renewing.ID)) != 2 || r.walletSum(renewing.ID) != -2*price {
 				t.Errorf("renewed: %s until %v with %d transactions (%d fen); want running a week longer, two charges", renewed.Status,
-					renewed.EndsAt, len(r.txns(renewing.ID)), -r.walletSum(renewing.ID))
+					renewed.EndsAt, len(r.charges(renewing.ID)), -r.walletSum(renewing.ID))
 			}
 			over := r.waitStatus(ending.ID, models.RentalStopped)
 			if len(r.heldGPUs(ending.ID)) != 0 || over.StopReason != "term ended" {
@@ -921,7 +921,7 @@ func TestTermRentals(t *testing.T) {
 			if _, err := r.rentals.Watch(r.ctx); err != nil {
 				t.Fatal(err)
 			}
-			if n := len(r.txns(renewing.ID)); n != 2 {
+			if n := len(r.charges(renewing.ID)); n != 2 {
 				t.Errorf("a second health pass renewed again: %d transactions", n)
 			}
 
@@ -938,7 +938,7 @@ func TestTermRentals(t *testing.T) {
 			if h := r.heldGPUs(renewing.ID); len(h) != 0 || r.gpu(held[0].ID).State != models.GPUFree {
 				t.Errorf("at the term's end the rental still holds %d GPUs", len(h))
 			}
-			if n := len(r.txns(renewing.ID)); n != 2 {
+			if n := len(r.charges(renewing.ID)); n != 2 {
 				t.Errorf("%d transactions after the term ended, want the 2 charges", n)
 			}
 			r.checkLedger()

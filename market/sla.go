@@ -309,9 +309,13 @@ func postSLACredit(tx *gorm.DB, r *models.Rental, c *SLAComputation, now time.Ti
 	key := fmt.Sprintf("sla/r%d/%s", r.ID, c.Period)
 	txn := &models.LedgerTxn{Kind: SLACreditKind, IdemKey: &key, RentalID: &r.ID, CreatedAt: now,
 		Memo: fmt.Sprintf("rental #%d: SLA credit for %s (%s tier, uptime %.4f%%, %d%%)", r.ID, c.Period, c.Tier.Name, c.UptimePct, c.CreditPct)}
-	err := models.Post(tx, txn,
-		models.Leg{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: c.CreditFen},
-		models.Leg{Kind: models.AccProviderPayable, OrgID: r.ProviderID, AmountFen: -c.CreditFen})
+	// The provider pays from its payable; what a payout already took is
+	// owed and offset by the next payout (the payable never goes negative).
+	debit, err := providerDebitLegs(tx, r.ProviderID, c.CreditFen)
+	if err != nil {
+		return 0, err
+	}
+	err = models.Post(tx, txn, append([]models.Leg{{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: c.CreditFen}}, debit...)...)
 	if errors.Is(err, models.ErrDuplicate) {
 		var have models.LedgerTxn
 		if err := tx.Where("idem_key = ?", key).First(&have).Error; err != nil {

@@ -19,19 +19,55 @@ const ChargeKind = "charge"
 // organisation's limits: a lab's monthly budget (calendar month,
 // Asia/Shanghai) and its cap per member, and any organisation's cap per
 // rolling hour. Spending is the wallet's "charge" transactions; the
-// member is the transaction's CreatedBy. Renting calls it before it
-// starts; the meter charges at most Headroom.
-func (w *Wallet) CheckSpend(ctx context.Context, org *models.Org, userID, amountFen int64, now time.Time) error {
+// member is the transaction's CreatedBy. The hourly cap also counts what
+// the organisation's live on-demand rentals will spend in the coming hour
+// at their rates (all but the rental numbered except, which a change
+// replaces): charges already posted say little about rentals that have
+// just started. Renting calls it before it starts, and again in its
+// transaction with the organisation locked (checkSpend); the meter
+// charges at most Headroom.
+func (w *Wallet) CheckSpend(ctx context.Context, org *models.Org, userID, amountFen, except int64, now time.Time) error {
+	return checkSpend(w.DB.W.WithContext(ctx), org, userID, amountFen, except, now)
+}
+
+// checkSpend is CheckSpend in tx.
+func checkSpend(tx *gorm.DB, org *models.Org, userID, amountFen, except int64, now time.Time) error {
 	for _, l := range limitsOf(org, userID, now) {
-		spent, err := spent(w.DB.W.WithContext(ctx), org.ID, l.userID, l.since)
+		spent, err := spent(tx, org.ID, l.userID, l.since)
 		if err != nil {
 			return err
+		}
+		if l.key == "err.limit_hourly" {
+			// The coming hour at the live rentals' rates, or the past
+			// hour's charges, whichever is more: both are an hour the cap
+			// must hold for.
+			coming, err := liveHourFen(tx, org.ID, except, now)
+			if err != nil {
+				return err
+			}
+			spent = max(spent, coming)
 		}
 		if spent+amountFen > l.limit {
 			return limitErr(l.key, l.limit, spent)
 		}
 	}
 	return nil
+}
+
+// liveHourFen is what the organisation's live on-demand rentals (but the
+// one numbered except) cost over the next hour at their agreed rates.
+func liveHourFen(tx *gorm.DB, orgID, except int64, now time.Time) (int64, error) {
+	live, err := models.LiveOnDemandRentals(tx, orgID, except)
+	if err != nil {
+		return 0, err
+	}
+	var fen int64
+	for i := range live {
+		if !live[i].Free {
+			fen += pricing.HourFen(rate(&live[i]), now)
+		}
+	}
+	return fen, nil
 }
 
 // Headroom is how much more the member may spend now under the

@@ -41,7 +41,7 @@ func TestSpendLimits(t *testing.T) {
 		charge(1, 7, 15_000, now.Add(-48*time.Hour))
 		charge(1, 8, 30_000, now.Add(-24*time.Hour))
 		check := func(org *models.Org, user, fen int64) string {
-			err := w.CheckSpend(ctx, org, user, fen, now)
+			err := w.CheckSpend(ctx, org, user, fen, 0, now)
 			if e, ok := apperr.As(err); ok {
 				return e.Key
 			}

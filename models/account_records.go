@@ -14,6 +14,12 @@ type User struct {
 	CreatedAt       time.Time
 	// SuspendedAt is set while a platform admin has suspended the user.
 	SuspendedAt *time.Time
+	// SessionEpoch is stored in each login session; raising it ends every
+	// session logged in before.
+	SessionEpoch int64
+	// OrgsPerDay, when set by a platform admin, replaces the default
+	// number of organisations the user may create per day.
+	OrgsPerDay *int
 }
 
 // Verified reports whether the user confirmed their email address.

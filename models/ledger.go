@@ -22,10 +22,49 @@ const (
 	AccBankClearing    = "bank_clearing"
 	AccPromoCredit     = "promo_credit"
 	AccSLACredit       = "sla_credit"
+	// AccProviderUnearned holds, per provider, what renters prepaid for
+	// week and month terms and the provider has not yet earned: a term's
+	// price moves from here to the payable (and the commission to platform
+	// revenue) as the term runs, so a payout never pays a term in advance.
+	AccProviderUnearned = "provider_unearned"
+	// AccProviderReceivable is what a provider owes the platform (a
+	// negative balance): the part of an SLA credit or a refund that its
+	// payable could not cover, because that money was already paid out.
+	// The next payout offsets it before paying anything.
+	AccProviderReceivable = "provider_receivable"
 )
 
+// signRule is the sign an account kind's balance must keep.
+type signRule int
+
+const (
+	anySign signRule = iota
+	nonNegative
+	nonPositive
+)
+
+// balanceSign says which kinds of account may never cross zero: a wallet,
+// a provider's payable and its unearned term money are owed money and
+// never negative; promotional credit and a provider's receivable are
+// sources and never positive. Clearing accounts and the platform's revenue
+// (the platform's own result) move both ways. Post refuses a leg that would break the rule, and LedgerCheck
+// reports any balance that does.
+var balanceSign = map[string]signRule{
+	AccWallet:             nonNegative,
+	AccProviderPayable:    nonNegative,
+	AccProviderUnearned:   nonNegative,
+	AccPromoCredit:        nonPositive,
+	AccProviderReceivable: nonPositive,
+}
+
+// ErrBalanceSign is returned when a posting would take an account other
+// than a wallet across zero (a provider's payable below zero, say): the
+// caller must split the debit (see the provider receivable), so it is a
+// bug, never a user's error.
+var ErrBalanceSign = errors.New("ledger: the posting would take an account across zero")
+
 // LedgerKinds are the kinds of ledger transactions, for filters and labels.
-var LedgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge", "rental_refund", "payout", "payout_return"}
+var LedgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge", "rental_refund", "payout", "payout_return", "term_earned", "receivable_offset"}
 
 // LedgerAccount is one account of the double-entry ledger.
 type LedgerAccount struct {
@@ -73,9 +112,10 @@ var ErrDuplicate = errors.New("ledger: already posted")
 
 // Post records a balanced transaction in tx. It is the one place money
 // moves: it refuses legs that do not sum to zero, zero legs and fewer than
-// two legs; keeps cached balances in step; and refuses to take a wallet
-// below zero (ErrInsufficientFunds). A txn with an IdemKey already used
-// returns ErrDuplicate and posts nothing.
+// two legs; keeps cached balances in step; refuses to take a wallet
+// below zero (ErrInsufficientFunds) and any other account across the
+// zero its kind must keep (ErrBalanceSign, see balanceSign). A txn with
+// an IdemKey already used returns ErrDuplicate and posts nothing.
 func Post(tx *gorm.DB, txn *LedgerTxn, legs ...Leg) error {
 	if err := checkLegs(legs); err != nil {
 		return err
@@ -107,15 +147,25 @@ func post(tx *gorm.DB, txn *LedgerTxn, legs []Leg) error {
 			return err
 		}
 		q := tx.Model(&LedgerAccount{}).Where("id = ?", acc.ID)
-		if l.Kind == AccWallet && l.AmountFen < 0 {
-			q = q.Where("balance_fen + ? >= 0", l.AmountFen)
+		switch balanceSign[l.Kind] {
+		case nonNegative:
+			if l.AmountFen < 0 {
+				q = q.Where("balance_fen + ? >= 0", l.AmountFen)
+			}
+		case nonPositive:
+			if l.AmountFen > 0 {
+				q = q.Where("balance_fen + ? <= 0", l.AmountFen)
+			}
 		}
 		res := q.Update("balance_fen", gorm.Expr("balance_fen + ?", l.AmountFen))
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected != 1 {
-			return ErrInsufficientFunds
+			if l.Kind == AccWallet {
+				return ErrInsufficientFunds
+			}
+			return fmt.Errorf("%w: %s account of %d by %d fen", ErrBalanceSign, l.Kind, l.OrgID, l.AmountFen)
 		}
 		if err := tx.Create(&LedgerEntry{TxnID: txn.ID, AccountID: acc.ID, AmountFen: l.AmountFen, CreatedAt: txn.CreatedAt}).Error; err != nil {
 			return err
@@ -154,7 +204,8 @@ type Posting struct {
 // pass, and a statement per leg would not keep up. Transactions with an
 // IdemKey are not accepted here (use Post). Balances change once per
 // account by the sum of its legs; a wallet that would go below zero fails
-// the whole batch with ErrInsufficientFunds.
+// the whole batch with ErrInsufficientFunds, any other account that would
+// cross its zero (balanceSign) with ErrBalanceSign.
 func PostMany(tx *gorm.DB, ps []Posting) error {
 	if len(ps) == 0 {
 		return nil
@@ -219,11 +270,12 @@ func PostMany(tx *gorm.DB, ps []Posting) error {
 	// that would go below zero is left out, which fails the batch.
 	type change struct {
 		id, delta int64
+		kind      string
 	}
 	var changes []change
 	for k, d := range delta {
 		if d != 0 {
-			changes = append(changes, change{ids[k], d})
+			changes = append(changes, change{ids[k], d, k.kind})
 		}
 	}
 	bigint := "?"
@@ -234,22 +286,35 @@ func PostMany(tx *gorm.DB, ps []Posting) error {
 		part := changes[i:min(i+1000, len(changes))]
 		var sb strings.Builder
 		args := make([]any, 0, 2*len(part))
-		sb.WriteString("WITH v(id, d) AS (VALUES ")
+		sb.WriteString("WITH v(id, d, s) AS (VALUES ")
 		for j, c := range part {
 			if j > 0 {
 				sb.WriteString(", ")
 			}
-			sb.WriteString("(" + bigint + ", " + bigint + ")")
-			args = append(args, c.id, c.delta)
+			sb.WriteString("(" + bigint + ", " + bigint + ", " + bigint + ")")
+			args = append(args, c.id, c.delta, int64(balanceSign[c.kind]))
 		}
-		sb.WriteString(`) UPDATE ledger_accounts SET balance_fen = ledger_accounts.balance_fen + v.d FROM v
-			WHERE ledger_accounts.id = v.id AND (ledger_accounts.kind <> 'wallet' OR v.d >= 0 OR ledger_accounts.balance_fen + v.d >= 0)
-			RETURNING ledger_accounts.id`)
+		// s is the account's sign rule: a change that would cross the
+		// zero its kind keeps is left out, which fails the batch.
+		sb.WriteString(fmt.Sprintf(`) UPDATE ledger_accounts SET balance_fen = ledger_accounts.balance_fen + v.d FROM v
+			WHERE ledger_accounts.id = v.id
+			AND (v.s <> %d OR v.d >= 0 OR ledger_accounts.balance_fen + v.d >= 0)
+			AND (v.s <> %d OR v.d <= 0 OR ledger_accounts.balance_fen + v.d <= 0)
+			RETURNING ledger_accounts.id`, nonNegative, nonPositive))
 		var got []int64
 		if err := tx.Raw(sb.String(), args...).Scan(&got).Error; err != nil {
 			return err
 		}
 		if len(got) != len(part) {
+			done := make(map[int64]bool, len(got))
+			for _, id := range got {
+				done[id] = true
+			}
+			for _, c := range part {
+				if !done[c.id] && c.kind != AccWallet {
+					return fmt.Errorf("%w: %s account %d by %d fen", ErrBalanceSign, c.kind, c.id, c.delta)
+				}
+			}
 			return ErrInsufficientFunds
 		}
 	}
@@ -339,9 +404,11 @@ func (db *DB) walletLedgerQuery(ctx context.Context, orgID int64, f LedgerFilter
 	return q
 }
 
-// LedgerCheck verifies the whole ledger: every transaction sums to zero and
-// every cached balance equals the sum of its entries. It returns the
-// problems found (none when healthy).
+// LedgerCheck verifies the whole ledger: every transaction sums to zero,
+// every cached balance equals the sum of its entries, and no account has
+// a balance outside the sign its kind keeps (balanceSign: a provider's
+// payable below zero, say). It returns the problems found (none when
+// healthy).
 func (db *DB) LedgerCheck(ctx context.Context) ([]string, error) {
 	var problems []string
 	var bad []struct {
@@ -366,6 +433,23 @@ func (db *DB) LedgerCheck(ctx context.Context) ([]string, error) {
 	}
 	for _, d := range drift {
 		problems = append(problems, fmt.Sprintf("account %d caches %d but its entries sum to %d", d.ID, d.Balance, d.Sum))
+	}
+	var neg, pos []string
+	for kind, rule := range balanceSign {
+		switch rule {
+		case nonNegative:
+			neg = append(neg, kind)
+		case nonPositive:
+			pos = append(pos, kind)
+		}
+	}
+	var wrong []LedgerAccount
+	if err := db.W.WithContext(ctx).Where("(kind IN ? AND balance_fen < 0) OR (kind IN ? AND balance_fen > 0)", neg, pos).
+		Order("id").Find(&wrong).Error; err != nil {
+		return nil, err
+	}
+	for _, a := range wrong {
+		problems = append(problems, fmt.Sprintf("account %d (%s of %d) has a balance of %d fen, outside its kind's sign", a.ID, a.Kind, a.OrgID, a.BalanceFen))
 	}
 	return problems, nil
 }

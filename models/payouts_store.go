@@ -34,8 +34,25 @@ func (db *DB) PayableProviders(ctx context.Context) ([]PayableProvider, error) {
 // account row on PostgreSQL (SQLite has one writer) so that the balance
 // read is the balance a payout takes. No account is a zero balance.
 func LockPayable(tx *gorm.DB, providerID int64) (int64, error) {
+	return LockBalance(tx, AccProviderPayable, providerID)
+}
+
+// LockBalance returns the balance of an account in tx, locking its row on
+// PostgreSQL, so that a debit computed from it cannot be overtaken by
+// another. No account is a zero balance.
+func LockBalance(tx *gorm.DB, kind string, orgID int64) (int64, error) {
 	var a LedgerAccount
-	err := lockRow(tx).Where("kind = ? AND org_id = ?", AccProviderPayable, providerID).First(&a).Error
+	err := lockRow(tx).Where("kind = ? AND org_id = ?", kind, orgID).First(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, nil
+	}
+	return a.BalanceFen, err
+}
+
+// AccountBalance returns an account's balance (0 without an account).
+func (db *DB) AccountBalance(ctx context.Context, kind string, orgID int64) (int64, error) {
+	var a LedgerAccount
+	err := db.W.WithContext(ctx).Where("kind = ? AND org_id = ?", kind, orgID).First(&a).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return 0, nil
 	}
@@ -44,12 +61,7 @@ func LockPayable(tx *gorm.DB, providerID int64) (int64, error) {
 
 // PayableBalance returns a provider's payable balance (0 without an account).
 func (db *DB) PayableBalance(ctx context.Context, providerID int64) (int64, error) {
-	var a LedgerAccount
-	err := db.W.WithContext(ctx).Where("kind = ? AND org_id = ?", AccProviderPayable, providerID).First(&a).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return 0, nil
-	}
-	return a.BalanceFen, err
+	return db.AccountBalance(ctx, AccProviderPayable, providerID)
 }
 
 // InsertPayout records a payout in tx; created is false when the

@@ -56,10 +56,13 @@ type Rental struct {
 	StopReason string
 	Attempts   int
 	// Billing state: see the migration.
-	RunningSince     *time.Time
-	BilledUntil      *time.Time
-	CarryNum         int64
-	BilledFen        int64
+	RunningSince *time.Time
+	BilledUntil  *time.Time
+	CarryNum     int64
+	BilledFen    int64
+	// EarnedFen is how much of a term's BilledFen the provider has earned
+	// so far (moved from its unearned account to its payable).
+	EarnedFen        int64
 	DowntimeSecs     int64
 	DownSince        *time.Time
 	Free             bool
@@ -201,4 +204,29 @@ func SQLTx(tx *gorm.DB) (*sql.Tx, error) {
 		}
 	}
 	return nil, errors.New("models: not inside a database/sql transaction")
+}
+
+// TermsToEarn returns up to limit week or month rentals after the id
+// whose paid price the provider has not wholly earned yet, by id, in tx.
+func TermsToEarn(tx *gorm.DB, afterID int64, limit int) ([]Rental, error) {
+	var rs []Rental
+	err := tx.Where("term <> ? AND earned_fen < billed_fen AND id > ?", "on_demand", afterID).Order("id").Limit(limit).Find(&rs).Error
+	return rs, err
+}
+
+// ClaimEarned moves a term rental's earned amount from the value read to
+// the new one in tx, and reports whether it did: of two passes that race,
+// exactly one posts the earning.
+func ClaimEarned(tx *gorm.DB, rentalID, from, to int64, now time.Time) (bool, error) {
+	res := tx.Model(&Rental{}).Where("id = ? AND earned_fen = ?", rentalID, from).Updates(map[string]any{"earned_fen": to, "updated_at": now})
+	return res.RowsAffected == 1, res.Error
+}
+
+// LiveOnDemandRentals returns an organisation's on-demand rentals that hold
+// GPUs or are about to (all but the one numbered except), in tx.
+func LiveOnDemandRentals(tx *gorm.DB, orgID, except int64) ([]Rental, error) {
+	var rs []Rental
+	err := tx.Where("org_id = ? AND term = ? AND status IN ? AND status <> ? AND id <> ?", orgID, "on_demand", LiveRentalStatuses, RentalStopping, except).
+		Find(&rs).Error
+	return rs, err
 }

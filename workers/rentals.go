@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"suanli/market"
 )
@@ -41,10 +42,16 @@ type MeterArgs struct{}
 // Kind implements river.JobArgs.
 func (MeterArgs) Kind() string { return "meter_rentals" }
 
-// InsertOpts keeps one pass waiting at a time.
+// InsertOpts keeps one pass waiting or running at a time, whatever the
+// interval: a pass that overruns it is not followed by a queue of others.
+// (Uniqueness by period would make the period a floor on --meter-every.)
 func (MeterArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByPeriod: 30 * time.Second}}
+	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByState: onePass}}
 }
+
+// onePass are the job states in which a pass counts as waiting or running.
+var onePass = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+	rivertype.JobStateRunning, rivertype.JobStateScheduled}
 
 // MeterWorker runs MeterArgs jobs.
 type MeterWorker struct {

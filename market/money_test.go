@@ -1,0 +1,312 @@
+package market_test
+
+import (
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/apperr"
+	"suanli/dbtest"
+	"suanli/gpu"
+	"suanli/market"
+	"suanli/models"
+	"suanli/pricing"
+)
+
+// Money that a provider is paid must have been earned, and nothing takes
+// a provider's payable below zero: prepaid terms are earned as they run,
+// payouts pay only earned money, a refund or SLA credit after a payout is
+// owed (and offset by the next payout), never a negative payable.
+
+// payable makes the provider of an offer a verified provider organisation
+// (demo providers have none and are never paid out), so payout runs pay it.
+func (r *rig) payable(providerID int64) {
+	r.t.Helper()
+	u, err := r.accounts.CreateUser(r.ctx, "owner@payable.example", "provider-pass-2026", "Owner", false)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	acc, err := (&market.Providers{DB: r.db, BaseURL: "http://suanli.test"}).CreateVerified(r.ctx, u, "Payable Provider")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.db.Tx(r.ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec(`UPDATE providers SET org_id = NULL WHERE id = ?`, acc.Provider.ID).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`UPDATE providers SET org_id = ? WHERE id = ?`, acc.Org.ID, providerID).Error
+	}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// account is the balance of a ledger account.
+func (r *rig) account(kind string, orgID int64) int64 {
+	r.t.Helper()
+	b, err := r.db.AccountBalance(r.ctx, kind, orgID)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b
+}
+
+// legSum sums the rental's ledger legs on accounts of a kind.
+func (r *rig) legSum(rentalID int64, kind string) int64 {
+	r.t.Helper()
+	var sum int64
+	if err := r.db.R.Raw(`SELECT COALESCE(SUM(e.amount_fen), 0) FROM ledger_entries e JOIN ledger_txns t ON t.id = e.txn_id
+		JOIN ledger_accounts a ON a.id = e.account_id WHERE t.rental_id = ? AND a.kind = ?`, rentalID, kind).Scan(&sum).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	return sum
+}
+
+// payoutRun runs the payouts for the month before the clock's.
+func (r *rig) payoutRun() []models.Payout {
+	r.t.Helper()
+	p := &market.Payouts{DB: r.db}
+	if _, err := p.Run(r.ctx, market.PayoutPeriod(r.clock.Now())); err != nil {
+		r.t.Fatal(err)
+	}
+	var ps []models.Payout
+	if err := r.db.R.Order("id").Find(&ps).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	return ps
+}
+
+func (r *rig) meter() market.MeterResult {
+	r.t.Helper()
+	res, err := r.rentals.Meter(r.ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return res
+}
+
+// netOf is the provider's share of fen: the amount less the commission,
+// rounded down once.
+func netOf(fen int64) int64 { return fen - fen*market.CommissionPct/100 }
+
+func weekTerm(in *market.RentInput) { in.Term = pricing.Week }
+
+func TestTermRevenueIsEarnedAsTheTermRuns(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		// Agents are not heard from across the days the clock jumps.
+		r := newRig(t, db, rigOptions{SilentAfter: 365 * 24 * time.Hour})
+		o := r.rtxOffer()
+		r.payable(o.ProviderID)
+		r.startAgent(o.NodeID)
+		r.waitReady(o.NodeID)
+		rt := r.mustRent(o.ID, 1, weekTerm)
+		run := r.waitStatus(rt.ID, models.RentalRunning)
+		price := *run.TermPriceFen
+		if got := r.account(models.AccProviderPayable, o.ProviderID); got != 0 {
+			t.Errorf("the provider's payable holds %d fen as the term starts, want 0: nothing of it is earned yet", got)
+		}
+		if got := r.account(models.AccProviderUnearned, o.ProviderID); got != price {
+			t.Errorf("unearned %d fen, want the term's price %d", got, price)
+		}
+
+		// Half-way through, half is earned and a payout pays only that.
+		r.quiet()
+		now := r.clock.Freeze()
+		now = r.clock.Advance(run.EndsAt.Sub(now) / 2)
+		if res := r.meter(); res.Terms != 1 {
+			t.Errorf("meter pass %+v, want one term earning", res)
+		}
+		left := int64(run.EndsAt.Sub(now) / time.Second)
+		total := int64(7 * 24 * 3600)
+		earned := price - (price*left+total-1)/total
+		if got := r.rental(rt.ID).EarnedFen; got != earned {
+			t.Errorf("earned %d fen of %d half-way, want %d", got, price, earned)
+		}
+		payable := r.account(models.AccProviderPayable, o.ProviderID)
+		if payable != netOf(earned) {
+			t.Errorf("payable %d fen half-way, want %d (%d earned less the commission)", payable, netOf(earned), earned)
+		}
+		ps := r.payoutRun()
+		if len(ps) != 1 || ps[0].AmountFen != payable {
+			t.Fatalf("payouts %+v, want one of the earned %d fen", ps, payable)
+		}
+		if ps[0].AmountFen >= netOf(price)/2+1 {
+			t.Errorf("paid out %d fen of a term of %d half-way through", ps[0].AmountFen, price)
+		}
+
+		// Stopped early: nothing comes back to the renter, and the provider
+		// earns the term to its end as the GPUs stay held.
+		stopped := r.stop(rt.ID)
+		if r.walletSum(rt.ID) != -price {
+			t.Errorf("stopping a term early gave %d fen back", price+r.walletSum(rt.ID))
+		}
+		r.clock.Advance(stopped.EndsAt.Sub(r.clock.Now()) + time.Second)
+		if _, err := r.rentals.Watch(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.meter()
+		if got := r.rental(rt.ID).EarnedFen; got != price {
+			t.Errorf("earned %d fen after the term's end, want all %d", got, price)
+		}
+		if got := r.legSum(rt.ID, models.AccProviderUnearned); got != 0 {
+			t.Errorf("the rental leaves %d fen unearned after its end", got)
+		}
+		if got, want := r.legSum(rt.ID, models.AccPlatformRevenue), price*market.CommissionPct/100; got != want {
+			t.Errorf("commission on the term %d fen, want %d (12%% of %d)", got, want, price)
+		}
+		if got := r.account(models.AccProviderPayable, o.ProviderID); got != netOf(price)-ps[0].AmountFen {
+			t.Errorf("payable after the term %d fen, want %d", got, netOf(price)-ps[0].AmountFen)
+		}
+		r.checkLedger()
+	})
+}
+
+func TestARefundAfterAPayoutIsOwedNotANegativePayable(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		r := newRig(t, db, rigOptions{SilentAfter: 365 * 24 * time.Hour})
+		o := r.rtxOffer()
+		r.payable(o.ProviderID)
+		a := r.startAgent(o.NodeID)
+		r.waitReady(o.NodeID)
+		rt := r.mustRent(o.ID, 1, weekTerm)
+		r.waitStatus(rt.ID, models.RentalRunning)
+		held := r.heldGPUs(rt.ID)[0]
+
+		// Five minutes in, a payout pays what the term has earned.
+		r.quiet()
+		r.clock.Freeze()
+		jump := r.clock.Advance(5 * time.Minute)
+		r.meter()
+		earned := r.account(models.AccProviderPayable, o.ProviderID)
+		if earned <= 0 {
+			t.Fatalf("nothing earned in five minutes (payable %d)", earned)
+		}
+		ps := r.payoutRun()
+		if len(ps) != 1 || ps[0].AmountFen != earned {
+			t.Fatalf("payouts %+v, want one of %d fen", ps, earned)
+		}
+
+		// The GPU fails within the first ten minutes: the renter gets
+		// everything back, and what the provider was paid is owed.
+		fault, err := gpu.ParseFault("xid:79@0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Sim.Inject(fault); err != nil {
+			t.Fatal(err)
+		}
+		r.waitHeartbeat(o.NodeID, jump)
+		r.eventually("the agent reports the GPU failing", func() bool { return r.gpu(held.ID).Health == models.GPUFailing })
+		if res, err := r.rentals.Watch(r.ctx); err != nil || res.Migrated != 1 {
+			t.Fatalf("health pass %+v, %v; want the rental moved", res, err)
+		}
+		if got := r.rental(rt.ID); !got.Free || r.walletSum(rt.ID) != 0 || r.balance() != r.fund {
+			t.Errorf("free %v, the rental's wallet sum %d, balance %d of %d: want a free rental, everything refunded", got.Free, r.walletSum(rt.ID), r.balance(), r.fund)
+		}
+		if got := r.account(models.AccProviderPayable, o.ProviderID); got != 0 {
+			t.Errorf("payable %d fen after the refund, want 0", got)
+		}
+		if got := r.account(models.AccProviderReceivable, o.ProviderID); got != -earned {
+			t.Errorf("the provider owes %d fen, want the %d fen it was paid", -got, earned)
+		}
+		r.checkLedger()
+
+		// Next month the provider earns again; the payout offsets what it
+		// owed and pays the rest.
+		r.clock.Advance(31 * 24 * time.Hour)
+		od := r.mustRent(o.ID, 1)
+		r.waitStatus(od.ID, models.RentalRunning)
+		r.clock.Advance(2 * time.Hour)
+		r.meter()
+		bal := r.account(models.AccProviderPayable, o.ProviderID)
+		if bal <= earned {
+			t.Fatalf("payable %d after two hours, want more than the %d owed", bal, earned)
+		}
+		ps = r.payoutRun()
+		if len(ps) != 2 || ps[1].AmountFen != bal-earned {
+			t.Errorf("payouts %+v, want a second one of %d (%d less the %d owed)", ps, bal-earned, bal, earned)
+		}
+		if got := r.account(models.AccProviderReceivable, o.ProviderID); got != 0 {
+			t.Errorf("still owed %d fen after the offset", -got)
+		}
+		r.checkLedger()
+	})
+}
+
+// The commission is 12 % of what a renter pays, to the fen, however small
+// each meter charge is (a rounded-down 12 % of 8 fen is 0).
+func TestCommissionIsTwelvePercentOverTheRental(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		r := newRig(t, db, rigOptions{SilentAfter: 365 * 24 * time.Hour})
+		o := r.rtxOffer()
+		r.startAgent(o.NodeID)
+		r.waitReady(o.NodeID)
+		rt := r.mustRent(o.ID, 1)
+		r.waitStatus(rt.ID, models.RentalRunning)
+		r.quiet()
+		r.clock.Freeze()
+		for range 90 {
+			r.clock.Advance(time.Minute)
+			r.meter()
+		}
+		paid := -r.walletSum(rt.ID)
+		commission := r.legSum(rt.ID, models.AccPlatformRevenue)
+		payable := r.legSum(rt.ID, models.AccProviderPayable)
+		if paid < 500 {
+			t.Fatalf("the renter paid %d fen in 90 minutes", paid)
+		}
+		if want := paid * market.CommissionPct / 100; commission != want {
+			t.Errorf("commission %d fen on %d fen paid (%.2f%%), want %d", commission, paid, 100*float64(commission)/float64(paid), want)
+		}
+		if commission+payable != paid {
+			t.Errorf("commission %d + provider %d ≠ paid %d", commission, payable, paid)
+		}
+		r.checkLedger()
+	})
+}
+
+// An hourly cap admits a rental by what the live rentals will spend in the
+// coming hour, not only by what has been charged.
+func TestHourlyCapCountsTheRatesOfLiveRentals(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		r := newRig(t, db, rigOptions{})
+		o := r.rtxOffer()
+		r.startAgent(o.NodeID)
+		r.waitReady(o.NodeID)
+		hour := pricing.HourFen(pricing.Rate{PricePerGPUHourFen: o.PricePerGPUHourFen, GPUs: 1, OffpeakPct: o.OffpeakDiscountPct}, r.clock.Now())
+		capFen := 2*hour - 1 // one rental fits, two do not
+		if err := db.W.Model(&models.Org{}).Where("id = ?", r.org.ID).Update("hourly_cap_fen", capFen).Error; err != nil {
+			t.Fatal(err)
+		}
+		r.org.HourlyCapFen = &capFen
+		first := r.mustRent(o.ID, 1)
+		r.waitStatus(first.ID, models.RentalRunning)
+		if _, err := r.rent(o.ID, 1); err == nil || !limitHourly(err) {
+			t.Fatalf("a second rental at %d fen/h under a cap of %d fen/h: %v, want the hourly limit", hour, capFen, err)
+		}
+		r.stop(first.ID)
+		second, err := r.rent(o.ID, 1)
+		if err != nil {
+			t.Fatalf("with the first stopped, renting again: %v", err)
+		}
+		r.waitStatus(second.ID, models.RentalRunning)
+	})
+}
+
+func limitHourly(err error) bool {
+	ae, ok := apperr.As(err)
+	return ok && ae.Key == "err.limit_hourly"
+}
+
+// charges are the rental's charge transactions (a term's earnings, moved
+// as it runs, are transactions of the rental too).
+func (r *rig) charges(rentalID int64) []models.LedgerTxn {
+	r.t.Helper()
+	var out []models.LedgerTxn
+	for _, t := range r.txns(rentalID) {
+		if t.Kind == market.ChargeKind {
+			out = append(out, t)
+		}
+	}
+	return out
+}
