@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -24,6 +25,9 @@ const maxReplyBytes = 4 << 20
 type statusError struct {
 	Code int
 	Body string
+	// RetryAfter is the wait the server asked for (Retry-After, in
+	// seconds, on a 429 or 503), or 0.
+	RetryAfter time.Duration
 }
 
 func (e *statusError) Error() string {
@@ -36,6 +40,11 @@ func (e *statusError) Error() string {
 func isUnauthorized(err error) bool {
 	var se *statusError
 	return errors.As(err, &se) && se.Code == http.StatusUnauthorized
+}
+
+func isTooMany(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.Code == http.StatusTooManyRequests
 }
 
 // retryable reports whether sending the same request again may succeed:
@@ -81,7 +90,7 @@ func (a *Agent) call(ctx context.Context, method, path string, timeout time.Dura
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return &statusError{Code: resp.StatusCode, Body: strings.TrimSpace(string(b))}
+		return &statusError{Code: resp.StatusCode, Body: strings.TrimSpace(string(b)), RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplyBytes))
@@ -112,6 +121,33 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.failures = 0 }
+
+// maxRetryAfter bounds the wait a server may ask for, so that a wrong
+// header cannot silence an agent for long.
+const maxRetryAfter = 5 * time.Minute
+
+// after is the wait before retrying what failed with err: the next
+// backoff, or longer if the server asked for longer (Retry-After on a
+// 429: a heartbeat sent too soon is refused until then, so trying sooner
+// only costs both sides a request).
+func (b *backoff) after(err error) time.Duration {
+	d := b.next()
+	var se *statusError
+	if errors.As(err, &se) && se.RetryAfter > d {
+		d = min(se.RetryAfter, maxRetryAfter)
+	}
+	return d
+}
+
+// parseRetryAfter reads a Retry-After header given in seconds (the form
+// the server sends); anything else is 0.
+func parseRetryAfter(v string) time.Duration {
+	secs, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || secs <= 0 {
+		return 0
+	}
+	return time.Duration(min(secs, int(maxRetryAfter/time.Second))) * time.Second
+}
 
 // sleep waits d or until ctx is done, and reports whether ctx is still live.
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -39,8 +39,13 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 		case isUnauthorized(err):
 			wait = bo.next()
 			a.log.Error("heartbeat rejected: the token is not valid for this server; retrying", "err", err, "retry_in", wait)
+		case isTooMany(err):
+			// Sent sooner than the server takes them (a restart, a retry
+			// in a burst): wait as long as it says, at least one interval.
+			wait = max(bo.after(err), interval)
+			a.log.Info("heartbeat refused as too frequent; waiting", "retry_in", wait)
 		default:
-			wait = bo.next()
+			wait = bo.after(err)
 			a.log.Warn("heartbeat failed; retrying", "err", err, "retry_in", wait)
 		}
 		if !sleep(ctx, wait) {

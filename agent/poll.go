@@ -41,7 +41,7 @@ func (a *Agent) pollLoop(ctx context.Context, wg *sync.WaitGroup) {
 			return
 		}
 		if err != nil {
-			wait := bo.next()
+			wait := bo.after(err)
 			a.log.Warn("task poll failed; retrying", "err", err, "retry_in", wait)
 			if !sleep(ctx, wait) {
 				return
@@ -135,7 +135,7 @@ func (a *Agent) report(ctx context.Context, id int64, res Result) {
 			log.Error("server refused the result", "err", err)
 			return
 		}
-		wait := bo.next()
+		wait := bo.after(err)
 		log.Warn("sending result failed; retrying", "err", err, "retry_in", wait)
 		if !sleep(ctx, wait) {
 			log.Warn("result not sent: agent stopping")

@@ -42,6 +42,12 @@ func newApp(t *testing.T, db *models.DB) *app { return newAppWith(t, db, nil) }
 // (a Stripe gateway, say) before the router is built.
 func newAppWith(t *testing.T, db *models.DB, change func(*handlers.Handler)) *app {
 	t.Helper()
+	return newAppOptions(t, db, web.Options{}, change)
+}
+
+// newAppOptions is newAppWith with the web layer's options.
+func newAppOptions(t *testing.T, db *models.DB, opts web.Options, change func(*handlers.Handler)) *app {
+	t.Helper()
 	ctx := context.Background()
 	if err := demo.SeedDemo(ctx, db); err != nil {
 		t.Fatal(err)
@@ -54,7 +60,7 @@ func newAppWith(t *testing.T, db *models.DB, change func(*handlers.Handler)) *ap
 	if change != nil {
 		change(h)
 	}
-	e := web.New(h, web.Options{})
+	e := web.New(h, opts)
 	// Every /api/v1 request and answer is checked against the OpenAPI
 	// document (web/openapi_test.go), so the document cannot drift.
 	srv := httptest.NewServer(validateAPI(t, e))

@@ -26,6 +26,9 @@ type Options struct {
 	Collectors []prometheus.Collector
 	// RateLimit limits API requests per token; the zero value limits none.
 	RateLimit RateLimit
+	// Heartbeats limits each node's heartbeats; the zero value is the
+	// default limit (see HeartbeatLimit).
+	Heartbeats HeartbeatLimit
 }
 
 // New builds the echo instance with every route and middleware. h must
@@ -55,6 +58,7 @@ func New(h *handlers.Handler, opts Options) *echo.Echo {
 			return c.Path() == "/metrics" || strings.HasPrefix(c.Request().URL.Path, "/static/htmx")
 		}}),
 		locale,
+		heartbeatLimit(opts.Heartbeats),
 		// Before anything runs for a request (the session's query, the
 		// CSRF check that reads forms, the handlers).
 		guardInput(names),
