@@ -32,6 +32,9 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
   suanli admin credit --email E --fen N --reason R
                                                post a promotional credit to the user's
                                                personal organisation's wallet
+  suanli admin orgs-per-day --email E --per-day N
+                                               let the user create N organisations a day
+                                               (default 5; -1 restores the default)
   suanli admin node-token --node ID            print a one-time registration token for a node's
                                                agent (suanli agent --server URL --token T)
   suanli admin backup --out F                  SQLite: a consistent copy of the live database in
@@ -173,6 +176,38 @@ func admin(ctx context.Context, args []string) error {
 				return err
 			}
 			fmt.Printf("credited ¥%s to organisation %d; balance ¥%s\n", market.FenToYuanString(fen), org, market.FenToYuanString(bal))
+			return nil
+		},
+	}
+	var perDay int
+	commands["orgs-per-day"] = adminCommand{
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&email, "email", "", "the user")
+			fs.IntVar(&perDay, "per-day", -1, "organisations the user may create per day; -1: the default")
+		},
+		check: func() error {
+			if perDay < -1 || perDay > market.MaxOrgsPerDay {
+				return fmt.Errorf("admin orgs-per-day: --per-day must be -1 to %d", market.MaxOrgsPerDay)
+			}
+			return requireFlags("orgs-per-day", map[string]string{"email": email})
+		},
+		run: func(ctx context.Context, cfg config.Config, db *models.DB) error {
+			u, err := db.UserByEmail(ctx, email)
+			if err != nil {
+				return fmt.Errorf("admin orgs-per-day: %w", err)
+			}
+			var n *int
+			if perDay >= 0 {
+				n = &perDay
+			}
+			if err := accountsService(db, cfg).SetOrgsPerDay(ctx, nil, u.ID, n); err != nil {
+				return err
+			}
+			if n == nil {
+				fmt.Printf("%s may create %d organisations a day (the default)\n", email, market.DefaultOrgsPerDay)
+			} else {
+				fmt.Printf("%s may create %d organisations a day\n", email, *n)
+			}
 			return nil
 		},
 	}

@@ -109,13 +109,18 @@ func checkName(field, name string) (string, *apperr.Error) {
 	return name, nil
 }
 
-// SignUpInput is the sign-up form.
+// SignUpInput is the sign-up form. IP is the client's address, for the
+// throttle.
 type SignUpInput struct {
-	Email, Password, Name, Lang string
+	Email, Password, Name, Lang, IP string
 }
 
 // SignUp creates a user with a personal organisation and mails the
-// verification link, in one transaction.
+// verification link, in one transaction; the user logs in by opening it.
+// An address that already has an account is answered the same (nil, nil)
+// and its owner is mailed instead, so that sign-up cannot tell anyone
+// whether an address is registered. Attempts that pass validation are
+// throttled per client address and per email (*Throttled).
 func (s *Service) SignUp(ctx context.Context, in SignUpInput) (*models.User, error) {
 	var errs FieldErrors
 	email, e := CheckEmail("email", in.Email)
@@ -136,30 +141,56 @@ func (s *Service) SignUp(ctx context.Context, in SignUpInput) (*models.User, err
 	if err := errs.OrNil(); err != nil {
 		return nil, err
 	}
+	now := s.DB.Now().UTC()
+	rates := []rate{{throttleSignupIP, in.IP, SignupsPerAddress}, {throttleSignupEmail, email, SignupsPerEmail}}
+	if err := s.checkRates(ctx, now, rates...); err != nil {
+		var th *Throttled
+		if errors.As(err, &th) {
+			th.Key = "err.throttled_requests"
+		}
+		return nil, err
+	}
+	// Hashed either way, so that the answer takes as long for an address
+	// that has an account.
 	hash, err := HashPassword(in.Password)
 	if err != nil {
 		return nil, err
 	}
-	now := s.DB.Now().UTC()
-	u := &models.User{Email: email, Name: name, Lang: lang, PasswordHash: hash, CreatedAt: now}
+	var created *models.User
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := countRates(tx, now, rates...); err != nil {
+			return err
+		}
+		if have, err := models.UserByEmailIn(tx, email); err == nil {
+			// Tell the owner, in their language; nothing else changes.
+			return models.EnqueueMail(tx, &models.OutboxMail{ToAddr: have.Email, Lang: have.Lang, CreatedAt: now,
+				Subject: locales.T(have.Lang, "mail.signup_exists.subject"),
+				Body:    locales.T(have.Lang, "mail.signup_exists.body", strings.TrimRight(s.BaseURL, "/")+"/login", strings.TrimRight(s.BaseURL, "/")+"/password/forgot")})
+		} else if apperr.Code(err) != apperr.ENOTFOUND {
+			return err
+		}
+		u := &models.User{Email: email, Name: name, Lang: lang, PasswordHash: hash, CreatedAt: now}
 		if err := models.InsertUser(tx, u); err != nil {
 			return err
 		}
 		if err := createPersonalOrg(tx, u, now); err != nil {
 			return err
 		}
+		created = u
 		return s.mailLink(tx, u.Lang, u.Email, models.EmailToken{Purpose: models.TokenVerify, UserID: &u.ID, Email: u.Email, ExpiresAt: now.Add(VerifyTTL)}, "verify", "/verify")
 	})
 	if err != nil {
 		if ae, ok := apperr.As(err); ok && ae.Code == apperr.ECONFLICT {
-			ae.Message = locales.T(locales.EN, ae.Key)
-			return nil, FieldErrors{ae}
+			// Two sign-ups of one new address at once: the second is answered
+			// as the first.
+			return nil, nil
 		}
 		return nil, err
 	}
-	slog.Info("user signed up", "user", u.ID)
-	return u, nil
+	if created != nil {
+		slog.Info("user signed up", "user", created.ID)
+	}
+	return created, nil
 }
 
 func createPersonalOrg(tx *gorm.DB, u *models.User, now time.Time) error {
@@ -184,14 +215,27 @@ func (s *Service) mailLink(tx *gorm.DB, lang, to string, t models.EmailToken, ki
 	})
 }
 
-// ErrThrottled is returned (wrapped in *Throttled) for a throttled login.
-var ErrThrottled = errors.New("too many failed logins")
+// ErrThrottled is returned (wrapped in *Throttled) for a throttled login,
+// sign-up or mail.
+var ErrThrottled = errors.New("too many attempts")
 
-// Throttled says how long a throttled login must wait.
-type Throttled struct{ RetryAfter time.Duration }
+// Throttled says how long a throttled attempt must wait. Key is the
+// message's catalogue key (failed logins, or too many requests).
+type Throttled struct {
+	RetryAfter time.Duration
+	Key        string
+}
 
 func (t *Throttled) Error() string {
-	return fmt.Sprintf("too many failed logins; retry in %s", t.RetryAfter)
+	return fmt.Sprintf("too many attempts; retry in %s", t.RetryAfter)
+}
+
+// MessageKey is the catalogue key of the message to show.
+func (t *Throttled) MessageKey() string {
+	if t.Key == "" {
+		return "err.throttled"
+	}
+	return t.Key
 }
 
 // Unwrap lets errors.Is(err, ErrThrottled) work.
@@ -285,24 +329,24 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (*models.User, 
 	return u, err
 }
 
-// grantTrial posts the trial credit to every organisation the user owns,
-// once per organisation (the ledger's idempotency key enforces "once").
+// grantTrial posts the trial credit once per person, to the user's
+// personal organisation, when their email is first verified (the ledger's
+// idempotency key enforces "once"). Organisations are not a source of
+// credit: a user who creates a hundred gets no more.
 func (s *Service) grantTrial(tx *gorm.DB, userID int64, now time.Time) error {
 	if s.TrialCreditFen <= 0 {
 		return nil
 	}
-	var owned []models.Membership
-	if err := tx.Where("user_id = ? AND role = ?", userID, models.RoleOwner).Find(&owned).Error; err != nil {
+	orgID, err := models.PersonalOrgOf(tx, userID)
+	if err != nil {
 		return err
 	}
-	for _, m := range owned {
-		key := fmt.Sprintf("trial:%d", m.OrgID)
-		err := market.CreditPromo(tx, m.OrgID, s.TrialCreditFen, "trial_credit", "trial credit", &key, nil, now)
-		if err != nil && !errors.Is(err, models.ErrDuplicate) {
-			return err
-		}
+	key := fmt.Sprintf("trial:user:%d", userID)
+	err = market.CreditPromo(tx, orgID, s.TrialCreditFen, "trial_credit", "trial credit", &key, nil, now)
+	if errors.Is(err, models.ErrDuplicate) {
+		return nil
 	}
-	return nil
+	return err
 }
 
 func userIn(tx *gorm.DB, id int64) (*models.User, error) {
@@ -313,36 +357,68 @@ func userIn(tx *gorm.DB, id int64) (*models.User, error) {
 	return &u, nil
 }
 
-// ResendVerification mails a new verification link.
+// ResendVerification mails a new verification link, at most
+// ResendsPerUser times an hour (*Throttled).
 func (s *Service) ResendVerification(ctx context.Context, u *models.User) error {
 	if u.Verified() {
 		return nil
 	}
+	now := s.DB.Now().UTC()
+	r := rate{throttleResendUser, fmt.Sprint(u.ID), ResendsPerUser}
+	if err := s.checkRates(ctx, now, r); err != nil {
+		var th *Throttled
+		if errors.As(err, &th) {
+			th.Key = "err.throttled_requests"
+		}
+		return err
+	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		return s.mailLink(tx, u.Lang, u.Email, models.EmailToken{Purpose: models.TokenVerify, UserID: &u.ID, Email: u.Email, ExpiresAt: s.DB.Now().UTC().Add(VerifyTTL)}, "verify", "/verify")
+		if err := countRates(tx, now, r); err != nil {
+			return err
+		}
+		return s.mailLink(tx, u.Lang, u.Email, models.EmailToken{Purpose: models.TokenVerify, UserID: &u.ID, Email: u.Email, ExpiresAt: now.Add(VerifyTTL)}, "verify", "/verify")
 	})
 }
 
-// RequestPasswordReset mails a reset link if the address has an account.
-// It answers the same either way, so addresses cannot be probed.
-func (s *Service) RequestPasswordReset(ctx context.Context, email string) error {
+// RequestPasswordReset mails a reset link if the address has an account;
+// the new link makes every older one of the user worthless. It answers
+// the same either way, so addresses cannot be probed, and is throttled
+// per email and per client address whether or not the address has an
+// account (*Throttled).
+func (s *Service) RequestPasswordReset(ctx context.Context, email, ip string) error {
 	email, e := CheckEmail("email", email)
 	if e != nil {
 		return FieldErrors{e}
 	}
-	u, err := s.DB.UserByEmail(ctx, email)
-	if apperr.Code(err) == apperr.ENOTFOUND {
-		return nil
-	}
-	if err != nil {
+	now := s.DB.Now().UTC()
+	rates := []rate{{throttleResetEmail, email, ResetsPerEmail}, {throttleResetIP, ip, ResetsPerAddress}}
+	if err := s.checkRates(ctx, now, rates...); err != nil {
+		var th *Throttled
+		if errors.As(err, &th) {
+			th.Key = "err.throttled_requests"
+		}
 		return err
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		return s.mailLink(tx, u.Lang, u.Email, models.EmailToken{Purpose: models.TokenReset, UserID: &u.ID, Email: u.Email, ExpiresAt: s.DB.Now().UTC().Add(ResetTTL)}, "reset", "/password/reset")
+		if err := countRates(tx, now, rates...); err != nil {
+			return err
+		}
+		u, err := models.UserByEmailIn(tx, email)
+		if apperr.Code(err) == apperr.ENOTFOUND {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := models.RetireEmailTokens(tx, models.TokenReset, u.ID, now); err != nil {
+			return err
+		}
+		return s.mailLink(tx, u.Lang, u.Email, models.EmailToken{Purpose: models.TokenReset, UserID: &u.ID, Email: u.Email, ExpiresAt: now.Add(ResetTTL)}, "reset", "/password/reset")
 	})
 }
 
-// ResetPassword uses a reset link to set a new password. It also proves
+// ResetPassword uses a reset link to set a new password and ends every
+// session of the user (the caller logs this one in again). It also proves
 // the address, so it verifies the email.
 func (s *Service) ResetPassword(ctx context.Context, token, password string) (*models.User, error) {
 	var u *models.User
@@ -365,6 +441,10 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*m
 		if err := models.SetUserPassword(tx, u.ID, hash); err != nil {
 			return err
 		}
+		// Whoever knew the old password is logged out everywhere.
+		if u.SessionEpoch, err = models.BumpSessionEpoch(tx, u.ID); err != nil {
+			return err
+		}
 		first, err := models.MarkEmailVerified(tx, u.ID, now)
 		if err != nil || !first {
 			return err
@@ -374,7 +454,9 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*m
 	return u, err
 }
 
-// ChangePassword replaces the password after checking the current one.
+// ChangePassword replaces the password after checking the current one,
+// and ends the user's other sessions (u.SessionEpoch is the new epoch,
+// for the caller's own session).
 func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, next string) error {
 	// Guesses at the current password count as failed logins, so a
 	// borrowed session cannot be used to find the password.
@@ -395,7 +477,24 @@ func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, n
 	if err != nil {
 		return err
 	}
-	return s.DB.Tx(ctx, func(tx *gorm.DB) error { return models.SetUserPassword(tx, u.ID, hash) })
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := models.SetUserPassword(tx, u.ID, hash); err != nil {
+			return err
+		}
+		// Every other session ends; the caller renews this one.
+		u.SessionEpoch, err = models.BumpSessionEpoch(tx, u.ID)
+		return err
+	})
+}
+
+// EndOtherSessions logs the user out of every session but the one the
+// caller renews with the epoch returned in u.
+func (s *Service) EndOtherSessions(ctx context.Context, u *models.User) error {
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		u.SessionEpoch, err = models.BumpSessionEpoch(tx, u.ID)
+		return err
+	})
 }
 
 // CreateUser is the operator's way in (suanli admin create-user): a user

@@ -75,9 +75,14 @@ func TestSignUpVerifyAndLogin(t *testing.T) {
 		if len(ms) != 1 || !strings.Contains(ms[0].Subject, "验证") {
 			t.Errorf("verification mail in Chinese: %+v", ms)
 		}
-		_, err = f.s.SignUp(ctx, accounts.SignUpInput{Email: "LI.WEI@example.COM", Password: "another-pass-2026", Name: "x"})
-		if fieldOf(err) != "email" {
-			t.Errorf("duplicate email (other case): %v", err)
+		// An address that has an account is answered as a new one (nothing
+		// tells the caller it exists); its owner is mailed instead.
+		again, err := f.s.SignUp(ctx, accounts.SignUpInput{Email: "LI.WEI@example.COM", Password: "another-pass-2026", Name: "x"})
+		if err != nil || again != nil {
+			t.Errorf("duplicate email (other case): %+v, %v; want the answer of a sign-up, no user", again, err)
+		}
+		if ms, _ := db.Outbox(ctx, u.Email, 5); len(ms) != 2 || strings.Contains(ms[0].Body, "token=") {
+			t.Errorf("the owner of a signed-up-again address gets one mail without a link: %+v", ms)
 		}
 		tok := f.link(u.Email, "/verify")
 		if v, err := f.s.VerifyEmail(ctx, tok); err != nil || !v.Verified() {
@@ -173,10 +178,10 @@ func TestPasswordReset(t *testing.T) {
 	f := newFixture(t, dbtest.SQLite(t))
 	ctx := context.Background()
 	u, _ := f.s.CreateUser(ctx, "ops@example.com", "old-pass-2026", "Ops", false)
-	if err := f.s.RequestPasswordReset(ctx, "nobody@example.com"); err != nil {
+	if err := f.s.RequestPasswordReset(ctx, "nobody@example.com", "10.0.0.1"); err != nil {
 		t.Errorf("unknown address must look the same: %v", err)
 	}
-	if err := f.s.RequestPasswordReset(ctx, "OPS@example.com"); err != nil {
+	if err := f.s.RequestPasswordReset(ctx, "OPS@example.com", "10.0.0.1"); err != nil {
 		t.Fatal(err)
 	}
 	tok := f.link(u.Email, "/password/reset")
@@ -193,7 +198,7 @@ func TestPasswordReset(t *testing.T) {
 	if _, err := f.s.Login(ctx, "ops@example.com", "new-pass-2026!", "10.0.0.1"); err != nil {
 		t.Errorf("new password: %v", err)
 	}
-	f.s.RequestPasswordReset(ctx, "ops@example.com")
+	f.s.RequestPasswordReset(ctx, "ops@example.com", "10.0.0.1")
 	tok = f.link(u.Email, "/password/reset")
 	f.now = f.now.Add(accounts.ResetTTL + time.Second)
 	if _, err := f.s.ResetPassword(ctx, tok, "expired-pass-2026"); apperr.Code(err) != apperr.EINVALID {
@@ -275,8 +280,13 @@ func TestLabsAndStudentPricing(t *testing.T) {
 		if err := f.s.Invite(ctx, owner, lab.ID, "wang@cs.scu.edu.cn", models.RoleMember); err != nil {
 			t.Fatal(err)
 		}
-		member, _ := f.s.CreateUser(ctx, "wang@example.com", "member-pass-2026", "Wang", false)
-		if _, err := f.s.AcceptInvite(ctx, member, f.link("wang@cs.scu.edu.cn", "/invitations/accept")); err != nil {
+		// The link is no bearer token: someone else who has it cannot join.
+		invite := f.link("wang@cs.scu.edu.cn", "/invitations/accept")
+		if _, err := f.s.AcceptInvite(ctx, outsider, invite); apperr.Code(err) != apperr.EFORBIDDEN {
+			t.Errorf("another person used the invitation: %v", err)
+		}
+		member, _ := f.s.CreateUser(ctx, "wang@cs.scu.edu.cn", "member-pass-2026", "Wang", false)
+		if _, err := f.s.AcceptInvite(ctx, member, invite); err != nil {
 			t.Fatal(err)
 		}
 		if !student(member) {

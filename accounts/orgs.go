@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // CreateOrg creates a team (active at once) or a provider (pending until
-// a platform admin verifies it) with u as its owner.
+// a platform admin verifies it) with u as its owner, within the user's
+// organisations per day (market.CheckOrgQuota).
 func (s *Service) CreateOrg(ctx context.Context, u *models.User, kind, name string) (*models.Org, error) {
 	name, e := checkName("name", name)
 	var errs FieldErrors
@@ -35,6 +37,9 @@ func (s *Service) CreateOrg(ctx context.Context, u *models.User, kind, name stri
 	now := s.DB.Now().UTC()
 	org := &models.Org{Kind: kind, Name: name, Status: status, CreatedAt: now}
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := market.CheckOrgQuota(tx, u.ID, "name", now); err != nil {
+			return err
+		}
 		if err := models.InsertOrg(tx, org); err != nil {
 			return err
 		}
@@ -108,6 +113,9 @@ func (s *Service) ApplyLab(ctx context.Context, u *models.User, in LabApplicatio
 	now := s.DB.Now().UTC()
 	org := &models.Org{Kind: models.OrgLab, Name: lab, Institution: inst, Supervisor: sup, EmailDomain: domain, Status: models.OrgPending, CreatedAt: now}
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := market.CheckOrgQuota(tx, u.ID, "lab_name", now); err != nil {
+			return err
+		}
 		if err := models.InsertOrg(tx, org); err != nil {
 			return err
 		}
@@ -183,7 +191,18 @@ func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, e
 	})
 }
 
-// AcceptInvite uses an invitation link for the logged-in user.
+// ErrInviteOtherAddress refuses an invitation opened by someone whose
+// verified address is not the invited one: a link that reaches another
+// person (forwarded, leaked) is worth nothing to them.
+func errInviteOtherAddress(invited string) *apperr.Error {
+	return &apperr.Error{Code: apperr.EFORBIDDEN, Field: "token", Key: "err.invite_other_address", Args: []any{invited},
+		Message: "this invitation was sent to " + invited + ": log in with that address, verified, to accept it"}
+}
+
+// AcceptInvite uses an invitation link for the logged-in user, whose
+// verified email must be the invited address (the link alone proves
+// nothing: it can be forwarded). For a lab, the invited institutional
+// address is then the member's confirmed one.
 func (s *Service) AcceptInvite(ctx context.Context, u *models.User, token string) (*models.Org, error) {
 	var org models.Org
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -192,12 +211,16 @@ func (s *Service) AcceptInvite(ctx context.Context, u *models.User, token string
 		if err != nil {
 			return err
 		}
+		if !u.Verified() || models.NormalizeEmail(u.Email) != models.NormalizeEmail(t.Email) {
+			// Rolled back: the link stays usable by the invited person.
+			return errInviteOtherAddress(t.Email)
+		}
 		if err := tx.First(&org, *t.OrgID).Error; err != nil {
 			return err
 		}
 		m := &models.Membership{OrgID: org.ID, UserID: u.ID, Role: t.Role, CreatedAt: now}
 		if org.Kind == models.OrgLab {
-			// The link went to the institutional address: opening it proves it.
+			// The link went to the institutional address the user verified.
 			m.EduEmail, m.ConfirmedAt = t.Email, &now
 		}
 		if err := models.AddMember(tx, m); err != nil {
@@ -210,6 +233,49 @@ func (s *Service) AcceptInvite(ctx context.Context, u *models.User, token string
 		return nil, err
 	}
 	return &org, nil
+}
+
+// Invitation is a pending invitation as the organisation page lists it.
+type Invitation struct {
+	ID        int64
+	Email     string
+	Role      string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// PendingInvitations lists an organisation's invitations that can still be
+// accepted, for a member who may invite.
+func (s *Service) PendingInvitations(ctx context.Context, actor *models.User, orgID int64) ([]Invitation, error) {
+	if _, _, err := s.Authorize(ctx, actor, orgID, InviteMembers); err != nil {
+		return nil, err
+	}
+	ts, err := s.DB.PendingInvitations(ctx, orgID, s.DB.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Invitation, len(ts))
+	for i, t := range ts {
+		out[i] = Invitation{ID: t.ID, Email: t.Email, Role: t.Role, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt}
+	}
+	return out, nil
+}
+
+// RevokeInvitation makes a pending invitation's link worthless.
+func (s *Service) RevokeInvitation(ctx context.Context, actor *models.User, orgID, invitationID int64) error {
+	if _, _, err := s.Authorize(ctx, actor, orgID, InviteMembers); err != nil {
+		return err
+	}
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		ok, err := models.RevokeInvitation(tx, orgID, invitationID, s.DB.Now().UTC())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apperr.NotFound("invitation")
+		}
+		return market.Audit(ctx, tx, market.AuditInviteRevoked, fmt.Sprintf("org:%d", orgID), nil, fmt.Sprintf("invitation %d", invitationID))
+	})
 }
 
 // RemoveMember removes a member (the owner cannot be removed).
@@ -318,5 +384,32 @@ func (s *Service) SetBilling(ctx context.Context, actor *models.User, orgID int6
 		return tx.Model(&models.Org{}).Where("id = ?", orgID).Updates(map[string]any{
 			"invoice_title": title, "tax_id": taxID, "hourly_cap_fen": b.HourlyCapFen,
 		}).Error
+	})
+}
+
+// SetOrgsPerDay sets how many organisations a user may create per day
+// (nil: market.DefaultOrgsPerDay again), for an operator at the console
+// (admin nil) or a platform admin. It is audited.
+func (s *Service) SetOrgsPerDay(ctx context.Context, admin *models.User, userID int64, n *int) error {
+	if admin != nil {
+		if err := RequirePlatformAdmin(admin); err != nil {
+			return err
+		}
+	}
+	if n != nil && (*n < 0 || *n > market.MaxOrgsPerDay) {
+		return FieldErrors{invalid("orgs_per_day", "err.orgs_per_day", market.MaxOrgsPerDay)}
+	}
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if _, err := models.UserForUpdate(tx, userID); err != nil {
+			return err
+		}
+		if err := models.SetOrgsPerDay(tx, userID, n); err != nil {
+			return err
+		}
+		detail := fmt.Sprintf("organisations per day: default (%d)", market.DefaultOrgsPerDay)
+		if n != nil {
+			detail = fmt.Sprintf("organisations per day: %d", *n)
+		}
+		return market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("user:%d", userID), nil, detail)
 	})
 }

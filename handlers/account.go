@@ -47,17 +47,37 @@ func (h *Handler) AccountPassword(c echo.Context) error {
 		}
 		return err
 	}
-	// Other sessions keep working until they expire; this one is renewed.
-	if err := h.Sessions.RenewToken(c.Request().Context()); err != nil {
+	// Every other session has ended; this one is renewed with the new epoch.
+	if err := h.logIn(c, CurrentUser(c)); err != nil {
 		return err
 	}
 	h.flash(c, "account.password_changed")
 	return seeOther(c, c.Echo().Reverse("account.show"))
 }
 
+// AccountEndSessions is POST /account/sessions/end: logs the user out
+// everywhere but here.
+func (h *Handler) AccountEndSessions(c echo.Context) error {
+	u := CurrentUser(c)
+	if err := h.Accounts.EndOtherSessions(c.Request().Context(), u); err != nil {
+		return err
+	}
+	if err := h.logIn(c, u); err != nil {
+		return err
+	}
+	h.flash(c, "account.sessions_ended")
+	return seeOther(c, c.Echo().Reverse("account.show"))
+}
+
 // AccountResend is POST /account/verify: mails a new verification link.
 func (h *Handler) AccountResend(c echo.Context) error {
-	if err := h.Accounts.ResendVerification(c.Request().Context(), CurrentUser(c)); err != nil {
+	err := h.Accounts.ResendVerification(c.Request().Context(), CurrentUser(c))
+	if msg, ok := throttled(c, err); ok {
+		f := form(c)
+		f.Errors["_resend"] = msg
+		return h.accountPage(c, http.StatusTooManyRequests, pages.AccountVM{Resend: f})
+	}
+	if err != nil {
 		return err
 	}
 	h.flash(c, "account.resent", CurrentUser(c).Email)

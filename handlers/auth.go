@@ -13,8 +13,17 @@ import (
 	"suanli/views/pages"
 )
 
-// SessionUserKey is the session key of the logged-in user's id.
-const SessionUserKey = "user_id"
+// SessionUserKey is the session key of the logged-in user's id, and
+// SessionEpochKey of the user's session epoch at login: a session whose
+// epoch is older than the user's has been ended (a password change or
+// reset, "log out other sessions").
+const (
+	SessionUserKey  = "user_id"
+	SessionEpochKey = "epoch"
+	// afterVerifyKey keeps, in a visitor's session, where to continue once
+	// the verification link has been opened (an invitation, say).
+	afterVerifyKey = "after_verify"
+)
 
 // logIn starts a fresh session for u (a new token, so a session fixed
 // before login is worthless).
@@ -24,32 +33,41 @@ func (h *Handler) logIn(c echo.Context, u *models.User) error {
 		return err
 	}
 	h.Sessions.Put(ctx, SessionUserKey, u.ID)
+	h.Sessions.Put(ctx, SessionEpochKey, u.SessionEpoch)
 	return nil
 }
 
-// SignupForm is GET /signup.
+// SignupForm is GET /signup (?next= is where to continue once verified).
 func (h *Handler) SignupForm(c echo.Context) error {
-	return Render(c, http.StatusOK, pages.SignupPage(ViewCtx(c), form(c)))
+	f := form(c, "next")
+	f.Values["next"] = safeNext(c.QueryParam("next"))
+	return Render(c, http.StatusOK, pages.SignupPage(ViewCtx(c), f))
 }
 
-// Signup is POST /signup: creates the account and logs in at once.
+// Signup is POST /signup. It answers "check your email" whether the
+// address is new (a verification link, which logs the user in) or already
+// has an account (its owner is told), so that sign-up reveals nothing.
 func (h *Handler) Signup(c echo.Context) error {
-	f := form(c, "email", "name", "lang")
-	u, err := h.Accounts.SignUp(c.Request().Context(), accounts.SignUpInput{
-		Email: f.Get("email"), Password: c.FormValue("password"), Name: f.Get("name"), Lang: f.Get("lang"),
+	f := form(c, "email", "name", "lang", "next")
+	_, err := h.Accounts.SignUp(c.Request().Context(), accounts.SignUpInput{
+		Email: f.Get("email"), Password: c.FormValue("password"), Name: f.Get("name"), Lang: f.Get("lang"), IP: c.RealIP(),
 	})
+	if msg, ok := throttled(c, err); ok {
+		f.Errors["_form"] = msg
+		return Render(c, http.StatusTooManyRequests, pages.SignupPage(ViewCtx(c), f))
+	}
 	if err != nil {
 		if f, ok := withErrors(c, f, err); ok {
 			return Render(c, http.StatusUnprocessableEntity, pages.SignupPage(ViewCtx(c), f))
 		}
 		return err
 	}
-	if err := h.logIn(c, u); err != nil {
-		return err
+	if next := safeNext(f.Get("next")); next != "/" {
+		h.Sessions.Put(c.Request().Context(), afterVerifyKey, next)
 	}
-	c.SetCookie(&http.Cookie{Name: LangCookie, Value: u.Lang, Path: "/", MaxAge: 365 * 24 * 3600, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.IsTLS()})
-	h.flash(c, "signup.done", u.Email)
-	return seeOther(c, c.Echo().Reverse("account.show"))
+	vc := ViewCtx(c)
+	email, _ := accounts.CheckEmail("email", f.Get("email"))
+	return Render(c, http.StatusOK, pages.MessagePage(vc, http.StatusOK, vc.T("signup.check_title"), vc.T("signup.check_lead", email), "", ""))
 }
 
 // linkFailed answers a one-time link that is invalid, used or expired
@@ -72,7 +90,7 @@ func throttled(c echo.Context, err error) (string, bool) {
 	}
 	secs := int(th.RetryAfter.Seconds() + 0.5)
 	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-	return ViewCtx(c).T("err.throttled", (secs+59)/60), true
+	return ViewCtx(c).T(th.MessageKey(), (secs+59)/60), true
 }
 
 // LoginForm is GET /login.
@@ -111,14 +129,29 @@ func (h *Handler) Logout(c echo.Context) error {
 	return seeOther(c, "/")
 }
 
-// Verify is GET /verify?token=: the link in the verification mail.
+// Verify is GET /verify?token=: the link in the verification mail. It
+// proves the address, so it logs the user in (this is how a sign-up
+// finishes) and continues where the sign-up started, if it said.
 func (h *Handler) Verify(c echo.Context) error {
 	u, err := h.Accounts.VerifyEmail(c.Request().Context(), c.QueryParam("token"))
 	if err != nil {
 		return linkFailed(c, err)
 	}
+	ctx := c.Request().Context()
+	next := h.Sessions.PopString(ctx, afterVerifyKey)
+	if cur := CurrentUser(c); cur == nil || cur.ID != u.ID {
+		if err := h.logIn(c, u); err != nil {
+			return err
+		}
+	}
+	// The page is drawn for the user as they are now: verified.
+	c.Set(UserKey, u)
 	vc := ViewCtx(c)
-	return Render(c, http.StatusOK, pages.MessagePage(vc, http.StatusOK, vc.T("verify.done"), vc.T("verify.done_lead", u.Email), vc.T("nav.offers"), c.Echo().Reverse("offers.list")))
+	label, link := vc.T("nav.offers"), c.Echo().Reverse("offers.list")
+	if next != "" {
+		label, link = vc.T("verify.continue"), safeNext(next)
+	}
+	return Render(c, http.StatusOK, pages.MessagePage(vc, http.StatusOK, vc.T("verify.done"), vc.T("verify.done_lead", u.Email), label, link))
 }
 
 // ForgotForm is GET /password/forgot.
@@ -130,7 +163,12 @@ func (h *Handler) ForgotForm(c echo.Context) error {
 // address has an account.
 func (h *Handler) Forgot(c echo.Context) error {
 	f := form(c, "email")
-	if err := h.Accounts.RequestPasswordReset(c.Request().Context(), f.Get("email")); err != nil {
+	err := h.Accounts.RequestPasswordReset(c.Request().Context(), f.Get("email"), c.RealIP())
+	if msg, ok := throttled(c, err); ok {
+		f.Errors["email"] = msg
+		return Render(c, http.StatusTooManyRequests, pages.ForgotPage(ViewCtx(c), f, false))
+	}
+	if err != nil {
 		if f, ok := withErrors(c, f, err); ok {
 			return Render(c, http.StatusUnprocessableEntity, pages.ForgotPage(ViewCtx(c), f, false))
 		}
@@ -146,7 +184,8 @@ func (h *Handler) ResetForm(c echo.Context) error {
 	return Render(c, http.StatusOK, pages.ResetPage(ViewCtx(c), f))
 }
 
-// Reset is POST /password/reset: sets the password and logs in.
+// Reset is POST /password/reset: sets the password, which ends every
+// session of the user, and logs in here.
 func (h *Handler) Reset(c echo.Context) error {
 	f := form(c, "token")
 	u, err := h.Accounts.ResetPassword(c.Request().Context(), f.Get("token"), c.FormValue("password"))

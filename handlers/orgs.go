@@ -59,6 +59,15 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget pages.Form)
 	if vm.Invite.Values == nil {
 		vm.Invite = form(c)
 	}
+	if vm.CanInvite {
+		invs, err := h.Accounts.PendingInvitations(ctx, u, id)
+		if err != nil {
+			return err
+		}
+		for _, inv := range invs {
+			vm.Invitations = append(vm.Invitations, pages.InvitationRow{ID: inv.ID, Email: inv.Email, Role: inv.Role, ExpiresAt: inv.ExpiresAt})
+		}
+	}
 	return Render(c, status, pages.OrgPage(ViewCtx(c), vm))
 }
 
@@ -81,6 +90,23 @@ func (h *Handler) OrgInvite(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "org.invited", f.Get("email"))
+	return seeOther(c, c.Echo().Reverse("orgs.show", c.Param("id")))
+}
+
+// OrgRevokeInvitation is POST /orgs/{id}/invitations/{iid}/revoke.
+func (h *Handler) OrgRevokeInvitation(c echo.Context) error {
+	id, err := parseID(c, "id", "organisation")
+	if err != nil {
+		return err
+	}
+	iid, err := parseID(c, "iid", "invitation")
+	if err != nil {
+		return err
+	}
+	if err := h.Accounts.RevokeInvitation(c.Request().Context(), CurrentUser(c), id, iid); err != nil {
+		return err
+	}
+	h.flash(c, "org.invitation_revoked")
 	return seeOther(c, c.Echo().Reverse("orgs.show", c.Param("id")))
 }
 

@@ -202,7 +202,7 @@ func (p *Providers) SignUp(ctx context.Context, u *models.User, in ProviderProfi
 	if err != nil {
 		return nil, err
 	}
-	return p.create(ctx, u, prof, models.OrgPending)
+	return p.create(ctx, u, prof, models.OrgPending, true)
 }
 
 // CreateVerified creates an already approved provider owned by u: for
@@ -213,13 +213,20 @@ func (p *Providers) CreateVerified(ctx context.Context, u *models.User, company 
 	if err := errs.OrNil(); err != nil {
 		return nil, err
 	}
-	return p.create(ctx, u, ProviderProfile{CompanyName: company, ContactEmail: u.Email, ContactName: u.Name}, models.OrgApproved)
+	return p.create(ctx, u, ProviderProfile{CompanyName: company, ContactEmail: u.Email, ContactName: u.Name}, models.OrgApproved, false)
 }
 
-func (p *Providers) create(ctx context.Context, u *models.User, prof ProviderProfile, status string) (*ProviderAccount, error) {
+// create makes the provider organisation; quota counts it against the
+// user's organisations per day (CheckOrgQuota), as signing up does.
+func (p *Providers) create(ctx context.Context, u *models.User, prof ProviderProfile, status string, quota bool) (*ProviderAccount, error) {
 	now := p.DB.Now().UTC()
 	acc := &ProviderAccount{Role: models.RoleOwner}
 	err := p.txWithSlug(ctx, func(tx *gorm.DB) error {
+		if quota {
+			if err := CheckOrgQuota(tx, u.ID, "company_name", now); err != nil {
+				return err
+			}
+		}
 		acc.Org = models.Org{Kind: models.OrgProvider, Name: prof.CompanyName, Status: status, CreatedAt: now}
 		if status == models.OrgApproved {
 			acc.Org.ReviewedAt = &now

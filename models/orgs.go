@@ -155,3 +155,23 @@ func (db *DB) StudentPricing(ctx context.Context, userID int64) (bool, error) {
 		Count(&n).Error
 	return n > 0, err
 }
+
+// PersonalOrgOf returns the id of the user's personal organisation in tx.
+func PersonalOrgOf(tx *gorm.DB, userID int64) (int64, error) {
+	var id int64
+	err := tx.Table("orgs o").Joins("JOIN memberships m ON m.org_id = o.id").
+		Where("m.user_id = ? AND m.role = ? AND o.personal", userID, RoleOwner).Order("o.id").Limit(1).Pluck("o.id", &id).Error
+	if err == nil && id == 0 {
+		return 0, apperr.NotFound("personal organisation")
+	}
+	return id, err
+}
+
+// OrgsCreatedSince counts the organisations the user created (owns, not
+// counting the personal one) since the time given, in tx.
+func OrgsCreatedSince(tx *gorm.DB, userID int64, since time.Time) (int64, error) {
+	var n int64
+	err := tx.Table("orgs o").Joins("JOIN memberships m ON m.org_id = o.id").
+		Where("m.user_id = ? AND m.role = ? AND NOT o.personal AND o.created_at >= ?", userID, RoleOwner, since).Count(&n).Error
+	return n, err
+}

@@ -116,3 +116,25 @@ func (db *DB) MarkMailSent(ctx context.Context, id int64, at time.Time, sendErr 
 	}
 	return db.W.WithContext(ctx).Model(&OutboxMail{}).Where("id = ?", id).Updates(map[string]any{"sent_at": at, "last_error": ""}).Error
 }
+
+// RetireEmailTokens marks every unused token of a purpose of the user as
+// used, in tx: a new reset link makes the older ones worthless.
+func RetireEmailTokens(tx *gorm.DB, purpose string, userID int64, now time.Time) error {
+	return tx.Model(&EmailToken{}).Where("purpose = ? AND user_id = ? AND used_at IS NULL", purpose, userID).Update("used_at", now).Error
+}
+
+// PendingInvitations returns an organisation's invitations that can still
+// be accepted, newest first.
+func (db *DB) PendingInvitations(ctx context.Context, orgID int64, now time.Time) ([]EmailToken, error) {
+	var ts []EmailToken
+	err := db.R.WithContext(ctx).Where("purpose = ? AND org_id = ? AND used_at IS NULL AND expires_at > ?", TokenInvite, orgID, now).
+		Order("id DESC").Find(&ts).Error
+	return ts, err
+}
+
+// RevokeInvitation makes an organisation's pending invitation worthless in
+// tx; it reports whether there was one.
+func RevokeInvitation(tx *gorm.DB, orgID, id int64, now time.Time) (bool, error) {
+	res := tx.Model(&EmailToken{}).Where("id = ? AND purpose = ? AND org_id = ? AND used_at IS NULL", id, TokenInvite, orgID).Update("used_at", now)
+	return res.RowsAffected == 1, res.Error
+}

@@ -19,6 +19,29 @@ func (db *DB) UserByEmail(ctx context.Context, email string) (*User, error) {
 	return userWhere(db.W.WithContext(ctx), "email = ?", NormalizeEmail(email))
 }
 
+// UserByEmailIn returns the user with the email (any case) in tx, or
+// ENOTFOUND.
+func UserByEmailIn(tx *gorm.DB, email string) (*User, error) {
+	return userWhere(tx, "email = ?", NormalizeEmail(email))
+}
+
+// BumpSessionEpoch raises the user's session epoch in tx, ending every
+// session logged in before, and returns the new epoch.
+func BumpSessionEpoch(tx *gorm.DB, userID int64) (int64, error) {
+	if err := tx.Model(&User{}).Where("id = ?", userID).Update("session_epoch", gorm.Expr("session_epoch + 1")).Error; err != nil {
+		return 0, err
+	}
+	var epoch int64
+	err := tx.Model(&User{}).Where("id = ?", userID).Pluck("session_epoch", &epoch).Error
+	return epoch, err
+}
+
+// SetOrgsPerDay sets how many organisations the user may create per day
+// (nil: the default) in tx.
+func SetOrgsPerDay(tx *gorm.DB, userID int64, n *int) error {
+	return tx.Model(&User{}).Where("id = ?", userID).Update("orgs_per_day", n).Error
+}
+
 // UserByID returns the user, or ENOTFOUND.
 func (db *DB) UserByID(ctx context.Context, id int64) (*User, error) {
 	return userWhere(db.W.WithContext(ctx), "id = ?", id)

@@ -86,6 +86,14 @@ func authenticate(h *handlers.Handler) echo.MiddlewareFunc {
 						return err
 					}
 					u = found
+					if h.Sessions.GetInt64(ctx, handlers.SessionEpochKey) != found.SessionEpoch {
+						// Ended by a password change or reset, or "log out
+						// other sessions": worth nothing from now on.
+						if err := h.Sessions.Destroy(ctx); err != nil {
+							return err
+						}
+						u = nil
+					}
 				}
 				if accounts.Suspended(u) {
 					// Kept, so that lifting the suspension restores it, but

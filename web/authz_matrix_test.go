@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -441,6 +442,8 @@ var matrix = []matrixRow{
 	// The same password again: allowed, and it leaves every login working.
 	{route: "account.password", form: url.Values{"current_password": {testPassword}, "password": {testPassword}}, want: anyUserPost},
 	{route: "account.resend", want: anyUserPost},
+	// Each actor logs out their own other sessions (there are none).
+	{route: "account.sessions.end", want: anyUserPost},
 	{route: "tokens.create", form: url.Values{"name": {"matrix"}},
 		want: expect{Anon: 401, Other: 201, Member: 201, Admin: 201, Platform: 201, Owner: 201}},
 	// Only the member owns the token; revoking it twice is fine.
@@ -533,6 +536,23 @@ var matrix = []matrixRow{
 			f.a.db.R.Model(&models.AgentTask{}).Where("kind = ?", "benchmark").Count(&n)
 			must(t, n == 1, "%d benchmark tasks after the admin asked once, want 1", n)
 		}},
+	// A pending invitation of org A, revoked by its admin; the owner's turn
+	// then finds it gone.
+	{route: "orgs.invitations.revoke", params: func(f *matrixFixture) []any {
+		svc := &accounts.Service{DB: f.a.db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes}
+		owner, err := f.a.db.UserByEmail(context.Background(), "owner@pku.edu.cn")
+		if err != nil {
+			panic(err)
+		}
+		if err := svc.Invite(context.Background(), owner, f.orgA.ID, "revoked@pku.edu.cn", models.RoleMember); err != nil {
+			panic(err)
+		}
+		invs, err := svc.PendingInvitations(context.Background(), owner, f.orgA.ID)
+		if err != nil || len(invs) == 0 {
+			panic(fmt.Sprint("no pending invitation: ", err))
+		}
+		return []any{idParam(f.orgA.ID), idParam(invs[0].ID)}
+	}, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 404, Owner: 404}},
 	// Last: the owner removes the member (the owner's cell runs last of the row).
 	{route: "orgs.members.remove", params: func(f *matrixFixture) []any { return []any{idParam(f.orgA.ID), idParam(f.memberUser.ID)} },
 		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 403, Platform: 404, Owner: 303},

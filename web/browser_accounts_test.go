@@ -237,7 +237,8 @@ func TestBrowserLabJourney(t *testing.T) {
 		eduEmail = "li.wei@scu.edu.cn"
 	)
 
-	// (1) Sign up; land on the account page, told the email is unverified.
+	// (1) Sign up; told to look for the verification link (nobody is
+	// logged in yet: sign-up answers alike whether the address is new).
 	p := open(t, member, a.srv.URL+"/signup", "sign-up form")
 	must(t, p.Lang == "en", "the sign-up page is not English (<html lang=%q>); --accept-lang=en should choose English\n%s", p.Lang, p)
 	typeInto(t, member, [][2]string{{"f-email", email}, {"f-name", name}, {"f-password", password}})
@@ -245,14 +246,11 @@ func TestBrowserLabJourney(t *testing.T) {
 		t.Errorf("the sign-up language select preselects %q for an English reader, want en", lang)
 	}
 	p = click(t, member, "#signup-submit", "sign up")
-	t.Logf("after sign-up: %s", p.Path)
-	must(t, p.Path == "/account", "sign-up landed on %s, want /account\n%s", p.Path, p)
-	notice := eval[string](t, member, `[...document.querySelectorAll("main .notice")].map(e => e.innerText).join(" | ")`)
-	must(t, strings.Contains(notice, email) && strings.Contains(notice, "verification link"),
-		"no unverified-email notice on /account after sign-up; .notice = %q\n%s", notice, p)
-	must(t, strings.Contains(p.Text, "not verified"), "the account page does not mark %s as not verified\n%s", email, p)
+	t.Logf("after sign-up: %s — %q", p.Path, p.H1)
+	must(t, strings.TrimSpace(p.H1) == "Check your email" && strings.Contains(p.Text, email), "sign-up answered %q, want the check-your-email page naming %s\n%s", p.H1, email, p)
 
-	// (2) The verification link from the outbox, opened in the browser.
+	// (2) The verification link from the outbox, opened in the browser,
+	// verifies and logs in.
 	p = open(t, member, a.mailedLink(t, email, "/verify"), "verification link")
 	t.Logf("verification page: %q", p.H1)
 	must(t, strings.TrimSpace(p.H1) == "Email verified", "verification page h1 = %q, want \"Email verified\"\n%s", p.H1, p)

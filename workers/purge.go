@@ -32,6 +32,10 @@ func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error
 	if err := w.DB.PurgeLoginFailures(ctx, w.DB.Now().UTC().Add(-24*time.Hour)); err != nil {
 		return err
 	}
+	// So do counted sign-ups and mails (the longest window is a day).
+	if err := w.DB.PurgeThrottleEvents(ctx, w.DB.Now().UTC().Add(-48*time.Hour)); err != nil {
+		return err
+	}
 	if n > 0 {
 		slog.Info("expired sessions purged", "count", n, "job", job.ID)
 	}

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"net/url"
 	"strconv"
 	"time"
 
@@ -31,6 +32,16 @@ type AccountVM struct {
 	Password Form
 	Token    Form
 	Org      Form
+	// Resend carries the throttle message of a refused resend.
+	Resend Form
+}
+
+// InvitationRow is a pending invitation on the organisation page.
+type InvitationRow struct {
+	ID        int64
+	Email     string
+	Role      string
+	ExpiresAt time.Time
 }
 
 // OrgVM is the organisation page's view model.
@@ -44,6 +55,8 @@ type OrgVM struct {
 	CanWallet bool
 	Invite    Form
 	Budget    Form
+	// Invitations are the pending ones (for members who may invite).
+	Invitations []InvitationRow
 }
 
 func fmtTime(vc views.Ctx, t *time.Time) string {
@@ -68,4 +81,12 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// withNext adds ?next= to a URL when there is somewhere to continue to.
+func withNext(u, next string) string {
+	if next == "" || next == "/" {
+		return u
+	}
+	return u + "?next=" + url.QueryEscape(next)
 }

@@ -1,0 +1,78 @@
+package accounts
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/models"
+)
+
+// Throttles on actions that mail someone or create an account, counted in
+// the database so that every replica counts the same attempts. Only
+// attempts that pass validation count: a typo costs nothing.
+const (
+	// SignupsPerAddress sign-ups (accepted, or answered as accepted for an
+	// address that has an account) per client address per hour.
+	SignupsPerAddress = 20
+	// SignupsPerEmail sign-up answers mailed to one email per hour.
+	SignupsPerEmail = 3
+	// ResetsPerEmail password-reset requests for one email per hour, and
+	// ResetsPerAddress from one client address.
+	ResetsPerEmail   = 3
+	ResetsPerAddress = 20
+	// ResendsPerUser verification mails a user may ask for again per hour.
+	ResendsPerUser = 3
+	throttleWindow = time.Hour
+)
+
+// Throttle kinds (models.ThrottleEvent.Kind).
+const (
+	throttleSignupIP    = "signup_ip"
+	throttleSignupEmail = "signup_email"
+	throttleResetEmail  = "reset_email"
+	throttleResetIP     = "reset_ip"
+	throttleResendUser  = "resend_user"
+)
+
+// rate is one throttle: at most max attempts of kind for subject within
+// the window.
+type rate struct {
+	kind, subject string
+	max           int64
+}
+
+// checkRates refuses, with *Throttled, when any of the throttles has had
+// its number of attempts within the hour; it says how long until the
+// oldest attempt that blocks leaves the window. An empty subject (no
+// client address known) is not counted.
+func (s *Service) checkRates(ctx context.Context, now time.Time, rates ...rate) error {
+	var wait time.Duration
+	for _, r := range rates {
+		if r.subject == "" {
+			continue
+		}
+		n, oldest, err := s.DB.CountThrottle(ctx, r.kind, r.subject, now.Add(-throttleWindow))
+		if err != nil {
+			return err
+		}
+		if n >= r.max {
+			wait = max(wait, oldest.Add(throttleWindow).Sub(now), time.Second)
+		}
+	}
+	if wait > 0 {
+		return &Throttled{RetryAfter: wait}
+	}
+	return nil
+}
+
+// countRates records one attempt against each throttle in tx.
+func countRates(tx *gorm.DB, now time.Time, rates ...rate) error {
+	for _, r := range rates {
+		if err := models.RecordThrottle(tx, r.kind, now, r.subject); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package models
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// ThrottleEvent is one counted attempt of a throttled action (a sign-up
+// from an address, a reset mail for an email) that has no row of its own.
+type ThrottleEvent struct {
+	ID      int64
+	Kind    string
+	Subject string
+	At      time.Time
+}
+
+// CountThrottle counts the attempts of a kind for a subject since the time
+// given, and returns the oldest of them (zero when none).
+func (db *DB) CountThrottle(ctx context.Context, kind, subject string, since time.Time) (int64, time.Time, error) {
+	var n int64
+	q := db.W.WithContext(ctx).Model(&ThrottleEvent{}).Where("kind = ? AND subject = ? AND at > ?", kind, subject, since)
+	if err := q.Count(&n).Error; err != nil || n == 0 {
+		return n, time.Time{}, err
+	}
+	// MIN over a timestamp comes back as text on SQLite; the first row by
+	// time is read instead.
+	var first ThrottleEvent
+	if err := db.W.WithContext(ctx).Where("kind = ? AND subject = ? AND at > ?", kind, subject, since).Order("at").First(&first).Error; err != nil {
+		return 0, time.Time{}, err
+	}
+	return n, first.At, nil
+}
+
+// RecordThrottle stores one attempt of a kind for each subject in tx.
+func RecordThrottle(tx *gorm.DB, kind string, at time.Time, subjects ...string) error {
+	for _, s := range subjects {
+		if s == "" {
+			continue
+		}
+		if err := tx.Create(&ThrottleEvent{Kind: kind, Subject: s, At: at}).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PurgeThrottleEvents deletes attempts older than the time given.
+func (db *DB) PurgeThrottleEvents(ctx context.Context, before time.Time) error {
+	return db.W.WithContext(ctx).Where("at < ?", before).Delete(&ThrottleEvent{}).Error
+}

@@ -1,0 +1,151 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"suanli/dbtest"
+	"suanli/models"
+)
+
+// loggedInAs asserts that the actor's session is the user's: /account
+// answers 200 with their address.
+func loggedInAs(t *testing.T, ac *actor, email, what string) {
+	t.Helper()
+	res, body := ac.do("GET", ac.a.url("account.show"), nil)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, email) {
+		t.Errorf("%s: GET /account: %d, want 200 as %s", what, res.StatusCode, email)
+	}
+}
+
+// A password change, a reset and "log out other sessions" end every other
+// session of the user; the session that did it goes on.
+func TestPasswordChangeEndsOtherSessions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a := newApp(t, db)
+		u := mustUser(t, db, "sessions@example.com", "Sam Sessions", false)
+		laptop, phone := loggedIn(a, "laptop", u), loggedIn(a, "phone", u)
+
+		const changed = "changed-kettle-2026"
+		res, body := laptop.post(a.url("account.password"), url.Values{"current_password": {testPassword}, "password": {changed}})
+		must(t, res.StatusCode == http.StatusSeeOther, "change password: %d\n%s", res.StatusCode, snippet(body))
+		loggedInAs(t, laptop, u.Email, "the browser that changed the password")
+		notLoggedIn(t, phone, "another browser after the password change")
+
+		// Logged in again on the phone; the laptop logs out the others.
+		res, body = phone.post(a.url("auth.login.post"), url.Values{"email": {u.Email}, "password": {changed}})
+		must(t, res.StatusCode == http.StatusSeeOther, "log in with the new password: %d\n%s", res.StatusCode, snippet(body))
+		loggedInAs(t, phone, u.Email, "the phone, logged in again")
+		res, body = laptop.post(a.url("account.sessions.end"), nil)
+		must(t, res.StatusCode == http.StatusSeeOther, "log out other sessions: %d\n%s", res.StatusCode, snippet(body))
+		_, page := laptop.do("GET", a.url("account.show"), nil)
+		contains(t, page, "Every other session is logged out.")
+		loggedInAs(t, laptop, u.Email, "the browser that logged out the others")
+		notLoggedIn(t, phone, "the phone after 'log out other sessions'")
+
+		// A reset from a third browser ends the laptop's session too.
+		res, _ = phone.post(a.url("password.forgot.post"), url.Values{"email": {u.Email}})
+		must(t, res.StatusCode == http.StatusOK, "forgot: %d", res.StatusCode)
+		res, body = phone.post(a.url("password.reset.post"), url.Values{"token": {mailedToken(t, db, u.Email, "/password/reset")}, "password": {"reset-kettle-2026"}})
+		must(t, res.StatusCode == http.StatusSeeOther, "reset: %d\n%s", res.StatusCode, snippet(body))
+		loggedInAs(t, phone, u.Email, "the browser that reset the password")
+		notLoggedIn(t, laptop, "the laptop after a reset")
+	})
+}
+
+// Sign-up answers a taken address exactly as a new one: the same page,
+// nobody logged in; the address's owner is told by mail.
+func TestSignupDoesNotRevealTakenAddresses(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a := newApp(t, db)
+		taken := mustUser(t, db, "taken@example.com", "Tina Taken", false)
+		answer := func(email string) (int, string) {
+			ac := newActor(a, "visitor "+email)
+			res, body := ac.post(a.url("auth.signup.post"), url.Values{"email": {email}, "name": {"Someone"}, "password": {"another-kettle-1"}, "lang": {"en"}})
+			notLoggedIn(t, ac, "after signing up "+email)
+			// The page says which address to look in; nothing else differs.
+			main := regexp.MustCompile(`(?s)<main.*</main>`).FindString(body)
+			return res.StatusCode, strings.ReplaceAll(main, email, "ADDRESS")
+		}
+		newStatus, newPage := answer("fresh@example.com")
+		takenStatus, takenPage := answer(taken.Email)
+		must(t, newStatus == http.StatusOK && takenStatus == http.StatusOK, "sign-up answers %d (new) and %d (taken), want 200 both", newStatus, takenStatus)
+		if newPage != takenPage || !strings.Contains(newPage, "Check your email") {
+			t.Errorf("the answers differ:\nnew:   %s\ntaken: %s", newPage, takenPage)
+		}
+		ms, err := db.Outbox(t.Context(), taken.Email, 5)
+		// In the owner's language (zh-CN), with the way to log in and no link that does anything.
+		must(t, err == nil && len(ms) == 1 && strings.Contains(ms[0].Body, "已有账户") && strings.Contains(ms[0].Body, "/login") && !strings.Contains(ms[0].Body, "token="),
+			"mail to the taken address: %+v %v", ms, err)
+		must(t, passwordIs(t, db, taken.Email, testPassword), "the taken account's password changed")
+
+		// The new address: its link verifies and logs in.
+		ac := newActor(a, "fresh")
+		res, body := ac.do("GET", "/verify?token="+mailedToken(t, db, "fresh@example.com", "/verify"), nil)
+		must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Email verified"), "verify: %d\n%s", res.StatusCode, snippet(body))
+		loggedInAs(t, ac, "fresh@example.com", "after the verification link")
+	})
+}
+
+// An invitee who is not logged in and signs up keeps the invitation: the
+// verification link leads back to it. The organisation page lists pending
+// invitations and revokes them.
+func TestInviteeWhoSignsUpKeepsTheInvitation(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a := newApp(t, db)
+		owner := loggedIn(a, "owner", mustUser(t, db, "owner@example.com", "Olga Owner", false))
+		res, body := owner.post(a.url("orgs.create"), url.Values{"name": {"Alpha Dynamics"}, "kind": {"team"}})
+		must(t, res.StatusCode == http.StatusSeeOther, "create team: %d\n%s", res.StatusCode, snippet(body))
+		orgPath := res.Header.Get("Location")
+		res, body = owner.post(orgPath+"/invitations", url.Values{"email": {"newbie@example.com"}, "role": {"member"}})
+		must(t, res.StatusCode == http.StatusSeeOther, "invite: %d\n%s", res.StatusCode, snippet(body))
+		_, page := owner.do("GET", orgPath, nil)
+		contains(t, page, "Pending invitations", "newbie@example.com")
+		link := "/invitations/accept?token=" + mailedToken(t, db, "newbie@example.com", "/invitations/accept")
+
+		// Not logged in: to the login page, whose sign-up link keeps the way back.
+		newbie := newActor(a, "newbie")
+		res, _ = newbie.do("GET", link, nil)
+		login := res.Header.Get("Location")
+		must(t, res.StatusCode == http.StatusSeeOther && strings.HasPrefix(login, "/login?next="), "the invitation, logged out: %d to %q", res.StatusCode, login)
+		_, page = newbie.do("GET", login, nil)
+		m := regexp.MustCompile(`id="login-signup" href="([^"]+)"`).FindStringSubmatch(page)
+		must(t, m != nil, "no sign-up link on the login page\n%s", snippet(page))
+		signupURL := strings.ReplaceAll(m[1], "&amp;", "&")
+		next, _ := url.Parse(signupURL)
+		must(t, next.Query().Get("next") == link, "the sign-up link %q does not lead back to %q", signupURL, link)
+		_, page = newbie.do("GET", signupURL, nil)
+		hidden := regexp.MustCompile(`name="next" value="([^"]*)"`).FindStringSubmatch(page)
+		must(t, hidden != nil && strings.ReplaceAll(hidden[1], "&amp;", "&") == link, "the sign-up form carries next %v, want %q", hidden, link)
+		res, body = newbie.post(a.url("auth.signup.post"), url.Values{"email": {"newbie@example.com"}, "name": {"Nina Newbie"},
+			"password": {"newbie-kettle-2026"}, "lang": {"en"}, "next": {link}})
+		must(t, res.StatusCode == http.StatusOK, "sign up: %d\n%s", res.StatusCode, snippet(body))
+
+		// The verification link, opened in the same browser, continues to the invitation.
+		_, page = newbie.do("GET", "/verify?token="+mailedToken(t, db, "newbie@example.com", "/verify"), nil)
+		cont := regexp.MustCompile(`<a class="button" href="([^"]+)">Continue</a>`).FindStringSubmatch(page)
+		must(t, cont != nil && strings.ReplaceAll(cont[1], "&amp;", "&") == link, "the verified page does not continue to the invitation\n%s", snippet(page))
+		res, body = newbie.post(a.url("invitations.accept.post"), url.Values{"token": {strings.TrimPrefix(link, "/invitations/accept?token=")}})
+		must(t, res.StatusCode == http.StatusSeeOther && res.Header.Get("Location") == orgPath, "accept: %d to %q\n%s", res.StatusCode, res.Header.Get("Location"), snippet(body))
+		_, page = owner.do("GET", orgPath, nil)
+		contains(t, page, "Nina Newbie", "No invitations are waiting.")
+
+		// A second invitation, revoked: its link is dead.
+		res, _ = owner.post(orgPath+"/invitations", url.Values{"email": {"later@example.com"}, "role": {"member"}})
+		must(t, res.StatusCode == http.StatusSeeOther, "invite: %d", res.StatusCode)
+		_, page = owner.do("GET", orgPath, nil)
+		rv := regexp.MustCompile(`action="(` + regexp.QuoteMeta(orgPath) + `/invitations/\d+/revoke)"`).FindStringSubmatch(page)
+		must(t, rv != nil, "no revoke button\n%s", snippet(page))
+		outsider := loggedIn(a, "outsider", mustUser(t, db, "outsider@example.com", "Otto", false))
+		res, _ = outsider.post(rv[1], nil)
+		must(t, res.StatusCode == http.StatusNotFound, "an outsider revoking: %d, want 404", res.StatusCode)
+		res, _ = owner.post(rv[1], nil)
+		must(t, res.StatusCode == http.StatusSeeOther, "revoke: %d", res.StatusCode)
+		later := loggedIn(a, "later", mustUser(t, db, "later@example.com", "Lee Later", false))
+		res, body = later.post(a.url("invitations.accept.post"), url.Values{"token": {mailedToken(t, db, "later@example.com", "/invitations/accept")}})
+		must(t, res.StatusCode == http.StatusBadRequest, "a revoked invitation: %d, want 400\n%s", res.StatusCode, snippet(body))
+	})
+}
