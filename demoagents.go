@@ -54,7 +54,7 @@ func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, ren
 		}
 		a, err := agent.New(agent.Config{Server: server, Token: cred, HTTPClient: client, GPUs: reader,
 			Launcher: &agent.SimulatedLauncher{Host: n.Name + ".sim.invalid"}, Silent: sim.Silent, Version: version + "-demo", PingURL: pingURL,
-			Logger: slog.Default().With("node", n.Name)})
+			Logger: slog.New(routineAtDebug{slog.Default().Handler()}).With("node", n.Name)})
 		if err != nil {
 			reader.Close()
 			return 0, err
@@ -67,4 +67,38 @@ func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, ren
 		})
 	}
 	return len(nodes), nil
+}
+
+// routineAtDebug logs a demo agent's info lines at debug: dozens of
+// simulated nodes each saying "agent starting", "task started", "task
+// done" is routine traffic that buries what a demo's reader looks for.
+// Warnings and errors keep their level.
+type routineAtDebug struct{ slog.Handler }
+
+func demoted(l slog.Level) slog.Level {
+	if l > slog.LevelDebug && l < slog.LevelWarn {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+// Enabled reports whether the line, at its demoted level, is logged.
+func (h routineAtDebug) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, demoted(l))
+}
+
+// Handle logs the record at its demoted level.
+func (h routineAtDebug) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demoted(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+// WithAttrs keeps the demotion on a logger with attributes.
+func (h routineAtDebug) WithAttrs(as []slog.Attr) slog.Handler {
+	return routineAtDebug{h.Handler.WithAttrs(as)}
+}
+
+// WithGroup keeps the demotion on a logger with a group.
+func (h routineAtDebug) WithGroup(name string) slog.Handler {
+	return routineAtDebug{h.Handler.WithGroup(name)}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -103,8 +105,36 @@ func parse(name string, args []string, extra func(fs *flag.FlagSet)) (config.Con
 	}
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+	slog.SetDefault(slog.New(slog.NewTextHandler(logOutput, &slog.HandlerOptions{Level: lvl})))
 	return cfg, nil
+}
+
+// logOutput is where the commands log (and where serve --demo prints its
+// logins): standard error, or a test's buffer.
+var logOutput io.Writer = os.Stderr
+
+// demoLogin is one demo account in the block serve --demo prints.
+type demoLogin struct {
+	role, path string
+	demo.Login
+}
+
+// printDemoLogins writes the demo's accounts as a block that stands out
+// from the log lines around it: where to open the demo, and each
+// account's email and password (or that it was shown at the first start).
+func printDemoLogins(w io.Writer, baseURL string, logins []demoLogin) {
+	const rule = "================================================================"
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s\n  Suanli demo is ready: %s\n\n", rule, baseURL)
+	for _, l := range logins {
+		pw := l.Password
+		if pw == "" {
+			pw = "(shown at the first start; a new --data-dir makes new ones)"
+		}
+		fmt.Fprintf(&b, "  %-9s %-27s password %s\n  %-9s log in at %s/login, then open %s\n", l.role, l.Email, pw, "", baseURL, l.path)
+	}
+	fmt.Fprintf(&b, "%s\n\n", rule)
+	_, _ = io.WriteString(w, b.String())
 }
 
 // open connects to the configured database and makes sure its schema is
@@ -162,16 +192,20 @@ func serve(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 	svc := accountsService(db, cfg)
+	var demoLogins []demoLogin
 	if cfg.Demo {
 		if err := demo.SeedDemo(ctx, db); err != nil {
 			return err
 		}
-		if err := demo.SeedAdmin(ctx, svc); err != nil {
+		admin, err := demo.SeedAdmin(ctx, svc)
+		if err != nil {
 			return err
 		}
-		if err := demo.SeedProvider(ctx, svc); err != nil {
+		provider, err := demo.SeedProvider(ctx, svc)
+		if err != nil {
 			return err
 		}
+		demoLogins = []demoLogin{{"admin", "/admin", admin}, {"provider", "/provider", provider}}
 	}
 	index := market.NewOfferIndex(db)
 	if _, err := index.Refresh(ctx); err != nil {
@@ -232,6 +266,9 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("demo agents: %w", err)
 		}
 		slog.Info("simulated agents started for the demo nodes", "nodes", n)
+		// The passwords were logged at seeding, and scroll away at once:
+		// say them again, apart from the log, now that the server is up.
+		printDemoLogins(logOutput, cfg.BaseURL, demoLogins)
 	}
 	// On the shutdown signal, stop the in-process demo agents and end every
 	// agent's long-poll, so the HTTP server's graceful shutdown does not

@@ -105,7 +105,7 @@ func TestSeedAdminOnce(t *testing.T) {
 	ctx := context.Background()
 	s := &accounts.Service{DB: db}
 	for i := 0; i < 2; i++ {
-		if err := demo.SeedAdmin(ctx, s); err != nil {
+		if _, err := demo.SeedAdmin(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}

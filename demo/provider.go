@@ -23,28 +23,30 @@ const demoProviderSlug = "demo-tianfu-compute"
 
 // SeedProvider creates the demo provider user with a fresh random password,
 // an approved provider organisation, and links the first demo provider to
-// it; if the user exists it says so and changes nothing.
-func SeedProvider(ctx context.Context, s *accounts.Service) error {
+// it, and returns the login; if the user exists it says so and changes
+// nothing.
+func SeedProvider(ctx context.Context, s *accounts.Service) (Login, error) {
+	l := Login{Email: ProviderEmail}
 	_, err := s.DB.UserByEmail(ctx, ProviderEmail)
 	if err == nil {
 		slog.Info("demo provider user exists", "email", ProviderEmail)
-		return nil
+		return l, nil
 	}
 	if apperr.Code(err) != apperr.ENOTFOUND {
-		return err
+		return l, err
 	}
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {
-		return err
+		return l, err
 	}
 	password := base64.RawURLEncoding.EncodeToString(b)
 	u, err := s.CreateUser(ctx, ProviderEmail, password, "Demo provider", false)
 	if err != nil {
-		return err
+		return l, err
 	}
 	org, err := s.CreateOrg(ctx, u, models.OrgProvider, "天府算力 Tianfu Compute (demo)")
 	if err != nil {
-		return err
+		return l, err
 	}
 	now := s.DB.Now().UTC()
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -63,9 +65,10 @@ func SeedProvider(ctx context.Context, s *accounts.Service) error {
 		}).Error
 	})
 	if err != nil {
-		return err
+		return l, err
 	}
 	slog.Info("demo provider created: log in at /login and open /provider to see its nodes and earnings",
 		"email", ProviderEmail, "password", password)
-	return nil
+	l.Password = password
+	return l, nil
 }

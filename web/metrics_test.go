@@ -475,7 +475,8 @@ func TestRequestLogCarriesIDs(t *testing.T) {
 	ctx := context.Background()
 	logs := &lockedBuffer{}
 	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	// Debug: an agent's routine requests log at debug (TestAgentTrafficLogsAtDebug).
+	slog.SetDefault(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 
 	u := mustUser(t, a.db, "logged@metrics.example", "Lou Logged", false)
