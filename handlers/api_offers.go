@@ -9,7 +9,6 @@ import (
 	"suanli/catalog"
 	"suanli/market"
 	"suanli/models"
-	"suanli/pricing"
 )
 
 // APIOffer is one offer in the public JSON API.
@@ -111,7 +110,7 @@ func apiOffer(o models.OfferRow, student bool) APIOffer {
 		},
 		Provider:                  APIProvider{Slug: o.Provider.Slug, Name: o.Provider.Name("en")},
 		PricePerGPUHourFen:        o.PricePerGPUHourFen,
-		StudentPricePerGPUHourFen: pricing.Discounted(o.PricePerGPUHourFen, o.StudentDiscountPct),
+		StudentPricePerGPUHourFen: market.StudentPriceFen(&o.Offer),
 		YourPricePerGPUHourFen:    o.PricePerGPUHourFen,
 		WeeklyPricePerGPUFen:      o.WeeklyPricePerGPUFen,
 		MonthlyPricePerGPUFen:     o.MonthlyPricePerGPUFen,
@@ -147,11 +146,13 @@ func (h *Handler) APIOffersList(c echo.Context) error {
 	if len(errs) > 0 {
 		return errs[0]
 	}
+	// The order and max_price use the price the caller pays (your_price_…).
+	student, _ := c.Get(StudentKey).(bool)
+	q.StudentViewer = student
 	res, err := h.Index.Search(q)
 	if err != nil {
 		return err
 	}
-	student, _ := c.Get(StudentKey).(bool)
 	out := APIOfferList{Offers: make([]APIOffer, 0, len(res.Offers)), Total: res.Total, Page: q.Page, PerPage: q.PerPage}
 	for _, o := range res.Offers {
 		out.Offers = append(out.Offers, apiOffer(o.OfferRow, student))

@@ -31,6 +31,8 @@ func (h *Handler) OffersList(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, canonical)
 	}
 	q, errs := market.ParseOfferQuery(raw, false)
+	// Orders and max_price use the price the viewer is shown.
+	q.StudentViewer, _ = c.Get(StudentKey).(bool)
 	res, err := h.Index.Search(q)
 	if err != nil {
 		e, ok := apperr.As(err)
@@ -145,7 +147,8 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.Index.Search(market.OfferQuery{DatacenterID: dc.ID, Sort: market.SortPrice, Page: 1, PerPage: market.MaxPerPage})
+	student, _ := c.Get(StudentKey).(bool)
+	res, err := h.Index.Search(market.OfferQuery{DatacenterID: dc.ID, Sort: market.SortPrice, Page: 1, PerPage: market.MaxPerPage, StudentViewer: student})
 	if err != nil {
 		return err
 	}

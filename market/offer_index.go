@@ -13,6 +13,7 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/models"
+	"suanli/pricing"
 )
 
 // ListedOffer is an offer as the search shows it: the stored offer, its
@@ -27,16 +28,59 @@ type ListedOffer struct {
 	// TFLOPS per GPU that the node's latest benchmark report measured; 0
 	// when there is no report or it lacks the figure.
 	PricePerMeasuredTFLOPFen float64
-	// The measured and reliability orders, precomputed: measuredKey is
-	// PricePerMeasuredTFLOPFen, or PricePerTFLOPFen for an unmeasured
-	// offer (which sorts after every measured one); uptimeKey is the
-	// node's 30-day uptime in percent, -1 when unknown.
-	measuredKey, uptimeKey float64
-	unmeasured             bool
+	// keys are the orders that depend on the price, precomputed for each
+	// price view (the list price, and the student price lab members pay).
+	keys [nViews]priceKeys
+	// uptimeKey is the node's 30-day uptime in percent, -1 when unknown;
+	// unmeasured is true when no report measured the tensor TFLOPS.
+	uptimeKey  float64
+	unmeasured bool
 	// Rendered lets views cache output derived from this offer alone. An
 	// offer in a snapshot never changes (a change makes a new snapshot), so
 	// neither does its HTML; the cache goes with the snapshot.
 	Rendered sync.Map
+}
+
+// priceView names the price that an index list orders and filters by:
+// everyone sees the list price except confirmed members of approved labs,
+// who pay (and are shown) each offer's student price.
+type priceView uint8
+
+const (
+	listView priceView = iota
+	studentView
+	nViews
+)
+
+// priceKeys are an offer's price-dependent sort keys in one price view.
+type priceKeys struct {
+	// price is the on-demand price per GPU-hour in fen.
+	price int64
+	// perTFLOP is price over the nominal tensor TFLOPS; measured is price
+	// over the measured TFLOPS, or perTFLOP for an unmeasured offer (which
+	// sorts after every measured one).
+	perTFLOP, measured float64
+}
+
+// PriceFen is the on-demand price per GPU-hour the viewer pays: the
+// student price when student (a confirmed member of an approved lab), else
+// the list price. Lists show it, and sort and filter by it.
+func (o *ListedOffer) PriceFen(student bool) int64 {
+	return o.keys[viewOf(student)].price
+}
+
+func viewOf(student bool) priceView {
+	if student {
+		return studentView
+	}
+	return listView
+}
+
+// StudentPriceFen is an offer's on-demand price per GPU-hour for a
+// confirmed member of an approved lab: the list price less the offer's
+// own student discount.
+func StudentPriceFen(o *models.Offer) int64 {
+	return pricing.Discounted(o.PricePerGPUHourFen, o.StudentDiscountPct)
 }
 
 // LatencyFrom returns the published latency from city in ms.
@@ -59,12 +103,15 @@ type OfferIndex struct {
 type snapshot struct {
 	version int64
 	byID    map[int64]*ListedOffer
-	// sorted[key][""] is every offer, sorted[key][slug] one model's,
-	// sorted[key]["@"+city] one city's and sorted[key][slug+"@"+city] one
-	// model's in one city (the commonest search: "H100s in Chengdu").
-	// Each entry carries a compact copy of the filter fields, so a search
-	// scans contiguous memory instead of chasing a pointer per offer.
-	sorted map[string]map[string][]entry
+	// sorted[view][key][""] is every offer, sorted[view][key][slug] one
+	// model's, sorted[view][key]["@"+city] one city's and
+	// sorted[view][key][slug+"@"+city] one model's in one city (the
+	// commonest search: "H100s in Chengdu"), each ordered by the view's
+	// prices. Each entry carries a compact copy of the filter fields (its
+	// price is the view's), so a search scans contiguous memory instead of
+	// chasing a pointer per offer. The student view aliases the list view
+	// when no offer has a student discount.
+	sorted [nViews]map[string]map[string][]entry
 	// Dense numbering of the values filters compare.
 	gpuIdx, cityIdx, regionIdx map[string]uint8
 	dcIdx                      map[int64]uint16
@@ -81,7 +128,7 @@ type entry struct {
 // offerKey holds what the filters test, densely numbered.
 type offerKey struct {
 	id        int64 // the offer's id: the last tie-break of every order
-	price     int64
+	price     int64 // per GPU-hour in the list's price view
 	vram      uint16
 	dc        uint16
 	gpu       uint8
@@ -183,7 +230,6 @@ func (ix *OfferIndex) Len() int { return len(ix.snap.Load().byID) }
 func build(rows []models.OfferRow, version int64) *snapshot {
 	s := &snapshot{
 		version: version, byID: make(map[int64]*ListedOffer, len(rows)),
-		sorted: map[string]map[string][]entry{},
 		gpuIdx: map[string]uint8{}, cityIdx: map[string]uint8{}, regionIdx: map[string]uint8{}, dcIdx: map[int64]uint16{},
 	}
 	for i, m := range catalog.GPUModels() {
@@ -195,54 +241,78 @@ func build(rows []models.OfferRow, version int64) *snapshot {
 	for i, r := range catalog.Regions() {
 		s.regionIdx[r.Slug] = uint8(i)
 	}
-	all := make([]entry, 0, len(rows))
+	var all [nViews][]entry
+	for v := range all {
+		all[v] = make([]entry, 0, len(rows))
+	}
 	gpus := map[string]*catalog.GPUModel{}
 	for _, m := range catalog.GPUModels() {
 		gpus[m.Slug] = &m
 	}
-	anyMeasured, anyUptime := false, false
+	anyMeasured, anyUptime, anyStudent := false, false, false
 	for _, r := range rows {
 		m, ok := gpus[r.GPUModel]
 		if !ok {
 			slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
 			continue
 		}
-		o := &ListedOffer{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1}
-		o.measuredKey, o.unmeasured = o.PricePerTFLOPFen, true
-		if t := measuredTFLOPS(m, r.Report); t > 0 {
-			o.PricePerMeasuredTFLOPFen = float64(r.PricePerGPUHourFen) / t
-			o.measuredKey, o.unmeasured = o.PricePerMeasuredTFLOPFen, false
+		o := &ListedOffer{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1, unmeasured: true}
+		measured := measuredTFLOPS(m, r.Report)
+		if measured > 0 {
+			o.PricePerMeasuredTFLOPFen = float64(r.PricePerGPUHourFen) / measured
+			o.unmeasured = false
 			anyMeasured = true
 		}
+		for v, price := range [nViews]int64{listView: r.PricePerGPUHourFen, studentView: StudentPriceFen(&r.Offer)} {
+			k := priceKeys{price: price, perTFLOP: float64(price) / m.TensorTFLOPS()}
+			k.measured = k.perTFLOP
+			if measured > 0 {
+				k.measured = float64(price) / measured
+			}
+			o.keys[v] = k
+		}
+		anyStudent = anyStudent || o.keys[studentView].price != o.keys[listView].price
 		if r.Uptime30dPct != nil {
 			o.uptimeKey = *r.Uptime30dPct
 			anyUptime = true
 		}
 		s.byID[r.ID] = o
-		all = append(all, entry{k: s.key(o), o: o})
+		k := s.key(o)
+		for v := range all {
+			k.price = o.keys[v].price
+			all[v] = append(all[v], entry{k: k, o: o})
+		}
 	}
-	for _, key := range staticSorts {
-		// Without any report (uptime) the measured (reliability) order is
-		// the nominal price per TFLOPS (price) order: share its lists.
-		switch {
-		case key == SortMeasured && !anyMeasured:
-			s.sorted[key] = s.sorted[SortPricePerTFLOP]
-			continue
-		case key == SortReliability && !anyUptime:
-			s.sorted[key] = s.sorted[SortPrice]
+	for v := range nViews {
+		if v == studentView && !anyStudent {
+			// Every student price is the list price: same orders.
+			s.sorted[v] = s.sorted[listView]
 			continue
 		}
-		cmpFn := comparator(key)
-		sorted := slices.Clone(all)
-		slices.SortFunc(sorted, func(a, b entry) int { return cmpFn(a.o, b.o) })
-		per := map[string][]entry{"": sorted}
-		for _, e := range sorted {
-			city := "@" + e.o.Datacenter.City
-			per[e.o.GPUModel] = append(per[e.o.GPUModel], e)
-			per[city] = append(per[city], e)
-			per[e.o.GPUModel+city] = append(per[e.o.GPUModel+city], e)
+		s.sorted[v] = map[string]map[string][]entry{}
+		for _, key := range staticSorts {
+			// Without any report (uptime) the measured (reliability) order is
+			// the nominal price per TFLOPS (price) order: share its lists.
+			switch {
+			case key == SortMeasured && !anyMeasured:
+				s.sorted[v][key] = s.sorted[v][SortPricePerTFLOP]
+				continue
+			case key == SortReliability && !anyUptime:
+				s.sorted[v][key] = s.sorted[v][SortPrice]
+				continue
+			}
+			cmpFn := comparator(key, v)
+			sorted := slices.Clone(all[v])
+			slices.SortFunc(sorted, func(a, b entry) int { return cmpFn(a.o, b.o) })
+			per := map[string][]entry{"": sorted}
+			for _, e := range sorted {
+				city := "@" + e.o.Datacenter.City
+				per[e.o.GPUModel] = append(per[e.o.GPUModel], e)
+				per[city] = append(per[city], e)
+				per[e.o.GPUModel+city] = append(per[e.o.GPUModel+city], e)
+			}
+			s.sorted[v][key] = per
 		}
-		s.sorted[key] = per
 	}
 	return s
 }
@@ -285,17 +355,17 @@ func (s *snapshot) key(o *ListedOffer) offerKey {
 	}
 }
 
-func byPriceThenID(a, b *ListedOffer) int {
-	return cmp.Or(cmp.Compare(a.PricePerGPUHourFen, b.PricePerGPUHourFen), cmp.Compare(a.ID, b.ID))
-}
-
-// comparator orders offers for a static sort key (the index's pre-sorted
-// lists); searches that sort their matches use entryComparator.
-func comparator(key string) func(a, b *ListedOffer) int {
+// comparator orders offers for a static sort key in a price view (the
+// index's pre-sorted lists); searches that sort their matches use
+// entryComparator.
+func comparator(key string, v priceView) func(a, b *ListedOffer) int {
+	byPriceThenID := func(a, b *ListedOffer) int {
+		return cmp.Or(cmp.Compare(a.keys[v].price, b.keys[v].price), cmp.Compare(a.ID, b.ID))
+	}
 	switch key {
 	case SortPricePerTFLOP:
 		return func(a, b *ListedOffer) int {
-			return cmp.Or(cmp.Compare(a.PricePerTFLOPFen, b.PricePerTFLOPFen), byPriceThenID(a, b))
+			return cmp.Or(cmp.Compare(a.keys[v].perTFLOP, b.keys[v].perTFLOP), byPriceThenID(a, b))
 		}
 	case SortMeasured:
 		// Offers with a measured figure first, by price per measured
@@ -307,8 +377,8 @@ func comparator(key string) func(a, b *ListedOffer) int {
 				}
 				return -1
 			}
-			if a.measuredKey != b.measuredKey {
-				return cmp.Compare(a.measuredKey, b.measuredKey)
+			if a.keys[v].measured != b.keys[v].measured {
+				return cmp.Compare(a.keys[v].measured, b.keys[v].measured)
 			}
 			return byPriceThenID(a, b)
 		}

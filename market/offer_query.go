@@ -43,7 +43,7 @@ type OfferQuery struct {
 	Region       string
 	MinGPUs      int
 	MinVRAMGB    int
-	MaxPriceFen  int64 // per GPU-hour, on-demand
+	MaxPriceFen  int64 // per GPU-hour, on-demand, at the price the viewer pays
 	From         string
 	MaxLatencyMS float64
 	Interconnect string
@@ -54,6 +54,12 @@ type OfferQuery struct {
 	PerPage      int
 	// DatacenterID restricts to one datacentre (the datacentre page).
 	DatacenterID int64
+	// StudentViewer is true when the viewer is a confirmed member of an
+	// approved lab, and so is shown student prices: the price orders,
+	// price per TFLOPS and MaxPriceFen then use each offer's student price
+	// (ListedOffer.PriceFen), the price shown. It is the viewer's, not a
+	// URL parameter.
+	StudentViewer bool
 }
 
 // LatencyCity is the city whose latency the results show: From, else City.

@@ -84,11 +84,14 @@ type compiled struct {
 	maxLat                     float32
 	dc                         uint16
 	impossible                 bool // a value the snapshot does not know
+	// view is the price the viewer pays, which orders and max_price use.
+	view priceView
 }
 
 func (s *snapshot) compile(q *OfferQuery) compiled {
 	c := compiled{anyGPU: len(q.GPUs) == 0, available: q.Available, student: q.Student,
-		minGPUs: uint8(min(q.MinGPUs, 255)), minVRAM: uint16(min(q.MinVRAMGB, 65535)), maxPrice: q.MaxPriceFen}
+		minGPUs: uint8(min(q.MinGPUs, 255)), minVRAM: uint16(min(q.MinVRAMGB, 65535)), maxPrice: q.MaxPriceFen,
+		view: viewOf(q.StudentViewer)}
 	for _, g := range q.GPUs {
 		if i, ok := s.gpuIdx[g]; ok {
 			c.gpuMask |= 1 << i
@@ -160,9 +163,10 @@ func (c *compiled) match(s *snapshot, k *offerKey, skip filter) bool {
 // candidates returns the entries to scan, already in sort order when the
 // sort key is static; sorted reports which.
 func (s *snapshot) candidates(q *OfferQuery) (list []entry, sorted bool) {
-	per, static := s.sorted[q.Sort]
+	lists := s.sorted[viewOf(q.StudentViewer)]
+	per, static := lists[q.Sort]
 	if !static {
-		per = s.sorted[SortPrice]
+		per = lists[SortPrice]
 	}
 	city := ""
 	if q.City != "" {
@@ -188,7 +192,7 @@ func (s *snapshot) candidates(q *OfferQuery) (list []entry, sorted bool) {
 // sort key, each model's pre-sorted list (in the query's city), which
 // mergePage merges; nil for any other search.
 func (s *snapshot) sortedRuns(q *OfferQuery) [][]entry {
-	per, static := s.sorted[q.Sort]
+	per, static := s.sorted[viewOf(q.StudentViewer)][q.Sort]
 	if !static || len(q.GPUs) < 2 {
 		return nil
 	}
@@ -331,7 +335,9 @@ func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
 // relaxations tries leaving out, or loosening to the nearest value that
 // lets something through, each active filter in turn.
 func (s *snapshot) relaxations(q OfferQuery) []Relaxation {
-	all := s.sorted[SortPrice][""]
+	// In the viewer's price view, so that the loosened max_price is a
+	// price the viewer is shown.
+	all := s.sorted[viewOf(q.StudentViewer)][SortPrice][""]
 	c := s.compile(&q)
 	var out []Relaxation
 	for _, f := range q.active() {
@@ -414,7 +420,9 @@ func (s *snapshot) relaxations(q OfferQuery) []Relaxation {
 // entryComparator orders matches by a sort key using the compact keys
 // (latency comes from the per-datacentre table, not a map per offer):
 // sorting thousands of matches by latency was a map lookup per comparison.
+// Prices are those of the query's price view (the entries' own).
 func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int {
+	v := c.view
 	// Explicit ifs, not cmp.Or: cmp.Or evaluates every comparison, and the
 	// later ones are rarely needed.
 	byPrice := func(a, b entry) int {
@@ -446,7 +454,7 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int
 		}
 	case SortPricePerTFLOP:
 		return func(a, b entry) int {
-			if pa, pb := a.o.PricePerTFLOPFen, b.o.PricePerTFLOPFen; pa != pb {
+			if pa, pb := a.o.keys[v].perTFLOP, b.o.keys[v].perTFLOP; pa != pb {
 				return cmp.Compare(pa, pb)
 			}
 			return byPrice(a, b)
@@ -459,7 +467,7 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int
 				}
 				return -1
 			}
-			if ma, mb := a.o.measuredKey, b.o.measuredKey; ma != mb {
+			if ma, mb := a.o.keys[v].measured, b.o.keys[v].measured; ma != mb {
 				return cmp.Compare(ma, mb)
 			}
 			return byPrice(a, b)

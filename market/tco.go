@@ -233,7 +233,7 @@ type CheapestOffers struct {
 // CheapestOffers returns the cheapest live offers of the model from the
 // index, on demand at the off-peak share (percent of used hours) and monthly.
 func (ix *OfferIndex) CheapestOffers(slug string, offpeakSharePct int) CheapestOffers {
-	list := ix.snap.Load().sorted[SortPrice][slug] // by price, then id
+	list := ix.snap.Load().sorted[listView][SortPrice][slug] // by price, then id
 	out := CheapestOffers{Listed: len(list)}
 	var best int64
 	for i := range list {

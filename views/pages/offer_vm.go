@@ -59,9 +59,7 @@ func duration(vc views.Ctx, secs int64) string {
 	return vc.T("dur.h_m", h, m)
 }
 
-func (vm OfferVM) studentPrice() int64 {
-	return pricing.Discounted(vm.Offer.PricePerGPUHourFen, vm.Offer.StudentDiscountPct)
-}
+func (vm OfferVM) studentPrice() int64 { return market.StudentPriceFen(&vm.Offer.Offer) }
 
 type priceRow struct {
 	labelKey string
@@ -86,7 +84,7 @@ func (vm OfferVM) prices() []priceRow {
 		rows = append(rows, priceRow{"price.offpeak", pricing.Discounted(base, o.OffpeakDiscountPct), "unit.per_gpu_hour"})
 	}
 	if o.StudentDiscountPct > 0 {
-		rows = append(rows, priceRow{"price.student", pricing.Discounted(base, o.StudentDiscountPct), "unit.per_gpu_hour"})
+		rows = append(rows, priceRow{"price.student", market.StudentPriceFen(&o.Offer), "unit.per_gpu_hour"})
 	}
 	if o.OffpeakDiscountPct > 0 && o.StudentDiscountPct > 0 {
 		rows = append(rows, priceRow{"price.student_offpeak", pricing.Discounted(base, o.OffpeakDiscountPct, o.StudentDiscountPct), "unit.per_gpu_hour"})

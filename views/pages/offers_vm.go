@@ -75,12 +75,8 @@ func (vm OffersVM) hasSynthetic() bool {
 
 // yourPrice is the on-demand price per GPU-hour the reader pays: the
 // student price for a confirmed member of an approved lab.
-func yourPrice(vc views.Ctx, o *market.ListedOffer) int64 {
-	if vc.Student {
-		return pricing.Discounted(o.PricePerGPUHourFen, o.StudentDiscountPct)
-	}
-	return o.PricePerGPUHourFen
-}
+// The search orders and filters by the same figure (ListedOffer.PriceFen).
+func yourPrice(vc views.Ctx, o *market.ListedOffer) int64 { return o.PriceFen(vc.Student) }
 
 // offpeakPrice is the reader's price at the off-peak rate (discounts multiply).
 func offpeakPrice(vc views.Ctx, o *market.ListedOffer) int64 {

@@ -1,0 +1,166 @@
+package web_test
+
+import (
+	"cmp"
+	"context"
+	"html"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"suanli/catalog"
+	"suanli/dbtest"
+	"suanli/handlers"
+	"suanli/models"
+	"suanli/views"
+)
+
+// labMember logs in a user who is a confirmed member of an approved lab
+// (so they are shown student prices) and has a personal organisation; it
+// returns the browser and both organisations' ids.
+func labMember(t *testing.T, a *app, email string) (ac *actor, personal, lab int64) {
+	t.Helper()
+	ctx := context.Background()
+	u := mustUser(t, a.db, email, "Wang Fang", false)
+	orgs, err := a.db.OrgsOfUser(ctx, u.ID)
+	must(t, err == nil && len(orgs) == 1, "the member's organisations: %v %v", orgs, err)
+	now := a.db.Now().UTC()
+	org := &models.Org{Kind: models.OrgLab, Name: "Vision Lab", Status: models.OrgApproved, Institution: "Peking University",
+		Supervisor: "Prof. Zhang", EmailDomain: "pku.edu.cn", CreatedAt: now}
+	err = a.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := models.InsertOrg(tx, org); err != nil {
+			return err
+		}
+		return models.AddMember(tx, &models.Membership{OrgID: org.ID, UserID: u.ID, Role: models.RoleMember, EduEmail: email, ConfirmedAt: &now, CreatedAt: now})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loggedIn(a, "lab member", u), orgs[0].Org.ID, org.ID
+}
+
+// apiOffers reads every offer of a search through the API, as the actor.
+func apiOffers(t *testing.T, ac *actor, q string) handlers.APIOfferList {
+	t.Helper()
+	res, body := ac.do("GET", "/api/v1/offers?per_page=200&"+q, nil)
+	must(t, res.StatusCode == 200, "GET /api/v1/offers?%s: %d %s", q, res.StatusCode, snippet(body))
+	return decode[handlers.APIOfferList](t, body)
+}
+
+// shownPrice matches the price a row of the offer list shows its reader
+// (the first figure of the price cell).
+var shownPrice = regexp.MustCompile(`<td class="(?:[^"]* )?price(?: [^"]*)?"[^>]*>\s*<strong[^>]*>([^<]+)</strong>`)
+
+// pagePrices are the prices the offer list shows, in its order, in fen.
+func pagePrices(t *testing.T, body string) []int64 {
+	t.Helper()
+	var out []int64
+	for _, m := range shownPrice.FindAllStringSubmatch(body, -1) {
+		s := strings.NewReplacer("¥", "", ",", "").Replace(html.UnescapeString(m[1]))
+		yuan, frac, _ := strings.Cut(strings.TrimSpace(s), ".")
+		y, err1 := strconv.ParseInt(yuan, 10, 64)
+		f, err2 := strconv.ParseInt(frac+strings.Repeat("0", 2-len(frac)), 10, 64)
+		must(t, err1 == nil && err2 == nil, "price %q is not yuan", m[1])
+		out = append(out, y*100+f)
+	}
+	return out
+}
+
+// A lab member's offer list, datacentre page and API order by the price
+// they are shown (the student price, each offer its own discount), and
+// max_price keeps exactly the offers whose shown price is within it; for
+// anyone else nothing changes. On both databases.
+func TestStudentViewerSortsAndFiltersByTheirPrice(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a := newApp(t, db)
+		member, _, _ := labMember(t, a, "wang.fang@pku.edu.cn")
+		other := loggedIn(a, "no lab", mustUser(t, a.db, "zhao@startup.example", "Zhao Lei", false))
+
+		for _, c := range []struct {
+			who     string
+			ac      *actor
+			student bool
+		}{{"lab member", member, true}, {"anyone else", other, false}} {
+			all := apiOffers(t, c.ac, "")
+			must(t, all.Total == len(all.Offers) && all.Total > 20, "%s: %d offers of %d", c.who, len(all.Offers), all.Total)
+			discounted := 0
+			for _, o := range all.Offers {
+				want := o.PricePerGPUHourFen
+				if c.student {
+					want = o.StudentPricePerGPUHourFen
+				}
+				must(t, o.YourPricePerGPUHourFen == want, "%s: offer %d: your price %d, want %d", c.who, o.ID, o.YourPricePerGPUHourFen, want)
+				if o.YourPricePerGPUHourFen != o.PricePerGPUHourFen {
+					discounted++
+				}
+			}
+			must(t, !c.student || discounted > 5, "%s: only %d offers at a student price: a weak fixture", c.who, discounted)
+			your := func(o handlers.APIOffer) int64 { return o.YourPricePerGPUHourFen }
+			perTFLOP := func(o handlers.APIOffer) float64 {
+				m, _ := catalog.GPUModelBySlug(o.GPU.Slug)
+				return float64(your(o)) / m.TensorTFLOPS()
+			}
+			// The API's orders.
+			byPrice := all.Offers
+			if !slices.IsSortedFunc(byPrice, func(x, y handlers.APIOffer) int { return cmp.Compare(your(x), your(y)) }) {
+				t.Errorf("%s: API sort=price is not in the order of your_price_per_gpu_hour_fen: %v", c.who, yourPrices(byPrice))
+			}
+			byTFLOP := apiOffers(t, c.ac, "sort=price_per_tflop").Offers
+			if !slices.IsSortedFunc(byTFLOP, func(x, y handlers.APIOffer) int { return cmp.Compare(perTFLOP(x), perTFLOP(y)) }) {
+				t.Errorf("%s: API sort=price_per_tflop is not in the order of your price per TFLOPS", c.who)
+			}
+			// max_price: exactly the offers whose price for the reader is within it.
+			for _, bound := range []int64{2500, 3000, 4000} {
+				var want []int64
+				for _, o := range all.Offers {
+					if your(o) <= bound {
+						want = append(want, o.ID)
+					}
+				}
+				got := apiOffers(t, c.ac, "max_price="+strconv.FormatInt(bound/100, 10))
+				var ids []int64
+				for _, o := range got.Offers {
+					ids = append(ids, o.ID)
+				}
+				slices.Sort(ids)
+				slices.Sort(want)
+				must(t, got.Total == len(want) && slices.Equal(ids, want), "%s: max_price=%d: got %v (total %d), want %v", c.who, bound/100, ids, got.Total, want)
+			}
+
+			// The page shows the same prices, in the same order.
+			body := c.ac.page(t, "/offers?sort=price", "en", http.StatusOK)
+			shown := pagePrices(t, body)
+			must(t, len(shown) == min(all.Total, 50), "%s: %d prices on the page, want %d", c.who, len(shown), min(all.Total, 50))
+			if !slices.IsSorted(shown) {
+				t.Errorf("%s: /offers?sort=price shows prices out of order: %v", c.who, shown)
+			}
+			if want := yourPrices(byPrice)[:len(shown)]; !slices.Equal(shown, want) {
+				t.Errorf("%s: the page shows %v, the API says %v", c.who, shown, want)
+			}
+			body = c.ac.page(t, "/offers?sort=price&max_price=30", "en", http.StatusOK)
+			for _, p := range pagePrices(t, body) {
+				must(t, p <= 3000, "%s: max_price=30 shows %s", c.who, views.Yuan(p))
+			}
+			// A datacentre's offers too.
+			var dc models.Datacenter
+			must(t, a.db.R.Where("slug = ?", "cd-science-city").First(&dc).Error == nil, "find the datacentre")
+			body = c.ac.page(t, a.url("datacenters.show", dc.Slug), "en", http.StatusOK)
+			if shown := pagePrices(t, body); len(shown) < 2 || !slices.IsSorted(shown) {
+				t.Errorf("%s: the datacentre page shows prices out of order: %v", c.who, shown)
+			}
+		}
+	})
+}
+
+func yourPrices(os []handlers.APIOffer) []int64 {
+	out := make([]int64, len(os))
+	for i, o := range os {
+		out[i] = o.YourPricePerGPUHourFen
+	}
+	return out
+}
