@@ -15,6 +15,8 @@ ALTER TABLE ledger_accounts ADD CONSTRAINT ledger_accounts_receivable_sign CHECK
 -- credited to the payable in full when paid, so they count as earned.
 ALTER TABLE rentals ADD COLUMN earned_fen BIGINT NOT NULL DEFAULT 0 CHECK (earned_fen >= 0);
 UPDATE rentals SET earned_fen = billed_fen WHERE term <> 'on_demand';
+-- The meter's earning pass reads only the terms with something left to earn.
+CREATE INDEX rentals_unearned ON rentals (id) WHERE term <> 'on_demand' AND earned_fen < billed_fen;
 
 -- Sessions carry the epoch of their login; raising a user's epoch (a
 -- password change or reset, "log out other sessions") ends every older one.
@@ -36,6 +38,7 @@ CREATE INDEX throttle_events_subject ON throttle_events (kind, subject, at);
 CREATE INDEX throttle_events_at ON throttle_events (at);
 
 -- +goose Down
+DROP INDEX rentals_unearned;
 ALTER TABLE ledger_accounts DROP CONSTRAINT ledger_accounts_receivable_sign;
 ALTER TABLE ledger_accounts DROP CONSTRAINT ledger_accounts_unearned_sign;
 DROP TABLE throttle_events;

@@ -35,6 +35,8 @@ ALTER TABLE ledger_accounts_new RENAME TO ledger_accounts;
 -- credited to the payable in full when paid, so they count as earned.
 ALTER TABLE rentals ADD COLUMN earned_fen INTEGER NOT NULL DEFAULT 0 CHECK (earned_fen >= 0);
 UPDATE rentals SET earned_fen = billed_fen WHERE term <> 'on_demand';
+-- The meter's earning pass reads only the terms with something left to earn.
+CREATE INDEX rentals_unearned ON rentals (id) WHERE term <> 'on_demand' AND earned_fen < billed_fen;
 
 -- Sessions carry the epoch of their login; raising a user's epoch (a
 -- password change or reset, "log out other sessions") ends every older one.
@@ -59,6 +61,7 @@ COMMIT;
 PRAGMA foreign_keys = ON;
 
 -- +goose Down
+DROP INDEX rentals_unearned;
 DROP TABLE throttle_events;
 ALTER TABLE users DROP COLUMN orgs_per_day;
 ALTER TABLE users DROP COLUMN session_epoch;
