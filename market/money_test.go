@@ -310,3 +310,54 @@ func (r *rig) charges(rentalID int64) []models.LedgerTxn {
 	}
 	return out
 }
+
+// An SLA credit settled after the payout that took the provider's payable
+// is owed, not a negative payable; the next payout offsets it.
+func TestSLACreditAfterAPayoutIsOwed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		f := newPayoutFixture(t, db)
+		pr, _ := f.provider(true)
+		// October: ¥1,500 billed, a 5-hour incident; still running when the
+		// payout runs, so October's credit is settled after it.
+		down := f.rentalOf(pr, sh(2026, 10, 5, 9, 0))
+		f.charge(down, 150_000, sh(2026, 10, 7, 12, 0))
+		f.event(down, sh(2026, 10, 6, 10, 0), "incident")
+		f.event(down, sh(2026, 10, 6, 15, 0), "migrated")
+		p := &market.Payouts{DB: db}
+		*f.now = sh(2026, 11, 1, 2, 0)
+		if _, err := p.Run(f.ctx, "2026-10"); err != nil {
+			t.Fatal(err)
+		}
+		if ps := f.payouts(pr.ID); len(ps) != 1 || ps[0].AmountFen != 132_000 {
+			t.Fatalf("October's payout: %+v, want ¥1,320", ps)
+		}
+		*f.now = sh(2026, 11, 1, 3, 0)
+		res := f.settle()
+		if res.Credits != 1 || res.Fen <= 0 {
+			t.Fatalf("SLA pass: %+v, want October's credit", res)
+		}
+		credit := res.Fen
+		if got := f.payable(pr.ID); got != 0 {
+			t.Errorf("payable %d fen after a credit it could not cover, want 0", got)
+		}
+		owed, err := db.AccountBalance(f.ctx, models.AccProviderReceivable, pr.ID)
+		if err != nil || owed != -credit {
+			t.Errorf("owed %d fen (%v), want the %d fen credit", -owed, err, credit)
+		}
+		f.ledgerBalanced()
+
+		// November earns ¥4,400 net; December's payout pays it less the credit.
+		f.charge(down, 500_000, sh(2026, 11, 10, 12, 0))
+		*f.now = sh(2026, 12, 1, 2, 0)
+		if _, err := p.Run(f.ctx, "2026-11"); err != nil {
+			t.Fatal(err)
+		}
+		if ps := f.payouts(pr.ID); len(ps) != 2 || ps[0].AmountFen != 440_000-credit {
+			t.Errorf("November's payout: %+v, want %d fen (¥4,400 less the %d owed)", ps, 440_000-credit, credit)
+		}
+		if got, _ := db.AccountBalance(f.ctx, models.AccProviderReceivable, pr.ID); got != 0 {
+			t.Errorf("still owed %d fen", -got)
+		}
+		f.ledgerBalanced()
+	})
+}
