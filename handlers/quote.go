@@ -5,8 +5,22 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/locales"
 	"suanli/market"
+	"suanli/pricing"
 )
+
+// APIQuote is the answer of the quote API: the price breakdown, and what
+// stopping early gives back, said before the renter pays.
+type APIQuote struct {
+	pricing.Breakdown
+	// EarlyStopRefundFen is refunded when a week or month term is stopped
+	// before its end: 0 (its GPUs stay reserved to the term's end); null
+	// on demand, where nothing is paid ahead.
+	EarlyStopRefundFen *int64 `json:"early_stop_refund_fen"`
+	// EarlyStop says the same in the caller's language.
+	EarlyStop string `json:"early_stop"`
+}
 
 // APIOfferQuote is GET /api/v1/offers/{id}/quote?gpus=&start=&seconds=&term=&sla=:
 // the price breakdown for the caller (student prices for verified lab members).
@@ -22,5 +36,6 @@ func (h *Handler) APIOfferQuote(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, q)
+	es := market.EarlyStopOf(q.Term)
+	return c.JSON(http.StatusOK, APIQuote{Breakdown: q, EarlyStopRefundFen: es.RefundFen, EarlyStop: locales.T(Lang(c), es.Key)})
 }

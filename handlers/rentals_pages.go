@@ -131,7 +131,10 @@ func (h *Handler) rentFormError(c echo.Context, f *pages.Form, err error) (int, 
 }
 
 // rentVM builds the rent page: the organisations the renter may pay from
-// (personal first) with their balances, and the price of the choice.
+// (personal first) with their balances and the offer's price from each,
+// and the price of the choice. Without a valid org_id the form starts
+// with the organisation whose price the offer's pages showed
+// (market.DefaultPayer).
 func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pages.RentVM, error) {
 	ctx := c.Request().Context()
 	u := CurrentUser(c)
@@ -141,7 +144,8 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pag
 	if err != nil {
 		return vm, err
 	}
-	want := f.Get("org_id")
+	want := strings.TrimSpace(f.Get("org_id"))
+	var prices []int64
 	for _, om := range oms {
 		if !om.Org.Usable() {
 			continue
@@ -151,13 +155,15 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pag
 			return vm, err
 		}
 		student := market.StudentPrices(&om.Org, &om.Membership)
-		vm.Orgs = append(vm.Orgs, pages.RentOrg{Org: om.Org, BalanceFen: bal, Student: student})
+		price := market.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
+		vm.Orgs = append(vm.Orgs, pages.RentOrg{Org: om.Org, BalanceFen: bal, Student: student, PricePerGPUHourFen: price})
+		prices = append(prices, price)
 		if strconv.FormatInt(om.Org.ID, 10) == want {
 			vm.Selected = len(vm.Orgs) - 1
 		}
 	}
-	if vm.Selected < 0 && len(vm.Orgs) > 0 {
-		vm.Selected = 0
+	if vm.Selected < 0 {
+		vm.Selected = market.DefaultPayer(prices)
 	}
 	// Defaults: one GPU, on demand, the standard tier.
 	if strings.TrimSpace(f.Get("gpus")) == "" {

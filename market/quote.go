@@ -76,3 +76,66 @@ func QuoteOffer(o models.Offer, in QuoteInput, student bool, now time.Time) (pri
 	}
 	return b, err
 }
+
+// UnitPriceFen is what one GPU of an offer costs a renter per unit of a
+// billing term: per hour on demand, per week or month for a term (0 when
+// the offer sells no such term). The student discount applies (student: a
+// confirmed member of an approved lab paying from the lab); the off-peak
+// discount does not, pages show it beside.
+func UnitPriceFen(o *models.Offer, term string, student bool) int64 {
+	price := o.PricePerGPUHourFen
+	switch term {
+	case pricing.Week, pricing.Month:
+		p := o.WeeklyPricePerGPUFen
+		if term == pricing.Month {
+			p = o.MonthlyPricePerGPUFen
+		}
+		if p == nil {
+			return 0
+		}
+		price = *p
+	}
+	if student {
+		return pricing.Discounted(price, o.StudentDiscountPct)
+	}
+	return price
+}
+
+// DefaultPayer picks the organisation a rent form starts with, given the
+// on-demand price per GPU-hour of the offer from each organisation the
+// renter may pay from (personal first): the cheapest, the earlier on a
+// tie. That is the price the offer's pages showed the renter (a lab member
+// is shown the student price), so the form does not start at a higher
+// one. It returns -1 when there is none.
+func DefaultPayer(prices []int64) int {
+	best := -1
+	for i, p := range prices {
+		if best < 0 || p < prices[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// EarlyStop is what stopping a rental before the end of its quoted
+// duration gives back, for the rent form and the quote to say before the
+// renter pays.
+type EarlyStop struct {
+	// RefundFen is refunded on an early stop of a week or month term:
+	// always 0, the term being paid up front and its GPUs reserved to the
+	// term's end (Rentals.Stop keeps them); nil on demand, where nothing is
+	// paid ahead and billing ends at the stop.
+	RefundFen *int64
+	// Key is the message saying so.
+	Key string
+}
+
+// EarlyStopOf says what stopping early refunds for a billing term.
+func EarlyStopOf(term string) EarlyStop {
+	switch term {
+	case pricing.Week, pricing.Month:
+		var none int64
+		return EarlyStop{RefundFen: &none, Key: "quote.early_stop.term"}
+	}
+	return EarlyStop{Key: "quote.early_stop.on_demand"}
+}

@@ -23,6 +23,8 @@ type RentOrg struct {
 	// Student is true when renting from it gets the offer's student price
 	// (an approved lab in which the renter is a confirmed member).
 	Student bool
+	// PricePerGPUHourFen is the offer's on-demand price when paying from it.
+	PricePerGPUHourFen int64
 }
 
 // RentVM is the rent page's view model.
@@ -86,25 +88,43 @@ func termKey(term string) string {
 	return "price.on_demand"
 }
 
-// termPrice is a term's price per GPU, for the term's radio button.
-func (vm RentVM) termPrice(vc views.Ctx, term string) string {
-	o := vm.Offer
-	switch term {
-	case pricing.Week:
-		return views.Yuan(*o.WeeklyPricePerGPUFen) + vc.T("unit.per_gpu_week")
-	case pricing.Month:
-		return views.Yuan(*o.MonthlyPricePerGPUFen) + vc.T("unit.per_gpu_month")
-	}
-	return views.Yuan(o.PricePerGPUHourFen) + vc.T("unit.per_gpu_hour")
+// student reports whether the chosen organisation pays student prices.
+func (vm RentVM) student() bool {
+	o, ok := vm.selected()
+	return ok && o.Student
 }
 
-// orgLabel names an organisation in the select, with its balance.
+// hourPrice is the on-demand price per GPU-hour from the chosen
+// organisation (the list price when none is chosen).
+func (vm RentVM) hourPrice() int64 {
+	return market.UnitPriceFen(&vm.Offer.Offer, pricing.OnDemand, vm.student())
+}
+
+// termPrice is a term's price per GPU from the chosen organisation, for
+// the term's radio button.
+func (vm RentVM) termPrice(vc views.Ctx, term string) string {
+	unit := "unit.per_gpu_hour"
+	switch term {
+	case pricing.Week:
+		unit = "unit.per_gpu_week"
+	case pricing.Month:
+		unit = "unit.per_gpu_month"
+	}
+	return views.Yuan(market.UnitPriceFen(&vm.Offer.Offer, term, vm.student())) + vc.T(unit)
+}
+
+// earlyStopKey is the message saying what stopping a rental of the term
+// early refunds (nothing, for a week or month term).
+func earlyStopKey(term string) string { return market.EarlyStopOf(term).Key }
+
+// orgLabel names an organisation in the select, with the offer's price
+// per GPU-hour when paying from it and its balance.
 func orgLabel(vc views.Ctx, o RentOrg) string {
 	name := o.Org.Name
 	if o.Org.Personal {
 		name = vc.T("rent.org_personal")
 	}
-	s := vc.T("rent.org_option", name, views.Yuan(o.BalanceFen))
+	s := vc.T("rent.org_option", name, views.Yuan(o.PricePerGPUHourFen), views.Yuan(o.BalanceFen))
 	if o.Student {
 		s += " · " + vc.T("badge.student_pricing")
 	}
