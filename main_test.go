@@ -16,8 +16,25 @@ import (
 	"suanli/models"
 )
 
+// withoutOwnSettings clears, for the test, the environment variables
+// the commands read (the database, suanli's own, mail, Stripe's keys), so
+// that a developer's shell (DATABASE_URL pointing at their PostgreSQL,
+// say) does not change what an in-process command does. It cannot be
+// used by parallel tests.
+func withoutOwnSettings(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "DATABASE_URL" || k == "SMTP_URL" || strings.HasPrefix(k, "SUANLI_") || (strings.HasPrefix(k, "STRIPE_") && k != "STRIPE_MOCK_BIN") {
+			t.Setenv(k, "") // restores the value when the test ends
+			os.Unsetenv(k)
+		}
+	}
+}
+
 // The subcommands parse their flags and do their work on a real database.
 func TestSeedAndMigrateCommands(t *testing.T) {
+	withoutOwnSettings(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	if err := seed(ctx, []string{"--data-dir", dir, "--demo", "--scale", "50"}); err != nil {
@@ -46,6 +63,7 @@ func TestSeedAndMigrateCommands(t *testing.T) {
 // On PostgreSQL, serve and work refuse a schema that is behind and say
 // what to run; migrate brings it up.
 func TestPostgresRefusesSchemaBehind(t *testing.T) {
+	withoutOwnSettings(t)
 	url := dbtest.PostgresURL(t)
 	ctx := context.Background()
 	err := work(ctx, []string{"--database-url", url})
@@ -67,6 +85,7 @@ func TestPostgresRefusesSchemaBehind(t *testing.T) {
 }
 
 func TestConfigErrorsStopTheCommand(t *testing.T) {
+	withoutOwnSettings(t)
 	err := serve(context.Background(), []string{"--addr", "nonsense", "--database-url", "mysql://x"})
 	if err == nil || !strings.Contains(err.Error(), "SUANLI_ADDR") || !strings.Contains(err.Error(), "DATABASE_URL") {
 		t.Errorf("serve with bad configuration: %v", err)
@@ -76,6 +95,7 @@ func TestConfigErrorsStopTheCommand(t *testing.T) {
 // serve starts on the embedded default with the demo market, answers, and
 // shuts down in order when its context ends.
 func TestServeLifecycle(t *testing.T) {
+	withoutOwnSettings(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +148,7 @@ func TestServeLifecycle(t *testing.T) {
 // Operators create users and tokens with the admin command, on the same
 // database as the server; the token then authenticates the API.
 func TestAdminCreateUserAndToken(t *testing.T) {
+	withoutOwnSettings(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	pw := filepath.Join(dir, "pw")

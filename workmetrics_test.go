@@ -13,6 +13,7 @@ import (
 // `work --metrics-addr` serves /healthz and /metrics with the jobs the
 // process works (the refresh job runs on start), and stops with the worker.
 func TestWorkServesJobMetrics(t *testing.T) {
+	withoutOwnSettings(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
