@@ -46,7 +46,7 @@ func waitText(t *testing.T, ctx context.Context, sel, want, what string) {
 	_, err := chromedp.Run(ctx, chromedp.PollFunction[bool](
 		`(sel, want) => { const el = document.querySelector(sel); return !!el && el.innerText.trim() === want; }`,
 		chromedp.WithPollingArgs(sel, want),
-		chromedp.WithPollingTimeout(20*time.Second),
+		chromedp.WithPollingTimeout(0), // bounded by the test's context
 	))
 	if err != nil {
 		t.Fatalf("%s: waiting for %s to read %q: %v; it reads %q\n%s", what, sel, want, err, textOf(t, ctx, sel), readPage(t, ctx))
@@ -58,7 +58,7 @@ func waitHTMXIdle(t *testing.T, ctx context.Context) {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
 		`!document.querySelector(".htmx-request, .htmx-settling, .htmx-swapping")`,
-		chromedp.WithPollingTimeout(20*time.Second),
+		chromedp.WithPollingTimeout(0), // bounded by the test's context
 	)); err != nil {
 		t.Fatalf("waiting for htmx to settle: %v", err)
 	}
@@ -111,7 +111,7 @@ func TestBrowserQuoteAndBankTopup(t *testing.T) {
 	// the default quote happened to be.
 	if _, err := chromedp.Run(renter, chromedp.Poll[bool](
 		`(document.getElementById("quote-result") || {innerText: ""}).innerText.includes("2026-12-01 10:00")`,
-		chromedp.WithPollingTimeout(20*time.Second),
+		chromedp.WithPollingTimeout(0), // bounded by the test's context
 	)); err != nil {
 		t.Fatalf("the quote did not follow #q-start: %v; #quote-result reads %q", err, textOf(t, renter, "#quote-result"))
 	}
