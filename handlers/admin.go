@@ -21,11 +21,15 @@ func (h *Handler) AdminHome(c echo.Context) error {
 		return err
 	}
 	vm := pages.AdminVM{Pending: pending}
-	var providerOrgs []int64
+	var providerOrgs, pendingOrgs []int64
 	for _, o := range pending {
+		pendingOrgs = append(pendingOrgs, o.ID)
 		if o.Kind == models.OrgProvider {
 			providerOrgs = append(providerOrgs, o.ID)
 		}
+	}
+	if vm.Applicants, err = h.DB.ApplicantsOfOrgs(ctx, pendingOrgs); err != nil {
+		return err
 	}
 	if vm.Providers, err = h.DB.ProvidersOfOrgs(ctx, providerOrgs); err != nil {
 		return err

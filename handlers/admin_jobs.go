@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -49,6 +50,7 @@ func (h *Handler) AdminOutbox(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminOutboxVM{Mails: mails, Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.outbox", nil))}
+	vm := pages.AdminOutboxVM{Mails: mails, Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.outbox", nil)),
+		BaseURL: strings.TrimRight(h.Accounts.BaseURL, "/")}
 	return Render(c, http.StatusOK, pages.AdminOutboxPage(ViewCtx(c), vm))
 }

@@ -131,6 +131,42 @@ func (db *DB) ProvidersOfOrgs(ctx context.Context, orgIDs []int64) (map[int64]Pr
 	return out, nil
 }
 
+// Applicant is who applied for an organisation under review, as the
+// review card shows them: the owner's name and account email (verified or
+// not), and for a lab the institutional address they gave and whether its
+// confirmation link was opened.
+type Applicant struct {
+	OrgID, UserID   int64
+	Name, Email     string
+	EmailVerifiedAt *time.Time
+	EduEmail        string
+	ConfirmedAt     *time.Time
+}
+
+// ApplicantsOfOrgs returns the owner of each organisation, by organisation
+// id (an organisation without an owner is absent).
+func (db *DB) ApplicantsOfOrgs(ctx context.Context, orgIDs []int64) (map[int64]Applicant, error) {
+	out := map[int64]Applicant{}
+	if len(orgIDs) == 0 {
+		return out, nil
+	}
+	var rows []Applicant
+	err := db.R.WithContext(ctx).Table("memberships").
+		Select("memberships.org_id, memberships.user_id, users.name, users.email, users.email_verified_at, memberships.edu_email, memberships.confirmed_at").
+		Joins("JOIN users ON users.id = memberships.user_id").
+		Where("memberships.org_id IN ? AND memberships.role = ?", orgIDs, RoleOwner).
+		Order("memberships.org_id, memberships.created_at, memberships.user_id").Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if _, seen := out[r.OrgID]; !seen { // the first owner: the one who applied
+			out[r.OrgID] = r
+		}
+	}
+	return out, nil
+}
+
 // OpenIncident is an incident that is not closed, with its node and provider.
 type OpenIncident struct {
 	Incident

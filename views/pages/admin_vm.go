@@ -1,7 +1,9 @@
 package pages
 
 import (
+	"regexp"
 	"strconv"
+	"strings"
 
 	"suanli/models"
 	"suanli/views"
@@ -46,6 +48,8 @@ type AdminVM struct {
 	// Providers holds the providers' profiles by organisation id.
 	Pending   []models.Org
 	Providers map[int64]models.Provider
+	// Applicants are the pending organisations' owners, by organisation id.
+	Applicants map[int64]models.Applicant
 	// Bank transfers to confirm, refunds to pay, flagged payment events.
 	BankTopups  []models.Topup
 	BankRefunds []models.Refund
@@ -171,6 +175,52 @@ var PayoutStatuses = []string{"", models.PayoutPending, models.PayoutPaid, model
 type AdminOutboxVM struct {
 	Mails []models.OutboxMail
 	Pager Pager
+	// BaseURL is the site's address as mails write it (no trailing slash):
+	// links to it are made clickable.
+	BaseURL string
+}
+
+// MailPart is a piece of an outbox mail's body: text, or (Href set) a link.
+type MailPart struct {
+	Text, Href string
+}
+
+var mailURL = regexp.MustCompile(`https?://[^\s<>"']+`)
+
+// mailParts splits a mail's body into text and links. Only links to this
+// site become clickable, and as paths, so that they open on whichever host
+// the admin reads the outbox on (the demo's base URL is often not it); any
+// other address stays text, since a mail can quote what a user typed.
+func mailParts(body, base string) []MailPart {
+	var parts []MailPart
+	text := func(s string) {
+		if s == "" {
+			return
+		}
+		if n := len(parts); n > 0 && parts[n-1].Href == "" {
+			parts[n-1].Text += s
+			return
+		}
+		parts = append(parts, MailPart{Text: s})
+	}
+	at := 0
+	for _, m := range mailURL.FindAllStringIndex(body, -1) {
+		u := strings.TrimRight(body[m[0]:m[1]], ".,;:!?)]}。，")
+		end := m[0] + len(u)
+		text(body[at:m[0]])
+		at = end
+		path, ok := strings.CutPrefix(u, base)
+		if base == "" || !ok || (path != "" && path[0] != '/' && path[0] != '?') {
+			text(u)
+			continue
+		}
+		if path == "" || path[0] == '?' {
+			path = "/" + path
+		}
+		parts = append(parts, MailPart{Text: u, Href: path})
+	}
+	text(body[at:])
+	return parts
 }
 
 // AdminJobsVM is River's job queue: counts by kind and state, and the
