@@ -91,6 +91,28 @@ func (h *Handler) WalletShow(c echo.Context) error {
 	return Render(c, http.StatusOK, pages.WalletPage(ViewCtx(c), vm))
 }
 
+// WalletMine is GET /wallet, the wallet in the navigation: it sends the
+// user to their personal organisation's wallet (every user has one), or
+// to their first organisation's if they have none; the console lists the
+// others.
+func (h *Handler) WalletMine(c echo.Context) error {
+	oms, err := h.DB.OrgsOfUser(c.Request().Context(), CurrentUser(c).ID)
+	if err != nil {
+		return err
+	}
+	if len(oms) == 0 {
+		return apperr.NotFound("organisation")
+	}
+	id := oms[0].Org.ID
+	for _, om := range oms {
+		if om.Org.Personal && om.Membership.Role == models.RoleOwner {
+			id = om.Org.ID
+			break
+		}
+	}
+	return seeOther(c, c.Echo().Reverse("wallet.show", strconv.FormatInt(id, 10)))
+}
+
 func (h *Handler) authorizeOrg(c echo.Context, a accounts.Action) (*models.Org, error) {
 	id, err := parseID(c, "id", "organisation")
 	if err != nil {

@@ -382,6 +382,8 @@ var matrix = []matrixRow{
 	{route: "admin.jobs", want: platformPage},
 	{route: "admin.audit", query: "?action=topup.", want: platformPage},
 	{route: "admin.audit.csv", want: platformPage},
+	// Everyone logged in is sent to their own wallet.
+	{route: "wallet.mine", want: expect{Anon: 303, Other: 303, Member: 303, Admin: 303, Platform: 303, Owner: 303}},
 	{route: "wallet.show", params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: "wallet.csv", params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: "topups.show", params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} },

@@ -79,6 +79,8 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/invitations/accept", "invitations.accept", h.InviteShow, user},
 		{"POST", "/invitations/accept", "invitations.accept.post", h.InviteAccept, user},
 
+		// The navigation's wallet: the user's own, by redirect.
+		{"GET", "/wallet", "wallet.mine", h.WalletMine, user},
 		{"GET", "/orgs/:id/wallet", "wallet.show", h.WalletShow, user},
 		{"POST", "/orgs/:id/wallet/topups", "wallet.topup", h.WalletTopup, user},
 		{"POST", "/orgs/:id/wallet/refunds", "wallet.refund", h.WalletRefund, user},
