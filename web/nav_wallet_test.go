@@ -34,7 +34,9 @@ func TestNavigationLeadsToTheWallet(t *testing.T) {
 		for _, lang := range locales.Supported {
 			for _, path := range []string{a.url("offers.list"), a.url("console"), a.url("account.show")} {
 				page := ac.page(t, path, lang, 200)
-				nav := findElement(page, func(n *html.Node) bool { return n.Data == "nav" && htmlAttr(n, "aria-label") == locales.T(lang, "nav.label") })
+				nav := findElement(page, func(n *html.Node) bool {
+					return n.Data == "nav" && htmlAttr(n, "aria-label") == locales.T(lang, "nav.label")
+				})
 				must(t, nav != nil, "%s %s: no main navigation", lang, path)
 				var href string
 				for _, l := range linksIn(nav) {
