@@ -345,11 +345,11 @@ func TestOffersShowBenchmarksAndUptime(t *testing.T) {
 
 		_, en := a.get("/offers"+query("gpu", "h100-sxm", "sort", "measured"), "Accept-Language", "en")
 		contains(t, en, "verified 2026-11-28", ">simulated<", "below 70% of nominal", "measured 791.2", "80% of nominal",
-			"measured 642.9", "65% of nominal", "99.97% uptime, 30 days", "uptime, 30 days: —", "offers without a report follow",
+			"measured 642.9", "65% of nominal", `title="Uptime, last 30 days">99.97%<`, `title="Uptime, last 30 days">—<`, "offers without a report follow",
 			`href="/benchmarks/`+i64s(f.realID)+`"`, `<option value="reliability">Uptime (30 days)</option>`)
 		must(t, strings.Count(en, "below 70% of nominal") == 1, "only the simulated 65%% report is flagged")
 		_, zh := a.get("/offers"+query("gpu", "h100-sxm", "sort", "reliability"), "Accept-Language", "zh-CN")
-		contains(t, zh, "已验证 2026-11-28", ">模拟<", "低于标称 70%", "实测 791.2", "标称的 80%", "可用性 99.97% · 30 天", "可用性 — · 30 天", "尚无数据的节点排在最后")
+		contains(t, zh, "已验证 2026-11-28", ">模拟<", "低于标称 70%", "实测 791.2", "标称的 80%", `title="近 30 天可用性">99.97%<`, `title="近 30 天可用性">—<`, "尚无数据的节点排在最后")
 		_, page := a.get("/offers?sort=nope", "Accept-Language", "en")
 		contains(t, page, `id="err-sort" role="alert">Unknown sort`)
 

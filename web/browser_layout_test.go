@@ -1,0 +1,202 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"suanli/accounts"
+	"suanli/locales"
+	"suanli/market"
+	"suanli/models"
+)
+
+// layoutProbe measures, in the browser, what a reader would see go wrong:
+// a page wider than the window, something in the header off-screen, the
+// brand broken over lines, an offer table wider than its place, and how
+// tall the offer rows are.
+const layoutProbe = `(() => {
+	const vw = window.innerWidth, out = { vw, doc: document.documentElement.scrollWidth, off: [], brandLines: 0, tables: [], rowMax: 0, rows: 0 };
+	const name = el => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className && typeof el.className === "string" ? "." + el.className.trim().split(/\s+/).join(".") : "");
+	document.querySelectorAll("header.site *").forEach(el => {
+		const r = el.getBoundingClientRect();
+		if (r.width > 0 && (r.right > vw + 0.5 || r.left < -0.5)) out.off.push(name(el) + " [" + Math.round(r.left) + "," + Math.round(r.right) + "]");
+	});
+	const brand = document.querySelector("header.site .brand span");
+	if (brand && brand.firstChild) {
+		const range = document.createRange();
+		range.selectNodeContents(brand);
+		out.brandLines = new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+	}
+	// An offer table: a table whose rows are offers (they link to one).
+	[...document.querySelectorAll("table")].filter(t => t.querySelector("tbody tr.offer td a[href^='/offers/']")).forEach(t => {
+		const box = t.parentElement.getBoundingClientRect(), r = t.getBoundingClientRect();
+		out.tables.push({ width: Math.round(r.width), room: Math.round(box.width), right: Math.round(r.right), scroll: t.scrollWidth, client: t.clientWidth });
+		t.querySelectorAll("tbody tr.offer").forEach(tr => { out.rows++; out.rowMax = Math.max(out.rowMax, tr.getBoundingClientRect().height); });
+	});
+	return JSON.stringify(out);
+})()`
+
+type layoutMeasure struct {
+	VW, Doc    int
+	Off        []string
+	BrandLines int
+	Tables     []struct{ Width, Room, Right, Scroll, Client int }
+	RowMax     float64
+	Rows       int
+}
+
+// denseRow is the tallest an offer row may be on a desktop: a figure and
+// one line qualifying it, about 20 rows to a 1080-pixel screen.
+const denseRow = 48
+
+// The pages fit the window at 1280, 1366 and 390 px in both languages:
+// nothing wider than the window, the header's links all on screen, the
+// brand on one line, the offer table within its column and dense on a
+// desktop. Set SUANLI_SCREENSHOTS to a folder to keep a screenshot of
+// each page.
+func TestBrowserLayoutFits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test in -short mode")
+	}
+	f := newMatrixFixture(t)
+	a := f.a
+	ctx := context.Background()
+	// The widest header: a platform admin with student prices, whose name
+	// is long.
+	svc := &accounts.Service{DB: a.db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes}
+	admin := mustUser(t, a.db, "ops@pku.edu.cn", "Professor Ouyang Xiaoming-Longname", true)
+	if err := svc.Review(ctx, admin, f.orgA.ID, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	mustMember(t, a.db, f.orgA.ID, admin, models.RoleMember)
+	if err := a.db.W.Model(&models.Membership{}).Where("org_id = ? AND user_id = ?", f.orgA.ID, admin.ID).
+		Updates(map[string]any{"edu_email": admin.Email, "confirmed_at": a.db.Now().UTC()}).Error; err != nil {
+		t.Fatal(err)
+	}
+	student := loggedIn(a, "student admin", admin)
+	// A short name: the navigation, not the name, is what crowds the brand.
+	plain := loggedIn(a, "admin", mustUser(t, a.db, "ann@suanli.example", "Ann Admin", true))
+	owner := f.actors[asOwner]
+	p := newProviderFixture(t, a, "ops@layout-gpu.example", "Layout GPU")
+	node, token := p.addNode(t, "lay-node-1")
+	heartbeatSimulated(t, a, token, "a100-40g-sxm", 4)
+	if _, err := p.svc.CreateOffer(ctx, p.owner.user, p.acc.Provider.ID, market.OfferInput{NodeID: node.ID, GPU: "a100-40g-sxm", MaxGPUs: 4, PricePerGPUHourFen: 900}); err != nil {
+		t.Fatal(err)
+	}
+	var dc models.Datacenter
+	if err := a.db.R.Order("id").First(&dc).Error; err != nil {
+		t.Fatal(err)
+	}
+	pid := p.pid()
+	type page struct {
+		who  *actor // nil: a visitor
+		path string
+		all  bool // also at 1366
+	}
+	pages := []page{
+		{nil, a.url("offers.list"), true},
+		{nil, a.url("offers.list") + query("from", "chengdu"), true},
+		{nil, a.url("offers.show", idParam(f.offer)), false},
+		{nil, a.url("datacenters.show", dc.Slug), true},
+		{nil, a.url("sla"), false},
+		{nil, a.url("tco"), false},
+		{nil, a.url("api.docs"), false},
+		{student, a.url("offers.list"), true},
+		{student, a.url("console"), true},
+		{student, a.url("admin.home"), true},
+		{student, a.url("admin.outbox"), false},
+		{student, a.url("admin.users"), false},
+		{plain, a.url("console"), true},
+		{owner, a.url("console"), false},
+		{owner, a.url("account.show"), false},
+		{owner, a.url("orgs.show", idParam(f.orgA.ID)), false},
+		{owner, a.url("wallet.show", idParam(f.orgA.ID)), false},
+		{owner, a.url("rentals.show", idParam(f.runningRental)), false},
+		{p.owner, a.url("provider.dashboard", pid), false},
+		{p.owner, a.url("provider.nodes", pid), false},
+		{p.owner, a.url("provider.offers", pid), false},
+		{p.owner, a.url("provider.datacenters", pid), false},
+		{p.owner, a.url("provider.earnings", pid), false},
+	}
+	shots := os.Getenv("SUANLI_SCREENSHOTS")
+	b := newBrowser(t, 6*time.Minute)
+	server, _ := url.Parse(a.srv.URL)
+	as := func(who *actor, lang string) {
+		t.Helper()
+		if _, err := chromedp.Call(b, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+			t.Fatal(err)
+		}
+		cookies := []*network.CookieParam{{Name: "lang", Value: lang, URL: a.srv.URL}}
+		if who != nil {
+			for _, ck := range who.c.Jar.Cookies(server) {
+				cookies = append(cookies, &network.CookieParam{Name: ck.Name, Value: ck.Value, URL: a.srv.URL})
+			}
+		}
+		if _, err := chromedp.Call(b, network.SetCookies, network.SetCookiesParams{Cookies: cookies}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, lang := range locales.Supported {
+		for _, width := range []int64{1280, 1366, 390} {
+			for _, pg := range pages {
+				if width == 1366 && !pg.all {
+					continue
+				}
+				as(pg.who, lang)
+				who := "visitor"
+				if pg.who != nil {
+					who = pg.who.name
+				}
+				where := fmt.Sprintf("%s %dpx %s %s", lang, width, who, pg.path)
+				if err := chromedp.Do(b, chromedp.EmulateViewport(width, 900), chromedp.Navigate(a.srv.URL+pg.path), chromedp.WaitVisible(chromedp.CSS("footer.site"))); err != nil {
+					t.Fatalf("%s: %v", where, err)
+				}
+				if got := eval[string](t, b, `document.documentElement.lang`); got != lang {
+					t.Fatalf("%s: the page is in %q", where, got)
+				}
+				var m layoutMeasure
+				if err := json.Unmarshal([]byte(eval[string](t, b, layoutProbe)), &m); err != nil {
+					t.Fatal(err)
+				}
+				if shots != "" {
+					png, err := chromedp.Run(b, chromedp.CaptureScreenshot())
+					if err == nil {
+						name := strings.NewReplacer("/", "_", "?", "_", "=", "-", "&", "_").Replace(fmt.Sprintf("%s-%d-%s%s.png", lang, width, strings.Fields(who)[0], pg.path))
+						err = os.WriteFile(filepath.Join(shots, name), png, 0o644)
+					}
+					if err != nil {
+						t.Logf("%s: screenshot: %v", where, err)
+					}
+				}
+				if m.Doc > m.VW {
+					t.Errorf("%s: the page is %d px wide in a %d px window", where, m.Doc, m.VW)
+				}
+				if len(m.Off) > 0 {
+					t.Errorf("%s: off-screen in the header: %s", where, strings.Join(m.Off, ", "))
+				}
+				if m.BrandLines != 1 {
+					t.Errorf("%s: the brand takes %d lines", where, m.BrandLines)
+				}
+				for _, tb := range m.Tables {
+					if tb.Width > tb.Room || tb.Scroll > tb.Client {
+						t.Errorf("%s: the offer table is %d px (scrolls %d) in %d px", where, tb.Width, tb.Scroll, tb.Room)
+					}
+				}
+				if width >= 1280 && m.Rows > 0 && m.RowMax > denseRow {
+					t.Errorf("%s: offer rows up to %.0f px tall, want at most %d", where, m.RowMax, denseRow)
+				}
+			}
+		}
+	}
+}
