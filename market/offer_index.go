@@ -1,7 +1,6 @@
 package market
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -283,38 +282,118 @@ func build(rows []models.OfferRow, version int64) *snapshot {
 			all[v] = append(all[v], entry{k: k, o: o})
 		}
 	}
+	// The partitions' sizes are the same in every list: count them once,
+	// so that each partition is allocated once at its size.
+	sizes := s.partitionSizes(all[listView])
+	// The views share nothing they write: build them side by side.
+	var wg sync.WaitGroup
 	for v := range nViews {
 		if v == studentView && !anyStudent {
-			// Every student price is the list price: same orders.
-			s.sorted[v] = s.sorted[listView]
-			continue
+			continue // every student price is the list price: aliased below
 		}
-		s.sorted[v] = map[string]map[string][]entry{}
-		for _, key := range staticSorts {
-			// Without any report (uptime) the measured (reliability) order is
-			// the nominal price per TFLOPS (price) order: share its lists.
-			switch {
-			case key == SortMeasured && !anyMeasured:
-				s.sorted[v][key] = s.sorted[v][SortPricePerTFLOP]
-				continue
-			case key == SortReliability && !anyUptime:
-				s.sorted[v][key] = s.sorted[v][SortPrice]
-				continue
+		lists := map[string]map[string][]entry{}
+		s.sorted[v] = lists
+		wg.Go(func() {
+			for _, key := range staticSorts {
+				// Without any report (uptime) the measured (reliability)
+				// order is the nominal price per TFLOPS (price) order:
+				// share its lists.
+				switch {
+				case key == SortMeasured && !anyMeasured:
+					continue
+				case key == SortReliability && !anyUptime:
+					continue
+				}
+				// The searches' own comparator, so that merging pre-sorted
+				// runs (mergePage) keeps their order; it reads the compact
+				// keys, chasing no pointer for the price and VRAM orders.
+				sorted := slices.Clone(all[v])
+				slices.SortFunc(sorted, s.entryComparator(key, &compiled{view: v}))
+				lists[key] = s.partition(sorted, sizes)
 			}
-			cmpFn := comparator(key, v)
-			sorted := slices.Clone(all[v])
-			slices.SortFunc(sorted, func(a, b entry) int { return cmpFn(a.o, b.o) })
-			per := map[string][]entry{"": sorted}
-			for _, e := range sorted {
-				city := "@" + e.o.Datacenter.City
-				per[e.o.GPUModel] = append(per[e.o.GPUModel], e)
-				per[city] = append(per[city], e)
-				per[e.o.GPUModel+city] = append(per[e.o.GPUModel+city], e)
+			if !anyMeasured {
+				lists[SortMeasured] = lists[SortPricePerTFLOP]
 			}
-			s.sorted[v][key] = per
-		}
+			if !anyUptime {
+				lists[SortReliability] = lists[SortPrice]
+			}
+		})
+	}
+	wg.Wait()
+	if !anyStudent {
+		s.sorted[studentView] = s.sorted[listView]
 	}
 	return s
+}
+
+// partSizes counts the entries of each partition of a list by the dense
+// numbers of model and city (offerKey.gpu, offerKey.city).
+type partSizes struct {
+	gpu, city, both []int // both[gpu*len(city)+city]
+}
+
+// Every entry's model is in the catalogue (build leaves out the others).
+func (s *snapshot) partitionSizes(list []entry) *partSizes {
+	n := &partSizes{gpu: make([]int, len(s.gpuIdx)), city: make([]int, len(s.cityIdx))}
+	n.both = make([]int, len(n.gpu)*len(n.city))
+	for i := range list {
+		g, c := int(list[i].k.gpu), int(list[i].k.city)
+		n.gpu[g]++
+		if c != none {
+			n.city[c]++
+			n.both[g*len(n.city)+c]++
+		}
+	}
+	return n
+}
+
+// partition splits a sorted list into its partitions (see
+// snapshot.sorted), keeping the order: by the dense numbers, each slice
+// allocated at its size, rather than a map lookup and two string
+// concatenations per entry.
+func (s *snapshot) partition(sorted []entry, n *partSizes) map[string][]entry {
+	mk := func(sizes []int) [][]entry {
+		out := make([][]entry, len(sizes))
+		for i, size := range sizes {
+			if size > 0 {
+				out[i] = make([]entry, 0, size)
+			}
+		}
+		return out
+	}
+	byGPU, byCity, both := mk(n.gpu), mk(n.city), mk(n.both)
+	per := map[string][]entry{"": sorted}
+	for _, e := range sorted {
+		g, c := int(e.k.gpu), int(e.k.city)
+		byGPU[g] = append(byGPU[g], e)
+		if c == none {
+			// A city the catalogue does not know: no search names it, but
+			// keep its partitions as before, by name.
+			city := "@" + e.o.Datacenter.City
+			per[city] = append(per[city], e)
+			per[e.o.GPUModel+city] = append(per[e.o.GPUModel+city], e)
+			continue
+		}
+		byCity[c] = append(byCity[c], e)
+		both[g*len(byCity)+c] = append(both[g*len(byCity)+c], e)
+	}
+	gpus, cities := catalog.GPUModels(), catalog.Cities()
+	for g, l := range byGPU {
+		if len(l) > 0 {
+			per[gpus[g].Slug] = l
+		}
+	}
+	for c, l := range byCity {
+		if len(l) > 0 {
+			per["@"+cities[c].Slug] = l
+		}
+	}
+	for i, l := range both {
+		if len(l) > 0 {
+			per[gpus[i/len(byCity)].Slug+"@"+cities[i%len(byCity)].Slug] = l
+		}
+	}
+	return per
 }
 
 func idx8(m map[string]uint8, k string) uint8 {
@@ -353,49 +432,6 @@ func (s *snapshot) key(o *ListedOffer) offerKey {
 		gpu: idx8(s.gpuIdx, o.GPUModel), city: idx8(s.cityIdx, o.Datacenter.City), region: idx8(s.regionIdx, o.Datacenter.Region),
 		ic: ic, maxGPUs: uint8(min(o.MaxGPUs, 255)), student: o.StudentDiscountPct > 0, available: o.AvailableGPUs > 0,
 	}
-}
-
-// comparator orders offers for a static sort key in a price view (the
-// index's pre-sorted lists); searches that sort their matches use
-// entryComparator.
-func comparator(key string, v priceView) func(a, b *ListedOffer) int {
-	byPriceThenID := func(a, b *ListedOffer) int {
-		return cmp.Or(cmp.Compare(a.keys[v].price, b.keys[v].price), cmp.Compare(a.ID, b.ID))
-	}
-	switch key {
-	case SortPricePerTFLOP:
-		return func(a, b *ListedOffer) int {
-			return cmp.Or(cmp.Compare(a.keys[v].perTFLOP, b.keys[v].perTFLOP), byPriceThenID(a, b))
-		}
-	case SortMeasured:
-		// Offers with a measured figure first, by price per measured
-		// TFLOPS; then the others by price per nominal TFLOPS.
-		return func(a, b *ListedOffer) int {
-			if a.unmeasured != b.unmeasured {
-				if a.unmeasured {
-					return 1
-				}
-				return -1
-			}
-			if a.keys[v].measured != b.keys[v].measured {
-				return cmp.Compare(a.keys[v].measured, b.keys[v].measured)
-			}
-			return byPriceThenID(a, b)
-		}
-	case SortReliability:
-		// Highest 30-day uptime first; unknown (-1) last.
-		return func(a, b *ListedOffer) int {
-			if a.uptimeKey != b.uptimeKey {
-				return cmp.Compare(b.uptimeKey, a.uptimeKey)
-			}
-			return byPriceThenID(a, b)
-		}
-	case SortVRAM:
-		return func(a, b *ListedOffer) int {
-			return cmp.Or(cmp.Compare(b.GPU.VRAMGB, a.GPU.VRAMGB), byPriceThenID(a, b))
-		}
-	}
-	return byPriceThenID
 }
 
 // Offer returns a listed offer by id, or ENOTFOUND.

@@ -417,10 +417,11 @@ func (s *snapshot) relaxations(q OfferQuery) []Relaxation {
 	return out
 }
 
-// entryComparator orders matches by a sort key using the compact keys
+// entryComparator orders entries by a sort key using the compact keys
 // (latency comes from the per-datacentre table, not a map per offer):
 // sorting thousands of matches by latency was a map lookup per comparison.
-// Prices are those of the query's price view (the entries' own).
+// Prices are those of the price view c.view (the entries' own). The
+// index's pre-sorted lists use it too, so merged runs keep their order.
 func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int {
 	v := c.view
 	// Explicit ifs, not cmp.Or: cmp.Or evaluates every comparison, and the
