@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"suanli/gpu"
+	"suanli/locales"
 )
 
 // torchBench is the PyTorch load generator, written to a temporary
@@ -385,51 +386,53 @@ func simulatedLoads(gpus []gpu.Info, nom *Nominal, f float64) []Load {
 	n := len(gpus)
 	sim := func(metric string, nominal float64, unit, what string) Load {
 		if nominal <= 0 {
-			return Load{Metric: metric, Tool: LoadSimulated, Status: LoadAbsent,
-				Detail: "simulated agent: the task carried no nominal " + what + " to derive a figure from"}
+			l := Load{Metric: metric, Tool: LoadSimulated, Status: LoadAbsent}
+			l.say(locales.M("bench.load.sim_absent", locales.M("bench.load.what."+what)))
+			return l
 		}
-		return Load{Metric: metric, Tool: LoadSimulated, Status: LoadSimulated, Value: nominal * f,
-			PerGPU: repeat(nominal*f, n), Detail: fmt.Sprintf("simulated: nominal %g %s × %g", nominal, unit, f)}
+		l := Load{Metric: metric, Tool: LoadSimulated, Status: LoadSimulated, Value: nominal * f, PerGPU: repeat(nominal*f, n)}
+		l.say(locales.M("bench.load.sim", nominal, unit, f))
+		return l
 	}
 	var bf16, fp16, mem, nvlink float64
 	if nom != nil {
 		bf16, fp16, mem, nvlink = nom.BF16TFLOPS, nom.FP16TFLOPS, nom.MemBWGBps, nom.NVLinkGBps
 	}
 	loads := []Load{
-		sim(MetricBF16GEMM, bf16, "TFLOPS", "BF16 TFLOPS"),
-		sim(MetricFP16GEMM, fp16, "TFLOPS", "FP16 TFLOPS"),
-		sim(MetricD2D, mem, "GB/s", "memory bandwidth"),
+		sim(MetricBF16GEMM, bf16, "TFLOPS", "bf16"),
+		sim(MetricFP16GEMM, fp16, "TFLOPS", "fp16"),
+		sim(MetricD2D, mem, "GB/s", "mem_bw"),
 	}
 
 	pcie := make([]float64, n)
-	var links []string
+	var links []locales.Msg
 	for i, g := range gpus {
 		gen, width := g.PCIeGenMax, g.PCIeWidthMax
-		assumed := ""
+		key := "bench.load.link"
 		if pcieLaneGBps(gen) == 0 || width <= 0 {
-			gen, width, assumed = 4, 16, " (assumed: NVML reported no link)"
+			gen, width, key = 4, 16, "bench.load.link_assumed"
 		}
 		nominal := pcieLaneGBps(gen) * float64(width)
 		pcie[i] = nominal * f
-		link := fmt.Sprintf("PCIe Gen %d x%d%s, %.1f GB/s", gen, width, assumed, nominal)
-		if !slices.Contains(links, link) {
+		link := locales.M(key, gen, width, nominal)
+		if !slices.ContainsFunc(links, func(l locales.Msg) bool { return l.JSON() == link.JSON() }) {
 			links = append(links, link)
 		}
 	}
 	for _, metric := range []string{MetricH2D, MetricD2H} {
-		loads = append(loads, Load{Metric: metric, Tool: LoadSimulated, Status: LoadSimulated,
-			Value: median(pcie), PerGPU: slices.Clone(pcie),
-			Detail: fmt.Sprintf("simulated: nominal %s per direction (no catalogue figure) × %g", strings.Join(links, ", "), f)})
+		l := Load{Metric: metric, Tool: LoadSimulated, Status: LoadSimulated, Value: median(pcie), PerGPU: slices.Clone(pcie)}
+		l.say(locales.M("bench.load.sim_pcie", links, f))
+		loads = append(loads, l)
 	}
 
 	if n > 1 {
 		ar := Load{Metric: MetricAllReduceBus, Tool: LoadSimulated, Status: LoadSimulated}
 		if nvlink > 0 {
 			ar.Value = nvlink / 2 * f
-			ar.Detail = fmt.Sprintf("simulated: nominal NVLink %g GB/s per GPU (both directions), %g per direction × %g", nvlink, nvlink/2, f)
+			ar.say(locales.M("bench.load.sim_nvlink", nvlink, nvlink/2, f))
 		} else {
 			ar.Value = median(pcie)
-			ar.Detail = fmt.Sprintf("simulated: no NVLink; nominal %s per direction × %g", strings.Join(links, ", "), f)
+			ar.say(locales.M("bench.load.sim_no_nvlink", links, f))
 		}
 		loads = append(loads, ar)
 	}

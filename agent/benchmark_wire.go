@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"suanli/gpu"
+	"suanli/locales"
 )
 
 // TaskBenchmark asks the agent to run the benchmark suite on the task's
@@ -48,6 +49,26 @@ type Load struct {
 	Value   float64   `json:"value"`   // per GPU (the node's for all-reduce); median of the timed runs
 	PerGPU  []float64 `json:"per_gpu,omitempty"`
 	Detail  string    `json:"detail,omitempty"`
+	// Msg is Detail as a message ("bench.load." keys), so that the
+	// report reads in the reader's language where the agent wrote it
+	// (a simulated load); a real tool's words are in Detail only.
+	Msg locales.Msg `json:"msg,omitzero"`
+}
+
+// say sets a load's detail: its message, and its English text.
+func (l *Load) say(m locales.Msg) {
+	l.Msg = m
+	l.Detail = m.Text(locales.EN)
+}
+
+// DetailText is the load's detail in lang: its message when it is one
+// the catalogues know (the agent is the provider's word, so only
+// benchmark messages are taken), else the detail as sent.
+func (l Load) DetailText(lang string) string {
+	if l.Msg.Valid("bench.load.") {
+		return l.Msg.Text(lang)
+	}
+	return l.Detail
 }
 
 // Sample is one telemetry reading of one GPU during the run.

@@ -2,12 +2,13 @@ package gpu
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"suanli/locales"
 )
 
 // The names of the health checks, in the order a Verdict lists them.
@@ -65,9 +66,10 @@ type sample struct {
 
 // verdict runs every check on a GPU that NVML answered for.
 func verdict(s sample, at time.Time) Verdict {
-	present := Check{Name: CheckPresent, OK: true, Detail: "present"}
+	present := Check{Name: CheckPresent, OK: true}
+	present.say(locales.M("check.present.ok"))
 	if s.info.PCIBusID != "" {
-		present.Detail = "present at " + s.info.PCIBusID
+		present.say(locales.M("check.present.at", s.info.PCIBusID))
 	}
 	return verdictOf([]Check{
 		present,
@@ -103,24 +105,25 @@ func failed(c Check, at time.Time) Verdict {
 // unread is the detail of a check whose reading NVML did not give: not
 // supported passes silently on parts without the feature; any other error
 // passes too, saying so, because taking a GPU off the market for one
-// failed read would do more harm than the rare fault it might hide.
-func unread(what string, ret nvml.Return) string {
+// failed read would do more harm than the rare fault it might hide. what
+// names the reading ("check.what.…").
+func unread(what string, ret nvml.Return) locales.Msg {
 	if ret == nvml.ERROR_NOT_SUPPORTED {
-		return what + " not supported on this GPU"
+		return locales.M("check.unsupported", locales.M(what))
 	}
-	return what + " could not be read: " + ret.Error()
+	return locales.M("check.unreadable", locales.M(what), ret.Error())
 }
 
 func eccCheck(s sample) Check {
 	c := Check{Name: CheckECCUncorrected, OK: true}
 	switch {
 	case s.eccRet != nvml.SUCCESS:
-		c.Detail = unread("ECC (or ECC is off)", s.eccRet)
+		c.say(unread("check.what.ecc", s.eccRet))
 	case s.eccUncorrected > 0:
 		c.OK = false
-		c.Detail = fmt.Sprintf("%d uncorrected volatile ECC error(s) since the last reset", s.eccUncorrected)
+		c.say(locales.M("check.ecc.errors", s.eccUncorrected))
 	default:
-		c.Detail = "0 uncorrected volatile ECC errors"
+		c.say(locales.M("check.ecc.ok"))
 	}
 	return c
 }
@@ -129,15 +132,15 @@ func rowRemapCheck(s sample) Check {
 	c := Check{Name: CheckRowRemap, OK: true}
 	switch {
 	case s.remapRet != nvml.SUCCESS:
-		c.Detail = unread("row remapping", s.remapRet)
+		c.say(unread("check.what.row_remap", s.remapRet))
 	case s.remapFailed:
 		c.OK = false
-		c.Detail = fmt.Sprintf("row remapping failed (%d uncorrectable rows remapped): the GPU needs replacing", s.remapUncorrectable)
+		c.say(locales.M("check.row_remap.failed", s.remapUncorrectable))
 	case s.remapPending:
 		c.OK = false
-		c.Detail = fmt.Sprintf("row remap pending (%d uncorrectable rows): the GPU needs a reset", s.remapUncorrectable)
+		c.say(locales.M("check.row_remap.pending", s.remapUncorrectable))
 	default:
-		c.Detail = fmt.Sprintf("%d correctable, %d uncorrectable rows remapped; none pending", s.remapCorrectable, s.remapUncorrectable)
+		c.say(locales.M("check.row_remap.ok", s.remapCorrectable, s.remapUncorrectable))
 	}
 	return c
 }
@@ -146,12 +149,12 @@ func retiredPagesCheck(s sample) Check {
 	c := Check{Name: CheckRetiredPages, OK: true}
 	switch {
 	case s.retiredRet != nvml.SUCCESS:
-		c.Detail = unread("page retirement", s.retiredRet)
+		c.say(unread("check.what.retired_pages", s.retiredRet))
 	case s.retiredPending == nvml.FEATURE_ENABLED:
 		c.OK = false
-		c.Detail = "retired pages pending: the GPU needs a reset"
+		c.say(locales.M("check.retired_pages.pending"))
 	default:
-		c.Detail = "no retired pages pending"
+		c.say(locales.M("check.retired_pages.ok"))
 	}
 	return c
 }
@@ -162,56 +165,58 @@ func temperatureCheck(s sample) Check {
 	c := Check{Name: CheckTemperature, OK: true}
 	switch {
 	case s.tempRet != nvml.SUCCESS:
-		c.Detail = unread("temperature", s.tempRet)
+		c.say(unread("check.what.temperature", s.tempRet))
 	case s.slowdownRet != nvml.SUCCESS:
-		c.Detail = fmt.Sprintf("%d °C (%s)", s.temp, unread("slowdown threshold", s.slowdownRet))
+		c.say(locales.M("check.temperature.no_threshold", s.temp, unread("check.what.slowdown", s.slowdownRet)))
 	case s.temp >= s.slowdown:
 		c.OK = false
-		c.Detail = fmt.Sprintf("%d °C, at or above the slowdown threshold of %d °C", s.temp, s.slowdown)
+		c.say(locales.M("check.temperature.hot", s.temp, s.slowdown))
 	default:
-		c.Detail = fmt.Sprintf("%d °C, slowdown at %d °C", s.temp, s.slowdown)
+		c.say(locales.M("check.temperature.ok", s.temp, s.slowdown))
 	}
 	return c
 }
 
-// clockReasonNames names the clock-event reasons, for details.
+// clockReasonNames names the clock-event reasons, for details (message
+// keys check.clock.…).
 var clockReasonNames = []struct {
 	bit  uint64
 	name string
 }{
-	{nvml.ClocksThrottleReasonHwSlowdown, "HW slowdown"},
-	{nvml.ClocksThrottleReasonHwThermalSlowdown, "HW thermal slowdown"},
-	{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "HW power brake slowdown"},
-	{nvml.ClocksEventReasonGpuIdle, "GPU idle"},
-	{nvml.ClocksEventReasonApplicationsClocksSetting, "application clocks setting"},
-	{nvml.ClocksEventReasonSwPowerCap, "SW power cap"},
-	{nvml.ClocksEventReasonSyncBoost, "sync boost"},
-	{nvml.ClocksEventReasonSwThermalSlowdown, "SW thermal slowdown"},
-	{nvml.ClocksEventReasonDisplayClockSetting, "display clock setting"},
+	{nvml.ClocksThrottleReasonHwSlowdown, "hw_slowdown"},
+	{nvml.ClocksThrottleReasonHwThermalSlowdown, "hw_thermal"},
+	{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake"},
+	{nvml.ClocksEventReasonGpuIdle, "idle"},
+	{nvml.ClocksEventReasonApplicationsClocksSetting, "app_clocks"},
+	{nvml.ClocksEventReasonSwPowerCap, "sw_power_cap"},
+	{nvml.ClocksEventReasonSyncBoost, "sync_boost"},
+	{nvml.ClocksEventReasonSwThermalSlowdown, "sw_thermal"},
+	{nvml.ClocksEventReasonDisplayClockSetting, "display_clock"},
 }
 
-func reasonNames(bits uint64) string {
-	var names []string
+// reasonNames lists the reasons set in bits, as messages.
+func reasonNames(bits uint64) []locales.Msg {
+	var names []locales.Msg
 	for _, r := range clockReasonNames {
 		if bits&r.bit != 0 {
-			names = append(names, r.name)
+			names = append(names, locales.M("check.clock."+r.name))
 		}
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 func clockEventsCheck(s sample) Check {
 	c := Check{Name: CheckClockEvents, OK: true}
 	switch {
 	case s.reasonsRet != nvml.SUCCESS:
-		c.Detail = unread("clock event reasons", s.reasonsRet)
+		c.say(unread("check.what.clock_events", s.reasonsRet))
 	case s.reasons&hwSlowdown != 0:
 		c.OK = false
-		c.Detail = "hardware is slowing the clocks: " + reasonNames(s.reasons&hwSlowdown)
+		c.say(locales.M("check.clock_events.slowdown", reasonNames(s.reasons&hwSlowdown)))
 	case s.reasons == 0:
-		c.Detail = "no clock events"
+		c.say(locales.M("check.clock_events.none"))
 	default:
-		c.Detail = "no hardware slowdown (" + reasonNames(s.reasons) + ")"
+		c.say(locales.M("check.clock_events.ok", reasonNames(s.reasons)))
 	}
 	return c
 }
@@ -220,20 +225,20 @@ func clockEventsCheck(s sample) Check {
 // maximum generation while the GPU is busy (see pcieBusyPct).
 func pcieCheck(i Info) Check {
 	c := Check{Name: CheckPCIeLink, OK: true}
-	link := fmt.Sprintf("PCIe Gen %d x%d (max Gen %d x%d)", i.PCIeGen, i.PCIeWidth, i.PCIeGenMax, i.PCIeWidthMax)
+	link := locales.M("check.pcie.link", i.PCIeGen, i.PCIeWidth, i.PCIeGenMax, i.PCIeWidthMax)
 	switch {
 	case i.PCIeGenMax == 0 || i.PCIeWidthMax == 0 || i.PCIeGen == 0 || i.PCIeWidth == 0:
-		c.Detail = "PCIe link not reported"
+		c.say(locales.M("check.pcie.unreported"))
 	case i.PCIeWidth < i.PCIeWidthMax:
 		c.OK = false
-		c.Detail = link + ": link narrower than its maximum"
+		c.say(locales.M("check.pcie.narrow", link))
 	case i.PCIeGen < i.PCIeGenMax && i.Telemetry.UtilizationPct >= pcieBusyPct:
 		c.OK = false
-		c.Detail = fmt.Sprintf("%s: link below its maximum generation at %d%% utilisation", link, i.Telemetry.UtilizationPct)
+		c.say(locales.M("check.pcie.slow", link, i.Telemetry.UtilizationPct))
 	case i.PCIeGen < i.PCIeGenMax:
-		c.Detail = link + ": lower generation while idle (power saving)"
+		c.say(locales.M("check.pcie.idle", link))
 	default:
-		c.Detail = link
+		c.say(link)
 	}
 	return c
 }

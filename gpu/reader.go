@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"suanli/locales"
 )
 
 // Options tunes a Reader. The zero value is ready to use.
@@ -166,8 +168,10 @@ func (r *Reader) Verify(uuids []string) map[string]Verdict {
 	r.life.RLock()
 	defer r.life.RUnlock()
 	if msg := r.unavailable(); msg != "" {
+		c := Check{Name: CheckPresent}
+		c.say(locales.M("check.present.unavailable", msg))
 		for _, u := range uuids {
-			out[u] = failed(Check{Name: CheckPresent, Detail: msg}, at)
+			out[u] = failed(c, at)
 		}
 		return out
 	}
@@ -390,7 +394,8 @@ func busID(p nvml.PciInfo) string {
 // it still count (XID 79 usually says why it went).
 func (r *Reader) missing(info Info, ret nvml.Return, at time.Time) Info {
 	info.Telemetry = Telemetry{}
-	present := Check{Name: CheckPresent, Detail: "GPU missing (fallen off the bus?): NVML says " + ret.Error()}
+	present := Check{Name: CheckPresent}
+	present.say(locales.M("check.present.missing", ret.Error()))
 	checks := []Check{present}
 	if info.UUID != "" {
 		if x, ok := r.xidCheckKnown(info.UUID); ok {

@@ -4,7 +4,11 @@
 // go-nvml's own mock servers (pkg/nvml/mock/dgx*).
 package gpu
 
-import "time"
+import (
+	"time"
+
+	"suanli/locales"
+)
 
 // Host is what NVML says about one host. When NVML could not be
 // initialised, InitError says why and GPUs is empty: no other NVML
@@ -60,6 +64,26 @@ type Check struct {
 	Name   string `json:"name"`   // "xid", "ecc_uncorrected", "row_remap", "retired_pages", "temperature", "clock_events", "pcie_link", "present"
 	OK     bool   `json:"ok"`     // false: this check fails the GPU
 	Detail string `json:"detail"` // what was read, e.g. "0 uncorrected volatile ECC errors"
+	// Msg is Detail as a message (a "check." key and its arguments), so
+	// that pages show it in the reader's language. Agents before it was
+	// added send Detail only.
+	Msg locales.Msg `json:"msg,omitzero"`
+}
+
+// say sets what the check read: its message, and its English detail.
+func (c *Check) say(m locales.Msg) {
+	c.Msg = m
+	c.Detail = m.Text(locales.EN)
+}
+
+// Text is the check's detail in lang: its message when it has one the
+// catalogues know (an agent is the provider's word, so only check
+// messages are taken), else its detail as sent.
+func (c Check) Text(lang string) string {
+	if c.Msg.Valid("check.", "xid.") {
+		return c.Msg.Text(lang)
+	}
+	return c.Detail
 }
 
 // Verdict is the health of one GPU: Healthy when every check passed.

@@ -1,12 +1,12 @@
 package gpu
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"suanli/locales"
 )
 
 // DefaultIgnoredXIDs returns the XIDs a Reader ignores unless told
@@ -18,33 +18,17 @@ func DefaultIgnoredXIDs() []int {
 	return []int{13, 31, 43, 45, 68, 109}
 }
 
-// xidNames describes the common XIDs, for details a person reads.
-var xidNames = map[int]string{
-	13:  "graphics engine exception",
-	31:  "GPU memory page fault",
-	43:  "GPU stopped processing",
-	45:  "preemptive cleanup",
-	48:  "double-bit ECC error",
-	61:  "internal micro-controller breakpoint",
-	62:  "internal micro-controller halt",
-	63:  "ECC page retirement or row remapping event",
-	64:  "ECC page retirement or row remapping failure",
-	68:  "video processor exception",
-	74:  "NVLink error",
-	79:  "GPU has fallen off the bus",
-	92:  "high single-bit ECC error rate",
-	94:  "contained ECC error",
-	95:  "uncontained ECC error",
-	109: "context switch timeout",
-	119: "GSP RPC timeout",
-	120: "GSP error",
-}
+// namedXIDs are the common XIDs, described for a person by the messages
+// "xid.N" (e.g. 79: "GPU has fallen off the bus").
+var namedXIDs = []int{13, 31, 43, 45, 48, 61, 62, 63, 64, 68, 74, 79, 92, 94, 95, 109, 119, 120}
 
-func xidName(x int) string {
-	if n, ok := xidNames[x]; ok {
-		return fmt.Sprintf("%d (%s)", x, n)
+// xidName is an XID as a message: its number with what it means where
+// known.
+func xidName(x int) locales.Msg {
+	if slices.Contains(namedXIDs, x) {
+		return locales.M("xid." + strconv.Itoa(x))
 	}
-	return strconv.Itoa(x)
+	return locales.M("xid.other", x)
 }
 
 // xidWatch is the XID event set of one GPU and the XIDs seen on it. Seen
@@ -53,7 +37,7 @@ func xidName(x int) string {
 type xidWatch struct {
 	set nvml.EventSet // nil when the GPU cannot report XID events
 	// unsupported says why set is nil.
-	unsupported string
+	unsupported locales.Msg
 	critical    []int // in the order first seen
 	ignored     []int
 }
@@ -88,27 +72,29 @@ func (w *xidWatch) drain(ignore map[int]bool) {
 
 func (w *xidWatch) check() Check {
 	c := Check{Name: CheckXID, OK: true}
+	var m locales.Msg
 	switch {
 	case w.set == nil:
-		c.Detail = w.unsupported
+		m = w.unsupported
 	case len(w.critical) > 0:
 		c.OK = false
-		c.Detail = "critical XID " + xidList(w.critical) + " seen"
+		m = locales.M("check.xid.critical", xidList(w.critical))
 	default:
-		c.Detail = "no critical XIDs"
+		m = locales.M("check.xid.ok")
 	}
 	if len(w.ignored) > 0 {
-		c.Detail += "; ignored application XID " + xidList(w.ignored)
+		m = locales.M("check.xid.with_ignored", m, xidList(w.ignored))
 	}
+	c.say(m)
 	return c
 }
 
-func xidList(xs []int) string {
-	s := make([]string, len(xs))
+func xidList(xs []int) []locales.Msg {
+	s := make([]locales.Msg, len(xs))
 	for i, x := range xs {
 		s[i] = xidName(x)
 	}
-	return strings.Join(s, ", ")
+	return s
 }
 
 // xidCheck drains the GPU's XID events, registering for them the first
@@ -120,7 +106,9 @@ func (r *Reader) xidCheck(uuid string, dev nvml.Device) Check {
 	if w == nil {
 		w = r.watch(dev)
 		if w == nil {
-			return Check{Name: CheckXID, OK: true, Detail: "XID events not registered yet: the GPU did not answer"}
+			c := Check{Name: CheckXID, OK: true}
+			c.say(locales.M("check.xid.not_registered"))
+			return c
 		}
 		r.watches[uuid] = w
 	}
@@ -146,7 +134,7 @@ func (r *Reader) xidCheckKnown(uuid string) (Check, bool) {
 func (r *Reader) watch(dev nvml.Device) *xidWatch {
 	set, ret := r.lib.EventSetCreate()
 	if ret != nvml.SUCCESS {
-		return &xidWatch{unsupported: "XID events not supported: " + ret.Error()}
+		return &xidWatch{unsupported: locales.M("check.xid.no_events", ret.Error())}
 	}
 	ret = dev.RegisterEvents(nvml.EventTypeXidCriticalError, set)
 	switch ret {
@@ -157,5 +145,5 @@ func (r *Reader) watch(dev nvml.Device) *xidWatch {
 		return nil
 	}
 	set.Free()
-	return &xidWatch{unsupported: "XID events not supported on this GPU: " + ret.Error()}
+	return &xidWatch{unsupported: locales.M("check.xid.unsupported", ret.Error())}
 }
