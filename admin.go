@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/config"
+	"suanli/locales"
 	"suanli/market"
 	"suanli/models"
 )
@@ -167,7 +168,8 @@ func admin(ctx context.Context, args []string) error {
 					return err
 				}
 				// The operator at the console is the system: no user is signed in.
-				return market.Audit(ctx, tx, market.AuditWalletCredit, fmt.Sprintf("org:%d", org), market.Fen(fen), email+": "+reason)
+				return market.Audit(ctx, tx, market.AuditWalletCredit, fmt.Sprintf("org:%d", org), market.Fen(fen), email+": "+reason,
+					locales.M("audit.credit", email, reason))
 			}); err != nil {
 				return err
 			}

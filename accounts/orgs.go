@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/locales"
 	"suanli/market"
 	"suanli/models"
 )
@@ -183,7 +184,8 @@ func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, e
 	}
 	now := s.DB.Now().UTC()
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := market.Audit(ctx, tx, market.AuditMemberInvited, fmt.Sprintf("org:%d", org.ID), nil, email+" as "+role); err != nil {
+		if err := market.Audit(ctx, tx, market.AuditMemberInvited, fmt.Sprintf("org:%d", org.ID), nil, email+" as "+role,
+			locales.M("audit.invited", email, locales.M("role."+role))); err != nil {
 			return err
 		}
 		return s.mailLink(tx, actor.Lang, email, models.EmailToken{Purpose: models.TokenInvite, OrgID: &org.ID, Email: email, Role: role, ExpiresAt: now.Add(InviteTTL)},
@@ -227,7 +229,8 @@ func (s *Service) AcceptInvite(ctx context.Context, u *models.User, token string
 			return err
 		}
 		// Joining grants a role: a permission change.
-		return market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("org:%d", org.ID), nil, fmt.Sprintf("user %d joined as %s (invitation to %s)", u.ID, t.Role, t.Email))
+		return market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("org:%d", org.ID), nil, fmt.Sprintf("user %d joined as %s (invitation to %s)", u.ID, t.Role, t.Email),
+			locales.M("audit.joined", u.ID, locales.M("role."+t.Role), t.Email))
 	})
 	if err != nil {
 		return nil, err
@@ -274,7 +277,8 @@ func (s *Service) RevokeInvitation(ctx context.Context, actor *models.User, orgI
 		if !ok {
 			return apperr.NotFound("invitation")
 		}
-		return market.Audit(ctx, tx, market.AuditInviteRevoked, fmt.Sprintf("org:%d", orgID), nil, fmt.Sprintf("invitation %d", invitationID))
+		return market.Audit(ctx, tx, market.AuditInviteRevoked, fmt.Sprintf("org:%d", orgID), nil, fmt.Sprintf("invitation %d", invitationID),
+			locales.M("audit.invitation", invitationID))
 	})
 }
 
@@ -294,7 +298,8 @@ func (s *Service) RemoveMember(ctx context.Context, actor *models.User, orgID, u
 		if err := models.RemoveMember(tx, orgID, userID); err != nil {
 			return err
 		}
-		return market.Audit(ctx, tx, market.AuditMemberRemoved, fmt.Sprintf("org:%d", orgID), nil, fmt.Sprintf("user %d (%s)", userID, target.Role))
+		return market.Audit(ctx, tx, market.AuditMemberRemoved, fmt.Sprintf("org:%d", orgID), nil, fmt.Sprintf("user %d (%s)", userID, target.Role),
+			locales.M("audit.member_removed", userID, locales.M("role."+target.Role)))
 	})
 }
 
@@ -342,7 +347,11 @@ func (s *Service) Review(ctx context.Context, admin *models.User, orgID int64, a
 		if !approve {
 			action = market.AuditOrgRejected
 		}
-		return market.Audit(ctx, tx, action, fmt.Sprintf("org:%d", orgID), nil, strings.TrimSpace(org.Kind+" "+org.Name+": "+strings.TrimSpace(reason)))
+		msg := locales.M("audit.reviewed", locales.M("org.kind."+org.Kind), org.Name)
+		if r := strings.TrimSpace(reason); r != "" {
+			msg = locales.M("audit.reviewed_because", locales.M("org.kind."+org.Kind), org.Name, r)
+		}
+		return market.Audit(ctx, tx, action, fmt.Sprintf("org:%d", orgID), nil, strings.TrimSpace(org.Kind+" "+org.Name+": "+strings.TrimSpace(reason)), msg)
 	})
 }
 
@@ -407,9 +416,11 @@ func (s *Service) SetOrgsPerDay(ctx context.Context, admin *models.User, userID 
 			return err
 		}
 		detail := fmt.Sprintf("organisations per day: default (%d)", market.DefaultOrgsPerDay)
+		msg := locales.M("audit.orgs_per_day_default", market.DefaultOrgsPerDay)
 		if n != nil {
 			detail = fmt.Sprintf("organisations per day: %d", *n)
+			msg = locales.M("audit.orgs_per_day", *n)
 		}
-		return market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("user:%d", userID), nil, detail)
+		return market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("user:%d", userID), nil, detail, msg)
 	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/locales"
 	"suanli/models"
 )
 
@@ -54,9 +55,11 @@ func AsSystem(ctx context.Context) context.Context {
 
 // Audit appends an entry to the audit log inside tx. The actor and address
 // come from ctx; with none the entry is the system's. amountFen is nil for
-// changes that move no money.
-func Audit(ctx context.Context, tx *gorm.DB, action, subject string, amountFen *int64, detail string) error {
-	return models.AppendAudit(ctx, tx, time.Now(), action, subject, amountFen, detail)
+// changes that move no money. detail is in English (the CSV's) or what a
+// person typed; msg, when given, is the same as a message, so that the
+// audit page says it in the reader's language.
+func Audit(ctx context.Context, tx *gorm.DB, action, subject string, amountFen *int64, detail string, msg ...locales.Msg) error {
+	return models.AppendAudit(ctx, tx, time.Now(), action, subject, amountFen, detail, msg...)
 }
 
 // Fen returns a pointer to amount, for Audit's amountFen.

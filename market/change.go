@@ -9,6 +9,8 @@ import (
 
 	"suanli/agent"
 	"suanli/apperr"
+	"suanli/catalog"
+	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
 )
@@ -177,7 +179,8 @@ func (s *Rentals) Change(ctx context.Context, u *models.User, org *models.Org, m
 		}
 		from, _ := s.DB.OfferByID(ctx, r.OfferID)
 		detail := fmt.Sprintf("%s × %d → %s × %d", from.Offer.GPUModel, r.GPUs, target.GPUModel, next.GPUs)
-		if err := models.AddRentalEvent(tx, id, now, "switch_requested", detail, nil); err != nil {
+		if err := models.AddRentalEvent(tx, id, now, "switch_requested", detail, nil,
+			locales.M("event.switch", catalog.GPUName(from.Offer.GPUModel), r.GPUs, catalog.GPUName(target.GPUModel), next.GPUs)); err != nil {
 			return err
 		}
 		return s.enqueueProvision(ctx, tx, id)

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/agent"
+	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
 )
@@ -50,7 +51,8 @@ func (s *Rentals) Watch(ctx context.Context) (WatchResult, error) {
 				return models.RefreshNodeAvailability(tx, n.ID, now)
 			}
 			if _, err := openIncident(tx, n.ID, 0, models.IncidentNodeSilent,
-				fmt.Sprintf("no heartbeat since %s", n.LastHeartbeatAt.UTC().Format(time.RFC3339)), now); err != nil {
+				fmt.Sprintf("no heartbeat since %s", n.LastHeartbeatAt.UTC().Format(time.RFC3339)), now,
+				locales.M("incident.no_heartbeat", shTime(*n.LastHeartbeatAt))); err != nil {
 				return err
 			}
 			return models.RefreshNodeAvailability(tx, n.ID, now)
@@ -65,14 +67,18 @@ func (s *Rentals) Watch(ctx context.Context) (WatchResult, error) {
 	type hit struct {
 		RentalID int64
 		NodeID   int64
-		GPUID    int64
-		Reasons  string
+		// The tag: gorm would read GPUID from a column "gpuid", leave it 0
+		// and so record every failing GPU as a silent node.
+		GPUID   int64 `gorm:"column:gpu_id"`
+		Reasons string
+		// ReasonsMsg is Reasons as a message (zero for a silent node).
+		ReasonsMsg locales.Msg
 	}
 	var hits []hit
-	if err := s.DB.W.WithContext(ctx).Raw(`SELECT r.id AS rental_id, n.id AS node_id, 0 AS gpu_id, 'node silent' AS reasons
+	if err := s.DB.W.WithContext(ctx).Raw(`SELECT r.id AS rental_id, n.id AS node_id, 0 AS gpu_id, 'node silent' AS reasons, '' AS reasons_msg
 		FROM rentals r JOIN nodes n ON n.id = r.node_id WHERE r.status = 'running' AND n.health = 'silent'
 		UNION ALL
-		SELECT r.id, g.node_id, g.id, g.reasons FROM rentals r JOIN rental_gpus rg ON rg.rental_id = r.id AND rg.released_at IS NULL
+		SELECT r.id, g.node_id, g.id, g.reasons, g.reasons_msg FROM rentals r JOIN rental_gpus rg ON rg.rental_id = r.id AND rg.released_at IS NULL
 		JOIN gpus g ON g.id = rg.gpu_id WHERE r.status = 'running' AND g.health IN ('failing', 'missing')`).Scan(&hits).Error; err != nil {
 		return res, err
 	}
@@ -86,7 +92,14 @@ func (s *Rentals) Watch(ctx context.Context) (WatchResult, error) {
 		if h.GPUID == 0 {
 			kind = models.IncidentNodeSilent
 		}
-		moved, err := s.migrate(ctx, h.RentalID, h.NodeID, h.GPUID, kind, h.Reasons, now)
+		msg := h.ReasonsMsg
+		if msg.IsZero() {
+			msg = locales.M("incident.reason." + kind)
+			if kind == models.IncidentGPUFailing {
+				msg = verbatim(h.Reasons) // a GPU whose reasons were stored as text only
+			}
+		}
+		moved, err := s.migrate(ctx, h.RentalID, h.NodeID, h.GPUID, kind, h.Reasons, msg, now)
 		if err != nil {
 			return res, err
 		}
@@ -178,7 +191,7 @@ func (s *Rentals) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 			return false, err
 		}
 	}
-	_, err := s.Stop(ctx, r.ID, "term ended")
+	_, err := s.Stop(ctx, r.ID, StopTermEnded)
 	return false, err
 }
 
@@ -188,8 +201,9 @@ func (s *Rentals) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 // workload, should it come back) and provisioning looks for a healthy
 // node, where the workload resumes from the same workspace. A rental
 // whose GPUs fail within FreeIfFailsWithin of starting is free: every
-// charge is refunded and nothing more is billed.
-func (s *Rentals) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, kind, reasons string, now time.Time) (bool, error) {
+// charge is refunded and nothing more is billed. reasons are in English,
+// msg the same as a message.
+func (s *Rentals) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, kind, reasons string, msg locales.Msg, now time.Time) (bool, error) {
 	moved := false
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		var r models.Rental
@@ -202,7 +216,7 @@ func (s *Rentals) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 		if err := s.meterOne(tx, &r, now, false); err != nil {
 			return err
 		}
-		inc, err := openIncident(tx, nodeID, gpuID, kind, reasons, now)
+		inc, err := openIncident(tx, nodeID, gpuID, kind, reasons, now, msg)
 		if err != nil {
 			return err
 		}
@@ -221,10 +235,12 @@ func (s *Rentals) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 			return err
 		}
 		detail := fmt.Sprintf("%s on node %d: %s", kind, nodeID, reasons)
+		dmsg := locales.M("event.incident."+kind, nodeLabel(tx, nodeID), msg)
 		if free {
 			detail += fmt.Sprintf(" — within %s of the start: the whole rental is free", FreeIfFailsWithin)
+			dmsg = locales.M("event.incident.free", dmsg, int(FreeIfFailsWithin/time.Minute))
 		}
-		if err := models.AddRentalEvent(tx, r.ID, now, "incident", detail, &inc); err != nil {
+		if err := models.AddRentalEvent(tx, r.ID, now, "incident", detail, &inc, dmsg); err != nil {
 			return err
 		}
 		if err := expireTasks(tx, r.ID, nodeID, now); err != nil {

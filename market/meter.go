@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
 )
@@ -43,9 +44,14 @@ func chargeLegs(r *models.Rental, before, fen int64) []models.Leg {
 
 // postCharge posts one on-demand charge of fen for a rental in tx, before
 // fen having been billed to it already.
-func postCharge(tx *gorm.DB, r *models.Rental, before, fen int64, memo string, now time.Time) error {
-	txn := &models.LedgerTxn{Kind: ChargeKind, Memo: memo, RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
-	return models.Post(tx, txn, chargeLegs(r, before, fen)...)
+func postCharge(tx *gorm.DB, r *models.Rental, before, fen int64, now time.Time) error {
+	return models.Post(tx, chargeTxn(r, now), chargeLegs(r, before, fen)...)
+}
+
+// chargeTxn is the ledger transaction of an on-demand charge.
+func chargeTxn(r *models.Rental, now time.Time) *models.LedgerTxn {
+	return &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), MemoMsg: locales.M("memo.rental", r.ID),
+		RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
 }
 
 // chargeTerm posts the n-th up-front payment of a term rental, once. The
@@ -58,7 +64,7 @@ func (s *Rentals) chargeTerm(tx *gorm.DB, r *models.Rental, now time.Time, n int
 	key := fmt.Sprintf("term/r%d/%d", r.ID, n)
 	price := *r.TermPriceFen
 	txn := &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d: %s term %d", r.ID, r.Term, n), IdemKey: &key,
-		RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
+		MemoMsg: locales.M("memo.term", r.ID, termMsg(r.Term), n), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
 	err := models.Post(tx, txn,
 		models.Leg{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: -price},
 		models.Leg{Kind: models.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: price})
@@ -211,7 +217,7 @@ func (s *Rentals) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final b
 	if err != nil || !claimed || fen == 0 {
 		return err
 	}
-	return postCharge(tx, r, before, fen, fmt.Sprintf("rental #%d", r.ID), now)
+	return postCharge(tx, r, before, fen, now)
 }
 
 // Stop reasons set by the platform.
@@ -219,6 +225,8 @@ const (
 	StopBalance  = "balance exhausted"
 	StopSpendCap = "spending limit reached"
 	StopByUser   = "stopped by the renter"
+	// StopTermEnded: a week or month term ended without renewing.
+	StopTermEnded = "term ended"
 )
 
 // MeterResult counts what one meter pass did.
@@ -324,7 +332,7 @@ func (s *Rentals) meterOnDemand(ctx context.Context) (MeterResult, error) {
 						continue
 					}
 					if fen > 0 {
-						if err := postCharge(tx, r, before, fen, fmt.Sprintf("rental #%d", r.ID), now); err != nil {
+						if err := postCharge(tx, r, before, fen, now); err != nil {
 							return err
 						}
 					}
@@ -333,7 +341,7 @@ func (s *Rentals) meterOnDemand(ctx context.Context) (MeterResult, error) {
 					r.BilledUntil, r.CarryNum, r.BilledFen, r.StopReason = &to, carry, r.BilledFen+fen, cmp.Or(stop, r.StopReason)
 					if fen > 0 {
 						posts = append(posts, models.Posting{
-							Txn:  &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now},
+							Txn:  chargeTxn(r, now),
 							Legs: chargeLegs(r, before, fen)})
 					}
 				}
@@ -450,7 +458,7 @@ func refundRental(tx *gorm.DB, r *models.Rental, now time.Time) error {
 	}
 	key := fmt.Sprintf("rental_refund/r%d", r.ID)
 	err := models.Post(tx, &models.LedgerTxn{Kind: "rental_refund", Memo: fmt.Sprintf("rental #%d: GPUs failed within %s, the rental is free", r.ID, FreeIfFailsWithin),
-		IdemKey: &key, RentalID: &r.ID, CreatedAt: now}, legs...)
+		MemoMsg: locales.M("memo.rental_refund", r.ID, int(FreeIfFailsWithin/time.Minute)), IdemKey: &key, RentalID: &r.ID, CreatedAt: now}, legs...)
 	if errors.Is(err, models.ErrDuplicate) {
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/gpu"
+	"suanli/locales"
 	"suanli/models"
 	"suanli/reqlog"
 )
@@ -224,16 +225,19 @@ func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now tim
 			}
 		}
 		reasons := strings.Join(g.Health.Reasons, "\n")
+		var extra []locales.Msg
 		// A GPU that is not the model the node lists is never rented as it.
 		if m, ok := catalog.GPUModelBySlug(n.GPUModel); ok && !strings.Contains(g.Name, m.NVMLNameContains) {
 			health = models.GPUFailing
 			reasons = strings.TrimSpace(reasons + "\n" + fmt.Sprintf("NVML reports %q, but the node lists %s", g.Name, m.Name))
+			extra = append(extra, locales.M("check.model_mismatch", g.Name, m.Name))
 		}
+		rmsg := reasonsMsg(g.Health, extra...)
 		tel, _ := json.Marshal(g.Telemetry)
 		cur, ok := byIdx[g.Index]
 		if !ok {
 			row := models.GPU{NodeID: n.ID, Idx: g.Index, UUID: g.UUID, GPUModel: n.GPUModel, State: models.GPUFree,
-				Name: g.Name, PCIBusID: g.PCIBusID, MemoryMiB: int64(g.MemoryTotalMiB), Health: health, Reasons: reasons, Telemetry: string(tel), CheckedAt: &now}
+				Name: g.Name, PCIBusID: g.PCIBusID, MemoryMiB: int64(g.MemoryTotalMiB), Health: health, Reasons: reasons, ReasonsMsg: rmsg, Telemetry: string(tel), CheckedAt: &now}
 			if health != models.GPUHealthy {
 				row.State = models.GPUUnhealthy
 			}
@@ -247,21 +251,22 @@ func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now tim
 			continue
 		}
 		up := map[string]any{"uuid": g.UUID, "name": g.Name, "pci_bus_id": g.PCIBusID, "memory_mib": int64(g.MemoryTotalMiB),
-			"health": health, "reasons": reasons, "telemetry": string(tel), "checked_at": now}
+			"health": health, "reasons": reasons, "reasons_msg": rmsg, "telemetry": string(tel), "checked_at": now}
 		if err := tx.Model(&models.GPU{}).Where("id = ?", cur.ID).Updates(up).Error; err != nil {
 			return gpuConflict(err, g)
 		}
-		if err := s.applyGPUHealth(tx, cur, health, reasons, now); err != nil {
+		if err := s.applyGPUHealth(tx, cur, health, reasons, rmsg, now); err != nil {
 			return err
 		}
 	}
 	for idx, g := range byIdx {
 		if !seen[idx] && g.Health != models.GPUMissing {
 			if err := tx.Model(&models.GPU{}).Where("id = ?", g.ID).Updates(map[string]any{
-				"health": models.GPUMissing, "reasons": "not reported by NVML (fallen off the bus?)", "checked_at": now}).Error; err != nil {
+				"health": models.GPUMissing, "reasons": "not reported by NVML (fallen off the bus?)",
+				"reasons_msg": locales.Lines(locales.M("check.not_reported")), "checked_at": now}).Error; err != nil {
 				return err
 			}
-			if err := s.applyGPUHealth(tx, g, models.GPUMissing, "not reported by NVML", now); err != nil {
+			if err := s.applyGPUHealth(tx, g, models.GPUMissing, "not reported by NVML", locales.Lines(locales.M("check.not_reported")), now); err != nil {
 				return err
 			}
 		}
@@ -284,7 +289,8 @@ func gpuConflict(err error, g gpu.Info) error {
 // verdict: a failing GPU that is free becomes unhealthy (a rented one stays
 // busy until the health watch moves its rental off it) and opens an
 // incident; a GPU that passes again is free again and its incident closed.
-func (s *Rentals) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons string, now time.Time) error {
+// reasons are in English, msg the same as a message.
+func (s *Rentals) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons string, msg locales.Msg, now time.Time) error {
 	if health == models.GPUHealthy {
 		if g.Health == models.GPUFailing || g.Health == models.GPUMissing {
 			if err := closeIncidents(tx, g.NodeID, g.ID, models.IncidentGPUFailing, now); err != nil {
@@ -297,7 +303,7 @@ func (s *Rentals) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons str
 		}
 		return nil
 	}
-	if _, err := openIncident(tx, g.NodeID, g.ID, models.IncidentGPUFailing, reasons, now); err != nil {
+	if _, err := openIncident(tx, g.NodeID, g.ID, models.IncidentGPUFailing, reasons, now, msg); err != nil {
 		return err
 	}
 	return tx.Model(&models.GPU{}).Where("id = ? AND state = ?", g.ID, models.GPUFree).Update("state", models.GPUUnhealthy).Error
@@ -309,9 +315,10 @@ func (s *Rentals) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons str
 const FlapWindow = 10 * time.Minute
 
 // openIncident makes sure an incident of the kind is open for the node
-// (and GPU) and returns its id (see models.EnsureIncident and FlapWindow).
-func openIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time) (int64, error) {
-	return models.EnsureIncident(tx, nodeID, gpuID, kind, reasons, now, FlapWindow)
+// (and GPU) and returns its id (see models.EnsureIncident and FlapWindow);
+// msg, when given, is the reasons as a message.
+func openIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time, msg ...locales.Msg) (int64, error) {
+	return models.EnsureIncident(tx, nodeID, gpuID, kind, reasons, now, FlapWindow, msg...)
 }
 
 func closeIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time) error {

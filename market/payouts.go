@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/locales"
 	"suanli/models"
 	"suanli/payments"
 	"suanli/pricing"
@@ -139,12 +140,14 @@ func (p *Payouts) create(ctx context.Context, pr *models.Provider, period string
 		}
 		if offset := min(bal, max(-owed, 0)); offset > 0 {
 			if err := models.Post(tx, &models.LedgerTxn{Kind: ReceivableOffsetKind, CreatedAt: now,
-				Memo: fmt.Sprintf("provider %d: %s owed to the platform offset before the %s payout", pr.ID, FenToYuanString(offset), period)},
+				Memo:    fmt.Sprintf("provider %d: %s owed to the platform offset before the %s payout", pr.ID, FenToYuanString(offset), period),
+				MemoMsg: locales.M("memo.receivable_offset", FenToYuanString(offset), period)},
 				models.Leg{Kind: models.AccProviderPayable, OrgID: pr.ID, AmountFen: -offset},
 				models.Leg{Kind: models.AccProviderReceivable, OrgID: pr.ID, AmountFen: offset}); err != nil {
 				return err
 			}
-			if err := Audit(ctx, tx, AuditPayoutOffset, fmt.Sprintf("provider:%d", pr.ID), Fen(offset), fmt.Sprintf("%s: offset what the provider owed", period)); err != nil {
+			if err := Audit(ctx, tx, AuditPayoutOffset, fmt.Sprintf("provider:%d", pr.ID), Fen(offset), fmt.Sprintf("%s: offset what the provider owed", period),
+				locales.M("audit.payout_offset", period)); err != nil {
 				return err
 			}
 			if bal -= offset; bal == 0 {
@@ -158,7 +161,8 @@ func (p *Payouts) create(ctx context.Context, pr *models.Provider, period string
 		}
 		key := fmt.Sprintf("payout:%d:%s", pr.ID, period)
 		txn := &models.LedgerTxn{Kind: PayoutKind, IdemKey: &key, CreatedAt: now,
-			Memo: fmt.Sprintf("payout #%d to provider %d for %s (%s)", po.ID, pr.ID, period, method)}
+			Memo:    fmt.Sprintf("payout #%d to provider %d for %s (%s)", po.ID, pr.ID, period, method),
+			MemoMsg: locales.M("memo.payout", po.ID, period, locales.M("admin.payout.method."+method))}
 		if err := models.Post(tx, txn,
 			models.Leg{Kind: models.AccProviderPayable, OrgID: pr.ID, AmountFen: -bal},
 			models.Leg{Kind: clearing, AmountFen: bal}); err != nil {
@@ -170,7 +174,8 @@ func (p *Payouts) create(ctx context.Context, pr *models.Provider, period string
 			return err
 		}
 		created = true
-		return Audit(ctx, tx, AuditPayoutCreated, payoutSubject(po.ID), Fen(bal), fmt.Sprintf("provider %d, %s, %s", pr.ID, period, method))
+		return Audit(ctx, tx, AuditPayoutCreated, payoutSubject(po.ID), Fen(bal), fmt.Sprintf("provider %d, %s, %s", pr.ID, period, method),
+			locales.M("audit.payout_created", pr.ID, period, locales.M("admin.payout.method."+method)))
 	})
 	if err != nil && models.IsUniqueViolation(err) {
 		// Another run recorded it between our check and our insert.
@@ -234,7 +239,7 @@ func (p *Payouts) transfer(ctx context.Context, po *models.Payout) error {
 		if err != nil || !ok {
 			return err
 		}
-		return Audit(ctx, tx, AuditPayoutPaid, payoutSubject(po.ID), Fen(po.AmountFen), "stripe transfer "+id)
+		return Audit(ctx, tx, AuditPayoutPaid, payoutSubject(po.ID), Fen(po.AmountFen), "stripe transfer "+id, locales.M("audit.stripe_transfer", id))
 	})
 }
 
@@ -255,7 +260,8 @@ func (p *Payouts) fail(ctx context.Context, payoutID int64, reason string, by *i
 		}
 		key := fmt.Sprintf("payout_return:%d", po.ID)
 		err = models.Post(tx, &models.LedgerTxn{Kind: PayoutReturnKind, IdemKey: &key, CreatedBy: by, CreatedAt: now,
-			Memo: fmt.Sprintf("payout #%d to provider %d failed: %s", po.ID, po.ProviderID, reason)},
+			Memo:    fmt.Sprintf("payout #%d to provider %d failed: %s", po.ID, po.ProviderID, reason),
+			MemoMsg: locales.M("memo.payout_failed", po.ID, reason)},
 			models.Leg{Kind: clearingOf(po), AmountFen: -po.AmountFen},
 			models.Leg{Kind: models.AccProviderPayable, OrgID: po.ProviderID, AmountFen: po.AmountFen})
 		if err != nil && !errors.Is(err, models.ErrDuplicate) {
@@ -289,7 +295,7 @@ func (p *Payouts) MarkPaid(ctx context.Context, admin *models.User, payoutID int
 			map[string]any{"status": models.PayoutPaid, "bank_reference": ref, "paid_by": admin.ID, "paid_at": now}); err != nil {
 			return err
 		}
-		return Audit(ctx, tx, AuditPayoutPaid, payoutSubject(po.ID), Fen(po.AmountFen), "bank reference "+ref)
+		return Audit(ctx, tx, AuditPayoutPaid, payoutSubject(po.ID), Fen(po.AmountFen), "bank reference "+ref, locales.M("provider.earn.bank_ref", ref))
 	})
 }
 
@@ -352,7 +358,7 @@ func (p *Payouts) ConnectOnboard(ctx context.Context, u *models.User, providerID
 			if res.Error != nil || res.RowsAffected == 0 {
 				return res.Error
 			}
-			return Audit(ctx, tx, AuditConnectOnboard, "provider:"+strconv.FormatInt(pr.ID, 10), nil, "Stripe Express account "+id)
+			return Audit(ctx, tx, AuditConnectOnboard, "provider:"+strconv.FormatInt(pr.ID, 10), nil, "Stripe Express account "+id, locales.M("audit.stripe_account", id))
 		})
 		if err != nil {
 			return "", err

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"suanli/agent"
 	"suanli/gpu"
+	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
 )
@@ -123,7 +126,7 @@ func (s *Rentals) provisionStep(ctx context.Context, r *models.Rental) (done boo
 	}
 	if len(gpus) == 0 {
 		// No GPUs held (the last node failed): find another node.
-		return s.nextNode(ctx, r, now, "")
+		return s.nextNode(ctx, r, now, "", locales.Msg{})
 	}
 	nodeID := gpus[0].NodeID
 	uuids := make([]string, len(gpus))
@@ -137,7 +140,8 @@ func (s *Rentals) provisionStep(ctx context.Context, r *models.Rental) (done boo
 	}
 	if vt.Status != models.TaskDone {
 		if now.Sub(vt.CreatedAt) > s.verifyTimeout() {
-			return s.nextNode(ctx, r, now, fmt.Sprintf("node %d did not answer the checks within %s", nodeID, s.verifyTimeout()))
+			return s.nextNode(ctx, r, now, fmt.Sprintf("node %d did not answer the checks within %s", nodeID, s.verifyTimeout()),
+				locales.M("event.verify_timeout", nodeLabel(s.DB.R, nodeID), int(s.verifyTimeout()/time.Second)))
 		}
 		return false, s.waitTask(ctx, vt.ID), nil
 	}
@@ -153,14 +157,16 @@ func (s *Rentals) provisionStep(ctx context.Context, r *models.Rental) (done boo
 	}
 	if lt.Status != models.TaskDone {
 		if now.Sub(lt.CreatedAt) > s.launchTimeout() {
-			return s.nextNode(ctx, r, now, fmt.Sprintf("node %d did not launch within %s", nodeID, s.launchTimeout()))
+			return s.nextNode(ctx, r, now, fmt.Sprintf("node %d did not launch within %s", nodeID, s.launchTimeout()),
+				locales.M("event.launch_timeout", nodeLabel(s.DB.R, nodeID), int(s.launchTimeout()/time.Second)))
 		}
 		return false, s.waitTask(ctx, lt.ID), nil
 	}
 	var lres agent.Result
 	_ = json.Unmarshal([]byte(lt.Result), &lres)
 	if !lres.OK || lres.Access == nil {
-		return s.nextNode(ctx, r, now, fmt.Sprintf("launch failed on node %d: %s", nodeID, lres.Error))
+		return s.nextNode(ctx, r, now, fmt.Sprintf("launch failed on node %d: %s", nodeID, lres.Error),
+			locales.M("event.launch_failed", nodeLabel(s.DB.R, nodeID), verbatim(lres.Error)))
 	}
 	return true, 0, s.markRunning(ctx, r, nodeID, vres, lres, vt, now)
 }
@@ -215,21 +221,24 @@ func (s *Rentals) waitTask(ctx context.Context, taskID int64) time.Duration {
 // rental's GPUs released, and another node tried.
 func (s *Rentals) failChecks(ctx context.Context, r *models.Rental, nodeID int64, res agent.Result, now time.Time) (bool, time.Duration, error) {
 	var reasons []string
+	failing := map[string]locales.Msg{} // by GPU UUID
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		for uuid, v := range res.Verdicts {
 			if v.Healthy {
 				continue
 			}
 			reasons = append(reasons, uuid+": "+strings.Join(v.Reasons, "; "))
+			msg := reasonsMsg(v)
+			failing[uuid] = msg
 			var g models.GPU
 			if err := tx.Where("uuid = ?", uuid).First(&g).Error; err != nil {
 				continue
 			}
 			if err := tx.Model(&models.GPU{}).Where("id = ?", g.ID).Updates(map[string]any{
-				"health": models.GPUFailing, "reasons": strings.Join(v.Reasons, "\n"), "checked_at": now}).Error; err != nil {
+				"health": models.GPUFailing, "reasons": strings.Join(v.Reasons, "\n"), "reasons_msg": msg, "checked_at": now}).Error; err != nil {
 				return err
 			}
-			if _, err := openIncident(tx, nodeID, g.ID, models.IncidentGPUFailing, strings.Join(v.Reasons, "\n"), now); err != nil {
+			if _, err := openIncident(tx, nodeID, g.ID, models.IncidentGPUFailing, strings.Join(v.Reasons, "\n"), now, msg); err != nil {
 				return err
 			}
 		}
@@ -240,10 +249,17 @@ func (s *Rentals) failChecks(ctx context.Context, r *models.Rental, nodeID int64
 	}
 	sort.Strings(reasons)
 	why := fmt.Sprintf("NVML checks failed on node %d: %s", nodeID, strings.Join(reasons, " | "))
+	uuids := slices.Sorted(maps.Keys(failing))
+	gpus := make([]locales.Msg, len(uuids))
+	for i, u := range uuids {
+		gpus[i] = locales.M("event.gpu_reasons", u, failing[u])
+	}
+	whyMsg := locales.M("rental.detail.node_failed", nodeLabel(s.DB.R, nodeID), locales.Lines(gpus...))
 	if res.Error != "" && len(reasons) == 0 {
 		why = fmt.Sprintf("NVML checks failed on node %d: %s", nodeID, res.Error)
+		whyMsg = locales.M("rental.detail.node_failed", nodeLabel(s.DB.R, nodeID), verbatim(res.Error))
 	}
-	return s.nextNode(ctx, r, now, why)
+	return s.nextNode(ctx, r, now, why, whyMsg)
 }
 
 // nextNode releases the rental's GPUs (telling the old node to stop
@@ -251,7 +267,8 @@ func (s *Rentals) failChecks(ctx context.Context, r *models.Rental, nodeID int64
 // same provider, datacentre and model that the rental has not tried. With
 // none left, a provisioning rental fails (nothing was charged) and a
 // migrating one stops.
-func (s *Rentals) nextNode(ctx context.Context, r *models.Rental, now time.Time, why string) (bool, time.Duration, error) {
+// why is in English, whyMsg the same as a message.
+func (s *Rentals) nextNode(ctx context.Context, r *models.Rental, now time.Time, why string, whyMsg locales.Msg) (bool, time.Duration, error) {
 	var settled bool
 	var wake []int64
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -264,7 +281,7 @@ func (s *Rentals) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 			return nil
 		}
 		if why != "" {
-			if err := models.AddRentalEvent(tx, r.ID, now, "node_failed", why, nil); err != nil {
+			if err := models.AddRentalEvent(tx, r.ID, now, "node_failed", why, nil, whyMsg); err != nil {
 				return err
 			}
 		}
@@ -321,13 +338,16 @@ func (s *Rentals) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		settled = true
 		if cur.Status == models.RentalProvisioning {
 			reason := "no node passed the NVML checks; nothing was charged"
+			msg := locales.M("rental.detail.none_passed")
 			if why != "" {
 				reason = why + "; no other node passed the checks; nothing was charged"
+				msg = locales.M("event.failed_after", whyMsg)
 			}
-			if _, err := setStatus(tx, r.ID, models.RentalFailed, now, []string{models.RentalProvisioning}, map[string]any{"failure": reason, "stopped_at": now}); err != nil {
+			if _, err := setStatus(tx, r.ID, models.RentalFailed, now, []string{models.RentalProvisioning},
+				map[string]any{"failure": reason, "failure_msg": msg, "stopped_at": now}); err != nil {
 				return err
 			}
-			return models.AddRentalEvent(tx, r.ID, now, "failed", reason, nil)
+			return models.AddRentalEvent(tx, r.ID, now, "failed", reason, nil, msg)
 		}
 		// Migrating with nowhere to go: the rental stops; the downtime was never billed.
 		if err := s.endDowntime(tx, &cur, now); err != nil {
@@ -337,7 +357,7 @@ func (s *Rentals) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 			map[string]any{"stopped_at": now, "stop_reason": "no healthy node to move to"}); err != nil {
 			return err
 		}
-		return models.AddRentalEvent(tx, r.ID, now, "stopped", "no healthy node to move to", nil)
+		return models.AddRentalEvent(tx, r.ID, now, "stopped", "no healthy node to move to", nil, locales.M("rental.stop_reason.no_node"))
 	})
 	for _, n := range wake {
 		s.Hub.Signal(nodeKey(n))
@@ -408,11 +428,12 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 				}
 				stopTerm = true
 				why := "the balance did not cover the term's price; nothing was charged"
+				msg := locales.M("event.term_unpaid")
 				if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"status": models.RentalFailed, "ends_at": nil,
-					"failure": why, "stopped_at": now, "updated_at": now}).Error; err != nil {
+					"failure": why, "failure_msg": msg, "stopped_at": now, "updated_at": now}).Error; err != nil {
 					return err
 				}
-				if err := models.AddRentalEvent(tx, r.ID, now, "failed", why, nil); err != nil {
+				if err := models.AddRentalEvent(tx, r.ID, now, "failed", why, nil, msg); err != nil {
 					return err
 				}
 				// Give the GPUs back and stop what was launched, in the same transaction.
@@ -428,7 +449,8 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 			kind = "migrated"
 		}
 		p, t := (&Checks{Verdicts: vres.Verdicts}).Passed()
-		return models.AddRentalEvent(tx, r.ID, now, kind, fmt.Sprintf("node %d; %d of %d NVML checks passed", nodeID, p, t), nil)
+		return models.AddRentalEvent(tx, r.ID, now, kind, fmt.Sprintf("node %d; %d of %d NVML checks passed", nodeID, p, t), nil,
+			locales.M("rental.detail.checks", nodeLabel(tx, nodeID), p, t))
 	})
 	if err != nil {
 		return err

@@ -20,6 +20,8 @@ import (
 
 	"suanli/agent"
 	"suanli/apperr"
+	"suanli/catalog"
+	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
 )
@@ -229,7 +231,8 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		if err := reserveGPUs(tx, r, o.NodeID, o.GPUModel, now); err != nil {
 			return err
 		}
-		if err := models.AddRentalEvent(tx, r.ID, now, "requested", fmt.Sprintf("%d × %s", r.GPUs, o.GPUModel), nil); err != nil {
+		if err := models.AddRentalEvent(tx, r.ID, now, "requested", fmt.Sprintf("%d × %s", r.GPUs, o.GPUModel), nil,
+			locales.M("event.requested", catalog.GPUName(o.GPUModel), r.GPUs)); err != nil {
 			return err
 		}
 		return s.enqueueProvision(ctx, tx, r.ID)

@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
 )
@@ -291,7 +292,8 @@ func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (
 			if err := models.SetSLACreditTxn(tx, row.ID, txnID); err != nil {
 				return err
 			}
-			if err := Audit(ctx, tx, AuditSLACredit, fmt.Sprintf("rental:%d", r.ID), Fen(c.CreditFen), fmt.Sprintf("%s: uptime %.4f%%, %d%% credit; provider %d pays", month, c.UptimePct, c.CreditPct, r.ProviderID)); err != nil {
+			if err := Audit(ctx, tx, AuditSLACredit, fmt.Sprintf("rental:%d", r.ID), Fen(c.CreditFen), fmt.Sprintf("%s: uptime %.4f%%, %d%% credit; provider %d pays", month, c.UptimePct, c.CreditPct, r.ProviderID),
+				locales.M("audit.sla_credit", month, c.UptimePct, c.CreditPct, r.ProviderID)); err != nil {
 				return err
 			}
 			credits++
@@ -308,7 +310,8 @@ func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (
 func postSLACredit(tx *gorm.DB, r *models.Rental, c *SLAComputation, now time.Time) (int64, error) {
 	key := fmt.Sprintf("sla/r%d/%s", r.ID, c.Period)
 	txn := &models.LedgerTxn{Kind: SLACreditKind, IdemKey: &key, RentalID: &r.ID, CreatedAt: now,
-		Memo: fmt.Sprintf("rental #%d: SLA credit for %s (%s tier, uptime %.4f%%, %d%%)", r.ID, c.Period, c.Tier.Name, c.UptimePct, c.CreditPct)}
+		Memo:    fmt.Sprintf("rental #%d: SLA credit for %s (%s tier, uptime %.4f%%, %d%%)", r.ID, c.Period, c.Tier.Name, c.UptimePct, c.CreditPct),
+		MemoMsg: locales.M("memo.sla_credit", r.ID, c.Period, locales.M("sla.tier."+c.Tier.Name), c.UptimePct, c.CreditPct)}
 	// The provider pays from its payable; what a payout already took is
 	// owed and offset by the next payout (the payable never goes negative).
 	debit, err := providerDebitLegs(tx, r.ProviderID, c.CreditFen)

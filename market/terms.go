@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
 )
@@ -100,7 +101,8 @@ func (s *Rentals) EarnTerms(ctx context.Context) (n int, fen int64, err error) {
 					continue // another pass moved it first
 				}
 				posts = append(posts, models.Posting{
-					Txn:  &models.LedgerTxn{Kind: TermEarnedKind, Memo: fmt.Sprintf("rental #%d: %s term earned", r.ID, r.Term), RentalID: &r.ID, CreatedAt: now},
+					Txn: &models.LedgerTxn{Kind: TermEarnedKind, Memo: fmt.Sprintf("rental #%d: %s term earned", r.ID, r.Term),
+						MemoMsg: locales.M("memo.term_earned", r.ID, termMsg(r.Term)), RentalID: &r.ID, CreatedAt: now},
 					Legs: earnLegs(r, r.EarnedFen, d)})
 				n++
 				fen += d

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"suanli/apperr"
+	"suanli/locales"
 	"suanli/models"
 	"suanli/payments"
 )
@@ -257,7 +258,8 @@ func fulfil(ctx context.Context, tx *gorm.DB, t *models.Topup, amount int64, fro
 	if err := tx.Model(t).Updates(updates).Error; err != nil {
 		return err
 	}
-	return Audit(ctx, tx, AuditTopupConfirmed, fmt.Sprintf("topup:%d", t.ID), Fen(amount), fmt.Sprintf("%s %s to org %d via %s", t.Method, t.Reference, t.OrgID, from))
+	return Audit(ctx, tx, AuditTopupConfirmed, fmt.Sprintf("topup:%d", t.ID), Fen(amount), fmt.Sprintf("%s %s to org %d via %s", t.Method, t.Reference, t.OrgID, from),
+		locales.M("audit.topup_confirmed", locales.M("audit.method."+t.Method), t.Reference, t.OrgID))
 }
 
 // ConfirmBankTransfer is a platform admin recording that a bank transfer
@@ -283,12 +285,17 @@ func (w *Wallet) ConfirmBankTransfer(ctx context.Context, admin *models.User, to
 
 // CreditPromo posts a promotional credit to an organisation's wallet: a
 // ledger transaction like any other, never refundable as cash. A non-nil
-// key makes it once-only.
-func CreditPromo(tx *gorm.DB, orgID, fen int64, kind, reason string, key *string, by *int64, now time.Time) error {
+// key makes it once-only. reason is the memo as typed, or in English with
+// msg the same as a message.
+func CreditPromo(tx *gorm.DB, orgID, fen int64, kind, reason string, key *string, by *int64, now time.Time, msg ...locales.Msg) error {
 	if fen <= 0 {
 		return invalid("fen", "err.amount")
 	}
-	return models.Post(tx, &models.LedgerTxn{Kind: kind, Memo: reason, IdemKey: key, CreatedBy: by, CreatedAt: now},
+	txn := &models.LedgerTxn{Kind: kind, Memo: reason, IdemKey: key, CreatedBy: by, CreatedAt: now}
+	if len(msg) > 0 {
+		txn.MemoMsg = msg[0]
+	}
+	return models.Post(tx, txn,
 		models.Leg{Kind: models.AccPromoCredit, AmountFen: -fen},
 		models.Leg{Kind: models.AccWallet, OrgID: orgID, AmountFen: fen})
 }
@@ -358,7 +365,8 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 				models.Leg{Kind: clearing, AmountFen: part}); err != nil {
 				return err
 			}
-			if err := Audit(ctx, tx, AuditRefundAsked, fmt.Sprintf("refund:%d", r.ID), Fen(part), fmt.Sprintf("org %d, %s payment %s", orgID, t.Method, t.Reference)); err != nil {
+			if err := Audit(ctx, tx, AuditRefundAsked, fmt.Sprintf("refund:%d", r.ID), Fen(part), fmt.Sprintf("org %d, %s payment %s", orgID, t.Method, t.Reference),
+				locales.M("audit.refund_asked", orgID, locales.M("audit.method."+t.Method), t.Reference)); err != nil {
 				return err
 			}
 			if err := tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("refunded_fen", gorm.Expr("refunded_fen + ?", part)).Error; err != nil {
@@ -412,7 +420,7 @@ func (w *Wallet) refundAtStripe(ctx context.Context, r *models.Refund) error {
 			Updates(map[string]any{"status": "done", "stripe_refund_id": id, "done_at": done}).Error; err != nil {
 			return err
 		}
-		return Audit(ctx, tx, AuditRefundPaid, fmt.Sprintf("refund:%d", r.ID), Fen(r.AmountFen), "stripe "+id)
+		return Audit(ctx, tx, AuditRefundPaid, fmt.Sprintf("refund:%d", r.ID), Fen(r.AmountFen), "stripe "+id, locales.M("audit.refund_stripe", id))
 	}); err != nil {
 		return err
 	}
@@ -447,6 +455,6 @@ func (w *Wallet) SettleRefund(ctx context.Context, admin *models.User, refundID 
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}
-		return Audit(ctx, tx, AuditRefundPaid, fmt.Sprintf("refund:%d", r.ID), Fen(r.AmountFen), "bank transfer")
+		return Audit(ctx, tx, AuditRefundPaid, fmt.Sprintf("refund:%d", r.ID), Fen(r.AmountFen), "bank transfer", locales.M("audit.refund_bank"))
 	})
 }

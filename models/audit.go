@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"suanli/locales"
 )
 
 // actorKey is the context key under which the acting user travels.
@@ -33,9 +35,14 @@ func ActorFrom(ctx context.Context) (Actor, bool) {
 
 // AppendAudit appends one entry to the audit log in tx, so that it commits
 // or rolls back with the change it records. The actor and address come
-// from ctx (none: the system). The table refuses updates and deletes.
-func AppendAudit(ctx context.Context, tx *gorm.DB, now time.Time, action, subject string, amountFen *int64, detail string) error {
+// from ctx (none: the system). detail is English (the CSV's); msg, when
+// given, is the same as a message for the audit page. The table refuses
+// updates and deletes.
+func AppendAudit(ctx context.Context, tx *gorm.DB, now time.Time, action, subject string, amountFen *int64, detail string, msg ...locales.Msg) error {
 	e := AuditEntry{At: now.UTC(), Action: action, Subject: subject, AmountFen: amountFen, Detail: detail}
+	if len(msg) > 0 {
+		e.DetailMsg = msg[0]
+	}
 	if a, ok := ActorFrom(ctx); ok {
 		id := a.UserID
 		e.ActorID = &id

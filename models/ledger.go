@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"suanli/apperr"
+	"suanli/locales"
 )
 
 // Ledger account kinds.
@@ -77,9 +78,12 @@ type LedgerAccount struct {
 
 // LedgerTxn is one balanced money movement.
 type LedgerTxn struct {
-	ID        int64
-	Kind      string
-	Memo      string
+	ID   int64
+	Kind string
+	Memo string // English, as the API and the CSV show it
+	// MemoMsg is Memo as a message, for the reader's language (zero: Memo
+	// is shown as it is: a reference, or what an admin typed).
+	MemoMsg   locales.Msg `gorm:"column:memo_msg"`
 	IdemKey   *string
 	TopupID   *int64
 	RentalID  *int64
@@ -350,13 +354,14 @@ func (db *DB) WalletBalance(ctx context.Context, orgID int64) (int64, error) {
 
 // LedgerLine is one wallet entry with its transaction.
 type LedgerLine struct {
-	EntryID   int64     `json:"id"`
-	TxnID     int64     `json:"txn_id"`
-	Kind      string    `json:"kind"`
-	Memo      string    `json:"memo"`
-	AmountFen int64     `json:"amount_fen"`
-	TopupID   *int64    `json:"topup_id"`
-	CreatedAt time.Time `json:"created_at"`
+	EntryID   int64       `json:"id"`
+	TxnID     int64       `json:"txn_id"`
+	Kind      string      `json:"kind"`
+	Memo      string      `json:"memo"`
+	MemoMsg   locales.Msg `json:"-"`
+	AmountFen int64       `json:"amount_fen"`
+	TopupID   *int64      `json:"topup_id"`
+	CreatedAt time.Time   `json:"created_at"`
 }
 
 // LedgerFilter narrows a wallet's ledger.
@@ -371,7 +376,7 @@ type LedgerFilter struct {
 // WalletLedger returns an organisation's wallet entries, newest first.
 func (db *DB) WalletLedger(ctx context.Context, orgID int64, f LedgerFilter) ([]LedgerLine, error) {
 	q := db.walletLedgerQuery(ctx, orgID, f).
-		Select("e.id AS entry_id, e.txn_id, t.kind, t.memo, e.amount_fen, t.topup_id, e.created_at").Order("e.id DESC")
+		Select("e.id AS entry_id, e.txn_id, t.kind, t.memo, t.memo_msg, e.amount_fen, t.topup_id, e.created_at").Order("e.id DESC")
 	if f.Limit > 0 {
 		q = q.Limit(f.Limit)
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"suanli/locales"
 )
 
 // RefreshNodeAvailability recomputes, in tx, the available GPUs of the
@@ -33,7 +35,7 @@ func RefreshNodeAvailability(tx *gorm.DB, nodeID int64, now time.Time) error {
 // before now, opened again (a verdict that flips back and forth is one
 // outage, from its first failure to its last recovery, not a row per
 // flip); else a new one.
-func EnsureIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time, reopenWithin time.Duration) (int64, error) {
+func EnsureIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time, reopenWithin time.Duration, msg ...locales.Msg) (int64, error) {
 	var inc Incident
 	err := tx.Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).First(&inc).Error
 	if err == nil {
@@ -53,6 +55,9 @@ func EnsureIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now 
 		}
 	}
 	inc = Incident{NodeID: nodeID, GPUID: gpuID, Kind: kind, Reasons: reasons, OpenedAt: now}
+	if len(msg) > 0 {
+		inc.ReasonsMsg = msg[0]
+	}
 	return inc.ID, tx.Create(&inc).Error
 }
 

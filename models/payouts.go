@@ -1,6 +1,10 @@
 package models
 
-import "time"
+import (
+	"time"
+
+	"suanli/locales"
+)
 
 // Payout statuses and methods.
 const (
@@ -40,7 +44,10 @@ type AuditEntry struct {
 	Action    string
 	Subject   string
 	AmountFen *int64
-	Detail    string
+	Detail    string // English (the CSV's), or what a person typed
+	// DetailMsg is Detail as a message, for the reader's language (zero:
+	// Detail is shown as it is).
+	DetailMsg locales.Msg `gorm:"column:detail_msg"`
 }
 
 // TableName is the audit table's name.

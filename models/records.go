@@ -1,6 +1,10 @@
 package models
 
-import "time"
+import (
+	"time"
+
+	"suanli/locales"
+)
 
 // GPUModelRecord is the catalogue row for a GPU model; the catalogue package
 // is the source and SyncCatalog keeps the table equal to it.
@@ -177,10 +181,13 @@ type GPU struct {
 	PCIBusID  string `gorm:"column:pci_bus_id"`
 	MemoryMiB int64  `gorm:"column:memory_mib"`
 	// Health is GPUHealthUnknown, GPUHealthy, GPUFailing or GPUMissing.
-	Health    string
-	Reasons   string // failing checks, one per line
-	Telemetry string // JSON gpu.Telemetry
-	CheckedAt *time.Time
+	Health  string
+	Reasons string // failing checks, one per line
+	// ReasonsMsg is Reasons as a message (a list of the failing checks'),
+	// for the reader's language; zero when none was stored.
+	ReasonsMsg locales.Msg `gorm:"column:reasons_msg"`
+	Telemetry  string      // JSON gpu.Telemetry
+	CheckedAt  *time.Time
 }
 
 // GPU health values (from the agent's NVML verdict).

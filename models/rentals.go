@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/locales"
 )
 
 // Rental statuses: pending → provisioning → running → stopping → stopped,
@@ -50,9 +51,12 @@ type Rental struct {
 	AutoRenew          bool
 	// Access is JSON agent.Access once launched; Checks is JSON of the
 	// NVML checks that passed before the GPUs were handed over.
-	Access     string
-	Checks     string
-	Failure    string
+	Access  string
+	Checks  string
+	Failure string
+	// FailureMsg is Failure as a message (zero for rentals that failed
+	// before it was stored).
+	FailureMsg locales.Msg `gorm:"column:failure_msg"`
 	StopReason string
 	Attempts   int
 	// Billing state: see the migration.
@@ -121,22 +125,28 @@ const (
 
 // Incident is a node gone silent or a GPU failing its checks.
 type Incident struct {
-	ID       int64
-	NodeID   int64
-	GPUID    int64 `gorm:"column:gpu_id"` // 0 for the whole node
-	Kind     string
-	Reasons  string
-	OpenedAt time.Time
-	ClosedAt *time.Time
+	ID      int64
+	NodeID  int64
+	GPUID   int64 `gorm:"column:gpu_id"` // 0 for the whole node
+	Kind    string
+	Reasons string
+	// ReasonsMsg is Reasons as a message, for the reader's language
+	// (zero for incidents recorded before it was stored).
+	ReasonsMsg locales.Msg `gorm:"column:reasons_msg"`
+	OpenedAt   time.Time
+	ClosedAt   *time.Time
 }
 
 // RentalEvent is one line of a rental's timeline.
 type RentalEvent struct {
-	ID         int64
-	RentalID   int64
-	At         time.Time
-	Kind       string
-	Detail     string
+	ID       int64
+	RentalID int64
+	At       time.Time
+	Kind     string
+	Detail   string // English, as the API shows it
+	// DetailMsg is Detail as a message, for the reader's language (zero:
+	// Detail is shown as it is).
+	DetailMsg  locales.Msg `gorm:"column:detail_msg"`
 	IncidentID *int64
 }
 
@@ -188,9 +198,15 @@ func (db *DB) RentalsOfOrg(ctx context.Context, orgID int64, live bool, limit in
 	return rs, err
 }
 
-// AddRentalEvent appends to a rental's timeline in tx.
-func AddRentalEvent(tx *gorm.DB, rentalID int64, at time.Time, kind, detail string, incident *int64) error {
-	return tx.Create(&RentalEvent{RentalID: rentalID, At: at, Kind: kind, Detail: detail, IncidentID: incident}).Error
+// AddRentalEvent appends to a rental's timeline in tx: detail in English
+// (the API's), and msg, the same as a message for the pages (none when the
+// detail is someone's own words, shown as they are).
+func AddRentalEvent(tx *gorm.DB, rentalID int64, at time.Time, kind, detail string, incident *int64, msg ...locales.Msg) error {
+	e := &RentalEvent{RentalID: rentalID, At: at, Kind: kind, Detail: detail, IncidentID: incident}
+	if len(msg) > 0 {
+		e.DetailMsg = msg[0]
+	}
+	return tx.Create(e).Error
 }
 
 // SQLTx returns the *sql.Tx under a gorm transaction, for River's InsertTx.
