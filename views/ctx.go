@@ -61,6 +61,10 @@ func (c Ctx) CSRFToken() string {
 // T translates key into the reader's language.
 func (c Ctx) T(key string, args ...any) string { return locales.T(c.Lang, key, args...) }
 
+// Msg renders a stored message in the reader's language, or fallback (the
+// record's stored text) when the record has no message.
+func (c Ctx) Msg(m locales.Msg, fallback string) string { return m.Or(c.Lang, fallback) }
+
 // N translates a message about count things: with count 1 it uses the
 // key's ".one" form where the language has one. count is the first argument.
 func (c Ctx) N(key string, count int, args ...any) string {

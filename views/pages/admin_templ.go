@@ -1657,9 +1657,9 @@ func AdminPage(vc views.Ctx, vm AdminVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var105 string
-					templ_7745c5c3_Var105, templ_7745c5c3_Err = templ.JoinStringErrs(in.Kind)
+					templ_7745c5c3_Var105, templ_7745c5c3_Err = templ.JoinStringErrs(labelOr(vc, "provider.incident."+in.Kind, in.Kind))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/admin.templ`, Line: 176, Col: 63}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/admin.templ`, Line: 176, Col: 106}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var105))
 					if templ_7745c5c3_Err != nil {
@@ -1683,9 +1683,9 @@ func AdminPage(vc views.Ctx, vm AdminVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var107 string
-					templ_7745c5c3_Var107, templ_7745c5c3_Err = templ.JoinStringErrs(in.Reasons)
+					templ_7745c5c3_Var107, templ_7745c5c3_Err = templ.JoinStringErrs(vc.Msg(in.ReasonsMsg, in.Reasons))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/admin.templ`, Line: 177, Col: 69}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/admin.templ`, Line: 177, Col: 92}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var107))
 					if templ_7745c5c3_Err != nil {
@@ -5168,9 +5168,9 @@ func AdminAuditPage(vc views.Ctx, vm AdminAuditVM) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var320 string
-				templ_7745c5c3_Var320, templ_7745c5c3_Err = templ.JoinStringErrs(e.Detail)
+				templ_7745c5c3_Var320, templ_7745c5c3_Err = templ.JoinStringErrs(vc.Msg(e.DetailMsg, e.Detail))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/admin.templ`, Line: 571, Col: 62}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/admin.templ`, Line: 571, Col: 83}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var320))
 				if templ_7745c5c3_Err != nil {

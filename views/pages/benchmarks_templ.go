@@ -536,9 +536,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var36 string
-					templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(m.Load.Tool)
+					templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(loadTool(vc, m.Load.Tool))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 73, Col: 20}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 73, Col: 34}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var36))
 					if templ_7745c5c3_Err != nil {
@@ -551,7 +551,7 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 					var templ_7745c5c3_Var37 string
 					templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(m.Load.Version)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 73, Col: 39}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 73, Col: 53}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 					if templ_7745c5c3_Err != nil {
@@ -586,9 +586,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var39 string
-						templ_7745c5c3_Var39, templ_7745c5c3_Err = templ.JoinStringErrs(m.Load.Detail)
+						templ_7745c5c3_Var39, templ_7745c5c3_Err = templ.JoinStringErrs(m.Load.DetailText(vc.Lang))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 78, Col: 26}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 78, Col: 39}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var39))
 						if templ_7745c5c3_Err != nil {
@@ -695,9 +695,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var46 string
-						templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(m.Load.Tool)
+						templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(loadTool(vc, m.Load.Tool))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 93, Col: 45}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 93, Col: 59}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 						if templ_7745c5c3_Err != nil {
@@ -710,7 +710,7 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 						var templ_7745c5c3_Var47 string
 						templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(m.Load.Version)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 93, Col: 64}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 93, Col: 78}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var47))
 						if templ_7745c5c3_Err != nil {
@@ -746,9 +746,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 								return templ_7745c5c3_Err
 							}
 							var templ_7745c5c3_Var49 string
-							templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(m.Load.Tool)
+							templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(loadTool(vc, m.Load.Tool))
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 99, Col: 29}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 99, Col: 43}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var49))
 							if templ_7745c5c3_Err != nil {

@@ -189,7 +189,7 @@ func benchStatusDetail(vc views.Ctx, l agent.Load) string {
 	if l.Detail == "" {
 		return benchStatus(vc, l)
 	}
-	return vc.T("bench.load.with_reason", benchStatus(vc, l), l.Detail)
+	return vc.T("bench.load.with_reason", benchStatus(vc, l), l.DetailText(vc.Lang))
 }
 
 // tools lists the load generators with their versions, once each.
@@ -451,4 +451,13 @@ func benchTempPtr(t *int) string {
 		return "—"
 	}
 	return strconv.Itoa(*t) + " °C"
+}
+
+// loadTool names the tool that measured a load: the simulated agent's in
+// the reader's language, a real tool by its own name.
+func loadTool(vc views.Ctx, tool string) string {
+	if tool == agent.LoadSimulated {
+		return vc.T("bench.simulated")
+	}
+	return tool
 }

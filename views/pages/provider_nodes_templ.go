@@ -1995,7 +1995,7 @@ func ProviderNodePage(vc views.Ctx, vm ProviderNodeVM) templ.Component {
 							return templ_7745c5c3_Err
 						}
 					}
-					for _, l := range reasonLines(in.Reasons) {
+					for _, l := range reasonLines(vc, in.Reasons, in.ReasonsMsg) {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 178, "<span class=\"muted block\">")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
@@ -2700,7 +2700,7 @@ func ProviderNodeLive(vc views.Ctx, vm ProviderNodeVM) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				for _, l := range reasonLines(g.Reasons) {
+				for _, l := range reasonLines(vc, g.Reasons, g.ReasonsMsg) {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 242, "<span class=\"muted block\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"suanli/locales"
 	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
@@ -188,7 +189,10 @@ func (t gpuTelemetry) power() string {
 }
 
 // reasonLines splits a GPU's or incident's reasons (one per line).
-func reasonLines(s string) []string {
+func reasonLines(vc views.Ctx, s string, m locales.Msg) []string {
+	if !m.IsZero() {
+		return m.LinesOf(vc.Lang)
+	}
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
@@ -378,4 +382,18 @@ func lineEnd(vc views.Ctx, t time.Time) string {
 		return vc.T("provider.earn.running")
 	}
 	return shMinute(t)
+}
+
+// latencySource says where a datacentre's latency figure came from: the
+// sources the platform records in the reader's language (a provider's
+// declaration; the demo's published figures, whose source begins
+// "demo"), any other as it was recorded.
+func latencySource(vc views.Ctx, src string) string {
+	switch {
+	case src == market.LatencyDeclared:
+		return vc.T("latency.source.declared")
+	case strings.HasPrefix(src, "demo"):
+		return vc.T("latency.source.demo_row")
+	}
+	return src
 }

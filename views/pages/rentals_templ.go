@@ -2988,9 +2988,9 @@ func RentalPage(vc views.Ctx, vm RentalVM) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var180 string
-						templ_7745c5c3_Var180, templ_7745c5c3_Err = templ.JoinStringErrs(ch.Detail)
+						templ_7745c5c3_Var180, templ_7745c5c3_Err = templ.JoinStringErrs(ch.Text(vc.Lang))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rentals.templ`, Line: 356, Col: 25}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rentals.templ`, Line: 356, Col: 32}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var180))
 						if templ_7745c5c3_Err != nil {
@@ -4024,9 +4024,9 @@ func RentalLive(vc views.Ctx, vm RentalVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var244 string
-			templ_7745c5c3_Var244, templ_7745c5c3_Err = templ.JoinStringErrs(vm.D.Rental.Failure)
+			templ_7745c5c3_Var244, templ_7745c5c3_Err = templ.JoinStringErrs(vc.Msg(vm.D.Rental.FailureMsg, vm.D.Rental.Failure))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rentals.templ`, Line: 489, Col: 102}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rentals.templ`, Line: 489, Col: 134}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var244))
 			if templ_7745c5c3_Err != nil {

@@ -358,6 +358,8 @@ func stopReason(vc views.Ctx, reason string) string {
 		return vc.T("rental.stop_reason.balance")
 	case market.StopSpendCap:
 		return vc.T("rental.stop_reason.limit")
+	case market.StopTermEnded:
+		return vc.T("rental.stop_reason.term_ended")
 	case detailNoNode:
 		return vc.T("rental.stop_reason.no_node")
 	}
@@ -473,6 +475,9 @@ func (vm RentalVM) nodeName(id string) string {
 // the platform's stop reasons); agents' and nodes' own words as they are.
 // It returns "" when the event's label already says it all.
 func (vm RentalVM) eventDetail(vc views.Ctx, e models.RentalEvent) string {
+	if !e.DetailMsg.IsZero() {
+		return e.DetailMsg.Text(vc.Lang)
+	}
 	d := e.Detail
 	switch e.Kind {
 	case "stop_requested":

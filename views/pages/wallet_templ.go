@@ -881,9 +881,9 @@ func WalletPage(vc views.Ctx, vm WalletVM) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var54 string
-				templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs(l.Memo)
+				templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs(memoText(vc, l))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/wallet.templ`, Line: 109, Col: 140}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/wallet.templ`, Line: 109, Col: 149}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var54))
 				if templ_7745c5c3_Err != nil {

@@ -2,7 +2,9 @@ package pages
 
 import (
 	"net/url"
+	"strings"
 
+	"suanli/locales"
 	"suanli/models"
 	"suanli/views"
 )
@@ -74,4 +76,18 @@ func csvQuery(f Form) string {
 		return ""
 	}
 	return "?" + v.Encode()
+}
+
+// memoText is a ledger line's memo in the reader's language: its message,
+// or the stored memo of a line from before messages were stored, unless
+// that only repeats the line's kind ("trial credit" after "Trial credit").
+func memoText(vc views.Ctx, l models.LedgerLine) string {
+	if !l.MemoMsg.IsZero() {
+		return l.MemoMsg.Text(vc.Lang)
+	}
+	kind := "ledger.kind." + l.Kind
+	if strings.EqualFold(strings.TrimSpace(l.Memo), locales.T(locales.EN, kind)) || strings.EqualFold(l.Memo, strings.ReplaceAll(l.Kind, "_", " ")) {
+		return ""
+	}
+	return l.Memo
 }
