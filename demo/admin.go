@@ -39,7 +39,8 @@ func SeedAdmin(ctx context.Context, s *accounts.Service) (Login, error) {
 		return l, err
 	}
 	password := base64.RawURLEncoding.EncodeToString(b)
-	if _, err := s.CreateUser(ctx, AdminEmail, password, "Demo admin", true); err != nil {
+	// A person's name, shown as it is in both languages.
+	if _, err := s.CreateUser(ctx, AdminEmail, password, "周敏", true); err != nil {
 		return l, err
 	}
 	slog.Info("demo admin created: log in at /login to verify labs and read the outbox at /admin", "email", AdminEmail, "password", password)

@@ -21,6 +21,12 @@ const ProviderEmail = "provider@demo.suanli.test"
 // demoProviderSlug is the demo provider the provider user owns.
 const demoProviderSlug = "demo-tianfu-compute"
 
+// The demo provider's contact person and company name.
+const (
+	demoProviderContact = "陈晓"
+	demoProviderCompany = "天府算力 Tianfu Compute"
+)
+
 // SeedProvider creates the demo provider user with a fresh random password,
 // an approved provider organisation, and links the first demo provider to
 // it, and returns the login; if the user exists it says so and changes
@@ -40,11 +46,14 @@ func SeedProvider(ctx context.Context, s *accounts.Service) (Login, error) {
 		return l, err
 	}
 	password := base64.RawURLEncoding.EncodeToString(b)
-	u, err := s.CreateUser(ctx, ProviderEmail, password, "Demo provider", false)
+	// Names are data, shown as they are in both languages: a person's
+	// name and the company's own (Chinese and English) name. The portal
+	// marks the provider as demo data in the reader's language.
+	u, err := s.CreateUser(ctx, ProviderEmail, password, demoProviderContact, false)
 	if err != nil {
 		return l, err
 	}
-	org, err := s.CreateOrg(ctx, u, models.OrgProvider, "天府算力 Tianfu Compute (demo)")
+	org, err := s.CreateOrg(ctx, u, models.OrgProvider, demoProviderCompany)
 	if err != nil {
 		return l, err
 	}
@@ -59,9 +68,9 @@ func SeedProvider(ctx context.Context, s *accounts.Service) (Login, error) {
 			return err
 		}
 		return tx.Model(&models.Provider{}).Where("slug = ? AND org_id IS NULL", demoProviderSlug).Updates(map[string]any{
-			"org_id": org.ID, "contact_name": "Demo provider", "contact_email": ProviderEmail,
+			"org_id": org.ID, "contact_name": demoProviderContact, "contact_email": ProviderEmail,
 			"licence_no": "DEMO-0000000000000000", "bank_name": "示例银行 Example Bank",
-			"bank_account_name": "天府算力 Tianfu Compute (demo)", "bank_account_no": "0000 0000 0000 0000",
+			"bank_account_name": demoProviderCompany, "bank_account_no": "0000 0000 0000 0000",
 		}).Error
 	})
 	if err != nil {

@@ -110,6 +110,10 @@ func (db *DB) CreateMarket(ctx context.Context, s *MarketSeed) error {
 			}
 			n := l.Node
 			n.ProviderID, n.DatacenterID, n.CreatedAt = pid, did, now
+			if n.Health == "" {
+				// The column's default: gorm writes the empty string.
+				n.Health = NodeUnknown
+			}
 			nodes[i] = n
 		}
 		if len(nodes) > 0 {
