@@ -1,0 +1,889 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode"
+
+	"golang.org/x/net/html"
+
+	"suanli/accounts"
+	"suanli/agent"
+	"suanli/dbtest"
+	"suanli/demo"
+	"suanli/gpu"
+	"suanli/handlers"
+	"suanli/locales"
+	"suanli/market"
+	"suanli/models"
+	"suanli/pricing"
+	"suanli/workers"
+)
+
+// Every page a person sees speaks the reader's language, whatever the
+// market has been through: a market with real activity (a renter verified
+// with the trial credit, a bank top-up confirmed and a refund asked for,
+// rentals that ran on simulated agents, were metered, stopped, moved off a
+// failing GPU with an incident and an SLA credit, a week term, a payout
+// paid, a benchmark report, audit entries for all of it) is rendered page
+// by page, every GET route of the route table that answers HTML, as the
+// person who would see it. In Chinese no page shows an English message:
+// neither a message of the English catalogue nor a run of lowercase English
+// words that is not one of the few tokens both languages share. In English
+// no page doubles a label ("Trial credit trial credit").
+func TestEveryPageSpeaksTheReadersLanguage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs rentals on simulated agents")
+	}
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		m := newBusyMarket(t, db)
+		pages := m.pages(t)
+		// A message key missing from a catalogue is shown as the key (and
+		// logged): count them while the pages render.
+		missing := &missingMessages{}
+		prev := slog.Default()
+		slog.SetDefault(slog.New(missing))
+		defer slog.SetDefault(prev)
+		seen := map[string]bool{}
+		for _, lang := range locales.Supported {
+			for _, p := range pages {
+				res, body := p.as.do("GET", p.path, nil, "Accept-Language", lang)
+				if want := cmpOr(p.status, http.StatusOK); res.StatusCode != want {
+					t.Errorf("%s GET %s as %s: %d, want %d: %s", lang, p.path, p.as.name, res.StatusCode, want, snippet(body))
+					continue
+				}
+				if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+					t.Errorf("%s GET %s: %s, want a page", lang, p.path, res.Header.Get("Content-Type"))
+					continue
+				}
+				seen[p.route] = true
+				text := visibleText(t, body)
+				var problems []string
+				if lang == locales.ZH {
+					problems = englishIn(text)
+				} else {
+					problems = doubledLabels(text)
+				}
+				for _, k := range missing.take() {
+					problems = append(problems, "missing message "+k)
+				}
+				for _, pr := range problems {
+					t.Errorf("%s GET %s (as %s): %s", lang, p.path, p.as.name, pr)
+				}
+			}
+		}
+		// Every GET route that a person sees was rendered.
+		for _, r := range m.a.e.Routes() {
+			if r.Method != http.MethodGet || notPages[r.Name] != "" || seen[r.Name] {
+				continue
+			}
+			t.Errorf("GET %s (%s) was not rendered: give it a page in busyMarket.pages or a reason in notPages", r.Path, r.Name)
+		}
+	})
+}
+
+// missingMessages is a log handler that keeps the keys of the "missing
+// message" warnings locales.T logs, and drops everything else.
+type missingMessages struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (h *missingMessages) Enabled(context.Context, slog.Level) bool { return true }
+func (h *missingMessages) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *missingMessages) WithGroup(string) slog.Handler            { return h }
+
+func (h *missingMessages) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "missing message" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "key" {
+			h.mu.Lock()
+			h.keys = append(h.keys, a.Value.String())
+			h.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// take returns the keys logged since the last take.
+func (h *missingMessages) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := h.keys
+	h.keys = nil
+	return k
+}
+
+// notPages are the GET routes that answer no page a person reads, and why.
+var notPages = map[string]string{
+	"lang.switch":                   "a redirect back to the page",
+	"wallet.mine":                   "a redirect to the wallet of the reader's organisation",
+	"wallet.csv":                    "a CSV download (its memo column is the stored English text, for machines)",
+	"admin.audit.csv":               "a CSV download",
+	"provider.statement.csv":        "a CSV download",
+	"provider.connect.return":       "a redirect from Stripe back to the earnings page",
+	"provider.home":                 "a redirect to the provider's dashboard (or the sign-up form, rendered as provider.home for a non-provider)",
+	"api.provider.datacenters.list": "JSON",
+	"api.provider.nodes.list":       "JSON",
+	"api.provider.nodes.show":       "JSON",
+	"api.provider.offers.list":      "JSON",
+	"api.provider.offers.show":      "JSON",
+	"api.openapi":                   "JSON",
+	"api.offers.list":               "JSON",
+	"api.offers.show":               "JSON",
+	"api.offers.quote":              "JSON",
+	"api.me":                        "JSON",
+	"api.wallet":                    "JSON",
+	"api.wallet.ledger":             "JSON",
+	"api.rentals.list":              "JSON",
+	"api.rentals.show":              "JSON",
+	"api.benchmarks.show":           "JSON",
+	"api.nodes.benchmarks":          "JSON",
+	"agent.tasks":                   "the agents' protocol",
+	"ping":                          "the latency probe",
+	"healthz":                       "a probe",
+	"readyz":                        "a probe",
+	"metrics":                       "Prometheus",
+	"static":                        "assets",
+}
+
+// busyMarket is the demo market after some real use.
+type busyMarket struct {
+	a       *app
+	rentals *market.Rentals
+	clock   *shiftClock
+
+	admin, renter, provider, anon *actor
+	// newcomer has signed up and not verified; invitee holds an invitation.
+	newcomer *actor
+
+	offer        models.Offer // the provider's RTX 4090 offer the rentals use
+	termOffer    models.Offer
+	failNode     int64
+	sibling      int64 // the node the failing rental moved to
+	renterOrg    int64
+	teamOrg      int64
+	labOrg       int64
+	topup        int64
+	stopped      int64 // an on-demand rental, metered and stopped
+	moved        int64 // one moved off a failing GPU, with an SLA credit
+	term         int64 // a week term, running
+	failed       int64 // one whose only node failed the NVML checks
+	reportID     int64
+	providerID   int64
+	datacenterID int64
+}
+
+// shiftClock is real time moved forward by hand.
+type shiftClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *shiftClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset).Truncate(time.Microsecond)
+}
+
+func (c *shiftClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset = time.Until(t)
+}
+
+func (c *shiftClock) advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+	return c.Now()
+}
+
+// eventually waits, with a deadline, until cond holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
+	t.Helper()
+	ctx := context.Background()
+	clock := &shiftClock{}
+	// A weekday at 10:00 in Shanghai: peak hours, whenever the suite runs.
+	l := time.Now().In(pricing.Shanghai)
+	start := time.Date(l.Year(), l.Month(), l.Day(), 10, 0, 0, 0, pricing.Shanghai)
+	for start.Weekday() == time.Saturday || start.Weekday() == time.Sunday {
+		start = start.AddDate(0, 0, 1)
+	}
+	clock.set(start)
+	db.Now = clock.Now
+	m := &busyMarket{clock: clock}
+	var h *handlers.Handler
+	m.a = newAppWith(t, db, func(hh *handlers.Handler) {
+		h = hh
+		h.Accounts.TrialCreditFen = 2000
+		h.Rentals.VerifyTimeout, h.Rentals.LaunchTimeout, h.Rentals.SilentAfter = 10*time.Minute, 10*time.Minute, 10*time.Minute
+		q, err := workers.New(h.DB, workers.Options{Work: true, Rentals: h.Rentals, FetchPoll: 50 * time.Millisecond,
+			AvailabilityEvery: time.Hour, MeterEvery: time.Hour, WatchEvery: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Rentals.Jobs = q.Inserter
+		if err := q.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_ = q.Stop(sctx)
+		})
+	})
+	a := m.a
+	m.rentals = h.Rentals
+	// The queue's start-up passes (River runs the periodic jobs once when
+	// it starts) are over before the clock moves.
+	eventually(t, "the start-up health pass", func() bool {
+		var n int64
+		db.R.Raw(`SELECT COUNT(*) FROM river_job WHERE kind = 'watch_health' AND state = 'completed'`).Scan(&n)
+		return n > 0
+	})
+
+	// People: the platform admin, the demo provider's owner, a renter who
+	// signs up in Chinese and verifies (the trial credit), a newcomer who
+	// has not verified yet.
+	adminUser := mustUser(t, db, "ops@suanli.example", "王芳", true)
+	m.admin = loggedIn(a, "admin", adminUser)
+	actx := market.WithActor(ctx, adminUser.ID, "127.0.0.1")
+	login, err := demo.SeedProvider(ctx, h.Accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.provider = loginWith(a, "provider", login.Email, login.Password)
+	m.anon = newActor(a, "anonymous")
+	m.renter = signUpVerified(t, a, "li.lei@example.com", "李雷")
+	m.newcomer = newActor(a, "newcomer")
+	res, body := m.newcomer.post(a.url("auth.signup.post"), url.Values{"email": {"han.meimei@example.com"}, "name": {"韩梅梅"},
+		"password": {testPassword}, "lang": {locales.ZH}}, "Accept-Language", locales.ZH)
+	must(t, res.StatusCode == http.StatusSeeOther || res.StatusCode == http.StatusOK, "sign up the newcomer: %d %s", res.StatusCode, snippet(body))
+	res, body = m.newcomer.post(a.url("auth.login.post"), url.Values{"email": {"han.meimei@example.com"}, "password": {testPassword}})
+	must(t, res.StatusCode == http.StatusSeeOther, "log the newcomer in: %d %s", res.StatusCode, snippet(body))
+
+	renter := m.renter.user
+	orgs, err := db.OrgsOfUser(ctx, renter.ID)
+	must(t, err == nil && len(orgs) == 1, "the renter's organisations: %v %v", orgs, err)
+	org, member := orgs[0].Org, orgs[0].Membership
+	m.renterOrg = org.ID
+	rctx := market.WithActor(ctx, renter.ID, "127.0.0.1")
+
+	// Money in: a bank transfer confirmed by the admin, another pending,
+	// and a refund asked for.
+	tp, _, err := h.Wallet.StartTopup(rctx, renter, org.ID, 100_000, models.MethodBank, locales.ZH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.topup = tp.ID
+	if err := h.Wallet.ConfirmBankTransfer(actx, adminUser, tp.ID, 100_000); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Wallet.StartTopup(rctx, renter, org.ID, 20_000, models.MethodBank, locales.ZH); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Wallet.RequestRefund(rctx, renter, org.ID, 5_000); err != nil {
+		t.Fatal(err)
+	}
+
+	// Organisations: a team with an invitation, a lab the admin approved,
+	// a provider waiting for review.
+	team, err := h.Accounts.CreateOrg(rctx, renter, models.OrgTeam, "星河智能")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.teamOrg = team.ID
+	if err := h.Accounts.Invite(rctx, renter, team.ID, "zhang.wei@example.com", models.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	labOwner := mustUser(t, db, "wang.lab@example.com", "王老师", false)
+	lab, err := h.Accounts.ApplyLab(ctx, labOwner, accounts.LabApplication{Institution: "四川大学", LabName: "视觉计算实验室",
+		Supervisor: "王教授", EmailDomain: "scu.edu.cn", EduEmail: "wang@scu.edu.cn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.labOrg = lab.ID
+	if err := h.Accounts.Review(actx, adminUser, lab.ID, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	applicant := mustUser(t, db, "ops@jinjiang-gpu.example", "赵强", false)
+	if _, err := h.Providers.SignUp(ctx, applicant, market.ProviderProfile{CompanyName: "锦江算力", ContactName: "赵强",
+		ContactPhone: "+86 28 8888 0001", ContactEmail: applicant.Email, LicenceNo: "91510100MA6CXXXX2X"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The provider's nodes: its RTX 4090 node, a sibling of it to move a
+	// rental to, and a V100 node for a week term; each runs a simulated
+	// agent.
+	var pid int64
+	must(t, db.R.Model(&models.Provider{}).Where("slug = ?", demo.DemoProviderSlug).Pluck("id", &pid).Error == nil && pid != 0, "the demo provider")
+	m.providerID = pid
+	m.offer = providerOffer(t, db, pid, "cd-tianfu-swpark", "rtx-4090")
+	m.datacenterID = m.offer.DatacenterID
+	m.termOffer = providerOffer(t, db, pid, "cd-hitech", "v100-32g-sxm2")
+	failOffer := providerOffer(t, db, pid, "cd-tifc", "rtx-4090")
+	m.sibling = addSiblingNode(t, db, m.offer, 4)
+	agents := map[int64]*simAgent{}
+	for _, id := range []int64{m.offer.NodeID, m.sibling, m.termOffer.NodeID, failOffer.NodeID} {
+		agents[id] = runSimulatedAgent(t, a, h.Rentals, id)
+	}
+	heardAfter := func(at time.Time) {
+		t.Helper()
+		for id := range agents {
+			eventually(t, fmt.Sprintf("a heartbeat from node %d", id), func() bool {
+				var n models.Node
+				return db.R.First(&n, id).Error == nil && n.LastHeartbeatAt != nil && !n.LastHeartbeatAt.Before(at)
+			})
+		}
+	}
+	waitStatus := func(id int64, want string) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("rental %d %s", id, want), func() bool { return rentalStatus(t, db, id) == want })
+	}
+	rent := func(o models.Offer, gpus int, term string) int64 {
+		t.Helper()
+		r, err := h.Rentals.Rent(rctx, renter, &org, &member, market.RentInput{OrgID: org.ID, OfferID: o.ID, GPUs: gpus, SLA: "standard",
+			Term: term, SSHPublicKey: testSSHKey(t)})
+		if err != nil {
+			t.Fatalf("rent %d × offer %d (%s): %v", gpus, o.ID, term, err)
+		}
+		return r.ID
+	}
+
+	// An on-demand rental: runs, is metered for 20 minutes, stopped.
+	m.stopped = rent(m.offer, 2, pricing.OnDemand)
+	waitStatus(m.stopped, models.RentalRunning)
+	heardAfter(clock.advance(20 * time.Minute))
+	if _, err := h.Rentals.Meter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Rentals.Stop(rctx, m.stopped, market.StopByUser); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(m.stopped, models.RentalStopped)
+
+	// A week term, paid up front and earned as it runs.
+	m.term = rent(m.termOffer, 1, pricing.Week)
+	waitStatus(m.term, models.RentalRunning)
+
+	// A rental whose GPU fails: an incident, a move to the sibling, an
+	// SLA credit once it has ended.
+	m.moved = rent(m.offer, 1, pricing.OnDemand)
+	waitStatus(m.moved, models.RentalRunning)
+	var held models.GPU
+	if err := db.R.Raw(`SELECT g.* FROM gpus g JOIN rental_gpus rg ON rg.gpu_id = g.id WHERE rg.rental_id = ? AND rg.released_at IS NULL`, m.moved).
+		Scan(&held).Error; err != nil || held.ID == 0 {
+		t.Fatalf("the moved rental's GPU: %v", err)
+	}
+	heardAfter(clock.advance(20 * time.Minute))
+	if _, err := h.Rentals.Meter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fault, err := gpu.ParseFault(fmt.Sprintf("xid:79@%d", held.Idx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agents[m.offer.NodeID].sim.Inject(fault); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the agent reports the GPU failing", func() bool {
+		var g models.GPU
+		return db.R.First(&g, held.ID).Error == nil && (g.Health == models.GPUFailing || g.Health == models.GPUMissing)
+	})
+	// The move waits for the sibling until two minutes have passed: the
+	// downtime the SLA credit makes up for.
+	agents[m.sibling].paused.Store(true)
+	if _, err := h.Rentals.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(m.moved, models.RentalMigrating)
+	var inc models.Incident
+	must(t, db.R.Where("node_id = ?", m.offer.NodeID).Order("id DESC").First(&inc).Error == nil, "no incident on node %d", m.offer.NodeID)
+	must(t, inc.Kind == models.IncidentGPUFailing && inc.GPUID == held.ID, "the failing GPU's incident is %s on GPU %d, want %s on GPU %d",
+		inc.Kind, inc.GPUID, models.IncidentGPUFailing, held.ID)
+	clock.advance(2 * time.Minute)
+	agents[m.sibling].paused.Store(false)
+	waitStatus(m.moved, models.RentalRunning)
+	heardAfter(clock.advance(10 * time.Minute))
+	if _, err := h.Rentals.Meter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Rentals.Stop(rctx, m.moved, market.StopByUser); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(m.moved, models.RentalStopped)
+	if _, err := market.SettleSLA(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var slaTxns int64
+	db.R.Model(&models.LedgerTxn{}).Where("kind = ? AND rental_id = ?", "sla_credit", m.moved).Count(&slaTxns)
+	must(t, slaTxns == 1, "the moved rental got %d SLA credits, want 1", slaTxns)
+
+	// A rental whose only node fails the NVML checks: it fails, and
+	// nothing is charged. The node's agent is dark while its GPUs go bad,
+	// so that they are rented before anyone knows.
+	agents[failOffer.NodeID].paused.Store(true)
+	for _, f := range []string{"ecc@0", "thermal@1"} {
+		fault, err := gpu.ParseFault(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := agents[failOffer.NodeID].sim.Inject(fault); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.failNode = failOffer.NodeID
+	m.failed = rent(failOffer, 2, pricing.OnDemand)
+	agents[failOffer.NodeID].paused.Store(false)
+	waitStatus(m.failed, models.RentalFailed)
+
+	// A benchmark report of the provider's node (simulated).
+	task, err := h.Rentals.RequestBenchmark(ctx, m.sibling, models.BenchOnDemand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the benchmark report", func() bool {
+		var rep models.BenchmarkReport
+		if db.R.Where("task_id = ?", task).First(&rep).Error != nil {
+			return false
+		}
+		m.reportID = rep.ID
+		return true
+	})
+
+	// Last month's payout, paid by bank transfer.
+	period := start.AddDate(0, -1, 0).Format("2006-01")
+	if n, err := h.Payouts.Run(actx, period); err != nil || n == 0 {
+		t.Fatalf("payout run for %s: %d payouts, %v", period, n, err)
+	}
+	var po models.Payout
+	if err := db.R.Where("provider_id = ?", pid).First(&po).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Payouts.MarkPaid(actx, adminUser, po.ID, "CMB-20261201-0001"); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := db.LedgerCheck(ctx)
+	must(t, err == nil && len(problems) == 0, "ledger: %v %v", problems, err)
+	return m
+}
+
+// loginWith returns an actor logged in with an email and password.
+func loginWith(a *app, name, email, password string) *actor {
+	a.t.Helper()
+	ac := newActor(a, name)
+	res, body := ac.post(a.url("auth.login.post"), url.Values{"email": {email}, "password": {password}})
+	must(a.t, res.StatusCode == http.StatusSeeOther, "%s: log in: %d %s", name, res.StatusCode, snippet(body))
+	u, err := a.db.UserByEmail(context.Background(), email)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	ac.user = u
+	return ac
+}
+
+// signUpVerified signs a person up through the sign-up form in Chinese and
+// opens the mailed verification link, as they would.
+func signUpVerified(t *testing.T, a *app, email, name string) *actor {
+	t.Helper()
+	ac := newActor(a, name)
+	res, body := ac.post(a.url("auth.signup.post"), url.Values{"email": {email}, "name": {name}, "password": {testPassword}, "lang": {locales.ZH}},
+		"Accept-Language", locales.ZH)
+	must(t, res.StatusCode == http.StatusSeeOther || res.StatusCode == http.StatusOK, "sign up %s: %d %s", email, res.StatusCode, snippet(body))
+	res, body = ac.do("GET", a.url("auth.verify")+"?token="+mailedToken(t, a.db, email, "/verify"), nil, "Accept-Language", locales.ZH)
+	must(t, res.StatusCode == http.StatusOK || res.StatusCode == http.StatusSeeOther, "verify %s: %d %s", email, res.StatusCode, snippet(body))
+	return loginWith(a, name, email, testPassword)
+}
+
+// providerOffer is a demo provider's offer of a model in a datacentre.
+func providerOffer(t *testing.T, db *models.DB, providerID int64, dc, model string) models.Offer {
+	t.Helper()
+	var o models.Offer
+	err := db.R.Raw(`SELECT o.* FROM offers o JOIN datacenters d ON d.id = o.datacenter_id
+		WHERE o.provider_id = ? AND d.slug = ? AND o.gpu_model = ? ORDER BY o.id LIMIT 1`, providerID, dc, model).Scan(&o).Error
+	if err != nil || o.ID == 0 {
+		t.Fatalf("no offer %s/%s of provider %d: %v", dc, model, providerID, err)
+	}
+	return o
+}
+
+// addSiblingNode adds another node, with its own offer, of the offer's
+// provider, datacentre and model with n free GPUs, and returns its id.
+func addSiblingNode(t *testing.T, db *models.DB, o models.Offer, n int) int64 {
+	t.Helper()
+	var slugs struct{ Provider, Datacenter string }
+	if err := db.R.Raw(`SELECT p.slug AS provider, d.slug AS datacenter FROM providers p, datacenters d WHERE p.id = ? AND d.id = ?`,
+		o.ProviderID, o.DatacenterID).Scan(&slugs).Error; err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("cd-tianfu-swpark-rtx-4090-%02d", 90+n)
+	l := models.Listing{ProviderSlug: slugs.Provider, DatacenterSlug: slugs.Datacenter,
+		Node: models.Node{Name: name, GPUModel: o.GPUModel, Status: "active", Demo: true, Health: models.NodeUnknown, AgentInfo: "{}"}}
+	for i := range n {
+		l.GPUs = append(l.GPUs, models.GPU{Idx: i, UUID: fmt.Sprintf("GPU-5b1b11e0-0000-4000-8000-%06d%06d", o.NodeID, i),
+			GPUModel: o.GPUModel, State: models.GPUFree, Health: models.GPUHealthUnknown, Telemetry: "{}"})
+	}
+	sib := o
+	sib.ID, sib.MaxGPUs, sib.AvailableGPUs = 0, n, n
+	l.Offer = sib
+	if err := db.CreateMarket(context.Background(), &models.MarketSeed{Listings: []models.Listing{l}}); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := db.R.Model(&models.Node{}).Where("name = ?", name).Pluck("id", &id).Error; err != nil || id == 0 {
+		t.Fatalf("sibling node: %v", err)
+	}
+	return id
+}
+
+// simAgent is a node's simulated agent: its GPUs (for faults), and a
+// switch that makes it go dark as a lost network would.
+type simAgent struct {
+	sim    *gpu.Sim
+	paused atomic.Bool
+}
+
+// runSimulatedAgent runs a simulated agent for a node's GPUs (as the
+// demo's) and waits until it has reported them healthy.
+func runSimulatedAgent(t *testing.T, a *app, rentals *market.Rentals, nodeID int64) *simAgent {
+	t.Helper()
+	ctx := context.Background()
+	var n models.Node
+	if err := a.db.R.First(&n, nodeID).Error; err != nil {
+		t.Fatal(err)
+	}
+	var uuids []string
+	if err := a.db.R.Model(&models.GPU{}).Where("node_id = ?", nodeID).Order("idx").Pluck("uuid", &uuids).Error; err != nil {
+		t.Fatal(err)
+	}
+	sim, err := gpu.SimulateCatalog(n.GPUModel, len(uuids), gpu.WithUUIDs(uuids))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := gpu.Open(sim, gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := rentals.IssueCredential(ctx, nodeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &simAgent{sim: sim}
+	ag, err := agent.New(agent.Config{Server: a.srv.URL, Token: cred, GPUs: reader, Launcher: &agent.SimulatedLauncher{Host: n.Name + ".sim.invalid"},
+		Silent: func() bool { return sa.paused.Load() || sim.Silent() }, HeartbeatEvery: 100 * time.Millisecond, PollWait: time.Second, Version: "test",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer reader.Close()
+		_ = ag.Run(actx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	eventually(t, fmt.Sprintf("node %d's agent reports its GPUs healthy", nodeID), func() bool {
+		var healthy int64
+		a.db.R.Model(&models.GPU{}).Where("node_id = ? AND health = ?", nodeID, models.GPUHealthy).Count(&healthy)
+		return int(healthy) == len(uuids)
+	})
+	return sa
+}
+
+// page is one page to render, as the person who sees it, and the status
+// it answers (0: 200).
+type page struct {
+	route  string
+	path   string
+	as     *actor
+	status int
+}
+
+func cmpOr(a, b int) int {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// pages lists every page of the route table with the market's records in
+// it, as the person who sees it.
+func (m *busyMarket) pages(t *testing.T) []page {
+	t.Helper()
+	a := m.a
+	var out []page
+	add := func(as *actor, route string, query string, params ...any) {
+		out = append(out, page{route: route, path: a.url(route, params...) + query, as: as})
+	}
+	id := idParam
+	pid := id(m.providerID)
+	for _, as := range []*actor{m.anon, m.renter} {
+		add(as, "home", "")
+		add(as, "offers.list", "")
+		add(as, "offers.show", "", id(m.offer.ID))
+		add(as, "datacenters.show", "", "cd-tianfu-swpark")
+		add(as, "sla", "")
+		add(as, "tco", "")
+		add(as, "benchmarks.show", "", id(m.reportID))
+		add(as, "nodes.benchmarks", "", id(m.sibling))
+		add(as, "api.docs", "")
+	}
+	// The offer list filtered to nothing (it says which filter excluded
+	// what), by latency from a city, and as a fragment.
+	add(m.anon, "offers.list", query("gpu", "b200", "city", "chengdu", "max_price", "1", "available", "1"))
+	add(m.renter, "offers.list", query("from", "chongqing", "max_latency_ms", "20", "sort", "latency"))
+	add(m.anon, "offers.list", query("sort", "measured"))
+	add(m.anon, "auth.signup", "")
+	add(m.anon, "auth.login", "")
+	add(m.anon, "password.forgot", "")
+	add(m.anon, "password.reset", "?token=not-a-token")
+	// A link that does not work is a page too.
+	out = append(out, page{route: "auth.verify", path: a.url("auth.verify") + "?token=not-a-token", as: m.anon, status: http.StatusBadRequest},
+		page{route: "labs.confirm", path: a.url("labs.confirm") + "?token=not-a-token", as: m.renter, status: http.StatusBadRequest})
+	add(m.newcomer, "account.show", "")
+	add(m.newcomer, "offers.list", "")
+	add(m.renter, "account.show", "")
+	add(m.renter, "orgs.show", "", id(m.renterOrg))
+	add(m.renter, "orgs.show", "", id(m.teamOrg))
+	add(m.renter, "labs.apply", "")
+	add(m.renter, "invitations.accept", "?token=not-a-token")
+	add(m.renter, "wallet.show", "", id(m.renterOrg))
+	add(m.renter, "topups.show", "", id(m.topup))
+	add(m.renter, "rentals.new", "", id(m.offer.ID))
+	add(m.renter, "rentals.new", query("term", "week"), id(m.termOffer.ID))
+	add(m.renter, "console", "")
+	for _, r := range []int64{m.stopped, m.moved, m.term, m.failed} {
+		add(m.renter, "rentals.show", "", id(r))
+		add(m.renter, "rentals.live", "", id(r))
+	}
+	for _, r := range []string{"admin.home", "admin.users", "admin.orgs", "admin.payouts", "admin.outbox", "admin.jobs", "admin.audit"} {
+		add(m.admin, r, "")
+	}
+	add(m.renter, "provider.home", "") // the provider sign-up form
+	for _, r := range []string{"provider.dashboard", "provider.profile", "provider.datacenters", "provider.nodes", "provider.nodes.live",
+		"provider.offers", "provider.offers.new", "provider.capacity", "provider.earnings", "provider.statement"} {
+		add(m.provider, r, "", pid)
+	}
+	add(m.provider, "provider.datacenters.edit", "", pid, id(m.datacenterID))
+	add(m.provider, "provider.offers.edit", "", pid, id(m.offer.ID))
+	for _, n := range []int64{m.offer.NodeID, m.sibling, m.termOffer.NodeID, m.failNode} {
+		add(m.provider, "provider.nodes.show", "", pid, id(n))
+		add(m.provider, "provider.nodes.live.one", "", pid, id(n))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].route < out[j].route })
+	return out
+}
+
+// visibleText is what a reader of the page sees, one string per block
+// (a paragraph, a table cell, a list item, a button, an option, an
+// attribute a browser shows: title, placeholder, alt, aria-label). Text in
+// <code>, <pre> and <kbd> is marked with codeMark around it: it is
+// machine text (commands, identifiers) the same in every language. Text
+// in an element marked as another language (lang="en" inside a Chinese
+// page: an English document quoted as it is) is left out.
+func visibleText(t *testing.T, body string) []string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse page: %v", err)
+	}
+	var blocks []string
+	var cur strings.Builder
+	flush := func() {
+		if s := strings.Join(strings.Fields(cur.String()), " "); s != "" {
+			blocks = append(blocks, s)
+		}
+		cur.Reset()
+	}
+	pageLang := ""
+	var walk func(n *html.Node, code bool)
+	walk = func(n *html.Node, code bool) {
+		switch n.Type {
+		case html.TextNode:
+			if code {
+				cur.WriteString(" " + codeMark + n.Data + codeMark + " ")
+			} else {
+				cur.WriteString(n.Data)
+			}
+			return
+		case html.ElementNode:
+			switch n.Data {
+			case "script", "style", "noscript", "template":
+				return
+			}
+			for _, at := range n.Attr {
+				if at.Key == "lang" {
+					if n.Data == "html" {
+						pageLang = at.Val
+					} else if at.Val != pageLang {
+						return
+					}
+				}
+			}
+			for _, at := range n.Attr {
+				show := at.Key == "title" || at.Key == "placeholder" || at.Key == "alt" || at.Key == "aria-label" ||
+					(at.Key == "value" && n.Data == "input" && slices.ContainsFunc(n.Attr, func(b html.Attribute) bool {
+						return b.Key == "type" && (b.Val == "submit" || b.Val == "button")
+					}))
+				if show && strings.TrimSpace(at.Val) != "" {
+					flush()
+					blocks = append(blocks, strings.Join(strings.Fields(at.Val), " "))
+				}
+			}
+			code = code || n.Data == "code" || n.Data == "pre" || n.Data == "kbd" || n.Data == "samp"
+		}
+		block := n.Type == html.ElementNode && !inline[n.Data]
+		if block {
+			flush()
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, code)
+		}
+		if block {
+			flush()
+		}
+	}
+	walk(doc, false)
+	flush()
+	return blocks
+}
+
+// codeMark delimits machine text in visibleText's blocks.
+const codeMark = "\x00"
+
+// inline are the elements whose text runs on with their neighbours'.
+var inline = map[string]bool{"a": true, "abbr": true, "b": true, "bdi": true, "br": false, "code": true, "data": true, "em": true,
+	"i": true, "kbd": true, "label": true, "mark": true, "q": true, "s": true, "samp": true, "small": true, "span": true,
+	"strong": true, "sub": true, "sup": true, "time": true, "u": true, "var": true, "wbr": true, "output": true, "meter": true}
+
+// englishMessages are the English catalogue's messages a Chinese page
+// must not show: the literal parts (between format verbs) of every
+// message that differs from its Chinese, of at least two words and ten
+// characters.
+var englishMessages = sync.OnceValue(func() map[string]string {
+	out := map[string]string{}
+	verb := regexp.MustCompile(`%(?:\[\d+\])?[-+# 0]*\d*(?:\.\d+)?[a-zA-Z%]`)
+	for _, k := range locales.Keys(locales.EN) {
+		en := locales.T(locales.EN, k)
+		zh := ""
+		if locales.Has(locales.ZH, k) {
+			zh = locales.T(locales.ZH, k)
+		}
+		if en == zh {
+			continue
+		}
+		for _, part := range verb.Split(en, -1) {
+			part = strings.TrimFunc(part, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) })
+			if len(part) < 10 || len(strings.Fields(part)) < 2 || strings.Contains(zh, part) {
+				continue
+			}
+			out[part] = k
+		}
+	}
+	return out
+})
+
+// sharedWords are the lowercase words a Chinese page may show: units and
+// the names of things that have no Chinese name (a command, a protocol).
+var sharedWords = map[string]bool{
+	"ssh": true, "root": true, "ms": true, "s": true, "h": true, "min": true, "x": true, "vs": true,
+}
+
+// lowerRun finds two or more lowercase English words in a row.
+var lowerRun = regexp.MustCompile(`\b[a-z]{2,}(?:['’][a-z]+)?(?:[ ,;:]+[a-z]{2,}(?:['’][a-z]+)?)+\b`)
+
+// identifier is text a reader copies rather than reads: an address, a
+// host, a path, a slug or an id.
+var identifier = regexp.MustCompile(`\S*[@/._\-=:]\S*\w\S*|\S*\d\S*`)
+
+// englishIn lists the English message text in a Chinese page's blocks.
+func englishIn(blocks []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	report := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, b := range blocks {
+		plain := strings.ReplaceAll(b, codeMark, "")
+		for part, key := range englishMessages() {
+			if strings.Contains(plain, part) {
+				report(fmt.Sprintf("English message %q (%s) in %q", part, key, plain))
+			}
+		}
+		// Outside machine text, no run of lowercase English words.
+		var prose strings.Builder
+		for i, seg := range strings.Split(b, codeMark) {
+			if i%2 == 0 {
+				prose.WriteString(seg)
+			}
+			prose.WriteString(" ")
+		}
+		words := identifier.ReplaceAllString(prose.String(), " ")
+		for _, run := range lowerRun.FindAllString(words, -1) {
+			n := 0
+			for _, w := range strings.FieldsFunc(run, func(r rune) bool { return r == ' ' || r == ',' || r == ';' || r == ':' }) {
+				if !sharedWords[w] {
+					n++
+				}
+			}
+			if n >= 2 {
+				report(fmt.Sprintf("English words %q in %q", run, plain))
+			}
+		}
+	}
+	return out
+}
+
+// doubledLabels lists the phrases an English page's blocks say twice in a
+// row.
+func doubledLabels(blocks []string) []string {
+	var out []string
+	for _, b := range blocks {
+		plain := strings.ReplaceAll(b, codeMark, "")
+		words := strings.Fields(plain)
+		for n := 1; n <= 4; n++ {
+			for i := 0; i+2*n <= len(words); i++ {
+				a := strings.ToLower(strings.Join(words[i:i+n], " "))
+				c := strings.ToLower(strings.Join(words[i+n:i+2*n], " "))
+				if a == c && len(a) >= 3 && strings.IndexFunc(a, unicode.IsLetter) >= 0 {
+					out = append(out, fmt.Sprintf("%q said twice in %q", strings.Join(words[i:i+n], " "), plain))
+				}
+			}
+		}
+	}
+	return out
+}
