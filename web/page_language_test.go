@@ -814,11 +814,12 @@ var englishMessages = sync.OnceValue(func() map[string]string {
 	return out
 })
 
-// sharedWords are the lowercase words a Chinese page may show: units and
-// the names of things that have no Chinese name (a command, a protocol).
-var sharedWords = map[string]bool{
-	"ssh": true, "root": true, "ms": true, "s": true, "h": true, "min": true, "x": true, "vs": true,
-}
+// sharedWords are the lowercase words a Chinese page may show beside
+// others: units, written the same in Chinese ("9 ms"). Product and model
+// names are capitalised (GeForce RTX, NVLink), and addresses, hosts, slugs,
+// ids and commands are identifiers or machine text (see identifier and
+// codeMark), so none of them need listing.
+var sharedWords = map[string]bool{"ms": true}
 
 // lowerRun finds two or more lowercase English words in a row.
 var lowerRun = regexp.MustCompile(`\b[a-z]{2,}(?:['’][a-z]+)?(?:[ ,;:]+[a-z]{2,}(?:['’][a-z]+)?)+\b`)
