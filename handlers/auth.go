@@ -130,8 +130,8 @@ func (h *Handler) Logout(c echo.Context) error {
 }
 
 // Verify is GET /verify?token=: the link in the verification mail. It
-// proves the address, so it logs the user in (this is how a sign-up
-// finishes) and continues where the sign-up started, if it said.
+// proves the address, so it logs the user in when nobody is (this is how
+// a sign-up finishes) and continues where the sign-up started, if it said.
 func (h *Handler) Verify(c echo.Context) error {
 	u, err := h.Accounts.VerifyEmail(c.Request().Context(), c.QueryParam("token"))
 	if err != nil {
@@ -139,13 +139,20 @@ func (h *Handler) Verify(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	next := h.Sessions.PopString(ctx, afterVerifyKey)
-	if cur := CurrentUser(c); cur == nil || cur.ID != u.ID {
+	switch cur := CurrentUser(c); {
+	case cur == nil:
 		if err := h.logIn(c, u); err != nil {
 			return err
 		}
+		c.Set(UserKey, u) // the page is drawn for the user as they are now: verified
+	case cur.ID == u.ID:
+		c.Set(UserKey, u)
+	default:
+		// Someone else's link opened in a logged-in browser (an admin
+		// reading the outbox): the address is verified, the session stays
+		// the reader's.
+		next = ""
 	}
-	// The page is drawn for the user as they are now: verified.
-	c.Set(UserKey, u)
 	vc := ViewCtx(c)
 	label, link := vc.T("nav.offers"), c.Echo().Reverse("offers.list")
 	if next != "" {

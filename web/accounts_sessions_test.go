@@ -149,3 +149,19 @@ func TestInviteeWhoSignsUpKeepsTheInvitation(t *testing.T) {
 		must(t, res.StatusCode == http.StatusBadRequest, "a revoked invitation: %d, want 400\n%s", res.StatusCode, snippet(body))
 	})
 }
+
+// A verification link opened in a browser where someone else is logged in
+// (an admin reading the outbox) verifies the address and leaves the
+// session as it was.
+func TestVerifyLinkInAnotherUsersBrowserKeepsTheirSession(t *testing.T) {
+	a := newSQLiteApp(t)
+	admin := loggedIn(a, "admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
+	visitor := newActor(a, "visitor")
+	res, _ := visitor.post(a.url("auth.signup.post"), url.Values{"email": {"new@example.com"}, "name": {"New"}, "password": {"new-kettle-2026"}, "lang": {"en"}})
+	must(t, res.StatusCode == http.StatusOK, "sign up: %d", res.StatusCode)
+	res, body := admin.do("GET", "/verify?token="+mailedToken(t, a.db, "new@example.com", "/verify"), nil)
+	must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Email verified"), "verify: %d\n%s", res.StatusCode, snippet(body))
+	loggedInAs(t, admin, "root@suanli.example", "the admin after opening someone's verification link")
+	u, err := a.db.UserByEmail(t.Context(), "new@example.com")
+	must(t, err == nil && u.Verified(), "the address is not verified: %+v %v", u, err)
+}
