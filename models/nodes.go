@@ -34,7 +34,8 @@ func RefreshNodeAvailability(tx *gorm.DB, nodeID int64, now time.Time) error {
 // there is one; else the last one if it closed less than reopenWithin
 // before now, opened again (a verdict that flips back and forth is one
 // outage, from its first failure to its last recovery, not a row per
-// flip); else a new one.
+// flip); else a new one. msg, when given, is reasons as a message (stored
+// on a new incident).
 func EnsureIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time, reopenWithin time.Duration, msg ...locales.Msg) (int64, error) {
 	var inc Incident
 	err := tx.Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).First(&inc).Error
