@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
+	"suanli/market"
 	"suanli/models"
 	"suanli/views/pages"
 )
@@ -67,7 +68,8 @@ func (h *Handler) renderAdminUsers(c echo.Context, status int, q string, page in
 		return err
 	}
 	vm := pages.AdminUsersVM{Q: q, Users: users, Self: CurrentUser(c).ID, Form: f, ErrID: errID,
-		Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.users", url.Values{"q": {q}}))}
+		Pager:             pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.users", url.Values{"q": {q}})),
+		DefaultOrgsPerDay: strconv.Itoa(market.DefaultOrgsPerDay), MaxOrgsPerDay: strconv.Itoa(market.MaxOrgsPerDay)}
 	return Render(c, status, pages.AdminUsersPage(ViewCtx(c), vm))
 }
 
@@ -84,6 +86,32 @@ func (h *Handler) renderAdminOrgs(c echo.Context, status int, q string, page int
 	vm := pages.AdminOrgsVM{Q: q, Orgs: orgs, Form: f, ErrID: errID,
 		Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.orgs", url.Values{"q": {q}}))}
 	return Render(c, status, pages.AdminOrgsPage(ViewCtx(c), vm))
+}
+
+// AdminOrgsPerDay is POST /admin/users/{id}/orgs-per-day: how many
+// organisations the user may create a day (per_day empty: the default).
+func (h *Handler) AdminOrgsPerDay(c echo.Context) error {
+	id, err := parseID(c, "id", "user")
+	if err != nil {
+		return err
+	}
+	f := form(c, "per_day", "q")
+	var n *int
+	if v := strings.TrimSpace(f.Get("per_day")); v != "" {
+		k, err := strconv.Atoi(v)
+		if err != nil {
+			k = -1 // refused below as out of range
+		}
+		n = &k
+	}
+	if err := h.Accounts.SetOrgsPerDay(c.Request().Context(), CurrentUser(c), id, n); err != nil {
+		if f, ok := withErrors(c, f, err); ok {
+			return h.renderAdminUsers(c, http.StatusUnprocessableEntity, strings.TrimSpace(f.Get("q")), 1, f, id)
+		}
+		return err
+	}
+	h.flash(c, "admin.user_orgs_per_day_set")
+	return seeOther(c, pageLinker(c, "admin.users", url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
 }
 
 // AdminSuspendUser is POST /admin/users/{id}/suspend with a reason.

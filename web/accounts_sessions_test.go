@@ -165,3 +165,26 @@ func TestVerifyLinkInAnotherUsersBrowserKeepsTheirSession(t *testing.T) {
 	u, err := a.db.UserByEmail(t.Context(), "new@example.com")
 	must(t, err == nil && u.Verified(), "the address is not verified: %+v %v", u, err)
 }
+
+// A platform admin sets how many organisations a user may create a day on
+// /admin/users; bad numbers are a message beside the field.
+func TestAdminSetsOrganisationsPerDay(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a := newApp(t, db)
+		u := mustUser(t, db, "busy@example.com", "Busy Bee", false)
+		admin := loggedIn(a, "admin", mustUser(t, db, "root@suanli.example", "Pat Platform", true))
+		path := a.url("admin.users.orgs_per_day", idParam(u.ID))
+		for _, bad := range []string{"abc", "-3", "100000"} {
+			res, body := admin.post(path, url.Values{"per_day": {bad}})
+			must(t, res.StatusCode == http.StatusUnprocessableEntity && strings.Contains(body, "Give a number from 0 to 1000"), "per_day %q: %d\n%s", bad, res.StatusCode, snippet(body))
+		}
+		res, _ := admin.post(path, url.Values{"per_day": {"12"}})
+		must(t, res.StatusCode == http.StatusSeeOther, "set 12: %d", res.StatusCode)
+		got, _ := db.UserByID(t.Context(), u.ID)
+		must(t, got.OrgsPerDay != nil && *got.OrgsPerDay == 12, "orgs per day %v, want 12", got.OrgsPerDay)
+		res, _ = admin.post(path, url.Values{"per_day": {""}})
+		must(t, res.StatusCode == http.StatusSeeOther, "back to the default: %d", res.StatusCode)
+		got, _ = db.UserByID(t.Context(), u.ID)
+		must(t, got.OrgsPerDay == nil, "orgs per day %v, want the default", got.OrgsPerDay)
+	})
+}

@@ -538,6 +538,9 @@ var matrix = []matrixRow{
 			f.a.db.R.Model(&models.AgentTask{}).Where("kind = ?", "benchmark").Count(&n)
 			must(t, n == 1, "%d benchmark tasks after the admin asked once, want 1", n)
 		}},
+	// Only platform admins set how many organisations a user may create.
+	{route: "admin.users.orgs_per_day", params: func(f *matrixFixture) []any { return []any{idParam(f.memberUser.ID)} },
+		form: url.Values{"per_day": {"12"}}, want: platformPost},
 	// A pending invitation of org A, revoked by its admin; the owner's turn
 	// then finds it gone.
 	{route: "orgs.invitations.revoke", params: func(f *matrixFixture) []any {

@@ -105,6 +105,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/admin/users", "admin.users", h.AdminUsers, admin},
 		{"POST", "/admin/users/:id/suspend", "admin.users.suspend", h.AdminSuspendUser, admin},
 		{"POST", "/admin/users/:id/unsuspend", "admin.users.unsuspend", h.AdminUnsuspendUser, admin},
+		{"POST", "/admin/users/:id/orgs-per-day", "admin.users.orgs_per_day", h.AdminOrgsPerDay, admin},
 		{"GET", "/admin/orgs", "admin.orgs", h.AdminOrgs, admin},
 		{"POST", "/admin/orgs/:id/suspend", "admin.orgs.suspend", h.AdminSuspendOrg, admin},
 		{"POST", "/admin/orgs/:id/unsuspend", "admin.orgs.unsuspend", h.AdminUnsuspendOrg, admin},

@@ -100,6 +100,17 @@ type AdminUsersVM struct {
 	// Form is a refused suspension's values and messages, for the row ErrID.
 	Form  Form
 	ErrID int64
+	// DefaultOrgsPerDay and MaxOrgsPerDay bound the organisations-per-day
+	// field (empty: the default).
+	DefaultOrgsPerDay, MaxOrgsPerDay string
+}
+
+// orgsPerDay is a user's own organisations-per-day limit, "" for the default.
+func orgsPerDay(n *int) string {
+	if n == nil {
+		return ""
+	}
+	return strconv.Itoa(*n)
 }
 
 // orphanErr returns a refused suspension's message when its row has no
