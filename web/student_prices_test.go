@@ -17,6 +17,7 @@ import (
 	"suanli/dbtest"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/pricing"
 	"suanli/views"
 )
 
@@ -57,6 +58,9 @@ func apiOffers(t *testing.T, ac *actor, q string) handlers.APIOfferList {
 var shownPrice = regexp.MustCompile(`<td class="(?:[^"]* )?price(?: [^"]*)?"[^>]*>\s*<strong[^>]*>([^<]+)</strong>`)
 
 // pagePrices are the prices the offer list shows, in its order, in fen.
+// monthlyCell is the offer table's monthly price cell (English page).
+var monthlyCell = regexp.MustCompile(`<td class="n" data-label="¥/GPU·month">([^<]*)</td>`)
+
 func pagePrices(t *testing.T, body string) []int64 {
 	t.Helper()
 	var out []int64
@@ -141,6 +145,26 @@ func TestStudentViewerSortsAndFiltersByTheirPrice(t *testing.T) {
 			}
 			if want := yourPrices(byPrice)[:len(shown)]; !slices.Equal(shown, want) {
 				t.Errorf("%s: the page shows %v, the API says %v", c.who, shown, want)
+			}
+			// The monthly column is the viewer's price too (terms get the
+			// student discount as hours do).
+			var wantMonthly []string
+			for _, o := range byPrice[:len(shown)] {
+				switch {
+				case o.MonthlyPricePerGPUFen == nil:
+					wantMonthly = append(wantMonthly, "—")
+				case c.student:
+					wantMonthly = append(wantMonthly, views.YuanWhole(pricing.Discounted(*o.MonthlyPricePerGPUFen, o.StudentDiscountPct)))
+				default:
+					wantMonthly = append(wantMonthly, views.YuanWhole(*o.MonthlyPricePerGPUFen))
+				}
+			}
+			var gotMonthly []string
+			for _, m := range monthlyCell.FindAllStringSubmatch(body, -1) {
+				gotMonthly = append(gotMonthly, strings.TrimSpace(html.UnescapeString(m[1])))
+			}
+			if !slices.Equal(gotMonthly, wantMonthly) {
+				t.Errorf("%s: the monthly column shows %v, want %v", c.who, gotMonthly, wantMonthly)
 			}
 			body = c.ac.page(t, "/offers?sort=price&max_price=30", "en", http.StatusOK)
 			for _, p := range pagePrices(t, body) {

@@ -2208,11 +2208,11 @@ func offerRow(vc views.Ctx, o *market.ListedOffer, city string, withDC bool) tem
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if o.MonthlyPricePerGPUFen != nil {
+		if m := yourMonthly(vc, o); m != nil {
 			var templ_7745c5c3_Var123 string
-			templ_7745c5c3_Var123, templ_7745c5c3_Err = templ.JoinStringErrs(views.YuanWhole(*o.MonthlyPricePerGPUFen))
+			templ_7745c5c3_Var123, templ_7745c5c3_Err = templ.JoinStringErrs(views.YuanWhole(*m))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/offers.templ`, Line: 283, Col: 47}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/offers.templ`, Line: 283, Col: 25}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var123))
 			if templ_7745c5c3_Err != nil {

@@ -78,6 +78,17 @@ func (vm OffersVM) hasSynthetic() bool {
 // The search orders and filters by the same figure (ListedOffer.PriceFen).
 func yourPrice(vc views.Ctx, o *market.ListedOffer) int64 { return o.PriceFen(vc.Student) }
 
+// yourMonthly is the monthly price per GPU the viewer pays (a lab member's
+// student discount applies to terms as to hours; pricing.Quote), nil when
+// the offer sells no month.
+func yourMonthly(vc views.Ctx, o *market.ListedOffer) *int64 {
+	if o.MonthlyPricePerGPUFen == nil || !vc.Student || o.StudentDiscountPct == 0 {
+		return o.MonthlyPricePerGPUFen
+	}
+	fen := pricing.Discounted(*o.MonthlyPricePerGPUFen, o.StudentDiscountPct)
+	return &fen
+}
+
 // offpeakPrice is the reader's price at the off-peak rate (discounts multiply).
 func offpeakPrice(vc views.Ctx, o *market.ListedOffer) int64 {
 	if vc.Student {
