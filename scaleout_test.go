@@ -528,7 +528,9 @@ func (c *cluster) waitJobsSettled(db *models.DB, limit time.Duration) {
 			switch st.State {
 			case "completed", "cancelled":
 			case "discarded":
-				c.t.Fatalf("%d %s jobs discarded", st.N, st.Kind)
+				var errs []string
+				db.R.Raw(`SELECT CAST(errors AS TEXT) FROM river_job WHERE state = 'discarded' AND kind = ?`, st.Kind).Scan(&errs)
+				c.t.Fatalf("%d %s jobs discarded: %s", st.N, st.Kind, strings.Join(errs, "; "))
 			default:
 				open = open || st.Kind == "provision_rental"
 			}
