@@ -243,6 +243,10 @@ type MeterResult struct {
 // meterBatch is how many rentals one meter transaction bills.
 const meterBatch = 1000
 
+// meterRaceRetries is how often a pass bills a batch again that raced a
+// stop or another pass before it gives up (and the job's retry goes on).
+const meterRaceRetries = 5
+
 // Meter bills every running on-demand rental up to now, a batch per
 // transaction (one ledger transaction per rental, posted together).
 // Rentals that ran out of balance or reached a spending limit are
@@ -273,91 +277,108 @@ func (s *Rentals) meterOnDemand(ctx context.Context) (MeterResult, error) {
 			return res, nil
 		}
 		lastID = ids[len(ids)-1]
-		var billed []models.Rental
-		balances := map[int64]int64{}
-		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-			// Read inside the transaction: what another pass billed meanwhile is seen.
-			var rs []models.Rental
-			if err := tx.Where("id BETWEEN ? AND ? AND status = ? AND term = ?", ids[0], lastID, models.RentalRunning, pricing.OnDemand).
-				Order("id").Find(&rs).Error; err != nil {
-				return err
-			}
-			orgs := make([]int64, 0, len(rs))
-			for _, r := range rs {
-				orgs = append(orgs, r.OrgID)
-			}
-			var accs []models.LedgerAccount
-			if err := tx.Select("org_id", "balance_fen").Where("kind = ? AND org_id IN ?", models.AccWallet, orgs).Find(&accs).Error; err != nil {
-				return err
-			}
-			for _, a := range accs {
-				balances[a.OrgID] = a.BalanceFen
-			}
-			// Spending limits: only organisations that have one are read.
-			var limitedOrgs []models.Org
-			if err := tx.Where("id IN ? AND (monthly_budget_fen IS NOT NULL OR member_cap_fen IS NOT NULL OR hourly_cap_fen IS NOT NULL)", orgs).
-				Find(&limitedOrgs).Error; err != nil {
-				return err
-			}
-			limited := map[int64]*models.Org{}
-			for i := range limitedOrgs {
-				limited[limitedOrgs[i].ID] = &limitedOrgs[i]
-			}
-			var posts []models.Posting
-			var claims []claim
-			for i := range rs {
-				r := &rs[i]
-				to, fen, carry, ok := meterAmount(r, now, false)
-				if !ok {
-					continue
+		var (
+			billed   []models.Rental
+			balances map[int64]int64
+			n        int
+			fenSum   int64
+			err      error
+		)
+		// A batch that raced a stop or another pass is rolled back and
+		// billed again, read afresh: under churn (rentals stopping every
+		// second) a whole pass must not fail over one of them.
+		for attempt := 0; ; attempt++ {
+			billed, balances, n, fenSum = nil, map[int64]int64{}, 0, 0
+			err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+				// Read inside the transaction: what another pass billed meanwhile is seen.
+				var rs []models.Rental
+				if err := tx.Where("id BETWEEN ? AND ? AND status = ? AND term = ?", ids[0], lastID, models.RentalRunning, pricing.OnDemand).
+					Order("id").Find(&rs).Error; err != nil {
+					return err
 				}
-				org := limited[r.OrgID]
-				room := int64(math.MaxInt64)
-				if org != nil {
-					// Read after this pass's earlier charges, which such
-					// organisations post at once (below): they are rare.
-					var err error
-					if room, _, err = Headroom(tx, org, r.UserID, now); err != nil {
-						return err
-					}
+				orgs := make([]int64, 0, len(rs))
+				for _, r := range rs {
+					orgs = append(orgs, r.OrgID)
 				}
-				fen, stop := clip(fen, balances[r.OrgID], room)
-				before := r.BilledFen
-				if org != nil {
-					claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
-					if err != nil {
-						return err
-					}
-					if !claimed {
+				var accs []models.LedgerAccount
+				if err := tx.Select("org_id", "balance_fen").Where("kind = ? AND org_id IN ?", models.AccWallet, orgs).Find(&accs).Error; err != nil {
+					return err
+				}
+				for _, a := range accs {
+					balances[a.OrgID] = a.BalanceFen
+				}
+				// Spending limits: only organisations that have one are read.
+				var limitedOrgs []models.Org
+				if err := tx.Where("id IN ? AND (monthly_budget_fen IS NOT NULL OR member_cap_fen IS NOT NULL OR hourly_cap_fen IS NOT NULL)", orgs).
+					Find(&limitedOrgs).Error; err != nil {
+					return err
+				}
+				limited := map[int64]*models.Org{}
+				for i := range limitedOrgs {
+					limited[limitedOrgs[i].ID] = &limitedOrgs[i]
+				}
+				var posts []models.Posting
+				var claims []claim
+				for i := range rs {
+					r := &rs[i]
+					to, fen, carry, ok := meterAmount(r, now, false)
+					if !ok {
 						continue
 					}
-					if fen > 0 {
-						if err := postCharge(tx, r, before, fen, now); err != nil {
+					org := limited[r.OrgID]
+					room := int64(math.MaxInt64)
+					if org != nil {
+						// Read after this pass's earlier charges, which such
+						// organisations post at once (below): they are rare.
+						var err error
+						if room, _, err = Headroom(tx, org, r.UserID, now); err != nil {
 							return err
 						}
 					}
-				} else {
-					claims = append(claims, claim{id: r.ID, prev: *r.BilledUntil, to: to, carry: carry, fen: fen, stop: stop})
-					r.BilledUntil, r.CarryNum, r.BilledFen, r.StopReason = &to, carry, r.BilledFen+fen, cmp.Or(stop, r.StopReason)
-					if fen > 0 {
-						posts = append(posts, models.Posting{
-							Txn:  chargeTxn(r, now),
-							Legs: chargeLegs(r, before, fen)})
+					fen, stop := clip(fen, balances[r.OrgID], room)
+					before := r.BilledFen
+					if org != nil {
+						claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
+						if err != nil {
+							return err
+						}
+						if !claimed {
+							continue
+						}
+						if fen > 0 {
+							if err := postCharge(tx, r, before, fen, now); err != nil {
+								return err
+							}
+						}
+					} else {
+						claims = append(claims, claim{id: r.ID, prev: *r.BilledUntil, to: to, carry: carry, fen: fen, stop: stop})
+						r.BilledUntil, r.CarryNum, r.BilledFen, r.StopReason = &to, carry, r.BilledFen+fen, cmp.Or(stop, r.StopReason)
+						if fen > 0 {
+							posts = append(posts, models.Posting{
+								Txn:  chargeTxn(r, now),
+								Legs: chargeLegs(r, before, fen)})
+						}
 					}
+					balances[r.OrgID] -= fen
+					billed = append(billed, *r)
+					n++
+					fenSum += fen
 				}
-				balances[r.OrgID] -= fen
-				billed = append(billed, *r)
-				res.Rentals++
-				res.Fen += fen
+				if err := claimAll(tx, s.DB.Dialect, claims, now); err != nil {
+					return err
+				}
+				return models.PostMany(tx, posts)
+			})
+			if !errors.Is(err, errMeterRace) || attempt == meterRaceRetries {
+				break
 			}
-			if err := claimAll(tx, s.DB.Dialect, claims, now); err != nil {
-				return err
-			}
-			return models.PostMany(tx, posts)
-		})
+			slog.Debug("meter batch raced; billing it again", "attempt", attempt+1, "from", ids[0], "to", lastID)
+		}
 		if err != nil {
 			return res, err
 		}
+		res.Rentals += n
+		res.Fen += fenSum
 		stopped, reminded, err := s.afterMeter(ctx, billed, balances, now)
 		res.Stopped += stopped
 		res.Reminded += reminded

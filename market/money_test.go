@@ -361,3 +361,61 @@ func TestSLACreditAfterAPayoutIsOwed(t *testing.T) {
 		f.ledgerBalanced()
 	})
 }
+
+// A meter pass that races a stop of one of its rentals bills the batch
+// again instead of failing the whole pass. On PostgreSQL the race is made
+// exact: a transaction stops the rental and holds its row until the pass
+// is waiting for it, then commits, so the pass's claim finds the rental
+// changed under it. (SQLite has one writer: no pass can overlap a stop.)
+func TestMeterPassSurvivesARacingStop(t *testing.T) {
+	db := dbtest.Postgres(t)
+	f := newSLAFixture(t, db)
+	rs := []*models.Rental{f.rental("standard", sh(2026, 10, 1, 8, 0)), f.rental("standard", sh(2026, 10, 1, 8, 1))}
+	*f.now = sh(2026, 10, 1, 9, 0)
+	rentals := &market.Rentals{DB: db, Wallet: &market.Wallet{DB: db}, Hub: market.NewHub()}
+
+	stop := db.W.Begin()
+	if err := stop.Exec(`SELECT id FROM rentals WHERE id = ? FOR UPDATE`, rs[1].ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := stop.Exec(`UPDATE rentals SET status = 'stopping' WHERE id = ?`, rs[1].ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var res market.MeterResult
+	go func() {
+		var err error
+		res, err = rentals.Meter(f.ctx)
+		done <- err
+	}()
+	// Wait until the pass is blocked on the stopped rental's row.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int64
+		if err := db.R.Raw(`SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE rentals SET billed_until%'`).Scan(&waiting).Error; err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop.Rollback()
+			t.Fatal("the meter pass never waited for the locked rental")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := stop.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("a meter pass that raced a stop failed: %v", err)
+	}
+	if res.Rentals != 1 {
+		t.Errorf("meter pass %+v, want the one running rental billed", res)
+	}
+	billed, err := db.RentalByID(f.ctx, rs[0].ID)
+	if err != nil || billed.BilledFen == 0 {
+		t.Errorf("the running rental was not billed: %+v %v", billed, err)
+	}
+	f.ledgerBalanced()
+}
