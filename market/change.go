@@ -140,8 +140,8 @@ func (s *Rentals) Change(ctx context.Context, u *models.User, org *models.Org, m
 	}
 	var oldNode int64
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		var cur models.Rental
-		if err := tx.First(&cur, id).Error; err != nil {
+		cur, err := models.RentalForUpdate(tx, id)
+		if err != nil {
 			return err
 		}
 		if cur.Status != r.Status {

@@ -206,8 +206,8 @@ func (s *Rentals) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 func (s *Rentals) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, kind, reasons string, msg locales.Msg, now time.Time) (bool, error) {
 	moved := false
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		var r models.Rental
-		if err := tx.First(&r, rentalID).Error; err != nil {
+		r, err := models.RentalForUpdate(tx, rentalID)
+		if err != nil {
 			return err
 		}
 		if r.Status != models.RentalRunning {

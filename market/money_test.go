@@ -419,3 +419,62 @@ func TestMeterPassSurvivesARacingStop(t *testing.T) {
 	}
 	f.ledgerBalanced()
 }
+
+// waitForLockWaiter waits until a statement like the pattern is waiting
+// for a row lock on PostgreSQL.
+func waitForLockWaiter(t *testing.T, db *models.DB, like string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int64
+		if err := db.R.Raw(`SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ?`, like).Scan(&waiting).Error; err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no statement like %q waited for a lock", like)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A stop that overlaps a meter pass's claim of the same rental still bills
+// the rental's minimum: the stop waits for the claim and bills on from it
+// (it used to read the rental before the claim, lose its own claim to it
+// and bill nothing more, leaving a 20-second rental billed 10 seconds).
+func TestStopDuringAMeterClaimBillsTheMinimum(t *testing.T) {
+	db := dbtest.Postgres(t)
+	f := newSLAFixture(t, db)
+	start := sh(2026, 10, 1, 8, 59)
+	r := f.rental("standard", start)
+	*f.now = start.Add(20 * time.Second)
+	rentals := &market.Rentals{DB: db, Wallet: &market.Wallet{DB: db}, Hub: market.NewHub()}
+
+	// A meter pass has claimed the first 10 seconds and not yet committed.
+	claim := db.W.Begin()
+	if err := claim.Exec(`UPDATE rentals SET billed_until = ?, billed_fen = billed_fen + 6 WHERE id = ?`, start.Add(10*time.Second), r.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := rentals.Stop(f.ctx, r.ID, market.StopByUser)
+		done <- err
+	}()
+	waitForLockWaiter(t, db, "%rentals%")
+	if err := claim.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.RentalByID(f.ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.BilledUntil == nil || got.BilledUntil.Sub(start) < time.Duration(pricing.MinimumSeconds)*time.Second {
+		t.Errorf("a rental stopped during a meter claim is billed until %v, %v after its start; want at least the %d s minimum",
+			got.BilledUntil, got.BilledUntil.Sub(start), pricing.MinimumSeconds)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -355,11 +354,10 @@ func (s *Rentals) Stop(ctx context.Context, id int64, reason string) (*models.Re
 	now := s.DB.Now().UTC()
 	var nodeID int64
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		var r models.Rental
-		if err := tx.First(&r, id).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return apperr.NotFound("rental")
-			}
+		// Locked: a meter pass that claims the rental meanwhile waits, so
+		// the final charge (up to the minimum) is billed from what it left.
+		r, err := models.RentalForUpdate(tx, id)
+		if err != nil {
 			return err
 		}
 		switch r.Status {
@@ -389,7 +387,7 @@ func (s *Rentals) Stop(ctx context.Context, id int64, reason string) (*models.Re
 		if err := expireTasks(tx, r.ID, nodeID, now); err != nil {
 			return err
 		}
-		_, err := enqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/stop/%d", r.ID, r.Attempts), agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now)
+		_, err = enqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/stop/%d", r.ID, r.Attempts), agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now)
 		return err
 	})
 	if err != nil {

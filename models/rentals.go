@@ -247,3 +247,15 @@ func LiveOnDemandRentals(tx *gorm.DB, orgID, except int64) ([]Rental, error) {
 		Find(&rs).Error
 	return rs, err
 }
+
+// RentalForUpdate reads a rental in tx, locking its row on PostgreSQL, so
+// that what is billed from it (a stop's final charge) cannot be overtaken
+// by a meter pass's claim; a missing rental is ENOTFOUND.
+func RentalForUpdate(tx *gorm.DB, id int64) (Rental, error) {
+	var r Rental
+	err := lockRow(tx).First(&r, id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return r, apperr.NotFound("rental")
+	}
+	return r, err
+}
