@@ -30,11 +30,17 @@ func commissionOn(before, fen int64) int64 {
 // billed to the rental: the wallet pays, the provider earns the amount
 // less the platform's commission (see commissionOn).
 func chargeLegs(r *models.Rental, before, fen int64) []models.Leg {
+	return shareLegs(models.Leg{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: -fen}, r.ProviderID, before, fen)
+}
+
+// shareLegs are the legs that take fen from the account of from and give
+// it to the provider's payable (keyed by provider id) less the platform's
+// commission (commissionOn, after before fen of the rental's).
+func shareLegs(from models.Leg, providerID, before, fen int64) []models.Leg {
 	commission := commissionOn(before, fen)
-	legs := []models.Leg{{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: -fen}}
-	// Provider payables are keyed by provider id.
+	legs := []models.Leg{from}
 	if fen-commission != 0 {
-		legs = append(legs, models.Leg{Kind: models.AccProviderPayable, OrgID: r.ProviderID, AmountFen: fen - commission})
+		legs = append(legs, models.Leg{Kind: models.AccProviderPayable, OrgID: providerID, AmountFen: fen - commission})
 	}
 	if commission != 0 {
 		legs = append(legs, models.Leg{Kind: models.AccPlatformRevenue, AmountFen: commission})

@@ -55,15 +55,7 @@ func earnedBy(r *models.Rental, now time.Time) int64 {
 // account to its payable, the commission on it (carried over the rental's
 // earned total, as charges carry theirs) to platform revenue.
 func earnLegs(r *models.Rental, before, fen int64) []models.Leg {
-	commission := commissionOn(before, fen)
-	legs := []models.Leg{{Kind: models.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: -fen}}
-	if fen-commission != 0 {
-		legs = append(legs, models.Leg{Kind: models.AccProviderPayable, OrgID: r.ProviderID, AmountFen: fen - commission})
-	}
-	if commission != 0 {
-		legs = append(legs, models.Leg{Kind: models.AccPlatformRevenue, AmountFen: commission})
-	}
-	return legs
+	return shareLegs(models.Leg{Kind: models.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: -fen}, r.ProviderID, before, fen)
 }
 
 // earnBatch is how many term rentals one earning transaction moves.

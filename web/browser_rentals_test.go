@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,12 +54,19 @@ func rentalsApp(t *testing.T) (*app, *market.Rentals) {
 	return a, rentals
 }
 
+// simAgent is a node's simulated agent: its GPUs (for faults), and a
+// switch that makes it go dark as a lost network would.
+type simAgent struct {
+	sim    *gpu.Sim
+	paused atomic.Bool
+}
+
 // startSimulatedAgent runs a node agent for the node's seeded GPUs in this
 // process, as `serve --demo` does: go-nvml mock GPUs, a launcher that
 // starts nothing, speaking HTTP to the test server with a fresh node
-// credential. It stops when the test ends. It returns when the agent has
-// reported every GPU healthy.
-func startSimulatedAgent(t *testing.T, a *app, rentals *market.Rentals, nodeID int64) {
+// credential. It stops when the test ends. It returns, with the agent's
+// GPUs and its pause switch, when the agent has reported every GPU healthy.
+func startSimulatedAgent(t *testing.T, a *app, rentals *market.Rentals, nodeID int64) *simAgent {
 	t.Helper()
 	ctx := context.Background()
 	var n models.Node
@@ -81,8 +89,9 @@ func startSimulatedAgent(t *testing.T, a *app, rentals *market.Rentals, nodeID i
 	if err != nil {
 		t.Fatal(err)
 	}
+	sa := &simAgent{sim: sim}
 	ag, err := agent.New(agent.Config{Server: a.srv.URL, Token: cred, GPUs: reader, Launcher: &agent.SimulatedLauncher{Host: n.Name + ".sim.invalid"},
-		Silent: sim.Silent, HeartbeatEvery: 200 * time.Millisecond, PollWait: time.Second, Version: "test",
+		Silent: func() bool { return sa.paused.Load() || sim.Silent() }, HeartbeatEvery: 100 * time.Millisecond, PollWait: time.Second, Version: "test",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +114,7 @@ func startSimulatedAgent(t *testing.T, a *app, rentals *market.Rentals, nodeID i
 			t.Fatal(err)
 		}
 		if int(healthy) == len(uuids) {
-			return
+			return sa
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("node %d's simulated agent did not report its %d GPUs healthy (%d are)", nodeID, len(uuids), healthy)

@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -12,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unicode"
@@ -20,7 +18,6 @@ import (
 	"golang.org/x/net/html"
 
 	"suanli/accounts"
-	"suanli/agent"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/gpu"
@@ -352,7 +349,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 	m.sibling = addSiblingNode(t, db, m.offer, 4)
 	agents := map[int64]*simAgent{}
 	for _, id := range []int64{m.offer.NodeID, m.sibling, m.termOffer.NodeID, failOffer.NodeID} {
-		agents[id] = runSimulatedAgent(t, a, h.Rentals, id)
+		agents[id] = startSimulatedAgent(t, a, h.Rentals, id)
 	}
 	heardAfter := func(at time.Time) {
 		t.Helper()
@@ -561,64 +558,6 @@ func addSiblingNode(t *testing.T, db *models.DB, o models.Offer, n int) int64 {
 		t.Fatalf("sibling node: %v", err)
 	}
 	return id
-}
-
-// simAgent is a node's simulated agent: its GPUs (for faults), and a
-// switch that makes it go dark as a lost network would.
-type simAgent struct {
-	sim    *gpu.Sim
-	paused atomic.Bool
-}
-
-// runSimulatedAgent runs a simulated agent for a node's GPUs (as the
-// demo's) and waits until it has reported them healthy.
-func runSimulatedAgent(t *testing.T, a *app, rentals *market.Rentals, nodeID int64) *simAgent {
-	t.Helper()
-	ctx := context.Background()
-	var n models.Node
-	if err := a.db.R.First(&n, nodeID).Error; err != nil {
-		t.Fatal(err)
-	}
-	var uuids []string
-	if err := a.db.R.Model(&models.GPU{}).Where("node_id = ?", nodeID).Order("idx").Pluck("uuid", &uuids).Error; err != nil {
-		t.Fatal(err)
-	}
-	sim, err := gpu.SimulateCatalog(n.GPUModel, len(uuids), gpu.WithUUIDs(uuids))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader, err := gpu.Open(sim, gpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cred, err := rentals.IssueCredential(ctx, nodeID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := &simAgent{sim: sim}
-	ag, err := agent.New(agent.Config{Server: a.srv.URL, Token: cred, GPUs: reader, Launcher: &agent.SimulatedLauncher{Host: n.Name + ".sim.invalid"},
-		Silent: func() bool { return sa.paused.Load() || sim.Silent() }, HeartbeatEvery: 100 * time.Millisecond, PollWait: time.Second, Version: "test",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer reader.Close()
-		_ = ag.Run(actx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	eventually(t, fmt.Sprintf("node %d's agent reports its GPUs healthy", nodeID), func() bool {
-		var healthy int64
-		a.db.R.Model(&models.GPU{}).Where("node_id = ? AND health = ?", nodeID, models.GPUHealthy).Count(&healthy)
-		return int(healthy) == len(uuids)
-	})
-	return sa
 }
 
 // page is one page to render, as the person who sees it, and the status
