@@ -4,11 +4,13 @@
 package stripemock
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -17,49 +19,87 @@ import (
 // STRIPE_MOCK_BIN names a prebuilt binary; otherwise the tool is built.
 func Start(tb testing.TB) string {
 	tb.Helper()
-	httpAddr, httpsAddr := freeAddr(tb), freeAddr(tb)
-	// Both addresses, or stripe-mock also binds its default HTTPS port.
-	args := []string{"-http-addr", httpAddr, "-https-addr", httpsAddr}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() {
-		if tb.Failed() || tb.Skipped() {
-			cancel()
-		}
-	}()
 	bin := os.Getenv("STRIPE_MOCK_BIN")
 	if bin == "" {
 		// Build the tool (cached after the first time) and run the binary
 		// itself: killing `go tool`'s process would leave its child running.
 		bin = filepath.Join(tb.TempDir(), "stripe-mock")
 		if out, err := exec.Command("go", "build", "-o", bin, "github.com/stripe/stripe-mock").CombinedOutput(); err != nil {
-			cancel()
 			fail(tb, "build stripe-mock: %v\n%s", err, out)
 		}
 	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = nil, nil
+	// A free port is free when it is picked, not necessarily when the mock
+	// binds it (another test's process may take it in between): a mock that
+	// exits at once is started again on other ports.
+	var last string
+	for range 3 {
+		url, out, ok := start(tb, bin)
+		if ok {
+			return url
+		}
+		last = out
+	}
+	fail(tb, "stripe-mock did not start: %s", last)
+	return ""
+}
+
+// start runs the mock once; ok is false (with what it printed) when it
+// exited before it listened.
+func start(tb testing.TB, bin string) (url, out string, ok bool) {
+	tb.Helper()
+	httpAddr, httpsAddr := freeAddr(tb), freeAddr(tb)
+	// Both addresses, or stripe-mock also binds its default HTTPS port.
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "-http-addr", httpAddr, "-https-addr", httpsAddr)
+	var buf lockedBuffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Start(); err != nil {
 		cancel()
 		fail(tb, "start stripe-mock: %v", err)
 	}
-	tb.Cleanup(func() {
-		cancel()
+	exited := make(chan struct{})
+	go func() {
 		_ = cmd.Wait()
-	})
-	// The first `go tool` run compiles it: allow for that.
-	deadline := time.Now().Add(3 * time.Minute)
+		close(exited)
+	}()
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", httpAddr, 200*time.Millisecond); err == nil {
 			c.Close()
-			return "http://" + httpAddr
+			tb.Cleanup(func() {
+				cancel()
+				<-exited
+			})
+			return "http://" + httpAddr, "", true
 		}
-		if cmd.ProcessState != nil {
-			break
+		select {
+		case <-exited:
+			cancel()
+			return "", buf.String(), false
+		case <-time.After(100 * time.Millisecond):
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	fail(tb, "stripe-mock did not start on %s", httpAddr)
-	return ""
+	cancel()
+	<-exited
+	return "", "no answer on " + httpAddr + " within a minute: " + buf.String(), false
+}
+
+// lockedBuffer collects the mock's output from its two pipes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func fail(tb testing.TB, format string, args ...any) {
