@@ -1,6 +1,7 @@
 package market_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -166,45 +167,66 @@ func TestARefundAfterAPayoutIsOwedNotANegativePayable(t *testing.T) {
 		r := newRig(t, db, rigOptions{SilentAfter: 365 * 24 * time.Hour})
 		o := r.rtxOffer()
 		r.payable(o.ProviderID)
+		// A sibling node takes the rentals that move, so the offer's node
+		// keeps free GPUs for the next month's rental.
+		sib := r.addSibling(o, 2)
 		a := r.startAgent(o.NodeID)
-		r.waitReady(o.NodeID)
-		rt := r.mustRent(o.ID, 1, weekTerm)
+		r.startAgent(sib)
+		r.waitReady(o.NodeID, sib)
+		// An on-demand rental and a week term, each on one GPU.
+		rt := r.mustRent(o.ID, 1)
+		term := r.mustRent(o.ID, 1, weekTerm)
 		r.waitStatus(rt.ID, models.RentalRunning)
-		held := r.heldGPUs(rt.ID)[0]
+		r.waitStatus(term.ID, models.RentalRunning)
+		held := []models.GPU{r.heldGPUs(rt.ID)[0], r.heldGPUs(term.ID)[0]}
 
-		// Five minutes in, a payout pays what the term has earned.
+		// Five minutes in, a payout pays what has been earned: the
+		// on-demand use, and nothing of the term (less than an hour's
+		// share of it has run).
 		r.quiet()
 		r.clock.Freeze()
 		jump := r.clock.Advance(5 * time.Minute)
 		r.meter()
 		earned := r.account(models.AccProviderPayable, o.ProviderID)
-		if earned <= 0 {
-			t.Fatalf("nothing earned in five minutes (payable %d)", earned)
+		if earned != netOf(-r.walletSum(rt.ID)) || earned <= 0 {
+			t.Fatalf("payable %d fen after five minutes, want the on-demand use's %d", earned, netOf(-r.walletSum(rt.ID)))
 		}
 		ps := r.payoutRun()
 		if len(ps) != 1 || ps[0].AmountFen != earned {
 			t.Fatalf("payouts %+v, want one of %d fen", ps, earned)
 		}
 
-		// The GPU fails within the first ten minutes: the renter gets
+		// Both GPUs fail within the first ten minutes: the renter gets
 		// everything back, and what the provider was paid is owed.
-		fault, err := gpu.ParseFault("xid:79@0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Sim.Inject(fault); err != nil {
-			t.Fatal(err)
+		for _, g := range held {
+			fault, err := gpu.ParseFault(fmt.Sprintf("xid:79@%d", g.Idx))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Sim.Inject(fault); err != nil {
+				t.Fatal(err)
+			}
 		}
 		r.waitHeartbeat(o.NodeID, jump)
-		r.eventually("the agent reports the GPU failing", func() bool { return r.gpu(held.ID).Health == models.GPUFailing })
-		if res, err := r.rentals.Watch(r.ctx); err != nil || res.Migrated != 1 {
-			t.Fatalf("health pass %+v, %v; want the rental moved", res, err)
+		r.eventually("the agent reports the GPUs failing", func() bool {
+			return r.gpu(held[0].ID).Health == models.GPUFailing && r.gpu(held[1].ID).Health == models.GPUFailing
+		})
+		if res, err := r.rentals.Watch(r.ctx); err != nil || res.Migrated != 2 {
+			t.Fatalf("health pass %+v, %v; want both rentals moved", res, err)
 		}
-		if got := r.rental(rt.ID); !got.Free || r.walletSum(rt.ID) != 0 || r.balance() != r.fund {
-			t.Errorf("free %v, the rental's wallet sum %d, balance %d of %d: want a free rental, everything refunded", got.Free, r.walletSum(rt.ID), r.balance(), r.fund)
+		for _, id := range []int64{rt.ID, term.ID} {
+			if got := r.rental(id); !got.Free || r.walletSum(id) != 0 {
+				t.Errorf("rental %d: free %v, its wallet sum %d; want a free rental, everything refunded", id, got.Free, r.walletSum(id))
+			}
+		}
+		if r.balance() != r.fund {
+			t.Errorf("balance %d after the refunds, want all %d back", r.balance(), r.fund)
 		}
 		if got := r.account(models.AccProviderPayable, o.ProviderID); got != 0 {
 			t.Errorf("payable %d fen after the refund, want 0", got)
+		}
+		if got := r.account(models.AccProviderUnearned, o.ProviderID); got != 0 {
+			t.Errorf("unearned %d fen after the term's refund, want 0", got)
 		}
 		if got := r.account(models.AccProviderReceivable, o.ProviderID); got != -earned {
 			t.Errorf("the provider owes %d fen, want the %d fen it was paid", -got, earned)
@@ -392,7 +414,7 @@ func TestMeterPassSurvivesARacingStop(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var waiting int64
-		if err := db.R.Raw(`SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE rentals SET billed_until%'`).Scan(&waiting).Error; err != nil {
+		if err := db.R.Raw(`SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE rentals SET billed_until%'`).Scan(&waiting).Error; err != nil {
 			t.Fatal(err)
 		}
 		if waiting > 0 {
@@ -427,7 +449,7 @@ func waitForLockWaiter(t *testing.T, db *models.DB, like string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var waiting int64
-		if err := db.R.Raw(`SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ?`, like).Scan(&waiting).Error; err != nil {
+		if err := db.R.Raw(`SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ?`, like).Scan(&waiting).Error; err != nil {
 			t.Fatal(err)
 		}
 		if waiting > 0 {

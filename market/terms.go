@@ -51,6 +51,19 @@ func earnedBy(r *models.Rental, now time.Time) int64 {
 	return min(max(r.BilledFen-unearned, 0), r.BilledFen)
 }
 
+// hourShare is what an hour of the rental's current term period earns
+// (at least a fen).
+func hourShare(r *models.Rental) int64 {
+	if r.TermPriceFen == nil {
+		return 1
+	}
+	total := int64(7 * 24)
+	if r.Term == pricing.Month {
+		total = 30 * 24
+	}
+	return max(*r.TermPriceFen/total, 1)
+}
+
 // earnLegs moves fen of a term rental's price from the provider's unearned
 // account to its payable, the commission on it (carried over the rental's
 // earned total, as charges carry theirs) to platform revenue.
@@ -62,9 +75,9 @@ func earnLegs(r *models.Rental, before, fen int64) []models.Leg {
 const earnBatch = 500
 
 // EarnTerms moves what term rentals have earned by now from their
-// providers' unearned accounts to their payables, a batch of rentals per
-// transaction; the meter runs it on every pass, so a payout pays a term
-// only as far as it has run. It returns how many rentals it moved money
+// providers' unearned accounts to their payables, an hour's share or more
+// at a time, a batch of rentals per transaction; the meter runs it on
+// every pass, so a payout pays a term only as far as it has run. It returns how many rentals it moved money
 // for and how much.
 func (s *Rentals) EarnTerms(ctx context.Context) (n int, fen int64, err error) {
 	now := s.DB.Now().UTC()
@@ -81,11 +94,15 @@ func (s *Rentals) EarnTerms(ctx context.Context) (n int, fen int64, err error) {
 			for i := range rs {
 				r := &rs[i]
 				after = r.ID
-				d := earnedBy(r, now) - r.EarnedFen
-				if d <= 0 {
+				target := earnedBy(r, now)
+				d := target - r.EarnedFen
+				// An hour's share at a time (and what is left at the end):
+				// a posting per rental per meter pass would be tens of
+				// thousands of ledger rows per term, and payouts are monthly.
+				if d <= 0 || (d < hourShare(r) && target < r.BilledFen) {
 					continue
 				}
-				ok, err := models.ClaimEarned(tx, r.ID, r.EarnedFen, r.EarnedFen+d, now)
+				ok, err := models.ClaimEarned(tx, r.ID, r.BilledFen, r.EarnedFen, r.EarnedFen+d, now)
 				if err != nil {
 					return err
 				}

@@ -232,10 +232,13 @@ func TermsToEarn(tx *gorm.DB, afterID int64, limit int) ([]Rental, error) {
 }
 
 // ClaimEarned moves a term rental's earned amount from the value read to
-// the new one in tx, and reports whether it did: of two passes that race,
-// exactly one posts the earning.
-func ClaimEarned(tx *gorm.DB, rentalID, from, to int64, now time.Time) (bool, error) {
-	res := tx.Model(&Rental{}).Where("id = ? AND earned_fen = ?", rentalID, from).Updates(map[string]any{"earned_fen": to, "updated_at": now})
+// the new one in tx, if its billed amount is still the one read, and
+// reports whether it did: of two passes that race, exactly one posts the
+// earning, and none after a refund.
+func ClaimEarned(tx *gorm.DB, rentalID, billed, from, to int64, now time.Time) (bool, error) {
+	// billed too: a refund that committed meanwhile zeroes both, and must
+	// not be followed by an earning of what it gave back.
+	res := tx.Model(&Rental{}).Where("id = ? AND billed_fen = ? AND earned_fen = ?", rentalID, billed, from).Updates(map[string]any{"earned_fen": to, "updated_at": now})
 	return res.RowsAffected == 1, res.Error
 }
 
