@@ -162,6 +162,12 @@ func (s *Service) SignUp(ctx context.Context, in SignUpInput) (*models.User, err
 			return err
 		}
 		if have, err := models.UserByEmailIn(tx, email); err == nil {
+			if !have.Verified() {
+				// Not verified yet: the owner gets a fresh link, which (opened
+				// away from the first sign-up) sets the password they choose.
+				return s.mailLink(tx, have.Lang, have.Email, models.EmailToken{Purpose: models.TokenVerify, UserID: &have.ID, Email: have.Email, ExpiresAt: now.Add(VerifyTTL)},
+					"signup_unverified", "/verify")
+			}
 			// Tell the owner, in their language; nothing else changes.
 			return models.EnqueueMail(tx, &models.OutboxMail{ToAddr: have.Email, Lang: have.Lang, CreatedAt: now,
 				Subject: locales.T(have.Lang, "mail.signup_exists.subject"),
@@ -302,8 +308,25 @@ func (s *Service) throttle(ctx context.Context, email, ip string, now time.Time)
 	return &Throttled{RetryAfter: max(oldest.Add(LoginWindow).Sub(now), time.Second)}
 }
 
-// VerifyEmail uses a verification link.
+// VerifyEmail uses a verification link. The first verification retires
+// the user's other verification links and ends every session opened
+// before it (someone who signed up with another person's address and
+// logged in with their own password is logged out once the owner proves
+// the address); the caller logs its own browser in again with the epoch in
+// the user returned.
 func (s *Service) VerifyEmail(ctx context.Context, token string) (*models.User, error) {
+	return s.verify(ctx, token, nil)
+}
+
+// VerifyWithPassword uses a verification link opened where the person did
+// not sign up (another device, or someone else's browser): it sets the
+// password they choose as it verifies, so that whoever typed a password at
+// sign-up, if not the address's owner, is locked out.
+func (s *Service) VerifyWithPassword(ctx context.Context, token, password string) (*models.User, error) {
+	return s.verify(ctx, token, &password)
+}
+
+func (s *Service) verify(ctx context.Context, token string, password *string) (*models.User, error) {
 	var u *models.User
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		now := s.DB.Now().UTC()
@@ -314,19 +337,55 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (*models.User, 
 		if t.UserID == nil {
 			return invalid("token", "err.link_invalid")
 		}
-		first, err := models.MarkEmailVerified(tx, *t.UserID, now)
-		if err != nil {
+		if u, err = userIn(tx, *t.UserID); err != nil {
 			return err
 		}
-		if first {
-			if err := s.grantTrial(tx, *t.UserID, now); err != nil {
+		if password != nil {
+			if e := checkNewPassword("password", *password, u.Email); e != nil {
+				return FieldErrors{e}
+			}
+			hash, err := HashPassword(*password)
+			if err != nil {
+				return err
+			}
+			if err := models.SetUserPassword(tx, u.ID, hash); err != nil {
 				return err
 			}
 		}
-		u, err = userIn(tx, *t.UserID)
+		first, err := models.MarkEmailVerified(tx, u.ID, now)
+		if err != nil {
+			return err
+		}
+		if first || password != nil {
+			if err := models.RetireEmailTokens(tx, models.TokenVerify, u.ID, now); err != nil {
+				return err
+			}
+			if _, err := models.BumpSessionEpoch(tx, u.ID); err != nil {
+				return err
+			}
+		}
+		if first {
+			if err := s.grantTrial(tx, u.ID, now); err != nil {
+				return err
+			}
+		}
+		u, err = userIn(tx, u.ID)
 		return err
 	})
 	return u, err
+}
+
+// VerifyLinkUser returns the id of the user a verification link is for,
+// without using it (EINVALID for a link that is invalid, used or expired).
+func (s *Service) VerifyLinkUser(ctx context.Context, token string) (int64, error) {
+	t, err := s.DB.PeekEmailToken(ctx, models.TokenVerify, hashToken(token), s.DB.Now().UTC())
+	if err != nil {
+		return 0, err
+	}
+	if t.UserID == nil {
+		return 0, invalid("token", "err.link_invalid")
+	}
+	return *t.UserID, nil
 }
 
 // grantTrial posts the trial credit once per person, to the user's

@@ -344,3 +344,52 @@ func TestInvitationsAreForTheInvitedAddress(t *testing.T) {
 		}
 	})
 }
+
+// Someone who signs up with another person's address, and logs in with
+// the password they typed, loses the account once the owner verifies
+// away from that sign-up: the owner chooses the password, every earlier
+// session ends, the other links die. Signing up again for an unverified
+// address mails its owner a fresh link.
+func TestVerifyingAwayFromTheSignUpSetsThePassword(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		const victim = "victim@example.com"
+		if _, err := f.s.SignUp(ctx, accounts.SignUpInput{Email: victim, Password: "attacker-pass-2026", Name: "Mallory", IP: "10.6.6.6"}); err != nil {
+			t.Fatal(err)
+		}
+		squatter, err := f.s.Login(ctx, victim, "attacker-pass-2026", "10.6.6.6")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := f.link(victim, "/verify")
+		// The owner signs up too: no account is created, a fresh link is mailed.
+		again, err := f.s.SignUp(ctx, accounts.SignUpInput{Email: victim, Password: "owner-pass-2026!", Name: "Vic", IP: "10.7.7.7"})
+		if err != nil || again != nil {
+			t.Fatalf("signing up again: %+v %v", again, err)
+		}
+		fresh := f.link(victim, "/verify")
+		if fresh == first {
+			t.Fatal("no fresh link for an unverified address signed up again")
+		}
+		if uid, err := f.s.VerifyLinkUser(ctx, fresh); err != nil || uid != squatter.ID {
+			t.Fatalf("the fresh link's user: %d %v", uid, err)
+		}
+		if _, err := f.s.VerifyWithPassword(ctx, fresh, "short"); fieldOf(err) != "password" {
+			t.Errorf("a weak password: %v", err)
+		}
+		u, err := f.s.VerifyWithPassword(ctx, fresh, "owner-chosen-2026")
+		if err != nil || !u.Verified() || u.SessionEpoch <= squatter.SessionEpoch {
+			t.Fatalf("verify with a password: %+v %v (epoch was %d)", u, err, squatter.SessionEpoch)
+		}
+		if _, err := f.s.Login(ctx, victim, "attacker-pass-2026", "10.6.6.6"); fieldOf(err) != "password" {
+			t.Errorf("the squatter's password still logs in: %v", err)
+		}
+		if _, err := f.s.Login(ctx, victim, "owner-chosen-2026", "10.7.7.7"); err != nil {
+			t.Errorf("the owner's password: %v", err)
+		}
+		if _, err := f.s.VerifyEmail(ctx, first); apperr.Code(err) != apperr.EINVALID {
+			t.Errorf("the first link still works after the address was verified: %v", err)
+		}
+	})
+}

@@ -23,6 +23,10 @@ const (
 	// afterVerifyKey keeps, in a visitor's session, where to continue once
 	// the verification link has been opened (an invitation, say).
 	afterVerifyKey = "after_verify"
+	// signedUpKey marks the browser that signed a user up: the
+	// verification link logs in there; anywhere else it asks for the
+	// password to set (see Verify).
+	signedUpKey = "signed_up"
 )
 
 // logIn starts a fresh session for u (a new token, so a session fixed
@@ -49,7 +53,7 @@ func (h *Handler) SignupForm(c echo.Context) error {
 // has an account (its owner is told), so that sign-up reveals nothing.
 func (h *Handler) Signup(c echo.Context) error {
 	f := form(c, "email", "name", "lang", "next")
-	_, err := h.Accounts.SignUp(c.Request().Context(), accounts.SignUpInput{
+	created, err := h.Accounts.SignUp(c.Request().Context(), accounts.SignUpInput{
 		Email: f.Get("email"), Password: c.FormValue("password"), Name: f.Get("name"), Lang: f.Get("lang"), IP: c.RealIP(),
 	})
 	if msg, ok := throttled(c, err); ok {
@@ -64,6 +68,9 @@ func (h *Handler) Signup(c echo.Context) error {
 	}
 	if next := safeNext(f.Get("next")); next != "/" {
 		h.Sessions.Put(c.Request().Context(), afterVerifyKey, next)
+	}
+	if created != nil {
+		h.Sessions.Put(c.Request().Context(), signedUpKey, created.ID)
 	}
 	vc := ViewCtx(c)
 	email, _ := accounts.CheckEmail("email", f.Get("email"))
@@ -129,30 +136,61 @@ func (h *Handler) Logout(c echo.Context) error {
 	return seeOther(c, "/")
 }
 
-// Verify is GET /verify?token=: the link in the verification mail. It
-// proves the address, so it logs the user in when nobody is (this is how
-// a sign-up finishes) and continues where the sign-up started, if it said.
+// Verify is GET /verify?token=: the link in the verification mail. In the
+// browser that signed up (or one logged in as the user) it verifies the
+// address and logs in there, continuing where the sign-up started, if it
+// said. Anywhere else the link alone proves only the mailbox, not who
+// chose the password at sign-up: it asks for the password to set, which
+// verifies on submit (VerifyPassword), and the link is not used until then.
 func (h *Handler) Verify(c echo.Context) error {
-	u, err := h.Accounts.VerifyEmail(c.Request().Context(), c.QueryParam("token"))
+	ctx := c.Request().Context()
+	token := c.QueryParam("token")
+	uid, err := h.Accounts.VerifyLinkUser(ctx, token)
 	if err != nil {
 		return linkFailed(c, err)
 	}
+	cur := CurrentUser(c)
+	own := (cur != nil && cur.ID == uid) || (cur == nil && h.Sessions.GetInt64(ctx, signedUpKey) == uid)
+	if !own {
+		f := form(c)
+		f.Values["token"] = token
+		return Render(c, http.StatusOK, pages.VerifyPasswordPage(ViewCtx(c), f))
+	}
+	u, err := h.Accounts.VerifyEmail(ctx, token)
+	if err != nil {
+		return linkFailed(c, err)
+	}
+	return h.verified(c, u)
+}
+
+// VerifyPassword is POST /verify: the password chosen where the
+// verification link was opened away from the sign-up; it verifies the
+// address, sets the password and logs in here.
+func (h *Handler) VerifyPassword(c echo.Context) error {
+	f := form(c, "token")
+	u, err := h.Accounts.VerifyWithPassword(c.Request().Context(), f.Get("token"), c.FormValue("password"))
+	if err != nil {
+		if ae, ok := apperr.As(err); ok && ae.Field == "token" {
+			return linkFailed(c, err)
+		}
+		if f, ok := withErrors(c, f, err); ok {
+			return Render(c, http.StatusUnprocessableEntity, pages.VerifyPasswordPage(ViewCtx(c), f))
+		}
+		return err
+	}
+	return h.verified(c, u)
+}
+
+// verified logs the verified user in (the epoch changed: every older
+// session has ended) and says so, continuing where the sign-up started.
+func (h *Handler) verified(c echo.Context, u *models.User) error {
 	ctx := c.Request().Context()
 	next := h.Sessions.PopString(ctx, afterVerifyKey)
-	switch cur := CurrentUser(c); {
-	case cur == nil:
-		if err := h.logIn(c, u); err != nil {
-			return err
-		}
-		c.Set(UserKey, u) // the page is drawn for the user as they are now: verified
-	case cur.ID == u.ID:
-		c.Set(UserKey, u)
-	default:
-		// Someone else's link opened in a logged-in browser (an admin
-		// reading the outbox): the address is verified, the session stays
-		// the reader's.
-		next = ""
+	h.Sessions.Remove(ctx, signedUpKey)
+	if err := h.logIn(c, u); err != nil {
+		return err
 	}
+	c.Set(UserKey, u) // the page is drawn for the user as they are now: verified
 	vc := ViewCtx(c)
 	label, link := vc.T("nav.offers"), c.Echo().Reverse("offers.list")
 	if next != "" {

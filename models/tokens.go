@@ -39,6 +39,21 @@ func UseEmailToken(tx *gorm.DB, purpose, hash string, now time.Time) (*EmailToke
 	return &t, nil
 }
 
+// PeekEmailToken returns the unexpired, unused token with the hash and
+// purpose without using it; any other is EINVALID, as for UseEmailToken.
+func (db *DB) PeekEmailToken(ctx context.Context, purpose, hash string, now time.Time) (*EmailToken, error) {
+	var t EmailToken
+	err := db.W.WithContext(ctx).Where("purpose = ? AND token_hash = ?", purpose, hash).First(&t).Error
+	bad := &apperr.Error{Code: apperr.EINVALID, Field: "token", Message: "this link is invalid, used or expired", Key: "err.link_invalid"}
+	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && (t.UsedAt != nil || !now.Before(t.ExpiresAt))) {
+		return nil, bad
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
 // InsertAPIToken stores a new API token's hash.
 func (db *DB) InsertAPIToken(ctx context.Context, t *APIToken) error {
 	return db.W.WithContext(ctx).Create(t).Error

@@ -82,11 +82,21 @@ func TestSignupDoesNotRevealTakenAddresses(t *testing.T) {
 			"mail to the taken address: %+v %v", ms, err)
 		must(t, passwordIs(t, db, taken.Email, testPassword), "the taken account's password changed")
 
-		// The new address: its link verifies and logs in.
+		// The new address's link, opened on another device: it asks for the
+		// password (whoever typed one at sign-up proved nothing), then
+		// verifies and logs in.
 		ac := newActor(a, "fresh")
-		res, body := ac.do("GET", "/verify?token="+mailedToken(t, db, "fresh@example.com", "/verify"), nil)
-		must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Email verified"), "verify: %d\n%s", res.StatusCode, snippet(body))
+		token := mailedToken(t, db, "fresh@example.com", "/verify")
+		res, body := ac.do("GET", "/verify?token="+token, nil)
+		must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Choose your password") && !strings.Contains(body, "Email verified"),
+			"the link away from the sign-up: %d\n%s", res.StatusCode, snippet(body))
+		notLoggedIn(t, ac, "before the password is chosen")
+		res, body = ac.post(a.url("auth.verify.post"), url.Values{"token": {token}, "password": {"short"}})
+		must(t, res.StatusCode == http.StatusUnprocessableEntity && fieldError(body, "password") != "", "a weak password: %d\n%s", res.StatusCode, snippet(body))
+		res, body = ac.post(a.url("auth.verify.post"), url.Values{"token": {token}, "password": {"fresh-kettle-2026"}})
+		must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Email verified"), "verify with a password: %d\n%s", res.StatusCode, snippet(body))
 		loggedInAs(t, ac, "fresh@example.com", "after the verification link")
+		must(t, passwordIs(t, db, "fresh@example.com", "fresh-kettle-2026"), "the chosen password was not set")
 	})
 }
 
@@ -151,8 +161,8 @@ func TestInviteeWhoSignsUpKeepsTheInvitation(t *testing.T) {
 }
 
 // A verification link opened in a browser where someone else is logged in
-// (an admin reading the outbox) verifies the address and leaves the
-// session as it was.
+// (an admin reading the outbox) verifies nothing by being opened: it asks
+// for the account's password, and the session stays the reader's.
 func TestVerifyLinkInAnotherUsersBrowserKeepsTheirSession(t *testing.T) {
 	a := newSQLiteApp(t)
 	admin := loggedIn(a, "admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
@@ -160,10 +170,14 @@ func TestVerifyLinkInAnotherUsersBrowserKeepsTheirSession(t *testing.T) {
 	res, _ := visitor.post(a.url("auth.signup.post"), url.Values{"email": {"new@example.com"}, "name": {"New"}, "password": {"new-kettle-2026"}, "lang": {"en"}})
 	must(t, res.StatusCode == http.StatusOK, "sign up: %d", res.StatusCode)
 	res, body := admin.do("GET", "/verify?token="+mailedToken(t, a.db, "new@example.com", "/verify"), nil)
-	must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Email verified"), "verify: %d\n%s", res.StatusCode, snippet(body))
+	must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Choose your password"), "verify: %d\n%s", res.StatusCode, snippet(body))
 	loggedInAs(t, admin, "root@suanli.example", "the admin after opening someone's verification link")
 	u, err := a.db.UserByEmail(t.Context(), "new@example.com")
-	must(t, err == nil && u.Verified(), "the address is not verified: %+v %v", u, err)
+	must(t, err == nil && !u.Verified(), "opening the link verified the address: %+v %v", u, err)
+	// In the browser that signed up, the same link verifies and logs in.
+	res, body = visitor.do("GET", "/verify?token="+mailedToken(t, a.db, "new@example.com", "/verify"), nil)
+	must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Email verified"), "verify where signed up: %d\n%s", res.StatusCode, snippet(body))
+	loggedInAs(t, visitor, "new@example.com", "the browser that signed up")
 }
 
 // A platform admin sets how many organisations a user may create a day on

@@ -570,7 +570,7 @@ var matrix = []matrixRow{
 // publicRoutes are the routes anyone may use without logging in.
 var publicRoutes = []string{
 	"home", "offers.list", "offers.show", "datacenters.show", "lang.switch", "sla",
-	"auth.signup", "auth.signup.post", "auth.login", "auth.login.post", "auth.logout", "auth.verify",
+	"auth.signup", "auth.signup.post", "auth.login", "auth.login.post", "auth.logout", "auth.verify", "auth.verify.post",
 	"password.forgot", "password.forgot.post", "password.reset", "password.reset.post",
 	"api.offers.list", "api.offers.show", "api.offers.quote", "webhooks.stripe", "healthz", "readyz", "metrics", "static",
 	"benchmarks.show", "nodes.benchmarks", "api.benchmarks.show", "api.nodes.benchmarks",

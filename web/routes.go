@@ -56,6 +56,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/login", "auth.login.post", h.Login, public},
 		{"POST", "/logout", "auth.logout", h.Logout, public},
 		{"GET", "/verify", "auth.verify", h.Verify, public},
+		{"POST", "/verify", "auth.verify.post", h.VerifyPassword, public},
 		{"GET", "/password/forgot", "password.forgot", h.ForgotForm, public},
 		{"POST", "/password/forgot", "password.forgot.post", h.Forgot, public},
 		{"GET", "/password/reset", "password.reset", h.ResetForm, public},
