@@ -221,7 +221,10 @@ func mailParts(body, base string) []MailPart {
 		text(body[at:m[0]])
 		at = end
 		path, ok := strings.CutPrefix(u, base)
-		if base == "" || !ok || (path != "" && path[0] != '/' && path[0] != '?') {
+		// A path that a browser would read as another host ("//evil",
+		// "/\evil") stays text: a mail may quote what a user typed.
+		if base == "" || !ok || (path != "" && path[0] != '/' && path[0] != '?') ||
+			strings.HasPrefix(path, "//") || strings.HasPrefix(path, "/\\") {
 			text(u)
 			continue
 		}
