@@ -144,10 +144,6 @@ func (s *Service) SignUp(ctx context.Context, in SignUpInput) (*models.User, err
 	now := s.DB.Now().UTC()
 	rates := []rate{{throttleSignupIP, in.IP, SignupsPerAddress}, {throttleSignupEmail, email, SignupsPerEmail}}
 	if err := s.checkRates(ctx, now, rates...); err != nil {
-		var th *Throttled
-		if errors.As(err, &th) {
-			th.Key = "err.throttled_requests"
-		}
 		return nil, err
 	}
 	// Hashed either way, so that the answer takes as long for an address
@@ -158,7 +154,7 @@ func (s *Service) SignUp(ctx context.Context, in SignUpInput) (*models.User, err
 	}
 	var created *models.User
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := countRates(tx, now, rates...); err != nil {
+		if err := takeRates(tx, now, rates...); err != nil {
 			return err
 		}
 		if have, err := models.UserByEmailIn(tx, email); err == nil {
@@ -425,14 +421,10 @@ func (s *Service) ResendVerification(ctx context.Context, u *models.User) error 
 	now := s.DB.Now().UTC()
 	r := rate{throttleResendUser, fmt.Sprint(u.ID), ResendsPerUser}
 	if err := s.checkRates(ctx, now, r); err != nil {
-		var th *Throttled
-		if errors.As(err, &th) {
-			th.Key = "err.throttled_requests"
-		}
 		return err
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := countRates(tx, now, r); err != nil {
+		if err := takeRates(tx, now, r); err != nil {
 			return err
 		}
 		return s.mailLink(tx, u.Lang, u.Email, models.EmailToken{Purpose: models.TokenVerify, UserID: &u.ID, Email: u.Email, ExpiresAt: now.Add(VerifyTTL)}, "verify", "/verify")
@@ -452,14 +444,10 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email, ip string) er
 	now := s.DB.Now().UTC()
 	rates := []rate{{throttleResetEmail, email, ResetsPerEmail}, {throttleResetIP, ip, ResetsPerAddress}}
 	if err := s.checkRates(ctx, now, rates...); err != nil {
-		var th *Throttled
-		if errors.As(err, &th) {
-			th.Key = "err.throttled_requests"
-		}
 		return err
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := countRates(tx, now, rates...); err != nil {
+		if err := takeRates(tx, now, rates...); err != nil {
 			return err
 		}
 		u, err := models.UserByEmailIn(tx, email)

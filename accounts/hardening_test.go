@@ -393,3 +393,37 @@ func TestVerifyingAwayFromTheSignUpSetsThePassword(t *testing.T) {
 		}
 	})
 }
+
+// Attempts sent at once are counted one after another: twenty reset
+// requests for one address at the same moment mail it ResetsPerEmail times.
+func TestThrottlesHoldForAttemptsSentAtOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		u := f.signUpVerified("burst@example.com")
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		passed := 0
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := f.s.RequestPasswordReset(ctx, u.Email, fmt.Sprintf("10.8.0.%d", i))
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					passed++
+				case !throttled(err):
+					t.Errorf("reset: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		var mails int64
+		db.R.Model(&models.OutboxMail{}).Where("to_addr = ? AND body LIKE ?", u.Email, "%/password/reset?token=%").Count(&mails)
+		if passed != accounts.ResetsPerEmail || mails != int64(accounts.ResetsPerEmail) {
+			t.Errorf("20 resets at once: %d answered, %d mailed; want %d", passed, mails, accounts.ResetsPerEmail)
+		}
+	})
+}

@@ -2,6 +2,8 @@ package accounts
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -46,14 +48,19 @@ type rate struct {
 // checkRates refuses, with *Throttled, when any of the throttles has had
 // its number of attempts within the hour; it says how long until the
 // oldest attempt that blocks leaves the window. An empty subject (no
-// client address known) is not counted.
+// client address known) is not counted. It reads outside a transaction,
+// to refuse early; takeRates counts again where it counts.
 func (s *Service) checkRates(ctx context.Context, now time.Time, rates ...rate) error {
+	return checkRatesIn(s.DB.W.WithContext(ctx), now, rates...)
+}
+
+func checkRatesIn(tx *gorm.DB, now time.Time, rates ...rate) error {
 	var wait time.Duration
 	for _, r := range rates {
 		if r.subject == "" {
 			continue
 		}
-		n, oldest, err := s.DB.CountThrottle(ctx, r.kind, r.subject, now.Add(-throttleWindow))
+		n, oldest, err := models.CountThrottleIn(tx, r.kind, r.subject, now.Add(-throttleWindow))
 		if err != nil {
 			return err
 		}
@@ -62,14 +69,32 @@ func (s *Service) checkRates(ctx context.Context, now time.Time, rates ...rate) 
 		}
 	}
 	if wait > 0 {
-		return &Throttled{RetryAfter: wait}
+		return &Throttled{RetryAfter: wait, Key: "err.throttled_requests"}
 	}
 	return nil
 }
 
-// countRates records one attempt against each throttle in tx.
-func countRates(tx *gorm.DB, now time.Time, rates ...rate) error {
+// takeRates counts one attempt against each throttle in tx, or refuses it
+// (*Throttled): the subjects are locked first (in one order, so that two
+// attempts cannot wait on each other), so attempts sent at once are
+// counted one after another and no more than the limit get through.
+func takeRates(tx *gorm.DB, now time.Time, rates ...rate) error {
+	keys := make([]rate, 0, len(rates))
 	for _, r := range rates {
+		if r.subject != "" {
+			keys = append(keys, r)
+		}
+	}
+	slices.SortFunc(keys, func(a, b rate) int { return strings.Compare(a.kind+":"+a.subject, b.kind+":"+b.subject) })
+	for _, r := range keys {
+		if err := models.LockThrottle(tx, r.kind, r.subject); err != nil {
+			return err
+		}
+	}
+	if err := checkRatesIn(tx, now, keys...); err != nil {
+		return err
+	}
+	for _, r := range keys {
 		if err := models.RecordThrottle(tx, r.kind, now, r.subject); err != nil {
 			return err
 		}

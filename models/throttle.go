@@ -19,18 +19,33 @@ type ThrottleEvent struct {
 // CountThrottle counts the attempts of a kind for a subject since the time
 // given, and returns the oldest of them (zero when none).
 func (db *DB) CountThrottle(ctx context.Context, kind, subject string, since time.Time) (int64, time.Time, error) {
+	return CountThrottleIn(db.W.WithContext(ctx), kind, subject, since)
+}
+
+// CountThrottleIn is CountThrottle in tx.
+func CountThrottleIn(tx *gorm.DB, kind, subject string, since time.Time) (int64, time.Time, error) {
 	var n int64
-	q := db.W.WithContext(ctx).Model(&ThrottleEvent{}).Where("kind = ? AND subject = ? AND at > ?", kind, subject, since)
-	if err := q.Count(&n).Error; err != nil || n == 0 {
+	if err := tx.Model(&ThrottleEvent{}).Where("kind = ? AND subject = ? AND at > ?", kind, subject, since).Count(&n).Error; err != nil || n == 0 {
 		return n, time.Time{}, err
 	}
 	// MIN over a timestamp comes back as text on SQLite; the first row by
 	// time is read instead.
 	var first ThrottleEvent
-	if err := db.W.WithContext(ctx).Where("kind = ? AND subject = ? AND at > ?", kind, subject, since).Order("at").First(&first).Error; err != nil {
+	if err := tx.Where("kind = ? AND subject = ? AND at > ?", kind, subject, since).Order("at").First(&first).Error; err != nil {
 		return 0, time.Time{}, err
 	}
 	return n, first.At, nil
+}
+
+// LockThrottle holds, until tx ends, a lock on a throttle's subject on
+// PostgreSQL (a transaction-scoped advisory lock), so that attempts sent
+// at once are counted one after another; SQLite's one writer does that
+// already.
+func LockThrottle(tx *gorm.DB, kind, subject string) error {
+	if tx.Dialector.Name() != "postgres" {
+		return nil
+	}
+	return tx.Exec(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, kind+":"+subject).Error
 }
 
 // RecordThrottle stores one attempt of a kind for each subject in tx.
