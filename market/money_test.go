@@ -317,7 +317,7 @@ func TestHourlyCapCountsTheRatesOfLiveRentals(t *testing.T) {
 
 func limitHourly(err error) bool {
 	ae, ok := apperr.As(err)
-	return ok && ae.Key == "err.limit_hourly"
+	return ok && ae.Key == "err.limit_hourly_live" && len(ae.Args) == 2
 }
 
 // charges are the rental's charge transactions (a term's earnings, moved

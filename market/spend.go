@@ -45,7 +45,9 @@ func checkSpend(tx *gorm.DB, org *models.Org, userID, amountFen, except int64, n
 			if err != nil {
 				return err
 			}
-			spent = max(spent, coming)
+			if coming > spent && coming+amountFen > l.limit {
+				return limitErr("err.limit_hourly_live", l.limit, coming)
+			}
 		}
 		if spent+amountFen > l.limit {
 			return limitErr(l.key, l.limit, spent)
