@@ -206,36 +206,86 @@ func errInviteOtherAddress(invited string) *apperr.Error {
 // nothing: it can be forwarded). For a lab, the invited institutional
 // address is then the member's confirmed one.
 func (s *Service) AcceptInvite(ctx context.Context, u *models.User, token string) (*models.Org, error) {
-	var org models.Org
+	var org *models.Org
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		now := s.DB.Now().UTC()
 		t, err := models.UseEmailToken(tx, models.TokenInvite, hashToken(token), now)
 		if err != nil {
 			return err
 		}
-		if !u.Verified() || models.NormalizeEmail(u.Email) != models.NormalizeEmail(t.Email) {
-			// Rolled back: the link stays usable by the invited person.
-			return errInviteOtherAddress(t.Email)
-		}
-		if err := tx.First(&org, *t.OrgID).Error; err != nil {
-			return err
-		}
-		m := &models.Membership{OrgID: org.ID, UserID: u.ID, Role: t.Role, CreatedAt: now}
-		if org.Kind == models.OrgLab {
-			// The link went to the institutional address the user verified.
-			m.EduEmail, m.ConfirmedAt = t.Email, &now
-		}
-		if err := models.AddMember(tx, m); err != nil {
-			return err
-		}
-		// Joining grants a role: a permission change.
-		return market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("org:%d", org.ID), nil, fmt.Sprintf("user %d joined as %s (invitation to %s)", u.ID, t.Role, t.Email),
-			locales.M("audit.joined", u.ID, locales.M("role."+t.Role), t.Email))
+		org, err = s.join(ctx, tx, u, t, now)
+		return err
 	})
+	return org, err
+}
+
+// AcceptInvitation accepts, by its number, an invitation to the user's
+// verified address: the way in on a device the invitation mail was not
+// opened on (the account page lists them, InvitationsForMe).
+func (s *Service) AcceptInvitation(ctx context.Context, u *models.User, id int64) (*models.Org, error) {
+	var org *models.Org
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		now := s.DB.Now().UTC()
+		t, err := models.UseInvitation(tx, id, now)
+		if err != nil {
+			return err
+		}
+		if !u.Verified() || models.NormalizeEmail(u.Email) != models.NormalizeEmail(t.Email) {
+			// Nobody else learns that the invitation exists.
+			return apperr.NotFound("invitation")
+		}
+		org, err = s.join(ctx, tx, u, t, now)
+		return err
+	})
+	return org, err
+}
+
+// join makes the user a member by an invitation taken in tx, if their
+// verified email is the invited address (rolling back otherwise leaves the
+// invitation usable by the invited person).
+func (s *Service) join(ctx context.Context, tx *gorm.DB, u *models.User, t *models.EmailToken, now time.Time) (*models.Org, error) {
+	if !u.Verified() || models.NormalizeEmail(u.Email) != models.NormalizeEmail(t.Email) {
+		return nil, errInviteOtherAddress(t.Email)
+	}
+	var org models.Org
+	if err := tx.First(&org, *t.OrgID).Error; err != nil {
+		return nil, err
+	}
+	m := &models.Membership{OrgID: org.ID, UserID: u.ID, Role: t.Role, CreatedAt: now}
+	if org.Kind == models.OrgLab {
+		// The invitation went to the institutional address the user verified.
+		m.EduEmail, m.ConfirmedAt = t.Email, &now
+	}
+	if err := models.AddMember(tx, m); err != nil {
+		return nil, err
+	}
+	// Joining grants a role: a permission change.
+	return &org, market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("org:%d", org.ID), nil, fmt.Sprintf("user %d joined as %s (invitation to %s)", u.ID, t.Role, t.Email),
+		locales.M("audit.joined", u.ID, locales.M("role."+t.Role), t.Email))
+}
+
+// InvitationForMe is a pending invitation to the user's address.
+type InvitationForMe struct {
+	ID      int64
+	OrgName string
+	Role    string
+}
+
+// InvitationsForMe lists the pending invitations to the user's verified
+// address (none before it is verified).
+func (s *Service) InvitationsForMe(ctx context.Context, u *models.User) ([]InvitationForMe, error) {
+	if !u.Verified() {
+		return nil, nil
+	}
+	rows, err := s.DB.InvitationsTo(ctx, u.Email, s.DB.Now().UTC())
 	if err != nil {
 		return nil, err
 	}
-	return &org, nil
+	out := make([]InvitationForMe, len(rows))
+	for i, r := range rows {
+		out[i] = InvitationForMe{ID: r.ID, OrgName: r.OrgName, Role: r.Role}
+	}
+	return out, nil
 }
 
 // Invitation is a pending invitation as the organisation page lists it.

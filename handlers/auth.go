@@ -195,6 +195,12 @@ func (h *Handler) verified(c echo.Context, u *models.User) error {
 	label, link := vc.T("nav.offers"), c.Echo().Reverse("offers.list")
 	if next != "" {
 		label, link = vc.T("verify.continue"), safeNext(next)
+	} else if invs, err := h.Accounts.InvitationsForMe(ctx, u); err != nil {
+		return err
+	} else if len(invs) > 0 {
+		// Invited before signing up, on another device: the account page
+		// lists the invitations to accept.
+		label, link = vc.T("verify.to_invitations", len(invs)), c.Echo().Reverse("account.show")+"#invitations"
 	}
 	return Render(c, http.StatusOK, pages.MessagePage(vc, http.StatusOK, vc.T("verify.done"), vc.T("verify.done_lead", u.Email), label, link))
 }

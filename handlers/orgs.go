@@ -212,6 +212,21 @@ func (h *Handler) InviteShow(c echo.Context) error {
 	return Render(c, http.StatusOK, pages.InvitePage(ViewCtx(c), c.QueryParam("token")))
 }
 
+// InvitationAccept is POST /invitations/{iid}/accept: an invitation to the
+// user's verified address, accepted from the account page.
+func (h *Handler) InvitationAccept(c echo.Context) error {
+	iid, err := parseID(c, "iid", "invitation")
+	if err != nil {
+		return err
+	}
+	org, err := h.Accounts.AcceptInvitation(c.Request().Context(), CurrentUser(c), iid)
+	if err != nil {
+		return err
+	}
+	h.flash(c, "invite.joined", org.Name)
+	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
+}
+
 // InviteAccept is POST /invitations/accept.
 func (h *Handler) InviteAccept(c echo.Context) error {
 	org, err := h.Accounts.AcceptInvite(c.Request().Context(), CurrentUser(c), c.FormValue("token"))

@@ -153,3 +153,42 @@ func RevokeInvitation(tx *gorm.DB, orgID, id int64, now time.Time) (bool, error)
 	res := tx.Model(&EmailToken{}).Where("id = ? AND purpose = ? AND org_id = ? AND used_at IS NULL", id, TokenInvite, orgID).Update("used_at", now)
 	return res.RowsAffected == 1, res.Error
 }
+
+// InvitationTo is a pending invitation with its organisation's name.
+type InvitationTo struct {
+	ID      int64
+	Role    string
+	OrgName string
+}
+
+// InvitationsTo returns the pending invitations to an address, newest
+// first.
+func (db *DB) InvitationsTo(ctx context.Context, email string, now time.Time) ([]InvitationTo, error) {
+	var out []InvitationTo
+	err := db.R.WithContext(ctx).Table("email_tokens t").Joins("JOIN orgs o ON o.id = t.org_id").
+		Select("t.id, t.role, o.name AS org_name").
+		Where("t.purpose = ? AND t.email = ? AND t.used_at IS NULL AND t.expires_at > ?", TokenInvite, NormalizeEmail(email), now).
+		Order("t.id DESC").Scan(&out).Error
+	return out, err
+}
+
+// UseInvitation marks a pending invitation, by its id, as used in tx and
+// returns it; one that is used, expired or unknown is ENOTFOUND.
+func UseInvitation(tx *gorm.DB, id int64, now time.Time) (*EmailToken, error) {
+	var t EmailToken
+	err := tx.Where("id = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", id, TokenInvite, now).First(&t).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, apperr.NotFound("invitation")
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := tx.Model(&EmailToken{}).Where("id = ? AND used_at IS NULL", id).Update("used_at", now)
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	if res.RowsAffected != 1 {
+		return nil, apperr.NotFound("invitation")
+	}
+	return &t, nil
+}

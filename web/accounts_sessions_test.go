@@ -202,3 +202,40 @@ func TestAdminSetsOrganisationsPerDay(t *testing.T) {
 		must(t, got.OrgsPerDay == nil, "orgs per day %v, want the default", got.OrgsPerDay)
 	})
 }
+
+// An invitee who signs up on one device and opens the verification mail
+// on another still finds the invitation: the account page lists the
+// invitations to their verified address, to accept there; nobody else can.
+func TestInvitationsToYourAddressAreOnTheAccountPage(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a := newApp(t, db)
+		owner := loggedIn(a, "owner", mustUser(t, db, "owner@example.com", "Olga Owner", false))
+		res, _ := owner.post(a.url("orgs.create"), url.Values{"name": {"Alpha Dynamics"}, "kind": {"team"}})
+		orgPath := res.Header.Get("Location")
+		res, _ = owner.post(orgPath+"/invitations", url.Values{"email": {"phone@example.com"}, "role": {"member"}})
+		must(t, res.StatusCode == http.StatusSeeOther, "invite: %d", res.StatusCode)
+
+		laptop := newActor(a, "laptop")
+		res, _ = laptop.post(a.url("auth.signup.post"), url.Values{"email": {"phone@example.com"}, "name": {"Pia Phone"}, "password": {"phone-kettle-2026"}, "lang": {"en"}})
+		must(t, res.StatusCode == http.StatusOK, "sign up: %d", res.StatusCode)
+		phone := newActor(a, "phone")
+		token := mailedToken(t, db, "phone@example.com", "/verify")
+		res, body := phone.post(a.url("auth.verify.post"), url.Values{"token": {token}, "password": {"phone-kettle-2026"}})
+		must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "See your invitations (1)") && strings.Contains(body, `href="/account#invitations"`),
+			"the verified page does not lead to the invitation: %d\n%s", res.StatusCode, snippet(body))
+		_, page := phone.do("GET", a.url("account.show"), nil)
+		contains(t, page, "Invitations for you", "Alpha Dynamics")
+		m := regexp.MustCompile(`action="(/invitations/\d+/accept)"`).FindStringSubmatch(page)
+		must(t, m != nil, "no accept button on the account page\n%s", snippet(page))
+
+		outsider := loggedIn(a, "outsider", mustUser(t, db, "outsider@example.com", "Otto", false))
+		res, _ = outsider.post(m[1], nil)
+		must(t, res.StatusCode == http.StatusNotFound, "someone else accepting by number: %d, want 404", res.StatusCode)
+		res, _ = phone.post(m[1], nil)
+		must(t, res.StatusCode == http.StatusSeeOther && res.Header.Get("Location") == orgPath, "accept: %d to %q", res.StatusCode, res.Header.Get("Location"))
+		_, page = owner.do("GET", orgPath, nil)
+		contains(t, page, "Pia Phone", "No invitations are waiting.")
+		res, _ = phone.post(m[1], nil)
+		must(t, res.StatusCode == http.StatusNotFound, "accepting twice: %d, want 404", res.StatusCode)
+	})
+}

@@ -538,6 +538,10 @@ var matrix = []matrixRow{
 			f.a.db.R.Model(&models.AgentTask{}).Where("kind = ?", "benchmark").Count(&n)
 			must(t, n == 1, "%d benchmark tasks after the admin asked once, want 1", n)
 		}},
+	// An invitation by number is only for the invited address: nobody in
+	// the fixture is invited, so everyone logged in is told none exists.
+	{route: "invitations.accept.id", params: func(*matrixFixture) []any { return []any{"999999"} },
+		want: expect{Anon: 401, Other: 404, Member: 404, Admin: 404, Platform: 404, Owner: 404}},
 	// Only platform admins set how many organisations a user may create.
 	{route: "admin.users.orgs_per_day", params: func(f *matrixFixture) []any { return []any{idParam(f.memberUser.ID)} },
 		form: url.Values{"per_day": {"12"}}, want: platformPost},

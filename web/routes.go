@@ -79,6 +79,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/labs/confirm", "labs.confirm", h.LabConfirm, user},
 		{"GET", "/invitations/accept", "invitations.accept", h.InviteShow, user},
 		{"POST", "/invitations/accept", "invitations.accept.post", h.InviteAccept, user},
+		{"POST", "/invitations/:iid/accept", "invitations.accept.id", h.InvitationAccept, user},
 
 		// The navigation's wallet: the user's own, by redirect.
 		{"GET", "/wallet", "wallet.mine", h.WalletMine, user},
