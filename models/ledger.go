@@ -65,7 +65,9 @@ var balanceSign = map[string]signRule{
 var ErrBalanceSign = errors.New("ledger: the posting would take an account across zero")
 
 // LedgerKinds are the kinds of ledger transactions, for filters and labels.
-var LedgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge", "rental_refund", "payout", "payout_return", "term_earned", "receivable_offset"}
+// (owed_moved is written only by migration 00011: a payable left below
+// zero by an earlier version, moved to the receivable.)
+var LedgerKinds = []string{"topup", "refund", "promo_credit", "trial_credit", "sla_credit", "charge", "rental_refund", "payout", "payout_return", "term_earned", "receivable_offset", "owed_moved"}
 
 // LedgerAccount is one account of the double-entry ledger.
 type LedgerAccount struct {
