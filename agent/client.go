@@ -70,7 +70,7 @@ func (a *Agent) call(ctx context.Context, method, path string, timeout time.Dura
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		body = bytes.NewReader(withoutNUL(b))
 	}
 	req, err := http.NewRequestWithContext(ctx, method, a.server+path, body)
 	if err != nil {
@@ -100,6 +100,45 @@ func (a *Agent) call(ctx context.Context, method, path string, timeout time.Dura
 		return fmt.Errorf("decoding %s reply: %w", path, err)
 	}
 	return nil
+}
+
+// withoutNUL replaces each NUL character escaped in the JSON text b
+// ("\u0000") with U+FFFD. The server refuses a body that holds one (no
+// column stores it), and what the agent sends quotes the host (a Docker
+// or NVML error, a GPU's name), which may: a result refused for it would
+// be retried in vain and lost. (json.Marshal already replaces bytes that
+// are not UTF-8.)
+func withoutNUL(b []byte) []byte {
+	const nul, repl = `\u0000`, `\ufffd`
+	if !bytes.Contains(b, []byte(nul)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case !inString:
+			inString = c == '"'
+		case c == '"':
+			inString = false
+		case c == '\\':
+			// An escape: \u0000 is replaced, any other (\\ included) is
+			// copied whole, so an escaped backslash before "u0000" stays.
+			if bytes.HasPrefix(b[i:], []byte(nul)) {
+				out = append(out, repl...)
+				i += len(nul) - 1
+				continue
+			}
+			if i+1 < len(b) {
+				out = append(out, c, b[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // Backoff bounds for retries after a failure.

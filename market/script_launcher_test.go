@@ -68,3 +68,40 @@ func TestRentalLaunchesThroughAProviderScript(t *testing.T) {
 		r.checkLedger()
 	})
 }
+
+// A launch script whose error output holds a NUL byte (a binary tool's
+// message, say) still gets its failure to the server: the agent's result
+// is not refused as malformed and lost, so the rental moves on at once
+// instead of waiting out the launch timeout.
+func TestALaunchErrorWithANULIsReported(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "launch.sh")
+		script := "#!/bin/sh\n[ \"$SUANLI_ACTION\" = launch ] || exit 0\nprintf 'disk\\000full\\n' >&2\nexit 4\n"
+		if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := newRig(t, db, rigOptions{})
+		r.launcher = &agent.ScriptLauncher{Path: path}
+		o := r.rtxOffer()
+		r.startAgent(o.NodeID)
+		r.waitReady(o.NodeID)
+		rt := r.mustRent(o.ID, 1)
+		r.eventually("the launch failure reported", func() bool {
+			es, err := db.RentalEvents(r.ctx, rt.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				if e.Kind == "node_failed" && strings.Contains(e.Detail, "launch failed") {
+					if !strings.Contains(e.Detail, "disk\ufffdfull") {
+						t.Errorf("detail %q, want the script's message with the NUL replaced", e.Detail)
+					}
+					return true
+				}
+			}
+			return false
+		})
+		r.checkLedger()
+	})
+}
