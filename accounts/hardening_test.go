@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -131,6 +132,10 @@ func TestOrganisationsPerDayAreLimited(t *testing.T) {
 		}
 		if err := f.s.SetOrgsPerDay(ctx, admin, u.ID, &n); err != nil {
 			t.Fatal(err)
+		}
+		entries, _, err := db.AuditLog(ctx, models.AuditFilter{Subject: "user:" + strconv.FormatInt(u.ID, 10)})
+		if err != nil || len(entries) != 1 || entries[0].Action != market.AuditOrgsPerDay {
+			t.Errorf("audit of the new limit: %+v %v", entries, err)
 		}
 		u, _ = db.UserByID(ctx, u.ID)
 		for i := range 3 {

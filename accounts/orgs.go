@@ -471,6 +471,6 @@ func (s *Service) SetOrgsPerDay(ctx context.Context, admin *models.User, userID 
 			detail = fmt.Sprintf("organisations per day: %d", *n)
 			msg = locales.M("audit.orgs_per_day", *n)
 		}
-		return market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("user:%d", userID), nil, detail, msg)
+		return market.Audit(ctx, tx, market.AuditOrgsPerDay, fmt.Sprintf("user:%d", userID), nil, detail, msg)
 	})
 }

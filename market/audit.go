@@ -33,9 +33,12 @@ const (
 	AuditOrgRejected    = "org.rejected"
 	AuditMemberInvited  = "member.invited"
 	// AuditInviteRevoked: a pending invitation was revoked.
-	AuditInviteRevoked  = "member.invite_revoked"
-	AuditMemberRemoved  = "member.removed"
-	AuditRoleChanged    = "role.changed"
+	AuditInviteRevoked = "member.invite_revoked"
+	AuditMemberRemoved = "member.removed"
+	AuditRoleChanged   = "role.changed"
+	// AuditOrgsPerDay: an admin set how many organisations a user may
+	// create per day.
+	AuditOrgsPerDay     = "user.orgs_per_day"
 	AuditWalletCredit   = "wallet.credit"
 	AuditSLACredit      = "sla.credit"
 	AuditConnectOnboard = "connect.onboarded"

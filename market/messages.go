@@ -57,11 +57,10 @@ func reasonsMsg(v gpu.Verdict, extra ...locales.Msg) locales.Msg {
 // nodeLabel names a node in a renter's timeline: by its name, or its
 // number when it has none.
 func nodeLabel(tx *gorm.DB, id int64) string {
-	var name string
-	if err := tx.Model(&models.Node{}).Where("id = ?", id).Pluck("name", &name).Error; err != nil || name == "" {
-		return "#" + strconv.FormatInt(id, 10)
+	if name := models.NodeName(tx, id); name != "" {
+		return name
 	}
-	return name
+	return "#" + strconv.FormatInt(id, 10)
 }
 
 // shTime is a time as pages show it (Asia/Shanghai), for message arguments.

@@ -79,7 +79,7 @@ func viewOf(student bool) priceView {
 // confirmed member of an approved lab: the list price less the offer's
 // own student discount.
 func StudentPriceFen(o *models.Offer) int64 {
-	return pricing.Discounted(o.PricePerGPUHourFen, o.StudentDiscountPct)
+	return UnitPriceFen(o, pricing.OnDemand, true)
 }
 
 // LatencyFrom returns the published latency from city in ms.

@@ -67,3 +67,12 @@ func CloseIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time
 	return tx.Model(&Incident{}).Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).
 		Update("closed_at", now).Error
 }
+
+// NodeName returns the node's name in tx ("" if it has none or is gone).
+func NodeName(tx *gorm.DB, id int64) string {
+	var name string
+	if err := tx.Model(&Node{}).Where("id = ?", id).Pluck("name", &name).Error; err != nil {
+		return ""
+	}
+	return name
+}

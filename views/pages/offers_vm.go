@@ -82,10 +82,10 @@ func yourPrice(vc views.Ctx, o *market.ListedOffer) int64 { return o.PriceFen(vc
 // student discount applies to terms as to hours; pricing.Quote), nil when
 // the offer sells no month.
 func yourMonthly(vc views.Ctx, o *market.ListedOffer) *int64 {
-	if o.MonthlyPricePerGPUFen == nil || !vc.Student || o.StudentDiscountPct == 0 {
-		return o.MonthlyPricePerGPUFen
+	if o.MonthlyPricePerGPUFen == nil {
+		return nil
 	}
-	fen := pricing.Discounted(*o.MonthlyPricePerGPUFen, o.StudentDiscountPct)
+	fen := market.UnitPriceFen(&o.Offer, pricing.Month, vc.Student)
 	return &fen
 }
 
