@@ -14,7 +14,7 @@ import (
 // SLAShow is GET /sla: the SLA terms, rendered from pricing.Tiers (the
 // table the credit computation uses) and the health watch's settings.
 func (h *Handler) SLAShow(c echo.Context) error {
-	terms := market.SLATerms{HeartbeatEvery: market.HeartbeatEvery, SilentAfter: 30 * time.Second, FreeIfFailsWithin: market.FreeIfFailsWithin}
+	terms := market.SLATerms{HeartbeatEvery: market.HeartbeatEvery, SilentAfter: 30 * time.Second, FreeIfFailsWithin: market.FreeIfFailsWithin, FlapWindow: market.FlapWindow}
 	if h.Rentals != nil {
 		terms = h.Rentals.Terms()
 	}

@@ -1,6 +1,7 @@
 package market_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -77,6 +78,7 @@ func TestFlappingGPUOpensOneIncident(t *testing.T) {
 			}
 			r.clock.Advance(market.HeartbeatEvery)
 		}
+		start := r.clock.Now()
 		beat(false)
 		const flips = 60
 		for i := range flips {
@@ -94,6 +96,14 @@ func TestFlappingGPUOpensOneIncident(t *testing.T) {
 			t.Fatal(err)
 		}
 		holds(t, r.clock.Now().Sub(inc.OpenedAt) >= flips*market.HeartbeatEvery, "the incident opened at %v, not at the first failure", inc.OpenedAt)
+		// As the SLA page says, the healthy beats between count as down: the
+		// node's uptime is one GPU down throughout, from the first failure.
+		var incs []models.Incident
+		db.R.Where("node_id = ?", o.NodeID).Find(&incs)
+		now := r.clock.Now()
+		want := 100 * (1 - now.Sub(inc.OpenedAt).Seconds()/now.Sub(start).Seconds()/float64(len(host.GPUs)))
+		got := market.NodeUptimePct(o.NodeID, len(host.GPUs), incs, start, now)
+		holds(t, math.Abs(got-want) < 1e-9, "uptime %.6f%%, want %.6f%% (one GPU down since the first failure)", got, want)
 
 		// Healthy for longer than the window: the next failure is news.
 		beat(false)

@@ -394,9 +394,12 @@ func RentalSLAOf(ctx context.Context, db *models.DB, r *models.Rental, events []
 // SLATerms are the measurement facts the SLA page states.
 type SLATerms struct {
 	HeartbeatEvery, SilentAfter, FreeIfFailsWithin time.Duration
+	// FlapWindow: a failure again this soon after its incident closed
+	// reopens it (the time between counts as down).
+	FlapWindow time.Duration
 }
 
 // Terms returns the rental service's SLA measurement facts.
 func (s *Rentals) Terms() SLATerms {
-	return SLATerms{HeartbeatEvery: HeartbeatEvery, SilentAfter: s.silentAfter(), FreeIfFailsWithin: FreeIfFailsWithin}
+	return SLATerms{HeartbeatEvery: HeartbeatEvery, SilentAfter: s.silentAfter(), FreeIfFailsWithin: FreeIfFailsWithin, FlapWindow: FlapWindow}
 }
