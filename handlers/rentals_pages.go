@@ -358,8 +358,15 @@ func (h *Handler) changeVM(c echo.Context, d *market.RentalDetail, m *models.Mem
 	}
 	vc := ViewCtx(c)
 	cur := d.Offer
+	// The offers are listed at the price the change would be at (a lab
+	// member's student price), as its quote is.
+	org, err := h.DB.OrgByID(c.Request().Context(), r.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	student := market.StudentPrices(org, m)
 	ch := &pages.ChangeVM{Form: f, Quote: q, WalletURL: vc.URL("wallet.show", strconv.FormatInt(r.OrgID, 10))}
-	ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: cur.ID, GPUName: gpuName(cur.GPUModel), PricePerGPUHourFen: cur.PricePerGPUHourFen,
+	ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: cur.ID, GPUName: gpuName(cur.GPUModel), PricePerGPUHourFen: market.UnitPriceFen(&cur.Offer, pricing.OnDemand, student),
 		AvailableGPUs: cur.AvailableGPUs, MaxGPUs: cur.MaxGPUs, Current: true})
 	res, err := h.Index.Search(market.OfferQuery{DatacenterID: cur.DatacenterID, Sort: market.SortPrice, Page: 1, PerPage: market.MaxPerPage})
 	if err != nil {
@@ -373,7 +380,7 @@ func (h *Handler) changeVM(c echo.Context, d *market.RentalDetail, m *models.Mem
 		if o.ProviderID != cur.ProviderID && o.Provider != nil {
 			other = o.Provider.Name(vc.Lang)
 		}
-		ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: o.ID, GPUName: gpuName(o.GPUModel), PricePerGPUHourFen: o.PricePerGPUHourFen,
+		ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: o.ID, GPUName: gpuName(o.GPUModel), PricePerGPUHourFen: market.UnitPriceFen(&o.Offer, pricing.OnDemand, student),
 			AvailableGPUs: o.AvailableGPUs, MaxGPUs: o.MaxGPUs, OtherProvider: other})
 	}
 	if ch.Form.Values == nil {

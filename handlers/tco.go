@@ -32,7 +32,8 @@ func (h *Handler) TCO(c echo.Context) error {
 	if !IsHTMX(c) && canonical != c.Request().URL.RequestURI() {
 		return c.Redirect(http.StatusSeeOther, canonical)
 	}
-	plan, err := h.Index.TCO(q)
+	student, _ := c.Get(StudentKey).(bool)
+	plan, err := h.Index.TCO(q, student)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ type ChangeQuote struct {
 	FromFenPerHour           int64 // what an hour costs now (0 when stopped)
 	ToFenPerHour             int64 // what an hour costs after the change, from now
 	SameNode                 bool
-	FromPerGPUHour, ToPerGPU int64 // the per-GPU-hour list prices
+	FromPerGPUHour, ToPerGPU int64 // the per-GPU-hour prices paid (a lab member's student prices)
 }
 
 // changeTarget validates a change and returns the new offer and the
@@ -102,7 +102,7 @@ func (s *Rentals) QuoteChange(ctx context.Context, r *models.Rental, org *models
 	}
 	q := ChangeQuote{FromOfferID: r.OfferID, ToOfferID: target.ID, FromModel: cur.Offer.GPUModel, ToModel: target.GPUModel,
 		FromGPUs: r.GPUs, ToGPUs: next.GPUs, ToFenPerHour: pricing.HourFen(rate(&next), now), SameNode: target.NodeID == cur.Offer.NodeID,
-		FromPerGPUHour: r.PricePerGPUHourFen, ToPerGPU: target.PricePerGPUHourFen}
+		FromPerGPUHour: pricing.Discounted(r.PricePerGPUHourFen, r.StudentPct), ToPerGPU: pricing.Discounted(next.PricePerGPUHourFen, next.StudentPct)}
 	if r.Status == models.RentalRunning {
 		q.FromFenPerHour = pricing.HourFen(rate(r), now)
 	}

@@ -216,8 +216,8 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 	return q, errs
 }
 
-// CheapestOffers are the cheapest listed offers of one GPU model, at list
-// prices (before student discounts).
+// CheapestOffers are the cheapest listed offers of one GPU model at the
+// prices the viewer pays (student prices for a lab member).
 type CheapestOffers struct {
 	// Listed is how many listed offers the model has.
 	Listed int
@@ -231,21 +231,24 @@ type CheapestOffers struct {
 }
 
 // CheapestOffers returns the cheapest live offers of the model from the
-// index, on demand at the off-peak share (percent of used hours) and monthly.
-func (ix *OfferIndex) CheapestOffers(slug string, offpeakSharePct int) CheapestOffers {
+// index, on demand at the off-peak share (percent of used hours) and
+// monthly, at student prices for a student viewer.
+func (ix *OfferIndex) CheapestOffers(slug string, offpeakSharePct int, student bool) CheapestOffers {
 	list := ix.snap.Load().sorted[listView][SortPrice][slug] // by price, then id
 	out := CheapestOffers{Listed: len(list)}
-	var best int64
+	var best, bestMonthly int64
 	for i := range list {
 		o := list[i].o
 		// Expected price × 10,000, exactly.
-		blended := o.PricePerGPUHourFen * (10000 - int64(offpeakSharePct)*int64(o.OffpeakDiscountPct))
+		blended := UnitPriceFen(&o.Offer, pricing.OnDemand, student) * (10000 - int64(offpeakSharePct)*int64(o.OffpeakDiscountPct))
 		if out.OnDemand == nil || blended < best {
 			out.OnDemand, best = o, blended
 		}
-		if p := o.MonthlyPricePerGPUFen; p != nil && (out.Monthly == nil || *p < *out.Monthly.MonthlyPricePerGPUFen ||
-			(*p == *out.Monthly.MonthlyPricePerGPUFen && o.ID < out.Monthly.ID)) {
-			out.Monthly = o
+		if o.MonthlyPricePerGPUFen == nil {
+			continue
+		}
+		if p := UnitPriceFen(&o.Offer, pricing.Month, student); out.Monthly == nil || p < bestMonthly || (p == bestMonthly && o.ID < out.Monthly.ID) {
+			out.Monthly, bestMonthly = o, p
 		}
 	}
 	return out
@@ -260,8 +263,10 @@ const (
 // TCOPlan is a calculator's answer: the query, the offers it compared
 // against, the input as computed and the result.
 type TCOPlan struct {
-	Query  TCOQuery
-	Offers CheapestOffers
+	Query TCOQuery
+	// Student: the offers' prices are the viewer's student prices.
+	Student bool
+	Offers  CheapestOffers
 	// OnDemandFrom and MonthlyFrom say where each rent price came from:
 	// TCOFromOffer, TCOFromEntered, or "" when there is none (that side of
 	// the comparison is left out).
@@ -271,12 +276,13 @@ type TCOPlan struct {
 }
 
 // TCO compares buying with renting the cheapest live offers (or the rent
-// prices entered) for a parsed query.
-func (ix *OfferIndex) TCO(q TCOQuery) (TCOPlan, error) {
-	p := TCOPlan{Query: q, Offers: ix.CheapestOffers(q.Model.Slug, q.Input.OffpeakSharePct), Input: q.Input}
+// prices entered) for a parsed query, at the prices the viewer pays
+// (student: a confirmed member of an approved lab).
+func (ix *OfferIndex) TCO(q TCOQuery, student bool) (TCOPlan, error) {
+	p := TCOPlan{Query: q, Student: student, Offers: ix.CheapestOffers(q.Model.Slug, q.Input.OffpeakSharePct, student), Input: q.Input}
 	if o := p.Offers.OnDemand; o != nil {
 		p.OnDemandFrom = TCOFromOffer
-		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: o.PricePerGPUHourFen, OffpeakDiscountPct: o.OffpeakDiscountPct}
+		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: UnitPriceFen(&o.Offer, pricing.OnDemand, student), OffpeakDiscountPct: o.OffpeakDiscountPct}
 	}
 	if q.OnDemandFen != nil {
 		p.OnDemandFrom = TCOFromEntered
@@ -290,7 +296,8 @@ func (ix *OfferIndex) TCO(q TCOQuery) (TCOPlan, error) {
 	}
 	if o := p.Offers.Monthly; o != nil {
 		p.MonthlyFrom = TCOFromOffer
-		p.Input.MonthlyPerGPUFen = o.MonthlyPricePerGPUFen
+		fen := UnitPriceFen(&o.Offer, pricing.Month, student)
+		p.Input.MonthlyPerGPUFen = &fen
 	}
 	if q.MonthlyFen != nil {
 		p.MonthlyFrom = TCOFromEntered

@@ -5,6 +5,7 @@ import (
 	"context"
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -187,4 +188,81 @@ func yourPrices(os []handlers.APIOffer) []int64 {
 		out[i] = o.YourPricePerGPUHourFen
 	}
 	return out
+}
+
+// The TCO calculator compares buying with what the reader would pay to
+// rent: a lab member's cheapest offers and figures are at their student
+// prices, anyone else's at list prices.
+func TestTCOComparesWithThePriceTheReaderPays(t *testing.T) {
+	a := newApp(t, dbtest.SQLite(t))
+	member, _, _ := labMember(t, a, "wang.fang@pku.edu.cn")
+	other := loggedIn(a, "no lab", mustUser(t, a.db, "zhao@startup.example", "Zhao Lei", false))
+	// The calculator's defaults: 8 × A100 80GB, 30% of hours off-peak.
+	cheapest := func(ac *actor, student bool) (onDemand, monthly int64) {
+		var best int64 = -1
+		for _, o := range apiOffers(t, ac, "gpu=a100-80g-sxm").Offers {
+			if blended := o.YourPricePerGPUHourFen * int64(10000-30*o.OffpeakDiscountPct); best < 0 || blended < best {
+				best, onDemand = blended, o.YourPricePerGPUHourFen
+			}
+			if o.MonthlyPricePerGPUFen == nil {
+				continue
+			}
+			m := *o.MonthlyPricePerGPUFen
+			if student {
+				m = pricing.Discounted(m, o.StudentDiscountPct)
+			}
+			if monthly == 0 || m < monthly {
+				monthly = m
+			}
+		}
+		return onDemand, monthly
+	}
+	listOD, listMonthly := cheapest(other, false)
+	studentOD, studentMonthly := cheapest(member, true)
+	must(t, studentOD < listOD && studentMonthly < listMonthly, "a weak fixture: student ¥%d/¥%d against list ¥%d/¥%d", studentOD, studentMonthly, listOD, listMonthly)
+	for _, c := range []struct {
+		who           string
+		ac            *actor
+		od, monthly   int64
+		says, saysNot string
+	}{
+		{"lab member", member, studentOD, studentMonthly, "your student price", ""},
+		{"anyone else", other, listOD, listMonthly, "", "your student price"},
+	} {
+		page := c.ac.page(t, a.url("tco"), "en", http.StatusOK)
+		sources := between(page, `class="tco-sources"`, "</ul>")
+		for _, want := range []string{views.Yuan(c.od) + "/GPU·h", views.Yuan(c.monthly) + "/GPU·month", c.says} {
+			must(t, strings.Contains(sources, want), "%s: the rent sources do not say %q:\n%s", c.who, want, sources)
+		}
+		must(t, c.saysNot == "" || !strings.Contains(sources, c.saysNot), "%s: the sources say %q", c.who, c.saysNot)
+	}
+}
+
+// A lab rental's switch / resize section lists the offers, and quotes the
+// change, at the student prices the change would be billed at.
+func TestRentalChangeShowsStudentPrices(t *testing.T) {
+	a := newApp(t, dbtest.SQLite(t))
+	member, _, lab := labMember(t, a, "wang.fang@pku.edu.cn")
+	cur := rtxOffer(t, a.db)
+	var other models.Offer
+	must(t, a.db.R.Where("datacenter_id = ? AND id <> ? AND status = ? AND student_discount_pct > 0", cur.DatacenterID, cur.ID, models.OfferListed).
+		Order("id").First(&other).Error == nil, "no offer with a student discount beside the RTX 4090")
+	id := mustRunningRental(t, a.db, lab, member.user.ID, cur)
+	must(t, a.db.W.Model(&models.Rental{}).Where("id = ?", id).Update("student_pct", cur.StudentDiscountPct).Error == nil, "student rental")
+	studentPrice := func(o models.Offer) string {
+		return views.Yuan(pricing.Discounted(o.PricePerGPUHourFen, o.StudentDiscountPct)) + "/GPU·h"
+	}
+	option := func(body string, o models.Offer) string {
+		return between(body, `<option value="`+idParam(o.ID)+`"`, "</option>")
+	}
+
+	body := member.page(t, a.url("rentals.show", idParam(id)), "en", http.StatusOK)
+	for _, o := range []models.Offer{cur, other} {
+		must(t, strings.Contains(option(body, o), studentPrice(o)), "the option for offer %d does not say %s: %q", o.ID, studentPrice(o), option(body, o))
+	}
+	res, body := member.post(a.url("rentals.change", idParam(id)), url.Values{"offer_id": {idParam(other.ID)}, "gpus": {"1"}})
+	must(t, res.StatusCode == 200, "preview: %d\n%s", res.StatusCode, snippet(body))
+	from, to := between(body, `id="change-from"`, "</td>"), between(body, `id="change-to"`, "</td>")
+	must(t, strings.Contains(from, studentPrice(cur)), "the quote's now: %q, want %s", from, studentPrice(cur))
+	must(t, strings.Contains(to, studentPrice(other)), "the quote's after: %q, want %s", to, studentPrice(other))
 }
