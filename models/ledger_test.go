@@ -3,6 +3,7 @@ package models_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,6 +101,64 @@ func TestConcurrentPostings(t *testing.T) {
 		}
 		if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
 			t.Errorf("ledger check: %v %v", problems, err)
+		}
+	})
+}
+
+// Each account kind keeps its sign: Post refuses a leg that would take a
+// provider's payable, its unearned term money or a wallet below zero, or
+// promotional credit or a receivable above it, and changes nothing; the
+// platform's revenue and the clearing accounts move both ways. The ledger
+// check reports a balance outside its kind's sign however it got there.
+func TestEveryAccountKindKeepsItsSign(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		ctx := context.Background()
+		leg := func(kind string, org, n int64) models.Leg { return models.Leg{Kind: kind, OrgID: org, AmountFen: n} }
+		rev := func(n int64) models.Leg { return leg(models.AccPlatformRevenue, 0, n) }
+		for _, c := range []struct {
+			name string
+			legs []models.Leg
+		}{
+			{"payable below zero", []models.Leg{leg(models.AccProviderPayable, 3, -1), rev(1)}},
+			{"unearned below zero", []models.Leg{leg(models.AccProviderUnearned, 3, -1), rev(1)}},
+			{"receivable above zero", []models.Leg{leg(models.AccProviderReceivable, 3, 1), rev(-1)}},
+			{"promotional credit above zero", []models.Leg{leg(models.AccPromoCredit, 0, 1), rev(-1)}},
+		} {
+			if err := post(db, nil, c.legs...); !errors.Is(err, models.ErrBalanceSign) {
+				t.Errorf("%s: %v, want ErrBalanceSign", c.name, err)
+			}
+		}
+		var n int64
+		db.R.Model(&models.LedgerEntry{}).Count(&n)
+		if n != 0 {
+			t.Fatalf("refused postings left %d entries", n)
+		}
+		// Within their signs the same accounts move; revenue goes negative.
+		if err := post(db, nil, leg(models.AccProviderReceivable, 3, -500), rev(-100), leg(models.AccProviderPayable, 3, 600)); err != nil {
+			t.Fatal(err)
+		}
+		if err := post(db, nil, leg(models.AccProviderPayable, 3, -600), leg(models.AccPaymentClearing, 0, 600)); err != nil {
+			t.Fatal(err)
+		}
+		if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
+			t.Fatalf("ledger check: %v %v", problems, err)
+		}
+		// A balance written around Post (and its entries, so they agree).
+		if err := post(db, nil, leg(models.AccPromoCredit, 0, -40), leg(models.AccWallet, 9, 40)); err != nil {
+			t.Fatal(err)
+		}
+		db.W.Exec("UPDATE ledger_accounts SET balance_fen = 40 WHERE kind = ?", models.AccPromoCredit)
+		db.W.Exec("UPDATE ledger_entries SET amount_fen = 40 WHERE amount_fen = -40")
+		problems, err := db.LedgerCheck(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, p := range problems {
+			found = found || strings.Contains(p, "promo_credit") && strings.Contains(p, "outside its kind's sign")
+		}
+		if !found {
+			t.Errorf("the check did not report a positive promotional credit: %v", problems)
 		}
 	})
 }
