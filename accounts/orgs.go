@@ -224,15 +224,16 @@ func (s *Service) AcceptInvite(ctx context.Context, u *models.User, token string
 // opened on (the account page lists them, InvitationsForMe).
 func (s *Service) AcceptInvitation(ctx context.Context, u *models.User, id int64) (*models.Org, error) {
 	var org *models.Org
+	if !u.Verified() {
+		return nil, apperr.NotFound("invitation")
+	}
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		now := s.DB.Now().UTC()
-		t, err := models.UseInvitation(tx, id, now)
+		// Looked up with the user's address: nobody else can take an
+		// invitation, or learn that it exists.
+		t, err := models.UseInvitation(tx, id, u.Email, now)
 		if err != nil {
 			return err
-		}
-		if !u.Verified() || models.NormalizeEmail(u.Email) != models.NormalizeEmail(t.Email) {
-			// Nobody else learns that the invitation exists.
-			return apperr.NotFound("invitation")
 		}
 		org, err = s.join(ctx, tx, u, t, now)
 		return err
@@ -257,6 +258,9 @@ func (s *Service) join(ctx context.Context, tx *gorm.DB, u *models.User, t *mode
 		m.EduEmail, m.ConfirmedAt = t.Email, &now
 	}
 	if err := models.AddMember(tx, m); err != nil {
+		return nil, err
+	}
+	if err := models.RetireInvitations(tx, org.ID, t.Email, now); err != nil {
 		return nil, err
 	}
 	// Joining grants a role: a permission change.

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -196,7 +197,9 @@ func (h *Handler) verified(c echo.Context, u *models.User) error {
 	if next != "" {
 		label, link = vc.T("verify.continue"), safeNext(next)
 	} else if invs, err := h.Accounts.InvitationsForMe(ctx, u); err != nil {
-		return err
+		// The address is verified already: the page says so all the same,
+		// and the account page lists the invitations.
+		slog.WarnContext(ctx, "listing invitations after verification", "user", u.ID, "err", err)
 	} else if len(invs) > 0 {
 		// Invited before signing up, on another device: the account page
 		// lists the invitations to accept.

@@ -172,11 +172,12 @@ func (db *DB) InvitationsTo(ctx context.Context, email string, now time.Time) ([
 	return out, err
 }
 
-// UseInvitation marks a pending invitation, by its id, as used in tx and
-// returns it; one that is used, expired or unknown is ENOTFOUND.
-func UseInvitation(tx *gorm.DB, id int64, now time.Time) (*EmailToken, error) {
+// UseInvitation marks a pending invitation to email, by its id, as used in
+// tx and returns it; one that is used, expired, unknown or to another
+// address is ENOTFOUND (and left as it was).
+func UseInvitation(tx *gorm.DB, id int64, email string, now time.Time) (*EmailToken, error) {
 	var t EmailToken
-	err := tx.Where("id = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", id, TokenInvite, now).First(&t).Error
+	err := tx.Where("id = ? AND purpose = ? AND email = ? AND used_at IS NULL AND expires_at > ?", id, TokenInvite, NormalizeEmail(email), now).First(&t).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.NotFound("invitation")
 	}
@@ -191,4 +192,11 @@ func UseInvitation(tx *gorm.DB, id int64, now time.Time) (*EmailToken, error) {
 		return nil, apperr.NotFound("invitation")
 	}
 	return &t, nil
+}
+
+// RetireInvitations marks the other pending invitations of an address to
+// an organisation as used: once a member, the rest are noise.
+func RetireInvitations(tx *gorm.DB, orgID int64, email string, now time.Time) error {
+	return tx.Model(&EmailToken{}).Where("purpose = ? AND org_id = ? AND email = ? AND used_at IS NULL", TokenInvite, orgID, NormalizeEmail(email)).
+		Update("used_at", now).Error
 }
