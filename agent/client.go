@@ -107,7 +107,7 @@ func (a *Agent) call(ctx context.Context, method, path string, timeout time.Dura
 // column stores it), and what the agent sends quotes the host (a Docker
 // or NVML error, a GPU's name), which may: a result refused for it would
 // be retried in vain and lost. (json.Marshal already replaces bytes that
-// are not UTF-8.)
+// are not UTF-8 in strings; a Result's Detail is itself Marshal's output.)
 func withoutNUL(b []byte) []byte {
 	const nul, repl = `\u0000`, `\ufffd`
 	if !bytes.Contains(b, []byte(nul)) {

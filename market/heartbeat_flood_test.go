@@ -99,7 +99,9 @@ func TestFlappingGPUOpensOneIncident(t *testing.T) {
 		// As the SLA page says, the healthy beats between count as down: the
 		// node's uptime is one GPU down throughout, from the first failure.
 		var incs []models.Incident
-		db.R.Where("node_id = ?", o.NodeID).Find(&incs)
+		if err := db.R.Where("node_id = ?", o.NodeID).Find(&incs).Error; err != nil {
+			t.Fatal(err)
+		}
 		now := r.clock.Now()
 		want := 100 * (1 - now.Sub(inc.OpenedAt).Seconds()/now.Sub(start).Seconds()/float64(len(host.GPUs)))
 		got := market.NodeUptimePct(o.NodeID, len(host.GPUs), incs, start, now)

@@ -68,7 +68,8 @@ func CloseIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time
 		Update("closed_at", now).Error
 }
 
-// NodeName returns the node's name in tx ("" if it has none or is gone).
+// NodeName returns the node's name in tx: "" if it has none, is gone or
+// cannot be read (it labels a message, which must not fail for it).
 func NodeName(tx *gorm.DB, id int64) string {
 	var name string
 	if err := tx.Model(&Node{}).Where("id = ?", id).Pluck("name", &name).Error; err != nil {

@@ -27,4 +27,5 @@ UPDATE ledger_accounts SET balance_fen = 0 WHERE kind = 'provider_payable' AND b
 ALTER TABLE ledger_accounts ADD CONSTRAINT ledger_accounts_payable_sign CHECK (kind <> 'provider_payable' OR balance_fen >= 0);
 
 -- +goose Down
+-- The moved balances stay moved: they are owed, and the payouts offset them.
 ALTER TABLE ledger_accounts DROP CONSTRAINT ledger_accounts_payable_sign;

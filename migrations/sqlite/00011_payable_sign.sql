@@ -4,18 +4,19 @@
 -- provider's payable below zero. Such a balance is money the provider
 -- owes: it moves, as one balanced ledger transaction per provider, to the
 -- provider's receivable, which the next payout offsets (market/payouts.go).
--- Then ledger_accounts is rebuilt (as in 00009) with a CHECK that keeps
+-- Times are written as the application writes them (UTC with an offset),
+-- so they compare in order with its rows. Then ledger_accounts is rebuilt (as in 00009) with a CHECK that keeps
 -- the payable's sign as models.Post does.
 PRAGMA foreign_keys = OFF;
 BEGIN;
 
 INSERT INTO ledger_accounts (kind, org_id, balance_fen, created_at)
-    SELECT 'provider_receivable', p.org_id, 0, CURRENT_TIMESTAMP FROM ledger_accounts p
+    SELECT 'provider_receivable', p.org_id, 0, strftime('%Y-%m-%d %H:%M:%f+00:00', 'now') FROM ledger_accounts p
     WHERE p.kind = 'provider_payable' AND p.balance_fen < 0
       AND NOT EXISTS (SELECT 1 FROM ledger_accounts r WHERE r.kind = 'provider_receivable' AND r.org_id = p.org_id);
 INSERT INTO ledger_txns (kind, memo, memo_msg, idem_key, created_at)
     SELECT 'owed_moved', 'amount owed by the provider moved from its payable to its receivable',
-           '{"key":"memo.owed_moved"}', 'owed_moved:' || p.org_id, CURRENT_TIMESTAMP
+           '{"key":"memo.owed_moved"}', 'owed_moved:' || p.org_id, strftime('%Y-%m-%d %H:%M:%f+00:00', 'now')
     FROM ledger_accounts p WHERE p.kind = 'provider_payable' AND p.balance_fen < 0;
 INSERT INTO ledger_entries (txn_id, account_id, amount_fen, created_at)
     SELECT t.id, p.id, -p.balance_fen, t.created_at FROM ledger_accounts p
