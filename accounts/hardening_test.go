@@ -238,10 +238,42 @@ func TestMailingActionsAreThrottled(t *testing.T) {
 		if err := f.s.ResendVerification(ctx, u); !throttled(err) {
 			t.Errorf("resend past %d: %v", accounts.ResendsPerUser, err)
 		}
+		// Invitations mail strangers: throttled per invited address (from
+		// any organisation) and per inviter; a refused one mails nothing.
+		inviter, _ := db.UserByID(ctx, existing.ID)
+		team, err := f.s.CreateOrg(ctx, inviter, models.OrgTeam, "Invite Co")
+		if err != nil {
+			t.Fatal(err)
+		}
+		invite := func(email string) error { return f.s.Invite(ctx, inviter, team.ID, email, models.RoleMember) }
+		for i := range accounts.InvitesPerEmail {
+			if err := invite("stranger@example.com"); err != nil {
+				t.Fatalf("invitation %d to one address: %v", i, err)
+			}
+		}
+		if err := invite("stranger@example.com"); !throttled(err) {
+			t.Errorf("invitation past %d to one address: %v", accounts.InvitesPerEmail, err)
+		}
+		for i := range accounts.InvitesPerUser - accounts.InvitesPerEmail {
+			if err := invite(fmt.Sprintf("guest%d@example.com", i)); err != nil {
+				t.Fatalf("invitation %d from one user: %v", i, err)
+			}
+		}
+		if err := invite("one-guest-more@example.com"); !throttled(err) {
+			t.Errorf("invitation past %d from one user: %v", accounts.InvitesPerUser, err)
+		}
+		db.R.Model(&models.OutboxMail{}).Where("to_addr IN ?", []string{"stranger@example.com", "one-guest-more@example.com"}).Count(&mails)
+		if mails != int64(accounts.InvitesPerEmail) {
+			t.Errorf("%d invitation mails to the refused addresses, want %d", mails, accounts.InvitesPerEmail)
+		}
+
 		// An hour later each throttle has room again.
 		f.now = f.now.Add(61 * 60 * 1e9)
 		if err := f.s.ResendVerification(ctx, u); err != nil {
 			t.Errorf("resend an hour later: %v", err)
+		}
+		if err := invite("stranger@example.com"); err != nil {
+			t.Errorf("an invitation an hour later: %v", err)
 		}
 	})
 }

@@ -161,7 +161,8 @@ func (s *Service) ConfirmLabAddress(ctx context.Context, u *models.User, token s
 
 // Invite mails an invitation to join the organisation with a role. For a
 // lab, the address must be on the lab's domain: accepting the link then
-// also confirms it.
+// also confirms it. It is throttled per inviter and per invited address
+// (InvitesPerUser, InvitesPerEmail; *Throttled).
 func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, email, role string) error {
 	org, m, err := s.Authorize(ctx, actor, orgID, InviteMembers)
 	if err != nil {
@@ -183,7 +184,14 @@ func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, e
 		return err
 	}
 	now := s.DB.Now().UTC()
+	rates := []rate{{throttleInviteUser, fmt.Sprint(actor.ID), InvitesPerUser}, {throttleInviteEmail, email, InvitesPerEmail}}
+	if err := s.checkRates(ctx, now, rates...); err != nil {
+		return err
+	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := takeRates(tx, now, rates...); err != nil {
+			return err
+		}
 		if err := market.Audit(ctx, tx, market.AuditMemberInvited, fmt.Sprintf("org:%d", org.ID), nil, email+" as "+role,
 			locales.M("audit.invited", email, locales.M("role."+role))); err != nil {
 			return err

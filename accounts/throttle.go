@@ -26,7 +26,12 @@ const (
 	ResetsPerAddress = 20
 	// ResendsPerUser verification mails a user may ask for again per hour.
 	ResendsPerUser = 3
-	throttleWindow = time.Hour
+	// InvitesPerUser invitations one user may send per hour, and
+	// InvitesPerEmail invitations mailed to one address per hour (from any
+	// organisation): an invitation mails a stranger.
+	InvitesPerUser  = 30
+	InvitesPerEmail = 3
+	throttleWindow  = time.Hour
 )
 
 // Throttle kinds (models.ThrottleEvent.Kind).
@@ -36,6 +41,8 @@ const (
 	throttleResetEmail  = "reset_email"
 	throttleResetIP     = "reset_ip"
 	throttleResendUser  = "resend_user"
+	throttleInviteUser  = "invite_user"
+	throttleInviteEmail = "invite_email"
 )
 
 // rate is one throttle: at most max attempts of kind for subject within

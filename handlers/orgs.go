@@ -84,6 +84,10 @@ func (h *Handler) OrgInvite(c echo.Context) error {
 	}
 	f := form(c, "email", "role")
 	if err := h.Accounts.Invite(c.Request().Context(), CurrentUser(c), id, f.Get("email"), f.Get("role")); err != nil {
+		if msg, ok := throttled(c, err); ok {
+			f.Errors["email"] = msg
+			return h.orgPage(c, http.StatusTooManyRequests, f, pages.Form{})
+		}
 		if f, ok := withErrors(c, f, err); ok {
 			return h.orgPage(c, http.StatusUnprocessableEntity, f, pages.Form{})
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"suanli/accounts"
 	"suanli/dbtest"
 	"suanli/models"
 )
@@ -242,4 +243,21 @@ func TestInvitationsToYourAddressAreOnTheAccountPage(t *testing.T) {
 		res, _ = phone.post(m[1], nil)
 		must(t, res.StatusCode == http.StatusNotFound, "accepting twice: %d, want 404", res.StatusCode)
 	})
+}
+
+// Inviting one address too often is refused beside the address field,
+// 429 with Retry-After, in the reader's language.
+func TestInvitationsAreThrottledOnTheOrganisationPage(t *testing.T) {
+	a := newApp(t, dbtest.SQLite(t))
+	owner := loggedIn(a, "owner", mustUser(t, a.db, "owner@example.com", "Olga Owner", false))
+	res, _ := owner.post(a.url("orgs.create"), url.Values{"name": {"Alpha Dynamics"}, "kind": {"team"}})
+	orgPath := res.Header.Get("Location")
+	for range accounts.InvitesPerEmail {
+		res, _ = owner.post(orgPath+"/invitations", url.Values{"email": {"many@example.com"}, "role": {"member"}})
+		must(t, res.StatusCode == http.StatusSeeOther, "invite: %d", res.StatusCode)
+	}
+	res, body := owner.post(orgPath+"/invitations", url.Values{"email": {"many@example.com"}, "role": {"member"}})
+	must(t, res.StatusCode == http.StatusTooManyRequests && res.Header.Get("Retry-After") != "", "one too many: %d, Retry-After %q", res.StatusCode, res.Header.Get("Retry-After"))
+	msg := fieldError(body, "email")
+	must(t, msg != "" && strings.Contains(body, `value="many@example.com"`), "no message beside the address (%q), or the form lost it", msg)
 }
