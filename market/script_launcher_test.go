@@ -24,22 +24,30 @@ if [ "$SUANLI_ACTION" = launch ]; then
 fi
 `
 
+// scriptRig is a rig whose agent launches through the script (in dir),
+// running for the RTX 4090 offer's node and ready.
+func scriptRig(t *testing.T, db *models.DB, script string) (r *rig, o models.Offer, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	path := filepath.Join(dir, "launch.sh")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = newRig(t, db, rigOptions{})
+	r.launcher = &agent.ScriptLauncher{Path: path}
+	o = r.rtxOffer()
+	r.startAgent(o.NodeID)
+	r.waitReady(o.NodeID)
+	return r, o, dir
+}
+
 // A rental runs through a provider's launch script on an agent whose GPUs
 // are go-nvml mocks: the script gets exactly the verified GPUs, the
 // workspace and the renter's key, its access details reach the renter, and
 // a stop runs it again.
 func TestRentalLaunchesThroughAProviderScript(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "launch.sh")
-		if err := os.WriteFile(path, []byte(launchScript), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		r := newRig(t, db, rigOptions{})
-		r.launcher = &agent.ScriptLauncher{Path: path}
-		o := r.rtxOffer()
-		r.startAgent(o.NodeID)
-		r.waitReady(o.NodeID)
+		r, o, dir := scriptRig(t, db, launchScript)
 		rt := r.mustRent(o.ID, 2)
 		run := r.waitStatus(rt.ID, models.RentalRunning)
 		a := market.Access(&run)
@@ -75,17 +83,7 @@ func TestRentalLaunchesThroughAProviderScript(t *testing.T) {
 // instead of waiting out the launch timeout.
 func TestALaunchErrorWithANULIsReported(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "launch.sh")
-		script := "#!/bin/sh\n[ \"$SUANLI_ACTION\" = launch ] || exit 0\nprintf 'disk\\000full\\n' >&2\nexit 4\n"
-		if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		r := newRig(t, db, rigOptions{})
-		r.launcher = &agent.ScriptLauncher{Path: path}
-		o := r.rtxOffer()
-		r.startAgent(o.NodeID)
-		r.waitReady(o.NodeID)
+		r, o, _ := scriptRig(t, db, "#!/bin/sh\n[ \"$SUANLI_ACTION\" = launch ] || exit 0\nprintf 'disk\\000full\\n' >&2\nexit 4\n")
 		rt := r.mustRent(o.ID, 1)
 		r.eventually("the launch failure reported", func() bool {
 			es, err := db.RentalEvents(r.ctx, rt.ID)
