@@ -99,6 +99,15 @@ func TestBrowserLayoutFits(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := p.pid()
+	// Someone invited, for the account page's invitations (a long name).
+	team, err := svc.CreateOrg(ctx, owner.user, models.OrgTeam, "Layout Robotics Research and Development Team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	invitee := loggedIn(a, "invitee", mustUser(t, a.db, "ivy@layout.example", "Ivy Invitee", false))
+	if err := svc.Invite(ctx, owner.user, team.ID, invitee.user.Email, models.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
 	type page struct {
 		who  *actor // nil: a visitor
 		path string
@@ -120,6 +129,8 @@ func TestBrowserLayoutFits(t *testing.T) {
 		{plain, a.url("console"), true},
 		{owner, a.url("console"), false},
 		{owner, a.url("account.show"), false},
+		{invitee, a.url("account.show"), false},
+		{student, a.url("tco"), false},
 		{owner, a.url("orgs.show", idParam(f.orgA.ID)), false},
 		{owner, a.url("wallet.show", idParam(f.orgA.ID)), false},
 		{owner, a.url("rentals.show", idParam(f.runningRental)), false},

@@ -226,8 +226,8 @@ func TestTCOComparesWithThePriceTheReaderPays(t *testing.T) {
 		od, monthly   int64
 		says, saysNot string
 	}{
-		{"lab member", member, studentOD, studentMonthly, "your student price", ""},
-		{"anyone else", other, listOD, listMonthly, "", "your student price"},
+		{"lab member", member, studentOD, studentMonthly, "at your student prices.", "list price"},
+		{"anyone else", other, listOD, listMonthly, "at list prices.", "student price"},
 	} {
 		page := c.ac.page(t, a.url("tco"), "en", http.StatusOK)
 		sources := between(page, `class="tco-sources"`, "</ul>")
