@@ -397,6 +397,7 @@ func TestMeterPassSurvivesARacingStop(t *testing.T) {
 	rentals := &market.Rentals{DB: db, Wallet: &market.Wallet{DB: db}, Hub: market.NewHub()}
 
 	stop := db.W.Begin()
+	t.Cleanup(func() { stop.Rollback() }) // a no-op once committed
 	if err := stop.Exec(`SELECT id FROM rentals WHERE id = ? FOR UPDATE`, rs[1].ID).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -411,21 +412,7 @@ func TestMeterPassSurvivesARacingStop(t *testing.T) {
 		done <- err
 	}()
 	// Wait until the pass is blocked on the stopped rental's row.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var waiting int64
-		if err := db.R.Raw(`SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE rentals SET billed_until%'`).Scan(&waiting).Error; err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			stop.Rollback()
-			t.Fatal("the meter pass never waited for the locked rental")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitForLockWaiter(t, db, "%UPDATE rentals SET billed_until%")
 	if err := stop.Commit().Error; err != nil {
 		t.Fatal(err)
 	}
