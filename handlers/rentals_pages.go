@@ -281,7 +281,7 @@ func (h *Handler) rentalPageVM(c echo.Context, d *market.RentalDetail, m *models
 	if org.Personal {
 		name = ViewCtx(c).T("rent.org_personal")
 	}
-	return pages.RentalVM{D: d, GPU: gm, OrgName: name,
+	return pages.RentalVM{D: d, GPU: gm, OrgName: name, StudentPrices: market.StudentPrices(org, m),
 		CanStop: market.CanStop(&d.Rental, CurrentUser(c), m) && pages.Stoppable(d.Rental.Status)}, nil
 }
 
@@ -296,7 +296,7 @@ func (h *Handler) RentalShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if vm.Change, err = h.changeVM(c, d, m, form(c), nil, false); err != nil {
+	if vm.Change, err = h.changeVM(c, d, m, vm.StudentPrices, form(c), nil, false); err != nil {
 		return err
 	}
 	if err := h.rentalSLA(c, &vm); err != nil {
@@ -351,20 +351,15 @@ var changeFields = []string{"offer_id", "gpus"}
 // (a refused change shows its message even so). The offers are the
 // rental's own, then the others listed in its datacentre; the form
 // defaults to the rental as it is.
-func (h *Handler) changeVM(c echo.Context, d *market.RentalDetail, m *models.Membership, f pages.Form, q *market.ChangeQuote, always bool) (*pages.ChangeVM, error) {
+func (h *Handler) changeVM(c echo.Context, d *market.RentalDetail, m *models.Membership, student bool, f pages.Form, q *market.ChangeQuote, always bool) (*pages.ChangeVM, error) {
 	r := &d.Rental
 	if !market.CanStop(r, CurrentUser(c), m) || !(always || pages.Changeable(r)) {
 		return nil, nil
 	}
 	vc := ViewCtx(c)
 	cur := d.Offer
-	// The offers are listed at the price the change would be at (a lab
-	// member's student price), as its quote is.
-	org, err := h.DB.OrgByID(c.Request().Context(), r.OrgID)
-	if err != nil {
-		return nil, err
-	}
-	student := market.StudentPrices(org, m)
+	// The offers are listed at the price the change would be at (student:
+	// a lab member's student price), as its quote is.
 	ch := &pages.ChangeVM{Form: f, Quote: q, WalletURL: vc.URL("wallet.show", strconv.FormatInt(r.OrgID, 10))}
 	ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: cur.ID, GPUName: gpuName(cur.GPUModel), PricePerGPUHourFen: market.UnitPriceFen(&cur.Offer, pricing.OnDemand, student),
 		AvailableGPUs: cur.AvailableGPUs, MaxGPUs: cur.MaxGPUs, Current: true})
@@ -475,7 +470,7 @@ func (h *Handler) renderChange(c echo.Context, d *market.RentalDetail, m *models
 	if err != nil {
 		return err
 	}
-	if vm.Change, err = h.changeVM(c, d, m, f, q, true); err != nil {
+	if vm.Change, err = h.changeVM(c, d, m, vm.StudentPrices, f, q, true); err != nil {
 		return err
 	}
 	if vm.Change == nil {

@@ -186,6 +186,9 @@ type RentalVM struct {
 	D       *market.RentalDetail
 	GPU     catalog.GPUModel
 	OrgName string
+	// StudentPrices: a change the viewer makes is at student prices
+	// (market.StudentPrices of the rental's organisation and the viewer).
+	StudentPrices bool
 	// CanStop is true when the viewer may stop it and it can be stopped.
 	CanStop bool
 	// Change is the switch / resize section: nil unless the viewer may
