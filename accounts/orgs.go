@@ -276,28 +276,13 @@ func (s *Service) join(ctx context.Context, tx *gorm.DB, u *models.User, t *mode
 		locales.M("audit.joined", u.ID, locales.M("role."+t.Role), t.Email))
 }
 
-// InvitationForMe is a pending invitation to the user's address.
-type InvitationForMe struct {
-	ID      int64
-	OrgName string
-	Role    string
-}
-
 // InvitationsForMe lists the pending invitations to the user's verified
-// address (none before it is verified).
-func (s *Service) InvitationsForMe(ctx context.Context, u *models.User) ([]InvitationForMe, error) {
+// address, newest first (none before it is verified).
+func (s *Service) InvitationsForMe(ctx context.Context, u *models.User) ([]models.InvitationTo, error) {
 	if !u.Verified() {
 		return nil, nil
 	}
-	rows, err := s.DB.InvitationsTo(ctx, u.Email, s.DB.Now().UTC())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]InvitationForMe, len(rows))
-	for i, r := range rows {
-		out[i] = InvitationForMe{ID: r.ID, OrgName: r.OrgName, Role: r.Role}
-	}
-	return out, nil
+	return s.DB.InvitationsTo(ctx, u.Email, s.DB.Now().UTC())
 }
 
 // Invitation is a pending invitation as the organisation page lists it.

@@ -20,12 +20,8 @@ func (h *Handler) accountPage(c echo.Context, status int, vm pages.AccountVM) er
 	if vm.Tokens, err = h.DB.APITokensOf(ctx, u.ID); err != nil {
 		return err
 	}
-	invs, err := h.Accounts.InvitationsForMe(ctx, u)
-	if err != nil {
+	if vm.Invitations, err = h.Accounts.InvitationsForMe(ctx, u); err != nil {
 		return err
-	}
-	for _, inv := range invs {
-		vm.Invitations = append(vm.Invitations, pages.InvitationForMe{ID: inv.ID, OrgName: inv.OrgName, Role: inv.Role})
 	}
 	for _, f := range []*pages.Form{&vm.Password, &vm.Token, &vm.Org} {
 		if f.Values == nil {

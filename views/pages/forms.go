@@ -35,14 +35,7 @@ type AccountVM struct {
 	// Resend carries the throttle message of a refused resend.
 	Resend Form
 	// Invitations are the pending invitations to the user's verified address.
-	Invitations []InvitationForMe
-}
-
-// InvitationForMe is an invitation to the user's address, on the account page.
-type InvitationForMe struct {
-	ID      int64
-	OrgName string
-	Role    string
+	Invitations []models.InvitationTo
 }
 
 // InvitationRow is a pending invitation on the organisation page.
