@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/catalog"
@@ -167,4 +169,62 @@ func holds(t *testing.T, cond bool, format string, args ...any) {
 	if !cond {
 		t.Fatalf(format, args...)
 	}
+}
+
+// The same holds for a node's silence, as the SLA page says: silent again
+// within market.FlapWindow of its heartbeat coming back reopens the
+// incident; silent after longer opens another.
+func TestNodeSilentAgainSoonReopensItsIncident(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		r := newRig(t, db, rigOptions{InsertOnly: true, SilentAfter: 30 * time.Second})
+		o := r.rtxOffer()
+		cred, err := r.rentals.IssueCredential(r.ctx, o.NodeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host := nodeHost(t, db, o.NodeID)
+		beat := func() {
+			t.Helper()
+			if _, err := r.rentals.Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Launcher: "simulated", Host: host}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		silence := func() {
+			t.Helper()
+			r.clock.Advance(31 * time.Second)
+			if _, err := r.rentals.Watch(r.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		count := func() (all, open int64) {
+			t.Helper()
+			q := func() *gorm.DB {
+				return db.R.Model(&models.Incident{}).Where("node_id = ? AND kind = ?", o.NodeID, models.IncidentNodeSilent)
+			}
+			if err := q().Count(&all).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := q().Where("closed_at IS NULL").Count(&open).Error; err != nil {
+				t.Fatal(err)
+			}
+			return all, open
+		}
+		beat()
+		silence()
+		all, open := count()
+		holds(t, all == 1 && open == 1, "silent: %d incidents, %d open; want 1 open", all, open)
+		beat()
+		all, open = count()
+		holds(t, all == 1 && open == 0, "heard again: %d incidents, %d open; want it closed", all, open)
+		silence()
+		all, open = count()
+		holds(t, all == 1 && open == 1, "silent again %s later: %d incidents, %d open; want the one reopened", 31*time.Second, all, open)
+
+		beat()
+		r.clock.Advance(market.FlapWindow)
+		beat()
+		silence()
+		all, open = count()
+		holds(t, all == 2 && open == 1, "silent after %s heard: %d incidents, %d open; want a second one", market.FlapWindow, all, open)
+	})
 }
