@@ -14,10 +14,14 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/accounts"
+	"suanli/audit"
+	"suanli/billing"
 	"suanli/config"
 	"suanli/locales"
 	"suanli/market"
 	"suanli/models"
+	"suanli/pricing"
 )
 
 const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the server; safe while it runs)
@@ -148,8 +152,8 @@ func admin(ctx context.Context, args []string) error {
 			fs.StringVar(&reason, "reason", "", "why, shown in the ledger")
 		},
 		check: func() error {
-			if fen <= 0 || fen > market.MaxTopupFen {
-				return fmt.Errorf("admin credit: --fen must be 1 to %d", market.MaxTopupFen)
+			if fen <= 0 || fen > billing.MaxTopupFen {
+				return fmt.Errorf("admin credit: --fen must be 1 to %d", billing.MaxTopupFen)
 			}
 			return requireFlags("credit", map[string]string{"email": email, "reason": reason})
 		},
@@ -164,11 +168,11 @@ func admin(ctx context.Context, args []string) error {
 			}
 			org := orgs[0].Org.ID
 			if err := db.Tx(ctx, func(tx *gorm.DB) error {
-				if err := market.CreditPromo(tx, org, fen, "promo_credit", reason, nil, nil, db.Now().UTC()); err != nil {
+				if err := billing.CreditPromo(tx, org, fen, "promo_credit", reason, nil, nil, db.Now().UTC()); err != nil {
 					return err
 				}
 				// The operator at the console is the system: no user is signed in.
-				return market.Audit(ctx, tx, market.AuditWalletCredit, fmt.Sprintf("org:%d", org), market.Fen(fen), email+": "+reason,
+				return audit.Record(ctx, tx, audit.WalletCredit, fmt.Sprintf("org:%d", org), audit.Fen(fen), email+": "+reason,
 					locales.M("audit.credit", email, reason))
 			}); err != nil {
 				return err
@@ -177,7 +181,7 @@ func admin(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("credited ¥%s to organisation %d; balance ¥%s\n", market.FenToYuanString(fen), org, market.FenToYuanString(bal))
+			fmt.Printf("credited ¥%s to organisation %d; balance ¥%s\n", pricing.FenToYuanString(fen), org, pricing.FenToYuanString(bal))
 			return nil
 		},
 	}
@@ -188,8 +192,8 @@ func admin(ctx context.Context, args []string) error {
 			fs.IntVar(&perDay, "per-day", -1, "organisations the user may create per day; -1: the default")
 		},
 		check: func() error {
-			if perDay < -1 || perDay > market.MaxOrgsPerDay {
-				return fmt.Errorf("admin orgs-per-day: --per-day must be -1 to %d", market.MaxOrgsPerDay)
+			if perDay < -1 || perDay > accounts.MaxOrgsPerDay {
+				return fmt.Errorf("admin orgs-per-day: --per-day must be -1 to %d", accounts.MaxOrgsPerDay)
 			}
 			return requireFlags("orgs-per-day", map[string]string{"email": email})
 		},
@@ -206,7 +210,7 @@ func admin(ctx context.Context, args []string) error {
 				return err
 			}
 			if n == nil {
-				fmt.Printf("%s may create %d organisations a day (the default)\n", email, market.DefaultOrgsPerDay)
+				fmt.Printf("%s may create %d organisations a day (the default)\n", email, accounts.DefaultOrgsPerDay)
 			} else {
 				fmt.Printf("%s may create %d organisations a day\n", email, *n)
 			}

@@ -12,9 +12,9 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/billing"
 	"suanli/config"
 	"suanli/dbtest"
-	"suanli/market"
 	"suanli/migrations"
 	"suanli/models"
 )
@@ -68,7 +68,7 @@ func TestAdminBackupSQLiteWhileWriting(t *testing.T) {
 			default:
 			}
 			if err := live.Tx(ctx, func(tx *gorm.DB) error {
-				return market.CreditPromo(tx, org, 100, "backup_test", "backup test", nil, nil, live.Now().UTC())
+				return billing.CreditPromo(tx, org, 100, "backup_test", "backup test", nil, nil, live.Now().UTC())
 			}); err != nil {
 				writeErr = err
 				return

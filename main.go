@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"suanli/accounts"
+	"suanli/billing"
 	"suanli/config"
 	"suanli/demo"
 	"suanli/handlers"
@@ -415,8 +416,8 @@ func accountsService(db *models.DB, cfg config.Config) *accounts.Service {
 		EduSuffixes: append(slices.Clone(accounts.DefaultEduSuffixes), cfg.EduSuffixList()...)}
 }
 
-func walletService(db *models.DB, cfg config.Config) *market.Wallet {
-	w := &market.Wallet{DB: db, BaseURL: cfg.BaseURL}
+func walletService(db *models.DB, cfg config.Config) *billing.Wallet {
+	w := &billing.Wallet{DB: db, BaseURL: cfg.BaseURL}
 	if cfg.StripeSecretKey != "" {
 		w.Gateway = payments.NewStripe(cfg.StripeSecretKey, cfg.StripeAPIBase)
 	}
@@ -434,7 +435,7 @@ func bankDetails(cfg config.Config) pages.BankDetails {
 
 // workerOptions configures the queue; with SMTP_URL set it delivers mail.
 // rentalsService builds the rental rules; its Jobs is set once the queue exists.
-func rentalsService(db *models.DB, w *market.Wallet, cfg config.Config) *market.Rentals {
+func rentalsService(db *models.DB, w *billing.Wallet, cfg config.Config) *market.Rentals {
 	return &market.Rentals{DB: db, Wallet: w, Hub: market.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now()}
 }
 

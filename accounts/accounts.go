@@ -17,8 +17,9 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/audit"
+	"suanli/billing"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
 )
 
@@ -397,7 +398,7 @@ func (s *Service) grantTrial(tx *gorm.DB, userID int64, now time.Time) error {
 		return err
 	}
 	key := fmt.Sprintf("trial:user:%d", userID)
-	err = market.CreditPromo(tx, orgID, s.TrialCreditFen, "trial_credit", "trial credit", &key, nil, now, locales.M("memo.trial_credit"))
+	err = billing.CreditPromo(tx, orgID, s.TrialCreditFen, "trial_credit", "trial credit", &key, nil, now, locales.M("memo.trial_credit"))
 	if errors.Is(err, models.ErrDuplicate) {
 		return nil
 	}
@@ -573,7 +574,7 @@ func (s *Service) CreateUser(ctx context.Context, email, password, name string, 
 			return err
 		}
 		if admin {
-			if err := market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("user:%d", u.ID), nil, "created as platform admin: "+email,
+			if err := audit.Record(ctx, tx, audit.RoleChanged, fmt.Sprintf("user:%d", u.ID), nil, "created as platform admin: "+email,
 				locales.M("audit.admin_created", email)); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/apperr"
+	"suanli/audit"
 	"suanli/dbtest"
 	"suanli/market"
 	"suanli/models"
@@ -111,8 +112,8 @@ func TestOrganisationsPerDayAreLimited(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if made != market.DefaultOrgsPerDay || refused != 20-market.DefaultOrgsPerDay {
-			t.Errorf("20 racing creations: %d made, %d refused; want %d made", made, refused, market.DefaultOrgsPerDay)
+		if made != accounts.DefaultOrgsPerDay || refused != 20-accounts.DefaultOrgsPerDay {
+			t.Errorf("20 racing creations: %d made, %d refused; want %d made", made, refused, accounts.DefaultOrgsPerDay)
 		}
 		// A lab application and a provider sign-up count as well.
 		app := accounts.LabApplication{Institution: "SCU", LabName: "Lab", Supervisor: "Prof", EmailDomain: "scu.edu.cn", EduEmail: "x@scu.edu.cn"}
@@ -126,7 +127,7 @@ func TestOrganisationsPerDayAreLimited(t *testing.T) {
 		}
 		// An admin allows two more.
 		admin, _ := f.s.CreateUser(ctx, "admin@suanli.test", "admin-pass-2026", "Admin", true)
-		n := market.DefaultOrgsPerDay + 2
+		n := accounts.DefaultOrgsPerDay + 2
 		if err := f.s.SetOrgsPerDay(ctx, u, u.ID, &n); apperr.Code(err) != apperr.EFORBIDDEN {
 			t.Errorf("a user raised their own limit: %v", err)
 		}
@@ -134,14 +135,14 @@ func TestOrganisationsPerDayAreLimited(t *testing.T) {
 			t.Fatal(err)
 		}
 		entries, _, err := db.AuditLog(ctx, models.AuditFilter{Subject: "user:" + strconv.FormatInt(u.ID, 10)})
-		if err != nil || len(entries) != 1 || entries[0].Action != market.AuditOrgsPerDay {
+		if err != nil || len(entries) != 1 || entries[0].Action != audit.OrgsPerDay {
 			t.Errorf("audit of the new limit: %+v %v", entries, err)
 		}
 		u, _ = db.UserByID(ctx, u.ID)
 		for i := range 3 {
 			_, err := f.s.CreateOrg(ctx, u, models.OrgTeam, fmt.Sprintf("More %d", i))
 			if (i < 2) != (err == nil) {
-				t.Errorf("organisation %d after the limit was raised to %d: %v", market.DefaultOrgsPerDay+i+1, n, err)
+				t.Errorf("organisation %d after the limit was raised to %d: %v", accounts.DefaultOrgsPerDay+i+1, n, err)
 			}
 		}
 		// A day later the count starts again.

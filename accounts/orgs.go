@@ -10,14 +10,14 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/audit"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
 )
 
 // CreateOrg creates a team (active at once) or a provider (pending until
 // a platform admin verifies it) with u as its owner, within the user's
-// organisations per day (market.CheckOrgQuota).
+// organisations per day (CheckOrgQuota).
 func (s *Service) CreateOrg(ctx context.Context, u *models.User, kind, name string) (*models.Org, error) {
 	name, e := checkName("name", name)
 	var errs FieldErrors
@@ -38,7 +38,7 @@ func (s *Service) CreateOrg(ctx context.Context, u *models.User, kind, name stri
 	now := s.DB.Now().UTC()
 	org := &models.Org{Kind: kind, Name: name, Status: status, CreatedAt: now}
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := market.CheckOrgQuota(tx, u.ID, "name", now); err != nil {
+		if err := CheckOrgQuota(tx, u.ID, "name", now); err != nil {
 			return err
 		}
 		if err := models.InsertOrg(tx, org); err != nil {
@@ -114,7 +114,7 @@ func (s *Service) ApplyLab(ctx context.Context, u *models.User, in LabApplicatio
 	now := s.DB.Now().UTC()
 	org := &models.Org{Kind: models.OrgLab, Name: lab, Institution: inst, Supervisor: sup, EmailDomain: domain, Status: models.OrgPending, CreatedAt: now}
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := market.CheckOrgQuota(tx, u.ID, "lab_name", now); err != nil {
+		if err := CheckOrgQuota(tx, u.ID, "lab_name", now); err != nil {
 			return err
 		}
 		if err := models.InsertOrg(tx, org); err != nil {
@@ -192,7 +192,7 @@ func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, e
 		if err := takeRates(tx, now, rates...); err != nil {
 			return err
 		}
-		if err := market.Audit(ctx, tx, market.AuditMemberInvited, fmt.Sprintf("org:%d", org.ID), nil, email+" as "+role,
+		if err := audit.Record(ctx, tx, audit.MemberInvited, fmt.Sprintf("org:%d", org.ID), nil, email+" as "+role,
 			locales.M("audit.invited", email, locales.M("role."+role))); err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ func (s *Service) join(ctx context.Context, tx *gorm.DB, u *models.User, t *mode
 		return nil, err
 	}
 	// Joining grants a role: a permission change.
-	return &org, market.Audit(ctx, tx, market.AuditRoleChanged, fmt.Sprintf("org:%d", org.ID), nil, fmt.Sprintf("user %d joined as %s (invitation to %s)", u.ID, t.Role, t.Email),
+	return &org, audit.Record(ctx, tx, audit.RoleChanged, fmt.Sprintf("org:%d", org.ID), nil, fmt.Sprintf("user %d joined as %s (invitation to %s)", u.ID, t.Role, t.Email),
 		locales.M("audit.joined", u.ID, locales.M("role."+t.Role), t.Email))
 }
 
@@ -324,7 +324,7 @@ func (s *Service) RevokeInvitation(ctx context.Context, actor *models.User, orgI
 		if !ok {
 			return apperr.NotFound("invitation")
 		}
-		return market.Audit(ctx, tx, market.AuditInviteRevoked, fmt.Sprintf("org:%d", orgID), nil, fmt.Sprintf("invitation %d", invitationID),
+		return audit.Record(ctx, tx, audit.InviteRevoked, fmt.Sprintf("org:%d", orgID), nil, fmt.Sprintf("invitation %d", invitationID),
 			locales.M("audit.invitation", invitationID))
 	})
 }
@@ -345,7 +345,7 @@ func (s *Service) RemoveMember(ctx context.Context, actor *models.User, orgID, u
 		if err := models.RemoveMember(tx, orgID, userID); err != nil {
 			return err
 		}
-		return market.Audit(ctx, tx, market.AuditMemberRemoved, fmt.Sprintf("org:%d", orgID), nil, fmt.Sprintf("user %d (%s)", userID, target.Role),
+		return audit.Record(ctx, tx, audit.MemberRemoved, fmt.Sprintf("org:%d", orgID), nil, fmt.Sprintf("user %d (%s)", userID, target.Role),
 			locales.M("audit.member_removed", userID, locales.M("role."+target.Role)))
 	})
 }
@@ -390,15 +390,15 @@ func (s *Service) Review(ctx context.Context, admin *models.User, orgID int64, a
 		if err := models.SetOrgStatus(tx, orgID, status, reason, admin.ID, s.DB.Now().UTC()); err != nil {
 			return err
 		}
-		action := market.AuditOrgApproved
+		action := audit.OrgApproved
 		if !approve {
-			action = market.AuditOrgRejected
+			action = audit.OrgRejected
 		}
 		msg := locales.M("audit.reviewed", locales.M("org.kind."+org.Kind), org.Name)
 		if r := strings.TrimSpace(reason); r != "" {
 			msg = locales.M("audit.reviewed_because", locales.M("org.kind."+org.Kind), org.Name, r)
 		}
-		return market.Audit(ctx, tx, action, fmt.Sprintf("org:%d", orgID), nil, strings.TrimSpace(org.Kind+" "+org.Name+": "+strings.TrimSpace(reason)), msg)
+		return audit.Record(ctx, tx, action, fmt.Sprintf("org:%d", orgID), nil, strings.TrimSpace(org.Kind+" "+org.Name+": "+strings.TrimSpace(reason)), msg)
 	})
 }
 
@@ -444,7 +444,7 @@ func (s *Service) SetBilling(ctx context.Context, actor *models.User, orgID int6
 }
 
 // SetOrgsPerDay sets how many organisations a user may create per day
-// (nil: market.DefaultOrgsPerDay again), for an operator at the console
+// (nil: DefaultOrgsPerDay again), for an operator at the console
 // (admin nil) or a platform admin. It is audited.
 func (s *Service) SetOrgsPerDay(ctx context.Context, admin *models.User, userID int64, n *int) error {
 	if admin != nil {
@@ -452,8 +452,8 @@ func (s *Service) SetOrgsPerDay(ctx context.Context, admin *models.User, userID 
 			return err
 		}
 	}
-	if n != nil && (*n < 0 || *n > market.MaxOrgsPerDay) {
-		return FieldErrors{invalid("orgs_per_day", "err.orgs_per_day", market.MaxOrgsPerDay)}
+	if n != nil && (*n < 0 || *n > MaxOrgsPerDay) {
+		return FieldErrors{invalid("orgs_per_day", "err.orgs_per_day", MaxOrgsPerDay)}
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		if _, err := models.UserForUpdate(tx, userID); err != nil {
@@ -462,12 +462,12 @@ func (s *Service) SetOrgsPerDay(ctx context.Context, admin *models.User, userID 
 		if err := models.SetOrgsPerDay(tx, userID, n); err != nil {
 			return err
 		}
-		detail := fmt.Sprintf("organisations per day: default (%d)", market.DefaultOrgsPerDay)
-		msg := locales.M("audit.orgs_per_day_default", market.DefaultOrgsPerDay)
+		detail := fmt.Sprintf("organisations per day: default (%d)", DefaultOrgsPerDay)
+		msg := locales.M("audit.orgs_per_day_default", DefaultOrgsPerDay)
 		if n != nil {
 			detail = fmt.Sprintf("organisations per day: %d", *n)
 			msg = locales.M("audit.orgs_per_day", *n)
 		}
-		return market.Audit(ctx, tx, market.AuditOrgsPerDay, fmt.Sprintf("user:%d", userID), nil, detail, msg)
+		return audit.Record(ctx, tx, audit.OrgsPerDay, fmt.Sprintf("user:%d", userID), nil, detail, msg)
 	})
 }

@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/audit"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
 )
 
@@ -102,7 +102,7 @@ func (s *Service) setUserSuspended(ctx context.Context, admin *models.User, user
 			return err
 		}
 		slog.Info(action, "user", u.ID, "by", admin.ID)
-		return market.Audit(ctx, tx, action, "user:"+strconv.FormatInt(u.ID, 10), nil, auditDetail(u.Email, reason))
+		return audit.Record(ctx, tx, action, "user:"+strconv.FormatInt(u.ID, 10), nil, auditDetail(u.Email, reason))
 	})
 }
 
@@ -143,7 +143,7 @@ func (s *Service) setOrgSuspended(ctx context.Context, admin *models.User, orgID
 			return err
 		}
 		slog.Info(action, "org", o.ID, "by", admin.ID)
-		return market.Audit(ctx, tx, action, "org:"+strconv.FormatInt(o.ID, 10), nil, auditDetail(o.Name, reason))
+		return audit.Record(ctx, tx, action, "org:"+strconv.FormatInt(o.ID, 10), nil, auditDetail(o.Name, reason))
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"suanli/locales"
 )
 
 // Error codes. Each maps to exactly one HTTP status in web/errors.go.
@@ -109,4 +110,11 @@ func (f Fields) OrNil() error {
 		return nil
 	}
 	return f
+}
+
+// Field returns an EINVALID error about one input field, with its message
+// key and arguments (the English text is the message, for logs and the
+// API; pages say the key in the reader's language).
+func Field(field, key string, args ...any) *Error {
+	return &Error{Code: EINVALID, Field: field, Key: key, Args: args, Message: locales.T(locales.EN, key, args...)}
 }

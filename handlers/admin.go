@@ -6,8 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"suanli/market"
 	"suanli/models"
+	"suanli/pricing"
 	"suanli/views/pages"
 )
 
@@ -80,7 +80,7 @@ func (h *Handler) AdminConfirmTopup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fen, ok := market.ParseYuan(strings.TrimSpace(c.FormValue("received")))
+	fen, ok := pricing.ParseYuan(strings.TrimSpace(c.FormValue("received")))
 	if !ok || fen == 0 {
 		h.flash(c, "err.amount")
 		return seeOther(c, c.Echo().Reverse("admin.home"))

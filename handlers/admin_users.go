@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
-	"suanli/market"
 	"suanli/models"
 	"suanli/views/pages"
 )
@@ -69,7 +68,7 @@ func (h *Handler) renderAdminUsers(c echo.Context, status int, q string, page in
 	}
 	vm := pages.AdminUsersVM{Q: q, Users: users, Self: CurrentUser(c).ID, Form: f, ErrID: errID,
 		Pager:             pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.users", url.Values{"q": {q}})),
-		DefaultOrgsPerDay: strconv.Itoa(market.DefaultOrgsPerDay), MaxOrgsPerDay: strconv.Itoa(market.MaxOrgsPerDay)}
+		DefaultOrgsPerDay: strconv.Itoa(accounts.DefaultOrgsPerDay), MaxOrgsPerDay: strconv.Itoa(accounts.MaxOrgsPerDay)}
 	return Render(c, status, pages.AdminUsersPage(ViewCtx(c), vm))
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"suanli/market"
 	"suanli/pricing"
 )
 
@@ -42,9 +41,9 @@ func csvText(s string) string {
 // amount columns' form.
 func csvYuan(fen int64) string {
 	if fen < 0 {
-		return "-" + market.FenToYuanString(-fen)
+		return "-" + pricing.FenToYuanString(-fen)
 	}
-	return market.FenToYuanString(fen)
+	return pricing.FenToYuanString(fen)
 }
 
 // csvTime writes a time in Asia/Shanghai, the time columns' form.

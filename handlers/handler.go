@@ -5,10 +5,12 @@ package handlers
 
 import (
 	"bytes"
-	"github.com/alexedwards/scs/v2"
 	"strconv"
 	"suanli/accounts"
+	"suanli/billing"
 	"sync"
+
+	"github.com/alexedwards/scs/v2"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -26,7 +28,7 @@ type Handler struct {
 	Index    *market.OfferIndex
 	Accounts *accounts.Service
 	Sessions *scs.SessionManager
-	Wallet   *market.Wallet
+	Wallet   *billing.Wallet
 	// StripeWebhookSecret verifies POST /webhooks/stripe (empty: no webhook).
 	StripeWebhookSecret string
 	// Bank is the platform's account that bank transfers go to.

@@ -13,6 +13,7 @@ import (
 	"suanli/locales"
 	"suanli/market"
 	"suanli/models"
+	"suanli/sla"
 	"suanli/views/pages"
 )
 
@@ -153,7 +154,7 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 		return err
 	}
 	vm := pages.DatacenterVM{Datacenter: dc, Latency: lat, Offers: res}
-	if vm.Uptime, err = market.DatacenterUptime(c.Request().Context(), h.DB, dc.ID); err != nil {
+	if vm.Uptime, err = sla.DatacenterUptime(c.Request().Context(), h.DB, dc.ID); err != nil {
 		return err
 	}
 	if vm.Ping, err = h.latencyProbe(c, &dc); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/apperr"
-	"suanli/market"
+	"suanli/pricing"
 	"suanli/views/pages"
 )
 
@@ -50,10 +50,10 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget pages.Form)
 	if vm.Budget.Values == nil {
 		vm.Budget = form(c)
 		if org.MonthlyBudgetFen != nil {
-			vm.Budget.Values["monthly_budget"] = market.FenToYuanString(*org.MonthlyBudgetFen)
+			vm.Budget.Values["monthly_budget"] = pricing.FenToYuanString(*org.MonthlyBudgetFen)
 		}
 		if org.MemberCapFen != nil {
-			vm.Budget.Values["member_cap"] = market.FenToYuanString(*org.MemberCapFen)
+			vm.Budget.Values["member_cap"] = pricing.FenToYuanString(*org.MemberCapFen)
 		}
 	}
 	if vm.Invite.Values == nil {
@@ -137,7 +137,7 @@ func yuanField(f pages.Form, name string) (*int64, *apperr.Error) {
 	if s == "" {
 		return nil, nil
 	}
-	fen, ok := market.ParseYuan(s)
+	fen, ok := pricing.ParseYuan(s)
 	if !ok {
 		return nil, &apperr.Error{Code: apperr.EINVALID, Field: name, Key: "err.amount"}
 	}

@@ -62,7 +62,7 @@ func parseOfferNumbers(c echo.Context, f *pages.Form) offerNumbers {
 		}
 	}
 	if s := strings.TrimSpace(f.Get("price")); s != "" {
-		fen, ok := market.ParseYuan(s)
+		fen, ok := pricing.ParseYuan(s)
 		if !ok {
 			f.Errors["price"] = vc.T("provider.err.yuan")
 		}
@@ -218,16 +218,16 @@ func (h *Handler) ProviderOfferEdit(c echo.Context) error {
 	}
 	f := form(c)
 	for k, v := range map[string]string{"max_gpus": strconv.Itoa(o.MaxGPUs), "vcpu_per_gpu": strconv.Itoa(o.VCPUPerGPU),
-		"ram_gb_per_gpu": strconv.Itoa(o.RAMGBPerGPU), "disk_gb": strconv.Itoa(o.DiskGB), "price": market.FenToYuanString(o.PricePerGPUHourFen),
+		"ram_gb_per_gpu": strconv.Itoa(o.RAMGBPerGPU), "disk_gb": strconv.Itoa(o.DiskGB), "price": pricing.FenToYuanString(o.PricePerGPUHourFen),
 		"offpeak_discount_pct": strconv.Itoa(o.OffpeakDiscountPct), "student_discount_pct": strconv.Itoa(o.StudentDiscountPct),
 		"min_duration_min": strconv.Itoa((o.MinDurationS + 59) / 60), "sla_tiers": o.SLATiers} {
 		f.Values[k] = v
 	}
 	if o.WeeklyPricePerGPUFen != nil {
-		f.Values["weekly_price"] = market.FenToYuanString(*o.WeeklyPricePerGPUFen)
+		f.Values["weekly_price"] = pricing.FenToYuanString(*o.WeeklyPricePerGPUFen)
 	}
 	if o.MonthlyPricePerGPUFen != nil {
-		f.Values["monthly_price"] = market.FenToYuanString(*o.MonthlyPricePerGPUFen)
+		f.Values["monthly_price"] = pricing.FenToYuanString(*o.MonthlyPricePerGPUFen)
 	}
 	vm, err := h.offerFormVM(c, shell, o, f)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"suanli/market"
 	"suanli/pricing"
+	"suanli/sla"
 	"suanli/views/pages"
 )
 
@@ -25,7 +26,7 @@ func (h *Handler) SLAShow(c echo.Context) error {
 // tier and each month's computation, recorded or as it stands.
 func (h *Handler) rentalSLA(c echo.Context, vm *pages.RentalVM) error {
 	d := vm.D
-	s, err := market.RentalSLAOf(c.Request().Context(), h.DB, &d.Rental, d.Events, d.At)
+	s, err := sla.OfRental(c.Request().Context(), h.DB, &d.Rental, d.Events, d.At)
 	vm.SLA = s
 	return err
 }

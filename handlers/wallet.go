@@ -11,7 +11,6 @@ import (
 
 	"suanli/accounts"
 	"suanli/apperr"
-	"suanli/market"
 	"suanli/models"
 	"suanli/payments"
 	"suanli/pricing"
@@ -71,7 +70,7 @@ func (h *Handler) walletVM(c echo.Context, org *models.Org) (pages.WalletVM, err
 	vm.Billing = form(c)
 	vm.Billing.Values["invoice_title"], vm.Billing.Values["tax_id"] = org.InvoiceTitle, org.TaxID
 	if org.HourlyCapFen != nil {
-		vm.Billing.Values["hourly_cap"] = market.FenToYuanString(*org.HourlyCapFen)
+		vm.Billing.Values["hourly_cap"] = pricing.FenToYuanString(*org.HourlyCapFen)
 	}
 	_, _, berr := h.Accounts.Authorize(c.Request().Context(), CurrentUser(c), org.ID, accounts.ManageBilling)
 	vm.CanManage = berr == nil

@@ -7,8 +7,9 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/audit"
+	"suanli/billing"
 	"suanli/dbtest"
-	"suanli/market"
 	"suanli/models"
 )
 
@@ -18,7 +19,7 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
 		if err := db.Tx(ctx, func(tx *gorm.DB) error {
-			return market.Audit(ctx, tx, market.AuditWalletCredit, "org:1", market.Fen(100), "test")
+			return audit.Record(ctx, tx, audit.WalletCredit, "org:1", audit.Fen(100), "test")
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -41,20 +42,20 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 func TestAuditActorAndFilters(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
-		admin := market.WithActor(ctx, 42, "203.0.113.9")
+		admin := audit.WithActor(ctx, 42, "203.0.113.9")
 		write := func(ctx context.Context, action, subject string) {
 			t.Helper()
-			if err := db.Tx(ctx, func(tx *gorm.DB) error { return market.Audit(ctx, tx, action, subject, nil, "") }); err != nil {
+			if err := db.Tx(ctx, func(tx *gorm.DB) error { return audit.Record(ctx, tx, action, subject, nil, "") }); err != nil {
 				t.Fatal(err)
 			}
 		}
-		write(admin, market.AuditOrgApproved, "org:7")
-		write(ctx, market.AuditPayoutCreated, "payout:1")
-		write(market.AsSystem(admin), market.AuditTopupConfirmed, "topup:3")
-		write(admin, market.AuditPayoutPaid, "payout:1")
+		write(admin, audit.OrgApproved, "org:7")
+		write(ctx, audit.PayoutCreated, "payout:1")
+		write(audit.AsSystem(admin), audit.TopupConfirmed, "topup:3")
+		write(admin, audit.PayoutPaid, "payout:1")
 		// A change that rolls back leaves no entry.
 		_ = db.Tx(admin, func(tx *gorm.DB) error {
-			if err := market.Audit(admin, tx, market.AuditRoleChanged, "org:7", nil, ""); err != nil {
+			if err := audit.Record(admin, tx, audit.RoleChanged, "org:7", nil, ""); err != nil {
 				return err
 			}
 			return gorm.ErrInvalidData
@@ -64,7 +65,7 @@ func TestAuditActorAndFilters(t *testing.T) {
 		if err != nil || total != 4 {
 			t.Fatalf("all: %d %v", total, err)
 		}
-		if all[0].Action != market.AuditPayoutPaid {
+		if all[0].Action != audit.PayoutPaid {
 			t.Errorf("newest first: %+v", all[0])
 		}
 		byAction := func(f models.AuditFilter) []models.AuditEntry {
@@ -84,7 +85,7 @@ func TestAuditActorAndFilters(t *testing.T) {
 		if es := byAction(models.AuditFilter{Action: "payout."}); len(es) != 2 {
 			t.Errorf("payout.*: %+v", es)
 		}
-		if es := byAction(models.AuditFilter{Action: market.AuditOrgApproved, Subject: "org:7"}); len(es) != 1 {
+		if es := byAction(models.AuditFilter{Action: audit.OrgApproved, Subject: "org:7"}); len(es) != 1 {
 			t.Errorf("org.approved on org:7: %+v", es)
 		}
 		if es := byAction(models.AuditFilter{From: time.Now().Add(time.Hour)}); len(es) != 0 {
@@ -108,17 +109,17 @@ func TestReviewAndBankTransferAreAudited(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newPayoutFixture(t, db)
 		admin := f.user("ops@suanli.test", true)
-		actx := market.WithActor(f.ctx, admin.ID, "198.51.100.7")
+		actx := audit.WithActor(f.ctx, admin.ID, "198.51.100.7")
 		pending, _ := f.provider(false)
 		if err := f.svc.Review(actx, admin, *pending.OrgID, true, ""); err != nil {
 			t.Fatal(err)
 		}
-		es := f.audits(market.AuditOrgApproved)
+		es := f.audits(audit.OrgApproved)
 		if len(es) != 1 || es[0].Subject != "org:"+itoa(*pending.OrgID) || es[0].ActorID == nil || *es[0].ActorID != admin.ID || es[0].ActorIP != "198.51.100.7" {
 			t.Errorf("org.approved: %+v", es)
 		}
 
-		w := &market.Wallet{DB: db}
+		w := &billing.Wallet{DB: db}
 		top, _, err := w.StartTopup(f.ctx, f.slaFixture.user, f.org.ID, 50_000, models.MethodBank, "en")
 		if err != nil {
 			t.Fatal(err)
@@ -126,13 +127,13 @@ func TestReviewAndBankTransferAreAudited(t *testing.T) {
 		if err := w.ConfirmBankTransfer(actx, admin, top.ID, 49_990); err != nil {
 			t.Fatal(err)
 		}
-		es = f.audits(market.AuditTopupConfirmed)
+		es = f.audits(audit.TopupConfirmed)
 		if len(es) != 1 || es[0].Subject != "topup:"+itoa(top.ID) || es[0].AmountFen == nil || *es[0].AmountFen != 49_990 || *es[0].ActorID != admin.ID {
 			t.Errorf("topup.confirmed: %+v", es)
 		}
 		// A second confirmation changes nothing and audits nothing.
 		_ = w.ConfirmBankTransfer(actx, admin, top.ID, 49_990)
-		if n := len(f.audits(market.AuditTopupConfirmed)); n != 1 {
+		if n := len(f.audits(audit.TopupConfirmed)); n != 1 {
 			t.Errorf("%d topup.confirmed entries", n)
 		}
 	})

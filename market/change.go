@@ -52,12 +52,12 @@ func (s *Rentals) changeTarget(ctx context.Context, r *models.Rental, org *model
 		row, err := s.DB.OfferByID(ctx, in.OfferID)
 		if err != nil {
 			if apperr.Code(err) == apperr.ENOTFOUND {
-				return models.Offer{}, models.Rental{}, invalid("offer_id", "err.change_offer")
+				return models.Offer{}, models.Rental{}, apperr.Field("offer_id", "err.change_offer")
 			}
 			return models.Offer{}, models.Rental{}, err
 		}
 		if row.Offer.DatacenterID != cur.Offer.DatacenterID || !row.Offer.Visible() {
-			return models.Offer{}, models.Rental{}, invalid("offer_id", "err.change_offer")
+			return models.Offer{}, models.Rental{}, apperr.Field("offer_id", "err.change_offer")
 		}
 		target = row.Offer
 	}
@@ -74,10 +74,10 @@ func (s *Rentals) changeTarget(ctx context.Context, r *models.Rental, org *model
 		gpus = in.GPUs
 	}
 	if gpus < 1 || gpus > target.MaxGPUs {
-		return models.Offer{}, models.Rental{}, invalid("gpus", "err.quote_gpus", target.MaxGPUs)
+		return models.Offer{}, models.Rental{}, apperr.Field("gpus", "err.quote_gpus", target.MaxGPUs)
 	}
 	if target.ID == r.OfferID && gpus == r.GPUs && r.Status == models.RentalRunning {
-		return models.Offer{}, models.Rental{}, invalid("gpus", "err.change_nothing")
+		return models.Offer{}, models.Rental{}, apperr.Field("gpus", "err.change_nothing")
 	}
 	next := *r
 	next.OfferID, next.ProviderID, next.GPUs = target.ID, target.ProviderID, gpus
@@ -101,10 +101,10 @@ func (s *Rentals) QuoteChange(ctx context.Context, r *models.Rental, org *models
 		return ChangeQuote{}, err
 	}
 	q := ChangeQuote{FromOfferID: r.OfferID, ToOfferID: target.ID, FromModel: cur.Offer.GPUModel, ToModel: target.GPUModel,
-		FromGPUs: r.GPUs, ToGPUs: next.GPUs, ToFenPerHour: pricing.HourFen(rate(&next), now), SameNode: target.NodeID == cur.Offer.NodeID,
+		FromGPUs: r.GPUs, ToGPUs: next.GPUs, ToFenPerHour: pricing.HourFen(next.Rate(), now), SameNode: target.NodeID == cur.Offer.NodeID,
 		FromPerGPUHour: pricing.Discounted(r.PricePerGPUHourFen, r.StudentPct), ToPerGPU: pricing.Discounted(next.PricePerGPUHourFen, next.StudentPct)}
 	if r.Status == models.RentalRunning {
-		q.FromFenPerHour = pricing.HourFen(rate(r), now)
+		q.FromFenPerHour = pricing.HourFen(r.Rate(), now)
 	}
 	return q, nil
 }
@@ -126,14 +126,14 @@ func (s *Rentals) Change(ctx context.Context, u *models.User, org *models.Org, m
 		return nil, err
 	}
 	now := s.DB.Now().UTC()
-	need := pricing.HourFen(rate(&next), now)
+	need := pricing.HourFen(next.Rate(), now)
 	bal, err := s.DB.WalletBalance(ctx, r.OrgID)
 	if err != nil {
 		return nil, err
 	}
 	if bal < need {
-		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("the new size needs a balance of at least ¥%s (the balance is ¥%s): top up first", FenToYuanString(need), FenToYuanString(bal)),
-			Key: "err.rent_balance", Args: []any{FenToYuanString(need), FenToYuanString(bal)}}
+		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("the new size needs a balance of at least ¥%s (the balance is ¥%s): top up first", pricing.FenToYuanString(need), pricing.FenToYuanString(bal)),
+			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
 	}
 	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, r.ID, now); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"suanli/apperr"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/sla"
 )
 
 // EarningLine is one rental's money in a statement month: what renters
@@ -48,7 +49,7 @@ func monthRange(month string, now time.Time) (string, time.Time, time.Time, erro
 	} else {
 		t, err := time.ParseInLocation("2006-01", month, pricing.Shanghai)
 		if err != nil || t.Year() < 2000 || t.Year() > 9999 {
-			return "", time.Time{}, time.Time{}, apperr.Fields{fieldErr("month", "providers.err.month")}
+			return "", time.Time{}, time.Time{}, apperr.Fields{apperr.Field("month", "providers.err.month")}
 		}
 		start = t
 	}
@@ -99,7 +100,7 @@ func (p *Providers) Statement(ctx context.Context, u *models.User, providerID in
 		// a debit a payout had already taken).
 		provider := l.AccKind == models.AccProviderPayable || l.AccKind == models.AccProviderReceivable
 		switch {
-		case l.TxnKind == SLACreditKind && provider:
+		case l.TxnKind == sla.CreditKind && provider:
 			line.SLACreditFen -= l.AmountFen
 		case provider:
 			line.NetFen += l.AmountFen

@@ -178,7 +178,7 @@ func (s *Rentals) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 			if err := s.chargeTerm(tx, r, now, int(n)+1); err != nil {
 				return err
 			}
-			end := termEnd(r.Term, *r.EndsAt)
+			end := pricing.TermEnd(r.Term, *r.EndsAt)
 			if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Update("ends_at", end).Error; err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"suanli/gpu"
 	"suanli/market"
 	"suanli/models"
+	"suanli/sla"
 )
 
 // nodeHost is a report of the node's stored GPUs, all healthy, with
@@ -106,7 +107,7 @@ func TestFlappingGPUOpensOneIncident(t *testing.T) {
 		}
 		now := r.clock.Now()
 		want := 100 * (1 - now.Sub(inc.OpenedAt).Seconds()/now.Sub(start).Seconds()/float64(len(host.GPUs)))
-		got := market.NodeUptimePct(o.NodeID, len(host.GPUs), incs, start, now)
+		got := sla.NodeUptimePct(o.NodeID, len(host.GPUs), incs, start, now)
 		holds(t, math.Abs(got-want) < 1e-9, "uptime %.6f%%, want %.6f%% (one GPU down since the first failure)", got, want)
 
 		// Healthy for longer than the window: the next failure is news.

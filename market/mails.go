@@ -6,6 +6,7 @@ import (
 
 	"suanli/locales"
 	"suanli/models"
+	"suanli/pricing"
 )
 
 // lowBalanceMail tells a renter that less than an hour of balance is left.
@@ -16,6 +17,6 @@ func lowBalanceMail(u *models.User, r *models.Rental, bal int64, baseURL string,
 	}
 	return &models.OutboxMail{ToAddr: u.Email, Lang: lang, CreatedAt: now,
 		Subject: locales.T(lang, "mail.low_balance.subject"),
-		Body:    locales.T(lang, "mail.low_balance.body", fmt.Sprint(r.ID), FenToYuanString(bal), fmt.Sprintf("%s/rentals/%d", baseURL, r.ID)),
+		Body:    locales.T(lang, "mail.low_balance.body", fmt.Sprint(r.ID), pricing.FenToYuanString(bal), fmt.Sprintf("%s/rentals/%d", baseURL, r.ID)),
 	}
 }

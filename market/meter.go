@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/billing"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
@@ -56,7 +57,7 @@ func postCharge(tx *gorm.DB, r *models.Rental, before, fen int64, now time.Time)
 
 // chargeTxn is the ledger transaction of an on-demand charge.
 func chargeTxn(r *models.Rental, now time.Time) *models.LedgerTxn {
-	return &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), MemoMsg: locales.M("memo.rental", r.ID),
+	return &models.LedgerTxn{Kind: billing.ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), MemoMsg: locales.M("memo.rental", r.ID),
 		RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
 }
 
@@ -69,7 +70,7 @@ func (s *Rentals) chargeTerm(tx *gorm.DB, r *models.Rental, now time.Time, n int
 	}
 	key := fmt.Sprintf("term/r%d/%d", r.ID, n)
 	price := *r.TermPriceFen
-	txn := &models.LedgerTxn{Kind: ChargeKind, Memo: fmt.Sprintf("rental #%d: %s term %d", r.ID, r.Term, n), IdemKey: &key,
+	txn := &models.LedgerTxn{Kind: billing.ChargeKind, Memo: fmt.Sprintf("rental #%d: %s term %d", r.ID, r.Term, n), IdemKey: &key,
 		MemoMsg: locales.M("memo.term", r.ID, termMsg(r.Term), n), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
 	err := models.Post(tx, txn,
 		models.Leg{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: -price},
@@ -106,7 +107,7 @@ func meterAmount(r *models.Rental, now time.Time, final bool) (to time.Time, fen
 	if !to.After(*r.BilledUntil) {
 		return
 	}
-	fen, carry = pricing.Accrue(rate(r), *r.BilledUntil, to, r.CarryNum)
+	fen, carry = pricing.Accrue(r.Rate(), *r.BilledUntil, to, r.CarryNum)
 	if r.Free {
 		fen, carry = 0, 0
 	}
@@ -213,7 +214,7 @@ func (s *Rentals) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final b
 	if err := tx.First(&org, r.OrgID).Error; err != nil {
 		return err
 	}
-	room, _, err := Headroom(tx, &org, r.UserID, now)
+	room, _, err := billing.Headroom(tx, &org, r.UserID, now)
 	if err != nil {
 		return err
 	}
@@ -337,7 +338,7 @@ func (s *Rentals) meterOnDemand(ctx context.Context) (MeterResult, error) {
 						// Read after this pass's earlier charges, which such
 						// organisations post at once (below): they are rare.
 						var err error
-						if room, _, err = Headroom(tx, org, r.UserID, now); err != nil {
+						if room, _, err = billing.Headroom(tx, org, r.UserID, now); err != nil {
 							return err
 						}
 					}
@@ -408,7 +409,7 @@ func (s *Rentals) afterMeter(ctx context.Context, billed []models.Rental, balanc
 			stopped++
 			continue
 		}
-		if r.LowBalanceMailed || balances[r.OrgID] >= pricing.HourFen(rate(r), now) {
+		if r.LowBalanceMailed || balances[r.OrgID] >= pricing.HourFen(r.Rate(), now) {
 			continue
 		}
 		if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -464,7 +465,7 @@ func refundRental(tx *gorm.DB, r *models.Rental, now time.Time) error {
 		if fen > 0 {
 			// What the provider was paid for the rental comes back from its
 			// payable, or, where a payout has taken it, is owed.
-			side, err = providerDebitLegs(tx, id, fen)
+			side, err = billing.ProviderDebitLegs(tx, id, fen)
 		} else {
 			side, err = providerCreditLegs(tx, id, -fen)
 		}

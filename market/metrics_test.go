@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/accounts"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/market"
 	"suanli/models"
@@ -30,7 +31,7 @@ func TestMetricsLedgerVolumeCountsSettledTransactionsOnce(t *testing.T) {
 		credit := func(fen int64, at time.Time) {
 			t.Helper()
 			if err := db.Tx(ctx, func(tx *gorm.DB) error {
-				return market.CreditPromo(tx, orgs[0].Org.ID, fen, "promo_credit", "metrics", nil, nil, at)
+				return billing.CreditPromo(tx, orgs[0].Org.ID, fen, "promo_credit", "metrics", nil, nil, at)
 			}); err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/gpu"
 	"suanli/market"
@@ -326,7 +327,7 @@ func (r *rig) charges(rentalID int64) []models.LedgerTxn {
 	r.t.Helper()
 	var out []models.LedgerTxn
 	for _, t := range r.txns(rentalID) {
-		if t.Kind == market.ChargeKind {
+		if t.Kind == billing.ChargeKind {
 			out = append(out, t)
 		}
 	}
@@ -394,7 +395,7 @@ func TestMeterPassSurvivesARacingStop(t *testing.T) {
 	f := newSLAFixture(t, db)
 	rs := []*models.Rental{f.rental("standard", sh(2026, 10, 1, 8, 0)), f.rental("standard", sh(2026, 10, 1, 8, 1))}
 	*f.now = sh(2026, 10, 1, 9, 0)
-	rentals := &market.Rentals{DB: db, Wallet: &market.Wallet{DB: db}, Hub: market.NewHub()}
+	rentals := &market.Rentals{DB: db, Wallet: &billing.Wallet{DB: db}, Hub: market.NewHub()}
 
 	stop := db.W.Begin()
 	t.Cleanup(func() { stop.Rollback() }) // a no-op once committed
@@ -459,7 +460,7 @@ func TestStopDuringAMeterClaimBillsTheMinimum(t *testing.T) {
 	start := sh(2026, 10, 1, 8, 59)
 	r := f.rental("standard", start)
 	*f.now = start.Add(20 * time.Second)
-	rentals := &market.Rentals{DB: db, Wallet: &market.Wallet{DB: db}, Hub: market.NewHub()}
+	rentals := &market.Rentals{DB: db, Wallet: &billing.Wallet{DB: db}, Hub: market.NewHub()}
 
 	// A meter pass has claimed the first 10 seconds and not yet committed.
 	claim := db.W.Begin()

@@ -103,11 +103,11 @@ const MaxNodeGPUs = MaxOfferGPUs
 // of an index no GPU of such a node can have.
 func checkInventory(host gpu.Host) error {
 	if n := len(host.GPUs); n > MaxNodeGPUs {
-		return invalid("gpus", "heartbeat.err.too_many_gpus", n, MaxNodeGPUs)
+		return apperr.Field("gpus", "heartbeat.err.too_many_gpus", n, MaxNodeGPUs)
 	}
 	for _, g := range host.GPUs {
 		if g.Index < 0 || g.Index >= MaxNodeGPUs {
-			return invalid("gpus", "heartbeat.err.gpu_index", g.Index, MaxNodeGPUs-1)
+			return apperr.Field("gpus", "heartbeat.err.gpu_index", g.Index, MaxNodeGPUs-1)
 		}
 	}
 	return nil

@@ -4,14 +4,13 @@ package market
 
 import (
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"suanli/apperr"
 	"suanli/catalog"
-	"suanli/locales"
+	"suanli/pricing"
 )
 
 // Sort keys for offer search.
@@ -91,7 +90,7 @@ func (q OfferQuery) Values() url.Values {
 		v.Set("min_vram_gb", strconv.Itoa(q.MinVRAMGB))
 	}
 	if q.MaxPriceFen > 0 {
-		v.Set("max_price", FenToYuanString(q.MaxPriceFen))
+		v.Set("max_price", pricing.FenToYuanString(q.MaxPriceFen))
 	}
 	set("from", q.From)
 	if q.MaxLatencyMS > 0 {
@@ -114,38 +113,6 @@ func (q OfferQuery) Values() url.Values {
 		v.Set("per_page", strconv.Itoa(q.PerPage))
 	}
 	return v
-}
-
-// FenToYuanString writes fen as a plain decimal yuan amount ("35.5", "40").
-func FenToYuanString(fen int64) string {
-	s := strconv.FormatInt(fen/100, 10)
-	if c := fen % 100; c != 0 {
-		s += strings.TrimRight("."+strconv.FormatInt(100+c, 10)[1:], "0")
-	}
-	return s
-}
-
-var yuanRe = regexp.MustCompile(`^[0-9]{1,7}(\.[0-9]{1,2})?$`)
-
-// ParseYuan parses a non-negative yuan amount with at most two decimals
-// into fen, without floating point.
-func ParseYuan(s string) (int64, bool) {
-	if !yuanRe.MatchString(s) {
-		return 0, false
-	}
-	whole, frac, _ := strings.Cut(s, ".")
-	w, _ := strconv.ParseInt(whole, 10, 64)
-	for len(frac) < 2 {
-		frac += "0"
-	}
-	f, _ := strconv.ParseInt(frac, 10, 64)
-	return w*100 + f, true
-}
-
-func invalid(field, key string, args ...any) *apperr.Error {
-	e := apperr.Invalid(field, locales.T(locales.EN, key, args...))
-	e.Key, e.Args = key, args
-	return e
 }
 
 func parseBool(s string) (bool, bool) {
@@ -171,7 +138,7 @@ func ParseOfferQuery(v url.Values, allowPerPage bool) (OfferQuery, []*apperr.Err
 			continue
 		}
 		if _, ok := catalog.GPUModelBySlug(g); !ok {
-			errs = append(errs, invalid("gpu", "err.gpu_unknown", g))
+			errs = append(errs, apperr.Field("gpu", "err.gpu_unknown", g))
 			continue
 		}
 		if !slices.Contains(q.GPUs, g) {
@@ -182,14 +149,14 @@ func ParseOfferQuery(v url.Values, allowPerPage bool) (OfferQuery, []*apperr.Err
 		if _, ok := catalog.CityBySlug(s); ok {
 			q.City = s
 		} else {
-			errs = append(errs, invalid("city", "err.city_unknown", s))
+			errs = append(errs, apperr.Field("city", "err.city_unknown", s))
 		}
 	}
 	if s := v.Get("region"); s != "" {
 		if _, ok := catalog.RegionBySlug(s); ok {
 			q.Region = s
 		} else {
-			errs = append(errs, invalid("region", "err.region_unknown", s))
+			errs = append(errs, apperr.Field("region", "err.region_unknown", s))
 		}
 	}
 	intParam := func(name string, lo, hi int, dst *int) {
@@ -199,7 +166,7 @@ func ParseOfferQuery(v url.Values, allowPerPage bool) (OfferQuery, []*apperr.Err
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < lo || n > hi {
-			errs = append(errs, invalid(name, "err.int_range", lo, hi))
+			errs = append(errs, apperr.Field(name, "err.int_range", lo, hi))
 			return
 		}
 		*dst = n
@@ -207,9 +174,9 @@ func ParseOfferQuery(v url.Values, allowPerPage bool) (OfferQuery, []*apperr.Err
 	intParam("min_gpus", 1, 64, &q.MinGPUs)
 	intParam("min_vram_gb", 1, 1024, &q.MinVRAMGB)
 	if s := strings.TrimSpace(v.Get("max_price")); s != "" {
-		fen, ok := ParseYuan(s)
+		fen, ok := pricing.ParseYuan(s)
 		if !ok || fen <= 0 {
-			errs = append(errs, invalid("max_price", "err.price"))
+			errs = append(errs, apperr.Field("max_price", "err.price"))
 		} else {
 			q.MaxPriceFen = fen
 		}
@@ -218,16 +185,16 @@ func ParseOfferQuery(v url.Values, allowPerPage bool) (OfferQuery, []*apperr.Err
 		if _, ok := catalog.CityBySlug(s); ok {
 			q.From = s
 		} else {
-			errs = append(errs, invalid("from", "err.city_unknown", s))
+			errs = append(errs, apperr.Field("from", "err.city_unknown", s))
 		}
 	}
 	if s := strings.TrimSpace(v.Get("max_latency_ms")); s != "" {
 		f, err := strconv.ParseFloat(s, 64)
 		switch {
 		case err != nil || f <= 0 || f > 1000 || f != f:
-			errs = append(errs, invalid("max_latency_ms", "err.latency_range"))
+			errs = append(errs, apperr.Field("max_latency_ms", "err.latency_range"))
 		case q.LatencyCity() == "":
-			errs = append(errs, invalid("max_latency_ms", "err.latency_needs_from"))
+			errs = append(errs, apperr.Field("max_latency_ms", "err.latency_needs_from"))
 		default:
 			q.MaxLatencyMS = f
 		}
@@ -236,7 +203,7 @@ func ParseOfferQuery(v url.Values, allowPerPage bool) (OfferQuery, []*apperr.Err
 		if slices.Contains(catalog.Interconnects, s) {
 			q.Interconnect = s
 		} else {
-			errs = append(errs, invalid("interconnect", "err.interconnect_unknown", s))
+			errs = append(errs, apperr.Field("interconnect", "err.interconnect_unknown", s))
 		}
 	}
 	for _, p := range []struct {
@@ -245,7 +212,7 @@ func ParseOfferQuery(v url.Values, allowPerPage bool) (OfferQuery, []*apperr.Err
 	}{{"available", &q.Available}, {"student", &q.Student}} {
 		b, ok := parseBool(v.Get(p.name))
 		if !ok {
-			errs = append(errs, invalid(p.name, "err.bool"))
+			errs = append(errs, apperr.Field(p.name, "err.bool"))
 			continue
 		}
 		*p.dst = b
@@ -253,9 +220,9 @@ func ParseOfferQuery(v url.Values, allowPerPage bool) (OfferQuery, []*apperr.Err
 	if s := v.Get("sort"); s != "" {
 		switch {
 		case !slices.Contains(SortKeys, s):
-			errs = append(errs, invalid("sort", "err.sort_unknown", s))
+			errs = append(errs, apperr.Field("sort", "err.sort_unknown", s))
 		case s == SortLatency && q.LatencyCity() == "":
-			errs = append(errs, invalid("sort", "err.sort_latency_needs_city"))
+			errs = append(errs, apperr.Field("sort", "err.sort_latency_needs_city"))
 		default:
 			q.Sort = s
 		}

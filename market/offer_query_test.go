@@ -3,25 +3,26 @@ package market
 import (
 	"net/url"
 	"reflect"
+	"suanli/pricing"
 	"testing"
 )
 
 func TestParseYuan(t *testing.T) {
 	good := map[string]int64{"0": 0, "35": 3500, "35.5": 3550, "35.05": 3505, "0.01": 1, "9999999.99": 999999999}
 	for s, want := range good {
-		if got, ok := ParseYuan(s); !ok || got != want {
-			t.Errorf("ParseYuan(%q) = %d, %v; want %d", s, got, ok, want)
+		if got, ok := pricing.ParseYuan(s); !ok || got != want {
+			t.Errorf("pricing.ParseYuan(%q) = %d, %v; want %d", s, got, ok, want)
 		}
 	}
 	for _, s := range []string{"", "-1", "1.234", "1e3", "abc", " 5", "NaN", "10000000", "1,000"} {
-		if _, ok := ParseYuan(s); ok {
-			t.Errorf("ParseYuan(%q) accepted", s)
+		if _, ok := pricing.ParseYuan(s); ok {
+			t.Errorf("pricing.ParseYuan(%q) accepted", s)
 		}
 	}
 	for _, fen := range []int64{1, 10, 100, 3550, 3505, 999999999} {
-		back, ok := ParseYuan(FenToYuanString(fen))
+		back, ok := pricing.ParseYuan(pricing.FenToYuanString(fen))
 		if !ok || back != fen {
-			t.Errorf("round trip %d → %q → %d", fen, FenToYuanString(fen), back)
+			t.Errorf("round trip %d → %q → %d", fen, pricing.FenToYuanString(fen), back)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"suanli/apperr"
 )
 
 // SearchResult is one page of an offer search.
@@ -327,7 +328,7 @@ func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
 		first := q
 		first.Page = 1
 		r, _ := ix.Search(first)
-		return r, invalid("page", "err.page_past_end", q.Page, max(res.Pages, 1))
+		return r, apperr.Field("page", "err.page_past_end", q.Page, max(res.Pages, 1))
 	}
 	return res, nil
 }

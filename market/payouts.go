@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/audit"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/payments"
@@ -61,7 +62,7 @@ func PayoutPeriod(now time.Time) string {
 func checkPeriod(period string, now time.Time) error {
 	start, err := time.ParseInLocation("2006-01", period, pricing.Shanghai)
 	if err != nil || start.Year() < 2000 || now.Before(start.AddDate(0, 1, 0)) {
-		return invalid("period", "err.payout_period")
+		return apperr.Field("period", "err.payout_period")
 	}
 	return nil
 }
@@ -140,13 +141,13 @@ func (p *Payouts) create(ctx context.Context, pr *models.Provider, period string
 		}
 		if offset := min(bal, max(-owed, 0)); offset > 0 {
 			if err := models.Post(tx, &models.LedgerTxn{Kind: ReceivableOffsetKind, CreatedAt: now,
-				Memo:    fmt.Sprintf("provider %d: %s owed to the platform offset before the %s payout", pr.ID, FenToYuanString(offset), period),
-				MemoMsg: locales.M("memo.receivable_offset", FenToYuanString(offset), period)},
+				Memo:    fmt.Sprintf("provider %d: %s owed to the platform offset before the %s payout", pr.ID, pricing.FenToYuanString(offset), period),
+				MemoMsg: locales.M("memo.receivable_offset", pricing.FenToYuanString(offset), period)},
 				models.Leg{Kind: models.AccProviderPayable, OrgID: pr.ID, AmountFen: -offset},
 				models.Leg{Kind: models.AccProviderReceivable, OrgID: pr.ID, AmountFen: offset}); err != nil {
 				return err
 			}
-			if err := Audit(ctx, tx, AuditPayoutOffset, fmt.Sprintf("provider:%d", pr.ID), Fen(offset), fmt.Sprintf("%s: offset what the provider owed", period),
+			if err := audit.Record(ctx, tx, audit.PayoutOffset, fmt.Sprintf("provider:%d", pr.ID), audit.Fen(offset), fmt.Sprintf("%s: offset what the provider owed", period),
 				locales.M("audit.payout_offset", period)); err != nil {
 				return err
 			}
@@ -174,7 +175,7 @@ func (p *Payouts) create(ctx context.Context, pr *models.Provider, period string
 			return err
 		}
 		created = true
-		return Audit(ctx, tx, AuditPayoutCreated, payoutSubject(po.ID), Fen(bal), fmt.Sprintf("provider %d, %s, %s", pr.ID, period, method),
+		return audit.Record(ctx, tx, audit.PayoutCreated, payoutSubject(po.ID), audit.Fen(bal), fmt.Sprintf("provider %d, %s, %s", pr.ID, period, method),
 			locales.M("audit.payout_created", pr.ID, period, locales.M("admin.payout.method."+method)))
 	})
 	if err != nil && models.IsUniqueViolation(err) {
@@ -239,7 +240,7 @@ func (p *Payouts) transfer(ctx context.Context, po *models.Payout) error {
 		if err != nil || !ok {
 			return err
 		}
-		return Audit(ctx, tx, AuditPayoutPaid, payoutSubject(po.ID), Fen(po.AmountFen), "stripe transfer "+id, locales.M("audit.stripe_transfer", id))
+		return audit.Record(ctx, tx, audit.PayoutPaid, payoutSubject(po.ID), audit.Fen(po.AmountFen), "stripe transfer "+id, locales.M("audit.stripe_transfer", id))
 	})
 }
 
@@ -267,7 +268,7 @@ func (p *Payouts) fail(ctx context.Context, payoutID int64, reason string, by *i
 		if err != nil && !errors.Is(err, models.ErrDuplicate) {
 			return err
 		}
-		return Audit(ctx, tx, AuditPayoutFailed, payoutSubject(po.ID), Fen(po.AmountFen), reason)
+		return audit.Record(ctx, tx, audit.PayoutFailed, payoutSubject(po.ID), audit.Fen(po.AmountFen), reason)
 	})
 }
 
@@ -295,7 +296,7 @@ func (p *Payouts) MarkPaid(ctx context.Context, admin *models.User, payoutID int
 			map[string]any{"status": models.PayoutPaid, "bank_reference": ref, "paid_by": admin.ID, "paid_at": now}); err != nil {
 			return err
 		}
-		return Audit(ctx, tx, AuditPayoutPaid, payoutSubject(po.ID), Fen(po.AmountFen), "bank reference "+ref, locales.M("provider.earn.bank_ref", ref))
+		return audit.Record(ctx, tx, audit.PayoutPaid, payoutSubject(po.ID), audit.Fen(po.AmountFen), "bank reference "+ref, locales.M("provider.earn.bank_ref", ref))
 	})
 }
 
@@ -320,9 +321,9 @@ func payoutFormText(field, v string, max int, missingKey string) (string, error)
 	v = strings.TrimSpace(v)
 	switch {
 	case v == "" || len(v) > max:
-		return "", apperr.Fields{invalid(field, missingKey)}
+		return "", apperr.Fields{apperr.Field(field, missingKey)}
 	case !utf8.ValidString(v) || strings.ContainsRune(v, 0):
-		return "", apperr.Fields{invalid(field, "err.text")}
+		return "", apperr.Fields{apperr.Field(field, "err.text")}
 	}
 	return v, nil
 }
@@ -358,7 +359,7 @@ func (p *Payouts) ConnectOnboard(ctx context.Context, u *models.User, providerID
 			if res.Error != nil || res.RowsAffected == 0 {
 				return res.Error
 			}
-			return Audit(ctx, tx, AuditConnectOnboard, "provider:"+strconv.FormatInt(pr.ID, 10), nil, "Stripe Express account "+id, locales.M("audit.stripe_account", id))
+			return audit.Record(ctx, tx, audit.ConnectOnboard, "provider:"+strconv.FormatInt(pr.ID, 10), nil, "Stripe Express account "+id, locales.M("audit.stripe_account", id))
 		})
 		if err != nil {
 			return "", err

@@ -13,6 +13,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/apperr"
+	"suanli/audit"
 	"suanli/dbtest"
 	"suanli/market"
 	"suanli/models"
@@ -160,7 +161,7 @@ func TestMonthlyPayoutIsPayableAfterCommissionAndSLACredits(t *testing.T) {
 		if got := f.payable(pr.ID); got != 865_000 {
 			t.Fatalf("payable after the SLA credit: %d fen, want 865,000", got)
 		}
-		if es := f.audits(market.AuditSLACredit); len(es) != 1 || *es[0].AmountFen != 15_000 || es[0].Subject != "rental:"+itoa(down.ID) || es[0].ActorID != nil {
+		if es := f.audits(audit.SLACredit); len(es) != 1 || *es[0].AmountFen != 15_000 || es[0].Subject != "rental:"+itoa(down.ID) || es[0].ActorID != nil {
 			t.Errorf("the SLA credit's audit entry: %+v", es)
 		}
 
@@ -209,7 +210,7 @@ func TestMonthlyPayoutIsPayableAfterCommissionAndSLACredits(t *testing.T) {
 		if f.payable(demoProv) <= 0 || f.payable(pending.ID) != 17_600 {
 			t.Errorf("the unpaid providers' payables: demo %d, pending %d", f.payable(demoProv), f.payable(pending.ID))
 		}
-		if es := f.audits(market.AuditPayoutCreated); len(es) != 1 || *es[0].AmountFen != 865_000 || es[0].ActorID != nil {
+		if es := f.audits(audit.PayoutCreated); len(es) != 1 || *es[0].AmountFen != 865_000 || es[0].ActorID != nil {
 			t.Errorf("audit: %+v", es)
 		}
 
@@ -435,7 +436,7 @@ func TestMarkPayoutPaidOrFailed(t *testing.T) {
 		if err := p.MarkPaid(f.ctx, admin, 999_999, "X"); apperr.Code(err) != apperr.ENOTFOUND {
 			t.Errorf("an unknown payout: %v", err)
 		}
-		actx := market.WithActor(f.ctx, admin.ID, "198.51.100.4")
+		actx := audit.WithActor(f.ctx, admin.ID, "198.51.100.4")
 		if err := p.MarkPaid(actx, admin, pa.ID, " ICBC-20261105-0001 "); err != nil {
 			t.Fatal(err)
 		}
@@ -449,7 +450,7 @@ func TestMarkPayoutPaidOrFailed(t *testing.T) {
 		if err := p.MarkFailed(f.ctx, admin, pa.ID, "bounced"); apperr.Code(err) != apperr.ECONFLICT {
 			t.Errorf("failing a paid payout: %v", err)
 		}
-		if es := f.audits(market.AuditPayoutPaid); len(es) != 1 || es[0].ActorID == nil || *es[0].ActorID != admin.ID || es[0].ActorIP != "198.51.100.4" {
+		if es := f.audits(audit.PayoutPaid); len(es) != 1 || es[0].ActorID == nil || *es[0].ActorID != admin.ID || es[0].ActorIP != "198.51.100.4" {
 			t.Errorf("audit of the payment: %+v", es)
 		}
 
@@ -523,7 +524,7 @@ func TestConnectOnboarding(t *testing.T) {
 		if err != nil || got.StripeAccountID != "acct_new" || !got.StripeChargesEnabled || !got.StripePayoutsEnabled {
 			t.Errorf("refreshed: %+v %v", got, err)
 		}
-		if es := f.audits(market.AuditConnectOnboard); len(es) != 1 {
+		if es := f.audits(audit.ConnectOnboard); len(es) != 1 {
 			t.Errorf("onboarding audited %d times", len(es))
 		}
 	})

@@ -78,15 +78,15 @@ func (p *Providers) AddNode(ctx context.Context, u *models.User, providerID int6
 	var errs apperr.Fields
 	name := cleanText(&errs, "name", in.Name, true)
 	if len(errs) == 0 && (len([]rune(name)) > maxNodeName || strings.ContainsAny(name, " \t/\\")) {
-		errs = append(errs, fieldErr("name", "providers.err.node_name", maxNodeName))
+		errs = append(errs, apperr.Field("name", "providers.err.node_name", maxNodeName))
 	}
 	if in.DatacenterID == 0 {
-		errs = append(errs, fieldErr("datacenter_id", "providers.err.required"))
+		errs = append(errs, apperr.Field("datacenter_id", "providers.err.required"))
 	} else if _, err := datacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, in.DatacenterID); err != nil {
 		if apperr.Code(err) != apperr.ENOTFOUND {
 			return nil, "", err
 		}
-		errs = append(errs, fieldErr("datacenter_id", "providers.err.datacenter"))
+		errs = append(errs, apperr.Field("datacenter_id", "providers.err.datacenter"))
 	}
 	if err := errs.OrNil(); err != nil {
 		return nil, "", err
@@ -101,7 +101,7 @@ func (p *Providers) AddNode(ctx context.Context, u *models.User, providerID int6
 		if err := tx.Model(&models.Node{}).Where("provider_id = ? AND name = ?", acc.Provider.ID, name).Count(&dup).Error; err != nil {
 			return err
 		}
-		taken := apperr.Fields{fieldErr("name", "providers.err.node_name_taken", name)}
+		taken := apperr.Fields{apperr.Field("name", "providers.err.node_name_taken", name)}
 		if dup > 0 {
 			return taken
 		}
@@ -167,7 +167,7 @@ func (p *Providers) SetNodeStatus(ctx context.Context, u *models.User, providerI
 		NodeResume: models.NodeActive, models.NodeActive: models.NodeActive,
 		NodeRemove: models.NodeRemoved, models.NodeRemoved: models.NodeRemoved}[status]
 	if to == "" {
-		return apperr.Fields{fieldErr("status", "providers.err.node_status")}
+		return apperr.Fields{apperr.Field("status", "providers.err.node_status")}
 	}
 	now := p.DB.Now().UTC()
 	return p.DB.Tx(ctx, func(tx *gorm.DB) error {

@@ -84,7 +84,7 @@ func inventoryOf(tx *gorm.DB, n *models.Node) (nodeInventory, error) {
 
 // mismatch is the refusal of an offer for another model than the node's.
 func mismatch(n *models.Node, inv nodeInventory, slug string) *apperr.Error {
-	return fieldErr("gpu", "providers.err.gpu_mismatch", n.Name, inv.GPUs, inv.Name, n.GPUModel, slug)
+	return apperr.Field("gpu", "providers.err.gpu_mismatch", n.Name, inv.GPUs, inv.Name, n.GPUModel, slug)
 }
 
 // listingOf decides whether a listed offer can show now: its node's agent
@@ -211,9 +211,9 @@ func checkOffer(in OfferInput, n *models.Node, gpuCount int) (OfferInput, error)
 	var errs apperr.Fields
 	m, ok := catalog.GPUModelBySlug(strings.TrimSpace(in.GPU))
 	if strings.TrimSpace(in.GPU) == "" {
-		errs = append(errs, fieldErr("gpu", "providers.err.required"))
+		errs = append(errs, apperr.Field("gpu", "providers.err.required"))
 	} else if !ok {
-		errs = append(errs, fieldErr("gpu", "providers.err.gpu_unknown", in.GPU))
+		errs = append(errs, apperr.Field("gpu", "providers.err.gpu_unknown", in.GPU))
 	} else {
 		in.GPU = m.Slug
 	}
@@ -222,14 +222,14 @@ func checkOffer(in OfferInput, n *models.Node, gpuCount int) (OfferInput, error)
 		limit = gpuCount
 	}
 	if in.MaxGPUs < 1 || in.MaxGPUs > limit {
-		errs = append(errs, fieldErr("gpus", "providers.err.max_gpus", limit))
+		errs = append(errs, apperr.Field("gpus", "providers.err.max_gpus", limit))
 	}
 	defInt := func(field string, v *int, def, lo, hi int) {
 		if *v == 0 {
 			*v = def
 		}
 		if *v < lo || *v > hi {
-			errs = append(errs, fieldErr(field, "providers.err.range", lo, hi))
+			errs = append(errs, apperr.Field(field, "providers.err.range", lo, hi))
 		}
 	}
 	defInt("vcpu_per_gpu", &in.VCPUPerGPU, 8, 1, 256)
@@ -243,25 +243,25 @@ func checkOffer(in OfferInput, n *models.Node, gpuCount int) (OfferInput, error)
 			in.Interconnect = catalog.InterconnectNVLink
 		}
 	} else if !slices.Contains([]string{catalog.InterconnectPCIe, catalog.InterconnectNVLink, catalog.InterconnectNVLinkIB}, in.Interconnect) {
-		errs = append(errs, fieldErr("interconnect", "providers.err.interconnect"))
+		errs = append(errs, apperr.Field("interconnect", "providers.err.interconnect"))
 	}
 	h := in.PricePerGPUHourFen
 	if h < 1 || h > MaxPricePerGPUHourFen {
-		errs = append(errs, fieldErr("price_per_gpu_hour_fen", "providers.err.price", FenToYuanString(MaxPricePerGPUHourFen)))
+		errs = append(errs, apperr.Field("price_per_gpu_hour_fen", "providers.err.price", pricing.FenToYuanString(MaxPricePerGPUHourFen)))
 		h = 0
 	}
 	// A term price must be cheaper than paying by the hour for the term.
 	if w := in.WeeklyPricePerGPUFen; w != nil && (*w < 1 || (h > 0 && *w >= 7*24*h)) {
-		errs = append(errs, fieldErr("weekly_price_per_gpu_fen", "providers.err.weekly_price", FenToYuanString(7*24*h)))
+		errs = append(errs, apperr.Field("weekly_price_per_gpu_fen", "providers.err.weekly_price", pricing.FenToYuanString(7*24*h)))
 	}
 	if mo := in.MonthlyPricePerGPUFen; mo != nil && (*mo < 1 || (h > 0 && *mo >= 30*24*h)) {
-		errs = append(errs, fieldErr("monthly_price_per_gpu_fen", "providers.err.monthly_price", FenToYuanString(30*24*h)))
+		errs = append(errs, apperr.Field("monthly_price_per_gpu_fen", "providers.err.monthly_price", pricing.FenToYuanString(30*24*h)))
 	}
 	if in.OffpeakDiscountPct < 0 || in.OffpeakDiscountPct > MaxDiscountPct {
-		errs = append(errs, fieldErr("offpeak_discount_pct", "providers.err.range", 0, MaxDiscountPct))
+		errs = append(errs, apperr.Field("offpeak_discount_pct", "providers.err.range", 0, MaxDiscountPct))
 	}
 	if in.StudentDiscountPct < 0 || in.StudentDiscountPct > MaxDiscountPct {
-		errs = append(errs, fieldErr("student_discount_pct", "providers.err.range", 0, MaxDiscountPct))
+		errs = append(errs, apperr.Field("student_discount_pct", "providers.err.range", 0, MaxDiscountPct))
 	}
 	tiers, err := checkTiers(in.SLATiers)
 	if err != nil {
@@ -269,7 +269,7 @@ func checkOffer(in OfferInput, n *models.Node, gpuCount int) (OfferInput, error)
 	}
 	in.SLATiers = tiers
 	if n != nil && n.Status == models.NodeRemoved {
-		errs = append(errs, fieldErr("node_id", "providers.err.node_removed", n.Name))
+		errs = append(errs, apperr.Field("node_id", "providers.err.node_removed", n.Name))
 	}
 	return in, errs.OrNil()
 }
@@ -288,7 +288,7 @@ func checkTiers(in []string) ([]string, *apperr.Error) {
 			for i, t := range pricing.Tiers {
 				names[i] = t.Name
 			}
-			return nil, fieldErr("sla_tiers", "providers.err.sla_tier", t, strings.Join(names, ", "))
+			return nil, apperr.Field("sla_tiers", "providers.err.sla_tier", t, strings.Join(names, ", "))
 		}
 		want[t] = true
 	}
@@ -318,12 +318,12 @@ func (p *Providers) CreateOffer(ctx context.Context, u *models.User, providerID 
 		var inv nodeInventory
 		if in.NodeID == 0 {
 			_, err := checkOffer(in, nil, 0)
-			return withField(err, fieldErr("node_id", "providers.err.required"))
+			return withField(err, apperr.Field("node_id", "providers.err.required"))
 		}
 		n, err := models.NodeOf(tx, acc.Provider.ID, in.NodeID)
 		if apperr.Code(err) == apperr.ENOTFOUND {
 			_, err := checkOffer(in, nil, 0)
-			return withField(err, fieldErr("node_id", "providers.err.node"))
+			return withField(err, apperr.Field("node_id", "providers.err.node"))
 		}
 		if err != nil {
 			return err
@@ -338,7 +338,7 @@ func (p *Providers) CreateOffer(ctx context.Context, u *models.User, providerID 
 		// The model must be what NVML reports on the node.
 		if inv.GPUs > 0 && n.GPUModel != in.GPU {
 			if n.GPUModel == "" {
-				return apperr.Fields{fieldErr("gpu", "providers.err.gpu_unknown_node", n.Name, inv.GPUs, inv.Name)}
+				return apperr.Fields{apperr.Field("gpu", "providers.err.gpu_unknown_node", n.Name, inv.GPUs, inv.Name)}
 			}
 			return apperr.Fields{mismatch(n, inv, in.GPU)}
 		}
@@ -430,7 +430,7 @@ func (p *Providers) UpdateOffer(ctx context.Context, u *models.User, providerID,
 		if patch.SLATiers != nil {
 			in.SLATiers = *patch.SLATiers
 			if len(in.SLATiers) == 0 {
-				return apperr.Fields{fieldErr("sla_tiers", "providers.err.sla_none")}
+				return apperr.Fields{apperr.Field("sla_tiers", "providers.err.sla_none")}
 			}
 		}
 		status := o.Status
@@ -440,7 +440,7 @@ func (p *Providers) UpdateOffer(ctx context.Context, u *models.User, providerID,
 			case models.OfferListed, models.OfferPaused:
 				status = *patch.Status
 			default:
-				errs = append(errs, fieldErr("status", "providers.err.offer_status"))
+				errs = append(errs, apperr.Field("status", "providers.err.offer_status"))
 			}
 		}
 		// A patch that does not touch max GPUs is not refused because the

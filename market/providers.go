@@ -10,9 +10,9 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/accounts"
 	"suanli/apperr"
 	"suanli/catalog"
-	"suanli/locales"
 	"suanli/models"
 )
 
@@ -50,12 +50,6 @@ func (a *ProviderAccount) CanWrite() bool {
 	return models.RoleRank(a.Role) >= models.RoleRank(models.RoleAdmin)
 }
 
-// fieldErr is a form problem with its message key; the English text is
-// the message, so the JSON API reads well too.
-func fieldErr(field, key string, args ...any) *apperr.Error {
-	return &apperr.Error{Code: apperr.EINVALID, Field: field, Key: key, Args: args, Message: locales.T(locales.EN, key, args...)}
-}
-
 // maxText is the longest free-text field of the provider forms, in characters.
 const maxText = 200
 
@@ -65,11 +59,11 @@ func cleanText(errs *apperr.Fields, field, v string, required bool) string {
 	v = strings.TrimSpace(v)
 	switch {
 	case !utf8.ValidString(v) || strings.ContainsAny(v, "\x00\r\n"):
-		*errs = append(*errs, fieldErr(field, "providers.err.text"))
+		*errs = append(*errs, apperr.Field(field, "providers.err.text"))
 	case v == "" && required:
-		*errs = append(*errs, fieldErr(field, "providers.err.required"))
+		*errs = append(*errs, apperr.Field(field, "providers.err.required"))
 	case utf8.RuneCountInString(v) > maxText:
-		*errs = append(*errs, fieldErr(field, "providers.err.too_long", maxText))
+		*errs = append(*errs, apperr.Field(field, "providers.err.too_long", maxText))
 	}
 	return v
 }
@@ -102,19 +96,19 @@ func checkProfile(in ProviderProfile) (ProviderProfile, error) {
 		return false
 	}
 	if !has("contact_phone") && !phoneRE.MatchString(out.ContactPhone) {
-		errs = append(errs, fieldErr("contact_phone", "providers.err.phone"))
+		errs = append(errs, apperr.Field("contact_phone", "providers.err.phone"))
 	}
 	if !has("contact_email") {
 		at := strings.LastIndexByte(out.ContactEmail, '@')
 		if at < 1 || !strings.Contains(out.ContactEmail[at:], ".") || strings.ContainsAny(out.ContactEmail, " <>,;") {
-			errs = append(errs, fieldErr("contact_email", "providers.err.email"))
+			errs = append(errs, apperr.Field("contact_email", "providers.err.email"))
 		}
 	}
 	if !has("licence_no") && !licenceRE.MatchString(out.LicenceNo) {
-		errs = append(errs, fieldErr("licence_no", "providers.err.licence"))
+		errs = append(errs, apperr.Field("licence_no", "providers.err.licence"))
 	}
 	if !has("bank_account_no") && out.BankAccountNo != "" && !accountRE.MatchString(out.BankAccountNo) {
-		errs = append(errs, fieldErr("bank_account_no", "providers.err.bank_account"))
+		errs = append(errs, apperr.Field("bank_account_no", "providers.err.bank_account"))
 	}
 	// Bank details are all or nothing: a half-filled account cannot be paid.
 	bank := []string{out.BankName, out.BankAccountName, out.BankAccountNo}
@@ -127,7 +121,7 @@ func checkProfile(in ProviderProfile) (ProviderProfile, error) {
 	if filled > 0 && filled < 3 {
 		for i, f := range []string{"bank_name", "bank_account_name", "bank_account_no"} {
 			if bank[i] == "" && !has(f) {
-				errs = append(errs, fieldErr(f, "providers.err.bank_incomplete"))
+				errs = append(errs, apperr.Field(f, "providers.err.bank_incomplete"))
 			}
 		}
 	}
@@ -217,13 +211,13 @@ func (p *Providers) CreateVerified(ctx context.Context, u *models.User, company 
 }
 
 // create makes the provider organisation; quota counts it against the
-// user's organisations per day (CheckOrgQuota), as signing up does.
+// user's organisations per day (accounts.CheckOrgQuota), as signing up does.
 func (p *Providers) create(ctx context.Context, u *models.User, prof ProviderProfile, status string, quota bool) (*ProviderAccount, error) {
 	now := p.DB.Now().UTC()
 	acc := &ProviderAccount{Role: models.RoleOwner}
 	err := p.txWithSlug(ctx, func(tx *gorm.DB) error {
 		if quota {
-			if err := CheckOrgQuota(tx, u.ID, "company_name", now); err != nil {
+			if err := accounts.CheckOrgQuota(tx, u.ID, "company_name", now); err != nil {
 				return err
 			}
 		}
@@ -433,13 +427,13 @@ func checkDatacenter(in DatacenterInput) (DatacenterInput, error) {
 		UplinkGbps: in.UplinkGbps,
 	}
 	if strings.TrimSpace(in.City) == "" {
-		errs = append(errs, fieldErr("city", "providers.err.required"))
+		errs = append(errs, apperr.Field("city", "providers.err.required"))
 	} else if c, ok := findCity(in.City); !ok {
 		slugs := make([]string, 0, 8)
 		for _, c := range catalog.Cities() {
 			slugs = append(slugs, c.Slug)
 		}
-		errs = append(errs, fieldErr("city", "providers.err.city", strings.Join(slugs, ", ")))
+		errs = append(errs, apperr.Field("city", "providers.err.city", strings.Join(slugs, ", ")))
 	} else {
 		out.City = c.Slug
 	}
@@ -453,24 +447,24 @@ func checkDatacenter(in DatacenterInput) (DatacenterInput, error) {
 			}
 		}
 		if !ok {
-			errs = append(errs, fieldErr("tier", "providers.err.tier", strings.Join(DatacenterTiers, ", ")))
+			errs = append(errs, apperr.Field("tier", "providers.err.tier", strings.Join(DatacenterTiers, ", ")))
 		}
 	}
 	if out.UplinkGbps == 0 {
 		out.UplinkGbps = 10
 	} else if out.UplinkGbps < 1 || out.UplinkGbps > 10000 {
-		errs = append(errs, fieldErr("uplink_gbps", "providers.err.range", 1, 10000))
+		errs = append(errs, apperr.Field("uplink_gbps", "providers.err.range", 1, 10000))
 	}
 	seen := map[string]bool{}
 	for _, l := range in.Latencies {
 		c, ok := findCity(l.FromCity)
 		switch {
 		case !ok:
-			errs = append(errs, fieldErr("latency_"+l.FromCity, "providers.err.city", "a known city"))
+			errs = append(errs, apperr.Field("latency_"+l.FromCity, "providers.err.city", "a known city"))
 		case seen[c.Slug]:
 			continue
 		case l.RTTms <= 0 || l.RTTms > 1000 || l.RTTms != l.RTTms:
-			errs = append(errs, fieldErr("latency_"+c.Slug, "providers.err.rtt"))
+			errs = append(errs, apperr.Field("latency_"+c.Slug, "providers.err.rtt"))
 		default:
 			seen[c.Slug] = true
 			out.Latencies = append(out.Latencies, DeclaredLatency{FromCity: c.Slug, RTTms: l.RTTms})

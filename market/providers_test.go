@@ -16,6 +16,7 @@ import (
 	"suanli/gpu"
 	"suanli/market"
 	"suanli/models"
+	"suanli/sla"
 )
 
 // provFixture is a rig with one provider (owner, a datacentre) and a
@@ -466,7 +467,7 @@ func TestProviderCapacityAndStatement(t *testing.T) {
 		charge(term.ID, 5000, now)
 		post("rental_refund", term.ID, now, models.Leg{Kind: models.AccWallet, OrgID: f.org.ID, AmountFen: 5000},
 			models.Leg{Kind: models.AccProviderPayable, OrgID: pid, AmountFen: -4400}, models.Leg{Kind: models.AccPlatformRevenue, AmountFen: -600})
-		post(market.SLACreditKind, onDemand.ID, now, models.Leg{Kind: models.AccWallet, OrgID: f.org.ID, AmountFen: 150},
+		post(sla.CreditKind, onDemand.ID, now, models.Leg{Kind: models.AccWallet, OrgID: f.org.ID, AmountFen: 150},
 			models.Leg{Kind: models.AccProviderPayable, OrgID: pid, AmountFen: -150})
 		charge(onDemand.ID, 1000, st.From.Add(-time.Hour).UTC())
 

@@ -416,7 +416,7 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		// The status moves first and only from what was read: a stop that
 		// committed meanwhile wins and nothing is charged.
 		if cur.Term != pricing.OnDemand && cur.EndsAt == nil {
-			up["ends_at"] = termEnd(cur.Term, now)
+			up["ends_at"] = pricing.TermEnd(cur.Term, now)
 		}
 		if ok, err := setStatus(tx, r.ID, models.RentalRunning, now, []string{from}, up); err != nil || !ok {
 			return err
@@ -461,11 +461,4 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 	}
 	slog.Info("rental running", "rental", r.ID, "node", nodeID)
 	return nil
-}
-
-func termEnd(term string, from time.Time) time.Time {
-	if term == pricing.Month {
-		return from.AddDate(0, 0, 30)
-	}
-	return from.AddDate(0, 0, 7)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"suanli/apperr"
 	"suanli/models"
 	"suanli/pricing"
 )
@@ -36,7 +37,7 @@ func QuoteOffer(o models.Offer, in QuoteInput, student bool, now time.Time) (pri
 	if s := strings.TrimSpace(in.GPUs); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > o.MaxGPUs {
-			return pricing.Breakdown{}, invalid("gpus", "err.quote_gpus", o.MaxGPUs)
+			return pricing.Breakdown{}, apperr.Field("gpus", "err.quote_gpus", o.MaxGPUs)
 		}
 		r.GPUs = n
 	}
@@ -46,7 +47,7 @@ func QuoteOffer(o models.Offer, in QuoteInput, student bool, now time.Time) (pri
 			t, err = time.ParseInLocation("2006-01-02T15:04", s, pricing.Shanghai)
 		}
 		if err != nil || t.Year() < 2000 || t.Year() > 2100 {
-			return pricing.Breakdown{}, invalid("start", "err.quote_start")
+			return pricing.Breakdown{}, apperr.Field("start", "err.quote_start")
 		}
 		r.Start = t
 	}
@@ -54,13 +55,13 @@ func QuoteOffer(o models.Offer, in QuoteInput, student bool, now time.Time) (pri
 	case strings.TrimSpace(in.Seconds) != "":
 		n, err := strconv.ParseInt(strings.TrimSpace(in.Seconds), 10, 64)
 		if err != nil || n < 1 || n > pricing.MaxOnDemandSeconds {
-			return pricing.Breakdown{}, invalid("seconds", "err.quote_seconds", pricing.MaxOnDemandSeconds)
+			return pricing.Breakdown{}, apperr.Field("seconds", "err.quote_seconds", pricing.MaxOnDemandSeconds)
 		}
 		r.Seconds = n
 	case strings.TrimSpace(in.Hours) != "":
 		h, err := strconv.ParseFloat(strings.TrimSpace(in.Hours), 64)
 		if err != nil || math.IsNaN(h) || h <= 0 || h*3600 > pricing.MaxOnDemandSeconds {
-			return pricing.Breakdown{}, invalid("hours", "err.quote_hours", pricing.MaxOnDemandSeconds/3600)
+			return pricing.Breakdown{}, apperr.Field("hours", "err.quote_hours", pricing.MaxOnDemandSeconds/3600)
 		}
 		r.Seconds = int64(math.Round(h * 3600))
 	}
@@ -72,7 +73,7 @@ func QuoteOffer(o models.Offer, in QuoteInput, student bool, now time.Time) (pri
 	b, err := pricing.Quote(terms, r, pricing.Buyer{Student: student})
 	var qe *pricing.QuoteError
 	if errors.As(err, &qe) {
-		return pricing.Breakdown{}, invalid(qe.Field, "err.quote_"+qe.Field)
+		return pricing.Breakdown{}, apperr.Field(qe.Field, "err.quote_"+qe.Field)
 	}
 	return b, err
 }

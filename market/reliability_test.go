@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"suanli/dbtest"
-	"suanli/market"
 	"suanli/models"
+	"suanli/sla"
 )
 
 // A node's 30-day uptime counts its silence whole and a failing GPU as its
@@ -45,7 +45,7 @@ func TestNodeUptimeFromIncidents(t *testing.T) {
 		if err := db.W.Create(&incs).Error; err != nil {
 			t.Fatal(err)
 		}
-		n, err := market.RefreshUptime(f.ctx, db)
+		n, err := sla.RefreshUptime(f.ctx, db)
 		if err != nil || n < len(nodes) {
 			t.Fatalf("refreshed %d nodes: %v", n, err)
 		}
@@ -57,16 +57,16 @@ func TestNodeUptimeFromIncidents(t *testing.T) {
 			t.Fatalf("node uptime %v (%v), want %.9f", got.Uptime30dPct, ptrf(got.Uptime30dPct), want)
 		}
 		// The silence alone: (30 d − 1 h) / 30 d.
-		if only := market.NodeUptimePct(a.ID, g, incs[:2], now.Add(-market.UptimeWindow), now); math.Abs(only-(window-3600)/window*100) > 1e-9 {
+		if only := sla.NodeUptimePct(a.ID, g, incs[:2], now.Add(-sla.UptimeWindow), now); math.Abs(only-(window-3600)/window*100) > 1e-9 {
 			t.Errorf("silence only: %.9f", only)
 		}
 		// A node younger than 30 days: its life is the window.
-		young := market.NodeUptimePct(a.ID, g, incs[:1], t10.Add(-23*time.Hour), now)
+		young := sla.NodeUptimePct(a.ID, g, incs[:1], t10.Add(-23*time.Hour), now)
 		if life := now.Sub(t10.Add(-23 * time.Hour)).Seconds(); math.Abs(young-(life-3600)/life*100) > 1e-9 {
 			t.Errorf("young node: %.9f", young)
 		}
 		// The datacentre: its nodes' GPU-weighted average.
-		up, err := market.DatacenterUptime(f.ctx, db, a.DatacenterID)
+		up, err := sla.DatacenterUptime(f.ctx, db, a.DatacenterID)
 		if err != nil {
 			t.Fatal(err)
 		}

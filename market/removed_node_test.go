@@ -7,6 +7,7 @@ import (
 	"suanli/dbtest"
 	"suanli/market"
 	"suanli/models"
+	"suanli/sla"
 )
 
 // A removed node's agent is turned away, so it falls silent: that is its
@@ -39,10 +40,10 @@ func TestRemovedNodeIsNotAnOutage(t *testing.T) {
 		}
 		f.clock.Advance(time.Hour)
 		f.markNodeAlive(kept.ID)
-		if _, err := market.RefreshUptime(f.ctx, db); err != nil {
+		if _, err := sla.RefreshUptime(f.ctx, db); err != nil {
 			t.Fatal(err)
 		}
-		u, err := market.DatacenterUptime(f.ctx, db, f.dc.ID)
+		u, err := sla.DatacenterUptime(f.ctx, db, f.dc.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,9 +63,9 @@ func (s *Rentals) Detail(ctx context.Context, id int64) (*RentalDetail, error) {
 	}
 	d.CostFen = r.BilledFen
 	if d.Billing() && r.BilledUntil != nil {
-		fen, _ := pricing.Accrue(rate(&r), *r.BilledUntil, d.At, r.CarryNum)
+		fen, _ := pricing.Accrue(r.Rate(), *r.BilledUntil, d.At, r.CarryNum)
 		d.CostFen += fen
-		d.RateFenPerHour = pricing.HourFen(rate(&r), d.At)
+		d.RateFenPerHour = pricing.HourFen(r.Rate(), d.At)
 	}
 	return d, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"suanli/agent"
 	"suanli/apperr"
+	"suanli/billing"
 	"suanli/catalog"
 	"suanli/locales"
 	"suanli/models"
@@ -56,7 +57,7 @@ func (ProvisionArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Max
 // failing GPUs.
 type Rentals struct {
 	DB     *models.DB
-	Wallet *Wallet
+	Wallet *billing.Wallet
 	Jobs   JobInserter
 	Hub    *Hub
 	// VerifyTimeout and LaunchTimeout bound how long an agent may take to
@@ -94,22 +95,17 @@ type RentInput struct {
 // ErrNoFreeGPUs is returned when an offer has fewer free GPUs than asked.
 var ErrNoFreeGPUs = &apperr.Error{Code: apperr.ECONFLICT, Message: "not enough free GPUs on this offer right now; try fewer GPUs or another offer", Key: "err.no_free_gpus"}
 
-// rate is what a rental pays per second.
-func rate(r *models.Rental) pricing.Rate {
-	return pricing.Rate{PricePerGPUHourFen: r.PricePerGPUHourFen, GPUs: r.GPUs, OffpeakPct: r.OffpeakPct, StudentPct: r.StudentPct, SLASurchargePct: r.SLASurchargePct}
-}
-
 // checkSSHKey accepts one OpenSSH public key line.
 func checkSSHKey(k string) (string, error) {
 	k = strings.TrimSpace(k)
 	if k == "" {
-		return "", invalid("ssh_public_key", "err.ssh_key_missing")
+		return "", apperr.Field("ssh_public_key", "err.ssh_key_missing")
 	}
 	if len(k) > 16384 || strings.ContainsAny(k, "\r\n") {
-		return "", invalid("ssh_public_key", "err.ssh_key")
+		return "", apperr.Field("ssh_public_key", "err.ssh_key")
 	}
 	if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil {
-		return "", invalid("ssh_public_key", "err.ssh_key")
+		return "", apperr.Field("ssh_public_key", "err.ssh_key")
 	}
 	return k, nil
 }
@@ -141,7 +137,7 @@ func StartNeeds(o models.Offer, gpus int, term string, tier pricing.Tier, studen
 		b, err := QuoteOffer(o, QuoteInput{GPUs: fmt.Sprint(gpus), Term: term, SLA: tier.Name}, student, now)
 		return b.TotalFen, err
 	}
-	return 0, invalid("term", "err.quote_term")
+	return 0, apperr.Field("term", "err.quote_term")
 }
 
 // Rent reserves GPUs of an offer for the user's organisation and enqueues
@@ -169,11 +165,11 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, err
 	}
 	if in.GPUs < 1 || in.GPUs > o.MaxGPUs {
-		return nil, invalid("gpus", "err.quote_gpus", o.MaxGPUs)
+		return nil, apperr.Field("gpus", "err.quote_gpus", o.MaxGPUs)
 	}
 	tier, ok := pricing.TierByName(in.SLA)
 	if !ok {
-		return nil, invalid("sla", "err.quote_sla")
+		return nil, apperr.Field("sla", "err.quote_sla")
 	}
 	if !o.SellsTier(tier.Name) {
 		return nil, &apperr.Error{Code: apperr.EINVALID, Field: "sla", Message: fmt.Sprintf("this offer does not sell the %s SLA tier (it sells: %s)", tier.Name, o.SLATiers),
@@ -206,8 +202,8 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, err
 	}
 	if bal < need {
-		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("starting needs a balance of at least ¥%s (the balance is ¥%s): top up first", FenToYuanString(need), FenToYuanString(bal)),
-			Key: "err.rent_balance", Args: []any{FenToYuanString(need), FenToYuanString(bal)}}
+		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("starting needs a balance of at least ¥%s (the balance is ¥%s): top up first", pricing.FenToYuanString(need), pricing.FenToYuanString(bal)),
+			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
 	}
 	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, 0, now); err != nil {
 		return nil, err
@@ -220,7 +216,7 @@ func (s *Rentals) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 			if err != nil {
 				return err
 			}
-			if err := checkSpend(tx, locked, u.ID, need, 0, now); err != nil {
+			if err := billing.CheckSpendTx(tx, locked, u.ID, need, 0, now); err != nil {
 				return err
 			}
 		}
@@ -431,4 +427,17 @@ func Access(r *models.Rental) *agent.Access {
 		return nil
 	}
 	return &a
+}
+
+// SLATerms are the measurement facts the SLA page states.
+type SLATerms struct {
+	HeartbeatEvery, SilentAfter, FreeIfFailsWithin time.Duration
+	// FlapWindow: a failure again this soon after its incident closed
+	// reopens it (the time between counts as down).
+	FlapWindow time.Duration
+}
+
+// Terms returns the rental service's SLA measurement facts.
+func (s *Rentals) Terms() SLATerms {
+	return SLATerms{HeartbeatEvery: HeartbeatEvery, SilentAfter: s.silentAfter(), FreeIfFailsWithin: FreeIfFailsWithin, FlapWindow: FlapWindow}
 }

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/market"
@@ -41,7 +42,7 @@ func benchMeterPass(b *testing.B, db *models.DB) {
 	seedMeterFleet(b, db, start.Add(-time.Minute))
 	now := start
 	db.Now = func() time.Time { return now }
-	rentals := &market.Rentals{DB: db, Wallet: &market.Wallet{DB: db}, Hub: market.NewHub()}
+	rentals := &market.Rentals{DB: db, Wallet: &billing.Wallet{DB: db}, Hub: market.NewHub()}
 
 	passes := 0
 	var fen int64

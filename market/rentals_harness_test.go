@@ -20,6 +20,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/agent"
+	"suanli/billing"
 	"suanli/demo"
 	"suanli/gpu"
 	"suanli/handlers"
@@ -112,7 +113,7 @@ type rig struct {
 	db       *models.DB
 	clock    *testClock
 	rentals  *market.Rentals
-	wallet   *market.Wallet
+	wallet   *billing.Wallet
 	accounts *accounts.Service
 	url      string
 	user     *models.User
@@ -166,11 +167,11 @@ func newRig(t *testing.T, db *models.DB, opts rigOptions) *rig {
 	org, m := orgs[0].Org, orgs[0].Membership
 	fund := cmp.Or(opts.FundFen, 1_000_000)
 	if err := db.Tx(ctx, func(tx *gorm.DB) error {
-		return market.CreditPromo(tx, org.ID, fund, "promo_credit", "test funds", nil, nil, clock.Now())
+		return billing.CreditPromo(tx, org.ID, fund, "promo_credit", "test funds", nil, nil, clock.Now())
 	}); err != nil {
 		t.Fatal(err)
 	}
-	wallet := &market.Wallet{DB: db, BaseURL: "http://suanli.test"}
+	wallet := &billing.Wallet{DB: db, BaseURL: "http://suanli.test"}
 	rentals := &market.Rentals{DB: db, Wallet: wallet, Hub: market.NewHub(),
 		VerifyTimeout: opts.VerifyTimeout, LaunchTimeout: opts.LaunchTimeout, SilentAfter: opts.SilentAfter,
 		StepWait: cmp.Or(opts.StepWait, 2*time.Second), BaseURL: "http://suanli.test"}

@@ -18,6 +18,7 @@ import (
 
 	"suanli/agent"
 	"suanli/apperr"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/gpu"
 	"suanli/market"
@@ -706,7 +707,7 @@ func TestMeterPassesOneSecondApartBillTheWholeInterval(t *testing.T) {
 func (r *rig) credit(fen int64) {
 	r.t.Helper()
 	if err := r.db.Tx(r.ctx, func(tx *gorm.DB) error {
-		return market.CreditPromo(tx, r.org.ID, fen, "promo_credit", "test funds", nil, nil, r.clock.Now())
+		return billing.CreditPromo(tx, r.org.ID, fen, "promo_credit", "test funds", nil, nil, r.clock.Now())
 	}); err != nil {
 		r.t.Fatal(err)
 	}
@@ -883,7 +884,7 @@ func TestTermRentals(t *testing.T) {
 			r.waitStatus(ending.ID, models.RentalRunning)
 			for _, id := range []int64{renewing.ID, ending.ID} {
 				ts := r.txns(id)
-				if len(ts) != 1 || ts[0].Kind != market.ChargeKind || r.walletSum(id) != -price {
+				if len(ts) != 1 || ts[0].Kind != billing.ChargeKind || r.walletSum(id) != -price {
 					t.Errorf("rental %d: %d transactions charging %d fen, want one charge of the term's %d", id, len(ts), -r.walletSum(id), price)
 				}
 			}

@@ -11,11 +11,13 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/accounts"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/sla"
 )
 
 // sh is a time in Asia/Shanghai, as UTC.
@@ -56,7 +58,7 @@ func newSLAFixture(t *testing.T, db *models.DB) *slaFixture {
 	}
 	f.org, f.user = orgs[0].Org, u
 	if err := db.Tx(ctx, func(tx *gorm.DB) error {
-		return market.CreditPromo(tx, f.org.ID, 5_000_000, "promo_credit", "test funds", nil, nil, now)
+		return billing.CreditPromo(tx, f.org.ID, 5_000_000, "promo_credit", "test funds", nil, nil, now)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func (f *slaFixture) event(r *models.Rental, at time.Time, kind string) {
 func (f *slaFixture) charge(r *models.Rental, fen int64, at time.Time) {
 	f.t.Helper()
 	commission := fen * market.CommissionPct / 100
-	err := models.Post(f.db.W, &models.LedgerTxn{Kind: market.ChargeKind, Memo: "test charge", RentalID: &r.ID, CreatedAt: at},
+	err := models.Post(f.db.W, &models.LedgerTxn{Kind: billing.ChargeKind, Memo: "test charge", RentalID: &r.ID, CreatedAt: at},
 		models.Leg{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: -fen},
 		models.Leg{Kind: models.AccProviderPayable, OrgID: r.ProviderID, AmountFen: fen - commission},
 		models.Leg{Kind: models.AccPlatformRevenue, AmountFen: commission})
@@ -110,9 +112,9 @@ func (f *slaFixture) stop(r *models.Rental, at time.Time) {
 	}
 }
 
-func (f *slaFixture) settle() market.SLAResult {
+func (f *slaFixture) settle() sla.Result {
 	f.t.Helper()
-	res, err := market.SettleSLA(f.ctx, f.db)
+	res, err := sla.Settle(f.ctx, f.db)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func (f *slaFixture) balance() int64 {
 func (f *slaFixture) slaTxns(r *models.Rental) []models.LedgerTxn {
 	f.t.Helper()
 	var ts []models.LedgerTxn
-	if err := f.db.R.Where("rental_id = ? AND kind = ?", r.ID, market.SLACreditKind).Find(&ts).Error; err != nil {
+	if err := f.db.R.Where("rental_id = ? AND kind = ?", r.ID, sla.CreditKind).Find(&ts).Error; err != nil {
 		f.t.Fatal(err)
 	}
 	return ts
@@ -284,7 +286,7 @@ func TestSLACreditAtRentalEndIsCappedAtWhatWasPaid(t *testing.T) {
 		events, _ := db.RentalEvents(f.ctx, r.ID)
 		var cur models.Rental
 		db.R.First(&cur, r.ID)
-		view, err := market.RentalSLAOf(f.ctx, db, &cur, events, *f.now)
+		view, err := sla.OfRental(f.ctx, db, &cur, events, *f.now)
 		if err != nil || len(view.Periods) != 1 || !view.Periods[0].Recorded || view.Periods[0].DowntimeCostFen != 2_000 || !view.Periods[0].Final {
 			t.Errorf("rental SLA view: %+v %v", view, err)
 		}

@@ -118,7 +118,7 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 		if got, ok := catalog.GPUModelBySlug(s); ok {
 			m = got
 		} else {
-			errs = append(errs, invalid("gpu", "tco.err.gpu", s, m.Name))
+			errs = append(errs, apperr.Field("gpu", "tco.err.gpu", s, m.Name))
 		}
 	}
 	q := DefaultTCOQuery(m)
@@ -140,7 +140,7 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < lo || n > hi {
-			errs = append(errs, invalid(name, "tco.err.int", lo, hi))
+			errs = append(errs, apperr.Field(name, "tco.err.int", lo, hi))
 			return
 		}
 		*dst = n
@@ -151,9 +151,9 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 		if s == "" {
 			return
 		}
-		fen, ok := ParseYuan(s)
+		fen, ok := pricing.ParseYuan(s)
 		if !ok || fen > hiFen {
-			errs = append(errs, invalid(name, "tco.err.yuan", FenToYuanString(hiFen)))
+			errs = append(errs, apperr.Field(name, "tco.err.yuan", pricing.FenToYuanString(hiFen)))
 			return
 		}
 		*dst = fen
@@ -178,10 +178,10 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 	}
 	if s := strings.TrimSpace(v.Get("pue")); s != "" {
 		// PUE has two decimals, as yuan have: hundredths.
-		if c, ok := ParseYuan(s); ok && c >= tcoMinPUE && c <= tcoMaxPUE {
+		if c, ok := pricing.ParseYuan(s); ok && c >= tcoMinPUE && c <= tcoMaxPUE {
 			in.PUECenti = int(c)
 		} else {
-			errs = append(errs, invalid("pue", "tco.err.pue"))
+			errs = append(errs, apperr.Field("pue", "tco.err.pue"))
 		}
 	}
 	yuanField("kwh_price", tcoMaxKWhFen, &in.ElectricityFenPerKWh)
@@ -197,9 +197,9 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 		if s == "" {
 			return nil
 		}
-		fen, ok := ParseYuan(s)
+		fen, ok := pricing.ParseYuan(s)
 		if !ok || fen <= 0 {
-			errs = append(errs, invalid(name, "tco.err.rent_price"))
+			errs = append(errs, apperr.Field(name, "tco.err.rent_price"))
 			return nil
 		}
 		return &fen
@@ -210,7 +210,7 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 		if n, err := strconv.Atoi(s); err == nil && n >= 0 && n <= 100 {
 			q.OffpeakDiscountPct = &n
 		} else {
-			errs = append(errs, invalid("od_offpeak", "tco.err.rent_pct"))
+			errs = append(errs, apperr.Field("od_offpeak", "tco.err.rent_pct"))
 		}
 	}
 	return q, errs
@@ -356,17 +356,17 @@ func (q TCOQuery) Values() url.Values {
 	}
 	for _, f := range fens {
 		if f.got != f.want {
-			v.Set(f.name, FenToYuanString(f.got))
+			v.Set(f.name, pricing.FenToYuanString(f.got))
 		}
 	}
 	if q.OnDemandFen != nil {
-		v.Set("od_price", FenToYuanString(*q.OnDemandFen))
+		v.Set("od_price", pricing.FenToYuanString(*q.OnDemandFen))
 	}
 	if q.OffpeakDiscountPct != nil {
 		v.Set("od_offpeak", strconv.Itoa(*q.OffpeakDiscountPct))
 	}
 	if q.MonthlyFen != nil {
-		v.Set("monthly_price", FenToYuanString(*q.MonthlyFen))
+		v.Set("monthly_price", pricing.FenToYuanString(*q.MonthlyFen))
 	}
 	return v
 }

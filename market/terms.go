@@ -124,30 +124,6 @@ func (s *Rentals) EarnTerms(ctx context.Context) (n int, fen int64, err error) {
 	}
 }
 
-// providerDebitLegs are the legs that take fen from a provider (an SLA
-// credit it pays, a refund of what it was paid): from its payable as far
-// as the balance, read under lock in tx, goes; the rest is what the
-// provider owes the platform (its receivable), offset by the next payout.
-// The payable never goes below zero, even after a payout has taken it.
-func providerDebitLegs(tx *gorm.DB, providerID, fen int64) ([]models.Leg, error) {
-	if fen <= 0 {
-		return nil, nil
-	}
-	bal, err := models.LockPayable(tx, providerID)
-	if err != nil {
-		return nil, err
-	}
-	fromPayable := min(max(bal, 0), fen)
-	var legs []models.Leg
-	if fromPayable > 0 {
-		legs = append(legs, models.Leg{Kind: models.AccProviderPayable, OrgID: providerID, AmountFen: -fromPayable})
-	}
-	if owed := fen - fromPayable; owed > 0 {
-		legs = append(legs, models.Leg{Kind: models.AccProviderReceivable, OrgID: providerID, AmountFen: -owed})
-	}
-	return legs, nil
-}
-
 // mergeLegs sums legs on the same account and drops those that come to
 // zero (a refund's receivable leg meets the receivable the rental's own
 // earlier debits left).

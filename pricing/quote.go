@@ -182,3 +182,12 @@ func roundDiv(num, den *big.Int) int64 {
 	n.Quo(n, new(big.Int).Mul(den, big.NewInt(2)))
 	return n.Int64()
 }
+
+// TermEnd is when a term rental that starts (or renews) at from ends: a
+// month is 30 days, a week 7.
+func TermEnd(term string, from time.Time) time.Time {
+	if term == Month {
+		return from.AddDate(0, 0, 30)
+	}
+	return from.AddDate(0, 0, 7)
+}

@@ -15,6 +15,8 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/accounts"
+	"suanli/audit"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/handlers"
 	"suanli/locales"
@@ -452,7 +454,7 @@ func TestAdminPayoutRunWithStripeDown(t *testing.T) {
 			if err := models.SetProviderConnect(tx, acc.Provider.ID, "acct_1", true, true); err != nil {
 				return err
 			}
-			return models.Post(tx, &models.LedgerTxn{Kind: market.ChargeKind, Memo: "test earnings", CreatedAt: time.Now()},
+			return models.Post(tx, &models.LedgerTxn{Kind: billing.ChargeKind, Memo: "test earnings", CreatedAt: time.Now()},
 				models.Leg{Kind: models.AccPromoCredit, AmountFen: -10_000},
 				models.Leg{Kind: models.AccProviderPayable, OrgID: acc.Provider.ID, AmountFen: 8_800},
 				models.Leg{Kind: models.AccPlatformRevenue, AmountFen: 1_200})
@@ -483,7 +485,7 @@ func TestAdminAuditCSVCells(t *testing.T) {
 		fen    int64
 	}{{"=HYPERLINK(\"http://evil.example\")", -150}, {"\tcmd", 4000}, {"plain — 中文", 0}} {
 		if err := a.db.Tx(ctx, func(tx *gorm.DB) error {
-			return market.Audit(ctx, tx, market.AuditWalletCredit, "org:777", market.Fen(e.fen), e.detail)
+			return audit.Record(ctx, tx, audit.WalletCredit, "org:777", audit.Fen(e.fen), e.detail)
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/apperr"
-	"suanli/market"
+	"suanli/billing"
 	"suanli/models"
 )
 
@@ -288,7 +288,7 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &market.Wallet{DB: a.db}
+	w := &billing.Wallet{DB: a.db}
 	topup, _, err := w.StartTopup(ctx, ownerU, org.ID, 10000, models.MethodBank, "en")
 	if err != nil {
 		t.Fatal(err)

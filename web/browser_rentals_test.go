@@ -19,6 +19,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/agent"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/gpu"
 	"suanli/handlers"
@@ -151,7 +152,7 @@ func fundedRenter(t *testing.T, db *models.DB, email, password string, fen int64
 	org := orgs[0].Org.ID
 	if fen > 0 {
 		if err := db.Tx(ctx, func(tx *gorm.DB) error {
-			return market.CreditPromo(tx, org, fen, "promo_credit", "test funds", nil, nil, db.Now().UTC())
+			return billing.CreditPromo(tx, org, fen, "promo_credit", "test funds", nil, nil, db.Now().UTC())
 		}); err != nil {
 			t.Fatal(err)
 		}

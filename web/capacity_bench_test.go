@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/market"
@@ -96,7 +97,7 @@ func benchCapacity(b *testing.B, db *models.DB) {
 	}
 	token, orgID := benchRenter(b, db, "capacity-renter@example.com")
 	if err := db.Tx(ctx, func(tx *gorm.DB) error {
-		return market.CreditPromo(tx, orgID, 100_000_000, "promo_credit", "capacity benchmark", nil, nil, db.Now().UTC())
+		return billing.CreditPromo(tx, orgID, 100_000_000, "promo_credit", "capacity benchmark", nil, nil, db.Now().UTC())
 	}); err != nil {
 		b.Fatal(err)
 	}

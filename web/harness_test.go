@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/handlers"
@@ -132,7 +133,7 @@ func TestMain(m *testing.M) {
 
 // testHandler wires the real handlers over db, as main does.
 func testHandler(db *models.DB, ix *market.OfferIndex) *handlers.Handler {
-	wallet := &market.Wallet{DB: db, BaseURL: "http://suanli.test"}
+	wallet := &billing.Wallet{DB: db, BaseURL: "http://suanli.test"}
 	// Rentals with an insert-only queue: jobs are stored, not worked,
 	// unless a test starts workers (startWorkers) on the same service.
 	q, err := workers.New(db, workers.Options{})

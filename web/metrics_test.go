@@ -24,6 +24,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"suanli/accounts"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/market"
@@ -92,7 +93,7 @@ func (s scrape) value(t *testing.T, name string, labels ...string) float64 {
 type metricsFixture struct {
 	db      *models.DB
 	srv     *httptest.Server
-	wallet  *market.Wallet
+	wallet  *billing.Wallet
 	admin   *models.User
 	org     int64
 	topup   int64 // a pending bank transfer

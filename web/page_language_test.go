@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/html"
 
 	"suanli/accounts"
+	"suanli/audit"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/gpu"
@@ -26,6 +27,7 @@ import (
 	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/sla"
 	"suanli/workers"
 )
 
@@ -271,7 +273,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 	// has not verified yet.
 	adminUser := mustUser(t, db, "ops@suanli.example", "王芳", true)
 	m.admin = loggedIn(a, "admin", adminUser)
-	actx := market.WithActor(ctx, adminUser.ID, "127.0.0.1")
+	actx := audit.WithActor(ctx, adminUser.ID, "127.0.0.1")
 	login, err := demo.SeedProvider(ctx, h.Accounts)
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +293,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 	must(t, err == nil && len(orgs) == 1, "the renter's organisations: %v %v", orgs, err)
 	org, member := orgs[0].Org, orgs[0].Membership
 	m.renterOrg = org.ID
-	rctx := market.WithActor(ctx, renter.ID, "127.0.0.1")
+	rctx := audit.WithActor(ctx, renter.ID, "127.0.0.1")
 
 	// Money in: a bank transfer confirmed by the admin, another pending,
 	// and a refund asked for.
@@ -436,7 +438,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 		t.Fatal(err)
 	}
 	waitStatus(m.moved, models.RentalStopped)
-	if _, err := market.SettleSLA(ctx, db); err != nil {
+	if _, err := sla.Settle(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	var slaTxns int64

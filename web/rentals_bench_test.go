@@ -22,6 +22,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/agent"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/gpu"
@@ -72,7 +73,7 @@ func benchRentToRunning(b *testing.B, db *models.DB) {
 
 	token, orgID := benchRenter(b, db, "bench-renter@example.com")
 	if err := db.Tx(ctx, func(tx *gorm.DB) error {
-		return market.CreditPromo(tx, orgID, 10_000_000, "promo_credit", "benchmark", nil, nil, db.Now().UTC())
+		return billing.CreditPromo(tx, orgID, 10_000_000, "promo_credit", "benchmark", nil, nil, db.Now().UTC())
 	}); err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/accounts"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/market"
 	"suanli/models"
@@ -53,7 +54,7 @@ func TestPayoutsJobRunsOnDemand(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := db.Tx(ctx, func(tx *gorm.DB) error {
-			return models.Post(tx, &models.LedgerTxn{Kind: market.ChargeKind, Memo: "test earnings", CreatedAt: time.Now()},
+			return models.Post(tx, &models.LedgerTxn{Kind: billing.ChargeKind, Memo: "test earnings", CreatedAt: time.Now()},
 				models.Leg{Kind: models.AccPromoCredit, AmountFen: -10_000},
 				models.Leg{Kind: models.AccProviderPayable, OrgID: acc.Provider.ID, AmountFen: 8_800},
 				models.Leg{Kind: models.AccPlatformRevenue, AmountFen: 1_200})

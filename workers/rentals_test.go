@@ -16,6 +16,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/agent"
+	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/gpu"
@@ -47,11 +48,11 @@ func TestProvisionJobRunsTheRentalThroughTheQueue(t *testing.T) {
 		}
 		org, m := orgs[0].Org, orgs[0].Membership
 		if err := db.Tx(ctx, func(tx *gorm.DB) error {
-			return market.CreditPromo(tx, org.ID, 1_000_000, "promo_credit", "test funds", nil, nil, time.Now())
+			return billing.CreditPromo(tx, org.ID, 1_000_000, "promo_credit", "test funds", nil, nil, time.Now())
 		}); err != nil {
 			t.Fatal(err)
 		}
-		wallet := &market.Wallet{DB: db}
+		wallet := &billing.Wallet{DB: db}
 		rentals := &market.Rentals{DB: db, Wallet: wallet, Hub: market.NewHub(), StepWait: 2 * time.Second}
 		q, err := workers.New(db, workers.Options{Work: true, Rentals: rentals, MeterEvery: time.Hour, WatchEvery: time.Hour, FetchPoll: 50 * time.Millisecond})
 		if err != nil {

@@ -7,12 +7,12 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"suanli/market"
 	"suanli/models"
+	"suanli/sla"
 )
 
 // SLAArgs asks for every due SLA computation to be recorded and its
-// credit posted (market.SettleSLA): monthly per rental, and at its end.
+// credit posted (sla.Settle): monthly per rental, and at its end.
 type SLAArgs struct{}
 
 // Kind implements river.JobArgs.
@@ -34,7 +34,7 @@ type SLAWorker struct {
 // transaction, so a pass cut short by JobTimeout keeps what it did and
 // its retry goes on from there.
 func (w *SLAWorker) Work(ctx context.Context, job *river.Job[SLAArgs]) error {
-	res, err := market.SettleSLA(ctx, w.DB)
+	res, err := sla.Settle(ctx, w.DB)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (w *SLAWorker) Work(ctx context.Context, job *river.Job[SLAArgs]) error {
 }
 
 // UptimeArgs asks for every node's 30-day uptime to be recomputed
-// (market.RefreshUptime).
+// (sla.RefreshUptime).
 type UptimeArgs struct{}
 
 // Kind implements river.JobArgs.
@@ -64,7 +64,7 @@ type UptimeWorker struct {
 
 // Work implements river.Worker.
 func (w *UptimeWorker) Work(ctx context.Context, job *river.Job[UptimeArgs]) error {
-	n, err := market.RefreshUptime(ctx, w.DB)
+	n, err := sla.RefreshUptime(ctx, w.DB)
 	if err != nil {
 		return err
 	}

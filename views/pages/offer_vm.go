@@ -5,6 +5,7 @@ import (
 	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/sla"
 	"suanli/views"
 )
 
@@ -139,6 +140,6 @@ type DatacenterVM struct {
 	Offers        market.SearchResult
 	// Ping times the visitor's own latency to the datacentre.
 	Ping Ping
-	// Uptime is the datacentre's 30-day uptime (market.DatacenterUptime).
-	Uptime market.Uptime
+	// Uptime is the datacentre's 30-day uptime (sla.DatacenterUptime).
+	Uptime sla.Uptime
 }

@@ -13,6 +13,7 @@ import (
 	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/sla"
 	"suanli/views"
 )
 
@@ -196,7 +197,7 @@ type RentalVM struct {
 	Change *ChangeVM
 	// SLA is the SLA section: the tier and each month's computation (nil
 	// on the live fragment, which does not show it).
-	SLA *market.RentalSLA
+	SLA *sla.RentalTerms
 }
 
 // ChangeOffer is an offer a rental may switch to: the rental's own, or

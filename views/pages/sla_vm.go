@@ -9,6 +9,7 @@ import (
 	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/sla"
 	"suanli/views"
 )
 
@@ -68,7 +69,7 @@ func secsStr(secs int64) string { return clock(secs) }
 
 // slaPeriodLabel names a computation's period: the month, and whether it
 // is the rental's final one.
-func slaPeriodLabel(vc views.Ctx, c market.SLAComputation) string {
+func slaPeriodLabel(vc views.Ctx, c sla.Computation) string {
 	t, err := time.ParseInLocation("2006-01", c.Period, pricing.Shanghai)
 	s := c.Period
 	if err == nil {
@@ -82,7 +83,7 @@ func slaPeriodLabel(vc views.Ctx, c market.SLAComputation) string {
 
 // slaStatus says where a computation stands: credited, nothing owed,
 // waiting for the next pass, or the current month so far.
-func slaStatus(vc views.Ctx, r *models.Rental, c market.SLAComputation, now time.Time) string {
+func slaStatus(vc views.Ctx, r *models.Rental, c sla.Computation, now time.Time) string {
 	switch {
 	case c.Recorded && c.TxnID != nil:
 		return vc.T("sla.rental.status.credited")
@@ -96,7 +97,7 @@ func slaStatus(vc views.Ctx, r *models.Rental, c market.SLAComputation, now time
 
 // slaRule writes a computation the way the rule reads: the uptime against
 // the promise, the step it falls in and the credit it gives.
-func slaRule(vc views.Ctx, c market.SLAComputation) string {
+func slaRule(vc views.Ctx, c sla.Computation) string {
 	if c.PeriodSecs == 0 {
 		return vc.T("sla.rental.rule_empty")
 	}
@@ -121,7 +122,7 @@ func slaRule(vc views.Ctx, c market.SLAComputation) string {
 }
 
 // uptimeLine sums up a datacentre's 30-day uptime.
-func uptimeLine(vc views.Ctx, u market.Uptime) string {
+func uptimeLine(vc views.Ctx, u sla.Uptime) string {
 	if u.Nodes == 0 {
 		return vc.T("reliability.none")
 	}

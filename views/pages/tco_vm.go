@@ -63,7 +63,7 @@ func (vm TCOVM) value(name, computed string) string {
 	return computed
 }
 
-func tcoYuan(fen int64) string { return market.FenToYuanString(fen) }
+func tcoYuan(fen int64) string { return pricing.FenToYuanString(fen) }
 
 // fieldGroups returns the form's inputs in groups.
 func (vm TCOVM) fieldGroups(vc views.Ctx) [][]tcoField {

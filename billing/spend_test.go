@@ -1,4 +1,4 @@
-package market_test
+package billing_test
 
 import (
 	"context"
@@ -8,21 +8,21 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/billing"
 	"suanli/dbtest"
-	"suanli/market"
 	"suanli/models"
 )
 
 func TestSpendLimits(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
-		w := &market.Wallet{DB: db}
+		w := &billing.Wallet{DB: db}
 		// 2026-12-15 12:00 Shanghai.
 		now := time.Date(2026, 12, 15, 4, 0, 0, 0, time.UTC)
 		charge := func(org, user, fen int64, at time.Time) {
 			t.Helper()
 			err := db.Tx(ctx, func(tx *gorm.DB) error {
-				return models.Post(tx, &models.LedgerTxn{Kind: market.ChargeKind, CreatedBy: &user, CreatedAt: at},
+				return models.Post(tx, &models.LedgerTxn{Kind: billing.ChargeKind, CreatedBy: &user, CreatedAt: at},
 					models.Leg{Kind: models.AccWallet, OrgID: org, AmountFen: -fen},
 					models.Leg{Kind: models.AccProviderPayable, OrgID: 99, AmountFen: fen})
 			})
@@ -31,7 +31,7 @@ func TestSpendLimits(t *testing.T) {
 			}
 		}
 		if err := db.Tx(ctx, func(tx *gorm.DB) error {
-			return market.CreditPromo(tx, 1, 1_000_000, "promo_credit", "test", nil, nil, now.AddDate(0, -1, 0))
+			return billing.CreditPromo(tx, 1, 1_000_000, "promo_credit", "test", nil, nil, now.AddDate(0, -1, 0))
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package market
+package billing
 
 import (
 	"context"
@@ -16,9 +16,11 @@ import (
 	"gorm.io/gorm/clause"
 
 	"suanli/apperr"
+	"suanli/audit"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/payments"
+	"suanli/pricing"
 )
 
 // Top-up limits.
@@ -47,16 +49,16 @@ func (w *Wallet) StartTopup(ctx context.Context, u *models.User, orgID, amountFe
 		return nil, "", &apperr.Error{Code: apperr.EFORBIDDEN, Message: "verify your email before topping up", Key: "err.verify_first"}
 	}
 	if amountFen < MinTopupFen || amountFen > MaxTopupFen {
-		return nil, "", invalid("amount_fen", "err.topup_limits", FenToYuanString(MinTopupFen), FenToYuanString(MaxTopupFen))
+		return nil, "", apperr.Field("amount_fen", "err.topup_limits", pricing.FenToYuanString(MinTopupFen), pricing.FenToYuanString(MaxTopupFen))
 	}
 	switch method {
 	case models.MethodStripe:
 		if w.Gateway == nil {
-			return nil, "", invalid("method", "err.card_not_configured")
+			return nil, "", apperr.Field("method", "err.card_not_configured")
 		}
 	case models.MethodBank:
 	default:
-		return nil, "", invalid("method", "err.topup_method")
+		return nil, "", apperr.Field("method", "err.topup_method")
 	}
 	t := &models.Topup{OrgID: orgID, UserID: u.ID, AmountFen: amountFen, Method: method, Status: models.TopupPending,
 		Reference: newReference(), CreatedAt: w.DB.Now().UTC()}
@@ -126,10 +128,10 @@ func topupKey(id int64) *string {
 // id is what makes a delivery idempotent.
 func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
 	if !stripeEventID(ev.ID) {
-		return invalid("id", "err.webhook_payload")
+		return apperr.Field("id", "err.webhook_payload")
 	}
 	if ev.Type == "" {
-		return invalid("type", "err.webhook_payload")
+		return apperr.Field("type", "err.webhook_payload")
 	}
 	err := w.DB.Tx(ctx, func(tx *gorm.DB) error {
 		rec := &models.StripeEvent{ID: ev.ID, Type: string(ev.Type), ReceivedAt: w.DB.Now().UTC()}
@@ -150,7 +152,7 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
 		case "checkout.session.completed", "checkout.session.async_payment_succeeded", "checkout.session.async_payment_failed":
 			var s stripe.CheckoutSession
 			if err := json.Unmarshal(ev.Data.Raw, &s); err != nil {
-				return invalid("payload", "err.webhook_payload")
+				return apperr.Field("payload", "err.webhook_payload")
 			}
 			t, err := topupOfSession(tx, &s)
 			if err != nil {
@@ -174,11 +176,11 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
 				pi = s.PaymentIntent.ID
 			}
 			// A webhook is the system acting, whoever the request claims to be.
-			return fulfil(AsSystem(ctx), tx, t, t.AmountFen, models.AccPaymentClearing, pi, nil, w.DB.Now().UTC())
+			return fulfil(audit.AsSystem(ctx), tx, t, t.AmountFen, models.AccPaymentClearing, pi, nil, w.DB.Now().UTC())
 		case "charge.refunded":
 			var c stripe.Charge
 			if err := json.Unmarshal(ev.Data.Raw, &c); err != nil {
-				return invalid("payload", "err.webhook_payload")
+				return apperr.Field("payload", "err.webhook_payload")
 			}
 			if c.PaymentIntent == nil {
 				return nil
@@ -258,7 +260,7 @@ func fulfil(ctx context.Context, tx *gorm.DB, t *models.Topup, amount int64, fro
 	if err := tx.Model(t).Updates(updates).Error; err != nil {
 		return err
 	}
-	return Audit(ctx, tx, AuditTopupConfirmed, fmt.Sprintf("topup:%d", t.ID), Fen(amount), fmt.Sprintf("%s %s to org %d via %s", t.Method, t.Reference, t.OrgID, from),
+	return audit.Record(ctx, tx, audit.TopupConfirmed, fmt.Sprintf("topup:%d", t.ID), audit.Fen(amount), fmt.Sprintf("%s %s to org %d via %s", t.Method, t.Reference, t.OrgID, from),
 		locales.M("audit.topup_confirmed", locales.M("audit.method."+t.Method), t.Reference, t.OrgID))
 }
 
@@ -269,7 +271,7 @@ func (w *Wallet) ConfirmBankTransfer(ctx context.Context, admin *models.User, to
 		return apperr.Errorf(apperr.EFORBIDDEN, "platform admins only")
 	}
 	if receivedFen <= 0 || receivedFen > MaxTopupFen {
-		return invalid("received", "err.topup_limits", "0.01", FenToYuanString(MaxTopupFen))
+		return apperr.Field("received", "err.topup_limits", "0.01", pricing.FenToYuanString(MaxTopupFen))
 	}
 	return w.DB.Tx(ctx, func(tx *gorm.DB) error {
 		t, err := models.TopupForUpdate(tx, "id = ?", topupID)
@@ -289,7 +291,7 @@ func (w *Wallet) ConfirmBankTransfer(ctx context.Context, admin *models.User, to
 // msg the same as a message.
 func CreditPromo(tx *gorm.DB, orgID, fen int64, kind, reason string, key *string, by *int64, now time.Time, msg ...locales.Msg) error {
 	if fen <= 0 {
-		return invalid("fen", "err.amount")
+		return apperr.Field("fen", "err.amount")
 	}
 	txn := &models.LedgerTxn{Kind: kind, Memo: reason, IdemKey: key, CreatedBy: by, CreatedAt: now}
 	if len(msg) > 0 {
@@ -330,7 +332,7 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 		return nil, err
 	}
 	if amountFen <= 0 || amountFen > refundable {
-		return nil, invalid("amount_fen", "err.refund_limit", FenToYuanString(refundable))
+		return nil, apperr.Field("amount_fen", "err.refund_limit", pricing.FenToYuanString(refundable))
 	}
 	var refunds []models.Refund
 	now := w.DB.Now().UTC()
@@ -365,7 +367,7 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 				models.Leg{Kind: clearing, AmountFen: part}); err != nil {
 				return err
 			}
-			if err := Audit(ctx, tx, AuditRefundAsked, fmt.Sprintf("refund:%d", r.ID), Fen(part), fmt.Sprintf("org %d, %s payment %s", orgID, t.Method, t.Reference),
+			if err := audit.Record(ctx, tx, audit.RefundAsked, fmt.Sprintf("refund:%d", r.ID), audit.Fen(part), fmt.Sprintf("org %d, %s payment %s", orgID, t.Method, t.Reference),
 				locales.M("audit.refund_asked", orgID, locales.M("audit.method."+t.Method), t.Reference)); err != nil {
 				return err
 			}
@@ -375,7 +377,7 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 			refunds = append(refunds, r)
 		}
 		if left != 0 {
-			return invalid("amount_fen", "err.refund_limit", FenToYuanString(amountFen-left))
+			return apperr.Field("amount_fen", "err.refund_limit", pricing.FenToYuanString(amountFen-left))
 		}
 		return nil
 	})
@@ -420,7 +422,7 @@ func (w *Wallet) refundAtStripe(ctx context.Context, r *models.Refund) error {
 			Updates(map[string]any{"status": "done", "stripe_refund_id": id, "done_at": done}).Error; err != nil {
 			return err
 		}
-		return Audit(ctx, tx, AuditRefundPaid, fmt.Sprintf("refund:%d", r.ID), Fen(r.AmountFen), "stripe "+id, locales.M("audit.refund_stripe", id))
+		return audit.Record(ctx, tx, audit.RefundPaid, fmt.Sprintf("refund:%d", r.ID), audit.Fen(r.AmountFen), "stripe "+id, locales.M("audit.refund_stripe", id))
 	}); err != nil {
 		return err
 	}
@@ -455,6 +457,6 @@ func (w *Wallet) SettleRefund(ctx context.Context, admin *models.User, refundID 
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}
-		return Audit(ctx, tx, AuditRefundPaid, fmt.Sprintf("refund:%d", r.ID), Fen(r.AmountFen), "bank transfer", locales.M("audit.refund_bank"))
+		return audit.Record(ctx, tx, audit.RefundPaid, fmt.Sprintf("refund:%d", r.ID), audit.Fen(r.AmountFen), "bank transfer", locales.M("audit.refund_bank"))
 	})
 }

@@ -1,4 +1,4 @@
-package market
+package billing
 
 import (
 	"context"
@@ -24,14 +24,14 @@ const ChargeKind = "charge"
 // at their rates (all but the rental numbered except, which a change
 // replaces): charges already posted say little about rentals that have
 // just started. Renting calls it before it starts, and again in its
-// transaction with the organisation locked (checkSpend); the meter
+// transaction with the organisation locked (CheckSpendTx); the meter
 // charges at most Headroom.
 func (w *Wallet) CheckSpend(ctx context.Context, org *models.Org, userID, amountFen, except int64, now time.Time) error {
-	return checkSpend(w.DB.W.WithContext(ctx), org, userID, amountFen, except, now)
+	return CheckSpendTx(w.DB.W.WithContext(ctx), org, userID, amountFen, except, now)
 }
 
-// checkSpend is CheckSpend in tx.
-func checkSpend(tx *gorm.DB, org *models.Org, userID, amountFen, except int64, now time.Time) error {
+// CheckSpendTx is CheckSpend in tx.
+func CheckSpendTx(tx *gorm.DB, org *models.Org, userID, amountFen, except int64, now time.Time) error {
 	for _, l := range limitsOf(org, userID, now) {
 		spent, err := spent(tx, org.ID, l.userID, l.since)
 		if err != nil {
@@ -66,7 +66,7 @@ func liveHourFen(tx *gorm.DB, orgID, except int64, now time.Time) (int64, error)
 	var fen int64
 	for i := range live {
 		if !live[i].Free {
-			fen += pricing.HourFen(rate(&live[i]), now)
+			fen += pricing.HourFen(live[i].Rate(), now)
 		}
 	}
 	return fen, nil
@@ -113,7 +113,7 @@ func limitsOf(org *models.Org, userID int64, now time.Time) []limit {
 
 func limitErr(key string, limit, spent int64) error {
 	return &apperr.Error{Code: apperr.EFORBIDDEN, Message: "spending limit reached", Key: key,
-		Args: []any{FenToYuanString(limit), FenToYuanString(spent)}}
+		Args: []any{pricing.FenToYuanString(limit), pricing.FenToYuanString(spent)}}
 }
 
 // spent sums the organisation's charges since the time (one member's, if userID ≠ 0).

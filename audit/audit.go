@@ -1,4 +1,4 @@
-package market
+package audit
 
 import (
 	"context"
@@ -18,30 +18,30 @@ import (
 // charges are not audited: they are the bulk of all postings and the
 // ledger itself is their record.
 
-// Audit actions, dotted names grouped by what they concern.
+// Actions, dotted names grouped by what they concern.
 const (
-	AuditPayoutCreated = "payout.created"
-	AuditPayoutPaid    = "payout.paid"
-	AuditPayoutFailed  = "payout.failed"
-	// AuditPayoutOffset: a payout run offset what a provider owed the
+	PayoutCreated = "payout.created"
+	PayoutPaid    = "payout.paid"
+	PayoutFailed  = "payout.failed"
+	// PayoutOffset: a payout run offset what a provider owed the
 	// platform against its payable.
-	AuditPayoutOffset   = "payout.offset"
-	AuditTopupConfirmed = "topup.confirmed"
-	AuditRefundAsked    = "refund.requested"
-	AuditRefundPaid     = "refund.paid"
-	AuditOrgApproved    = "org.approved"
-	AuditOrgRejected    = "org.rejected"
-	AuditMemberInvited  = "member.invited"
-	// AuditInviteRevoked: a pending invitation was revoked.
-	AuditInviteRevoked = "member.invite_revoked"
-	AuditMemberRemoved = "member.removed"
-	AuditRoleChanged   = "role.changed"
-	// AuditOrgsPerDay: an admin set how many organisations a user may
+	PayoutOffset   = "payout.offset"
+	TopupConfirmed = "topup.confirmed"
+	RefundAsked    = "refund.requested"
+	RefundPaid     = "refund.paid"
+	OrgApproved    = "org.approved"
+	OrgRejected    = "org.rejected"
+	MemberInvited  = "member.invited"
+	// InviteRevoked: a pending invitation was revoked.
+	InviteRevoked = "member.invite_revoked"
+	MemberRemoved = "member.removed"
+	RoleChanged   = "role.changed"
+	// OrgsPerDay: an admin set how many organisations a user may
 	// create per day.
-	AuditOrgsPerDay     = "user.orgs_per_day"
-	AuditWalletCredit   = "wallet.credit"
-	AuditSLACredit      = "sla.credit"
-	AuditConnectOnboard = "connect.onboarded"
+	OrgsPerDay     = "user.orgs_per_day"
+	WalletCredit   = "wallet.credit"
+	SLACredit      = "sla.credit"
+	ConnectOnboard = "connect.onboarded"
 )
 
 // WithActor returns ctx carrying the signed-in user and their address; the
@@ -56,14 +56,14 @@ func AsSystem(ctx context.Context) context.Context {
 	return models.WithActor(ctx, 0, "")
 }
 
-// Audit appends an entry to the audit log inside tx. The actor and address
+// Record appends an entry to the audit log inside tx. The actor and address
 // come from ctx; with none the entry is the system's. amountFen is nil for
 // changes that move no money. detail is in English (the CSV's) or what a
 // person typed; msg, when given, is the same as a message, so that the
 // audit page says it in the reader's language.
-func Audit(ctx context.Context, tx *gorm.DB, action, subject string, amountFen *int64, detail string, msg ...locales.Msg) error {
+func Record(ctx context.Context, tx *gorm.DB, action, subject string, amountFen *int64, detail string, msg ...locales.Msg) error {
 	return models.AppendAudit(ctx, tx, time.Now(), action, subject, amountFen, detail, msg...)
 }
 
-// Fen returns a pointer to amount, for Audit's amountFen.
+// Fen returns a pointer to amount, for Record's amountFen.
 func Fen(amount int64) *int64 { return &amount }

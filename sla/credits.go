@@ -1,4 +1,4 @@
-package market
+package sla
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/audit"
+	"suanli/billing"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
@@ -42,21 +44,21 @@ import (
 // (GPUs failed within FreeIfFailsWithin of the start) paid nothing and
 // get no credit on top.
 
-// SLACreditKind is the ledger transaction kind of an SLA credit.
-const SLACreditKind = "sla_credit"
+// CreditKind is the ledger transaction kind of an SLA credit.
+const CreditKind = "sla_credit"
 
-// SLAMonth returns the "YYYY-MM" key of the month (Asia/Shanghai) that t
+// Month returns the "YYYY-MM" key of the month (Asia/Shanghai) that t
 // falls in, and the month's bounds [start, end).
-func SLAMonth(t time.Time) (key string, start, end time.Time) {
+func Month(t time.Time) (key string, start, end time.Time) {
 	l := t.In(pricing.Shanghai)
 	start = time.Date(l.Year(), l.Month(), 1, 0, 0, 0, 0, pricing.Shanghai)
 	end = start.AddDate(0, 1, 0)
 	return start.Format("2006-01"), start.UTC(), end.UTC()
 }
 
-// SLAComputation is one period's SLA computation for a rental: what the
+// Computation is one period's SLA computation for a rental: what the
 // rental page shows and what sla_credits records.
-type SLAComputation struct {
+type Computation struct {
 	Period string
 	// From and To bound the rental's running span in the period.
 	From, To time.Time
@@ -122,7 +124,7 @@ func billedIn(r *models.Rental, charges []models.RentalCharge, from, to time.Tim
 	var fen int64
 	for _, c := range charges {
 		if c.IdemKey != nil && strings.HasPrefix(*c.IdemKey, "term/") {
-			cover := interval{c.At, termEnd(r.Term, c.At)}
+			cover := interval{c.At, pricing.TermEnd(r.Term, c.At)}
 			if part, ok := clipInterval(cover, from, to); ok {
 				fen += c.AmountFen * int64(part.to.Sub(part.from)/time.Second) / int64(cover.to.Sub(cover.from)/time.Second)
 			}
@@ -143,20 +145,20 @@ func rentalEnded(r *models.Rental) bool {
 
 // computeSLA computes a rental's SLA for the month with the key, as of
 // now (a month not yet over is computed up to now).
-func computeSLA(r *models.Rental, events []models.RentalEvent, charges []models.RentalCharge, month string, now time.Time) SLAComputation {
+func computeSLA(r *models.Rental, events []models.RentalEvent, charges []models.RentalCharge, month string, now time.Time) Computation {
 	start, _ := time.ParseInLocation("2006-01", month, pricing.Shanghai)
 	ps, pe := start.UTC(), start.AddDate(0, 1, 0).UTC()
 	tier, ok := pricing.TierByName(r.SLA)
 	if !ok {
 		tier = pricing.Tiers[0]
 	}
-	c := SLAComputation{Period: month, Tier: tier}
+	c := Computation{Period: month, Tier: tier}
 	end := now
 	if r.StoppedAt != nil && r.StoppedAt.Before(end) {
 		end = *r.StoppedAt
 	}
 	if rentalEnded(r) {
-		key, _, _ := SLAMonth(*r.StoppedAt)
+		key, _, _ := Month(*r.StoppedAt)
 		c.Final = key == month
 	}
 	c.From, c.To = ps, pe
@@ -179,7 +181,7 @@ func computeSLA(r *models.Rental, events []models.RentalEvent, charges []models.
 		}
 		c.DowntimeSecs += int64(iv.to.Truncate(time.Second).Sub(iv.from.Truncate(time.Second)) / time.Second)
 		var fen int64
-		fen, carry = pricing.Accrue(rate(r), iv.from, iv.to, carry)
+		fen, carry = pricing.Accrue(r.Rate(), iv.from, iv.to, carry)
 		c.DowntimeCostFen += fen
 	}
 	c.BilledFen = billedIn(r, charges, ps, pe)
@@ -198,34 +200,34 @@ func slaMonths(r *models.Rental, now time.Time) []string {
 	if rentalEnded(r) {
 		last = *r.StoppedAt
 	} else {
-		_, cur, _ := SLAMonth(now)
+		_, cur, _ := Month(now)
 		last = cur.Add(-time.Second)
 	}
 	var out []string
-	_, m, _ := SLAMonth(*r.RunningSince)
+	_, m, _ := Month(*r.RunningSince)
 	for !m.After(last) {
-		key, _, next := SLAMonth(m)
+		key, _, next := Month(m)
 		out = append(out, key)
 		m = next
 	}
 	return out
 }
 
-// SLAResult counts what one SLA pass did.
-type SLAResult struct {
+// Result counts what one SLA pass did.
+type Result struct {
 	Rentals, Recorded, Credits int
 	Fen                        int64
 }
 
-// SettleSLA records every due SLA computation and posts its credit, once:
+// Settle records every due SLA computation and posts its credit, once:
 // for rentals that ended, the months up to the one they ended in; for
 // live rentals, the months before the current one. Running it again (or
 // on two processes at once) records and posts nothing more.
-func SettleSLA(ctx context.Context, db *models.DB) (SLAResult, error) {
-	var res SLAResult
+func Settle(ctx context.Context, db *models.DB) (Result, error) {
+	var res Result
 	now := db.Now().UTC()
-	_, cur, _ := SLAMonth(now)
-	prev, _, _ := SLAMonth(cur.Add(-time.Second))
+	_, cur, _ := Month(now)
+	prev, _, _ := Month(cur.Add(-time.Second))
 	ids, err := db.SLADue(ctx, cur, prev)
 	if err != nil {
 		return res, err
@@ -292,7 +294,7 @@ func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (
 			if err := models.SetSLACreditTxn(tx, row.ID, txnID); err != nil {
 				return err
 			}
-			if err := Audit(ctx, tx, AuditSLACredit, fmt.Sprintf("rental:%d", r.ID), Fen(c.CreditFen), fmt.Sprintf("%s: uptime %.4f%%, %d%% credit; provider %d pays", month, c.UptimePct, c.CreditPct, r.ProviderID),
+			if err := audit.Record(ctx, tx, audit.SLACredit, fmt.Sprintf("rental:%d", r.ID), audit.Fen(c.CreditFen), fmt.Sprintf("%s: uptime %.4f%%, %d%% credit; provider %d pays", month, c.UptimePct, c.CreditPct, r.ProviderID),
 				locales.M("audit.sla_credit", month, c.UptimePct, c.CreditPct, r.ProviderID)); err != nil {
 				return err
 			}
@@ -307,14 +309,14 @@ func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (
 
 // postSLACredit posts a computation's credit in tx and returns the ledger
 // transaction's id: the wallet gets it, the provider's payable pays it.
-func postSLACredit(tx *gorm.DB, r *models.Rental, c *SLAComputation, now time.Time) (int64, error) {
+func postSLACredit(tx *gorm.DB, r *models.Rental, c *Computation, now time.Time) (int64, error) {
 	key := fmt.Sprintf("sla/r%d/%s", r.ID, c.Period)
-	txn := &models.LedgerTxn{Kind: SLACreditKind, IdemKey: &key, RentalID: &r.ID, CreatedAt: now,
+	txn := &models.LedgerTxn{Kind: CreditKind, IdemKey: &key, RentalID: &r.ID, CreatedAt: now,
 		Memo:    fmt.Sprintf("rental #%d: SLA credit for %s (%s tier, uptime %.4f%%, %d%%)", r.ID, c.Period, c.Tier.Name, c.UptimePct, c.CreditPct),
 		MemoMsg: locales.M("memo.sla_credit", r.ID, c.Period, locales.M("sla.tier."+c.Tier.Name), c.UptimePct, c.CreditPct)}
 	// The provider pays from its payable; what a payout already took is
 	// owed and offset by the next payout (the payable never goes negative).
-	debit, err := providerDebitLegs(tx, r.ProviderID, c.CreditFen)
+	debit, err := billing.ProviderDebitLegs(tx, r.ProviderID, c.CreditFen)
 	if err != nil {
 		return 0, err
 	}
@@ -329,9 +331,9 @@ func postSLACredit(tx *gorm.DB, r *models.Rental, c *SLAComputation, now time.Ti
 	return txn.ID, err
 }
 
-// RentalSLA is a rental's SLA section: its tier and its computations,
+// RentalTerms is a rental's SLA section: its tier and its computations,
 // recorded or not yet.
-type RentalSLA struct {
+type RentalTerms struct {
 	Tier pricing.Tier
 	// Free is set for a free rental: no credit on top.
 	Free bool
@@ -339,23 +341,23 @@ type RentalSLA struct {
 	// ones as recorded (the span and the downtime's cost computed again
 	// from the timeline), the others as they stand now. The last may be
 	// the current month of a live rental (Open).
-	Periods []SLAComputation
+	Periods []Computation
 }
 
 // Open reports whether the computation is of a month still running for a
 // live rental: figures so far, recorded after the month ends.
-func (c *SLAComputation) Open(r *models.Rental, now time.Time) bool {
-	_, _, end := SLAMonth(c.From)
+func (c *Computation) Open(r *models.Rental, now time.Time) bool {
+	_, _, end := Month(c.From)
 	return !rentalEnded(r) && now.Before(end)
 }
 
-// RentalSLAOf builds a rental's SLA section at now.
-func RentalSLAOf(ctx context.Context, db *models.DB, r *models.Rental, events []models.RentalEvent, now time.Time) (*RentalSLA, error) {
+// OfRental builds a rental's SLA section at now.
+func OfRental(ctx context.Context, db *models.DB, r *models.Rental, events []models.RentalEvent, now time.Time) (*RentalTerms, error) {
 	tier, ok := pricing.TierByName(r.SLA)
 	if !ok {
 		tier = pricing.Tiers[0]
 	}
-	out := &RentalSLA{Tier: tier, Free: r.Free}
+	out := &RentalTerms{Tier: tier, Free: r.Free}
 	if r.RunningSince == nil || r.Free {
 		return out, nil
 	}
@@ -373,7 +375,7 @@ func RentalSLAOf(ctx context.Context, db *models.DB, r *models.Rental, events []
 	}
 	months := slaMonths(r, now)
 	if !rentalEnded(r) {
-		key, _, _ := SLAMonth(now)
+		key, _, _ := Month(now)
 		months = append(months, key)
 	}
 	for _, m := range months {
@@ -389,17 +391,4 @@ func RentalSLAOf(ctx context.Context, db *models.DB, r *models.Rental, events []
 		out.Periods = append(out.Periods, c)
 	}
 	return out, nil
-}
-
-// SLATerms are the measurement facts the SLA page states.
-type SLATerms struct {
-	HeartbeatEvery, SilentAfter, FreeIfFailsWithin time.Duration
-	// FlapWindow: a failure again this soon after its incident closed
-	// reopens it (the time between counts as down).
-	FlapWindow time.Duration
-}
-
-// Terms returns the rental service's SLA measurement facts.
-func (s *Rentals) Terms() SLATerms {
-	return SLATerms{HeartbeatEvery: HeartbeatEvery, SilentAfter: s.silentAfter(), FreeIfFailsWithin: FreeIfFailsWithin, FlapWindow: FlapWindow}
 }

@@ -1,4 +1,4 @@
-package market_test
+package billing_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"suanli/accounts"
 	"suanli/apperr"
+	"suanli/billing"
 	"suanli/dbtest"
-	"suanli/market"
 	"suanli/models"
 	"suanli/payments"
 	"suanli/stripemock"
@@ -48,7 +48,7 @@ func TestPendingRefundsAreSettledByAnAdmin(t *testing.T) {
 			}
 		}
 		// Stripe unreachable when the refund is asked for.
-		down := &market.Wallet{DB: db}
+		down := &billing.Wallet{DB: db}
 		refunds, err := down.RequestRefund(ctx, u, org, 12000)
 		if err != nil || len(refunds) != 2 {
 			t.Fatalf("refund: %v %+v", err, refunds)
@@ -60,7 +60,7 @@ func TestPendingRefundsAreSettledByAnAdmin(t *testing.T) {
 		if bal, _ := db.WalletBalance(ctx, org); bal != 3000 {
 			t.Errorf("balance %d, want 3000", bal)
 		}
-		up := &market.Wallet{DB: db, Gateway: payments.NewStripe("sk_test_settle", mock)}
+		up := &billing.Wallet{DB: db, Gateway: payments.NewStripe("sk_test_settle", mock)}
 		for _, r := range pending {
 			if err := up.SettleRefund(ctx, u, r.ID); apperr.Code(err) != apperr.EFORBIDDEN {
 				t.Errorf("a non-admin settled refund %d: %v", r.ID, err)
