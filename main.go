@@ -32,6 +32,7 @@ import (
 	"suanli/market"
 	"suanli/migrations"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/payments"
 	"suanli/views/pages"
 	"suanli/web"
@@ -208,7 +209,7 @@ func serve(ctx context.Context, args []string) error {
 		}
 		demoLogins = []demoLogin{{"admin", "/admin", admin}, {"provider", "/provider", provider}}
 	}
-	index := market.NewOfferIndex(db)
+	index := offers.NewIndex(db)
 	if _, err := index.Refresh(ctx); err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/catalog"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 )
 
 // APIOffer is one offer in the public JSON API.
@@ -110,7 +110,7 @@ func apiOffer(o models.OfferRow, student bool) APIOffer {
 		},
 		Provider:                  APIProvider{Slug: o.Provider.Slug, Name: o.Provider.Name("en")},
 		PricePerGPUHourFen:        o.PricePerGPUHourFen,
-		StudentPricePerGPUHourFen: market.StudentPriceFen(&o.Offer),
+		StudentPricePerGPUHourFen: offers.StudentPriceFen(&o.Offer),
 		YourPricePerGPUHourFen:    o.PricePerGPUHourFen,
 		WeeklyPricePerGPUFen:      o.WeeklyPricePerGPUFen,
 		MonthlyPricePerGPUFen:     o.MonthlyPricePerGPUFen,
@@ -142,7 +142,7 @@ func apiOffer(o models.OfferRow, student bool) APIOffer {
 // APIOffersList is GET /api/v1/offers: the same search as the page, plus
 // per_page. Any invalid parameter is a 400 naming it.
 func (h *Handler) APIOffersList(c echo.Context) error {
-	q, errs := market.ParseOfferQuery(c.QueryParams(), true)
+	q, errs := offers.ParseQuery(c.QueryParams(), true)
 	if len(errs) > 0 {
 		return errs[0]
 	}

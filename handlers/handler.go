@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"suanli/accounts"
 	"suanli/billing"
+	"suanli/offers"
 	"sync"
 
 	"github.com/alexedwards/scs/v2"
@@ -25,7 +26,7 @@ import (
 // Handler carries the dependencies every handler needs; main and web set it.
 type Handler struct {
 	DB       *models.DB
-	Index    *market.OfferIndex
+	Index    *offers.Index
 	Accounts *accounts.Service
 	Sessions *scs.SessionManager
 	Wallet   *billing.Wallet

@@ -7,8 +7,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/agent"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/views/pages"
 )
 
@@ -33,13 +33,13 @@ func (h *Handler) latencyProbe(c echo.Context, dc *models.Datacenter) (pages.Pin
 	if dc == nil || h.Rentals == nil || IsHTMX(c) {
 		return pages.Ping{}, nil
 	}
-	urls, err := h.Rentals.PingURLs(c.Request().Context(), dc.ID)
+	urls, err := offers.PingURLs(c.Request().Context(), h.DB, dc.ID)
 	if err != nil || len(urls) == 0 {
 		return pages.Ping{}, err
 	}
 	var origins []string
 	for _, u := range urls {
-		if o := market.PingOrigin(u); o != "" && !slices.Contains(origins, o) {
+		if o := offers.PingOrigin(u); o != "" && !slices.Contains(origins, o) {
 			origins = append(origins, o)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/sla"
 	"suanli/views/pages"
 )
@@ -31,7 +31,7 @@ func (h *Handler) OffersList(c echo.Context) error {
 	if hadEmpty && !IsHTMX(c) {
 		return c.Redirect(http.StatusSeeOther, canonical)
 	}
-	q, errs := market.ParseOfferQuery(raw, false)
+	q, errs := offers.ParseQuery(raw, false)
 	// Orders and max_price use the price the viewer is shown.
 	q.StudentViewer, _ = c.Get(StudentKey).(bool)
 	res, err := h.Index.Search(q)
@@ -125,10 +125,10 @@ func (h *Handler) OfferShow(c echo.Context) error {
 	}
 	// The quote panel: defaults (one GPU for one hour from now) until the
 	// renter changes them; bad values are explained beside their field.
-	in := market.QuoteInputFrom(c.QueryParams())
+	in := offers.QuoteInputFrom(c.QueryParams())
 	in.Seconds = ""
 	student, _ := c.Get(StudentKey).(bool)
-	if q, err := market.QuoteOffer(row.Offer, in, student, h.DB.Now()); err == nil {
+	if q, err := offers.Quote(row.Offer, in, student, h.DB.Now()); err == nil {
 		vm.Quote = &q
 	} else if e, ok := apperr.As(err); ok && e.Code == apperr.EINVALID {
 		vm.QuoteErrors[e.Field] = locales.T(Lang(c), e.Key, e.Args...)
@@ -149,7 +149,7 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 		return err
 	}
 	student, _ := c.Get(StudentKey).(bool)
-	res, err := h.Index.Search(market.OfferQuery{DatacenterID: dc.ID, Sort: market.SortPrice, Page: 1, PerPage: market.MaxPerPage, StudentViewer: student})
+	res, err := h.Index.Search(offers.Query{DatacenterID: dc.ID, Sort: offers.SortPrice, Page: 1, PerPage: offers.MaxPerPage, StudentViewer: student})
 	if err != nil {
 		return err
 	}

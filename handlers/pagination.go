@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
-	"suanli/market"
+	"suanli/offers"
 )
 
 // apiPage is the page a list endpoint of the API answers: ?page= (from
@@ -33,7 +33,7 @@ const maxPage = 1_000_000
 // pageParams reads page and per_page; either out of range is a 400
 // naming the parameter.
 func pageParams(c echo.Context) (apiPage, error) {
-	p := apiPage{Page: 1, PerPage: market.DefaultPerPage}
+	p := apiPage{Page: 1, PerPage: offers.DefaultPerPage}
 	for _, q := range []struct {
 		name   string
 		hi     int
@@ -41,7 +41,7 @@ func pageParams(c echo.Context) (apiPage, error) {
 		detail string
 	}{
 		{"page", maxPage, &p.Page, "page must be an integer from 1 to " + strconv.Itoa(maxPage)},
-		{"per_page", market.MaxPerPage, &p.PerPage, "per_page must be an integer from 1 to " + strconv.Itoa(market.MaxPerPage)},
+		{"per_page", offers.MaxPerPage, &p.PerPage, "per_page must be an integer from 1 to " + strconv.Itoa(offers.MaxPerPage)},
 	} {
 		s := strings.TrimSpace(c.QueryParam(q.name))
 		if s == "" {

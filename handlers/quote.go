@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/locales"
-	"suanli/market"
+	"suanli/offers"
 	"suanli/pricing"
 )
 
@@ -29,13 +29,13 @@ func (h *Handler) APIOfferQuote(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in := market.QuoteInputFrom(c.QueryParams())
+	in := offers.QuoteInputFrom(c.QueryParams())
 	in.Hours = "" // the API takes seconds
 	student, _ := c.Get(StudentKey).(bool)
-	q, err := market.QuoteOffer(row.Offer, in, student, h.DB.Now())
+	q, err := offers.Quote(row.Offer, in, student, h.DB.Now())
 	if err != nil {
 		return err
 	}
-	es := market.EarlyStopOf(q.Term)
+	es := offers.EarlyStopOf(q.Term)
 	return c.JSON(http.StatusOK, APIQuote{Breakdown: q, EarlyStopRefundFen: es.RefundFen, EarlyStop: locales.T(Lang(c), es.Key)})
 }

@@ -15,6 +15,7 @@ import (
 	"suanli/catalog"
 	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/pricing"
 	"suanli/views"
 	"suanli/views/pages"
@@ -134,7 +135,7 @@ func (h *Handler) rentFormError(c echo.Context, f *pages.Form, err error) (int, 
 // (personal first) with their balances and the offer's price from each,
 // and the price of the choice. Without a valid org_id the form starts
 // with the organisation whose price the offer's pages showed
-// (market.DefaultPayer).
+// (offers.DefaultPayer).
 func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pages.RentVM, error) {
 	ctx := c.Request().Context()
 	u := CurrentUser(c)
@@ -155,7 +156,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pag
 			return vm, err
 		}
 		student := market.StudentPrices(&om.Org, &om.Membership)
-		price := market.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
+		price := offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
 		vm.Orgs = append(vm.Orgs, pages.RentOrg{Org: om.Org, BalanceFen: bal, Student: student, PricePerGPUHourFen: price})
 		prices = append(prices, price)
 		if strconv.FormatInt(om.Org.ID, 10) == want {
@@ -163,7 +164,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pag
 		}
 	}
 	if vm.Selected < 0 {
-		vm.Selected = market.DefaultPayer(prices)
+		vm.Selected = offers.DefaultPayer(prices)
 	}
 	// Defaults: one GPU, on demand, the standard tier.
 	if strings.TrimSpace(f.Get("gpus")) == "" {
@@ -181,7 +182,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pag
 	vm.Form = f
 	student := vm.Selected >= 0 && vm.Orgs[vm.Selected].Student
 	now := h.DB.Now()
-	q, err := market.QuoteOffer(row.Offer, market.QuoteInput{GPUs: f.Get("gpus"), Term: f.Get("term"), SLA: f.Get("sla")}, student, now)
+	q, err := offers.Quote(row.Offer, offers.QuoteInput{GPUs: f.Get("gpus"), Term: f.Get("term"), SLA: f.Get("sla")}, student, now)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.EINVALID {
 		if f.Errors[e.Field] == "" {
 			f.Errors[e.Field] = ViewCtx(c).T(e.Key, e.Args...)
@@ -361,9 +362,9 @@ func (h *Handler) changeVM(c echo.Context, d *market.RentalDetail, m *models.Mem
 	// The offers are listed at the price the change would be at (student:
 	// a lab member's student price), as its quote is.
 	ch := &pages.ChangeVM{Form: f, Quote: q, WalletURL: vc.URL("wallet.show", strconv.FormatInt(r.OrgID, 10))}
-	ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: cur.ID, GPUName: gpuName(cur.GPUModel), PricePerGPUHourFen: market.UnitPriceFen(&cur.Offer, pricing.OnDemand, student),
+	ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: cur.ID, GPUName: gpuName(cur.GPUModel), PricePerGPUHourFen: offers.UnitPriceFen(&cur.Offer, pricing.OnDemand, student),
 		AvailableGPUs: cur.AvailableGPUs, MaxGPUs: cur.MaxGPUs, Current: true})
-	res, err := h.Index.Search(market.OfferQuery{DatacenterID: cur.DatacenterID, Sort: market.SortPrice, Page: 1, PerPage: market.MaxPerPage})
+	res, err := h.Index.Search(offers.Query{DatacenterID: cur.DatacenterID, Sort: offers.SortPrice, Page: 1, PerPage: offers.MaxPerPage})
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +376,7 @@ func (h *Handler) changeVM(c echo.Context, d *market.RentalDetail, m *models.Mem
 		if o.ProviderID != cur.ProviderID && o.Provider != nil {
 			other = o.Provider.Name(vc.Lang)
 		}
-		ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: o.ID, GPUName: gpuName(o.GPUModel), PricePerGPUHourFen: market.UnitPriceFen(&o.Offer, pricing.OnDemand, student),
+		ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: o.ID, GPUName: gpuName(o.GPUModel), PricePerGPUHourFen: offers.UnitPriceFen(&o.Offer, pricing.OnDemand, student),
 			AvailableGPUs: o.AvailableGPUs, MaxGPUs: o.MaxGPUs, OtherProvider: other})
 	}
 	if ch.Form.Values == nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"suanli/market"
+	"suanli/tco"
 	"suanli/views/pages"
 )
 
@@ -16,7 +16,7 @@ import (
 // get the results fragment alone.
 func (h *Handler) TCO(c echo.Context) error {
 	raw := c.QueryParams()
-	q, errs := market.ParseTCOQuery(raw)
+	q, errs := tco.ParseQuery(raw)
 	v := q.Values()
 	for _, e := range errs {
 		// A rejected value stays in the address, so a shared link shows
@@ -33,11 +33,11 @@ func (h *Handler) TCO(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, canonical)
 	}
 	student, _ := c.Get(StudentKey).(bool)
-	plan, err := h.Index.TCO(q, student)
+	plan, err := tco.Compute(h.Index, q, student)
 	if err != nil {
 		return err
 	}
-	refCapex, refRunning := market.TCOReference()
+	refCapex, refRunning := tco.Reference()
 	shown := raw.Get("shown_gpu")
 	vm := pages.TCOVM{
 		Plan: plan, Errors: fieldMessages(Lang(c), errs), Raw: raw,

@@ -11,8 +11,8 @@ import (
 
 	"suanli/catalog"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 )
 
 func TestCatalogsHaveTheSameKeys(t *testing.T) {
@@ -59,7 +59,7 @@ func TestEveryKeyUsedExists(t *testing.T) {
 	if len(used) < 50 {
 		t.Fatalf("found only %d keys: the scan is broken", len(used))
 	}
-	for _, k := range market.SortKeys {
+	for _, k := range offers.SortKeys {
 		used["sort."+k], used["sort.option."+k] = true, true
 	}
 	for _, ic := range catalog.Interconnects {

@@ -7,6 +7,7 @@ import (
 	"suanli/dbtest"
 	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/pricing"
 )
 
@@ -21,7 +22,7 @@ func TestStopBillsTheOffersMinimum(t *testing.T) {
 		in.MinDurationS = 600
 		o := f.mustOffer(in)
 		// The quote for a short rental says the same minimum the stop bills.
-		q, err := market.QuoteOffer(*o, market.QuoteInput{GPUs: "2", Seconds: "10"}, false, f.clock.Now())
+		q, err := offers.Quote(*o, offers.QuoteInput{GPUs: "2", Seconds: "10"}, false, f.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

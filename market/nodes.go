@@ -20,6 +20,7 @@ import (
 	"suanli/gpu"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/reqlog"
 )
 
@@ -159,7 +160,7 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 			health = models.NodeNoNVML
 		}
 		if err := tx.Model(&models.Node{}).Where("id = ?", n.ID).Updates(map[string]any{
-			"last_heartbeat_at": now, "health": health, "simulated": hb.Host.Simulated, "agent_info": string(info), "ping_url": CleanPingURL(hb.PingURL),
+			"last_heartbeat_at": now, "health": health, "simulated": hb.Host.Simulated, "agent_info": string(info), "ping_url": offers.CleanPingURL(hb.PingURL),
 		}).Error; err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"suanli/gpu"
 	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/sla"
 )
 
@@ -177,7 +178,7 @@ func TestProviderSignUpListsNothingUntilApproved(t *testing.T) {
 		}
 		// The serving processes' in-memory index must notice the approval
 		// by itself (through the offers version), not only the database.
-		ix := market.NewOfferIndex(db)
+		ix := offers.NewIndex(db)
 		if _, err := ix.Refresh(f.ctx); err != nil {
 			t.Fatal(err)
 		}

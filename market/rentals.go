@@ -23,6 +23,7 @@ import (
 	"suanli/catalog"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/pricing"
 )
 
@@ -134,7 +135,7 @@ func StartNeeds(o models.Offer, gpus int, term string, tier pricing.Tier, studen
 		return pricing.HourFen(pricing.Rate{PricePerGPUHourFen: o.PricePerGPUHourFen, GPUs: gpus, OffpeakPct: o.OffpeakDiscountPct,
 			StudentPct: sp, SLASurchargePct: tier.SurchargePct}, now), nil
 	case pricing.Week, pricing.Month:
-		b, err := QuoteOffer(o, QuoteInput{GPUs: fmt.Sprint(gpus), Term: term, SLA: tier.Name}, student, now)
+		b, err := offers.Quote(o, offers.QuoteInput{GPUs: fmt.Sprint(gpus), Term: term, SLA: tier.Name}, student, now)
 		return b.TotalFen, err
 	}
 	return 0, apperr.Field("term", "err.quote_term")

@@ -26,6 +26,7 @@ import (
 	"suanli/handlers"
 	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/pricing"
 	"suanli/web"
 	"suanli/workers"
@@ -192,7 +193,7 @@ func newRig(t *testing.T, db *models.DB, opts rigOptions) *rig {
 		defer cancel()
 		_ = q.Stop(sctx)
 	})
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -76,4 +77,15 @@ func NodeName(tx *gorm.DB, id int64) string {
 		return ""
 	}
 	return name
+}
+
+// RecentPingURLs returns the ping endpoints of a datacentre's nodes heard
+// from since the time given and not silent, most recent heartbeat first
+// (at most limit, repeats included).
+func (db *DB) RecentPingURLs(ctx context.Context, datacenterID int64, since time.Time, limit int) ([]string, error) {
+	var raw []string
+	err := db.R.WithContext(ctx).Model(&Node{}).
+		Where("datacenter_id = ? AND ping_url <> '' AND health <> ? AND last_heartbeat_at >= ?", datacenterID, NodeSilent, since).
+		Order("last_heartbeat_at DESC, id").Limit(limit).Pluck("ping_url", &raw).Error
+	return raw, err
 }

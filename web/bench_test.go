@@ -7,7 +7,7 @@ import (
 
 	"suanli/dbtest"
 	"suanli/demo"
-	"suanli/market"
+	"suanli/offers"
 	"suanli/web"
 )
 
@@ -19,7 +19,7 @@ func BenchmarkOffersPage100k(b *testing.B) {
 	if err := demo.SeedScale(ctx, db, 100_000); err != nil {
 		b.Fatal(err)
 	}
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func BenchmarkOffersPage100k(b *testing.B) {
 // BenchmarkHealthz measures the middleware stack around the smallest handler.
 func BenchmarkHealthz(b *testing.B) {
 	db := dbtest.SQLite(b)
-	e := web.New(testHandler(db, market.NewOfferIndex(db)), web.Options{})
+	e := web.New(testHandler(db, offers.NewIndex(db)), web.Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest("GET", "/healthz", nil)

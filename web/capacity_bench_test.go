@@ -23,8 +23,8 @@ import (
 	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/web"
 )
 
@@ -66,7 +66,7 @@ func benchCapacity(b *testing.B, db *models.DB) {
 	if err := demo.SeedDemo(ctx, db); err != nil {
 		b.Fatal(err)
 	}
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -219,14 +219,14 @@ func benchRent(b *testing.B, e *echo.Echo, qm *statementMeter, token, key string
 func benchIndexBuild(b *testing.B, db *models.DB, qm *statementMeter) {
 	ctx := context.Background()
 	var ms0, ms1 runtime.MemStats
-	var keep *market.OfferIndex
+	var keep *offers.Index
 	n := 0
 	m := qm.start(b)
 	for b.Loop() {
 		keep = nil
 		runtime.GC()
 		runtime.ReadMemStats(&ms0)
-		ix := market.NewOfferIndex(db)
+		ix := offers.NewIndex(db)
 		if _, err := ix.Refresh(ctx); err != nil {
 			b.Fatal(err)
 		}

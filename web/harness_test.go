@@ -21,6 +21,7 @@ import (
 	"suanli/handlers"
 	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/views/pages"
 	"suanli/web"
 	"suanli/workers"
@@ -30,7 +31,7 @@ import (
 type app struct {
 	t     *testing.T
 	db    *models.DB
-	index *market.OfferIndex
+	index *offers.Index
 	e     *echo.Echo
 	srv   *httptest.Server
 	c     *http.Client
@@ -53,7 +54,7 @@ func newAppOptions(t *testing.T, db *models.DB, opts web.Options, change func(*h
 	if err := demo.SeedDemo(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestMain(m *testing.M) {
 }
 
 // testHandler wires the real handlers over db, as main does.
-func testHandler(db *models.DB, ix *market.OfferIndex) *handlers.Handler {
+func testHandler(db *models.DB, ix *offers.Index) *handlers.Handler {
 	wallet := &billing.Wallet{DB: db, BaseURL: "http://suanli.test"}
 	// Rentals with an insert-only queue: jobs are stored, not worked,
 	// unless a test starts workers (startWorkers) on the same service.

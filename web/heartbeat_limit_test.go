@@ -14,6 +14,7 @@ import (
 	"suanli/demo"
 	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/web"
 )
 
@@ -26,7 +27,7 @@ func TestHeartbeatsAreLimitedPerNode(t *testing.T) {
 		if err := demo.SeedDemo(ctx, db); err != nil {
 			t.Fatal(err)
 		}
-		ix := market.NewOfferIndex(db)
+		ix := offers.NewIndex(db)
 		if _, err := ix.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}

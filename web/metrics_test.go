@@ -29,6 +29,7 @@ import (
 	"suanli/demo"
 	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/web"
 	"suanli/workers"
 )
@@ -108,7 +109,7 @@ func newMetricsFixture(t *testing.T, db *models.DB) *metricsFixture {
 	if err := demo.SeedDemo(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"suanli/agent"
 	"suanli/handlers"
 	"suanli/locales"
-	"suanli/market"
+	"suanli/offers"
 	"suanli/reqlog"
 )
 
@@ -104,7 +104,7 @@ func csp(origins []string) string {
 	var b strings.Builder
 	b.WriteString(cspHead)
 	for _, o := range origins {
-		if market.PingOrigin(o) == o {
+		if offers.PingOrigin(o) == o {
 			b.WriteString(" " + o)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/web"
 )
 
@@ -43,7 +43,7 @@ func TestReadyzRefusesSchemaBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	srv := httptest.NewServer(web.New(testHandler(db, market.NewOfferIndex(db)), web.Options{}))
+	srv := httptest.NewServer(web.New(testHandler(db, offers.NewIndex(db)), web.Options{}))
 	defer srv.Close()
 	res, err := http.Get(srv.URL + "/readyz")
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"suanli/accounts"
 	"suanli/dbtest"
 	"suanli/demo"
-	"suanli/market"
+	"suanli/offers"
 	"suanli/web"
 )
 
@@ -45,7 +45,7 @@ func rateLimitedApp(t *testing.T, rl web.RateLimit) (*app, *manualClock) {
 	if err := demo.SeedDemo(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

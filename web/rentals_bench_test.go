@@ -28,6 +28,7 @@ import (
 	"suanli/gpu"
 	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/web"
 	"suanli/workers"
 )
@@ -49,7 +50,7 @@ func benchRentToRunning(b *testing.B, db *models.DB) {
 	if err := demo.SeedDemo(ctx, db); err != nil {
 		b.Fatal(err)
 	}
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"suanli/catalog"
-	"suanli/market"
+	"suanli/tco"
 )
 
 // The TCO calculator through the real router over the seeded demo market.
@@ -35,8 +35,8 @@ func TestTCOPage(t *testing.T) {
 		//   break-even on demand: ⌈600,000 ÷ (92,225.28 − 17,547.84)⌉ = ⌈8.03⌉ = 9
 		contains(t, page, "Chongqing Liangjiang DC", "¥28.00/GPU·h", "off-peak −20%", "¥17,200.00/GPU·month",
 			"3,504 GPU·h × ¥26.32", "¥3,320,110.08", "¥4,953,600.00", "¥1,231,722.24", "from month 9")
-		capex, running := market.TCOReference()
-		must(t, capex == market.TCOPublicServerFen && running > market.TCOPublicRunningFen,
+		capex, running := tco.Reference()
+		must(t, capex == tco.PublicServerFen && running > tco.PublicRunningFen,
 			"the defaults give ¥%d to buy and ¥%d a year to run an 8×A100 server; public figures: about ¥600,000 and over ¥200,000", capex/100, running/100)
 		if strings.Contains(page, ` style="`) || strings.Contains(page, "<script>") {
 			t.Error("inline style or script: the CSP forbids them")
@@ -157,7 +157,7 @@ func TestTCOPage(t *testing.T) {
 	t.Run("every catalogue model has defaults and a page", func(t *testing.T) {
 		for _, m := range catalog.GPUModels() {
 			path := a.url("tco") + query("gpu", m.Slug)
-			if m.Slug == market.TCODefaultModel {
+			if m.Slug == tco.DefaultModel {
 				path = a.url("tco") // the default model is left out of the address
 			}
 			res, page := a.get(path, en...)

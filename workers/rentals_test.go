@@ -23,6 +23,7 @@ import (
 	"suanli/handlers"
 	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/pricing"
 	"suanli/web"
 	"suanli/workers"
@@ -67,7 +68,7 @@ func TestProvisionJobRunsTheRentalThroughTheQueue(t *testing.T) {
 			defer cancel()
 			_ = q.Stop(sctx)
 		})
-		ix := market.NewOfferIndex(db)
+		ix := offers.NewIndex(db)
 		if _, err := ix.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}

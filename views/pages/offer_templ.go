@@ -12,7 +12,7 @@ import templruntime "github.com/a-h/templ/runtime"
 import (
 	"math"
 	"strconv"
-	"suanli/market"
+	"suanli/offers"
 	"suanli/pricing"
 	"suanli/views"
 	"suanli/views/layouts"
@@ -2236,13 +2236,13 @@ func offerTransparency(vc views.Ctx, vm OfferVM) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if market.ReportFlagged(r) {
+			if offers.ReportFlagged(r) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 193, "<p class=\"notice flag\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var134 string
-				templ_7745c5c3_Var134, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("offers.m.low_notice", pctText(*r.PctOfNominal), views.Num(market.LowPctOfNominal)))
+				templ_7745c5c3_Var134, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("offers.m.low_notice", pctText(*r.PctOfNominal), views.Num(offers.LowPctOfNominal)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/offer.templ`, Line: 267, Col: 118}
 				}
@@ -2458,7 +2458,7 @@ func offerTransparency(vc views.Ctx, vm OfferVM) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if market.ReportFlagged(r) {
+				if offers.ReportFlagged(r) {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 213, "<span class=\"badge demo flag\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

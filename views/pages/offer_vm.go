@@ -2,8 +2,8 @@ package pages
 
 import (
 	"suanli/catalog"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/pricing"
 	"suanli/sla"
 	"suanli/views"
@@ -60,7 +60,7 @@ func duration(vc views.Ctx, secs int64) string {
 	return vc.T("dur.h_m", h, m)
 }
 
-func (vm OfferVM) studentPrice() int64 { return market.StudentPriceFen(&vm.Offer.Offer) }
+func (vm OfferVM) studentPrice() int64 { return offers.StudentPriceFen(&vm.Offer.Offer) }
 
 type priceRow struct {
 	labelKey string
@@ -85,7 +85,7 @@ func (vm OfferVM) prices() []priceRow {
 		rows = append(rows, priceRow{"price.offpeak", pricing.Discounted(base, o.OffpeakDiscountPct), "unit.per_gpu_hour"})
 	}
 	if o.StudentDiscountPct > 0 {
-		rows = append(rows, priceRow{"price.student", market.StudentPriceFen(&o.Offer), "unit.per_gpu_hour"})
+		rows = append(rows, priceRow{"price.student", offers.StudentPriceFen(&o.Offer), "unit.per_gpu_hour"})
 	}
 	if o.OffpeakDiscountPct > 0 && o.StudentDiscountPct > 0 {
 		rows = append(rows, priceRow{"price.student_offpeak", pricing.Discounted(base, o.OffpeakDiscountPct, o.StudentDiscountPct), "unit.per_gpu_hour"})
@@ -137,7 +137,7 @@ type DatacenterVM struct {
 	Datacenter    models.Datacenter
 	Latency       map[string]float64
 	LatencySource string
-	Offers        market.SearchResult
+	Offers        offers.SearchResult
 	// Ping times the visitor's own latency to the datacentre.
 	Ping Ping
 	// Uptime is the datacentre's 30-day uptime (sla.DatacenterUptime).

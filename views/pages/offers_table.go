@@ -2,8 +2,8 @@ package pages
 
 import (
 	"suanli/catalog"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/views"
 )
 
@@ -32,7 +32,7 @@ func measuredTitle(vc views.Ctx, r *models.ReportHeadline) string {
 }
 
 // dcPlace is where an offer's datacentre is: city and district.
-func dcPlace(vc views.Ctx, o *market.ListedOffer) string {
+func dcPlace(vc views.Ctx, o *offers.Listed) string {
 	s := vc.CityName(o.Datacenter.City)
 	if d := o.Datacenter.District(vc.Lang); d != "" {
 		s += " · " + d

@@ -11,8 +11,8 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import (
 	"suanli/catalog"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/views"
 	"suanli/views/layouts"
 )
@@ -864,7 +864,7 @@ func offerFilters(vc views.Ctx, vm OffersVM) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, k := range market.SortKeys {
+		for _, k := range offers.SortKeys {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 83, "<option value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -1040,7 +1040,7 @@ func OfferResults(vc views.Ctx, vm OffersVM, fragment bool) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		switch vm.Q().Sort {
-		case market.SortMeasured:
+		case offers.SortMeasured:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 99, "<p class=\"notice\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -1058,7 +1058,7 @@ func OfferResults(vc views.Ctx, vm OffersVM, fragment bool) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		case market.SortReliability:
+		case offers.SortReliability:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 101, "<p class=\"notice\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -1373,7 +1373,7 @@ func OfferResults(vc views.Ctx, vm OffersVM, fragment bool) templ.Component {
 // offerTable is a table on wide screens and a stack of cards on phones.
 // Each cell has at most two lines, a figure and what qualifies it, so a
 // screen holds many offers to compare.
-func offerTable(vc views.Ctx, offers []*market.ListedOffer, city string, withDC bool) templ.Component {
+func offerTable(vc views.Ctx, offers []*offers.Listed, city string, withDC bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1558,7 +1558,7 @@ func offerTable(vc views.Ctx, offers []*market.ListedOffer, city string, withDC 
 
 // offerRow is one offer's row; cachedRow renders it once per language and
 // latency city for the life of the offer's snapshot.
-func offerRow(vc views.Ctx, o *market.ListedOffer, city string, withDC bool) templ.Component {
+func offerRow(vc views.Ctx, o *offers.Listed, city string, withDC bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1777,7 +1777,7 @@ func offerRow(vc views.Ctx, o *market.ListedOffer, city string, withDC bool) tem
 				return templ_7745c5c3_Err
 			}
 			if r.PctOfNominal != nil {
-				if market.ReportFlagged(r) {
+				if offers.ReportFlagged(r) {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 169, "<span class=\"badge flag pct\" title=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

@@ -6,16 +6,17 @@ import (
 	"io"
 	"math"
 
-	"github.com/a-h/templ"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/a-h/templ"
+
 	"suanli/catalog"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/pricing"
 	"suanli/views"
 )
@@ -25,7 +26,7 @@ type OffersVM struct {
 	// RawQuery is the request's query string exactly as sent: with no
 	// errors, it and the language determine the filter form's HTML.
 	RawQuery string
-	Result   market.SearchResult
+	Result   offers.SearchResult
 	// Errors maps a field name to its message, already translated.
 	Errors map[string]string
 	// Raw holds the submitted values, so a rejected value stays in its
@@ -34,7 +35,7 @@ type OffersVM struct {
 }
 
 // Q is the query the results are for.
-func (vm OffersVM) Q() market.OfferQuery { return vm.Result.Query }
+func (vm OffersVM) Q() offers.Query { return vm.Result.Query }
 
 func (vm OffersVM) gpuChecked(slug string) bool { return slices.Contains(vm.Q().GPUs, slug) }
 
@@ -76,28 +77,28 @@ func (vm OffersVM) hasSynthetic() bool {
 // yourPrice is the on-demand price per GPU-hour the reader pays: the
 // student price for a confirmed member of an approved lab.
 // The search orders and filters by the same figure (ListedOffer.PriceFen).
-func yourPrice(vc views.Ctx, o *market.ListedOffer) int64 { return o.PriceFen(vc.Student) }
+func yourPrice(vc views.Ctx, o *offers.Listed) int64 { return o.PriceFen(vc.Student) }
 
 // yourMonthly is the monthly price per GPU the viewer pays (a lab member's
 // student discount applies to terms as to hours; pricing.Quote), nil when
 // the offer sells no month.
-func yourMonthly(vc views.Ctx, o *market.ListedOffer) *int64 {
+func yourMonthly(vc views.Ctx, o *offers.Listed) *int64 {
 	if o.MonthlyPricePerGPUFen == nil {
 		return nil
 	}
-	fen := market.UnitPriceFen(&o.Offer, pricing.Month, vc.Student)
+	fen := offers.UnitPriceFen(&o.Offer, pricing.Month, vc.Student)
 	return &fen
 }
 
 // offpeakPrice is the reader's price at the off-peak rate (discounts multiply).
-func offpeakPrice(vc views.Ctx, o *market.ListedOffer) int64 {
+func offpeakPrice(vc views.Ctx, o *offers.Listed) int64 {
 	if vc.Student {
 		return pricing.Discounted(o.PricePerGPUHourFen, o.OffpeakDiscountPct, o.StudentDiscountPct)
 	}
 	return pricing.Discounted(o.PricePerGPUHourFen, o.OffpeakDiscountPct)
 }
 
-func offerURL(vc views.Ctx, o *market.ListedOffer) string {
+func offerURL(vc views.Ctx, o *offers.Listed) string {
 	return vc.URL("offers.show", strconv.FormatInt(o.ID, 10))
 }
 
@@ -110,7 +111,7 @@ func bf16(vc views.Ctx, m catalog.GPUModel) string {
 	return views.Num(m.BF16TFLOPS)
 }
 
-func latencyCell(vc views.Ctx, o *market.ListedOffer, city string) string {
+func latencyCell(vc views.Ctx, o *offers.Listed, city string) string {
 	if city == "" {
 		return "—"
 	}
@@ -120,7 +121,7 @@ func latencyCell(vc views.Ctx, o *market.ListedOffer, city string) string {
 	return vc.T("latency.unpublished")
 }
 
-func relaxLabel(vc views.Ctx, r market.Relaxation) string {
+func relaxLabel(vc views.Ctx, r offers.Relaxation) string {
 	q := r.Query
 	switch r.Filter {
 	case "max_latency_ms":
@@ -152,7 +153,7 @@ func reportURL(vc views.Ctx, r *models.ReportHeadline) string {
 
 // flagLabel is the flag of a report below LowPctOfNominal.
 func flagLabel(vc views.Ctx) string {
-	return vc.T("offers.m.flag_low", views.Num(market.LowPctOfNominal))
+	return vc.T("offers.m.flag_low", views.Num(offers.LowPctOfNominal))
 }
 
 // uptimeText writes a 30-day uptime, truncated (never rounded up) to two
@@ -173,7 +174,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // cachedRow returns the offer's row HTML, rendering it on first use for
 // this language and latency city. The result grid of the offer list is
 // most of its page; rendering 50 rows per request was 80% of its cost.
-func cachedRow(vc views.Ctx, o *market.ListedOffer, city string, withDC bool) string {
+func cachedRow(vc views.Ctx, o *offers.Listed, city string, withDC bool) string {
 	key := rowKey{vc.Lang, city, withDC, vc.Student}
 	if s, ok := o.Rendered.Load(key); ok {
 		return s.(string)
@@ -195,7 +196,7 @@ type rowKey struct {
 }
 
 // cachedRows writes the rows of offers straight to the page.
-func cachedRows(vc views.Ctx, offers []*market.ListedOffer, city string, withDC bool) templ.Component {
+func cachedRows(vc views.Ctx, offers []*offers.Listed, city string, withDC bool) templ.Component {
 	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
 		for _, o := range offers {
 			if _, err := io.WriteString(w, cachedRow(vc, o, city, withDC)); err != nil {

@@ -12,6 +12,7 @@ import (
 	"suanli/locales"
 	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/pricing"
 	"suanli/sla"
 	"suanli/views"
@@ -98,7 +99,7 @@ func (vm RentVM) student() bool {
 // hourPrice is the on-demand price per GPU-hour from the chosen
 // organisation (the list price when none is chosen).
 func (vm RentVM) hourPrice() int64 {
-	return market.UnitPriceFen(&vm.Offer.Offer, pricing.OnDemand, vm.student())
+	return offers.UnitPriceFen(&vm.Offer.Offer, pricing.OnDemand, vm.student())
 }
 
 // termPrice is a term's price per GPU from the chosen organisation, for
@@ -111,12 +112,12 @@ func (vm RentVM) termPrice(vc views.Ctx, term string) string {
 	case pricing.Month:
 		unit = "unit.per_gpu_month"
 	}
-	return views.Yuan(market.UnitPriceFen(&vm.Offer.Offer, term, vm.student())) + vc.T(unit)
+	return views.Yuan(offers.UnitPriceFen(&vm.Offer.Offer, term, vm.student())) + vc.T(unit)
 }
 
 // earlyStopKey is the message saying what stopping a rental of the term
 // early refunds (nothing, for a week or month term).
-func earlyStopKey(term string) string { return market.EarlyStopOf(term).Key }
+func earlyStopKey(term string) string { return offers.EarlyStopOf(term).Key }
 
 // orgLabel names an organisation in the select, with the offer's price
 // per GPU-hour when paying from it and its balance.

@@ -9,14 +9,15 @@ import (
 	"strings"
 
 	"suanli/catalog"
-	"suanli/market"
+	"suanli/offers"
 	"suanli/pricing"
+	"suanli/tco"
 	"suanli/views"
 )
 
 // TCOVM is the TCO calculator's view model.
 type TCOVM struct {
-	Plan market.TCOPlan
+	Plan tco.Plan
 	// Errors maps a field to its message, already translated.
 	Errors map[string]string
 	// Raw holds the submitted values, so a rejected one stays in its field.
@@ -264,7 +265,7 @@ func (vm TCOVM) options(vc views.Ctx) []tcoOption {
 }
 
 // tcoOfferPlace describes a live offer briefly: datacentre and provider.
-func tcoOfferPlace(vc views.Ctx, o *market.ListedOffer) string {
+func tcoOfferPlace(vc views.Ctx, o *offers.Listed) string {
 	s := o.Datacenter.Name(vc.Lang)
 	if o.Provider != nil {
 		s += " · " + o.Provider.Name(vc.Lang)

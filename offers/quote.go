@@ -1,4 +1,4 @@
-package market
+package offers
 
 import (
 	"errors"
@@ -29,10 +29,10 @@ func QuoteInputFrom(v url.Values) QuoteInput {
 	return QuoteInput{GPUs: v.Get("gpus"), Start: v.Get("start"), Seconds: v.Get("seconds"), Hours: v.Get("hours"), Term: v.Get("term"), SLA: v.Get("sla")}
 }
 
-// QuoteOffer prices a request for an offer: GPUs default to 1 and may not
+// Quote prices a request for an offer: GPUs default to 1 and may not
 // exceed what one rental of the offer can take; the start defaults to now;
 // the duration to one hour. Bad input is EINVALID naming the parameter.
-func QuoteOffer(o models.Offer, in QuoteInput, student bool, now time.Time) (pricing.Breakdown, error) {
+func Quote(o models.Offer, in QuoteInput, student bool, now time.Time) (pricing.Breakdown, error) {
 	r := pricing.Request{GPUs: 1, Start: now, Seconds: 3600, Term: strings.TrimSpace(in.Term), SLA: strings.TrimSpace(in.SLA)}
 	if s := strings.TrimSpace(in.GPUs); s != "" {
 		n, err := strconv.Atoi(s)

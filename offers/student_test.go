@@ -1,4 +1,4 @@
-package market_test
+package offers_test
 
 import (
 	"cmp"
@@ -14,8 +14,8 @@ import (
 
 	"suanli/dbtest"
 	"suanli/demo"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 	"suanli/pricing"
 )
 
@@ -23,7 +23,7 @@ import (
 // random price in a narrow band and a random student discount (so the
 // student order crosses the list order often and rounds to ties), and
 // some nodes a benchmark report and an uptime. It returns the loaded index.
-func randomStudentMarket(t *testing.T, db *models.DB, n int, rng *rand.Rand) *market.OfferIndex {
+func randomStudentMarket(t *testing.T, db *models.DB, n int, rng *rand.Rand) *offers.Index {
 	t.Helper()
 	ctx := context.Background()
 	if err := demo.SeedScale(ctx, db, n); err != nil {
@@ -62,7 +62,7 @@ func randomStudentMarket(t *testing.T, db *models.DB, n int, rng *rand.Rand) *ma
 			t.Fatal(err)
 		}
 	}
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -71,15 +71,15 @@ func randomStudentMarket(t *testing.T, db *models.DB, n int, rng *rand.Rand) *ma
 
 // studentPrice is the price a lab member is shown for an offer, computed
 // here from the stored offer as the price table states it.
-func studentPrice(o *market.ListedOffer) int64 {
+func studentPrice(o *offers.Listed) int64 {
 	return pricing.Discounted(o.PricePerGPUHourFen, o.StudentDiscountPct)
 }
 
 // bruteOrder is the order a student viewer expects for a sort key, every
 // price being the student price: the key, then that price, then the id.
-func bruteOrder(key, from string) func(a, b *market.ListedOffer) int {
-	perTFLOP := func(o *market.ListedOffer) float64 { return float64(studentPrice(o)) / o.GPU.TensorTFLOPS() }
-	measured := func(o *market.ListedOffer) float64 {
+func bruteOrder(key, from string) func(a, b *offers.Listed) int {
+	perTFLOP := func(o *offers.Listed) float64 { return float64(studentPrice(o)) / o.GPU.TensorTFLOPS() }
+	measured := func(o *offers.Listed) float64 {
 		if o.Report == nil {
 			return 0
 		}
@@ -92,26 +92,26 @@ func bruteOrder(key, from string) func(a, b *market.ListedOffer) int {
 		}
 		return *f
 	}
-	up := func(o *market.ListedOffer) float64 {
+	up := func(o *offers.Listed) float64 {
 		if o.Uptime30dPct == nil {
 			return -1
 		}
 		return *o.Uptime30dPct
 	}
-	lat := func(o *market.ListedOffer) float64 {
+	lat := func(o *offers.Listed) float64 {
 		if ms, ok := o.LatencyFrom(from); ok {
 			return ms
 		}
 		return math.MaxFloat32
 	}
-	var first func(a, b *market.ListedOffer) int
+	var first func(a, b *offers.Listed) int
 	switch key {
-	case market.SortPrice:
-		first = func(a, b *market.ListedOffer) int { return 0 }
-	case market.SortPricePerTFLOP:
-		first = func(a, b *market.ListedOffer) int { return cmp.Compare(perTFLOP(a), perTFLOP(b)) }
-	case market.SortMeasured:
-		first = func(a, b *market.ListedOffer) int {
+	case offers.SortPrice:
+		first = func(a, b *offers.Listed) int { return 0 }
+	case offers.SortPricePerTFLOP:
+		first = func(a, b *offers.Listed) int { return cmp.Compare(perTFLOP(a), perTFLOP(b)) }
+	case offers.SortMeasured:
+		first = func(a, b *offers.Listed) int {
 			ma, mb := measured(a), measured(b)
 			switch {
 			case ma > 0 && mb > 0:
@@ -123,14 +123,14 @@ func bruteOrder(key, from string) func(a, b *market.ListedOffer) int {
 			}
 			return cmp.Compare(perTFLOP(a), perTFLOP(b))
 		}
-	case market.SortVRAM:
-		first = func(a, b *market.ListedOffer) int { return cmp.Compare(b.GPU.VRAMGB, a.GPU.VRAMGB) }
-	case market.SortReliability:
-		first = func(a, b *market.ListedOffer) int { return cmp.Compare(up(b), up(a)) }
-	case market.SortLatency:
-		first = func(a, b *market.ListedOffer) int { return cmp.Compare(lat(a), lat(b)) }
+	case offers.SortVRAM:
+		first = func(a, b *offers.Listed) int { return cmp.Compare(b.GPU.VRAMGB, a.GPU.VRAMGB) }
+	case offers.SortReliability:
+		first = func(a, b *offers.Listed) int { return cmp.Compare(up(b), up(a)) }
+	case offers.SortLatency:
+		first = func(a, b *offers.Listed) int { return cmp.Compare(lat(a), lat(b)) }
 	}
-	return func(a, b *market.ListedOffer) int {
+	return func(a, b *offers.Listed) int {
 		return cmp.Or(first(a, b), cmp.Compare(studentPrice(a), studentPrice(b)), cmp.Compare(a.ID, b.ID))
 	}
 }
@@ -146,10 +146,10 @@ func TestStudentViewerOrdersAndFiltersByTheirPrice(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 13))
 		ix := randomStudentMarket(t, db, 1500, rng)
 
-		all := search(t, ix, market.OfferQuery{PerPage: 200})
-		var everything []*market.ListedOffer
+		all := search(t, ix, offers.Query{PerPage: 200})
+		var everything []*offers.Listed
 		for p := 1; p <= all.Pages; p++ {
-			everything = append(everything, search(t, ix, market.OfferQuery{PerPage: 200, Page: p}).Offers...)
+			everything = append(everything, search(t, ix, offers.Query{PerPage: 200, Page: p}).Offers...)
 		}
 		if len(everything) != all.Total || all.Total < 1500 {
 			t.Fatalf("read %d of %d offers", len(everything), all.Total)
@@ -157,14 +157,14 @@ func TestStudentViewerOrdersAndFiltersByTheirPrice(t *testing.T) {
 		// The fixture is worth something only if the two orders differ.
 		byList := slices.Clone(everything)
 		byStudent := slices.Clone(everything)
-		slices.SortFunc(byStudent, bruteOrder(market.SortPrice, ""))
+		slices.SortFunc(byStudent, bruteOrder(offers.SortPrice, ""))
 		if slices.Equal(offerIDs(byList), offerIDs(byStudent)) {
 			t.Fatal("the student order equals the list order: a weak fixture")
 		}
 
 		// A price bound in the band, as whole yuan.
 		bound := int64(1800 + rng.IntN(4)*100)
-		queries := []market.OfferQuery{
+		queries := []offers.Query{
 			{}, // every offer: a pre-sorted list as it is
 			{GPUs: []string{"h100-sxm"}, City: "chengdu"},                       // one partition as it is
 			{GPUs: []string{"h100-sxm", "h200-sxm", "rtx-4090"}},                // merged runs
@@ -173,10 +173,10 @@ func TestStudentViewerOrdersAndFiltersByTheirPrice(t *testing.T) {
 			{GPUs: []string{"a100-80g-sxm"}, MaxPriceFen: bound, Student: true}, // with the student=1 filter
 			{Region: "cn-southwest", Available: true},
 		}
-		for _, key := range market.SortKeys {
+		for _, key := range offers.SortKeys {
 			for _, q := range queries {
 				q.StudentViewer, q.Sort, q.From = true, key, "chengdu"
-				var want []*market.ListedOffer
+				var want []*offers.Listed
 				for _, o := range everything {
 					if len(q.GPUs) > 0 && !slices.Contains(q.GPUs, o.GPUModel) ||
 						q.City != "" && o.Datacenter.City != q.City ||
@@ -212,10 +212,10 @@ func TestStudentViewerOrdersAndFiltersByTheirPrice(t *testing.T) {
 		// Nothing within a bound below every student price: the price
 		// relaxation suggests the cheapest student price, rounded up to
 		// the yuan, and brings back what it says.
-		cheapest := slices.MinFunc(everything, func(a, b *market.ListedOffer) int { return cmp.Compare(studentPrice(a), studentPrice(b)) })
-		q := market.OfferQuery{MaxPriceFen: studentPrice(cheapest) - 1, StudentViewer: true, Sort: market.SortPrice}
+		cheapest := slices.MinFunc(everything, func(a, b *offers.Listed) int { return cmp.Compare(studentPrice(a), studentPrice(b)) })
+		q := offers.Query{MaxPriceFen: studentPrice(cheapest) - 1, StudentViewer: true, Sort: offers.SortPrice}
 		r := search(t, ix, q)
-		var relax *market.Relaxation
+		var relax *offers.Relaxation
 		for i := range r.Relaxations {
 			if r.Relaxations[i].Filter == "max_price" {
 				relax = &r.Relaxations[i]
@@ -238,13 +238,13 @@ func BenchmarkSearchStudent100k(b *testing.B) {
 	_, ix := seedReported100k(b, true)
 	for _, c := range []struct {
 		name string
-		q    market.OfferQuery
+		q    offers.Query
 	}{
-		{"price/h100-chengdu", market.OfferQuery{GPUs: []string{"h100-sxm"}, City: "chengdu", Sort: market.SortPrice}},
-		{"price/h100+h200", market.OfferQuery{GPUs: []string{"h100-sxm", "h200-sxm"}, Sort: market.SortPrice}},
-		{"price/max_price", market.OfferQuery{MaxPriceFen: 3000, Sort: market.SortPrice}},
-		{"price_per_tflop/h100+h200", market.OfferQuery{GPUs: []string{"h100-sxm", "h200-sxm"}, Sort: market.SortPricePerTFLOP}},
-		{"latency/h100", market.OfferQuery{GPUs: []string{"h100-sxm"}, From: "chengdu", Sort: market.SortLatency}},
+		{"price/h100-chengdu", offers.Query{GPUs: []string{"h100-sxm"}, City: "chengdu", Sort: offers.SortPrice}},
+		{"price/h100+h200", offers.Query{GPUs: []string{"h100-sxm", "h200-sxm"}, Sort: offers.SortPrice}},
+		{"price/max_price", offers.Query{MaxPriceFen: 3000, Sort: offers.SortPrice}},
+		{"price_per_tflop/h100+h200", offers.Query{GPUs: []string{"h100-sxm", "h200-sxm"}, Sort: offers.SortPricePerTFLOP}},
+		{"latency/h100", offers.Query{GPUs: []string{"h100-sxm"}, From: "chengdu", Sort: offers.SortLatency}},
 	} {
 		for _, student := range []bool{false, true} {
 			name := c.name + "/list"

@@ -1,4 +1,4 @@
-package market_test
+package offers_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"suanli/dbtest"
 	"suanli/demo"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 )
 
 // measuredAt is when the fixture reports were measured (22:00 in Shanghai).
@@ -55,7 +55,7 @@ func bumpOffers(t *testing.T, db *models.DB) {
 	}
 }
 
-func offerIDs(os []*market.ListedOffer) []int64 {
+func offerIDs(os []*offers.Listed) []int64 {
 	out := make([]int64, len(os))
 	for i, o := range os {
 		out[i] = o.ID
@@ -106,10 +106,10 @@ func TestMeasuredAndReliabilityOrders(t *testing.T) {
 		if r := got.Report; r == nil || r.ID != r1 || r.Simulated || *r.BF16TFLOPS != 791.2 || *r.PctOfNominal != 80 || !r.MeasuredAt.Equal(measuredAt) {
 			t.Fatalf("swpark report %+v", got.Report)
 		}
-		if got.Uptime30dPct == nil || *got.Uptime30dPct != 99.97 || market.ReportFlagged(got.Report) {
-			t.Errorf("swpark uptime %v, flagged %v", got.Uptime30dPct, market.ReportFlagged(got.Report))
+		if got.Uptime30dPct == nil || *got.Uptime30dPct != 99.97 || offers.ReportFlagged(got.Report) {
+			t.Errorf("swpark uptime %v, flagged %v", got.Uptime30dPct, offers.ReportFlagged(got.Report))
 		}
-		if sci, _ := ix.Offer(science.ID); !sci.Report.Simulated || !market.ReportFlagged(sci.Report) {
+		if sci, _ := ix.Offer(science.ID); !sci.Report.Simulated || !offers.ReportFlagged(sci.Report) {
 			t.Errorf("science city report %+v: want simulated and flagged", sci.Report)
 		}
 		if o, _ := ix.Offer(bj.ID); o.Report != nil || o.Uptime30dPct != nil || o.PricePerMeasuredTFLOPFen != 0 {
@@ -133,13 +133,13 @@ func TestMeasuredAndReliabilityOrders(t *testing.T) {
 		for _, c := range []struct {
 			sort string
 			want []int64
-		}{{market.SortMeasured, measured}, {market.SortReliability, reliable}} {
-			one := search(t, ix, market.OfferQuery{Sort: c.sort, GPUs: []string{"h100-sxm"}, PerPage: 50})
+		}{{offers.SortMeasured, measured}, {offers.SortReliability, reliable}} {
+			one := search(t, ix, offers.Query{Sort: c.sort, GPUs: []string{"h100-sxm"}, PerPage: 50})
 			if ids := offerIDs(one.Offers); !sameIDs(ids, c.want) {
 				t.Errorf("%s, one model: %v, want %v", c.sort, ids, c.want)
 			}
 			// Two models take the path that sorts its matches.
-			two := search(t, ix, market.OfferQuery{Sort: c.sort, GPUs: []string{"h100-sxm", "h200-sxm"}, PerPage: 50})
+			two := search(t, ix, offers.Query{Sort: c.sort, GPUs: []string{"h100-sxm", "h200-sxm"}, PerPage: 50})
 			var h100 []int64
 			for _, o := range two.Offers {
 				if o.GPUModel == "h100-sxm" {
@@ -150,7 +150,7 @@ func TestMeasuredAndReliabilityOrders(t *testing.T) {
 				t.Errorf("%s, two models: H100s %v, want %v", c.sort, h100, c.want)
 			}
 			// Over the whole market the reported (known) offers still lead.
-			all := search(t, ix, market.OfferQuery{Sort: c.sort, PerPage: 200})
+			all := search(t, ix, offers.Query{Sort: c.sort, PerPage: 200})
 			if ids := offerIDs(all.Offers[:3]); !sameIDs(ids, c.want[:3]) {
 				t.Errorf("%s, all: first %v, want %v", c.sort, ids, c.want[:3])
 			}
@@ -160,7 +160,7 @@ func TestMeasuredAndReliabilityOrders(t *testing.T) {
 
 // seedReported100k seeds 100,000 synthetic offers and gives every other
 // node a benchmark report and an uptime (zero, half: no reports yet).
-func seedReported100k(b *testing.B, half bool) (*models.DB, *market.OfferIndex) {
+func seedReported100k(b *testing.B, half bool) (*models.DB, *offers.Index) {
 	db := dbtest.SQLite(b)
 	ctx := context.Background()
 	if err := demo.SeedScale(ctx, db, 100_000); err != nil {
@@ -182,7 +182,7 @@ func seedReported100k(b *testing.B, half bool) (*models.DB, *market.OfferIndex) 
 			}
 		}
 	}
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -220,12 +220,12 @@ func BenchmarkSearchMeasured100k(b *testing.B) {
 	_, ix := seedReported100k(b, true)
 	for _, c := range []struct {
 		name string
-		q    market.OfferQuery
+		q    offers.Query
 	}{
-		{"measured/h100-chengdu", market.OfferQuery{GPUs: []string{"h100-sxm"}, City: "chengdu", Sort: market.SortMeasured}},
-		{"measured/h100+h200", market.OfferQuery{GPUs: []string{"h100-sxm", "h200-sxm"}, Sort: market.SortMeasured}},
-		{"reliability/h100+h200", market.OfferQuery{GPUs: []string{"h100-sxm", "h200-sxm"}, Sort: market.SortReliability}},
-		{"price_per_tflop/h100+h200", market.OfferQuery{GPUs: []string{"h100-sxm", "h200-sxm"}, Sort: market.SortPricePerTFLOP}},
+		{"measured/h100-chengdu", offers.Query{GPUs: []string{"h100-sxm"}, City: "chengdu", Sort: offers.SortMeasured}},
+		{"measured/h100+h200", offers.Query{GPUs: []string{"h100-sxm", "h200-sxm"}, Sort: offers.SortMeasured}},
+		{"reliability/h100+h200", offers.Query{GPUs: []string{"h100-sxm", "h200-sxm"}, Sort: offers.SortReliability}},
+		{"price_per_tflop/h100+h200", offers.Query{GPUs: []string{"h100-sxm", "h200-sxm"}, Sort: offers.SortPricePerTFLOP}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			c.q.Page, c.q.PerPage = 1, 50
@@ -265,26 +265,26 @@ func TestMergedPagesMatchAFullSort(t *testing.T) {
 		}
 	}
 	ix := demoIndex(t, db)
-	all := search(t, ix, market.OfferQuery{PerPage: 200})
+	all := search(t, ix, offers.Query{PerPage: 200})
 	if all.Total < 3000 {
 		t.Fatalf("%d offers", all.Total)
 	}
-	var everything []*market.ListedOffer
+	var everything []*offers.Listed
 	for p := 1; p <= all.Pages; p++ {
-		everything = append(everything, search(t, ix, market.OfferQuery{PerPage: 200, Page: p}).Offers...)
+		everything = append(everything, search(t, ix, offers.Query{PerPage: 200, Page: p}).Offers...)
 	}
-	up := func(o *market.ListedOffer) float64 {
+	up := func(o *offers.Listed) float64 {
 		if o.Uptime30dPct == nil {
 			return -1
 		}
 		return *o.Uptime30dPct
 	}
-	orders := map[string]func(a, b *market.ListedOffer) int{
-		market.SortPrice:         func(a, b *market.ListedOffer) int { return 0 },
-		market.SortPricePerTFLOP: func(a, b *market.ListedOffer) int { return cmpF(a.PricePerTFLOPFen, b.PricePerTFLOPFen) },
-		market.SortVRAM:          func(a, b *market.ListedOffer) int { return b.GPU.VRAMGB - a.GPU.VRAMGB },
-		market.SortReliability:   func(a, b *market.ListedOffer) int { return cmpF(up(b), up(a)) },
-		market.SortMeasured: func(a, b *market.ListedOffer) int {
+	orders := map[string]func(a, b *offers.Listed) int{
+		offers.SortPrice:         func(a, b *offers.Listed) int { return 0 },
+		offers.SortPricePerTFLOP: func(a, b *offers.Listed) int { return cmpF(a.PricePerTFLOPFen, b.PricePerTFLOPFen) },
+		offers.SortVRAM:          func(a, b *offers.Listed) int { return b.GPU.VRAMGB - a.GPU.VRAMGB },
+		offers.SortReliability:   func(a, b *offers.Listed) int { return cmpF(up(b), up(a)) },
+		offers.SortMeasured: func(a, b *offers.Listed) int {
 			am, bm := a.PricePerMeasuredTFLOPFen > 0, b.PricePerMeasuredTFLOPFen > 0
 			switch {
 			case am != bm && am:
@@ -298,19 +298,19 @@ func TestMergedPagesMatchAFullSort(t *testing.T) {
 		},
 	}
 	for key, order := range orders {
-		for _, q := range []market.OfferQuery{
+		for _, q := range []offers.Query{
 			{GPUs: []string{"h100-sxm", "h200-sxm", "rtx-4090"}},
 			{GPUs: []string{"h100-sxm", "a100-80g-sxm"}, City: "chengdu"},
 			{GPUs: []string{"h100-sxm", "l40s", "b200"}, Available: true, MaxPriceFen: 4000},
 		} {
-			var want []*market.ListedOffer
+			var want []*offers.Listed
 			for _, o := range everything {
 				if slices.Contains(q.GPUs, o.GPUModel) && (q.City == "" || o.Datacenter.City == q.City) &&
 					(!q.Available || o.AvailableGPUs > 0) && (q.MaxPriceFen == 0 || o.PricePerGPUHourFen <= q.MaxPriceFen) {
 					want = append(want, o)
 				}
 			}
-			slices.SortFunc(want, func(a, b *market.ListedOffer) int {
+			slices.SortFunc(want, func(a, b *offers.Listed) int {
 				if c := order(a, b); c != 0 {
 					return c
 				}

@@ -1,4 +1,4 @@
-package market
+package offers
 
 import (
 	"net/url"
@@ -29,17 +29,17 @@ func TestParseYuan(t *testing.T) {
 
 func TestParseOfferQueryKeepsValidDropsInvalid(t *testing.T) {
 	v, _ := url.ParseQuery("gpu=h100-sxm&gpu=nope&gpu=h100-sxm&city=chengdu&min_gpus=x&max_price=40.5&from=chengdu&max_latency_ms=10&sort=latency&available=1&student=on&page=2")
-	q, errs := ParseOfferQuery(v, false)
+	q, errs := ParseQuery(v, false)
 	if len(errs) != 2 || errs[0].Field != "gpu" || errs[1].Field != "min_gpus" {
 		t.Fatalf("errs %v", errs)
 	}
-	want := OfferQuery{GPUs: []string{"h100-sxm"}, City: "chengdu", MaxPriceFen: 4050, From: "chengdu", MaxLatencyMS: 10,
+	want := Query{GPUs: []string{"h100-sxm"}, City: "chengdu", MaxPriceFen: 4050, From: "chengdu", MaxLatencyMS: 10,
 		Sort: SortLatency, Available: true, Student: true, Page: 2, PerPage: DefaultPerPage}
 	if !reflect.DeepEqual(q, want) {
 		t.Errorf("query\n got %+v\nwant %+v", q, want)
 	}
 	// Values encodes the same query back (the links on the page rely on it).
-	again, errs := ParseOfferQuery(q.Values(), false)
+	again, errs := ParseQuery(q.Values(), false)
 	if len(errs) != 0 || !reflect.DeepEqual(again, q) {
 		t.Errorf("round trip: %+v %v", again, errs)
 	}
@@ -64,7 +64,7 @@ func TestParseOfferQueryRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		v, _ := url.ParseQuery(c.raw)
-		q, errs := ParseOfferQuery(v, false)
+		q, errs := ParseQuery(v, false)
 		switch {
 		case c.field == "" && len(errs) > 0:
 			t.Errorf("%s: unexpected %v", c.raw, errs)
@@ -76,7 +76,7 @@ func TestParseOfferQueryRules(t *testing.T) {
 		}
 	}
 	v, _ := url.ParseQuery("per_page=500")
-	if _, errs := ParseOfferQuery(v, true); len(errs) != 1 || errs[0].Field != "per_page" {
+	if _, errs := ParseQuery(v, true); len(errs) != 1 || errs[0].Field != "per_page" {
 		t.Errorf("API per_page 500: %v", errs)
 	}
 }

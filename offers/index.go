@@ -1,4 +1,4 @@
-package market
+package offers
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"suanli/pricing"
 )
 
-// ListedOffer is an offer as the search shows it: the stored offer, its
+// Listed is an offer as the search shows it: the stored offer, its
 // datacentre and provider, its catalogue model and derived figures.
-type ListedOffer struct {
+type Listed struct {
 	models.OfferRow
 	GPU *catalog.GPUModel
 	// PricePerTFLOPFen is the on-demand price per GPU-hour divided by the
@@ -64,7 +64,7 @@ type priceKeys struct {
 // PriceFen is the on-demand price per GPU-hour the viewer pays: the
 // student price when student (a confirmed member of an approved lab), else
 // the list price. Lists show it, and sort and filter by it.
-func (o *ListedOffer) PriceFen(student bool) int64 {
+func (o *Listed) PriceFen(student bool) int64 {
 	return o.keys[viewOf(student)].price
 }
 
@@ -83,17 +83,17 @@ func StudentPriceFen(o *models.Offer) int64 {
 }
 
 // LatencyFrom returns the published latency from city in ms.
-func (o *ListedOffer) LatencyFrom(city string) (float64, bool) {
+func (o *Listed) LatencyFrom(city string) (float64, bool) {
 	ms, ok := o.Latency[city]
 	return ms, ok
 }
 
-// OfferIndex keeps every listed offer in memory, pre-sorted by each static
+// Index keeps every listed offer in memory, pre-sorted by each static
 // sort key overall and per GPU model, so a search never scans rows through
 // the database driver. Writers bump the offers version in the same
 // transaction as their change; Refresh reloads when it moves. A snapshot is
 // immutable once published, so searches need no lock.
-type OfferIndex struct {
+type Index struct {
 	db     *models.DB
 	snap   atomic.Pointer[snapshot]
 	reload sync.Mutex
@@ -101,7 +101,7 @@ type OfferIndex struct {
 
 type snapshot struct {
 	version int64
-	byID    map[int64]*ListedOffer
+	byID    map[int64]*Listed
 	// sorted[view][key][""] is every offer, sorted[view][key][slug] one
 	// model's, sorted[view][key]["@"+city] one city's and
 	// sorted[view][key][slug+"@"+city] one model's in one city (the
@@ -121,7 +121,7 @@ type snapshot struct {
 // entry is one offer in a sorted list: its filter key and the offer.
 type entry struct {
 	k offerKey
-	o *ListedOffer
+	o *Listed
 }
 
 // offerKey holds what the filters test, densely numbered.
@@ -174,16 +174,16 @@ func measuredTFLOPS(m *catalog.GPUModel, r *models.ReportHeadline) float64 {
 	return *f
 }
 
-// NewOfferIndex returns an empty index over db; call Refresh to load it.
-func NewOfferIndex(db *models.DB) *OfferIndex {
-	ix := &OfferIndex{db: db}
+// NewIndex returns an empty index over db; call Refresh to load it.
+func NewIndex(db *models.DB) *Index {
+	ix := &Index{db: db}
 	ix.snap.Store(build(nil, 0))
 	return ix
 }
 
 // Refresh reloads the index if the offers version in the database differs
 // from the loaded one. It reports whether it reloaded.
-func (ix *OfferIndex) Refresh(ctx context.Context) (bool, error) {
+func (ix *Index) Refresh(ctx context.Context) (bool, error) {
 	v, err := ix.db.OffersVersion(ctx)
 	if err != nil {
 		return false, err
@@ -208,7 +208,7 @@ func (ix *OfferIndex) Refresh(ctx context.Context) (bool, error) {
 
 // Run refreshes the index every interval until ctx ends, so changes made by
 // other processes (workers, replicas, admin commands) show up.
-func (ix *OfferIndex) Run(ctx context.Context, every time.Duration) {
+func (ix *Index) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -224,11 +224,11 @@ func (ix *OfferIndex) Run(ctx context.Context, every time.Duration) {
 }
 
 // Len returns the number of listed offers in the index.
-func (ix *OfferIndex) Len() int { return len(ix.snap.Load().byID) }
+func (ix *Index) Len() int { return len(ix.snap.Load().byID) }
 
 func build(rows []models.OfferRow, version int64) *snapshot {
 	s := &snapshot{
-		version: version, byID: make(map[int64]*ListedOffer, len(rows)),
+		version: version, byID: make(map[int64]*Listed, len(rows)),
 		gpuIdx: map[string]uint8{}, cityIdx: map[string]uint8{}, regionIdx: map[string]uint8{}, dcIdx: map[int64]uint16{},
 	}
 	for i, m := range catalog.GPUModels() {
@@ -255,7 +255,7 @@ func build(rows []models.OfferRow, version int64) *snapshot {
 			slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
 			continue
 		}
-		o := &ListedOffer{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1, unmeasured: true}
+		o := &Listed{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1, unmeasured: true}
 		measured := measuredTFLOPS(m, r.Report)
 		if measured > 0 {
 			o.PricePerMeasuredTFLOPFen = float64(r.PricePerGPUHourFen) / measured
@@ -404,7 +404,7 @@ func idx8(m map[string]uint8, k string) uint8 {
 }
 
 // key numbers an offer's filter fields, registering its datacentre.
-func (s *snapshot) key(o *ListedOffer) offerKey {
+func (s *snapshot) key(o *Listed) offerKey {
 	dc, ok := s.dcIdx[o.DatacenterID]
 	if !ok {
 		dc = uint16(len(s.lat))
@@ -435,7 +435,7 @@ func (s *snapshot) key(o *ListedOffer) offerKey {
 }
 
 // Offer returns a listed offer by id, or ENOTFOUND.
-func (ix *OfferIndex) Offer(id int64) (*ListedOffer, error) {
+func (ix *Index) Offer(id int64) (*Listed, error) {
 	if o, ok := ix.snap.Load().byID[id]; ok {
 		return o, nil
 	}

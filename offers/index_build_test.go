@@ -1,4 +1,4 @@
-package market
+package offers
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package market
+package tco
 
 import (
 	"net/url"
@@ -7,13 +7,14 @@ import (
 
 	"suanli/apperr"
 	"suanli/catalog"
+	"suanli/offers"
 	"suanli/pricing"
 )
 
-// TCOModelDefaults are the calculator's starting figures for buying one GPU
+// ModelDefaults are the calculator's starting figures for buying one GPU
 // of a model: public figures (press reports, resellers' price lists in
 // China, 2024–2025), approximate, and editable on the page.
-type TCOModelDefaults struct {
+type ModelDefaults struct {
 	// GPUPriceFen is the purchase price of one GPU.
 	GPUPriceFen int64
 	// ServerShareFen is one GPU's share of the server and network.
@@ -22,12 +23,12 @@ type TCOModelDefaults struct {
 	HostWPerGPU int
 }
 
-// tcoModelDefaults: an 8×A100 80GB SXM server is about ¥600,000 with its
+// modelDefaults: an 8×A100 80GB SXM server is about ¥600,000 with its
 // chassis (¥65,000 per GPU + ¥10,000 server and network share), an H100
 // SXM about ¥230,000 per GPU, an RTX 4090 about ¥15,000. Host power is
 // the server's draw beyond its GPUs divided among them (a DGX A100 draws
 // 6.5 kW at most, 3.2 kW of it GPUs: about 400 W a GPU).
-var tcoModelDefaults = map[string]TCOModelDefaults{
+var modelDefaults = map[string]ModelDefaults{
 	"rtx-3090":      {GPUPriceFen: 600_000, ServerShareFen: 300_000, HostWPerGPU: 150},
 	"rtx-4090":      {GPUPriceFen: 1_500_000, ServerShareFen: 350_000, HostWPerGPU: 150},
 	"l40s":          {GPUPriceFen: 6_500_000, ServerShareFen: 800_000, HostWPerGPU: 200},
@@ -42,49 +43,49 @@ var tcoModelDefaults = map[string]TCOModelDefaults{
 	"b200":          {GPUPriceFen: 35_000_000, ServerShareFen: 2_000_000, HostWPerGPU: 700},
 }
 
-// TCODefaultsFor returns the starting figures for a catalogue model, and
+// DefaultsFor returns the starting figures for a catalogue model, and
 // whether there are any (a model new to the catalogue has none: zero).
-func TCODefaultsFor(slug string) (TCOModelDefaults, bool) {
-	d, ok := tcoModelDefaults[slug]
+func DefaultsFor(slug string) (ModelDefaults, bool) {
+	d, ok := modelDefaults[slug]
 	return d, ok
 }
 
 // The calculator's other defaults. Running costs are set so that an 8×A100
 // server costs over ¥200,000 a year to run, as public figures say.
 const (
-	TCODefaultModel       = "a100-80g-sxm"
-	TCODefaultGPUs        = 8
-	TCODefaultMonths      = 36
-	TCODefaultDepreciate  = 36     // months, straight line to zero
-	TCODefaultDrawPct     = 100    // trained on around the clock
-	TCODefaultPUECenti    = 130    // 1.30
-	TCODefaultKWhFen      = 65     // ¥0.65 per kWh, large industrial user
-	TCODefaultSpaceFen    = 70_000 // ¥700 per GPU-month: half a high-power rack per 8-GPU server
-	TCODefaultOpsFen      = 100_000
-	TCODefaultUtilPct     = 60
-	TCODefaultOffpeakPct  = 30
-	TCOPublicServerFen    = 60_000_000 // "an 8×A100 server about ¥600,000"
-	TCOPublicRunningFen   = 20_000_000 // "running costs over ¥200,000 a year"
-	tcoMaxGPUs            = 10_000
-	tcoMaxMonths          = 120
-	tcoMaxHostW           = 5_000
-	tcoMaxKWhFen          = 1_000 // ¥10 per kWh
-	tcoMinPUE, tcoMaxPUE  = 100, 300
-	tcoMaxDepreciationMon = 120
+	DefaultModel       = "a100-80g-sxm"
+	DefaultGPUs        = 8
+	DefaultMonths      = 36
+	DefaultDepreciate  = 36     // months, straight line to zero
+	DefaultDrawPct     = 100    // trained on around the clock
+	DefaultPUECenti    = 130    // 1.30
+	DefaultKWhFen      = 65     // ¥0.65 per kWh, large industrial user
+	DefaultSpaceFen    = 70_000 // ¥700 per GPU-month: half a high-power rack per 8-GPU server
+	DefaultOpsFen      = 100_000
+	DefaultUtilPct     = 60
+	DefaultOffpeakPct  = 30
+	PublicServerFen    = 60_000_000 // "an 8×A100 server about ¥600,000"
+	PublicRunningFen   = 20_000_000 // "running costs over ¥200,000 a year"
+	maxGPUs            = 10_000
+	maxMonths          = 120
+	maxHostW           = 5_000
+	maxKWhFen          = 1_000 // ¥10 per kWh
+	minPUE, maxPUE     = 100, 300
+	maxDepreciationMon = 120
 )
 
-// TCOFields are the calculator's parameters in form order.
-var TCOFields = []string{
+// Fields are the calculator's parameters in form order.
+var Fields = []string{
 	"gpu", "gpus", "months",
 	"gpu_price", "server_share", "dep_months",
 	"draw_pct", "host_w", "pue", "kwh_price", "space", "ops",
 	"util_pct", "offpeak_pct", "od_price", "od_offpeak", "monthly_price",
 }
 
-// TCOQuery is a parsed calculator form: every input, defaults in place of
+// Query is a parsed calculator form: every input, defaults in place of
 // empty or invalid fields, and the rent prices entered (nil: the cheapest
 // live offer's).
-type TCOQuery struct {
+type Query struct {
 	Model catalog.GPUModel
 	// Input holds every figure but the rent prices.
 	Input pricing.TCOInput
@@ -95,25 +96,25 @@ type TCOQuery struct {
 	MonthlyFen         *int64
 }
 
-// DefaultTCOQuery is the calculator before any change: 8 GPUs of the
+// DefaultQuery is the calculator before any change: 8 GPUs of the
 // model over 36 months.
-func DefaultTCOQuery(m catalog.GPUModel) TCOQuery {
-	d, _ := TCODefaultsFor(m.Slug)
-	return TCOQuery{Model: m, Input: pricing.TCOInput{
-		GPUs: TCODefaultGPUs, Months: TCODefaultMonths,
-		GPUPriceFen: d.GPUPriceFen, ServerShareFen: d.ServerShareFen, DepreciationMonths: TCODefaultDepreciate,
-		TDPW: m.TDPW, DrawPct: TCODefaultDrawPct, HostWPerGPU: d.HostWPerGPU, PUECenti: TCODefaultPUECenti,
-		ElectricityFenPerKWh: TCODefaultKWhFen, SpaceFenPerGPUMonth: TCODefaultSpaceFen, OpsFenPerGPUMonth: TCODefaultOpsFen,
-		UtilisationPct: TCODefaultUtilPct, OffpeakSharePct: TCODefaultOffpeakPct,
+func DefaultQuery(m catalog.GPUModel) Query {
+	d, _ := DefaultsFor(m.Slug)
+	return Query{Model: m, Input: pricing.TCOInput{
+		GPUs: DefaultGPUs, Months: DefaultMonths,
+		GPUPriceFen: d.GPUPriceFen, ServerShareFen: d.ServerShareFen, DepreciationMonths: DefaultDepreciate,
+		TDPW: m.TDPW, DrawPct: DefaultDrawPct, HostWPerGPU: d.HostWPerGPU, PUECenti: DefaultPUECenti,
+		ElectricityFenPerKWh: DefaultKWhFen, SpaceFenPerGPUMonth: DefaultSpaceFen, OpsFenPerGPUMonth: DefaultOpsFen,
+		UtilisationPct: DefaultUtilPct, OffpeakSharePct: DefaultOffpeakPct,
 	}}
 }
 
-// ParseTCOQuery reads the calculator's parameters. An empty field takes its
+// ParseQuery reads the calculator's parameters. An empty field takes its
 // default; an invalid one takes its default too and is reported (pages show
 // the message beside the field).
-func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
+func ParseQuery(v url.Values) (Query, []*apperr.Error) {
 	var errs []*apperr.Error
-	m, _ := catalog.GPUModelBySlug(TCODefaultModel)
+	m, _ := catalog.GPUModelBySlug(DefaultModel)
 	if s := strings.TrimSpace(v.Get("gpu")); s != "" {
 		if got, ok := catalog.GPUModelBySlug(s); ok {
 			m = got
@@ -121,15 +122,15 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 			errs = append(errs, apperr.Field("gpu", "tco.err.gpu", s, m.Name))
 		}
 	}
-	q := DefaultTCOQuery(m)
+	q := DefaultQuery(m)
 	in := &q.Input
 	// A form drawn for another model (shown_gpu) sends that model's
 	// defaults back in the fields that depend on the model: they are not
 	// the reader's figures, so the new model's defaults replace them.
-	var stale *TCOQuery
+	var stale *Query
 	if s := v.Get("shown_gpu"); s != "" && s != m.Slug {
 		if prev, ok := catalog.GPUModelBySlug(s); ok {
-			p := DefaultTCOQuery(prev)
+			p := DefaultQuery(prev)
 			stale = &p
 		}
 	}
@@ -159,14 +160,14 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 		*dst = fen
 	}
 	const maxYuanFen = 999_999_999 // ParseYuan's limit: ¥9,999,999.99
-	intField("gpus", 1, tcoMaxGPUs, &in.GPUs)
-	intField("months", 1, tcoMaxMonths, &in.Months)
+	intField("gpus", 1, maxGPUs, &in.GPUs)
+	intField("months", 1, maxMonths, &in.Months)
 	price, share, host := in.GPUPriceFen, in.ServerShareFen, in.HostWPerGPU
 	yuanField("gpu_price", maxYuanFen, &price)
 	yuanField("server_share", maxYuanFen, &share)
-	intField("dep_months", 1, tcoMaxDepreciationMon, &in.DepreciationMonths)
+	intField("dep_months", 1, maxDepreciationMon, &in.DepreciationMonths)
 	intField("draw_pct", 0, 100, &in.DrawPct)
-	intField("host_w", 0, tcoMaxHostW, &host)
+	intField("host_w", 0, maxHostW, &host)
 	if stale == nil || price != stale.Input.GPUPriceFen {
 		in.GPUPriceFen = price
 	}
@@ -178,13 +179,13 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 	}
 	if s := strings.TrimSpace(v.Get("pue")); s != "" {
 		// PUE has two decimals, as yuan have: hundredths.
-		if c, ok := pricing.ParseYuan(s); ok && c >= tcoMinPUE && c <= tcoMaxPUE {
+		if c, ok := pricing.ParseYuan(s); ok && c >= minPUE && c <= maxPUE {
 			in.PUECenti = int(c)
 		} else {
 			errs = append(errs, apperr.Field("pue", "tco.err.pue"))
 		}
 	}
-	yuanField("kwh_price", tcoMaxKWhFen, &in.ElectricityFenPerKWh)
+	yuanField("kwh_price", maxKWhFen, &in.ElectricityFenPerKWh)
 	yuanField("space", maxYuanFen, &in.SpaceFenPerGPUMonth)
 	yuanField("ops", maxYuanFen, &in.OpsFenPerGPUMonth)
 	intField("util_pct", 0, 100, &in.UtilisationPct)
@@ -216,59 +217,21 @@ func ParseTCOQuery(v url.Values) (TCOQuery, []*apperr.Error) {
 	return q, errs
 }
 
-// CheapestOffers are the cheapest listed offers of one GPU model at the
-// prices the viewer pays (student prices for a lab member).
-type CheapestOffers struct {
-	// Listed is how many listed offers the model has.
-	Listed int
-	// OnDemand has the lowest expected price per GPU-hour for the off-peak
-	// share asked: price × (1 − share × its off-peak discount); then the
-	// lower list price, then the lower id. Nil when the model has no offer.
-	OnDemand *ListedOffer
-	// Monthly has the lowest monthly price per GPU (then the lower id); nil
-	// when no offer of the model has a monthly price.
-	Monthly *ListedOffer
-}
-
-// CheapestOffers returns the cheapest live offers of the model from the
-// index, on demand at the off-peak share (percent of used hours) and
-// monthly, at student prices for a student viewer.
-func (ix *OfferIndex) CheapestOffers(slug string, offpeakSharePct int, student bool) CheapestOffers {
-	list := ix.snap.Load().sorted[listView][SortPrice][slug] // by price, then id
-	out := CheapestOffers{Listed: len(list)}
-	var best, bestMonthly int64
-	for i := range list {
-		o := list[i].o
-		// Expected price × 10,000, exactly.
-		blended := UnitPriceFen(&o.Offer, pricing.OnDemand, student) * (10000 - int64(offpeakSharePct)*int64(o.OffpeakDiscountPct))
-		if out.OnDemand == nil || blended < best {
-			out.OnDemand, best = o, blended
-		}
-		if o.MonthlyPricePerGPUFen == nil {
-			continue
-		}
-		if p := UnitPriceFen(&o.Offer, pricing.Month, student); out.Monthly == nil || p < bestMonthly || (p == bestMonthly && o.ID < out.Monthly.ID) {
-			out.Monthly, bestMonthly = o, p
-		}
-	}
-	return out
-}
-
 // Where a rent price in a TCO plan comes from.
 const (
-	TCOFromOffer   = "offer"
-	TCOFromEntered = "entered"
+	FromOffer   = "offer"
+	FromEntered = "entered"
 )
 
-// TCOPlan is a calculator's answer: the query, the offers it compared
+// Plan is a calculator's answer: the query, the offers it compared
 // against, the input as computed and the result.
-type TCOPlan struct {
-	Query TCOQuery
+type Plan struct {
+	Query Query
 	// Student: the offers' prices are the viewer's student prices.
 	Student bool
-	Offers  CheapestOffers
+	Offers  offers.CheapestOffers
 	// OnDemandFrom and MonthlyFrom say where each rent price came from:
-	// TCOFromOffer, TCOFromEntered, or "" when there is none (that side of
+	// FromOffer, FromEntered, or "" when there is none (that side of
 	// the comparison is left out).
 	OnDemandFrom, MonthlyFrom string
 	Input                     pricing.TCOInput
@@ -278,14 +241,14 @@ type TCOPlan struct {
 // TCO compares buying with renting the cheapest live offers (or the rent
 // prices entered) for a parsed query, at the prices the viewer pays
 // (student: a confirmed member of an approved lab).
-func (ix *OfferIndex) TCO(q TCOQuery, student bool) (TCOPlan, error) {
-	p := TCOPlan{Query: q, Student: student, Offers: ix.CheapestOffers(q.Model.Slug, q.Input.OffpeakSharePct, student), Input: q.Input}
+func Compute(ix *offers.Index, q Query, student bool) (Plan, error) {
+	p := Plan{Query: q, Student: student, Offers: ix.CheapestOffers(q.Model.Slug, q.Input.OffpeakSharePct, student), Input: q.Input}
 	if o := p.Offers.OnDemand; o != nil {
-		p.OnDemandFrom = TCOFromOffer
-		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: UnitPriceFen(&o.Offer, pricing.OnDemand, student), OffpeakDiscountPct: o.OffpeakDiscountPct}
+		p.OnDemandFrom = FromOffer
+		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: offers.UnitPriceFen(&o.Offer, pricing.OnDemand, student), OffpeakDiscountPct: o.OffpeakDiscountPct}
 	}
 	if q.OnDemandFen != nil {
-		p.OnDemandFrom = TCOFromEntered
+		p.OnDemandFrom = FromEntered
 		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: *q.OnDemandFen}
 		if o := p.Offers.OnDemand; o != nil {
 			p.Input.OnDemand.OffpeakDiscountPct = o.OffpeakDiscountPct
@@ -295,12 +258,12 @@ func (ix *OfferIndex) TCO(q TCOQuery, student bool) (TCOPlan, error) {
 		p.Input.OnDemand.OffpeakDiscountPct = *q.OffpeakDiscountPct
 	}
 	if o := p.Offers.Monthly; o != nil {
-		p.MonthlyFrom = TCOFromOffer
-		fen := UnitPriceFen(&o.Offer, pricing.Month, student)
+		p.MonthlyFrom = FromOffer
+		fen := offers.UnitPriceFen(&o.Offer, pricing.Month, student)
 		p.Input.MonthlyPerGPUFen = &fen
 	}
 	if q.MonthlyFen != nil {
-		p.MonthlyFrom = TCOFromEntered
+		p.MonthlyFrom = FromEntered
 		p.Input.MonthlyPerGPUFen = q.MonthlyFen
 	}
 	r, err := pricing.TCO(p.Input)
@@ -311,11 +274,11 @@ func (ix *OfferIndex) TCO(q TCOQuery, student bool) (TCOPlan, error) {
 	return p, nil
 }
 
-// TCOReference is the defaults' answer for the public figures' case, one
+// Reference is the defaults' answer for the public figures' case, one
 // 8×A100 80GB server: what it costs to buy and to run for a year.
-func TCOReference() (capexFen, runningPerYearFen int64) {
+func Reference() (capexFen, runningPerYearFen int64) {
 	m, _ := catalog.GPUModelBySlug("a100-80g-sxm")
-	q := DefaultTCOQuery(m)
+	q := DefaultQuery(m)
 	r, err := pricing.TCO(q.Input)
 	if err != nil {
 		panic("market: the TCO defaults are invalid: " + err.Error())
@@ -326,10 +289,10 @@ func TCOReference() (capexFen, runningPerYearFen int64) {
 // Values encodes the query as URL parameters, leaving out every figure
 // equal to its default for the model: the shareable address of the
 // calculation.
-func (q TCOQuery) Values() url.Values {
+func (q Query) Values() url.Values {
 	v := url.Values{}
-	def := DefaultTCOQuery(q.Model)
-	if q.Model.Slug != TCODefaultModel {
+	def := DefaultQuery(q.Model)
+	if q.Model.Slug != DefaultModel {
 		v.Set("gpu", q.Model.Slug)
 	}
 	ints := []struct {

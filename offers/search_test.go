@@ -1,4 +1,4 @@
-package market_test
+package offers_test
 
 import (
 	"context"
@@ -8,27 +8,27 @@ import (
 
 	"suanli/dbtest"
 	"suanli/demo"
-	"suanli/market"
 	"suanli/models"
+	"suanli/offers"
 )
 
-func demoIndex(t testing.TB, db *models.DB) *market.OfferIndex {
+func demoIndex(t testing.TB, db *models.DB) *offers.Index {
 	t.Helper()
 	ctx := context.Background()
 	if err := demo.SeedDemo(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return ix
 }
 
-func search(t *testing.T, ix *market.OfferIndex, q market.OfferQuery) market.SearchResult {
+func search(t *testing.T, ix *offers.Index, q offers.Query) offers.SearchResult {
 	t.Helper()
 	if q.Sort == "" {
-		q.Sort = market.SortPrice
+		q.Sort = offers.SortPrice
 	}
 	r, err := ix.Search(q)
 	if err != nil {
@@ -39,24 +39,24 @@ func search(t *testing.T, ix *market.OfferIndex, q market.OfferQuery) market.Sea
 
 func TestSearchSortOrders(t *testing.T) {
 	ix := demoIndex(t, dbtest.SQLite(t))
-	for _, key := range market.SortKeys {
-		q := market.OfferQuery{Sort: key, From: "chengdu", PerPage: 200}
+	for _, key := range offers.SortKeys {
+		q := offers.Query{Sort: key, From: "chengdu", PerPage: 200}
 		r := search(t, ix, q)
 		if r.Total != 43 || len(r.Offers) != 43 {
 			t.Fatalf("%s: %d offers", key, r.Total)
 		}
-		ok := slices.IsSortedFunc(r.Offers, func(a, b *market.ListedOffer) int {
+		ok := slices.IsSortedFunc(r.Offers, func(a, b *offers.Listed) int {
 			switch key {
-			case market.SortPrice:
+			case offers.SortPrice:
 				return int(a.PricePerGPUHourFen - b.PricePerGPUHourFen)
-			case market.SortPricePerTFLOP, market.SortMeasured:
+			case offers.SortPricePerTFLOP, offers.SortMeasured:
 				return cmpF(a.PricePerTFLOPFen, b.PricePerTFLOPFen)
-			case market.SortVRAM:
+			case offers.SortVRAM:
 				return b.GPU.VRAMGB - a.GPU.VRAMGB
-			case market.SortLatency:
+			case offers.SortLatency:
 				return cmpF(a.Latency["chengdu"], b.Latency["chengdu"])
-			case market.SortReliability:
-				up := func(o *market.ListedOffer) float64 {
+			case offers.SortReliability:
+				up := func(o *offers.Listed) float64 {
 					if o.Uptime30dPct == nil {
 						return -1
 					}
@@ -84,8 +84,8 @@ func cmpF(a, b float64) int {
 
 func TestSearchFiltersAgreeWithABruteForceScan(t *testing.T) {
 	ix := demoIndex(t, dbtest.SQLite(t))
-	all := search(t, ix, market.OfferQuery{PerPage: 200}).Offers
-	queries := []market.OfferQuery{
+	all := search(t, ix, offers.Query{PerPage: 200}).Offers
+	queries := []offers.Query{
 		{GPUs: []string{"h100-sxm", "h200-sxm"}, Region: "cn-southwest"},
 		{MinGPUs: 8, MinVRAMGB: 80, Interconnect: "infiniband"},
 		{MaxPriceFen: 1000, Student: true, Available: true},
@@ -134,7 +134,7 @@ func TestSearchFiltersAgreeWithABruteForceScan(t *testing.T) {
 
 func TestRelaxationsCountWhatTheyBringBack(t *testing.T) {
 	ix := demoIndex(t, dbtest.SQLite(t))
-	q := market.OfferQuery{GPUs: []string{"h200-sxm"}, From: "chengdu", MaxLatencyMS: 5, MaxPriceFen: 4000}
+	q := offers.Query{GPUs: []string{"h200-sxm"}, From: "chengdu", MaxLatencyMS: 5, MaxPriceFen: 4000}
 	r := search(t, ix, q)
 	if r.Total != 0 || len(r.Relaxations) == 0 {
 		t.Fatalf("want an empty result with relaxations, got %d / %v", r.Total, r.Relaxations)
@@ -149,7 +149,7 @@ func TestRelaxationsCountWhatTheyBringBack(t *testing.T) {
 		}
 	}
 	// The cheapest H200 within 5 ms of Chengdu is ¥46.80: the price relaxation says ¥47.
-	var price *market.Relaxation
+	var price *offers.Relaxation
 	for i := range r.Relaxations {
 		if r.Relaxations[i].Filter == "max_price" {
 			price = &r.Relaxations[i]
@@ -169,7 +169,7 @@ func TestIndexRefreshFollowsTheVersion(t *testing.T) {
 		if reloaded, _ := ix.Refresh(ctx); reloaded {
 			t.Error("reloaded without a change")
 		}
-		o := search(t, ix, market.OfferQuery{GPUs: []string{"h100-sxm"}, City: "chengdu"}).Offers[0]
+		o := search(t, ix, offers.Query{GPUs: []string{"h100-sxm"}, City: "chengdu"}).Offers[0]
 		var g models.GPU
 		if err := db.R.Where("node_id = ? AND state = 'free'", o.NodeID).First(&g).Error; err != nil {
 			t.Fatal(err)
@@ -196,11 +196,11 @@ func BenchmarkSearchH100Chengdu100k(b *testing.B) {
 	if err := demo.SeedScale(ctx, db, 100_000); err != nil {
 		b.Fatal(err)
 	}
-	ix := market.NewOfferIndex(db)
+	ix := offers.NewIndex(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		b.Fatal(err)
 	}
-	q := market.OfferQuery{GPUs: []string{"h100-sxm"}, City: "chengdu", Sort: market.SortPrice, Page: 1, PerPage: 50}
+	q := offers.Query{GPUs: []string{"h100-sxm"}, City: "chengdu", Sort: offers.SortPrice, Page: 1, PerPage: 50}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := ix.Search(q); err != nil {
@@ -220,18 +220,18 @@ func TestLatencyPagesMatchAFullSort(t *testing.T) {
 	ix := demoIndex(t, db)
 	for _, from := range []string{"chengdu", "beijing", "xian"} {
 		for _, gpus := range [][]string{nil, {"h100-sxm"}} {
-			all := search(t, ix, market.OfferQuery{GPUs: gpus, PerPage: 200, Page: 1}).Total
-			var want []*market.ListedOffer
+			all := search(t, ix, offers.Query{GPUs: gpus, PerPage: 200, Page: 1}).Total
+			var want []*offers.Listed
 			for p := 1; (p-1)*200 < all; p++ {
-				want = append(want, search(t, ix, market.OfferQuery{GPUs: gpus, PerPage: 200, Page: p}).Offers...)
+				want = append(want, search(t, ix, offers.Query{GPUs: gpus, PerPage: 200, Page: p}).Offers...)
 			}
-			lat := func(o *market.ListedOffer) float64 {
+			lat := func(o *offers.Listed) float64 {
 				if ms, ok := o.LatencyFrom(from); ok {
 					return ms
 				}
 				return math.MaxFloat64
 			}
-			slices.SortFunc(want, func(a, b *market.ListedOffer) int {
+			slices.SortFunc(want, func(a, b *offers.Listed) int {
 				if la, lb := lat(a), lat(b); la != lb {
 					return cmpF(la, lb)
 				}
@@ -241,7 +241,7 @@ func TestLatencyPagesMatchAFullSort(t *testing.T) {
 				return int(a.ID - b.ID)
 			})
 			for page := 1; (page-1)*37 < len(want); page++ {
-				got := search(t, ix, market.OfferQuery{GPUs: gpus, From: from, Sort: market.SortLatency, PerPage: 37, Page: page})
+				got := search(t, ix, offers.Query{GPUs: gpus, From: from, Sort: offers.SortLatency, PerPage: 37, Page: page})
 				lo, hi := (page-1)*37, min(page*37, len(want))
 				if got.Total != len(want) || len(got.Offers) != hi-lo {
 					t.Fatalf("%s %v page %d: total %d n %d, want %d/%d", from, gpus, page, got.Total, len(got.Offers), len(want), hi-lo)

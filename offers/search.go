@@ -1,4 +1,4 @@
-package market
+package offers
 
 import (
 	"cmp"
@@ -9,8 +9,8 @@ import (
 
 // SearchResult is one page of an offer search.
 type SearchResult struct {
-	Query  OfferQuery
-	Offers []*ListedOffer
+	Query  Query
+	Offers []*Listed
 	Total  int
 	Pages  int
 	// Relaxations, when nothing matched, say how many offers each change of
@@ -25,7 +25,7 @@ type Relaxation struct {
 	// Count is how many offers match with the change.
 	Count int
 	// Query is the search with the change applied.
-	Query OfferQuery
+	Query Query
 }
 
 // filter identifies one filter of a query, so relaxations can leave it out.
@@ -51,7 +51,7 @@ var filterNames = map[filter]string{
 	fAvailable: "available", fStudent: "student",
 }
 
-func (q *OfferQuery) active() []filter {
+func (q *Query) active() []filter {
 	var fs []filter
 	add := func(on bool, f filter) {
 		if on {
@@ -89,7 +89,7 @@ type compiled struct {
 	view priceView
 }
 
-func (s *snapshot) compile(q *OfferQuery) compiled {
+func (s *snapshot) compile(q *Query) compiled {
 	c := compiled{anyGPU: len(q.GPUs) == 0, available: q.Available, student: q.Student,
 		minGPUs: uint8(min(q.MinGPUs, 255)), minVRAM: uint16(min(q.MinVRAMGB, 65535)), maxPrice: q.MaxPriceFen,
 		view: viewOf(q.StudentViewer)}
@@ -163,7 +163,7 @@ func (c *compiled) match(s *snapshot, k *offerKey, skip filter) bool {
 
 // candidates returns the entries to scan, already in sort order when the
 // sort key is static; sorted reports which.
-func (s *snapshot) candidates(q *OfferQuery) (list []entry, sorted bool) {
+func (s *snapshot) candidates(q *Query) (list []entry, sorted bool) {
 	lists := s.sorted[viewOf(q.StudentViewer)]
 	per, static := lists[q.Sort]
 	if !static {
@@ -192,7 +192,7 @@ func (s *snapshot) candidates(q *OfferQuery) (list []entry, sorted bool) {
 // sortedRuns returns, for a search over several models under a static
 // sort key, each model's pre-sorted list (in the query's city), which
 // mergePage merges; nil for any other search.
-func (s *snapshot) sortedRuns(q *OfferQuery) [][]entry {
+func (s *snapshot) sortedRuns(q *Query) [][]entry {
 	per, static := s.sorted[viewOf(q.StudentViewer)][q.Sort]
 	if !static || len(q.GPUs) < 2 {
 		return nil
@@ -214,7 +214,7 @@ func (s *snapshot) sortedRuns(q *OfferQuery) [][]entry {
 // runs, each in cmpFn order, and their total: one pass counts, and the
 // merge stops at the page's end. Sorting every match of several models
 // cost milliseconds at 100k offers.
-func (s *snapshot) mergePage(runs [][]entry, c *compiled, q *OfferQuery, from, n int, cmpFn func(a, b entry) int, res *SearchResult) {
+func (s *snapshot) mergePage(runs [][]entry, c *compiled, q *Query, from, n int, cmpFn func(a, b entry) int, res *SearchResult) {
 	plain := q.DatacenterID == 0 && !slices.ContainsFunc(q.active(), func(f filter) bool { return f != fGPU && f != fCity })
 	for _, run := range runs {
 		if plain {
@@ -256,7 +256,7 @@ func (s *snapshot) mergePage(runs [][]entry, c *compiled, q *OfferQuery, from, n
 
 // onlyPartitionFilters reports whether q filters by nothing but what the
 // index partitions its sorted lists by: at most one GPU model and a city.
-func (q *OfferQuery) onlyPartitionFilters() bool {
+func (q *Query) onlyPartitionFilters() bool {
 	for _, f := range q.active() {
 		if f != fGPU && f != fCity {
 			return false
@@ -268,7 +268,7 @@ func (q *OfferQuery) onlyPartitionFilters() bool {
 // Search returns the page of offers matching q. A page past the end is an
 // EINVALID error on "page" (with the result of page 1, so pages can show
 // it beside the message).
-func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
+func (ix *Index) Search(q Query) (SearchResult, error) {
 	s := ix.snap.Load()
 	if q.PerPage <= 0 {
 		q.PerPage = DefaultPerPage
@@ -280,7 +280,7 @@ func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
 	list, sorted := s.candidates(&q)
 	runs := s.sortedRuns(&q)
 	from := (q.Page - 1) * q.PerPage
-	res := SearchResult{Query: q, Offers: make([]*ListedOffer, 0, min(q.PerPage, max(len(list), len(runs)*q.PerPage)))}
+	res := SearchResult{Query: q, Offers: make([]*Listed, 0, min(q.PerPage, max(len(list), len(runs)*q.PerPage)))}
 	switch {
 	case runs != nil:
 		// Several models, each pre-sorted: merge them up to the page.
@@ -335,7 +335,7 @@ func (ix *OfferIndex) Search(q OfferQuery) (SearchResult, error) {
 
 // relaxations tries leaving out, or loosening to the nearest value that
 // lets something through, each active filter in turn.
-func (s *snapshot) relaxations(q OfferQuery) []Relaxation {
+func (s *snapshot) relaxations(q Query) []Relaxation {
 	// In the viewer's price view, so that the loosened max_price is a
 	// price the viewer is shown.
 	all := s.sorted[viewOf(q.StudentViewer)][SortPrice][""]

@@ -1,4 +1,4 @@
-package market
+package offers
 
 import (
 	"context"
@@ -53,12 +53,8 @@ func PingOrigin(pingURL string) string {
 // PingURLs returns the ping endpoints of a datacentre's nodes that were
 // heard from lately, most recent heartbeat first, without repeats and at
 // most MaxPingURLs of them (none is not an error).
-func (s *Rentals) PingURLs(ctx context.Context, datacenterID int64) ([]string, error) {
-	var raw []string
-	err := s.DB.R.WithContext(ctx).Model(&models.Node{}).
-		Where("datacenter_id = ? AND ping_url <> '' AND health <> ? AND last_heartbeat_at >= ?",
-			datacenterID, models.NodeSilent, s.DB.Now().UTC().Add(-pingFresh)).
-		Order("last_heartbeat_at DESC, id").Limit(20).Pluck("ping_url", &raw).Error
+func PingURLs(ctx context.Context, db *models.DB, datacenterID int64) ([]string, error) {
+	raw, err := db.RecentPingURLs(ctx, datacenterID, db.Now().UTC().Add(-pingFresh), 20)
 	if err != nil {
 		return nil, err
 	}

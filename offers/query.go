@@ -1,6 +1,11 @@
-// Package market holds the marketplace's use cases and rules. This file
-// owns the offer search query: its parameters, parsing and validation.
-package market
+// Package offers is the public offer list: an in-memory index of listed
+// offers (rebuilt when the market changes), the search query with its
+// parsing and validation, search and its relaxations, quotes and the
+// latency endpoints a browser measures.
+package offers
+
+// This file owns the offer search query: its parameters, parsing and
+// validation.
 
 import (
 	"net/url"
@@ -35,8 +40,8 @@ const (
 	MaxPerPage     = 200
 )
 
-// OfferQuery is a parsed, valid offer search. Zero values mean "no filter".
-type OfferQuery struct {
+// Query is a parsed, valid offer search. Zero values mean "no filter".
+type Query struct {
 	GPUs         []string // catalogue slugs, any of
 	City         string   // datacentre city
 	Region       string
@@ -56,13 +61,13 @@ type OfferQuery struct {
 	// StudentViewer is true when the viewer is a confirmed member of an
 	// approved lab, and so is shown student prices: the price orders,
 	// price per TFLOPS and MaxPriceFen then use each offer's student price
-	// (ListedOffer.PriceFen), the price shown. It is the viewer's, not a
+	// (Listed.PriceFen), the price shown. It is the viewer's, not a
 	// URL parameter.
 	StudentViewer bool
 }
 
 // LatencyCity is the city whose latency the results show: From, else City.
-func (q OfferQuery) LatencyCity() string {
+func (q Query) LatencyCity() string {
 	if q.From != "" {
 		return q.From
 	}
@@ -71,7 +76,7 @@ func (q OfferQuery) LatencyCity() string {
 
 // Values encodes the query back into URL parameters (defaults omitted), so
 // pages can build links that keep every other filter.
-func (q OfferQuery) Values() url.Values {
+func (q Query) Values() url.Values {
 	v := url.Values{}
 	for _, g := range q.GPUs {
 		v.Add("gpu", g)
@@ -125,12 +130,12 @@ func parseBool(s string) (bool, bool) {
 	return false, false
 }
 
-// ParseOfferQuery reads an offer search from URL parameters. It returns
+// ParseQuery reads an offer search from URL parameters. It returns
 // the query made of every valid parameter and one error per invalid one
 // (pages show those beside the field and ignore the value; the API answers
 // 400). allowPerPage is true for the API, which takes per_page.
-func ParseOfferQuery(v url.Values, allowPerPage bool) (OfferQuery, []*apperr.Error) {
-	q := OfferQuery{Sort: SortPrice, Page: 1, PerPage: DefaultPerPage}
+func ParseQuery(v url.Values, allowPerPage bool) (Query, []*apperr.Error) {
+	q := Query{Sort: SortPrice, Page: 1, PerPage: DefaultPerPage}
 	var errs []*apperr.Error
 	for _, g := range v["gpu"] {
 		g = strings.TrimSpace(g)
