@@ -18,6 +18,7 @@ import (
 	"suanli/audit"
 	"suanli/billing"
 	"suanli/config"
+	"suanli/fleet"
 	"suanli/locales"
 	"suanli/market"
 	"suanli/models"
@@ -227,7 +228,7 @@ func admin(ctx context.Context, args []string) error {
 			return nil
 		},
 		run: func(ctx context.Context, _ config.Config, db *models.DB) error {
-			tok, err := (&market.Rentals{DB: db}).IssueRegistrationToken(ctx, nodeID)
+			tok, err := (&fleet.Fleet{DB: db}).IssueRegistrationToken(ctx, nodeID)
 			if err != nil {
 				return fmt.Errorf("admin node-token: %w", err)
 			}

@@ -47,7 +47,7 @@ func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, ren
 		if err != nil {
 			return 0, fmt.Errorf("node %s: %w", n.Name, err)
 		}
-		cred, err := rentals.IssueCredential(ctx, n.ID)
+		cred, err := rentals.Fleet().IssueCredential(ctx, n.ID)
 		if err != nil {
 			reader.Close()
 			return 0, err

@@ -27,6 +27,7 @@ import (
 	"suanli/billing"
 	"suanli/config"
 	"suanli/demo"
+	"suanli/fleet"
 	"suanli/handlers"
 	"suanli/mail"
 	"suanli/market"
@@ -437,7 +438,7 @@ func bankDetails(cfg config.Config) pages.BankDetails {
 // workerOptions configures the queue; with SMTP_URL set it delivers mail.
 // rentalsService builds the rental rules; its Jobs is set once the queue exists.
 func rentalsService(db *models.DB, w *billing.Wallet, cfg config.Config) *market.Rentals {
-	return &market.Rentals{DB: db, Wallet: w, Hub: market.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now()}
+	return &market.Rentals{DB: db, Wallet: w, Hub: fleet.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now()}
 }
 
 func workerOptions(cfg config.Config, work bool, rentals *market.Rentals) workers.Options {
@@ -466,9 +467,9 @@ func payoutsService(db *models.DB, cfg config.Config) *market.Payouts {
 // hubRelay, on PostgreSQL, carries the rentals' hub signals between this
 // process and the other web and worker replicas (nil on SQLite, where
 // one process does everything); the caller runs it until shutdown.
-func hubRelay(db *models.DB, rentals *market.Rentals) *market.HubRelay {
+func hubRelay(db *models.DB, rentals *market.Rentals) *fleet.HubRelay {
 	if db.PGX == nil {
 		return nil
 	}
-	return market.RelayOverPostgres(rentals.Hub, db.PGX)
+	return fleet.RelayOverPostgres(rentals.Hub, db.PGX)
 }

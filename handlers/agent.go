@@ -10,7 +10,7 @@ import (
 
 	"suanli/agent"
 	"suanli/apperr"
-	"suanli/market"
+	"suanli/fleet"
 	"suanli/models"
 )
 
@@ -24,20 +24,20 @@ func bearer(c echo.Context) string {
 
 // agentNode authenticates a node agent by its credential.
 func (h *Handler) agentNode(c echo.Context) (*models.Node, error) {
-	return h.Rentals.NodeByCredential(c.Request().Context(), bearer(c))
+	return h.Rentals.Fleet().NodeByCredential(c.Request().Context(), bearer(c))
 }
 
 // AgentHeartbeat is POST /agent/v1/heartbeat.
 func (h *Handler) AgentHeartbeat(c echo.Context) error {
 	if bearer(c) == "" {
-		return market.ErrBadNodeToken
+		return fleet.ErrBadNodeToken
 	}
 	var hb agent.Heartbeat
 	dec := jsonDecoderLimit(c, agent.MaxHeartbeatBytes)
 	if err := dec.Decode(&hb); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want a JSON heartbeat"}
 	}
-	reply, err := h.Rentals.Heartbeat(c.Request().Context(), bearer(c), hb)
+	reply, err := h.Rentals.Fleet().Heartbeat(c.Request().Context(), bearer(c), hb)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (h *Handler) AgentTasks(c echo.Context) error {
 		}
 		wait = min(time.Duration(secs)*time.Second, maxPollWait)
 	}
-	ts, err := h.Rentals.NextTasks(c.Request().Context(), n.ID, wait)
+	ts, err := h.Rentals.Fleet().NextTasks(c.Request().Context(), n.ID, wait)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/fleet"
 	"suanli/market"
 	"suanli/pricing"
 	"suanli/sla"
@@ -15,7 +16,7 @@ import (
 // SLAShow is GET /sla: the SLA terms, rendered from pricing.Tiers (the
 // table the credit computation uses) and the health watch's settings.
 func (h *Handler) SLAShow(c echo.Context) error {
-	terms := market.SLATerms{HeartbeatEvery: market.HeartbeatEvery, SilentAfter: 30 * time.Second, FreeIfFailsWithin: market.FreeIfFailsWithin, FlapWindow: market.FlapWindow}
+	terms := market.SLATerms{HeartbeatEvery: fleet.HeartbeatEvery, SilentAfter: 30 * time.Second, FreeIfFailsWithin: market.FreeIfFailsWithin, FlapWindow: fleet.FlapWindow}
 	if h.Rentals != nil {
 		terms = h.Rentals.Terms()
 	}

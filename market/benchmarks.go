@@ -15,6 +15,7 @@ import (
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/catalog"
+	"suanli/fleet"
 	"suanli/models"
 )
 
@@ -54,7 +55,7 @@ func (s *Rentals) RequestBenchmark(ctx context.Context, nodeID int64, trigger st
 	if err != nil {
 		return 0, err
 	}
-	s.Hub.Signal(nodeKey(nodeID))
+	s.Hub.Signal(fleet.NodeKey(nodeID))
 	return id, nil
 }
 
@@ -103,7 +104,7 @@ func requestBenchmark(tx *gorm.DB, nodeID int64, trigger string, now time.Time) 
 		return 0, err
 	}
 	key := fmt.Sprintf("bench/n%d/%s/%s", nodeID, trigger, period)
-	return enqueueTask(tx, nodeID, nil, key, agent.Task{Kind: agent.TaskBenchmark, GPUUUIDs: uuids, Nominal: &nom}, now)
+	return fleet.EnqueueTask(tx, nodeID, nil, key, agent.Task{Kind: agent.TaskBenchmark, GPUUUIDs: uuids, Nominal: &nom}, now)
 }
 
 // nominalOf reads the catalogue's nominal figures for a GPU model as the

@@ -10,6 +10,7 @@ import (
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/catalog"
+	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
@@ -154,7 +155,7 @@ func (s *Rentals) Change(ctx context.Context, u *models.User, org *models.Org, m
 		}
 		if cur.NodeID != nil {
 			oldNode = *cur.NodeID
-			if _, err := enqueueTask(tx, oldNode, &cur.ID, fmt.Sprintf("r%d/a%d/switch-stop", cur.ID, cur.Attempts),
+			if _, err := fleet.EnqueueTask(tx, oldNode, &cur.ID, fmt.Sprintf("r%d/a%d/switch-stop", cur.ID, cur.Attempts),
 				agent.Task{Kind: agent.TaskStop, RentalID: cur.ID, WorkspaceID: cur.WorkspaceID}, now); err != nil {
 				return err
 			}
@@ -189,7 +190,7 @@ func (s *Rentals) Change(ctx context.Context, u *models.User, org *models.Org, m
 		return nil, err
 	}
 	if oldNode != 0 {
-		s.Hub.Signal(nodeKey(oldNode))
+		s.Hub.Signal(fleet.NodeKey(oldNode))
 	}
 	slog.Info("rental switching", "rental", id, "offer", next.OfferID, "gpus", next.GPUs)
 	out, err := s.DB.RentalByID(ctx, id)

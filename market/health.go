@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/agent"
+	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
@@ -50,7 +51,7 @@ func (s *Rentals) Watch(ctx context.Context) (WatchResult, error) {
 				// Its agent is turned away: retired, not an outage.
 				return models.RefreshNodeAvailability(tx, n.ID, now)
 			}
-			if _, err := openIncident(tx, n.ID, 0, models.IncidentNodeSilent,
+			if _, err := fleet.OpenIncident(tx, n.ID, 0, models.IncidentNodeSilent,
 				fmt.Sprintf("no heartbeat since %s", n.LastHeartbeatAt.UTC().Format(time.RFC3339)), now,
 				locales.M("incident.no_heartbeat", shTime(*n.LastHeartbeatAt))); err != nil {
 				return err
@@ -96,7 +97,7 @@ func (s *Rentals) Watch(ctx context.Context) (WatchResult, error) {
 		if msg.IsZero() {
 			msg = locales.M("incident.reason." + kind)
 			if kind == models.IncidentGPUFailing {
-				msg = verbatim(h.Reasons) // a GPU whose reasons were stored as text only
+				msg = fleet.Verbatim(h.Reasons) // a GPU whose reasons were stored as text only
 			}
 		}
 		moved, err := s.migrate(ctx, h.RentalID, h.NodeID, h.GPUID, kind, h.Reasons, msg, now)
@@ -216,7 +217,7 @@ func (s *Rentals) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 		if err := s.meterOne(tx, &r, now, false); err != nil {
 			return err
 		}
-		inc, err := openIncident(tx, nodeID, gpuID, kind, reasons, now, msg)
+		inc, err := fleet.OpenIncident(tx, nodeID, gpuID, kind, reasons, now, msg)
 		if err != nil {
 			return err
 		}
@@ -243,10 +244,10 @@ func (s *Rentals) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 		if err := models.AddRentalEvent(tx, r.ID, now, "incident", detail, &inc, dmsg); err != nil {
 			return err
 		}
-		if err := expireTasks(tx, r.ID, nodeID, now); err != nil {
+		if err := fleet.ExpireTasks(tx, r.ID, nodeID, now); err != nil {
 			return err
 		}
-		if _, err := enqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/a%d/evacuate", r.ID, r.Attempts),
+		if _, err := fleet.EnqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/a%d/evacuate", r.ID, r.Attempts),
 			agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now); err != nil {
 			return err
 		}
@@ -257,7 +258,7 @@ func (s *Rentals) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 		return s.enqueueProvision(ctx, tx, r.ID)
 	})
 	if moved {
-		s.Hub.Signal(nodeKey(nodeID))
+		s.Hub.Signal(fleet.NodeKey(nodeID))
 		slog.Warn("rental migrating", "rental", rentalID, "node", nodeID, "gpu", gpuID, "reasons", reasons)
 	}
 	return moved, err

@@ -11,8 +11,8 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/dbtest"
+	"suanli/fleet"
 	"suanli/gpu"
-	"suanli/market"
 	"suanli/models"
 	"suanli/sla"
 )
@@ -53,13 +53,13 @@ func gpuIncidents(t *testing.T, db *models.DB, gpuID int64) (all, open int64) {
 
 // A GPU whose verdict flips on every heartbeat opens one incident, which
 // stays one (reopened) for as long as it keeps failing again within
-// market.FlapWindow of recovering; a failure after a longer healthy
+// fleet.FlapWindow of recovering; a failure after a longer healthy
 // spell is a new incident.
 func TestFlappingGPUOpensOneIncident(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{InsertOnly: true})
 		o := r.rtxOffer()
-		cred, err := r.rentals.IssueCredential(r.ctx, o.NodeID)
+		cred, err := r.rentals.Fleet().IssueCredential(r.ctx, o.NodeID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,10 +76,10 @@ func TestFlappingGPUOpensOneIncident(t *testing.T) {
 				h.GPUs[0].Health = gpu.Verdict{Healthy: false, Reasons: []string{"XID 79: fallen off the bus"},
 					Checks: []gpu.Check{{Name: "xid", OK: false, Detail: "XID 79"}}}
 			}
-			if _, err := r.rentals.Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Launcher: "simulated", Host: h}); err != nil {
+			if _, err := r.rentals.Fleet().Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Launcher: "simulated", Host: h}); err != nil {
 				t.Fatal(err)
 			}
-			r.clock.Advance(market.HeartbeatEvery)
+			r.clock.Advance(fleet.HeartbeatEvery)
 		}
 		start := r.clock.Now()
 		beat(false)
@@ -98,7 +98,7 @@ func TestFlappingGPUOpensOneIncident(t *testing.T) {
 		if err := db.R.Where("gpu_id = ?", flapper.ID).First(&inc).Error; err != nil {
 			t.Fatal(err)
 		}
-		holds(t, r.clock.Now().Sub(inc.OpenedAt) >= flips*market.HeartbeatEvery, "the incident opened at %v, not at the first failure", inc.OpenedAt)
+		holds(t, r.clock.Now().Sub(inc.OpenedAt) >= flips*fleet.HeartbeatEvery, "the incident opened at %v, not at the first failure", inc.OpenedAt)
 		// As the SLA page says, the healthy beats between count as down: the
 		// node's uptime is one GPU down throughout, from the first failure.
 		var incs []models.Incident
@@ -112,20 +112,20 @@ func TestFlappingGPUOpensOneIncident(t *testing.T) {
 
 		// Healthy for longer than the window: the next failure is news.
 		beat(false)
-		r.clock.Advance(market.FlapWindow + time.Minute)
+		r.clock.Advance(fleet.FlapWindow + time.Minute)
 		beat(true)
 		all, open = gpuIncidents(t, db, flapper.ID)
-		holds(t, all == 2 && open == 1, "a failure after %s healthy: %d incidents, %d open; want a second one", market.FlapWindow, all, open)
+		holds(t, all == 2 && open == 1, "a failure after %s healthy: %d incidents, %d open; want a second one", fleet.FlapWindow, all, open)
 	})
 }
 
-// A node reports at most market.MaxNodeGPUs GPUs, at indexes below it; a
+// A node reports at most fleet.MaxNodeGPUs GPUs, at indexes below it; a
 // report beyond that is refused (bad input) and stores nothing.
 func TestHeartbeatGPUCountIsBounded(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{InsertOnly: true})
 		o := r.rtxOffer()
-		cred, err := r.rentals.IssueCredential(r.ctx, o.NodeID)
+		cred, err := r.rentals.Fleet().IssueCredential(r.ctx, o.NodeID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,15 +134,15 @@ func TestHeartbeatGPUCountIsBounded(t *testing.T) {
 		host := nodeHost(t, db, o.NodeID)
 
 		many := gpu.Host{Simulated: true}
-		for i := range market.MaxNodeGPUs + 1 {
+		for i := range fleet.MaxNodeGPUs + 1 {
 			many.GPUs = append(many.GPUs, gpu.Info{Index: i, UUID: "GPU-flood-" + string(rune('a'+i%26)) + string(rune('a'+i/26)),
 				Name: host.GPUs[0].Name, Health: gpu.Verdict{Healthy: i%2 == 0}})
 		}
-		farIndex := gpu.Host{Simulated: true, GPUs: append(append([]gpu.Info(nil), host.GPUs...), gpu.Info{Index: market.MaxNodeGPUs, UUID: "GPU-far",
+		farIndex := gpu.Host{Simulated: true, GPUs: append(append([]gpu.Info(nil), host.GPUs...), gpu.Info{Index: fleet.MaxNodeGPUs, UUID: "GPU-far",
 			Name: host.GPUs[0].Name, Health: gpu.Verdict{Healthy: true}})}
 		negative := gpu.Host{Simulated: true, GPUs: []gpu.Info{{Index: -1, UUID: "GPU-neg", Name: host.GPUs[0].Name, Health: gpu.Verdict{Healthy: true}}}}
 		for name, h := range map[string]gpu.Host{"65 GPUs": many, "index 64": farIndex, "index -1": negative} {
-			_, err := r.rentals.Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Launcher: "simulated", Host: h})
+			_, err := r.rentals.Fleet().Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Launcher: "simulated", Host: h})
 			if apperr.Code(err) != apperr.EINVALID {
 				t.Errorf("%s: %v, want invalid", name, err)
 			}
@@ -158,7 +158,7 @@ func TestHeartbeatGPUCountIsBounded(t *testing.T) {
 			"refused reports stored something: heartbeat at %v, %d GPUs (was %d), %d incidents", n.LastHeartbeatAt, after, before, incidents)
 
 		// The node's own inventory is taken.
-		if _, err := r.rentals.Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Launcher: "simulated", Host: host}); err != nil {
+		if _, err := r.rentals.Fleet().Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Launcher: "simulated", Host: host}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -173,20 +173,20 @@ func holds(t *testing.T, cond bool, format string, args ...any) {
 }
 
 // The same holds for a node's silence, as the SLA page says: silent again
-// within market.FlapWindow of its heartbeat coming back reopens the
+// within fleet.FlapWindow of its heartbeat coming back reopens the
 // incident; silent after longer opens another.
 func TestNodeSilentAgainSoonReopensItsIncident(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{InsertOnly: true, SilentAfter: 30 * time.Second})
 		o := r.rtxOffer()
-		cred, err := r.rentals.IssueCredential(r.ctx, o.NodeID)
+		cred, err := r.rentals.Fleet().IssueCredential(r.ctx, o.NodeID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		host := nodeHost(t, db, o.NodeID)
 		beat := func() {
 			t.Helper()
-			if _, err := r.rentals.Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Launcher: "simulated", Host: host}); err != nil {
+			if _, err := r.rentals.Fleet().Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Launcher: "simulated", Host: host}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -222,10 +222,10 @@ func TestNodeSilentAgainSoonReopensItsIncident(t *testing.T) {
 		holds(t, all == 1 && open == 1, "silent again %s later: %d incidents, %d open; want the one reopened", 31*time.Second, all, open)
 
 		beat()
-		r.clock.Advance(market.FlapWindow)
+		r.clock.Advance(fleet.FlapWindow)
 		beat()
 		silence()
 		all, open = count()
-		holds(t, all == 2 && open == 1, "silent after %s heard: %d incidents, %d open; want a second one", market.FlapWindow, all, open)
+		holds(t, all == 2 && open == 1, "silent after %s heard: %d incidents, %d open; want a second one", fleet.FlapWindow, all, open)
 	})
 }

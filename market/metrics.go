@@ -44,7 +44,7 @@ func NewMetrics(db *models.DB) *Metrics {
 }
 
 // heartbeatBuckets are the heartbeat-age histogram's upper bounds in
-// seconds: agents beat every HeartbeatEvery, so the first buckets hold the
+// seconds: agents beat every fleet.HeartbeatEvery, so the first buckets hold the
 // healthy nodes and the last ones the silent.
 var heartbeatBuckets = []float64{5, 10, 15, 30, 60, 120, 300, 900, 3600, 86400}
 

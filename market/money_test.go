@@ -10,6 +10,7 @@ import (
 	"suanli/apperr"
 	"suanli/billing"
 	"suanli/dbtest"
+	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/market"
 	"suanli/models"
@@ -395,7 +396,7 @@ func TestMeterPassSurvivesARacingStop(t *testing.T) {
 	f := newSLAFixture(t, db)
 	rs := []*models.Rental{f.rental("standard", sh(2026, 10, 1, 8, 0)), f.rental("standard", sh(2026, 10, 1, 8, 1))}
 	*f.now = sh(2026, 10, 1, 9, 0)
-	rentals := &market.Rentals{DB: db, Wallet: &billing.Wallet{DB: db}, Hub: market.NewHub()}
+	rentals := &market.Rentals{DB: db, Wallet: &billing.Wallet{DB: db}, Hub: fleet.NewHub()}
 
 	stop := db.W.Begin()
 	t.Cleanup(func() { stop.Rollback() }) // a no-op once committed
@@ -460,7 +461,7 @@ func TestStopDuringAMeterClaimBillsTheMinimum(t *testing.T) {
 	start := sh(2026, 10, 1, 8, 59)
 	r := f.rental("standard", start)
 	*f.now = start.Add(20 * time.Second)
-	rentals := &market.Rentals{DB: db, Wallet: &billing.Wallet{DB: db}, Hub: market.NewHub()}
+	rentals := &market.Rentals{DB: db, Wallet: &billing.Wallet{DB: db}, Hub: fleet.NewHub()}
 
 	// A meter pass has claimed the first 10 seconds and not yet committed.
 	claim := db.W.Begin()

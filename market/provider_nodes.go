@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/fleet"
 	"suanli/models"
 )
 
@@ -91,8 +92,8 @@ func (p *Providers) AddNode(ctx context.Context, u *models.User, providerID int6
 	if err := errs.OrNil(); err != nil {
 		return nil, "", err
 	}
-	tok := newNodeToken("snr_")
-	h := hashNodeToken(tok)
+	tok := fleet.NewNodeToken("snr_")
+	h := fleet.HashNodeToken(tok)
 	now := p.DB.Now().UTC()
 	n := &models.Node{ProviderID: acc.Provider.ID, DatacenterID: in.DatacenterID, Name: name, Status: models.NodeActive,
 		CreatedAt: now, RegTokenHash: &h, Health: models.NodeUnknown, AgentInfo: "{}"}
@@ -137,7 +138,7 @@ func (p *Providers) RenewNodeToken(ctx context.Context, u *models.User, provider
 	if n.Status == models.NodeRemoved {
 		return "", apperr.Errorf(apperr.ECONFLICT, "node %s is removed", n.Name)
 	}
-	return p.rentals().setNodeToken(ctx, n.ID, "reg_token_hash", "snr_")
+	return p.rentals().Fleet().IssueRegistrationToken(ctx, n.ID)
 }
 
 func (p *Providers) rentals() *Rentals {

@@ -6,13 +6,12 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
 
 	"suanli/apperr"
 	"suanli/catalog"
-	"suanli/gpu"
+	"suanli/fleet"
 	"suanli/models"
 	"suanli/pricing"
 )
@@ -46,164 +45,12 @@ type OfferPatch struct {
 
 // Offer limits.
 const (
-	MaxOfferGPUs = 64
+	MaxOfferGPUs = fleet.MaxNodeGPUs
 	// MaxPricePerGPUHourFen is ¥10,000 per GPU-hour: anything above is a typo.
 	MaxPricePerGPUHourFen = 1_000_000
 	MaxDiscountPct        = 90
 	MaxMinDurationS       = 30 * 24 * 3600
 )
-
-// Listing notes of offers that wait for their node.
-const (
-	NoteAwaitingReport = "waiting for the node's agent to report its GPUs"
-)
-
-// nodeInventory is what the node's agent has reported: how many GPUs,
-// the NVML name of the first, and how many of the node's model are healthy.
-type nodeInventory struct {
-	GPUs, Healthy int
-	Name          string
-}
-
-func inventoryOf(tx *gorm.DB, n *models.Node) (nodeInventory, error) {
-	var gpus []models.GPU
-	if err := tx.Where("node_id = ?", n.ID).Order("idx").Find(&gpus).Error; err != nil {
-		return nodeInventory{}, err
-	}
-	inv := nodeInventory{GPUs: len(gpus)}
-	for _, g := range gpus {
-		if inv.Name == "" {
-			inv.Name = g.Name
-		}
-		if g.Health == models.GPUHealthy && g.GPUModel == n.GPUModel {
-			inv.Healthy++
-		}
-	}
-	return inv, nil
-}
-
-// mismatch is the refusal of an offer for another model than the node's.
-func mismatch(n *models.Node, inv nodeInventory, slug string) *apperr.Error {
-	return apperr.Field("gpu", "providers.err.gpu_mismatch", n.Name, inv.GPUs, inv.Name, n.GPUModel, slug)
-}
-
-// listingOf decides whether a listed offer can show now: its node's agent
-// has reported GPUs of its model, is connected, and at least one of them
-// passes its NVML checks. It returns awaiting and the note that says what
-// is missing.
-func listingOf(tx *gorm.DB, o *models.Offer, n *models.Node) (bool, string, error) {
-	inv, err := inventoryOf(tx, n)
-	if err != nil {
-		return false, "", err
-	}
-	switch {
-	case n.GPUModel == "" && inv.GPUs == 0:
-		if n.Health == models.NodeNoNVML {
-			return true, "the node's agent cannot read NVML", nil
-		}
-		if n.LastHeartbeatAt != nil {
-			return true, "the node reports GPUs that are not in the catalogue", nil
-		}
-		return true, NoteAwaitingReport, nil
-	case n.GPUModel != o.GPUModel:
-		return true, mismatch(n, inv, o.GPUModel).Message, nil
-	case n.Health != models.NodeHealthy:
-		return true, fmt.Sprintf("the node's agent is not connected (%s)", n.Health), nil
-	case inv.Healthy == 0:
-		return true, "no GPU of the node passes its NVML checks", nil
-	}
-	return false, "", nil
-}
-
-// settleAwaitingOffers re-evaluates, in tx, the offers on the node that
-// wait for it: those whose node now shows healthy GPUs of their model are
-// listed (the offers version is bumped); the others get a note saying
-// what is still missing. The heartbeat calls it after recording GPUs.
-func settleAwaitingOffers(tx *gorm.DB, nodeID int64, now time.Time) error {
-	var offers []models.Offer
-	if err := tx.Where("node_id = ? AND awaiting_node = ?", nodeID, true).Find(&offers).Error; err != nil {
-		return err
-	}
-	if len(offers) == 0 {
-		return nil
-	}
-	var n models.Node
-	if err := tx.First(&n, nodeID).Error; err != nil {
-		return err
-	}
-	bump := false
-	for i := range offers {
-		o := &offers[i]
-		awaiting, note, err := listingOf(tx, o, &n)
-		if err != nil {
-			return err
-		}
-		if awaiting == o.AwaitingNode && note == o.ListingNote {
-			continue
-		}
-		if err := tx.Model(&models.Offer{}).Where("id = ?", o.ID).
-			Updates(map[string]any{"awaiting_node": awaiting, "listing_note": note, "updated_at": now}).Error; err != nil {
-			return err
-		}
-		if !awaiting {
-			bump = true
-			slog.Info("offer listed: node reported matching GPUs", "offer", o.ID, "node", nodeID, "gpu", o.GPUModel)
-		}
-	}
-	if bump {
-		return models.BumpOffersVersion(tx)
-	}
-	return nil
-}
-
-// detectGPUModel names the catalogue model of an NVML device from its
-// name, and its memory where names are ambiguous: the longest matching
-// name fragment wins ("H200" over "H20"), and among models whose names
-// match equally, the one whose memory is nearest.
-func detectGPUModel(name string, memoryMiB int64) (string, bool) {
-	up := strings.ToUpper(name)
-	best, bestLen := "", 0
-	bestDist := 0.0
-	memGB := float64(memoryMiB) / 1024
-	for _, m := range catalog.GPUModels() {
-		k := strings.ToUpper(m.NVMLNameContains)
-		if k == "" || !strings.Contains(up, k) {
-			continue
-		}
-		dist := 0.0
-		if memoryMiB > 0 {
-			dist = memGB - float64(m.VRAMGB)
-			if dist < 0 {
-				dist = -dist
-			}
-			// A memory size far off the model's is another variant
-			// (a 16 GB V100 is not the 32 GB one).
-			if dist > 0.2*float64(m.VRAMGB) {
-				continue
-			}
-		}
-		if len(k) > bestLen || (len(k) == bestLen && dist < bestDist) {
-			best, bestLen, bestDist = m.Slug, len(k), dist
-		}
-	}
-	return best, best != ""
-}
-
-// detectNodeModel names the node's model from its agent's inventory: the
-// model most of its GPUs are. "" when none is a catalogue model.
-func detectNodeModel(host gpu.Host) string {
-	count := map[string]int{}
-	best := ""
-	for _, g := range host.GPUs {
-		if s, ok := detectGPUModel(g.Name, int64(g.MemoryTotalMiB)); ok {
-			count[s]++
-			if count[s] > count[best] {
-				best = s
-			}
-		}
-	}
-	return best
-}
 
 // checkOffer validates an offer against the node; gpuCount is the node's
 // reported GPU count (0: not reported yet).
@@ -315,7 +162,7 @@ func (p *Providers) CreateOffer(ctx context.Context, u *models.User, providerID 
 	var o *models.Offer
 	err = p.DB.Tx(ctx, func(tx *gorm.DB) error {
 		var n *models.Node
-		var inv nodeInventory
+		var inv fleet.NodeInventory
 		if in.NodeID == 0 {
 			_, err := checkOffer(in, nil, 0)
 			return withField(err, apperr.Field("node_id", "providers.err.required"))
@@ -328,7 +175,7 @@ func (p *Providers) CreateOffer(ctx context.Context, u *models.User, providerID 
 		if err != nil {
 			return err
 		}
-		if inv, err = inventoryOf(tx, n); err != nil {
+		if inv, err = fleet.InventoryOf(tx, n); err != nil {
 			return err
 		}
 		in, err := checkOffer(in, n, inv.GPUs)
@@ -340,7 +187,7 @@ func (p *Providers) CreateOffer(ctx context.Context, u *models.User, providerID 
 			if n.GPUModel == "" {
 				return apperr.Fields{apperr.Field("gpu", "providers.err.gpu_unknown_node", n.Name, inv.GPUs, inv.Name)}
 			}
-			return apperr.Fields{mismatch(n, inv, in.GPU)}
+			return apperr.Fields{fleet.Mismatch(n, inv, in.GPU)}
 		}
 		o = &models.Offer{ProviderID: acc.Provider.ID, NodeID: n.ID, DatacenterID: n.DatacenterID, GPUModel: in.GPU,
 			MaxGPUs: in.MaxGPUs, VCPUPerGPU: in.VCPUPerGPU, RAMGBPerGPU: in.RAMGBPerGPU, DiskGB: in.DiskGB, Interconnect: in.Interconnect,
@@ -350,7 +197,7 @@ func (p *Providers) CreateOffer(ctx context.Context, u *models.User, providerID 
 		if in.Paused {
 			o.Status = models.OfferPaused
 		}
-		if o.AwaitingNode, o.ListingNote, err = listingOf(tx, o, n); err != nil {
+		if o.AwaitingNode, o.ListingNote, err = fleet.ListingOf(tx, o, n); err != nil {
 			return err
 		}
 		if err := tx.Create(o).Error; err != nil {
@@ -397,7 +244,7 @@ func (p *Providers) UpdateOffer(ctx context.Context, u *models.User, providerID,
 		if err != nil {
 			return err
 		}
-		inv, err := inventoryOf(tx, n)
+		inv, err := fleet.InventoryOf(tx, n)
 		if err != nil {
 			return err
 		}
@@ -469,7 +316,7 @@ func (p *Providers) UpdateOffer(ctx context.Context, u *models.User, providerID,
 		if status == models.OfferListed && o.Status != models.OfferListed {
 			// Listed again: it waits for the node like a new offer.
 			cp := *o
-			awaiting, note, err := listingOf(tx, &cp, n)
+			awaiting, note, err := fleet.ListingOf(tx, &cp, n)
 			if err != nil {
 				return err
 			}

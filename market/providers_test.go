@@ -13,6 +13,7 @@ import (
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/dbtest"
+	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/market"
 	"suanli/models"
@@ -96,7 +97,7 @@ func (f *provFixture) report(bearer, system string) string {
 		f.t.Fatal(err)
 	}
 	defer reader.Close()
-	reply, err := f.rentals.Heartbeat(f.ctx, bearer, agent.Heartbeat{AgentVersion: "test", Hostname: "gpu-host", Launcher: "simulated", Host: reader.Read()})
+	reply, err := f.rentals.Fleet().Heartbeat(f.ctx, bearer, agent.Heartbeat{AgentVersion: "test", Hostname: "gpu-host", Launcher: "simulated", Host: reader.Read()})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestProviderOfferMustMatchTheNodesGPUs(t *testing.T) {
 		a100 := f.mustOffer(f.offerInput(n.ID, "a100-40g-sxm"))
 		h100 := f.mustOffer(f.offerInput(n.ID, "h100-sxm"))
 		for _, o := range []*models.Offer{a100, h100} {
-			if !o.AwaitingNode || o.ListingNote != market.NoteAwaitingReport {
+			if !o.AwaitingNode || o.ListingNote != fleet.NoteAwaitingReport {
 				t.Errorf("offer %s before the node reported: awaiting %v %q", o.GPUModel, o.AwaitingNode, o.ListingNote)
 			}
 		}
@@ -382,7 +383,7 @@ func TestProviderDrainAndRemove(t *testing.T) {
 		if got.Status != models.OfferPaused || slices.Contains(f.publicIDs(), o.ID) {
 			t.Errorf("offer of a removed node: %+v", got)
 		}
-		if _, err := f.rentals.Heartbeat(f.ctx, cred, agent.Heartbeat{AgentVersion: "test"}); apperr.Code(err) != apperr.EUNAUTHORIZED {
+		if _, err := f.rentals.Fleet().Heartbeat(f.ctx, cred, agent.Heartbeat{AgentVersion: "test"}); apperr.Code(err) != apperr.EUNAUTHORIZED {
 			t.Errorf("a removed node's agent: %v, want unauthorized", err)
 		}
 		if _, err := f.p.UpdateOffer(f.ctx, f.owner, pid, o.ID, market.OfferPatch{Status: ptr(models.OfferListed)}); fieldsOf(err)["node_id"] == "" {

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/agent"
+	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/locales"
 	"suanli/models"
@@ -166,7 +167,7 @@ func (s *Rentals) provisionStep(ctx context.Context, r *models.Rental) (done boo
 	_ = json.Unmarshal([]byte(lt.Result), &lres)
 	if !lres.OK || lres.Access == nil {
 		return s.nextNode(ctx, r, now, fmt.Sprintf("launch failed on node %d: %s", nodeID, lres.Error),
-			locales.M("event.launch_failed", nodeLabel(s.DB.R, nodeID), verbatim(lres.Error)))
+			locales.M("event.launch_failed", nodeLabel(s.DB.R, nodeID), fleet.Verbatim(lres.Error)))
 	}
 	return true, 0, s.markRunning(ctx, r, nodeID, vres, lres, vt, now)
 }
@@ -194,12 +195,12 @@ func (s *Rentals) ensureTask(ctx context.Context, nodeID int64, r *models.Rental
 	var id int64
 	if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		var err error
-		id, err = enqueueTask(tx, nodeID, &r.ID, key, t, now)
+		id, err = fleet.EnqueueTask(tx, nodeID, &r.ID, key, t, now)
 		return err
 	}); err != nil {
 		return nil, err
 	}
-	s.Hub.Signal(nodeKey(nodeID))
+	s.Hub.Signal(fleet.NodeKey(nodeID))
 	err = s.DB.W.WithContext(ctx).First(&have, id).Error
 	return &have, err
 }
@@ -208,7 +209,7 @@ func (s *Rentals) ensureTask(ctx context.Context, nodeID int64, r *models.Rental
 // before looking again: nothing when the hub signalled it.
 func (s *Rentals) waitTask(ctx context.Context, taskID int64) time.Duration {
 	select {
-	case <-s.Hub.Wait(taskKey(taskID)):
+	case <-s.Hub.Wait(fleet.TaskKey(taskID)):
 		return 0
 	case <-ctx.Done():
 		return 0
@@ -228,7 +229,7 @@ func (s *Rentals) failChecks(ctx context.Context, r *models.Rental, nodeID int64
 				continue
 			}
 			reasons = append(reasons, uuid+": "+strings.Join(v.Reasons, "; "))
-			msg := reasonsMsg(v)
+			msg := fleet.ReasonsMsg(v)
 			failing[uuid] = msg
 			var g models.GPU
 			if err := tx.Where("uuid = ?", uuid).First(&g).Error; err != nil {
@@ -238,7 +239,7 @@ func (s *Rentals) failChecks(ctx context.Context, r *models.Rental, nodeID int64
 				"health": models.GPUFailing, "reasons": strings.Join(v.Reasons, "\n"), "reasons_msg": msg, "checked_at": now}).Error; err != nil {
 				return err
 			}
-			if _, err := openIncident(tx, nodeID, g.ID, models.IncidentGPUFailing, strings.Join(v.Reasons, "\n"), now, msg); err != nil {
+			if _, err := fleet.OpenIncident(tx, nodeID, g.ID, models.IncidentGPUFailing, strings.Join(v.Reasons, "\n"), now, msg); err != nil {
 				return err
 			}
 		}
@@ -257,7 +258,7 @@ func (s *Rentals) failChecks(ctx context.Context, r *models.Rental, nodeID int64
 	whyMsg := locales.M("rental.detail.node_failed", nodeLabel(s.DB.R, nodeID), locales.Lines(gpus...))
 	if res.Error != "" && len(reasons) == 0 {
 		why = fmt.Sprintf("NVML checks failed on node %d: %s", nodeID, res.Error)
-		whyMsg = locales.M("rental.detail.node_failed", nodeLabel(s.DB.R, nodeID), verbatim(res.Error))
+		whyMsg = locales.M("rental.detail.node_failed", nodeLabel(s.DB.R, nodeID), fleet.Verbatim(res.Error))
 	}
 	return s.nextNode(ctx, r, now, why, whyMsg)
 }
@@ -291,10 +292,10 @@ func (s *Rentals) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		}
 		if len(held) > 0 {
 			old := held[0].NodeID
-			if err := expireTasks(tx, r.ID, old, now); err != nil {
+			if err := fleet.ExpireTasks(tx, r.ID, old, now); err != nil {
 				return err
 			}
-			if _, err := enqueueTask(tx, old, &r.ID, fmt.Sprintf("r%d/a%d/abort", r.ID, cur.Attempts),
+			if _, err := fleet.EnqueueTask(tx, old, &r.ID, fmt.Sprintf("r%d/a%d/abort", r.ID, cur.Attempts),
 				agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now); err != nil {
 				return err
 			}
@@ -360,7 +361,7 @@ func (s *Rentals) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		return models.AddRentalEvent(tx, r.ID, now, "stopped", "no healthy node to move to", nil, locales.M("rental.stop_reason.no_node"))
 	})
 	for _, n := range wake {
-		s.Hub.Signal(nodeKey(n))
+		s.Hub.Signal(fleet.NodeKey(n))
 	}
 	if settled && err == nil {
 		slog.Info("rental settled without a node", "rental", r.ID, "why", why)
@@ -398,7 +399,7 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		}
 		if from != models.RentalProvisioning && from != models.RentalMigrating {
 			// Stopped while launching: stop what was just launched too.
-			_, err := enqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/a%d/late-stop", cur.ID, cur.Attempts),
+			_, err := fleet.EnqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/a%d/late-stop", cur.ID, cur.Attempts),
 				agent.Task{Kind: agent.TaskStop, RentalID: cur.ID, WorkspaceID: cur.WorkspaceID}, now)
 			return err
 		}
@@ -437,7 +438,7 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 					return err
 				}
 				// Give the GPUs back and stop what was launched, in the same transaction.
-				if _, err := enqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/abort-term", cur.ID),
+				if _, err := fleet.EnqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/abort-term", cur.ID),
 					agent.Task{Kind: agent.TaskStop, RentalID: cur.ID, WorkspaceID: cur.WorkspaceID}, now); err != nil {
 					return err
 				}
@@ -456,7 +457,7 @@ func (s *Rentals) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		return err
 	}
 	if stopTerm {
-		s.Hub.Signal(nodeKey(nodeID))
+		s.Hub.Signal(fleet.NodeKey(nodeID))
 		return nil
 	}
 	slog.Info("rental running", "rental", r.ID, "node", nodeID)

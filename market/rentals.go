@@ -21,6 +21,7 @@ import (
 	"suanli/apperr"
 	"suanli/billing"
 	"suanli/catalog"
+	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/offers"
@@ -60,7 +61,7 @@ type Rentals struct {
 	DB     *models.DB
 	Wallet *billing.Wallet
 	Jobs   JobInserter
-	Hub    *Hub
+	Hub    *fleet.Hub
 	// VerifyTimeout and LaunchTimeout bound how long an agent may take to
 	// answer a verify or launch task before the next node is tried.
 	VerifyTimeout, LaunchTimeout time.Duration
@@ -381,17 +382,17 @@ func (s *Rentals) Stop(ctx context.Context, id int64, reason string) (*models.Re
 			return s.finishStop(tx, r.ID, 0, now)
 		}
 		nodeID = *r.NodeID
-		if err := expireTasks(tx, r.ID, nodeID, now); err != nil {
+		if err := fleet.ExpireTasks(tx, r.ID, nodeID, now); err != nil {
 			return err
 		}
-		_, err = enqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/stop/%d", r.ID, r.Attempts), agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now)
+		_, err = fleet.EnqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/stop/%d", r.ID, r.Attempts), agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	if nodeID != 0 {
-		s.Hub.Signal(nodeKey(nodeID))
+		s.Hub.Signal(fleet.NodeKey(nodeID))
 	}
 	r, err := s.DB.RentalByID(ctx, id)
 	return &r, err
@@ -440,5 +441,9 @@ type SLATerms struct {
 
 // Terms returns the rental service's SLA measurement facts.
 func (s *Rentals) Terms() SLATerms {
-	return SLATerms{HeartbeatEvery: HeartbeatEvery, SilentAfter: s.silentAfter(), FreeIfFailsWithin: FreeIfFailsWithin, FlapWindow: FlapWindow}
+	return SLATerms{HeartbeatEvery: fleet.HeartbeatEvery, SilentAfter: s.silentAfter(), FreeIfFailsWithin: FreeIfFailsWithin, FlapWindow: fleet.FlapWindow}
 }
+
+// Fleet is the node side of the rental service: heartbeats, credentials
+// and the agents' task queue, on the same database and hub.
+func (s *Rentals) Fleet() *fleet.Fleet { return &fleet.Fleet{DB: s.DB, Hub: s.Hub} }

@@ -11,6 +11,7 @@ import (
 	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
+	"suanli/fleet"
 	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
@@ -42,7 +43,7 @@ func benchMeterPass(b *testing.B, db *models.DB) {
 	seedMeterFleet(b, db, start.Add(-time.Minute))
 	now := start
 	db.Now = func() time.Time { return now }
-	rentals := &market.Rentals{DB: db, Wallet: &billing.Wallet{DB: db}, Hub: market.NewHub()}
+	rentals := &market.Rentals{DB: db, Wallet: &billing.Wallet{DB: db}, Hub: fleet.NewHub()}
 
 	passes := 0
 	var fen int64

@@ -22,6 +22,7 @@ import (
 	"suanli/agent"
 	"suanli/billing"
 	"suanli/demo"
+	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/handlers"
 	"suanli/market"
@@ -173,7 +174,7 @@ func newRig(t *testing.T, db *models.DB, opts rigOptions) *rig {
 		t.Fatal(err)
 	}
 	wallet := &billing.Wallet{DB: db, BaseURL: "http://suanli.test"}
-	rentals := &market.Rentals{DB: db, Wallet: wallet, Hub: market.NewHub(),
+	rentals := &market.Rentals{DB: db, Wallet: wallet, Hub: fleet.NewHub(),
 		VerifyTimeout: opts.VerifyTimeout, LaunchTimeout: opts.LaunchTimeout, SilentAfter: opts.SilentAfter,
 		StepWait: cmp.Or(opts.StepWait, 2*time.Second), BaseURL: "http://suanli.test"}
 	// The periodic meter and health passes are left to the tests (they
@@ -282,7 +283,7 @@ func (n *simNode) silent() bool { return n.paused.Load() || n.Sim.Silent() }
 // startAgent runs a simulated agent for the node with a fresh credential.
 func (r *rig) startAgent(nodeID int64) *simNode {
 	r.t.Helper()
-	cred, err := r.rentals.IssueCredential(r.ctx, nodeID)
+	cred, err := r.rentals.Fleet().IssueCredential(r.ctx, nodeID)
 	if err != nil {
 		r.t.Fatal(err)
 	}

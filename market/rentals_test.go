@@ -1015,7 +1015,7 @@ func TestNodeRegistersOnceAndReportsItsGPUs(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{InsertOnly: true})
 		o := r.rtxOffer()
-		tok, err := r.rentals.IssueRegistrationToken(r.ctx, o.NodeID)
+		tok, err := r.rentals.Fleet().IssueRegistrationToken(r.ctx, o.NodeID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1032,7 +1032,7 @@ func TestNodeRegistersOnceAndReportsItsGPUs(t *testing.T) {
 		defer reader.Close()
 		host := reader.Read()
 		hb := agent.Heartbeat{AgentVersion: "test", Hostname: "node-a", Launcher: "simulated", Host: host}
-		reply, err := r.rentals.Heartbeat(r.ctx, tok, hb)
+		reply, err := r.rentals.Fleet().Heartbeat(r.ctx, tok, hb)
 		if err != nil || reply.Credential == "" || reply.NodeID != o.NodeID {
 			t.Fatalf("registration: %+v %v", reply, err)
 		}
@@ -1046,10 +1046,10 @@ func TestNodeRegistersOnceAndReportsItsGPUs(t *testing.T) {
 		if strings.Contains(string(row), cred) || strings.Contains(string(row), tok) {
 			t.Errorf("the node row holds a plaintext token: %s", row)
 		}
-		if _, err := r.rentals.Heartbeat(r.ctx, tok, hb); apperr.Code(err) != apperr.EUNAUTHORIZED {
+		if _, err := r.rentals.Fleet().Heartbeat(r.ctx, tok, hb); apperr.Code(err) != apperr.EUNAUTHORIZED {
 			t.Errorf("the registration token used again: %v, want unauthorized", err)
 		}
-		if reply, err := r.rentals.Heartbeat(r.ctx, cred, hb); err != nil || reply.Credential != "" {
+		if reply, err := r.rentals.Fleet().Heartbeat(r.ctx, cred, hb); err != nil || reply.Credential != "" {
 			t.Errorf("a heartbeat with the credential: %+v %v", reply, err)
 		}
 		var gs []models.GPU
@@ -1072,7 +1072,7 @@ func TestNodeRegistersOnceAndReportsItsGPUs(t *testing.T) {
 		if err := sim.Inject(gpu.Fault{Kind: gpu.FaultECC, GPU: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.rentals.Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Host: reader.Read()}); err != nil {
+		if _, err := r.rentals.Fleet().Heartbeat(r.ctx, cred, agent.Heartbeat{AgentVersion: "test", Host: reader.Read()}); err != nil {
 			t.Fatal(err)
 		}
 		g := r.gpu(gs[1].ID)
@@ -1088,7 +1088,7 @@ func TestNodeRegistersOnceAndReportsItsGPUs(t *testing.T) {
 		// A real agent registers over HTTP with its own one-time token;
 		// that token is refused afterwards (401).
 		other := r.offer("demo-tianfu-compute", "cd-tifc", "rtx-4090")
-		tok2, err := r.rentals.IssueRegistrationToken(r.ctx, other.NodeID)
+		tok2, err := r.rentals.Fleet().IssueRegistrationToken(r.ctx, other.NodeID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1128,13 +1128,13 @@ func TestHeartbeatWithAnotherNodesGPUIsAConflict(t *testing.T) {
 		if err := db.R.Where("node_id <> ?", o.NodeID).First(&other).Error; err != nil {
 			t.Fatal(err)
 		}
-		cred, err := r.rentals.IssueCredential(r.ctx, o.NodeID)
+		cred, err := r.rentals.Fleet().IssueCredential(r.ctx, o.NodeID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		hb := agent.Heartbeat{Host: gpu.Host{GPUs: []gpu.Info{{Index: 0, UUID: other.UUID, Name: "NVIDIA GeForce RTX 4090",
 			Health: gpu.Verdict{Healthy: true}}}}}
-		_, err = r.rentals.Heartbeat(r.ctx, cred, hb)
+		_, err = r.rentals.Fleet().Heartbeat(r.ctx, cred, hb)
 		if apperr.Code(err) != apperr.ECONFLICT {
 			t.Fatalf("heartbeat with another node's GPU: %v, want a conflict", err)
 		}

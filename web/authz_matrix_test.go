@@ -791,7 +791,7 @@ func TestNodeRoutesNeedANodeCredential(t *testing.T) {
 	if err := a.db.R.Order("id").First(&node).Error; err != nil {
 		t.Fatal(err)
 	}
-	cred, err := testHandler(a.db, a.index).Rentals.IssueCredential(ctx, node.ID)
+	cred, err := testHandler(a.db, a.index).Rentals.Fleet().IssueCredential(ctx, node.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 
 	"suanli/agent"
 	"suanli/dbtest"
+	"suanli/fleet"
 	"suanli/handlers"
-	"suanli/market"
 	"suanli/models"
 )
 
@@ -195,7 +195,7 @@ func TestBodiesOverTheirRouteLimitAre413(t *testing.T) {
 		if err := db.R.Order("id").First(&node).Error; err != nil {
 			t.Fatal(err)
 		}
-		cred, err := (&market.Rentals{DB: db}).IssueCredential(context.Background(), node.ID)
+		cred, err := (&fleet.Fleet{DB: db}).IssueCredential(context.Background(), node.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

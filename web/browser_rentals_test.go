@@ -86,7 +86,7 @@ func startSimulatedAgent(t *testing.T, a *app, rentals *market.Rentals, nodeID i
 	if err != nil {
 		t.Fatal(err)
 	}
-	cred, err := rentals.IssueCredential(ctx, nodeID)
+	cred, err := rentals.Fleet().IssueCredential(ctx, nodeID)
 	if err != nil {
 		t.Fatal(err)
 	}

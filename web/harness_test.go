@@ -18,6 +18,7 @@ import (
 	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
+	"suanli/fleet"
 	"suanli/handlers"
 	"suanli/market"
 	"suanli/models"
@@ -141,7 +142,7 @@ func testHandler(db *models.DB, ix *offers.Index) *handlers.Handler {
 	if err != nil {
 		panic(err)
 	}
-	rentals := &market.Rentals{DB: db, Wallet: wallet, Jobs: q.Inserter, Hub: market.NewHub(), BaseURL: "http://suanli.test"}
+	rentals := &market.Rentals{DB: db, Wallet: wallet, Jobs: q.Inserter, Hub: fleet.NewHub(), BaseURL: "http://suanli.test"}
 	return &handlers.Handler{
 		DB: db, Index: ix,
 		Accounts:  &accounts.Service{DB: db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes},

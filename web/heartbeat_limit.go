@@ -12,18 +12,18 @@ import (
 
 	"suanli/agent"
 	"suanli/apperr"
-	"suanli/market"
+	"suanli/fleet"
 )
 
 // HeartbeatLimit bounds how often one node's agent may send heartbeats:
 // a token bucket per node credential (one node has one), kept in this
 // process's memory like RateLimit. Agents send one every
-// market.HeartbeatEvery; a heartbeat writes the node's GPUs in a
+// fleet.HeartbeatEvery; a heartbeat writes the node's GPUs in a
 // transaction, so a node that sends them in a loop would hold the writer
 // (on SQLite, everyone's) for itself.
 type HeartbeatLimit struct {
 	// Every is the least average spacing of one node's heartbeats; 0
-	// means market.HeartbeatEvery/5 (1 s), a negative value no limit.
+	// means fleet.HeartbeatEvery/5 (1 s), a negative value no limit.
 	Every time.Duration
 	// Burst is how many may come closer together than Every (a restart,
 	// a retry after a failed one); 0 means 3.
@@ -39,7 +39,7 @@ type HeartbeatLimit struct {
 // one is left to the handler (a 401).
 func heartbeatLimit(cfg HeartbeatLimit) echo.MiddlewareFunc {
 	if cfg.Every == 0 {
-		cfg.Every = market.HeartbeatEvery / 5
+		cfg.Every = fleet.HeartbeatEvery / 5
 	}
 	if cfg.Burst <= 0 {
 		cfg.Burst = 3

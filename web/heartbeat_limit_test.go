@@ -12,7 +12,7 @@ import (
 	"suanli/agent"
 	"suanli/dbtest"
 	"suanli/demo"
-	"suanli/market"
+	"suanli/fleet"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/web"
@@ -41,7 +41,7 @@ func TestHeartbeatsAreLimitedPerNode(t *testing.T) {
 		}
 		creds := map[int64]string{}
 		for _, n := range nodes {
-			cred, err := (&market.Rentals{DB: db}).IssueCredential(ctx, n.ID)
+			cred, err := (&fleet.Fleet{DB: db}).IssueCredential(ctx, n.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestHeartbeatsAreLimitedPerNode(t *testing.T) {
 		clock.Advance(time.Second)
 		must(t, beat(a).StatusCode == 200, "a heartbeat a second later was refused")
 		must(t, beat(a).StatusCode == http.StatusTooManyRequests, "two heartbeats a second were accepted")
-		clock.Advance(market.HeartbeatEvery)
+		clock.Advance(fleet.HeartbeatEvery)
 		must(t, beat(a).StatusCode == 200, "a heartbeat at the agents' interval was refused")
 	})
 }

@@ -13,9 +13,9 @@ import (
 
 	"suanli/agent"
 	"suanli/dbtest"
+	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/handlers"
-	"suanli/market"
 	"suanli/models"
 	"suanli/web"
 )
@@ -143,7 +143,7 @@ func TestMalformedTextIsRefusedOnEveryRoute(t *testing.T) {
 		if err := db.R.Order("id").First(&node).Error; err != nil {
 			t.Fatal(err)
 		}
-		cred, err := (&market.Rentals{DB: db}).IssueCredential(ctx, node.ID)
+		cred, err := (&fleet.Fleet{DB: db}).IssueCredential(ctx, node.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,8 +16,8 @@ import (
 
 	"suanli/agent"
 	"suanli/dbtest"
+	"suanli/fleet"
 	"suanli/gpu"
-	"suanli/market"
 	"suanli/models"
 	"suanli/static"
 )
@@ -45,7 +45,7 @@ func sendHeartbeat(t *testing.T, a *app, nodeID int64, pingURL string) {
 		t.Fatal(err)
 	}
 	defer reader.Close()
-	cred, err := (&market.Rentals{DB: a.db}).IssueCredential(ctx, nodeID)
+	cred, err := (&fleet.Fleet{DB: a.db}).IssueCredential(ctx, nodeID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
+	"suanli/fleet"
 	"suanli/market"
 	"suanli/models"
 	"suanli/offers"
@@ -497,7 +498,7 @@ func TestRequestLogCarriesIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	regToken, err := (&market.Rentals{DB: a.db}).IssueRegistrationToken(ctx, offer.NodeID)
+	regToken, err := (&fleet.Fleet{DB: a.db}).IssueRegistrationToken(ctx, offer.NodeID)
 	if err != nil {
 		t.Fatal(err)
 	}

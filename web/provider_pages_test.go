@@ -10,6 +10,7 @@ import (
 	"suanli/accounts"
 	"suanli/agent"
 	"suanli/dbtest"
+	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/market"
 	"suanli/models"
@@ -78,9 +79,9 @@ func heartbeatSimulated(t *testing.T, a *app, token, model string, gpus int) {
 		t.Fatal(err)
 	}
 	defer reader.Close()
-	rentals := &market.Rentals{DB: a.db, Hub: market.NewHub(), BaseURL: "http://suanli.test"}
+	rentals := &market.Rentals{DB: a.db, Hub: fleet.NewHub(), BaseURL: "http://suanli.test"}
 	host := reader.Read()
-	if _, err := rentals.Heartbeat(context.Background(), token, agent.Heartbeat{Host: host, AgentVersion: "test", Launcher: "simulated"}); err != nil {
+	if _, err := rentals.Fleet().Heartbeat(context.Background(), token, agent.Heartbeat{Host: host, AgentVersion: "test", Launcher: "simulated"}); err != nil {
 		t.Fatal(err)
 	}
 }

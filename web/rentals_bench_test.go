@@ -120,7 +120,7 @@ func startSimulatedAgents(b *testing.B, db *models.DB, rentals *market.Rentals, 
 		if err != nil {
 			b.Fatalf("node %s: %v", n.Name, err)
 		}
-		cred, err := rentals.IssueCredential(ctx, n.ID)
+		cred, err := rentals.Fleet().IssueCredential(ctx, n.ID)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"suanli/market"
+	"suanli/fleet"
 	"suanli/models"
 )
 
@@ -42,7 +42,7 @@ func TestAgentTrafficLogsAtDebug(t *testing.T) {
 	if err := a.db.R.Where("status = ?", models.OfferListed).Order("id").First(&offer).Error; err != nil {
 		t.Fatal(err)
 	}
-	token, err := (&market.Rentals{DB: a.db}).IssueCredential(context.Background(), offer.NodeID)
+	token, err := (&fleet.Fleet{DB: a.db}).IssueCredential(context.Background(), offer.NodeID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
+	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/handlers"
 	"suanli/market"
@@ -54,7 +55,7 @@ func TestProvisionJobRunsTheRentalThroughTheQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		wallet := &billing.Wallet{DB: db}
-		rentals := &market.Rentals{DB: db, Wallet: wallet, Hub: market.NewHub(), StepWait: 2 * time.Second}
+		rentals := &market.Rentals{DB: db, Wallet: wallet, Hub: fleet.NewHub(), StepWait: 2 * time.Second}
 		q, err := workers.New(db, workers.Options{Work: true, Rentals: rentals, MeterEvery: time.Hour, WatchEvery: time.Hour, FetchPoll: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +93,7 @@ func TestProvisionJobRunsTheRentalThroughTheQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cred, err := rentals.IssueCredential(ctx, o.NodeID)
+		cred, err := rentals.Fleet().IssueCredential(ctx, o.NodeID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package market
+package fleet
 
 import (
 	"context"
@@ -30,12 +30,12 @@ const HeartbeatEvery = 5 * time.Second
 // ErrBadNodeToken is a missing, unknown or already used node token.
 var ErrBadNodeToken = &apperr.Error{Code: apperr.EUNAUTHORIZED, Message: "unknown or already used node token"}
 
-func hashNodeToken(t string) string {
+func HashNodeToken(t string) string {
 	h := sha256.Sum256([]byte(t))
 	return hex.EncodeToString(h[:])
 }
 
-func newNodeToken(prefix string) string {
+func NewNodeToken(prefix string) string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	return prefix + hex.EncodeToString(b)
@@ -43,21 +43,21 @@ func newNodeToken(prefix string) string {
 
 // IssueRegistrationToken gives a node a new one-time registration token
 // (replacing any unused one) and returns it; the server keeps its hash.
-func (s *Rentals) IssueRegistrationToken(ctx context.Context, nodeID int64) (string, error) {
-	return s.setNodeToken(ctx, nodeID, "reg_token_hash", "snr_")
+func (f *Fleet) IssueRegistrationToken(ctx context.Context, nodeID int64) (string, error) {
+	return f.setNodeToken(ctx, nodeID, "reg_token_hash", "snr_")
 }
 
 // IssueCredential sets and returns a node credential directly, without a
 // registration step: for the agents that serve --demo runs in-process.
-func (s *Rentals) IssueCredential(ctx context.Context, nodeID int64) (string, error) {
-	return s.setNodeToken(ctx, nodeID, "cred_hash", "snc_")
+func (f *Fleet) IssueCredential(ctx context.Context, nodeID int64) (string, error) {
+	return f.setNodeToken(ctx, nodeID, "cred_hash", "snc_")
 }
 
 // setNodeToken stores the hash of a new token in the node's column and
 // returns the token.
-func (s *Rentals) setNodeToken(ctx context.Context, nodeID int64, column, prefix string) (string, error) {
-	tok := newNodeToken(prefix)
-	res := s.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", nodeID).Update(column, hashNodeToken(tok))
+func (f *Fleet) setNodeToken(ctx context.Context, nodeID int64, column, prefix string) (string, error) {
+	tok := NewNodeToken(prefix)
+	res := f.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", nodeID).Update(column, HashNodeToken(tok))
 	if res.Error != nil {
 		return "", res.Error
 	}
@@ -68,12 +68,12 @@ func (s *Rentals) setNodeToken(ctx context.Context, nodeID int64, column, prefix
 }
 
 // NodeByCredential authenticates an agent's bearer credential.
-func (s *Rentals) NodeByCredential(ctx context.Context, bearer string) (*models.Node, error) {
+func (f *Fleet) NodeByCredential(ctx context.Context, bearer string) (*models.Node, error) {
 	if bearer == "" {
 		return nil, ErrBadNodeToken
 	}
 	var n models.Node
-	err := s.DB.R.WithContext(ctx).Where("cred_hash = ?", hashNodeToken(bearer)).First(&n).Error
+	err := f.DB.R.WithContext(ctx).Where("cred_hash = ?", HashNodeToken(bearer)).First(&n).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrBadNodeToken
 	}
@@ -94,11 +94,11 @@ type agentInfo struct {
 }
 
 // MaxNodeGPUs is the most GPUs one node may report: the largest offer
-// (MaxOfferGPUs) rents them all from one node, and no single host has
+// (providers.MaxOfferGPUs, the same number) rents them all from one node, and no single host has
 // more (eight is usual, sixteen the largest boards). Each reported GPU
 // costs a row and, when its verdict changes, an update in the heartbeat's
 // transaction, so the bound also bounds what one heartbeat may write.
-const MaxNodeGPUs = MaxOfferGPUs
+const MaxNodeGPUs = 64
 
 // checkInventory refuses a report of more GPUs than a node may have, or
 // of an index no GPU of such a node can have.
@@ -120,7 +120,7 @@ func checkInventory(host gpu.Host) error {
 // inventory and verdicts are stored; a GPU that fails its checks stops
 // being rentable at once (the health watch moves its rentals). A report
 // of more than MaxNodeGPUs GPUs is refused (EINVALID) and stores nothing.
-func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat) (agent.HeartbeatReply, error) {
+func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat) (agent.HeartbeatReply, error) {
 	reply := agent.HeartbeatReply{IntervalSeconds: int(HeartbeatEvery / time.Second)}
 	if bearer == "" {
 		return reply, ErrBadNodeToken
@@ -128,12 +128,12 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 	if err := checkInventory(hb.Host); err != nil {
 		return reply, err
 	}
-	h := hashNodeToken(bearer)
-	now := s.DB.Now().UTC()
+	h := HashNodeToken(bearer)
+	now := f.DB.Now().UTC()
 	info, _ := json.Marshal(agentInfo{Version: hb.AgentVersion, Hostname: hb.Hostname, Launcher: hb.Launcher,
 		Driver: hb.Host.DriverVersion, CUDA: hb.Host.CUDADriverVersion, NVMLInitError: hb.Host.InitError, SimModel: hb.Host.Model, PingURL: hb.PingURL})
 	var nodeID int64
-	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+	err := f.DB.Tx(ctx, func(tx *gorm.DB) error {
 		var n models.Node
 		err := tx.Where("cred_hash = ?", h).First(&n).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -145,8 +145,8 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 				return err
 			}
 			// The registration token is used up; the credential replaces it.
-			reply.Credential = newNodeToken("snc_")
-			ch := hashNodeToken(reply.Credential)
+			reply.Credential = NewNodeToken("snc_")
+			ch := HashNodeToken(reply.Credential)
 			if err := tx.Model(&n).Updates(map[string]any{"cred_hash": ch, "reg_token_hash": nil}).Error; err != nil {
 				return err
 			}
@@ -165,12 +165,12 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 			return err
 		}
 		if n.Health == models.NodeSilent { // heard from again, whatever it says
-			if err := closeIncidents(tx, n.ID, 0, models.IncidentNodeSilent, now); err != nil {
+			if err := CloseIncidents(tx, n.ID, 0, models.IncidentNodeSilent, now); err != nil {
 				return err
 			}
 		}
 		if hb.Host.InitError == "" {
-			if err := s.recordGPUs(tx, &n, hb.Host, now); err != nil {
+			if err := f.recordGPUs(tx, &n, hb.Host, now); err != nil {
 				return err
 			}
 		}
@@ -178,7 +178,7 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 			return err
 		}
 		// Offers waiting for this node's GPUs are listed once they show.
-		return settleAwaitingOffers(tx, n.ID, now)
+		return SettleAwaitingOffers(tx, n.ID, now)
 	})
 	reply.NodeID = nodeID
 	return reply, err
@@ -187,12 +187,12 @@ func (s *Rentals) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbe
 // recordGPUs stores what the agent read about each GPU, matched by index.
 // Telemetry is written at most every 30 s per GPU unless the verdict
 // changed, to keep heartbeats cheap on the single SQLite writer.
-func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.Time) error {
+func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.Time) error {
 	if n.GPUModel == "" {
 		// A node added by a provider learns its model from its first
 		// inventory; until a catalogue model is recognised its GPUs cannot
 		// be stored (they reference the catalogue) and nothing is listed.
-		slug := detectNodeModel(host)
+		slug := DetectNodeModel(host)
 		if slug == "" {
 			if len(host.GPUs) > 0 {
 				slog.Warn("node reports no catalogue GPU model", "node", n.ID, "nvml_name", host.GPUs[0].Name)
@@ -233,7 +233,7 @@ func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now tim
 			reasons = strings.TrimSpace(reasons + "\n" + fmt.Sprintf("NVML reports %q, but the node lists %s", g.Name, m.Name))
 			extra = append(extra, locales.M("check.model_mismatch", g.Name, m.Name))
 		}
-		rmsg := reasonsMsg(g.Health, extra...)
+		rmsg := ReasonsMsg(g.Health, extra...)
 		tel, _ := json.Marshal(g.Telemetry)
 		cur, ok := byIdx[g.Index]
 		if !ok {
@@ -256,7 +256,7 @@ func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now tim
 		if err := tx.Model(&models.GPU{}).Where("id = ?", cur.ID).Updates(up).Error; err != nil {
 			return gpuConflict(err, g)
 		}
-		if err := s.applyGPUHealth(tx, cur, health, reasons, rmsg, now); err != nil {
+		if err := f.applyGPUHealth(tx, cur, health, reasons, rmsg, now); err != nil {
 			return err
 		}
 	}
@@ -267,7 +267,7 @@ func (s *Rentals) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now tim
 				"reasons_msg": locales.Lines(locales.M("check.not_reported")), "checked_at": now}).Error; err != nil {
 				return err
 			}
-			if err := s.applyGPUHealth(tx, g, models.GPUMissing, "not reported by NVML", locales.Lines(locales.M("check.not_reported")), now); err != nil {
+			if err := f.applyGPUHealth(tx, g, models.GPUMissing, "not reported by NVML", locales.Lines(locales.M("check.not_reported")), now); err != nil {
 				return err
 			}
 		}
@@ -291,10 +291,10 @@ func gpuConflict(err error, g gpu.Info) error {
 // busy until the health watch moves its rental off it) and opens an
 // incident; a GPU that passes again is free again and its incident closed.
 // reasons are in English, msg the same as a message.
-func (s *Rentals) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons string, msg locales.Msg, now time.Time) error {
+func (f *Fleet) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons string, msg locales.Msg, now time.Time) error {
 	if health == models.GPUHealthy {
 		if g.Health == models.GPUFailing || g.Health == models.GPUMissing {
-			if err := closeIncidents(tx, g.NodeID, g.ID, models.IncidentGPUFailing, now); err != nil {
+			if err := CloseIncidents(tx, g.NodeID, g.ID, models.IncidentGPUFailing, now); err != nil {
 				return err
 			}
 		}
@@ -304,7 +304,7 @@ func (s *Rentals) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons str
 		}
 		return nil
 	}
-	if _, err := openIncident(tx, g.NodeID, g.ID, models.IncidentGPUFailing, reasons, now, msg); err != nil {
+	if _, err := OpenIncident(tx, g.NodeID, g.ID, models.IncidentGPUFailing, reasons, now, msg); err != nil {
 		return err
 	}
 	return tx.Model(&models.GPU{}).Where("id = ? AND state = ?", g.ID, models.GPUFree).Update("state", models.GPUUnhealthy).Error
@@ -315,21 +315,21 @@ func (s *Rentals) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons str
 // another: a verdict that flips on every heartbeat is one incident.
 const FlapWindow = 10 * time.Minute
 
-// openIncident makes sure an incident of the kind is open for the node
+// OpenIncident makes sure an incident of the kind is open for the node
 // (and GPU) and returns its id (see models.EnsureIncident and FlapWindow);
 // msg, when given, is the reasons as a message.
-func openIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time, msg ...locales.Msg) (int64, error) {
+func OpenIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time, msg ...locales.Msg) (int64, error) {
 	return models.EnsureIncident(tx, nodeID, gpuID, kind, reasons, now, FlapWindow, msg...)
 }
 
-func closeIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time) error {
+func CloseIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time) error {
 	return models.CloseIncidents(tx, nodeID, gpuID, kind, now)
 }
 
-// enqueueTask adds a task for a node's agent in tx unless one with the
+// EnqueueTask adds a task for a node's agent in tx unless one with the
 // same key exists, and returns its id. The caller signals the hub after
 // the commit.
-func enqueueTask(tx *gorm.DB, nodeID int64, rentalID *int64, key string, t agent.Task, now time.Time) (int64, error) {
+func EnqueueTask(tx *gorm.DB, nodeID int64, rentalID *int64, key string, t agent.Task, now time.Time) (int64, error) {
 	var have models.AgentTask
 	err := tx.Where("idem_key = ?", key).First(&have).Error
 	if err == nil {
@@ -347,33 +347,33 @@ func enqueueTask(tx *gorm.DB, nodeID int64, rentalID *int64, key string, t agent
 	return row.ID, tx.Model(&row).Update("payload", string(p)).Error
 }
 
-// expireTasks withdraws a rental's verify and launch tasks on a node that
+// ExpireTasks withdraws a rental's verify and launch tasks on a node that
 // the rental is leaving, so an agent that comes back later never runs
 // them (the stop task sent with them covers anything already launched).
-func expireTasks(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
+func ExpireTasks(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
 	return tx.Model(&models.AgentTask{}).Where("rental_id = ? AND node_id = ? AND kind IN ? AND status <> ?",
 		rentalID, nodeID, []string{agent.TaskVerify, agent.TaskLaunch}, models.TaskDone).
 		Updates(map[string]any{"status": models.TaskDone, "ok": false, "result": `{"ok":false,"error":"withdrawn: the rental moved on"}`, "done_at": now}).Error
 }
 
-func nodeKey(id int64) string { return fmt.Sprintf("node:%d", id) }
-func taskKey(id int64) string { return fmt.Sprintf("task:%d", id) }
+func NodeKey(id int64) string { return fmt.Sprintf("node:%d", id) }
+func TaskKey(id int64) string { return fmt.Sprintf("task:%d", id) }
 
 // NextTasks is the agent's long-poll: it returns the node's queued tasks
 // (marking them sent) as soon as there are any, or none after wait.
-func (s *Rentals) NextTasks(ctx context.Context, nodeID int64, wait time.Duration) ([]agent.Task, error) {
+func (f *Fleet) NextTasks(ctx context.Context, nodeID int64, wait time.Duration) ([]agent.Task, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		woken := s.Hub.Wait(nodeKey(nodeID))
-		ts, err := s.takeTasks(ctx, nodeID)
+		woken := f.Hub.Wait(NodeKey(nodeID))
+		ts, err := f.takeTasks(ctx, nodeID)
 		if err != nil || len(ts) > 0 {
 			return ts, err
 		}
 		select {
 		case <-ctx.Done():
 			return nil, nil
-		case <-s.Hub.Closed():
+		case <-f.Hub.Closed():
 			return nil, nil
 		case <-deadline.C:
 			return nil, nil
@@ -389,20 +389,20 @@ func (s *Rentals) NextTasks(ctx context.Context, nodeID int64, wait time.Duratio
 // one still running is ignored.
 const ResendAfter = 15 * time.Second
 
-func (s *Rentals) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, error) {
-	now := s.DB.Now().UTC()
+func (f *Fleet) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, error) {
+	now := f.DB.Now().UTC()
 	due := func(q *gorm.DB) *gorm.DB {
 		return q.Where("node_id = ? AND (status = ? OR (status = ? AND sent_at < ?))", nodeID, models.TaskQueued, models.TaskSent, now.Add(-ResendAfter))
 	}
 	var rows []models.AgentTask
-	if err := due(s.DB.R.WithContext(ctx)).Order("id").Limit(20).Find(&rows).Error; err != nil {
+	if err := due(f.DB.R.WithContext(ctx)).Order("id").Limit(20).Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
 		return nil, nil
 	}
 	var out []agent.Task
-	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+	err := f.DB.Tx(ctx, func(tx *gorm.DB) error {
 		for _, r := range rows {
 			res := due(tx.Model(&models.AgentTask{}).Where("id = ?", r.ID)).
 				Updates(map[string]any{"status": models.TaskSent, "sent_at": now})
@@ -421,39 +421,4 @@ func (s *Rentals) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, er
 		return nil
 	})
 	return out, err
-}
-
-// TaskResult records an agent's result for one of its node's tasks. A
-// repeated result for a task already done changes nothing. A stop that
-// finished releases the rental's GPUs.
-func (s *Rentals) TaskResult(ctx context.Context, nodeID, taskID int64, res agent.Result) error {
-	body, _ := json.Marshal(res)
-	now := s.DB.Now().UTC()
-	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		var t models.AgentTask
-		if err := tx.Where("id = ? AND node_id = ?", taskID, nodeID).First(&t).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return apperr.NotFound("task")
-			}
-			return err
-		}
-		if t.Status == models.TaskDone {
-			return nil
-		}
-		ok := res.OK
-		if err := tx.Model(&t).Updates(map[string]any{"status": models.TaskDone, "ok": ok, "result": string(body), "done_at": now}).Error; err != nil {
-			return err
-		}
-		if t.Kind == agent.TaskStop && t.RentalID != nil {
-			return s.finishStop(tx, *t.RentalID, nodeID, now)
-		}
-		if t.Kind == agent.TaskBenchmark {
-			return s.storeBenchmark(tx, &t, res, now)
-		}
-		return nil
-	})
-	if err == nil {
-		s.Hub.Signal(taskKey(taskID))
-	}
-	return err
 }
