@@ -31,6 +31,7 @@ import (
 	"suanli/handlers"
 	"suanli/mail"
 	"suanli/market"
+	"suanli/metrics"
 	"suanli/migrations"
 	"suanli/models"
 	"suanli/offers"
@@ -251,7 +252,7 @@ func serve(ctx context.Context, args []string) error {
 		Wallet: wallet, Rentals: rentals, StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
 		Providers: &market.Providers{DB: db, Rentals: rentals, BaseURL: cfg.BaseURL},
 		Payouts:   payoutsService(db, cfg),
-	}, web.Options{SecureCookies: cfg.SecureCookies(), Collectors: []prometheus.Collector{market.NewMetrics(db), jobMetrics},
+	}, web.Options{SecureCookies: cfg.SecureCookies(), Collectors: []prometheus.Collector{metrics.New(db), jobMetrics},
 		RateLimit: web.RateLimit{ReadPerSec: cfg.APIReadRate, ReadBurst: int(2 * cfg.APIReadRate), WritePerSec: cfg.APIWriteRate, WriteBurst: int(2 * cfg.APIWriteRate)}})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

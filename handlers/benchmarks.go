@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/agent"
+	"suanli/benchmarks"
 	"suanli/models"
 	"suanli/views/pages"
 )
@@ -156,7 +157,7 @@ func (h *Handler) APIRequestBenchmark(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	taskID, err := h.Rentals.RequestBenchmark(c.Request().Context(), id, models.BenchOnDemand)
+	taskID, err := benchmarks.Request(c.Request().Context(), h.Rentals.Fleet(), id, models.BenchOnDemand)
 	if err != nil {
 		return err
 	}

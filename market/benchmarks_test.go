@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"suanli/agent"
+	"suanli/benchmarks"
 	"suanli/dbtest"
 	"suanli/models"
 )
@@ -126,7 +127,7 @@ func TestBenchmarkReportOfARealRun(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		taskID, err := r.rentals.RequestBenchmark(r.ctx, nodeID, models.BenchVerified)
+		taskID, err := benchmarks.Request(r.ctx, r.rentals.Fleet(), nodeID, models.BenchVerified)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +143,7 @@ func TestBenchmarkReportOfARealRun(t *testing.T) {
 			t.Fatalf("the task sent: %+v (nominal %+v), want a benchmark of 8 GPUs with the H100 SXM's nominal figures", sent, sent.Nominal)
 		}
 		// Asked again while it is out, the same task answers.
-		again, err := r.rentals.RequestBenchmark(r.ctx, nodeID, models.BenchOnDemand)
+		again, err := benchmarks.Request(r.ctx, r.rentals.Fleet(), nodeID, models.BenchOnDemand)
 		if err != nil || again != taskID {
 			t.Fatalf("a second request while the first is out: task %d (%v), want %d", again, err, taskID)
 		}
@@ -231,7 +232,7 @@ func TestBenchmarkReportOfARealRun(t *testing.T) {
 		if nom, err := rep.NominalFigures(); err != nil || nom.BF16TFLOPS != h100BF16 || !near(*rep.PctOfNominal, 794/h100BF16*100) {
 			t.Errorf("stored nominal after a catalogue change: %+v %v, pct %v", nom, err, *rep.PctOfNominal)
 		}
-		next, err := r.rentals.RequestBenchmark(r.ctx, nodeID, models.BenchOnDemand)
+		next, err := benchmarks.Request(r.ctx, r.rentals.Fleet(), nodeID, models.BenchOnDemand)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +288,7 @@ func TestFailedBenchmarkStoresNothing(t *testing.T) {
 	})
 	run := realRun(t)
 	nodeID := r.benchNode(run)
-	taskID, err := r.rentals.RequestBenchmark(r.ctx, nodeID, models.BenchWeekly)
+	taskID, err := benchmarks.Request(r.ctx, r.rentals.Fleet(), nodeID, models.BenchWeekly)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,22 +303,22 @@ func TestFailedBenchmarkStoresNothing(t *testing.T) {
 		t.Errorf("after a failed run: %d reports, latest %v; want none", n, node.LatestReportID)
 	}
 	// The same week's weekly run is not asked for again.
-	again, err := r.rentals.RequestBenchmark(r.ctx, nodeID, models.BenchWeekly)
+	again, err := benchmarks.Request(r.ctx, r.rentals.Fleet(), nodeID, models.BenchWeekly)
 	if err != nil || again != taskID {
 		t.Errorf("the week's weekly run asked again: task %d (%v), want %d", again, err, taskID)
 	}
 	// Without an idle healthy GPU there is nothing to benchmark.
 	r.db.W.Model(&models.GPU{}).Where("node_id = ?", nodeID).Update("state", models.GPUBusy)
-	if _, err := r.rentals.RequestBenchmark(r.ctx, nodeID, models.BenchOnDemand); err == nil {
+	if _, err := benchmarks.Request(r.ctx, r.rentals.Fleet(), nodeID, models.BenchOnDemand); err == nil {
 		t.Error("a benchmark was queued on a node whose GPUs are all busy")
 	}
 	r.db.W.Model(&models.GPU{}).Where("node_id = ?", nodeID).Update("state", models.GPUFree)
 	// The schedule leaves the node alone for a day, then tries again.
-	if n, err := r.rentals.ScheduleBenchmarks(r.ctx); err != nil || n != 0 {
+	if n, err := benchmarks.Schedule(r.ctx, r.rentals.Fleet()); err != nil || n != 0 {
 		t.Errorf("the schedule asked %d nodes right after a failed run (%v), want none", n, err)
 	}
 	r.clock.Advance(25 * time.Hour)
-	if n, err := r.rentals.ScheduleBenchmarks(r.ctx); err != nil || n != 1 {
+	if n, err := benchmarks.Schedule(r.ctx, r.rentals.Fleet()); err != nil || n != 1 {
 		t.Errorf("the schedule asked %d nodes a day after a failed run (%v), want 1", n, err)
 	}
 }
@@ -332,7 +333,7 @@ func TestSimulatedNodeBenchmark(t *testing.T) {
 		o := r.offer("demo-jinghu-ai", "bj-yizhuang", "h100-sxm") // 8 GPUs, 4 held by the provider
 		r.startAgent(o.NodeID)
 		r.waitReady(o.NodeID)
-		if _, err := r.rentals.ScheduleBenchmarks(r.ctx); err != nil {
+		if _, err := benchmarks.Schedule(r.ctx, r.rentals.Fleet()); err != nil {
 			t.Fatal(err)
 		}
 		var rep models.BenchmarkReport
@@ -346,7 +347,7 @@ func TestSimulatedNodeBenchmark(t *testing.T) {
 			t.Errorf("pct_of_nominal %v, want the simulation factor × 100", rep.PctOfNominal)
 		}
 		// Its report is there: the schedule does not ask again.
-		if n, err := r.rentals.ScheduleBenchmarks(r.ctx); err != nil || n != 0 {
+		if n, err := benchmarks.Schedule(r.ctx, r.rentals.Fleet()); err != nil || n != 0 {
 			t.Errorf("the schedule asked %d nodes again (%v)", n, err)
 		}
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"suanli/agent"
 	"suanli/apperr"
+	"suanli/benchmarks"
 	"suanli/fleet"
 	"suanli/models"
 
@@ -37,7 +38,7 @@ func (s *Rentals) TaskResult(ctx context.Context, nodeID, taskID int64, res agen
 			return s.finishStop(tx, *t.RentalID, nodeID, now)
 		}
 		if t.Kind == agent.TaskBenchmark {
-			return s.storeBenchmark(tx, &t, res, now)
+			return benchmarks.Store(tx, &t, res, now)
 		}
 		return nil
 	})

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The aggregate queries behind the Prometheus gauges (market.Metrics). Each
+// The aggregate queries behind the Prometheus gauges (metrics.Collector). Each
 // is one GROUP BY over an indexed column, or a bounded range, so a scrape
 // costs a few milliseconds even on a large market.
 

@@ -28,7 +28,7 @@ import (
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/fleet"
-	"suanli/market"
+	"suanli/metrics"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/web"
@@ -117,7 +117,7 @@ func newMetricsFixture(t *testing.T, db *models.DB) *metricsFixture {
 	h := testHandler(db, ix)
 	jobs := workers.NewJobMetrics()
 	// No cache and no settling lag: every scrape reads the database anew.
-	mm := &market.Metrics{DB: db, CacheFor: time.Nanosecond}
+	mm := &metrics.Collector{DB: db, CacheFor: time.Nanosecond}
 	e := web.New(h, web.Options{Collectors: []prometheus.Collector{mm, jobs}})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -324,7 +324,7 @@ func TestMarketMetricsCache(t *testing.T) {
 	if err := demo.SeedDemo(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	m := &market.Metrics{DB: db, CacheFor: time.Hour}
+	m := &metrics.Collector{DB: db, CacheFor: time.Hour}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 	running := func() float64 {

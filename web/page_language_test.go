@@ -19,6 +19,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/audit"
+	"suanli/benchmarks"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/gpu"
@@ -464,7 +465,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 	waitStatus(m.failed, models.RentalFailed)
 
 	// A benchmark report of the provider's node (simulated).
-	task, err := h.Rentals.RequestBenchmark(ctx, m.sibling, models.BenchOnDemand)
+	task, err := benchmarks.Request(ctx, h.Rentals.Fleet(), m.sibling, models.BenchOnDemand)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"suanli/benchmarks"
 	"suanli/market"
 )
 
@@ -36,7 +37,7 @@ type ScheduleBenchmarksWorker struct {
 
 // Work implements river.Worker.
 func (w *ScheduleBenchmarksWorker) Work(ctx context.Context, job *river.Job[ScheduleBenchmarksArgs]) error {
-	n, err := w.Rentals.ScheduleBenchmarks(ctx)
+	n, err := benchmarks.Schedule(ctx, w.Rentals.Fleet())
 	if err != nil {
 		return err
 	}

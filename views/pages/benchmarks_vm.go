@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"suanli/agent"
-	"suanli/market"
+	"suanli/benchmarks"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/views"
@@ -82,11 +82,11 @@ func (vm BenchmarkVM) metrics() []benchMetric {
 	out := make([]benchMetric, 0, len(loads))
 	for _, l := range loads {
 		m := benchMetric{Load: l}
-		m.Value, m.HasValue = market.LoadMeasured(l)
+		m.Value, m.HasValue = benchmarks.LoadMeasured(l)
 		m.Nominal = nominalFor(vm.Nominal, l.Metric)
 		m.HasNominal = m.Nominal > 0
 		if m.hasPct() {
-			m.Pct, _ = market.PctOf(m.Value, m.Nominal)
+			m.Pct, _ = benchmarks.PctOf(m.Value, m.Nominal)
 		}
 		out = append(out, m)
 	}
@@ -332,7 +332,9 @@ func (vm BenchmarkVM) telemetryGPUs() []int {
 	return idx
 }
 
-func (vm BenchmarkVM) headline() market.Headline { return market.BenchmarkHeadline(vm.Run, vm.Nominal) }
+func (vm BenchmarkVM) headline() benchmarks.Headline {
+	return benchmarks.HeadlineOf(vm.Run, vm.Nominal)
+}
 
 // clockReasons are the NVML clock-event reasons that slow a GPU down,
 // with their message keys (the bits of nvmlClocksEventReasons).

@@ -1,4 +1,4 @@
-package market_test
+package metrics_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"suanli/accounts"
 	"suanli/billing"
 	"suanli/dbtest"
-	"suanli/market"
+	"suanli/metrics"
 	"suanli/models"
 )
 
@@ -36,7 +36,7 @@ func TestMetricsLedgerVolumeCountsSettledTransactionsOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		m := &market.Metrics{DB: db, CacheFor: time.Nanosecond, LedgerSettle: 2 * time.Minute}
+		m := &metrics.Collector{DB: db, CacheFor: time.Nanosecond, LedgerSettle: 2 * time.Minute}
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(m)
 		volume := func() float64 {

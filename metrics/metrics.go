@@ -1,4 +1,5 @@
-package market
+// Package metrics exports the market's state to Prometheus.
+package metrics
 
 import (
 	"cmp"
@@ -12,7 +13,7 @@ import (
 	"suanli/models"
 )
 
-// Metrics is a Prometheus collector of the market's state, read from the
+// Collector is a Prometheus collector of the market's state, read from the
 // database when scraped: rentals by status, GPUs by model, city and state,
 // top-ups and ledger volume, agent heartbeat age and the job queue. The
 // answers are cached for CacheFor, so several Prometheus servers scraping
@@ -21,7 +22,7 @@ import (
 //
 // Every web replica exports the same database-wide values: aggregate them
 // with max (or avg), never sum (deploy/grafana-dashboard.json does).
-type Metrics struct {
+type Collector struct {
 	DB *models.DB
 	// CacheFor is how long one reading of the database is served (default 10 s).
 	CacheFor time.Duration
@@ -38,9 +39,9 @@ type Metrics struct {
 	failures float64          // failed readings
 }
 
-// NewMetrics returns the collector for db with the default cache and lag.
-func NewMetrics(db *models.DB) *Metrics {
-	return &Metrics{DB: db, CacheFor: 10 * time.Second, LedgerSettle: 2 * time.Minute}
+// New returns the collector for db with the default cache and lag.
+func New(db *models.DB) *Collector {
+	return &Collector{DB: db, CacheFor: 10 * time.Second, LedgerSettle: 2 * time.Minute}
 }
 
 // heartbeatBuckets are the heartbeat-age histogram's upper bounds in
@@ -75,7 +76,7 @@ var (
 )
 
 // Describe sends the descriptors of every metric Collect can send.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRentals, descGPUs, descTopups, descTopupFen, descLedger,
 		descNodes, descHeartbeatAge, descHeartbeatMax, descJobs, descScrapeErr} {
 		ch <- d
@@ -85,7 +86,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends the cached reading, reading the database again when it is
 // older than CacheFor. A failed reading keeps serving the last good one
 // and counts the failure.
-func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
@@ -107,7 +108,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // read queries the database once and builds the metrics.
-func (m *Metrics) read(ctx context.Context) ([]prometheus.Metric, error) {
+func (m *Collector) read(ctx context.Context) ([]prometheus.Metric, error) {
 	var out []prometheus.Metric
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...))
@@ -167,7 +168,7 @@ func (m *Metrics) read(ctx context.Context) ([]prometheus.Metric, error) {
 // readLedger adds the volume of the ledger transactions settled since the
 // last reading: the first reading adds up the whole ledger, later ones
 // only what is new.
-func (m *Metrics) readLedger(ctx context.Context) error {
+func (m *Collector) readLedger(ctx context.Context) error {
 	var upTo int64
 	var err error
 	if m.LedgerSettle > 0 {
@@ -197,7 +198,7 @@ func (m *Metrics) readLedger(ctx context.Context) error {
 // the ages go into one histogram — quantiles and "how many nodes over
 // 30 s" come from its buckets — with the oldest non-silent age beside
 // it and node counts by health.
-func (m *Metrics) heartbeats(ctx context.Context) ([]prometheus.Metric, error) {
+func (m *Collector) heartbeats(ctx context.Context) ([]prometheus.Metric, error) {
 	byHealth := map[string]int64{models.NodeUnknown: 0, models.NodeHealthy: 0, models.NodeSilent: 0, models.NodeNoNVML: 0}
 	counts, err := m.DB.NodesByHealth(ctx)
 	if err != nil {

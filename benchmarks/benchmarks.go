@@ -1,4 +1,7 @@
-package market
+// Package benchmarks asks node agents for benchmark runs (after a node is
+// first verified, weekly, and on demand) and keeps their reports next to
+// the catalogue's nominal figures.
+package benchmarks
 
 import (
 	"context"
@@ -24,9 +27,9 @@ import (
 // agent measures; the server keeps the report beside a snapshot of the
 // catalogue's nominal figures.
 
-// WeeklyBenchmarkAfter is how old a node's latest report may get before
+// WeeklyAfter is how old a node's latest report may get before
 // the weekly benchmark runs again.
-const WeeklyBenchmarkAfter = 7 * 24 * time.Hour
+const WeeklyAfter = 7 * 24 * time.Hour
 
 // openBenchmarkFor is how long a benchmark task handed out without a
 // result keeps a node from getting another: a run takes minutes, and an
@@ -37,19 +40,19 @@ const openBenchmarkFor = time.Hour
 // both free and healthy (or whose agent is not heard from).
 var ErrNoIdleGPUs = &apperr.Error{Code: apperr.ECONFLICT, Message: "the node has no idle healthy GPU to benchmark"}
 
-// RequestBenchmark queues a benchmark task (agent.TaskBenchmark) for the
+// Request queues a benchmark task (agent.TaskBenchmark) for the
 // node's idle healthy GPUs, with the catalogue's nominal figures for its
 // GPU model, and returns the task's id. trigger is models.BenchVerified,
 // BenchWeekly or BenchOnDemand; a verified run is asked for at most once
 // a day and a weekly one once per ISO week, and while a benchmark of the
 // node is still out its id is returned instead of a second one. Errors:
 // ENOTFOUND (no node), EINVALID (trigger), ECONFLICT (ErrNoIdleGPUs).
-func (s *Rentals) RequestBenchmark(ctx context.Context, nodeID int64, trigger string) (int64, error) {
+func Request(ctx context.Context, s *fleet.Fleet, nodeID int64, trigger string) (int64, error) {
 	now := s.DB.Now().UTC()
 	var id int64
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		var err error
-		id, err = requestBenchmark(tx, nodeID, trigger, now)
+		id, err = request(tx, nodeID, trigger, now)
 		return err
 	})
 	if err != nil {
@@ -59,7 +62,7 @@ func (s *Rentals) RequestBenchmark(ctx context.Context, nodeID int64, trigger st
 	return id, nil
 }
 
-func requestBenchmark(tx *gorm.DB, nodeID int64, trigger string, now time.Time) (int64, error) {
+func request(tx *gorm.DB, nodeID int64, trigger string, now time.Time) (int64, error) {
 	var period string
 	switch trigger {
 	case models.BenchVerified:
@@ -133,12 +136,12 @@ func nominalOf(tx *gorm.DB, slug string) (agent.Nominal, error) {
 // running): one automatic attempt a day at most.
 const retryBenchmarkAfter = 24 * time.Hour
 
-// ScheduleBenchmarks asks for the benchmarks that are due: a verified run
+// Schedule asks for the benchmarks that are due: a verified run
 // for every healthy node with idle healthy GPUs and no report yet, and a
-// weekly one where the latest report is older than WeeklyBenchmarkAfter;
+// weekly one where the latest report is older than WeeklyAfter;
 // not for a node sent a benchmark in the last day. It returns how many
 // nodes were asked.
-func (s *Rentals) ScheduleBenchmarks(ctx context.Context) (int, error) {
+func Schedule(ctx context.Context, s *fleet.Fleet) (int, error) {
 	now := s.DB.Now().UTC()
 	type due struct {
 		ID             int64
@@ -150,7 +153,7 @@ func (s *Rentals) ScheduleBenchmarks(ctx context.Context) (int, error) {
 		WHERE n.health = ? AND (n.latest_report_id IS NULL OR r.measured_at < ?)
 		AND EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = n.id AND g.state = ? AND g.health = ?)
 		AND NOT EXISTS (SELECT 1 FROM agent_tasks t WHERE t.node_id = n.id AND t.kind = ? AND t.created_at > ?)
-		ORDER BY n.id`, models.NodeHealthy, now.Add(-WeeklyBenchmarkAfter), models.GPUFree, models.GPUHealthy,
+		ORDER BY n.id`, models.NodeHealthy, now.Add(-WeeklyAfter), models.GPUFree, models.GPUHealthy,
 		agent.TaskBenchmark, now.Add(-retryBenchmarkAfter)).Scan(&nodes).Error
 	if err != nil {
 		return 0, err
@@ -161,7 +164,7 @@ func (s *Rentals) ScheduleBenchmarks(ctx context.Context) (int, error) {
 		if n.LatestReportID == nil {
 			trigger = models.BenchVerified
 		}
-		if _, err := s.RequestBenchmark(ctx, n.ID, trigger); err != nil {
+		if _, err := Request(ctx, s, n.ID, trigger); err != nil {
 			if apperr.Code(err) == apperr.ECONFLICT {
 				continue // its GPUs were taken (or it went quiet) meanwhile
 			}
@@ -172,12 +175,12 @@ func (s *Rentals) ScheduleBenchmarks(ctx context.Context) (int, error) {
 	return asked, nil
 }
 
-// storeBenchmark keeps the report of a benchmark task that succeeded, in
+// Store keeps the report of a benchmark task that succeeded, in
 // the transaction that records its result: the run as the agent reported
 // it, a snapshot of the nominal figures, and the headline figures. The
 // node's latest report moves to it. A failed run stores nothing; a result
 // whose report cannot be read is recorded as failed.
-func (s *Rentals) storeBenchmark(tx *gorm.DB, t *models.AgentTask, res agent.Result, now time.Time) error {
+func Store(tx *gorm.DB, t *models.AgentTask, res agent.Result, now time.Time) error {
 	if !res.OK {
 		return nil
 	}
@@ -194,7 +197,7 @@ func (s *Rentals) storeBenchmark(tx *gorm.DB, t *models.AgentTask, res agent.Res
 	if err != nil {
 		return err
 	}
-	h := BenchmarkHeadline(run, nom)
+	h := HeadlineOf(run, nom)
 	gpus := len(run.GPUUUIDs)
 	if gpus == 0 {
 		var task agent.Task
@@ -279,8 +282,8 @@ type Headline struct {
 	PeakTempGPU int
 }
 
-// BenchmarkHeadline computes a run's headline figures against the nominal ones.
-func BenchmarkHeadline(run agent.BenchmarkReport, nom agent.Nominal) Headline {
+// HeadlineOf computes a run's headline figures against the nominal ones.
+func HeadlineOf(run agent.BenchmarkReport, nom agent.Nominal) Headline {
 	var h Headline
 	for _, l := range run.Loads {
 		v, ok := LoadMeasured(l)
