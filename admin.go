@@ -20,9 +20,9 @@ import (
 	"suanli/config"
 	"suanli/fleet"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/providers"
 )
 
 const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the server; safe while it runs)
@@ -118,7 +118,7 @@ func admin(ctx context.Context, args []string) error {
 					return nil
 				}
 				// Operators onboarding a trusted provider skip the review.
-				acc, err := (&market.Providers{DB: db, BaseURL: cfg.BaseURL}).CreateVerified(ctx, u, provider)
+				acc, err := (&providers.Service{DB: db, BaseURL: cfg.BaseURL}).CreateVerified(ctx, u, provider)
 				if err != nil {
 					return fmt.Errorf("admin create-user: the provider: %w", err)
 				}

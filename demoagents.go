@@ -11,8 +11,8 @@ import (
 
 	"suanli/agent"
 	"suanli/gpu"
-	"suanli/market"
 	"suanli/models"
+	"suanli/rentals"
 )
 
 // startDemoAgents runs one simulated node agent per demo node, in this
@@ -21,7 +21,7 @@ import (
 // launcher that starts nothing. Everything they report is marked
 // simulated. A removed demo node stays removed: it gets no agent and no
 // credential.
-func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, rentals *market.Rentals, server string) (int, error) {
+func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, rentals *rentals.Service, server string) (int, error) {
 	var nodes []models.Node
 	if err := db.R.WithContext(ctx).Where("demo AND status <> ?", models.NodeRemoved).Order("id").Find(&nodes).Error; err != nil {
 		return 0, err

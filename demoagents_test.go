@@ -7,8 +7,8 @@ import (
 
 	"suanli/dbtest"
 	"suanli/demo"
-	"suanli/market"
 	"suanli/models"
+	"suanli/rentals"
 )
 
 // A demo node that the demo provider removed is not brought back by the
@@ -30,7 +30,7 @@ func TestDemoAgentsSkipRemovedNodes(t *testing.T) {
 	}
 	actx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	n, err := startDemoAgents(actx, &wg, db, &market.Rentals{DB: db}, "http://127.0.0.1:1")
+	n, err := startDemoAgents(actx, &wg, db, &rentals.Service{DB: db}, "http://127.0.0.1:1")
 	cancel()
 	wg.Wait()
 	if err != nil {

@@ -30,12 +30,13 @@ import (
 	"suanli/fleet"
 	"suanli/handlers"
 	"suanli/mail"
-	"suanli/market"
 	"suanli/metrics"
 	"suanli/migrations"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/payments"
+	"suanli/providers"
+	"suanli/rentals"
 	"suanli/views/pages"
 	"suanli/web"
 	"suanli/workers"
@@ -224,7 +225,7 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rentals.Jobs = queue.Inserter
+	rentals.Jobs = queue
 	if err := queue.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
@@ -250,7 +251,7 @@ func serve(ctx context.Context, args []string) error {
 	e := web.New(&handlers.Handler{
 		DB: db, Index: index, Accounts: svc, Sessions: web.NewSessions(db, cfg.SecureCookies()),
 		Wallet: wallet, Rentals: rentals, StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
-		Providers: &market.Providers{DB: db, Rentals: rentals, BaseURL: cfg.BaseURL},
+		Providers: &providers.Service{DB: db, Rentals: rentals, BaseURL: cfg.BaseURL},
 		Payouts:   payoutsService(db, cfg),
 	}, web.Options{SecureCookies: cfg.SecureCookies(), Collectors: []prometheus.Collector{metrics.New(db), jobMetrics},
 		RateLimit: web.RateLimit{ReadPerSec: cfg.APIReadRate, ReadBurst: int(2 * cfg.APIReadRate), WritePerSec: cfg.APIWriteRate, WriteBurst: int(2 * cfg.APIWriteRate)}})
@@ -321,7 +322,7 @@ func work(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rentals.Jobs = queue.Inserter
+	rentals.Jobs = queue
 	if metricsAddr != "" {
 		stop, err := serveWorkerMetrics(metricsAddr, jobMetrics)
 		if err != nil {
@@ -438,11 +439,11 @@ func bankDetails(cfg config.Config) pages.BankDetails {
 
 // workerOptions configures the queue; with SMTP_URL set it delivers mail.
 // rentalsService builds the rental rules; its Jobs is set once the queue exists.
-func rentalsService(db *models.DB, w *billing.Wallet, cfg config.Config) *market.Rentals {
-	return &market.Rentals{DB: db, Wallet: w, Hub: fleet.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now()}
+func rentalsService(db *models.DB, w *billing.Wallet, cfg config.Config) *rentals.Service {
+	return &rentals.Service{DB: db, Wallet: w, Hub: fleet.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now()}
 }
 
-func workerOptions(cfg config.Config, work bool, rentals *market.Rentals) workers.Options {
+func workerOptions(cfg config.Config, work bool, rentals *rentals.Service) workers.Options {
 	opts := workers.Options{Work: work, Rentals: rentals, RescueAfter: cfg.JobRescueAfter, MeterEvery: cfg.MeterEvery}
 	if rentals != nil {
 		opts.Payouts = payoutsService(rentals.DB, cfg)
@@ -457,8 +458,8 @@ func workerOptions(cfg config.Config, work bool, rentals *market.Rentals) worker
 }
 
 // payoutsService pays providers; with a Stripe key, through Connect.
-func payoutsService(db *models.DB, cfg config.Config) *market.Payouts {
-	p := &market.Payouts{DB: db}
+func payoutsService(db *models.DB, cfg config.Config) *providers.Payouts {
+	p := &providers.Payouts{DB: db}
 	if cfg.StripeSecretKey != "" {
 		p.Connect = payments.NewStripe(cfg.StripeSecretKey, cfg.StripeAPIBase)
 	}
@@ -468,7 +469,7 @@ func payoutsService(db *models.DB, cfg config.Config) *market.Payouts {
 // hubRelay, on PostgreSQL, carries the rentals' hub signals between this
 // process and the other web and worker replicas (nil on SQLite, where
 // one process does everything); the caller runs it until shutdown.
-func hubRelay(db *models.DB, rentals *market.Rentals) *fleet.HubRelay {
+func hubRelay(db *models.DB, rentals *rentals.Service) *fleet.HubRelay {
 	if db.PGX == nil {
 		return nil
 	}

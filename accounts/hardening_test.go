@@ -13,8 +13,8 @@ import (
 	"suanli/apperr"
 	"suanli/audit"
 	"suanli/dbtest"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 )
 
 // signUpVerified signs up and verifies an address, as its owner would.
@@ -120,8 +120,8 @@ func TestOrganisationsPerDayAreLimited(t *testing.T) {
 		if _, err := f.s.ApplyLab(ctx, u, app); fieldOf(err) != "lab_name" {
 			t.Errorf("a lab past the limit: %v", err)
 		}
-		prov := &market.Providers{DB: db}
-		if _, err := prov.SignUp(ctx, u, market.ProviderProfile{CompanyName: "GPU Co", ContactName: "Li", ContactPhone: "+86 28 1234 5678",
+		prov := &providers.Service{DB: db}
+		if _, err := prov.SignUp(ctx, u, providers.Profile{CompanyName: "GPU Co", ContactName: "Li", ContactPhone: "+86 28 1234 5678",
 			ContactEmail: u.Email, LicenceNo: "91510100MA61234567", BankName: "Bank", BankAccountName: "GPU Co", BankAccountNo: "6222 0000 1111 2222"}); fieldOf(err) != "company_name" {
 			t.Errorf("a provider past the limit: %v", err)
 		}

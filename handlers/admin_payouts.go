@@ -9,8 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 	"suanli/views/pages"
 )
 
@@ -25,7 +25,7 @@ func (h *Handler) AdminPayouts(c echo.Context) error {
 
 func (h *Handler) renderAdminPayouts(c echo.Context, code int, status string, page int, f pages.Form, errID int64) error {
 	vm := pages.AdminPayoutsVM{Status: status, Form: f, ErrID: errID, Unavailable: h.Payouts == nil,
-		RunPeriod: market.PayoutPeriod(h.DB.Now())}
+		RunPeriod: providers.PayoutPeriod(h.DB.Now())}
 	var total int64
 	var err error
 	vm.Rows, total, err = h.DB.Payouts(c.Request().Context(), models.PayoutFilter{Status: status, Page: page, PerPage: models.AdminPerPage})

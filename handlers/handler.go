@@ -9,6 +9,7 @@ import (
 	"suanli/accounts"
 	"suanli/billing"
 	"suanli/offers"
+	"suanli/providers"
 	"sync"
 
 	"github.com/alexedwards/scs/v2"
@@ -17,8 +18,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
+	"suanli/rentals"
 	"suanli/views"
 	"suanli/views/pages"
 )
@@ -35,11 +36,11 @@ type Handler struct {
 	// Bank is the platform's account that bank transfers go to.
 	Bank pages.BankDetails
 	// Rentals runs rentals and talks to node agents.
-	Rentals *market.Rentals
+	Rentals *rentals.Service
 	// Providers is the provider portal's and provider API's market side.
-	Providers *market.Providers
+	Providers *providers.Service
 	// Payouts pays providers and runs Stripe Connect onboarding.
-	Payouts *market.Payouts
+	Payouts *providers.Payouts
 }
 
 // Context keys set by the web layer's middleware.

@@ -11,13 +11,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 )
 
 // The provider API: datacentres, nodes and offers of the caller's
 // provider, JSON in and out, authenticated by the same API tokens as the
-// rest of /api/v1. Authorisation is the market's (market.Providers): any
+// rest of /api/v1. Authorisation is the market's (providers.Service): any
 // id of another provider answers 404, exactly like a missing one.
 
 // apiFieldProblem is one field's problem in a 422 answer.
@@ -160,16 +160,16 @@ func (h *Handler) APIProviderDatacenterCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lats := make([]market.DeclaredLatency, len(in.Latencies))
+	lats := make([]providers.DeclaredLatency, len(in.Latencies))
 	for i, l := range in.Latencies {
-		lats[i] = market.DeclaredLatency{FromCity: l.FromCity, RTTms: l.RTTms}
+		lats[i] = providers.DeclaredLatency{FromCity: l.FromCity, RTTms: l.RTTms}
 	}
 	// One "district" serves both languages unless district_en is given.
 	districtEN := in.DistrictEN
 	if districtEN == "" {
 		districtEN = in.District
 	}
-	dc, err := h.Providers.CreateDatacenter(c.Request().Context(), CurrentUser(c), pid, market.DatacenterInput{
+	dc, err := h.Providers.CreateDatacenter(c.Request().Context(), CurrentUser(c), pid, providers.DatacenterInput{
 		NameZH: in.Name, NameEN: in.NameEN, City: in.City, DistrictZH: in.District, DistrictEN: districtEN,
 		Tier: in.Tier, UplinkGbps: in.UplinkGbps, Latencies: lats})
 	if err != nil {
@@ -294,7 +294,7 @@ func (h *Handler) APIProviderNodeCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, tok, err := h.Providers.AddNode(ctx, CurrentUser(c), pid, market.NodeInput{DatacenterID: in.DatacenterID, Name: in.Name})
+	n, tok, err := h.Providers.AddNode(ctx, CurrentUser(c), pid, providers.NodeInput{DatacenterID: in.DatacenterID, Name: in.Name})
 	if err != nil {
 		return providerAPIError(c, err)
 	}
@@ -424,7 +424,7 @@ func apiProviderOffer(o models.Offer) APIProviderOffer {
 		VCPUPerGPU: o.VCPUPerGPU, RAMGBPerGPU: o.RAMGBPerGPU, DiskGB: o.DiskGB, Interconnect: o.Interconnect,
 		PricePerGPUHourFen: o.PricePerGPUHourFen, WeeklyPricePerGPUFen: o.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen,
 		OffpeakDiscountPct: o.OffpeakDiscountPct, StudentDiscountPct: o.StudentDiscountPct, MinDurationS: o.MinDurationS, SLATiers: tiers,
-		AvailableGPUs: o.AvailableGPUs, Status: o.Status, Listed: market.OfferPublic(&o), AwaitingNode: o.AwaitingNode, ListingNote: o.ListingNote,
+		AvailableGPUs: o.AvailableGPUs, Status: o.Status, Listed: providers.OfferPublic(&o), AwaitingNode: o.AwaitingNode, ListingNote: o.ListingNote,
 		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
@@ -462,7 +462,7 @@ func (h *Handler) APIProviderOfferCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := h.Providers.CreateOffer(ctx, CurrentUser(c), pid, market.OfferInput{NodeID: in.NodeID, GPU: in.GPU, MaxGPUs: in.GPUs,
+	o, err := h.Providers.CreateOffer(ctx, CurrentUser(c), pid, providers.OfferInput{NodeID: in.NodeID, GPU: in.GPU, MaxGPUs: in.GPUs,
 		VCPUPerGPU: in.VCPUPerGPU, RAMGBPerGPU: in.RAMGBPerGPU, DiskGB: in.DiskGB, Interconnect: in.Interconnect,
 		PricePerGPUHourFen: in.PricePerGPUHourFen, WeeklyPricePerGPUFen: in.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: in.MonthlyPricePerGPUFen,
 		OffpeakDiscountPct: in.OffpeakDiscountPct, StudentDiscountPct: in.StudentDiscountPct, MinDurationS: in.MinDurationS,
@@ -572,7 +572,7 @@ func (h *Handler) APIProviderOfferUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	patch := market.OfferPatch{MaxGPUs: in.GPUs, VCPUPerGPU: in.VCPUPerGPU, RAMGBPerGPU: in.RAMGBPerGPU, DiskGB: in.DiskGB,
+	patch := providers.OfferPatch{MaxGPUs: in.GPUs, VCPUPerGPU: in.VCPUPerGPU, RAMGBPerGPU: in.RAMGBPerGPU, DiskGB: in.DiskGB,
 		PricePerGPUHourFen: in.PricePerGPUHourFen, OffpeakDiscountPct: in.OffpeakDiscountPct, StudentDiscountPct: in.StudentDiscountPct,
 		MinDurationS: in.MinDurationS, SLATiers: in.SLATiers, Status: in.Status}
 	if in.WeeklyPricePerGPUFen.Set {

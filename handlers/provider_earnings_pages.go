@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
-	"suanli/market"
+	"suanli/providers"
 	"suanli/views/pages"
 )
 
@@ -27,7 +27,7 @@ func (h *Handler) ProviderCapacity(c echo.Context) error {
 
 // statement loads the month's statement (?month=YYYY-MM). A month that
 // does not parse gives the current one and its message, with 422.
-func (h *Handler) statement(c echo.Context, acc *market.ProviderAccount) (*market.Statement, string, error) {
+func (h *Handler) statement(c echo.Context, acc *providers.Account) (*providers.Statement, string, error) {
 	ctx, u := c.Request().Context(), CurrentUser(c)
 	st, err := h.Providers.Statement(ctx, u, acc.Provider.ID, strings.TrimSpace(c.QueryParam("month")))
 	if code := apperr.Code(err); code == apperr.EINVALID {

@@ -7,12 +7,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 	"suanli/views/pages"
 )
 
-func (h *Handler) nodesVM(c echo.Context, acc *market.ProviderAccount, shell pages.ProviderShell, f pages.Form) (pages.ProviderNodesVM, error) {
+func (h *Handler) nodesVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell, f pages.Form) (pages.ProviderNodesVM, error) {
 	ctx, u := c.Request().Context(), CurrentUser(c)
 	vm := pages.ProviderNodesVM{Shell: shell, Form: f, Now: h.DB.Now()}
 	var err error
@@ -71,7 +71,7 @@ func (h *Handler) ProviderNodeCreate(c echo.Context) error {
 	if perr != nil && f.Get("datacenter_id") != "" {
 		dcID = -1 // not a datacentre of this provider: the market says so
 	}
-	n, token, err := h.Providers.AddNode(ctx, u, acc.Provider.ID, market.NodeInput{DatacenterID: dcID, Name: f.Get("name")})
+	n, token, err := h.Providers.AddNode(ctx, u, acc.Provider.ID, providers.NodeInput{DatacenterID: dcID, Name: f.Get("name")})
 	if err == nil {
 		return h.renderNode(c, shell, n.ID, token, "", http.StatusCreated)
 	}

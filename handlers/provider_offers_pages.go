@@ -7,9 +7,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/providers"
 	"suanli/views/pages"
 )
 
@@ -28,7 +28,7 @@ var offerAliases = map[string]string{
 // are the market's, which are in seconds.
 const (
 	minMinDurationMin = pricing.MinimumSeconds / 60
-	maxMinDurationMin = market.MaxMinDurationS / 60
+	maxMinDurationMin = providers.MaxMinDurationS / 60
 )
 
 // offerForm reads the offer form.
@@ -110,7 +110,7 @@ func (h *Handler) ProviderOffers(c echo.Context) error {
 	return Render(c, http.StatusOK, pages.ProviderOffersPage(ViewCtx(c), vm))
 }
 
-func (h *Handler) offersVM(c echo.Context, acc *market.ProviderAccount, shell pages.ProviderShell) (pages.ProviderOffersVM, error) {
+func (h *Handler) offersVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell) (pages.ProviderOffersVM, error) {
 	ctx, u := c.Request().Context(), CurrentUser(c)
 	vm := pages.ProviderOffersVM{Shell: shell, NodeNames: map[int64]string{}, Refusal: map[int64]string{}}
 	var err error
@@ -177,7 +177,7 @@ func (h *Handler) ProviderOfferCreate(c echo.Context) error {
 	}
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
-		_, err := h.Providers.CreateOffer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, market.OfferInput{
+		_, err := h.Providers.CreateOffer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, providers.OfferInput{
 			NodeID: nodeID, GPU: f.Get("gpu"), MaxGPUs: n.maxGPUs, VCPUPerGPU: n.vcpu, RAMGBPerGPU: n.ram, DiskGB: n.disk,
 			Interconnect: f.Get("interconnect"), PricePerGPUHourFen: n.price, WeeklyPricePerGPUFen: n.weekly, MonthlyPricePerGPUFen: n.monthly,
 			OffpeakDiscountPct: n.offpeak, StudentDiscountPct: n.student, MinDurationS: n.minDurS, SLATiers: n.tiers, Paused: f.Get("paused") != "",
@@ -252,7 +252,7 @@ func (h *Handler) ProviderOfferUpdate(c echo.Context) error {
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
 		tiers := n.tiers
-		_, err := h.Providers.UpdateOffer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, o.ID, market.OfferPatch{
+		_, err := h.Providers.UpdateOffer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, o.ID, providers.OfferPatch{
 			MaxGPUs: optInt(f, "max_gpus", n.maxGPUs), VCPUPerGPU: optInt(f, "vcpu_per_gpu", n.vcpu), RAMGBPerGPU: optInt(f, "ram_gb_per_gpu", n.ram),
 			DiskGB: optInt(f, "disk_gb", n.disk), PricePerGPUHourFen: &n.price,
 			WeeklyPricePerGPUFen: &n.weekly, MonthlyPricePerGPUFen: &n.monthly, OffpeakDiscountPct: optInt(f, "offpeak_discount_pct", n.offpeak),
@@ -285,7 +285,7 @@ func (h *Handler) ProviderOfferStatus(c echo.Context) error {
 		return err
 	}
 	st := c.FormValue("status")
-	_, err = h.Providers.UpdateOffer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, o.ID, market.OfferPatch{Status: &st})
+	_, err = h.Providers.UpdateOffer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, o.ID, providers.OfferPatch{Status: &st})
 	if err == nil {
 		if st == models.OfferPaused {
 			h.flash(c, "provider.offer.paused")

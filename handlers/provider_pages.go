@@ -11,19 +11,19 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 	"suanli/views/pages"
 )
 
 // The provider portal's pages (/provider/…): onboarding, the profile and
 // the datacentres here; nodes, offers, capacity and earnings in the other
-// provider_*_pages.go files. Rules live in market.Providers; these bind,
+// provider_*_pages.go files. Rules live in providers.Service; these bind,
 // call and render.
 
 // providerAccount loads the provider named by :pid as the user sees it
 // (ENOTFOUND for anyone outside it) and the portal frame for the tab.
-func (h *Handler) providerAccount(c echo.Context, tab string) (*market.ProviderAccount, pages.ProviderShell, error) {
+func (h *Handler) providerAccount(c echo.Context, tab string) (*providers.Account, pages.ProviderShell, error) {
 	pid, err := parseID(c, "pid", "provider")
 	if err != nil {
 		return nil, pages.ProviderShell{}, err
@@ -35,14 +35,14 @@ func (h *Handler) providerAccount(c echo.Context, tab string) (*market.ProviderA
 	return acc, providerShell(acc, tab), nil
 }
 
-func providerShell(acc *market.ProviderAccount, tab string) pages.ProviderShell {
+func providerShell(acc *providers.Account, tab string) pages.ProviderShell {
 	return pages.ProviderShell{Provider: acc.Provider, Org: acc.Org, Role: acc.Role, Tab: tab,
 		CanManage: acc.CanWrite() && acc.Org.Status != models.OrgRejected && acc.Org.SuspendedAt == nil}
 }
 
 // providerWriter is providerAccount for a change: anyone who may look but
 // not change is refused (403) before the input is read.
-func (h *Handler) providerWriter(c echo.Context, tab string) (*market.ProviderAccount, pages.ProviderShell, error) {
+func (h *Handler) providerWriter(c echo.Context, tab string) (*providers.Account, pages.ProviderShell, error) {
 	acc, shell, err := h.providerAccount(c, tab)
 	if err == nil && !shell.CanManage {
 		err = apperr.Errorf(apperr.EFORBIDDEN, "only the provider's owners and admins may change this")
@@ -114,8 +114,8 @@ func intField(c echo.Context, f *pages.Form, name string) int {
 
 var profileFields = []string{"company_name", "contact_name", "contact_phone", "contact_email", "licence_no", "bank_name", "bank_account_name", "bank_account_no"}
 
-func profileOf(f pages.Form) market.ProviderProfile {
-	return market.ProviderProfile{CompanyName: f.Get("company_name"), ContactName: f.Get("contact_name"), ContactPhone: f.Get("contact_phone"),
+func profileOf(f pages.Form) providers.Profile {
+	return providers.Profile{CompanyName: f.Get("company_name"), ContactName: f.Get("contact_name"), ContactPhone: f.Get("contact_phone"),
 		ContactEmail: f.Get("contact_email"), LicenceNo: f.Get("licence_no"), BankName: f.Get("bank_name"),
 		BankAccountName: f.Get("bank_account_name"), BankAccountNo: f.Get("bank_account_no")}
 }
@@ -226,8 +226,8 @@ func dcFields() []string {
 
 // datacenterInput reads the datacentre form; numbers that do not parse
 // get their message in f.
-func datacenterInput(c echo.Context, f *pages.Form) market.DatacenterInput {
-	in := market.DatacenterInput{NameZH: f.Get("name"), NameEN: f.Get("name_en"), City: f.Get("city"),
+func datacenterInput(c echo.Context, f *pages.Form) providers.DatacenterInput {
+	in := providers.DatacenterInput{NameZH: f.Get("name"), NameEN: f.Get("name_en"), City: f.Get("city"),
 		DistrictZH: f.Get("district"), DistrictEN: f.Get("district_en"), Tier: f.Get("tier"), UplinkGbps: intField(c, f, "uplink_gbps")}
 	for _, city := range catalog.Cities() {
 		name := "latency_" + city.Slug
@@ -240,12 +240,12 @@ func datacenterInput(c echo.Context, f *pages.Form) market.DatacenterInput {
 			f.Errors[name] = ViewCtx(c).T("provider.err.ms")
 			continue
 		}
-		in.Latencies = append(in.Latencies, market.DeclaredLatency{FromCity: city.Slug, RTTms: ms})
+		in.Latencies = append(in.Latencies, providers.DeclaredLatency{FromCity: city.Slug, RTTms: ms})
 	}
 	return in
 }
 
-func (h *Handler) datacentersVM(c echo.Context, acc *market.ProviderAccount, shell pages.ProviderShell, f pages.Form) (pages.ProviderDatacentersVM, error) {
+func (h *Handler) datacentersVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell, f pages.Form) (pages.ProviderDatacentersVM, error) {
 	dcs, err := h.Providers.Datacenters(c.Request().Context(), CurrentUser(c), acc.Provider.ID)
 	return pages.ProviderDatacentersVM{Shell: shell, Datacenters: dcs, Form: f}, err
 }
@@ -325,7 +325,7 @@ func (h *Handler) ProviderDatacenterEdit(c echo.Context) error {
 		vm.Form.Values[k] = v
 	}
 	for _, l := range d.Latencies {
-		if l.Source == market.LatencyDeclared {
+		if l.Source == providers.LatencyDeclared {
 			vm.Form.Values["latency_"+l.FromCity] = strconv.FormatFloat(l.RTTms, 'f', -1, 64)
 		}
 	}

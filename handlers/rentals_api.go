@@ -11,8 +11,8 @@ import (
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/gpu"
-	"suanli/market"
 	"suanli/models"
+	"suanli/rentals"
 )
 
 // APIRental is a rental in the JSON API.
@@ -76,7 +76,7 @@ type APIEvent struct {
 	Detail string    `json:"detail,omitempty"`
 }
 
-func apiRental(d *market.RentalDetail) APIRental {
+func apiRental(d *rentals.RentalDetail) APIRental {
 	r := d.Rental
 	out := APIRental{ID: r.ID, Status: r.Status, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
 		GPUUUIDs: []string{}, SLA: r.SLA, Term: r.Term, AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
@@ -126,7 +126,7 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.Rentals.Rent(c.Request().Context(), u, org, m, market.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
+	return h.Rentals.Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
 		SLA: in.SLA, Term: in.Term, SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew})
 }
 
@@ -155,7 +155,7 @@ func (h *Handler) APIRentalCreate(c echo.Context) error {
 // rentalFor loads a rental the caller may see: a member of its
 // organisation (or a platform admin). Others get 404, as for a rental
 // that does not exist.
-func (h *Handler) rentalFor(c echo.Context) (*market.RentalDetail, *models.Membership, error) {
+func (h *Handler) rentalFor(c echo.Context) (*rentals.RentalDetail, *models.Membership, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return nil, nil, apperr.NotFound("rental")
@@ -185,15 +185,15 @@ func (h *Handler) APIRentalShow(c echo.Context) error {
 }
 
 // stopRental stops a rental the caller may stop.
-func (h *Handler) stopRental(c echo.Context) (*market.RentalDetail, error) {
+func (h *Handler) stopRental(c echo.Context) (*rentals.RentalDetail, error) {
 	d, m, err := h.rentalFor(c)
 	if err != nil {
 		return nil, err
 	}
-	if !market.CanStop(&d.Rental, CurrentUser(c), m) {
+	if !rentals.CanStop(&d.Rental, CurrentUser(c), m) {
 		return nil, apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may stop this rental")
 	}
-	if _, err := h.Rentals.Stop(c.Request().Context(), d.Rental.ID, market.StopByUser); err != nil {
+	if _, err := h.Rentals.Stop(c.Request().Context(), d.Rental.ID, rentals.StopByUser); err != nil {
 		return nil, err
 	}
 	return h.Rentals.Detail(c.Request().Context(), d.Rental.ID)
@@ -254,13 +254,13 @@ type APIChangeQuote struct {
 
 // changeRental previews (confirm false) or applies a switch or resize for
 // a caller who may change the rental: its renter or an organisation admin.
-func (h *Handler) changeRental(c echo.Context, in market.ChangeInput, confirm bool) (*market.ChangeQuote, *market.RentalDetail, error) {
+func (h *Handler) changeRental(c echo.Context, in rentals.ChangeInput, confirm bool) (*rentals.ChangeQuote, *rentals.RentalDetail, error) {
 	d, m, err := h.rentalFor(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	u := CurrentUser(c)
-	if !market.CanStop(&d.Rental, u, m) {
+	if !rentals.CanStop(&d.Rental, u, m) {
 		return nil, nil, apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may change this rental")
 	}
 	ctx := c.Request().Context()
@@ -290,7 +290,7 @@ func (h *Handler) APIRentalChange(c echo.Context) error {
 	if err := jsonDecoder(c).Decode(&in); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: `want JSON {"offer_id":N,"gpus":N,"confirm":true|false}`}
 	}
-	q, d, err := h.changeRental(c, market.ChangeInput{OfferID: in.OfferID, GPUs: in.GPUs}, in.Confirm)
+	q, d, err := h.changeRental(c, rentals.ChangeInput{OfferID: in.OfferID, GPUs: in.GPUs}, in.Confirm)
 	if err != nil {
 		return err
 	}

@@ -13,10 +13,10 @@ import (
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/catalog"
-	"suanli/market"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
+	"suanli/rentals"
 	"suanli/views"
 	"suanli/views/pages"
 )
@@ -155,7 +155,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pag
 		if err != nil {
 			return vm, err
 		}
-		student := market.StudentPrices(&om.Org, &om.Membership)
+		student := rentals.StudentPrices(&om.Org, &om.Membership)
 		price := offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
 		vm.Orgs = append(vm.Orgs, pages.RentOrg{Org: om.Org, BalanceFen: bal, Student: student, PricePerGPUHourFen: price})
 		prices = append(prices, price)
@@ -193,7 +193,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pag
 	}
 	vm.Quote = &q
 	tier, _ := pricing.TierByName(f.Get("sla"))
-	if vm.NeedFen, err = market.StartNeeds(row.Offer, q.GPUs, q.Term, tier, student, now); err != nil {
+	if vm.NeedFen, err = rentals.StartNeeds(row.Offer, q.GPUs, q.Term, tier, student, now); err != nil {
 		return vm, err
 	}
 	return vm, nil
@@ -236,8 +236,8 @@ func (h *Handler) Console(c echo.Context) error {
 				return err
 			}
 			row := consoleRow(d.Rental, d.Offer, om.Org.Name, d.CostFen, d.RateFenPerHour, d.Access, d.Simulated(),
-				market.CanStop(&d.Rental, u, &m) && pages.Stoppable(d.Rental.Status), d.At)
-			row.CanChange = market.CanStop(&d.Rental, u, &m) && pages.Changeable(&d.Rental)
+				rentals.CanStop(&d.Rental, u, &m) && pages.Stoppable(d.Rental.Status), d.At)
+			row.CanChange = rentals.CanStop(&d.Rental, u, &m) && pages.Changeable(&d.Rental)
 			vm.Live = append(vm.Live, row)
 		}
 		past, err := h.DB.RentalsOfOrg(ctx, om.Org.ID, false, pages.HistoryLimit)
@@ -249,7 +249,7 @@ func (h *Handler) Console(c echo.Context) error {
 			if err != nil {
 				return err
 			}
-			a := market.Access(&r)
+			a := rentals.Access(&r)
 			vm.History = append(vm.History, consoleRow(r, o, om.Org.Name, r.BilledFen, 0, a, o.Demo || (a != nil && a.Simulated), false, now))
 		}
 	}
@@ -269,7 +269,7 @@ func consoleRow(r models.Rental, o models.OfferRow, orgName string, cost, rate i
 
 // rentalPageVM is the rental page's view model for a rental the viewer
 // may see.
-func (h *Handler) rentalPageVM(c echo.Context, d *market.RentalDetail, m *models.Membership) (pages.RentalVM, error) {
+func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership) (pages.RentalVM, error) {
 	org, err := h.DB.OrgByID(c.Request().Context(), d.Rental.OrgID)
 	if err != nil {
 		return pages.RentalVM{}, err
@@ -282,8 +282,8 @@ func (h *Handler) rentalPageVM(c echo.Context, d *market.RentalDetail, m *models
 	if org.Personal {
 		name = ViewCtx(c).T("rent.org_personal")
 	}
-	return pages.RentalVM{D: d, GPU: gm, OrgName: name, StudentPrices: market.StudentPrices(org, m),
-		CanStop: market.CanStop(&d.Rental, CurrentUser(c), m) && pages.Stoppable(d.Rental.Status)}, nil
+	return pages.RentalVM{D: d, GPU: gm, OrgName: name, StudentPrices: rentals.StudentPrices(org, m),
+		CanStop: rentals.CanStop(&d.Rental, CurrentUser(c), m) && pages.Stoppable(d.Rental.Status)}, nil
 }
 
 // RentalShow is GET /rentals/{id}. Someone outside the rental's
@@ -352,9 +352,9 @@ var changeFields = []string{"offer_id", "gpus"}
 // (a refused change shows its message even so). The offers are the
 // rental's own, then the others listed in its datacentre; the form
 // defaults to the rental as it is.
-func (h *Handler) changeVM(c echo.Context, d *market.RentalDetail, m *models.Membership, student bool, f pages.Form, q *market.ChangeQuote, always bool) (*pages.ChangeVM, error) {
+func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership, student bool, f pages.Form, q *rentals.ChangeQuote, always bool) (*pages.ChangeVM, error) {
 	r := &d.Rental
-	if !market.CanStop(r, CurrentUser(c), m) || !(always || pages.Changeable(r)) {
+	if !rentals.CanStop(r, CurrentUser(c), m) || !(always || pages.Changeable(r)) {
 		return nil, nil
 	}
 	vc := ViewCtx(c)
@@ -409,7 +409,7 @@ func (h *Handler) RentalChange(c echo.Context) error {
 	vc := ViewCtx(c)
 	f := form(c, changeFields...)
 	confirm := c.FormValue("confirm") == "1"
-	var in market.ChangeInput
+	var in rentals.ChangeInput
 	if s := strings.TrimSpace(f.Get("offer_id")); s != "" {
 		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
 			in.OfferID = n
@@ -431,7 +431,7 @@ func (h *Handler) RentalChange(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if !market.CanStop(&d.Rental, CurrentUser(c), m) {
+		if !rentals.CanStop(&d.Rental, CurrentUser(c), m) {
 			return apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may change this rental")
 		}
 		return h.renderChange(c, d, m, f, nil, false, http.StatusUnprocessableEntity)
@@ -466,7 +466,7 @@ func (h *Handler) RentalChange(c echo.Context) error {
 // as the form left it (topUp: its message is about money, so it links to
 // the wallet). The language switch goes to the rental's page: this URL
 // answers POST only.
-func (h *Handler) renderChange(c echo.Context, d *market.RentalDetail, m *models.Membership, f pages.Form, q *market.ChangeQuote, topUp bool, status int) error {
+func (h *Handler) renderChange(c echo.Context, d *rentals.RentalDetail, m *models.Membership, f pages.Form, q *rentals.ChangeQuote, topUp bool, status int) error {
 	vm, err := h.rentalPageVM(c, d, m)
 	if err != nil {
 		return err

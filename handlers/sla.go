@@ -7,8 +7,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/fleet"
-	"suanli/market"
 	"suanli/pricing"
+	"suanli/rentals"
 	"suanli/sla"
 	"suanli/views/pages"
 )
@@ -16,7 +16,7 @@ import (
 // SLAShow is GET /sla: the SLA terms, rendered from pricing.Tiers (the
 // table the credit computation uses) and the health watch's settings.
 func (h *Handler) SLAShow(c echo.Context) error {
-	terms := market.SLATerms{HeartbeatEvery: fleet.HeartbeatEvery, SilentAfter: 30 * time.Second, FreeIfFailsWithin: market.FreeIfFailsWithin, FlapWindow: fleet.FlapWindow}
+	terms := rentals.SLATerms{HeartbeatEvery: fleet.HeartbeatEvery, SilentAfter: 30 * time.Second, FreeIfFailsWithin: rentals.FreeIfFailsWithin, FlapWindow: fleet.FlapWindow}
 	if h.Rentals != nil {
 		terms = h.Rentals.Terms()
 	}

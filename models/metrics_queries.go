@@ -9,7 +9,7 @@ import (
 
 // The aggregate queries behind the Prometheus gauges (metrics.Collector). Each
 // is one GROUP BY over an indexed column, or a bounded range, so a scrape
-// costs a few milliseconds even on a large market.
+// costs a few milliseconds even on a large rentals.
 
 // StatusCount is a count of rows by one label.
 type StatusCount struct {

@@ -20,8 +20,8 @@ import (
 	"suanli/dbtest"
 	"suanli/handlers"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 )
 
 // matrixSuspendUser is the user the matrix's suspension rows suspend and
@@ -60,7 +60,7 @@ func mustParam(t *testing.T, params []any) int64 {
 }
 
 // matrixPayoutPeriod is the month a payout run now pays.
-func matrixPayoutPeriod() string { return market.PayoutPeriod(time.Now()) }
+func matrixPayoutPeriod() string { return providers.PayoutPeriod(time.Now()) }
 
 // inLang is the header that asks for a language.
 func inLang(lang string) []string { return []string{"Accept-Language", lang} }
@@ -446,7 +446,7 @@ func TestAdminPayoutRunWithStripeDown(t *testing.T) {
 		a := newAppWith(t, db, func(h *handlers.Handler) { h.Payouts.Connect = stripeDown{} })
 		ctx := context.Background()
 		admin := loggedIn(a, "platform admin", mustUser(t, db, "root@suanli.example", "Pat Platform", true))
-		acc, err := (&market.Providers{DB: db}).CreateVerified(ctx, mustUser(t, db, "owner@provider.example", "Owner", false), "Tianfu GPU")
+		acc, err := (&providers.Service{DB: db}).CreateVerified(ctx, mustUser(t, db, "owner@provider.example", "Owner", false), "Tianfu GPU")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -156,7 +156,7 @@ func mustMember(t *testing.T, db *models.DB, orgID int64, u *models.User, role s
 }
 
 // mustRental stores a pending rental of the offer for the organisation,
-// rented by the user, as market.Rentals.Rent would before provisioning
+// rented by the user, as rentals.Service.Rent would before provisioning
 // (no node yet, so stopping it settles at once).
 func mustRental(t *testing.T, db *models.DB, orgID, userID int64, o models.Offer) int64 {
 	t.Helper()

@@ -10,8 +10,8 @@ import (
 
 	"suanli/accounts"
 	"suanli/dbtest"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 )
 
 // providerAPICovered lists the provider API routes whose authorisation the
@@ -65,7 +65,7 @@ type providerAPIFixture struct {
 	a                   *app
 	tokA, tokB          string
 	tokRenter, tokAdmin string
-	provA, provB        *market.ProviderAccount
+	provA, provB        *providers.Account
 	dcB, nodeB, offerB  int64
 	nodeTokB            string
 	dcA, nodeA          int64
@@ -77,7 +77,7 @@ func newProviderAPIFixture(t *testing.T, db *models.DB) *providerAPIFixture {
 	a := newApp(t, db)
 	ctx := context.Background()
 	svc := &accounts.Service{DB: db}
-	p := &market.Providers{DB: db, BaseURL: "http://suanli.test"}
+	p := &providers.Service{DB: db, BaseURL: "http://suanli.test"}
 	f := &providerAPIFixture{a: a}
 	token := func(u *models.User) string {
 		plain, _, err := svc.CreateAPIToken(ctx, u, "test")

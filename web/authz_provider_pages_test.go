@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"suanli/dbtest"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 )
 
 // providerPagesCovered lists the provider portal routes whose
@@ -48,7 +48,7 @@ func newPortalFixture(t *testing.T, a *app) *portalFixture {
 	f.anon = newActor(a, "anonymous")
 	mk := func(p *providerFixture, name string) (dc, node, offer int64) {
 		n, _ := p.addNode(t, name)
-		o, err := p.svc.CreateOffer(context.Background(), p.owner.user, p.acc.Provider.ID, market.OfferInput{NodeID: n.ID, GPU: "a100-40g-sxm",
+		o, err := p.svc.CreateOffer(context.Background(), p.owner.user, p.acc.Provider.ID, providers.OfferInput{NodeID: n.ID, GPU: "a100-40g-sxm",
 			MaxGPUs: 8, PricePerGPUHourFen: 900})
 		if err != nil {
 			t.Fatal(err)

@@ -17,8 +17,8 @@ import (
 
 	"suanli/accounts"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 )
 
 // layoutProbe measures, in the browser, what a reader would see go wrong:
@@ -91,7 +91,7 @@ func TestBrowserLayoutFits(t *testing.T) {
 	p := newProviderFixture(t, a, "ops@layout-gpu.example", "Layout GPU")
 	node, token := p.addNode(t, "lay-node-1")
 	heartbeatSimulated(t, a, token, "a100-40g-sxm", 4)
-	if _, err := p.svc.CreateOffer(ctx, p.owner.user, p.acc.Provider.ID, market.OfferInput{NodeID: node.ID, GPU: "a100-40g-sxm", MaxGPUs: 4, PricePerGPUHourFen: 900}); err != nil {
+	if _, err := p.svc.CreateOffer(ctx, p.owner.user, p.acc.Provider.ID, providers.OfferInput{NodeID: node.ID, GPU: "a100-40g-sxm", MaxGPUs: 4, PricePerGPUHourFen: 900}); err != nil {
 		t.Fatal(err)
 	}
 	var dc models.Datacenter

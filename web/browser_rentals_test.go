@@ -23,26 +23,26 @@ import (
 	"suanli/dbtest"
 	"suanli/gpu"
 	"suanli/handlers"
-	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/rentals"
 	"suanli/views"
 	"suanli/workers"
 )
 
 // rentalsApp is the real router whose rentals are provisioned for real: a
 // River queue that works the jobs (the harness's only stores them).
-func rentalsApp(t *testing.T) (*app, *market.Rentals) {
+func rentalsApp(t *testing.T) (*app, *rentals.Service) {
 	t.Helper()
-	var rentals *market.Rentals
+	var svc *rentals.Service
 	a := newAppWith(t, dbtest.SQLite(t), func(h *handlers.Handler) {
-		rentals = h.Rentals
+		svc = h.Rentals
 		q, err := workers.New(h.DB, workers.Options{Work: true, Rentals: h.Rentals, FetchPoll: 50 * time.Millisecond,
 			AvailabilityEvery: time.Hour, MeterEvery: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.Rentals.Jobs = q.Inserter
+		h.Rentals.Jobs = q
 		if err := q.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func rentalsApp(t *testing.T) (*app, *market.Rentals) {
 			_ = q.Stop(ctx)
 		})
 	})
-	return a, rentals
+	return a, svc
 }
 
 // simAgent is a node's simulated agent: its GPUs (for faults), and a
@@ -67,7 +67,7 @@ type simAgent struct {
 // starts nothing, speaking HTTP to the test server with a fresh node
 // credential. It stops when the test ends. It returns, with the agent's
 // GPUs and its pause switch, when the agent has reported every GPU healthy.
-func startSimulatedAgent(t *testing.T, a *app, rentals *market.Rentals, nodeID int64) *simAgent {
+func startSimulatedAgent(t *testing.T, a *app, svc *rentals.Service, nodeID int64) *simAgent {
 	t.Helper()
 	ctx := context.Background()
 	var n models.Node
@@ -86,7 +86,7 @@ func startSimulatedAgent(t *testing.T, a *app, rentals *market.Rentals, nodeID i
 	if err != nil {
 		t.Fatal(err)
 	}
-	cred, err := rentals.Fleet().IssueCredential(ctx, nodeID)
+	cred, err := svc.Fleet().IssueCredential(ctx, nodeID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,9 +217,9 @@ func TestBrowserRentAndStop(t *testing.T) {
 		t.Skip("browser test in -short mode")
 	}
 	chromiumPath(t) // skip (or fail under CI) before setting anything up
-	a, rentals := rentalsApp(t)
+	a, svc := rentalsApp(t)
 	offer := rtxOffer(t, a.db)
-	startSimulatedAgent(t, a, rentals, offer.NodeID)
+	startSimulatedAgent(t, a, svc, offer.NodeID)
 	const (
 		email    = "li.lei@example.com"
 		password = "tianfu-gpu-2026!"
@@ -399,9 +399,9 @@ func TestBrowserResizeRental(t *testing.T) {
 		t.Skip("browser test in -short mode")
 	}
 	chromiumPath(t)
-	a, rentals := rentalsApp(t)
+	a, svc := rentalsApp(t)
 	offer := rtxOffer(t, a.db)
-	startSimulatedAgent(t, a, rentals, offer.NodeID)
+	startSimulatedAgent(t, a, svc, offer.NodeID)
 	const (
 		email    = "han.meimei@example.com"
 		password = "chengdu-gpu-2026!"
@@ -411,7 +411,7 @@ func TestBrowserResizeRental(t *testing.T) {
 	oms, err := a.db.OrgsOfUser(ctx, u.ID)
 	must(t, err == nil && len(oms) > 0, "the renter's organisations: %v", err)
 	om := oms[0]
-	r, err := rentals.Rent(ctx, u, &om.Org, &om.Membership, market.RentInput{OrgID: orgID, OfferID: offer.ID, GPUs: 1,
+	r, err := svc.Rent(ctx, u, &om.Org, &om.Membership, rentals.RentInput{OrgID: orgID, OfferID: offer.ID, GPUs: 1,
 		SLA: "standard", Term: "on_demand", SSHPublicKey: testSSHKey(t)})
 	must(t, err == nil, "rent one GPU: %v", err)
 	rentalID := strconv.FormatInt(r.ID, 10)

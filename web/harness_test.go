@@ -20,9 +20,10 @@ import (
 	"suanli/demo"
 	"suanli/fleet"
 	"suanli/handlers"
-	"suanli/market"
 	"suanli/models"
 	"suanli/offers"
+	"suanli/providers"
+	"suanli/rentals"
 	"suanli/views/pages"
 	"suanli/web"
 	"suanli/workers"
@@ -142,15 +143,15 @@ func testHandler(db *models.DB, ix *offers.Index) *handlers.Handler {
 	if err != nil {
 		panic(err)
 	}
-	rentals := &market.Rentals{DB: db, Wallet: wallet, Jobs: q.Inserter, Hub: fleet.NewHub(), BaseURL: "http://suanli.test"}
+	rentals := &rentals.Service{DB: db, Wallet: wallet, Jobs: q, Hub: fleet.NewHub(), BaseURL: "http://suanli.test"}
 	return &handlers.Handler{
 		DB: db, Index: ix,
 		Accounts:  &accounts.Service{DB: db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes},
 		Sessions:  web.NewSessions(db, false),
 		Wallet:    wallet,
 		Rentals:   rentals,
-		Providers: &market.Providers{DB: db, Rentals: rentals, BaseURL: "http://suanli.test"},
-		Payouts:   &market.Payouts{DB: db},
+		Providers: &providers.Service{DB: db, Rentals: rentals, BaseURL: "http://suanli.test"},
+		Payouts:   &providers.Payouts{DB: db},
 		Bank:      pages.BankDetails{Bank: "Test Bank", AccountName: "Suanli", Account: "6222 0000", Demo: true},
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/net/html"
 
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 )
 
 // labelable are the elements a <label> may name (HTML's "labelable").
@@ -142,7 +142,7 @@ func TestPagesMarkup(t *testing.T) {
 	p := newProviderFixture(t, a, "ops@markup-gpu.example", "Markup GPU")
 	node, token := p.addNode(t, "mk-node-1")
 	heartbeatSimulated(t, a, token, "a100-40g-sxm", 4)
-	po, err := p.svc.CreateOffer(t.Context(), p.owner.user, p.acc.Provider.ID, market.OfferInput{NodeID: node.ID, GPU: "a100-40g-sxm", MaxGPUs: 4, PricePerGPUHourFen: 900})
+	po, err := p.svc.CreateOffer(t.Context(), p.owner.user, p.acc.Provider.ID, providers.OfferInput{NodeID: node.ID, GPU: "a100-40g-sxm", MaxGPUs: 4, PricePerGPUHourFen: 900})
 	if err != nil {
 		t.Fatal(err)
 	}

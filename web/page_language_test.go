@@ -25,9 +25,10 @@ import (
 	"suanli/gpu"
 	"suanli/handlers"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/providers"
+	"suanli/rentals"
 	"suanli/sla"
 	"suanli/workers"
 )
@@ -165,7 +166,7 @@ var notPages = map[string]string{
 // busyMarket is the demo market after some real use.
 type busyMarket struct {
 	a       *app
-	rentals *market.Rentals
+	rentals *rentals.Service
 	clock   *shiftClock
 
 	admin, renter, provider, anon *actor
@@ -249,7 +250,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.Rentals.Jobs = q.Inserter
+		h.Rentals.Jobs = q
 		if err := q.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +335,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 		t.Fatal(err)
 	}
 	applicant := mustUser(t, db, "ops@jinjiang-gpu.example", "赵强", false)
-	if _, err := h.Providers.SignUp(ctx, applicant, market.ProviderProfile{CompanyName: "锦江算力", ContactName: "赵强",
+	if _, err := h.Providers.SignUp(ctx, applicant, providers.Profile{CompanyName: "锦江算力", ContactName: "赵强",
 		ContactPhone: "+86 28 8888 0001", ContactEmail: applicant.Email, LicenceNo: "91510100MA6CXXXX2X"}); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 	}
 	rent := func(o models.Offer, gpus int, term string) int64 {
 		t.Helper()
-		r, err := h.Rentals.Rent(rctx, renter, &org, &member, market.RentInput{OrgID: org.ID, OfferID: o.ID, GPUs: gpus, SLA: "standard",
+		r, err := h.Rentals.Rent(rctx, renter, &org, &member, rentals.RentInput{OrgID: org.ID, OfferID: o.ID, GPUs: gpus, SLA: "standard",
 			Term: term, SSHPublicKey: testSSHKey(t)})
 		if err != nil {
 			t.Fatalf("rent %d × offer %d (%s): %v", gpus, o.ID, term, err)
@@ -384,7 +385,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 	if _, err := h.Rentals.Meter(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Rentals.Stop(rctx, m.stopped, market.StopByUser); err != nil {
+	if _, err := h.Rentals.Stop(rctx, m.stopped, rentals.StopByUser); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(m.stopped, models.RentalStopped)
@@ -435,7 +436,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 	if _, err := h.Rentals.Meter(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Rentals.Stop(rctx, m.moved, market.StopByUser); err != nil {
+	if _, err := h.Rentals.Stop(rctx, m.moved, rentals.StopByUser); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(m.moved, models.RentalStopped)

@@ -12,8 +12,9 @@ import (
 	"suanli/dbtest"
 	"suanli/fleet"
 	"suanli/gpu"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
+	"suanli/rentals"
 )
 
 // providerFixture is a user who owns an approved provider with one
@@ -21,9 +22,9 @@ import (
 type providerFixture struct {
 	a     *app
 	owner *actor
-	acc   *market.ProviderAccount
+	acc   *providers.Account
 	dc    int64
-	svc   *market.Providers
+	svc   *providers.Service
 }
 
 func (f *providerFixture) pid() string { return idParam(f.acc.Provider.ID) }
@@ -34,8 +35,8 @@ func newProviderFixture(t *testing.T, a *app, email, company string) *providerFi
 	t.Helper()
 	ctx := context.Background()
 	u := mustUser(t, a.db, email, "Owner of "+company, false)
-	svc := &market.Providers{DB: a.db, BaseURL: "http://suanli.test"}
-	acc, err := svc.SignUp(ctx, u, market.ProviderProfile{CompanyName: company, ContactName: "Wang Fang", ContactPhone: "+86 28 8888 0000",
+	svc := &providers.Service{DB: a.db, BaseURL: "http://suanli.test"}
+	acc, err := svc.SignUp(ctx, u, providers.Profile{CompanyName: company, ContactName: "Wang Fang", ContactPhone: "+86 28 8888 0000",
 		ContactEmail: email, LicenceNo: "91510100MA6CXXXX1X"})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func newProviderFixture(t *testing.T, a *app, email, company string) *providerFi
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc, err := svc.CreateDatacenter(ctx, u, acc.Provider.ID, market.DatacenterInput{NameZH: "天府机房", NameEN: company + " Tianfu", City: "chengdu",
+	dc, err := svc.CreateDatacenter(ctx, u, acc.Provider.ID, providers.DatacenterInput{NameZH: "天府机房", NameEN: company + " Tianfu", City: "chengdu",
 		DistrictZH: "天府软件园", DistrictEN: "Tianfu Software Park", UplinkGbps: 40})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func newProviderFixture(t *testing.T, a *app, email, company string) *providerFi
 // addNode adds a node through the market and returns it and its token.
 func (f *providerFixture) addNode(t *testing.T, name string) (*models.Node, string) {
 	t.Helper()
-	n, tok, err := f.svc.AddNode(context.Background(), f.owner.user, f.acc.Provider.ID, market.NodeInput{DatacenterID: f.dc, Name: name})
+	n, tok, err := f.svc.AddNode(context.Background(), f.owner.user, f.acc.Provider.ID, providers.NodeInput{DatacenterID: f.dc, Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func heartbeatSimulated(t *testing.T, a *app, token, model string, gpus int) {
 		t.Fatal(err)
 	}
 	defer reader.Close()
-	rentals := &market.Rentals{DB: a.db, Hub: fleet.NewHub(), BaseURL: "http://suanli.test"}
+	rentals := &rentals.Service{DB: a.db, Hub: fleet.NewHub(), BaseURL: "http://suanli.test"}
 	host := reader.Read()
 	if _, err := rentals.Fleet().Heartbeat(context.Background(), token, agent.Heartbeat{Host: host, AgentVersion: "test", Launcher: "simulated"}); err != nil {
 		t.Fatal(err)
@@ -345,7 +346,7 @@ func TestProviderNodeStatus(t *testing.T) {
 		res, _ = f.owner.post(a.url("provider.nodes.status", f.pid(), idParam(n.ID)), url.Values{"status": {"active"}})
 		must(t, res.StatusCode == http.StatusSeeOther, "resume: %d", res.StatusCode)
 		// A live rental on the node.
-		o, err := f.svc.CreateOffer(context.Background(), f.owner.user, f.acc.Provider.ID, market.OfferInput{NodeID: n.ID, GPU: "a100-40g-sxm", MaxGPUs: 1, PricePerGPUHourFen: 900})
+		o, err := f.svc.CreateOffer(context.Background(), f.owner.user, f.acc.Provider.ID, providers.OfferInput{NodeID: n.ID, GPU: "a100-40g-sxm", MaxGPUs: 1, PricePerGPUHourFen: 900})
 		must(t, err == nil, "offer: %v", err)
 		rid := mustRunningRental(t, a.db, f.acc.Org.ID, f.owner.user.ID, *o)
 		must(t, a.db.W.Model(&models.Rental{}).Where("id = ?", rid).Update("node_id", n.ID).Error == nil, "rental on the node")
@@ -386,14 +387,14 @@ func TestProviderOffersShowWhyAListedOfferIsHidden(t *testing.T) {
 	n, tok := f.addNode(t, "gpu-host-hidden")
 	heartbeatSimulated(t, a, tok, "a100-40g-sxm", 8)
 	ctx := context.Background()
-	o, err := f.svc.CreateOffer(ctx, f.owner.user, f.acc.Provider.ID, market.OfferInput{NodeID: n.ID, GPU: "a100-40g-sxm", MaxGPUs: 8,
+	o, err := f.svc.CreateOffer(ctx, f.owner.user, f.acc.Provider.ID, providers.OfferInput{NodeID: n.ID, GPU: "a100-40g-sxm", MaxGPUs: 8,
 		PricePerGPUHourFen: 2800})
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := f.owner.page(t, "/provider/"+f.pid()+"/offers", "en", 200)
 	contains(t, body, `data-state="listed"`)
-	if err := f.svc.SetNodeStatus(ctx, f.owner.user, f.acc.Provider.ID, n.ID, market.NodeDrain); err != nil {
+	if err := f.svc.SetNodeStatus(ctx, f.owner.user, f.acc.Provider.ID, n.ID, providers.NodeDrain); err != nil {
 		t.Fatal(err)
 	}
 	body = f.owner.page(t, "/provider/"+f.pid()+"/offers", "en", 200)

@@ -26,9 +26,9 @@ import (
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/gpu"
-	"suanli/market"
 	"suanli/models"
 	"suanli/offers"
+	"suanli/rentals"
 	"suanli/web"
 	"suanli/workers"
 )
@@ -59,7 +59,7 @@ func benchRentToRunning(b *testing.B, db *models.DB) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h.Rentals.Jobs = q.Inserter
+	h.Rentals.Jobs = q
 	srv := httptest.NewServer(web.New(h, web.Options{}))
 	b.Cleanup(srv.Close)
 	if err := q.Start(ctx); err != nil {
@@ -96,7 +96,7 @@ func benchRentToRunning(b *testing.B, db *models.DB) {
 // startSimulatedAgents connects one simulated agent per demo node, as
 // `serve --demo` does (go-nvml mock servers with the seeded GPU UUIDs, a
 // launcher that starts nothing), and waits until every node is healthy.
-func startSimulatedAgents(b *testing.B, db *models.DB, rentals *market.Rentals, server string) {
+func startSimulatedAgents(b *testing.B, db *models.DB, rentals *rentals.Service, server string) {
 	ctx := context.Background()
 	var nodes []models.Node
 	if err := db.R.Where("demo").Order("id").Find(&nodes).Error; err != nil {

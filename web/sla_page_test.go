@@ -8,7 +8,7 @@ import (
 )
 
 // The SLA page says how a flapping GPU or node is counted: a failure soon
-// after its incident closed reopens it (market.TestFlappingGPUOpensOneIncident
+// after its incident closed reopens it (rentals.TestFlappingGPUOpensOneIncident
 // holds the figure to it).
 func TestSLAPageSaysFlappingCountsAsDown(t *testing.T) {
 	a := newApp(t, dbtest.SQLite(t))

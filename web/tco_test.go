@@ -12,7 +12,7 @@ import (
 	"suanli/tco"
 )
 
-// The TCO calculator through the real router over the seeded demo market.
+// The TCO calculator through the real router over the seeded demo rentals.
 func TestTCOPage(t *testing.T) {
 	a := newSQLiteApp(t)
 	en := []string{"Accept-Language", "en"}

@@ -8,7 +8,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"suanli/benchmarks"
-	"suanli/market"
+	"suanli/rentals"
 )
 
 // ScheduleBenchmarksEvery is how often due benchmarks are looked for: a
@@ -32,7 +32,7 @@ func (ScheduleBenchmarksArgs) InsertOpts() river.InsertOpts {
 // ScheduleBenchmarksWorker runs ScheduleBenchmarksArgs jobs.
 type ScheduleBenchmarksWorker struct {
 	river.WorkerDefaults[ScheduleBenchmarksArgs]
-	Rentals *market.Rentals
+	Rentals *rentals.Service
 }
 
 // Work implements river.Worker.

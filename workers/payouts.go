@@ -8,11 +8,11 @@ import (
 	"github.com/riverqueue/river"
 
 	"suanli/apperr"
-	"suanli/market"
 	"suanli/pricing"
+	"suanli/providers"
 )
 
-// PayoutsArgs asks for a period's provider payouts (market.Payouts.Run):
+// PayoutsArgs asks for a period's provider payouts (providers.Payouts.Run):
 // scheduled monthly for the month just ended, and insertable on demand.
 type PayoutsArgs struct {
 	// Period is the month paid, "YYYY-MM" in Asia/Shanghai; empty means
@@ -34,7 +34,7 @@ func (PayoutsArgs) InsertOpts() river.InsertOpts {
 // PayoutsWorker runs PayoutsArgs jobs.
 type PayoutsWorker struct {
 	river.WorkerDefaults[PayoutsArgs]
-	Payouts *market.Payouts
+	Payouts *providers.Payouts
 }
 
 // Work implements river.Worker. Every provider's payout commits on its
@@ -42,7 +42,7 @@ type PayoutsWorker struct {
 func (w *PayoutsWorker) Work(ctx context.Context, job *river.Job[PayoutsArgs]) error {
 	period := job.Args.Period
 	if period == "" {
-		period = market.PayoutPeriod(w.Payouts.DB.Now())
+		period = providers.PayoutPeriod(w.Payouts.DB.Now())
 	}
 	n, err := w.Payouts.Run(ctx, period)
 	if apperr.Code(err) == apperr.EINVALID {
@@ -90,7 +90,7 @@ func payoutJob() *river.PeriodicJob {
 			if now.Before(due.Add(-time.Minute)) || now.After(due.Add(payoutCatchUp)) {
 				return nil, nil
 			}
-			return PayoutsArgs{Period: market.PayoutPeriod(now)}, nil
+			return PayoutsArgs{Period: providers.PayoutPeriod(now)}, nil
 		},
 		&river.PeriodicJobOpts{RunOnStart: true, ID: "monthly_payouts"})
 }

@@ -10,9 +10,9 @@ import (
 	"suanli/accounts"
 	"suanli/billing"
 	"suanli/dbtest"
-	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/providers"
 	"suanli/workers"
 )
 
@@ -34,7 +34,7 @@ func TestPayoutScheduleIsMonthly(t *testing.T) {
 			t.Errorf("after %v: %v, want %v", c.from, got, c.want)
 		}
 	}
-	if got := market.PayoutPeriod(sh(2027, 1, 1, 2, 0)); got != "2026-12" {
+	if got := providers.PayoutPeriod(sh(2027, 1, 1, 2, 0)); got != "2026-12" {
 		t.Errorf("period paid on 1 January: %s", got)
 	}
 }
@@ -49,7 +49,7 @@ func TestPayoutsJobRunsOnDemand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		acc, err := (&market.Providers{DB: db}).CreateVerified(ctx, u, "Tianfu GPU")
+		acc, err := (&providers.Service{DB: db}).CreateVerified(ctx, u, "Tianfu GPU")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestPayoutsJobRunsOnDemand(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer q.Stop(ctx)
-		period := market.PayoutPeriod(time.Now())
+		period := providers.PayoutPeriod(time.Now())
 		if _, err := q.Inserter.Insert(ctx, workers.PayoutsArgs{Period: period}, nil); err != nil {
 			t.Fatal(err)
 		}

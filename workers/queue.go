@@ -16,8 +16,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
+	"suanli/rentals"
 )
 
 // Queue is the job queue of one process. Inserter inserts jobs inside gorm
@@ -49,7 +50,7 @@ type Options struct {
 	MailEvery time.Duration
 	// Rentals, when set, adds provisioning, the meter (every MeterEvery,
 	// default 1 min) and the health watch (every WatchEvery, default 5 s).
-	Rentals    *market.Rentals
+	Rentals    *rentals.Service
 	MeterEvery time.Duration
 	WatchEvery time.Duration
 	// RescueAfter is when a job left running by a crashed process is run
@@ -62,7 +63,7 @@ type Options struct {
 	SLAEvery, UptimeEvery time.Duration
 	// Payouts runs the monthly provider payouts (bank transfers only when
 	// nil or without Connect).
-	Payouts *market.Payouts
+	Payouts *providers.Payouts
 	// Metrics, when set, counts and times the jobs worked (see JobMetrics).
 	Metrics *JobMetrics
 }
@@ -89,7 +90,7 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 		river.AddWorker(workers, &UptimeWorker{DB: db})
 		payouts := opts.Payouts
 		if payouts == nil {
-			payouts = &market.Payouts{DB: db}
+			payouts = &providers.Payouts{DB: db}
 		}
 		river.AddWorker(workers, &PayoutsWorker{Payouts: payouts})
 		if opts.Mail != nil {

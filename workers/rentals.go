@@ -2,30 +2,31 @@ package workers
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"suanli/market"
+	"suanli/rentals"
 )
 
 // ProvisionWorker runs one provisioning step of a rental per job run; a
 // rental still waiting for its node's agent snoozes the job, so runs stay
 // short and a crashed worker's job is rescued quickly.
 type ProvisionWorker struct {
-	river.WorkerDefaults[market.ProvisionArgs]
-	Rentals *market.Rentals
+	river.WorkerDefaults[ProvisionArgs]
+	Rentals *rentals.Service
 }
 
-// Timeout bounds one step (market.Rentals.StepWait plus database time).
-func (w *ProvisionWorker) Timeout(*river.Job[market.ProvisionArgs]) time.Duration {
+// Timeout bounds one step (rentals.Service.StepWait plus database time).
+func (w *ProvisionWorker) Timeout(*river.Job[ProvisionArgs]) time.Duration {
 	return 30 * time.Second
 }
 
 // Work implements river.Worker.
-func (w *ProvisionWorker) Work(ctx context.Context, job *river.Job[market.ProvisionArgs]) error {
+func (w *ProvisionWorker) Work(ctx context.Context, job *river.Job[ProvisionArgs]) error {
 	again, err := w.Rentals.Provision(ctx, job.Args.RentalID)
 	if err != nil {
 		return err
@@ -56,7 +57,7 @@ var onePass = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobSta
 // MeterWorker runs MeterArgs jobs.
 type MeterWorker struct {
 	river.WorkerDefaults[MeterArgs]
-	Rentals *market.Rentals
+	Rentals *rentals.Service
 }
 
 // Work implements river.Worker.
@@ -85,7 +86,7 @@ func (WatchArgs) InsertOpts() river.InsertOpts {
 // WatchWorker runs WatchArgs jobs.
 type WatchWorker struct {
 	river.WorkerDefaults[WatchArgs]
-	Rentals *market.Rentals
+	Rentals *rentals.Service
 }
 
 // Work implements river.Worker.
@@ -94,8 +95,28 @@ func (w *WatchWorker) Work(ctx context.Context, job *river.Job[WatchArgs]) error
 	if err != nil {
 		return err
 	}
-	if res != (market.WatchResult{}) {
+	if res != (rentals.WatchResult{}) {
 		slog.Info("health pass", "silenced", res.Silenced, "migrated", res.Migrated, "stops_finished", res.Finished, "renewed", res.Renewed, "job", job.ID)
 	}
 	return nil
+}
+
+// ProvisionArgs asks for a rental to be provisioned (or, when it is
+// migrating, moved to a healthy node).
+type ProvisionArgs struct {
+	RentalID int64 `json:"rental_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ProvisionArgs) Kind() string { return "provision_rental" }
+
+// InsertOpts: a provisioning step is retried a few times on errors; the
+// rental's own state says what is left to do, so a rerun is safe.
+func (ProvisionArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 10} }
+
+// EnqueueProvision implements rentals.Provisioner: a provisioning job,
+// inserted in the rental's own transaction.
+func (q *Queue) EnqueueProvision(ctx context.Context, tx *sql.Tx, rentalID int64) error {
+	_, err := q.Inserter.InsertTx(ctx, tx, ProvisionArgs{RentalID: rentalID}, nil)
+	return err
 }

@@ -22,10 +22,10 @@ import (
 	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/handlers"
-	"suanli/market"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
+	"suanli/rentals"
 	"suanli/web"
 	"suanli/workers"
 )
@@ -55,12 +55,12 @@ func TestProvisionJobRunsTheRentalThroughTheQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		wallet := &billing.Wallet{DB: db}
-		rentals := &market.Rentals{DB: db, Wallet: wallet, Hub: fleet.NewHub(), StepWait: 2 * time.Second}
-		q, err := workers.New(db, workers.Options{Work: true, Rentals: rentals, MeterEvery: time.Hour, WatchEvery: time.Hour, FetchPoll: 50 * time.Millisecond})
+		rs := &rentals.Service{DB: db, Wallet: wallet, Hub: fleet.NewHub(), StepWait: 2 * time.Second}
+		q, err := workers.New(db, workers.Options{Work: true, Rentals: rs, MeterEvery: time.Hour, WatchEvery: time.Hour, FetchPoll: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rentals.Jobs = q.Inserter
+		rs.Jobs = q
 		if err := q.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestProvisionJobRunsTheRentalThroughTheQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(web.New(&handlers.Handler{DB: db, Index: ix, Accounts: svc, Sessions: web.NewSessions(db, false),
-			Wallet: wallet, Rentals: rentals}, web.Options{}))
+			Wallet: wallet, Rentals: rs}, web.Options{}))
 		t.Cleanup(srv.Close)
 
 		// The node's simulated agent.
@@ -93,7 +93,7 @@ func TestProvisionJobRunsTheRentalThroughTheQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cred, err := rentals.Fleet().IssueCredential(ctx, o.NodeID)
+		cred, err := rs.Fleet().IssueCredential(ctx, o.NodeID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestProvisionJobRunsTheRentalThroughTheQueue(t *testing.T) {
 
 		pub, _, _ := ed25519.GenerateKey(rand.Reader)
 		key, _ := ssh.NewPublicKey(pub)
-		rt, err := rentals.Rent(ctx, u, &org, &m, market.RentInput{OrgID: org.ID, OfferID: o.ID, GPUs: 1, SLA: "standard", Term: pricing.OnDemand,
+		rt, err := rs.Rent(ctx, u, &org, &m, rentals.RentInput{OrgID: org.ID, OfferID: o.ID, GPUs: 1, SLA: "standard", Term: pricing.OnDemand,
 			SSHPublicKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))})
 		if err != nil {
 			t.Fatal(err)
@@ -130,13 +130,13 @@ func TestProvisionJobRunsTheRentalThroughTheQueue(t *testing.T) {
 			got, _ = db.RentalByID(ctx, rt.ID)
 			return got.Status == models.RentalRunning || got.Status == models.RentalFailed
 		})
-		if got.Status != models.RentalRunning || market.Access(&got) == nil || market.RentalChecks(&got) == nil {
+		if got.Status != models.RentalRunning || rentals.Access(&got) == nil || rentals.RentalChecks(&got) == nil {
 			t.Fatalf("rental %s (%s), want running with access and checks", got.Status, got.Failure)
 		}
 		// The one rental's job; River records its completion once the step has returned.
 		waitFor(t, "the provisioning job completed", func() bool {
 			var jobs int64
-			db.R.Raw(`SELECT COUNT(*) FROM river_job WHERE kind = ? AND state = 'completed'`, market.ProvisionArgs{}.Kind()).Scan(&jobs)
+			db.R.Raw(`SELECT COUNT(*) FROM river_job WHERE kind = ? AND state = 'completed'`, workers.ProvisionArgs{}.Kind()).Scan(&jobs)
 			return jobs == 1
 		})
 	})

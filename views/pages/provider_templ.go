@@ -11,8 +11,8 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import (
 	"suanli/catalog"
-	"suanli/market"
 	"suanli/models"
+	"suanli/providers"
 	"suanli/views"
 	"suanli/views/layouts"
 )
@@ -2149,7 +2149,7 @@ func dcFields(vc views.Ctx, f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, t := range market.DatacenterTiers {
+		for _, t := range providers.DatacenterTiers {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 171, "<option value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/providers"
 	"suanli/views"
 )
 
@@ -35,7 +35,7 @@ func (s ProviderShell) PID() string { return i64(s.Provider.ID) }
 // ProviderChooseVM is GET /provider: the onboarding form, and the
 // providers the user belongs to when there are several.
 type ProviderChooseVM struct {
-	Accounts []market.ProviderAccount
+	Accounts []providers.Account
 	Form     Form
 }
 
@@ -43,7 +43,7 @@ type ProviderChooseVM struct {
 type ProviderDashboardVM struct {
 	Shell       ProviderShell
 	Datacenters int
-	Nodes       []market.NodeSummary
+	Nodes       []providers.NodeSummary
 	Offers      []models.Offer
 	Now         time.Time
 }
@@ -57,17 +57,17 @@ type ProviderProfileVM struct {
 // ProviderDatacentersVM lists the datacentres with the create (or edit) form.
 type ProviderDatacentersVM struct {
 	Shell       ProviderShell
-	Datacenters []market.DatacenterView
+	Datacenters []providers.DatacenterView
 	Form        Form
 	// Editing is the datacentre the form edits (nil: a new one).
-	Editing *market.DatacenterView
+	Editing *providers.DatacenterView
 }
 
 // ProviderNodesVM lists the nodes with the "add node" form.
 type ProviderNodesVM struct {
 	Shell       ProviderShell
-	Nodes       []market.NodeSummary
-	Datacenters []market.DatacenterView
+	Nodes       []providers.NodeSummary
+	Datacenters []providers.DatacenterView
 	Form        Form
 	Now         time.Time
 }
@@ -76,9 +76,9 @@ type ProviderNodesVM struct {
 // after the node was added or its token renewed: the token is shown once.
 type ProviderNodeVM struct {
 	Shell   ProviderShell
-	D       market.NodeDetail
+	D       providers.NodeDetail
 	Token   string
-	Install market.InstallCommands
+	Install providers.InstallCommands
 	// Now is when the page was rendered (for "12 s ago").
 	Now time.Time
 	// Refusal is why a status change was refused, shown beside the buttons.
@@ -100,20 +100,20 @@ type ProviderOfferFormVM struct {
 	Shell ProviderShell
 	// Offer is the offer edited (nil: a new one).
 	Offer *models.Offer
-	Nodes []market.NodeSummary
+	Nodes []providers.NodeSummary
 	Form  Form
 }
 
 // ProviderCapacityVM is the capacity view.
 type ProviderCapacityVM struct {
 	Shell ProviderShell
-	C     market.Capacity
+	C     providers.Capacity
 }
 
 // ProviderEarningsVM is the earnings page and the printable statement.
 type ProviderEarningsVM struct {
 	Shell ProviderShell
-	S     market.Statement
+	S     providers.Statement
 	// Connect is true when Stripe Connect onboarding is available.
 	Connect bool
 	// Print is the printable statement alone.
@@ -271,7 +271,7 @@ type stripCell struct {
 	Level int // 0 (none) … 4 (all)
 }
 
-func strip(from time.Time, nc market.NodeCapacity) []stripCell {
+func strip(from time.Time, nc providers.NodeCapacity) []stripCell {
 	out := make([]stripCell, len(nc.Committed))
 	for i, n := range nc.Committed {
 		lvl := 0
@@ -322,11 +322,11 @@ func roleLabel(vc views.Ctx, role string) string {
 
 // NodeRow is a node of a list, with the time the list was made.
 type NodeRow struct {
-	market.NodeSummary
+	providers.NodeSummary
 	Now time.Time
 }
 
-func nodeRows(ns []market.NodeSummary, now time.Time) []NodeRow {
+func nodeRows(ns []providers.NodeSummary, now time.Time) []NodeRow {
 	out := make([]NodeRow, len(ns))
 	for i, n := range ns {
 		out[i] = NodeRow{NodeSummary: n, Now: now}
@@ -346,7 +346,7 @@ func offerFormTitle(vc views.Ctx, vm ProviderOfferFormVM) string {
 
 // nodeOption names a node in the offer form: its name, datacentre and
 // the GPU model its agent detected.
-func nodeOption(vc views.Ctx, n market.NodeSummary) string {
+func nodeOption(vc views.Ctx, n providers.NodeSummary) string {
 	s := n.Node.Name + " · " + n.Datacenter.Name(vc.Lang)
 	if n.Node.GPUModel != "" {
 		s += " · " + gpuName(n.Node.GPUModel) + " × " + strconv.Itoa(n.GPUs)
@@ -356,7 +356,7 @@ func nodeOption(vc views.Ctx, n market.NodeSummary) string {
 	return s
 }
 
-func nodeNameOf(ns []market.NodeSummary, id int64) string {
+func nodeNameOf(ns []providers.NodeSummary, id int64) string {
 	for _, n := range ns {
 		if n.Node.ID == id {
 			return n.Node.Name
@@ -390,7 +390,7 @@ func lineEnd(vc views.Ctx, t time.Time) string {
 // "demo"), any other as it was recorded.
 func latencySource(vc views.Ctx, src string) string {
 	switch {
-	case src == market.LatencyDeclared:
+	case src == providers.LatencyDeclared:
 		return vc.T("latency.source.declared")
 	case strings.HasPrefix(src, "demo"):
 		return vc.T("latency.source.demo_row")

@@ -10,10 +10,10 @@ import (
 	"suanli/agent"
 	"suanli/catalog"
 	"suanli/locales"
-	"suanli/market"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
+	"suanli/rentals"
 	"suanli/sla"
 	"suanli/views"
 )
@@ -185,11 +185,11 @@ const HistoryLimit = 50
 
 // RentalVM is the rental page's (and its live fragment's) view model.
 type RentalVM struct {
-	D       *market.RentalDetail
+	D       *rentals.RentalDetail
 	GPU     catalog.GPUModel
 	OrgName string
 	// StudentPrices: a change the viewer makes is at student prices
-	// (market.StudentPrices of the rental's organisation and the viewer).
+	// (rentals.StudentPrices of the rental's organisation and the viewer).
 	StudentPrices bool
 	// CanStop is true when the viewer may stop it and it can be stopped.
 	CanStop bool
@@ -232,7 +232,7 @@ type ChangeVM struct {
 	// WalletURL is the paying organisation's wallet.
 	WalletURL string
 	// Quote is the previewed change; nil until the renter asks for one.
-	Quote *market.ChangeQuote
+	Quote *rentals.ChangeQuote
 	// FromName and ToName are the quote's GPU models' catalogue names.
 	FromName, ToName string
 }
@@ -357,13 +357,13 @@ func labelOr(vc views.Ctx, key, raw string) string {
 // is one of the platform's reasons.
 func stopReason(vc views.Ctx, reason string) string {
 	switch reason {
-	case market.StopByUser:
+	case rentals.StopByUser:
 		return vc.T("rental.stop_reason.user")
-	case market.StopBalance:
+	case rentals.StopBalance:
 		return vc.T("rental.stop_reason.balance")
-	case market.StopSpendCap:
+	case rentals.StopSpendCap:
 		return vc.T("rental.stop_reason.limit")
-	case market.StopTermEnded:
+	case rentals.StopTermEnded:
 		return vc.T("rental.stop_reason.term_ended")
 	case detailNoNode:
 		return vc.T("rental.stop_reason.no_node")
@@ -518,7 +518,7 @@ func (vm RentalVM) eventDetail(vc views.Ctx, e models.RentalEvent) string {
 			return ""
 		}
 	case "not_renewed":
-		if d == market.DetailNodeRetiring {
+		if d == rentals.DetailNodeRetiring {
 			return vc.T("rental.detail.not_renewed")
 		}
 	case "renewed":

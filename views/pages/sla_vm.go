@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"suanli/market"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/rentals"
 	"suanli/sla"
 	"suanli/views"
 )
@@ -17,7 +17,7 @@ import (
 // the measurement facts.
 type SLAVM struct {
 	Tiers []pricing.Tier
-	Terms market.SLATerms
+	Terms rentals.SLATerms
 }
 
 // slaExample is the page's worked example, computed by the same function

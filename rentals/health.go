@@ -1,0 +1,265 @@
+package rentals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/agent"
+	"suanli/fleet"
+	"suanli/locales"
+	"suanli/models"
+	"suanli/pricing"
+)
+
+// WatchResult counts what one health pass did.
+type WatchResult struct {
+	Silenced, Migrated, Finished, Renewed int
+}
+
+// StopGrace is how long a stopping rental waits for its agent to confirm
+// before its GPUs are released anyway (a silent node).
+const StopGrace = time.Minute
+
+// Watch is the health pass: nodes silent for SilentAfter are marked
+// silent with an incident (a removed node, whose agent is turned away,
+// without one); running rentals on a silent node or on a GPU
+// whose verdict failed start migrating; stops whose agent never answered
+// are finished; term rentals at their end renew or stop.
+func (s *Service) Watch(ctx context.Context) (WatchResult, error) {
+	var res WatchResult
+	now := s.DB.Now().UTC()
+	// Silent nodes, once this process has listened for long enough.
+	var silent []models.Node
+	if now.Sub(s.Started) >= s.silentAfter() {
+		if err := s.DB.W.WithContext(ctx).Where("health IN ? AND last_heartbeat_at < ?", []string{models.NodeHealthy, models.NodeNoNVML}, now.Add(-s.silentAfter())).
+			Find(&silent).Error; err != nil {
+			return res, err
+		}
+	}
+	for _, n := range silent {
+		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+			up := tx.Model(&models.Node{}).Where("id = ? AND health = ?", n.ID, n.Health).Update("health", models.NodeSilent)
+			if up.Error != nil || up.RowsAffected == 0 {
+				return up.Error
+			}
+			if n.Status == models.NodeRemoved {
+				// Its agent is turned away: retired, not an outage.
+				return models.RefreshNodeAvailability(tx, n.ID, now)
+			}
+			if _, err := fleet.OpenIncident(tx, n.ID, 0, models.IncidentNodeSilent,
+				fmt.Sprintf("no heartbeat since %s", n.LastHeartbeatAt.UTC().Format(time.RFC3339)), now,
+				locales.M("incident.no_heartbeat", shTime(*n.LastHeartbeatAt))); err != nil {
+				return err
+			}
+			return models.RefreshNodeAvailability(tx, n.ID, now)
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Silenced++
+		slog.Warn("node silent", "node", n.ID, "last_heartbeat", n.LastHeartbeatAt)
+	}
+	// Running rentals on a silent node or a failing GPU.
+	type hit struct {
+		RentalID int64
+		NodeID   int64
+		// The tag: gorm would read GPUID from a column "gpuid", leave it 0
+		// and so record every failing GPU as a silent node.
+		GPUID   int64 `gorm:"column:gpu_id"`
+		Reasons string
+		// ReasonsMsg is Reasons as a message (zero for a silent node).
+		ReasonsMsg locales.Msg
+	}
+	var hits []hit
+	if err := s.DB.W.WithContext(ctx).Raw(`SELECT r.id AS rental_id, n.id AS node_id, 0 AS gpu_id, 'node silent' AS reasons, '' AS reasons_msg
+		FROM rentals r JOIN nodes n ON n.id = r.node_id WHERE r.status = 'running' AND n.health = 'silent'
+		UNION ALL
+		SELECT r.id, g.node_id, g.id, g.reasons, g.reasons_msg FROM rentals r JOIN rental_gpus rg ON rg.rental_id = r.id AND rg.released_at IS NULL
+		JOIN gpus g ON g.id = rg.gpu_id WHERE r.status = 'running' AND g.health IN ('failing', 'missing')`).Scan(&hits).Error; err != nil {
+		return res, err
+	}
+	done := map[int64]bool{}
+	for _, h := range hits {
+		if done[h.RentalID] {
+			continue
+		}
+		done[h.RentalID] = true
+		kind := models.IncidentGPUFailing
+		if h.GPUID == 0 {
+			kind = models.IncidentNodeSilent
+		}
+		msg := h.ReasonsMsg
+		if msg.IsZero() {
+			msg = locales.M("incident.reason." + kind)
+			if kind == models.IncidentGPUFailing {
+				msg = fleet.Verbatim(h.Reasons) // a GPU whose reasons were stored as text only
+			}
+		}
+		moved, err := s.migrate(ctx, h.RentalID, h.NodeID, h.GPUID, kind, h.Reasons, msg, now)
+		if err != nil {
+			return res, err
+		}
+		if moved {
+			res.Migrated++
+		}
+	}
+	// Stops the agent never confirmed.
+	var stuck []int64
+	if err := s.DB.W.WithContext(ctx).Model(&models.Rental{}).Where("status = ? AND stopped_at < ?", models.RentalStopping, now.Add(-StopGrace)).
+		Pluck("id", &stuck).Error; err != nil {
+		return res, err
+	}
+	for _, id := range stuck {
+		if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+			if err := models.AddRentalEvent(tx, id, now, "stop_unconfirmed", "the node's agent did not confirm the stop; GPUs released", nil); err != nil {
+				return err
+			}
+			return s.finishStop(tx, id, 0, now)
+		}); err != nil {
+			return res, err
+		}
+		res.Finished++
+	}
+	// Terms at their end: release a stopped term's GPUs, renew or stop a running one.
+	var ended []models.Rental
+	if err := s.DB.W.WithContext(ctx).Where("term <> ? AND ends_at <= ? AND (status = ? OR (status = ? AND EXISTS (SELECT 1 FROM rental_gpus rg WHERE rg.rental_id = rentals.id AND rg.released_at IS NULL)))",
+		pricing.OnDemand, now, models.RentalRunning, models.RentalStopped).Find(&ended).Error; err != nil {
+		return res, err
+	}
+	for i := range ended {
+		renewed, err := s.endTerm(ctx, &ended[i], now)
+		if err != nil {
+			return res, err
+		}
+		if renewed {
+			res.Renewed++
+		}
+	}
+	return res, nil
+}
+
+// DetailNodeRetiring is the detail of a "not_renewed" event: the term
+// ended on a node its provider is draining or has removed.
+const DetailNodeRetiring = "the provider is retiring this node"
+
+// endTerm handles a term rental whose term is over.
+func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) (bool, error) {
+	if r.Status == models.RentalStopped {
+		return false, s.DB.Tx(ctx, func(tx *gorm.DB) error { return releaseGPUs(tx, r.ID, now) })
+	}
+	renew := r.AutoRenew
+	if renew && r.NodeID != nil {
+		// A draining node accepts no new rentals, and a renewal is a new
+		// term: renewing there would keep the node from ever draining.
+		var status string
+		if err := s.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", *r.NodeID).Pluck("status", &status).Error; err != nil {
+			return false, err
+		}
+		if status != models.NodeActive {
+			renew = false
+			if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+				return models.AddRentalEvent(tx, r.ID, now, "not_renewed", DetailNodeRetiring, nil)
+			}); err != nil {
+				return false, err
+			}
+		}
+	}
+	if renew {
+		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+			// The terms paid so far (a free rental's refund keeps them counted).
+			var n int64
+			if err := tx.Model(&models.LedgerTxn{}).Where("rental_id = ? AND idem_key LIKE ?", r.ID, fmt.Sprintf("term/r%d/%%", r.ID)).Count(&n).Error; err != nil {
+				return err
+			}
+			if err := s.chargeTerm(tx, r, now, int(n)+1); err != nil {
+				return err
+			}
+			end := pricing.TermEnd(r.Term, *r.EndsAt)
+			if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Update("ends_at", end).Error; err != nil {
+				return err
+			}
+			return models.AddRentalEvent(tx, r.ID, now, "renewed", end.Format(time.RFC3339), nil)
+		})
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, models.ErrInsufficientFunds) {
+			return false, err
+		}
+	}
+	_, err := s.Stop(ctx, r.ID, StopTermEnded)
+	return false, err
+}
+
+// migrate moves a running rental off a failing node: billing stops at
+// this second (downtime is never billed), the incident goes on the
+// rental's page, its GPUs are released (the old node is told to stop the
+// workload, should it come back) and provisioning looks for a healthy
+// node, where the workload resumes from the same workspace. A rental
+// whose GPUs fail within FreeIfFailsWithin of starting is free: every
+// charge is refunded and nothing more is billed. reasons are in English,
+// msg the same as a message.
+func (s *Service) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, kind, reasons string, msg locales.Msg, now time.Time) (bool, error) {
+	moved := false
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		r, err := models.RentalForUpdate(tx, rentalID)
+		if err != nil {
+			return err
+		}
+		if r.Status != models.RentalRunning {
+			return nil
+		}
+		if err := s.meterOne(tx, &r, now, false); err != nil {
+			return err
+		}
+		inc, err := fleet.OpenIncident(tx, nodeID, gpuID, kind, reasons, now, msg)
+		if err != nil {
+			return err
+		}
+		free := r.RunningSince != nil && now.Sub(*r.RunningSince) < FreeIfFailsWithin
+		if free && !r.Free {
+			if err := refundRental(tx, &r, now); err != nil {
+				return err
+			}
+		}
+		up := map[string]any{"down_since": now}
+		if free {
+			up["free"] = true
+		}
+		ok, err := setStatus(tx, r.ID, models.RentalMigrating, now, []string{models.RentalRunning}, up)
+		if err != nil || !ok {
+			return err
+		}
+		detail := fmt.Sprintf("%s on node %d: %s", kind, nodeID, reasons)
+		dmsg := locales.M("event.incident."+kind, nodeLabel(tx, nodeID), msg)
+		if free {
+			detail += fmt.Sprintf(" — within %s of the start: the whole rental is free", FreeIfFailsWithin)
+			dmsg = locales.M("event.incident.free", dmsg, int(FreeIfFailsWithin/time.Minute))
+		}
+		if err := models.AddRentalEvent(tx, r.ID, now, "incident", detail, &inc, dmsg); err != nil {
+			return err
+		}
+		if err := fleet.ExpireTasks(tx, r.ID, nodeID, now); err != nil {
+			return err
+		}
+		if _, err := fleet.EnqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/a%d/evacuate", r.ID, r.Attempts),
+			agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now); err != nil {
+			return err
+		}
+		if err := releaseGPUs(tx, r.ID, now); err != nil {
+			return err
+		}
+		moved = true
+		return s.enqueueProvision(ctx, tx, r.ID)
+	})
+	if moved {
+		s.Hub.Signal(fleet.NodeKey(nodeID))
+		slog.Warn("rental migrating", "rental", rentalID, "node", nodeID, "gpu", gpuID, "reasons", reasons)
+	}
+	return moved, err
+}

@@ -1,0 +1,465 @@
+package rentals
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/agent"
+	"suanli/fleet"
+	"suanli/gpu"
+	"suanli/locales"
+	"suanli/models"
+	"suanli/pricing"
+)
+
+// Checks is what the renter is shown about the NVML checks that passed
+// before the GPUs were handed over.
+type Checks struct {
+	NodeID   int64                  `json:"node_id"`
+	At       time.Time              `json:"at"`
+	Verdicts map[string]gpu.Verdict `json:"verdicts"`
+}
+
+// Passed counts the checks that passed over every GPU.
+func (c *Checks) Passed() (passed, total int) {
+	for _, v := range c.Verdicts {
+		for _, ch := range v.Checks {
+			total++
+			if ch.OK {
+				passed++
+			}
+		}
+	}
+	return passed, total
+}
+
+// UUIDs lists the checked GPUs in order.
+func (c *Checks) UUIDs() []string {
+	var us []string
+	for u := range c.Verdicts {
+		us = append(us, u)
+	}
+	sort.Strings(us)
+	return us
+}
+
+// RentalChecks decodes a rental's checks (nil before any passed).
+func RentalChecks(r *models.Rental) *Checks {
+	if r.Checks == "" {
+		return nil
+	}
+	var c Checks
+	if json.Unmarshal([]byte(r.Checks), &c) != nil {
+		return nil
+	}
+	return &c
+}
+
+// MaxNodeAttempts bounds how many nodes one provisioning tries.
+const MaxNodeAttempts = 5
+
+// Provision moves a pending, provisioning or migrating rental forward by
+// one step of at most StepWait: it asks the node's agent to verify exactly
+// the rental's GPUs, then to launch; on a failed check or no answer in
+// time it releases those GPUs and reserves others on another node of the
+// same provider, datacentre and model. It returns how long to wait before
+// the next step, or 0 when the rental has settled (running, failed, or
+// stopped). Every step reads the rental's state from the database and
+// keys its agent tasks by rental and attempt, so a step run twice (a
+// crashed worker, a retried job) never provisions twice.
+func (s *Service) Provision(ctx context.Context, id int64) (time.Duration, error) {
+	deadline := time.Now().Add(s.stepWait())
+	for {
+		r, err := s.DB.RentalByID(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		switch r.Status {
+		case models.RentalPending:
+			now := s.DB.Now().UTC()
+			if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+				_, err := setStatus(tx, r.ID, models.RentalProvisioning, now, []string{models.RentalPending}, map[string]any{"attempts": 1})
+				return err
+			}); err != nil {
+				return 0, err
+			}
+			continue
+		case models.RentalProvisioning, models.RentalMigrating:
+		default:
+			return 0, nil
+		}
+		done, wait, err := s.provisionStep(ctx, &r)
+		if err != nil || done {
+			return 0, err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			// Still waiting for the agent: snooze the job (a zero would
+			// complete it and leave the rental stuck).
+			return max(wait, 250*time.Millisecond), nil
+		}
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+				return max(wait, 250*time.Millisecond), nil
+			case <-time.After(wait):
+			}
+		}
+	}
+}
+
+// provisionStep does what the rental's state asks for next. done means
+// the rental settled; wait how long to pause when waiting for an agent.
+func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done bool, wait time.Duration, err error) {
+	now := s.DB.Now().UTC()
+	gpus, err := s.heldGPUs(ctx, r.ID)
+	if err != nil {
+		return false, 0, err
+	}
+	if len(gpus) == 0 {
+		// No GPUs held (the last node failed): find another node.
+		return s.nextNode(ctx, r, now, "", locales.Msg{})
+	}
+	nodeID := gpus[0].NodeID
+	uuids := make([]string, len(gpus))
+	for i, g := range gpus {
+		uuids[i] = g.UUID
+	}
+	base := fmt.Sprintf("r%d/a%d", r.ID, r.Attempts)
+	vt, err := s.ensureTask(ctx, nodeID, r, base+"/verify", agent.Task{Kind: agent.TaskVerify, RentalID: r.ID, GPUUUIDs: uuids})
+	if err != nil {
+		return false, 0, err
+	}
+	if vt.Status != models.TaskDone {
+		if now.Sub(vt.CreatedAt) > s.verifyTimeout() {
+			return s.nextNode(ctx, r, now, fmt.Sprintf("node %d did not answer the checks within %s", nodeID, s.verifyTimeout()),
+				locales.M("event.verify_timeout", nodeLabel(s.DB.R, nodeID), int(s.verifyTimeout()/time.Second)))
+		}
+		return false, s.waitTask(ctx, vt.ID), nil
+	}
+	var vres agent.Result
+	_ = json.Unmarshal([]byte(vt.Result), &vres)
+	if !vres.OK {
+		return s.failChecks(ctx, r, nodeID, vres, now)
+	}
+	lt, err := s.ensureTask(ctx, nodeID, r, base+"/launch", agent.Task{Kind: agent.TaskLaunch, RentalID: r.ID, GPUUUIDs: uuids,
+		WorkspaceID: r.WorkspaceID, SSHPublicKey: r.SSHPublicKey})
+	if err != nil {
+		return false, 0, err
+	}
+	if lt.Status != models.TaskDone {
+		if now.Sub(lt.CreatedAt) > s.launchTimeout() {
+			return s.nextNode(ctx, r, now, fmt.Sprintf("node %d did not launch within %s", nodeID, s.launchTimeout()),
+				locales.M("event.launch_timeout", nodeLabel(s.DB.R, nodeID), int(s.launchTimeout()/time.Second)))
+		}
+		return false, s.waitTask(ctx, lt.ID), nil
+	}
+	var lres agent.Result
+	_ = json.Unmarshal([]byte(lt.Result), &lres)
+	if !lres.OK || lres.Access == nil {
+		return s.nextNode(ctx, r, now, fmt.Sprintf("launch failed on node %d: %s", nodeID, lres.Error),
+			locales.M("event.launch_failed", nodeLabel(s.DB.R, nodeID), fleet.Verbatim(lres.Error)))
+	}
+	return true, 0, s.markRunning(ctx, r, nodeID, vres, lres, vt, now)
+}
+
+// heldGPUs returns the GPUs the rental holds now, by index.
+func (s *Service) heldGPUs(ctx context.Context, rentalID int64) ([]models.GPU, error) {
+	var gs []models.GPU
+	err := s.DB.W.WithContext(ctx).Raw(`SELECT g.* FROM gpus g JOIN rental_gpus rg ON rg.gpu_id = g.id
+		WHERE rg.rental_id = ? AND rg.released_at IS NULL ORDER BY g.idx`, rentalID).Scan(&gs).Error
+	return gs, err
+}
+
+// ensureTask returns the task with the key, creating it (and waking the
+// node's long-poll) when it does not exist yet.
+func (s *Service) ensureTask(ctx context.Context, nodeID int64, r *models.Rental, key string, t agent.Task) (*models.AgentTask, error) {
+	var have models.AgentTask
+	err := s.DB.W.WithContext(ctx).Where("idem_key = ?", key).First(&have).Error
+	if err == nil {
+		return &have, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, err
+	}
+	now := s.DB.Now().UTC()
+	var id int64
+	if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		id, err = fleet.EnqueueTask(tx, nodeID, &r.ID, key, t, now)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	s.Hub.Signal(fleet.NodeKey(nodeID))
+	err = s.DB.W.WithContext(ctx).First(&have, id).Error
+	return &have, err
+}
+
+// waitTask waits (briefly) for a task's result and says how long to pause
+// before looking again: nothing when the hub signalled it.
+func (s *Service) waitTask(ctx context.Context, taskID int64) time.Duration {
+	select {
+	case <-s.Hub.Wait(fleet.TaskKey(taskID)):
+		return 0
+	case <-ctx.Done():
+		return 0
+	case <-time.After(250 * time.Millisecond): // a result posted to another replica
+		return 0
+	}
+}
+
+// failChecks records failed NVML checks: the failing GPUs are marked, the
+// rental's GPUs released, and another node tried.
+func (s *Service) failChecks(ctx context.Context, r *models.Rental, nodeID int64, res agent.Result, now time.Time) (bool, time.Duration, error) {
+	var reasons []string
+	failing := map[string]locales.Msg{} // by GPU UUID
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		for uuid, v := range res.Verdicts {
+			if v.Healthy {
+				continue
+			}
+			reasons = append(reasons, uuid+": "+strings.Join(v.Reasons, "; "))
+			msg := fleet.ReasonsMsg(v)
+			failing[uuid] = msg
+			var g models.GPU
+			if err := tx.Where("uuid = ?", uuid).First(&g).Error; err != nil {
+				continue
+			}
+			if err := tx.Model(&models.GPU{}).Where("id = ?", g.ID).Updates(map[string]any{
+				"health": models.GPUFailing, "reasons": strings.Join(v.Reasons, "\n"), "reasons_msg": msg, "checked_at": now}).Error; err != nil {
+				return err
+			}
+			if _, err := fleet.OpenIncident(tx, nodeID, g.ID, models.IncidentGPUFailing, strings.Join(v.Reasons, "\n"), now, msg); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, 0, err
+	}
+	sort.Strings(reasons)
+	why := fmt.Sprintf("NVML checks failed on node %d: %s", nodeID, strings.Join(reasons, " | "))
+	uuids := slices.Sorted(maps.Keys(failing))
+	gpus := make([]locales.Msg, len(uuids))
+	for i, u := range uuids {
+		gpus[i] = locales.M("event.gpu_reasons", u, failing[u])
+	}
+	whyMsg := locales.M("rental.detail.node_failed", nodeLabel(s.DB.R, nodeID), locales.Lines(gpus...))
+	if res.Error != "" && len(reasons) == 0 {
+		why = fmt.Sprintf("NVML checks failed on node %d: %s", nodeID, res.Error)
+		whyMsg = locales.M("rental.detail.node_failed", nodeLabel(s.DB.R, nodeID), fleet.Verbatim(res.Error))
+	}
+	return s.nextNode(ctx, r, now, why, whyMsg)
+}
+
+// nextNode releases the rental's GPUs (telling the old node to stop
+// anything it may have launched) and reserves GPUs on another node of the
+// same provider, datacentre and model that the rental has not tried. With
+// none left, a provisioning rental fails (nothing was charged) and a
+// migrating one stops.
+// why is in English, whyMsg the same as a message.
+func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time, why string, whyMsg locales.Msg) (bool, time.Duration, error) {
+	var settled bool
+	var wake []int64
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var cur models.Rental
+		if err := tx.First(&cur, r.ID).Error; err != nil {
+			return err
+		}
+		if cur.Status != models.RentalProvisioning && cur.Status != models.RentalMigrating {
+			settled = true
+			return nil
+		}
+		if why != "" {
+			if err := models.AddRentalEvent(tx, r.ID, now, "node_failed", why, nil, whyMsg); err != nil {
+				return err
+			}
+		}
+		var held []models.RentalGPU
+		if err := tx.Where("rental_id = ? AND released_at IS NULL", r.ID).Find(&held).Error; err != nil {
+			return err
+		}
+		if len(held) > 0 {
+			old := held[0].NodeID
+			if err := fleet.ExpireTasks(tx, r.ID, old, now); err != nil {
+				return err
+			}
+			if _, err := fleet.EnqueueTask(tx, old, &r.ID, fmt.Sprintf("r%d/a%d/abort", r.ID, cur.Attempts),
+				agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now); err != nil {
+				return err
+			}
+			wake = append(wake, old)
+			if err := releaseGPUs(tx, r.ID, now); err != nil {
+				return err
+			}
+		}
+		var offer models.Offer
+		if err := tx.First(&offer, r.OfferID).Error; err != nil {
+			return err
+		}
+		// Candidates: the offer's node first, then siblings, never a node tried before.
+		var cands []int64
+		if err := tx.Raw(`SELECT n.id FROM nodes n WHERE n.provider_id = ? AND n.datacenter_id = ? AND n.gpu_model = ?
+			AND n.health = 'healthy' AND n.status = 'active'
+			AND n.id NOT IN (SELECT node_id FROM rental_gpus WHERE rental_id = ?)
+			ORDER BY CASE WHEN n.id = ? THEN 0 ELSE 1 END, n.id`, offer.ProviderID, offer.DatacenterID, offer.GPUModel, r.ID, offer.NodeID).
+			Scan(&cands).Error; err != nil {
+			return err
+		}
+		if cur.Attempts < MaxNodeAttempts {
+			for _, n := range cands {
+				sp := tx.SavePoint(fmt.Sprintf("try%d", n))
+				if sp.Error != nil {
+					return sp.Error
+				}
+				err := reserveGPUs(tx, &cur, n, offer.GPUModel, now)
+				if errors.Is(err, ErrNoFreeGPUs) {
+					if err := tx.RollbackTo(fmt.Sprintf("try%d", n)).Error; err != nil {
+						return err
+					}
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				return tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"attempts": cur.Attempts + 1, "updated_at": now}).Error
+			}
+		}
+		settled = true
+		if cur.Status == models.RentalProvisioning {
+			reason := "no node passed the NVML checks; nothing was charged"
+			msg := locales.M("rental.detail.none_passed")
+			if why != "" {
+				reason = why + "; no other node passed the checks; nothing was charged"
+				msg = locales.M("event.failed_after", whyMsg)
+			}
+			if _, err := setStatus(tx, r.ID, models.RentalFailed, now, []string{models.RentalProvisioning},
+				map[string]any{"failure": reason, "failure_msg": msg, "stopped_at": now}); err != nil {
+				return err
+			}
+			return models.AddRentalEvent(tx, r.ID, now, "failed", reason, nil, msg)
+		}
+		// Migrating with nowhere to go: the rental stops; the downtime was never billed.
+		if err := s.endDowntime(tx, &cur, now); err != nil {
+			return err
+		}
+		if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []string{models.RentalMigrating},
+			map[string]any{"stopped_at": now, "stop_reason": "no healthy node to move to"}); err != nil {
+			return err
+		}
+		return models.AddRentalEvent(tx, r.ID, now, "stopped", "no healthy node to move to", nil, locales.M("rental.stop_reason.no_node"))
+	})
+	for _, n := range wake {
+		s.Hub.Signal(fleet.NodeKey(n))
+	}
+	if settled && err == nil {
+		slog.Info("rental settled without a node", "rental", r.ID, "why", why)
+	}
+	return settled, 0, err
+}
+
+// endDowntime adds the seconds since the rental went down to its downtime.
+func (s *Service) endDowntime(tx *gorm.DB, r *models.Rental, now time.Time) error {
+	if r.DownSince == nil {
+		return nil
+	}
+	secs := int64(now.Sub(*r.DownSince) / time.Second)
+	r.DowntimeSecs += secs
+	r.DownSince = nil
+	return tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"downtime_secs": r.DowntimeSecs, "down_since": nil}).Error
+}
+
+// markRunning hands the GPUs over: the access details and checks are
+// stored and billing starts at this second (or resumes, after a move). A
+// term rental pays its term now, from the wallet; if it cannot, it stops
+// and nothing is charged.
+func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int64, vres, lres agent.Result, vt *models.AgentTask, now time.Time) error {
+	checks, _ := json.Marshal(Checks{NodeID: nodeID, At: *vt.DoneAt, Verdicts: vres.Verdicts})
+	access, _ := json.Marshal(lres.Access)
+	var stopTerm bool
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var cur models.Rental
+		if err := tx.First(&cur, r.ID).Error; err != nil {
+			return err
+		}
+		from := cur.Status
+		if from == models.RentalRunning {
+			return nil // another run of this step got here first
+		}
+		if from != models.RentalProvisioning && from != models.RentalMigrating {
+			// Stopped while launching: stop what was just launched too.
+			_, err := fleet.EnqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/a%d/late-stop", cur.ID, cur.Attempts),
+				agent.Task{Kind: agent.TaskStop, RentalID: cur.ID, WorkspaceID: cur.WorkspaceID}, now)
+			return err
+		}
+		// Billing counts whole seconds from this one.
+		sec := now.Truncate(time.Second)
+		up := map[string]any{"access": string(access), "checks": string(checks), "node_id": nodeID, "billed_until": sec}
+		if cur.RunningSince == nil {
+			up["running_since"] = sec
+		}
+		if from == models.RentalMigrating {
+			if err := s.endDowntime(tx, &cur, now); err != nil {
+				return err
+			}
+		}
+		// The status moves first and only from what was read: a stop that
+		// committed meanwhile wins and nothing is charged.
+		if cur.Term != pricing.OnDemand && cur.EndsAt == nil {
+			up["ends_at"] = pricing.TermEnd(cur.Term, now)
+		}
+		if ok, err := setStatus(tx, r.ID, models.RentalRunning, now, []string{from}, up); err != nil || !ok {
+			return err
+		}
+		if cur.Term != pricing.OnDemand && cur.EndsAt == nil {
+			if err := s.chargeTerm(tx, &cur, now, 1); err != nil {
+				if !errors.Is(err, models.ErrInsufficientFunds) {
+					return err
+				}
+				stopTerm = true
+				why := "the balance did not cover the term's price; nothing was charged"
+				msg := locales.M("event.term_unpaid")
+				if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"status": models.RentalFailed, "ends_at": nil,
+					"failure": why, "failure_msg": msg, "stopped_at": now, "updated_at": now}).Error; err != nil {
+					return err
+				}
+				if err := models.AddRentalEvent(tx, r.ID, now, "failed", why, nil, msg); err != nil {
+					return err
+				}
+				// Give the GPUs back and stop what was launched, in the same transaction.
+				if _, err := fleet.EnqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/abort-term", cur.ID),
+					agent.Task{Kind: agent.TaskStop, RentalID: cur.ID, WorkspaceID: cur.WorkspaceID}, now); err != nil {
+					return err
+				}
+				return releaseGPUs(tx, cur.ID, now)
+			}
+		}
+		kind := "running"
+		if from == models.RentalMigrating {
+			kind = "migrated"
+		}
+		p, t := (&Checks{Verdicts: vres.Verdicts}).Passed()
+		return models.AddRentalEvent(tx, r.ID, now, kind, fmt.Sprintf("node %d; %d of %d NVML checks passed", nodeID, p, t), nil,
+			locales.M("rental.detail.checks", nodeLabel(tx, nodeID), p, t))
+	})
+	if err != nil {
+		return err
+	}
+	if stopTerm {
+		s.Hub.Signal(fleet.NodeKey(nodeID))
+		return nil
+	}
+	slog.Info("rental running", "rental", r.ID, "node", nodeID)
+	return nil
+}

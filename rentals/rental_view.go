@@ -1,0 +1,71 @@
+package rentals
+
+import (
+	"context"
+	"time"
+
+	"suanli/agent"
+	"suanli/models"
+	"suanli/pricing"
+)
+
+// RentalDetail is everything the renter's pages and the API show about a
+// rental.
+type RentalDetail struct {
+	Rental models.Rental
+	Offer  models.OfferRow
+	Node   *models.Node
+	GPUs   []models.GPU
+	Access *agent.Access
+	Checks *Checks
+	Events []models.RentalEvent
+	// CostFen is what the rental has cost up to now: what was posted plus
+	// what accrued since the last meter pass (posted at the next one).
+	CostFen int64
+	// RateFenPerHour is what an hour costs now (0 when not billing).
+	RateFenPerHour int64
+	At             time.Time
+}
+
+// Simulated reports whether the rental runs on a simulated node.
+func (d *RentalDetail) Simulated() bool {
+	return (d.Node != nil && d.Node.Simulated) || (d.Access != nil && d.Access.Simulated)
+}
+
+// Billing reports whether the rental accrues cost per second now.
+func (d *RentalDetail) Billing() bool {
+	r := &d.Rental
+	return r.Status == models.RentalRunning && r.Term == pricing.OnDemand && !r.Free
+}
+
+// Detail loads a rental's detail.
+func (s *Service) Detail(ctx context.Context, id int64) (*RentalDetail, error) {
+	r, err := s.DB.RentalByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d := &RentalDetail{Rental: r, Access: Access(&r), Checks: RentalChecks(&r), At: s.DB.Now().UTC()}
+	if d.Offer, err = s.DB.OfferByID(ctx, r.OfferID); err != nil {
+		return nil, err
+	}
+	if r.NodeID != nil {
+		var n models.Node
+		if err := s.DB.R.WithContext(ctx).First(&n, *r.NodeID).Error; err != nil {
+			return nil, err
+		}
+		d.Node = &n
+	}
+	if d.GPUs, err = s.DB.RentalGPUs(ctx, r.ID); err != nil {
+		return nil, err
+	}
+	if d.Events, err = s.DB.RentalEvents(ctx, r.ID); err != nil {
+		return nil, err
+	}
+	d.CostFen = r.BilledFen
+	if d.Billing() && r.BilledUntil != nil {
+		fen, _ := pricing.Accrue(r.Rate(), *r.BilledUntil, d.At, r.CarryNum)
+		d.CostFen += fen
+		d.RateFenPerHour = pricing.HourFen(r.Rate(), d.At)
+	}
+	return d, nil
+}

@@ -1,0 +1,434 @@
+package rentals
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"gorm.io/gorm"
+
+	"suanli/agent"
+	"suanli/apperr"
+	"suanli/billing"
+	"suanli/catalog"
+	"suanli/fleet"
+	"suanli/locales"
+	"suanli/models"
+	"suanli/offers"
+	"suanli/pricing"
+)
+
+// CommissionPct is the platform's share of every rental charge.
+const CommissionPct = 12
+
+// FreeIfFailsWithin: a rental whose GPUs fail this soon after it started
+// costs nothing at all.
+const FreeIfFailsWithin = 10 * time.Minute
+
+// Provisioner queues a rental's provisioning in the transaction that
+// created or moved it, so that the job exists exactly when the rental
+// does (workers.Queue does, with a River job).
+type Provisioner interface {
+	EnqueueProvision(ctx context.Context, tx *sql.Tx, rentalID int64) error
+}
+
+// Service runs the rental lifecycle: renting, provisioning through the
+// node agents' NVML checks, metering, stopping, and moving rentals off
+// failing GPUs.
+type Service struct {
+	DB     *models.DB
+	Wallet *billing.Wallet
+	Jobs   Provisioner
+	Hub    *fleet.Hub
+	// VerifyTimeout and LaunchTimeout bound how long an agent may take to
+	// answer a verify or launch task before the next node is tried.
+	VerifyTimeout, LaunchTimeout time.Duration
+	// SilentAfter is how long without a heartbeat makes a node silent.
+	SilentAfter time.Duration
+	// StepWait is how long one provisioning job run waits for an agent
+	// before it snoozes (keeping River's job timeout short).
+	StepWait time.Duration
+	// BaseURL is used in mails.
+	BaseURL string
+	// Started is when this process started; silence is judged only after
+	// SilentAfter has passed since (a server that was down itself heard
+	// no heartbeats, which says nothing about the nodes).
+	Started time.Time
+}
+
+func (s *Service) verifyTimeout() time.Duration { return cmp.Or(s.VerifyTimeout, 20*time.Second) }
+func (s *Service) launchTimeout() time.Duration { return cmp.Or(s.LaunchTimeout, 60*time.Second) }
+func (s *Service) silentAfter() time.Duration   { return cmp.Or(s.SilentAfter, 30*time.Second) }
+func (s *Service) stepWait() time.Duration      { return cmp.Or(s.StepWait, 5*time.Second) }
+
+// RentInput is a rent request as submitted.
+type RentInput struct {
+	OrgID        int64
+	OfferID      int64
+	GPUs         int
+	SLA          string
+	Term         string
+	SSHPublicKey string
+	AutoRenew    bool
+}
+
+// ErrNoFreeGPUs is returned when an offer has fewer free GPUs than asked.
+var ErrNoFreeGPUs = &apperr.Error{Code: apperr.ECONFLICT, Message: "not enough free GPUs on this offer right now; try fewer GPUs or another offer", Key: "err.no_free_gpus"}
+
+// checkSSHKey accepts one OpenSSH public key line.
+func checkSSHKey(k string) (string, error) {
+	k = strings.TrimSpace(k)
+	if k == "" {
+		return "", apperr.Field("ssh_public_key", "err.ssh_key_missing")
+	}
+	if len(k) > 16384 || strings.ContainsAny(k, "\r\n") {
+		return "", apperr.Field("ssh_public_key", "err.ssh_key")
+	}
+	if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil {
+		return "", apperr.Field("ssh_public_key", "err.ssh_key")
+	}
+	return k, nil
+}
+
+func newWorkspaceID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "ws-" + hex.EncodeToString(b)
+}
+
+// StudentPrices reports whether renting from the organisation pays
+// student prices: it is an approved lab and the renter a confirmed member.
+func StudentPrices(org *models.Org, m *models.Membership) bool {
+	return org.Kind == models.OrgLab && org.Status == models.OrgApproved && m != nil && m.ConfirmedAt != nil
+}
+
+// StartNeeds is the balance a rental needs to start: the next hour at its
+// rate on demand, the whole term's price for a week or month.
+func StartNeeds(o models.Offer, gpus int, term string, tier pricing.Tier, student bool, now time.Time) (int64, error) {
+	switch term {
+	case pricing.OnDemand:
+		sp := 0
+		if student {
+			sp = o.StudentDiscountPct
+		}
+		return pricing.HourFen(pricing.Rate{PricePerGPUHourFen: o.PricePerGPUHourFen, GPUs: gpus, OffpeakPct: o.OffpeakDiscountPct,
+			StudentPct: sp, SLASurchargePct: tier.SurchargePct}, now), nil
+	case pricing.Week, pricing.Month:
+		b, err := offers.Quote(o, offers.QuoteInput{GPUs: fmt.Sprint(gpus), Term: term, SLA: tier.Name}, student, now)
+		return b.TotalFen, err
+	}
+	return 0, apperr.Field("term", "err.quote_term")
+}
+
+// Rent reserves GPUs of an offer for the user's organisation and enqueues
+// their provisioning, all in one transaction. It checks the renter's
+// right to spend from the organisation, one hour of balance (on demand) or
+// the term's price, and spending limits. GPUs are taken only if free and
+// healthy on a node whose agent is connected; the database's unique index
+// on live rental GPUs makes two rentals of one GPU impossible.
+func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *models.Membership, in RentInput) (*models.Rental, error) {
+	if !u.Verified() {
+		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Message: "verify your email before renting", Key: "err.verify_first_rent"}
+	}
+	if !org.Usable() {
+		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Message: "this organisation may not rent yet", Key: "err.org_not_usable"}
+	}
+	row, err := s.DB.OfferByID(ctx, in.OfferID)
+	if err != nil {
+		return nil, err
+	}
+	o := row.Offer
+	if o.Status != models.OfferListed || o.AwaitingNode {
+		return nil, &apperr.Error{Code: apperr.ECONFLICT, Message: "this offer is not listed", Key: "err.offer_not_listed"}
+	}
+	if err := rentableOffer(ctx, s.DB, &o); err != nil {
+		return nil, err
+	}
+	if in.GPUs < 1 || in.GPUs > o.MaxGPUs {
+		return nil, apperr.Field("gpus", "err.quote_gpus", o.MaxGPUs)
+	}
+	tier, ok := pricing.TierByName(in.SLA)
+	if !ok {
+		return nil, apperr.Field("sla", "err.quote_sla")
+	}
+	if !o.SellsTier(tier.Name) {
+		return nil, &apperr.Error{Code: apperr.EINVALID, Field: "sla", Message: fmt.Sprintf("this offer does not sell the %s SLA tier (it sells: %s)", tier.Name, o.SLATiers),
+			Key: "providers.err.tier_not_sold", Args: []any{tier.Name, o.SLATiers}}
+	}
+	term := cmp.Or(in.Term, pricing.OnDemand)
+	key, err := checkSSHKey(in.SSHPublicKey)
+	if err != nil {
+		return nil, err
+	}
+	student := 0
+	if StudentPrices(org, m) {
+		student = o.StudentDiscountPct
+	}
+	now := s.DB.Now().UTC()
+	r := &models.Rental{OrgID: org.ID, UserID: u.ID, OfferID: o.ID, ProviderID: o.ProviderID, GPUs: in.GPUs, SLA: tier.Name, Term: term,
+		Status: models.RentalPending, SSHPublicKey: key, WorkspaceID: newWorkspaceID(),
+		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, StudentPct: student, SLASurchargePct: tier.SurchargePct,
+		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now,
+		MinBilledS: max(o.MinDurationS, pricing.MinimumSeconds)}
+	need, err := StartNeeds(o, in.GPUs, term, tier, student > 0, now)
+	if err != nil {
+		return nil, err
+	}
+	if term != pricing.OnDemand {
+		r.TermPriceFen = &need
+	}
+	bal, err := s.DB.WalletBalance(ctx, org.ID)
+	if err != nil {
+		return nil, err
+	}
+	if bal < need {
+		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("starting needs a balance of at least ¥%s (the balance is ¥%s): top up first", pricing.FenToYuanString(need), pricing.FenToYuanString(bal)),
+			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
+	}
+	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, 0, now); err != nil {
+		return nil, err
+	}
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if org.MonthlyBudgetFen != nil || org.MemberCapFen != nil || org.HourlyCapFen != nil {
+			// Again with the organisation locked: two rents at once must not
+			// both fit under a limit that only one fits under.
+			locked, err := models.OrgForUpdate(tx, org.ID)
+			if err != nil {
+				return err
+			}
+			if err := billing.CheckSpendTx(tx, locked, u.ID, need, 0, now); err != nil {
+				return err
+			}
+		}
+		if err := tx.Create(r).Error; err != nil {
+			return err
+		}
+		if err := reserveGPUs(tx, r, o.NodeID, o.GPUModel, now); err != nil {
+			return err
+		}
+		if err := models.AddRentalEvent(tx, r.ID, now, "requested", fmt.Sprintf("%d × %s", r.GPUs, o.GPUModel), nil,
+			locales.M("event.requested", catalog.GPUName(o.GPUModel), r.GPUs)); err != nil {
+			return err
+		}
+		return s.enqueueProvision(ctx, tx, r.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	slog.Info("rental requested", "rental", r.ID, "org", org.ID, "user", u.ID, "offer", o.ID, "gpus", r.GPUs, "term", term)
+	return r, nil
+}
+
+// reserveGPUs takes the rental's GPUs on one node in tx: free, healthy,
+// of the model, on a node whose agent is connected. The state update
+// only takes GPUs still free (a concurrent rent that took one first
+// leaves too few rows changed), and the unique index on live rental GPUs
+// backs it up.
+func reserveGPUs(tx *gorm.DB, r *models.Rental, nodeID int64, model string, now time.Time) error {
+	var ids []int64
+	// On PostgreSQL concurrent rents of one offer would all pick the same
+	// lowest free GPUs and all but one fail (its UPDATE finds them taken):
+	// each skips the GPUs another open rent has locked instead.
+	lock := ""
+	if tx.Dialector.Name() == "postgres" {
+		lock = " FOR UPDATE OF g SKIP LOCKED"
+	}
+	err := tx.Raw(`SELECT g.id FROM gpus g JOIN nodes n ON n.id = g.node_id
+		WHERE g.node_id = ? AND g.gpu_model = ? AND g.state = 'free' AND g.health = 'healthy' AND n.health = 'healthy' AND n.status = 'active'
+		ORDER BY g.idx LIMIT ?`+lock, nodeID, model, r.GPUs).Scan(&ids).Error
+	if err != nil {
+		return err
+	}
+	if len(ids) < r.GPUs {
+		return ErrNoFreeGPUs
+	}
+	res := tx.Model(&models.GPU{}).Where("id IN ? AND state = ?", ids, models.GPUFree).Update("state", models.GPUBusy)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected != int64(len(ids)) {
+		return ErrNoFreeGPUs
+	}
+	for _, id := range ids {
+		if err := tx.Create(&models.RentalGPU{RentalID: r.ID, GPUID: id, NodeID: nodeID, AttachedAt: now}).Error; err != nil {
+			if models.IsUniqueViolation(err) {
+				return ErrNoFreeGPUs
+			}
+			return err
+		}
+	}
+	if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"node_id": nodeID, "updated_at": now}).Error; err != nil {
+		return err
+	}
+	r.NodeID = &nodeID
+	return models.RefreshNodeAvailability(tx, nodeID, now)
+}
+
+// releaseGPUs lets go of every GPU the rental holds: a GPU whose last
+// verdict failed becomes unhealthy, the others free.
+func releaseGPUs(tx *gorm.DB, rentalID int64, now time.Time) error {
+	var held []models.RentalGPU
+	if err := tx.Where("rental_id = ? AND released_at IS NULL", rentalID).Find(&held).Error; err != nil {
+		return err
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(held))
+	nodes := map[int64]bool{}
+	for _, h := range held {
+		ids = append(ids, h.GPUID)
+		nodes[h.NodeID] = true
+	}
+	if err := tx.Model(&models.RentalGPU{}).Where("rental_id = ? AND released_at IS NULL", rentalID).Update("released_at", now).Error; err != nil {
+		return err
+	}
+	if err := tx.Exec(`UPDATE gpus SET state = CASE WHEN health IN ('failing', 'missing') THEN 'unhealthy' ELSE 'free' END
+		WHERE id IN ? AND state = 'busy'`, ids).Error; err != nil {
+		return err
+	}
+	for n := range nodes {
+		if err := models.RefreshNodeAvailability(tx, n, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) enqueueProvision(ctx context.Context, tx *gorm.DB, rentalID int64) error {
+	stx, err := models.SQLTx(tx)
+	if err != nil {
+		return err
+	}
+	return s.Jobs.EnqueueProvision(ctx, stx, rentalID)
+}
+
+// setStatus changes a rental's status in tx only if it is still in one of
+// the from statuses, and reports whether it did.
+func setStatus(tx *gorm.DB, id int64, to string, now time.Time, from []string, extra map[string]any) (bool, error) {
+	up := map[string]any{"status": to, "updated_at": now}
+	for k, v := range extra {
+		up[k] = v
+	}
+	res := tx.Model(&models.Rental{}).Where("id = ? AND status IN ?", id, from).Updates(up)
+	return res.RowsAffected == 1, res.Error
+}
+
+// CanStop reports whether the user may stop the rental: its renter, or an
+// admin of its organisation.
+func CanStop(r *models.Rental, u *models.User, m *models.Membership) bool {
+	return u != nil && (r.UserID == u.ID || (m != nil && models.RoleRank(m.Role) >= models.RoleRank(models.RoleAdmin)))
+}
+
+// Stop stops a rental. Billing ends at this second (an on-demand rental
+// is billed at least its MinBilledS); the node's agent is told to stop the
+// workload, and the GPUs are released when it confirms (or when the
+// health watch gives up waiting). A rental not yet running is cancelled
+// and costs nothing. A term rental keeps its GPUs to the term's end.
+func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Rental, error) {
+	now := s.DB.Now().UTC()
+	var nodeID int64
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		// Locked: a meter pass that claims the rental meanwhile waits, so
+		// the final charge (up to the minimum) is billed from what it left.
+		r, err := models.RentalForUpdate(tx, id)
+		if err != nil {
+			return err
+		}
+		switch r.Status {
+		case models.RentalStopped, models.RentalFailed, models.RentalStopping:
+			return nil // already stopping or stopped: stopping twice is fine
+		case models.RentalRunning:
+			if err := s.meterOne(tx, &r, now, true); err != nil {
+				return err
+			}
+		case models.RentalMigrating:
+			// Billing stopped when the downtime began; it ends now.
+			if err := s.endDowntime(tx, &r, now); err != nil {
+				return err
+			}
+		}
+		if _, err := setStatus(tx, r.ID, models.RentalStopping, now, models.LiveRentalStatuses,
+			map[string]any{"stopped_at": now, "stop_reason": reason}); err != nil {
+			return err
+		}
+		if err := models.AddRentalEvent(tx, r.ID, now, "stop_requested", reason, nil); err != nil {
+			return err
+		}
+		if r.NodeID == nil {
+			return s.finishStop(tx, r.ID, 0, now)
+		}
+		nodeID = *r.NodeID
+		if err := fleet.ExpireTasks(tx, r.ID, nodeID, now); err != nil {
+			return err
+		}
+		_, err = fleet.EnqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/stop/%d", r.ID, r.Attempts), agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if nodeID != 0 {
+		s.Hub.Signal(fleet.NodeKey(nodeID))
+	}
+	r, err := s.DB.RentalByID(ctx, id)
+	return &r, err
+}
+
+// finishStop completes a stopping rental in tx: on demand its GPUs are
+// released; a term rental keeps them until its term ends.
+func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
+	var r models.Rental
+	if err := tx.First(&r, rentalID).Error; err != nil {
+		return err
+	}
+	if r.Status != models.RentalStopping {
+		return nil
+	}
+	if r.Term == pricing.OnDemand || r.EndsAt == nil || !r.EndsAt.After(now) {
+		if err := releaseGPUs(tx, r.ID, now); err != nil {
+			return err
+		}
+	}
+	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []string{models.RentalStopping}, nil); err != nil {
+		return err
+	}
+	return models.AddRentalEvent(tx, r.ID, now, "stopped", "", nil)
+}
+
+// Access decodes a rental's access details (nil before launch).
+func Access(r *models.Rental) *agent.Access {
+	if r.Access == "" {
+		return nil
+	}
+	var a agent.Access
+	if json.Unmarshal([]byte(r.Access), &a) != nil {
+		return nil
+	}
+	return &a
+}
+
+// SLATerms are the measurement facts the SLA page states.
+type SLATerms struct {
+	HeartbeatEvery, SilentAfter, FreeIfFailsWithin time.Duration
+	// FlapWindow: a failure again this soon after its incident closed
+	// reopens it (the time between counts as down).
+	FlapWindow time.Duration
+}
+
+// Terms returns the rental service's SLA measurement facts.
+func (s *Service) Terms() SLATerms {
+	return SLATerms{HeartbeatEvery: fleet.HeartbeatEvery, SilentAfter: s.silentAfter(), FreeIfFailsWithin: FreeIfFailsWithin, FlapWindow: fleet.FlapWindow}
+}
+
+// Fleet is the node side of the rental service: heartbeats, credentials
+// and the agents' task queue, on the same database and hub.
+func (s *Service) Fleet() *fleet.Fleet { return &fleet.Fleet{DB: s.DB, Hub: s.Hub} }
