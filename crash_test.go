@@ -53,7 +53,7 @@ func TestServerKilledWhileProvisioning(t *testing.T) {
 		after      time.Duration
 	}{
 		{"killed as the rent request is answered", "", "", 0},
-		{"killed the moment it is seen provisioning", models.RentalProvisioning, "", 0},
+		{"killed the moment it is seen provisioning", string(models.RentalProvisioning), "", 0},
 		{"killed while the agent runs the NVML checks", "", "verify", 0},
 		{"killed while the agent launches", "", "launch", 0},
 		{"killed 100ms after the rent request", "", "", 100 * time.Millisecond},
@@ -106,7 +106,7 @@ func crashDuringProvisioning(t *testing.T, bin, seen, sent string, after time.Du
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != final {
+	if string(r.Status) != final {
 		t.Errorf("status %q after shutdown, the API said %q", r.Status, final)
 	}
 	held := heldGPUs(t, db, r.ID)
@@ -479,7 +479,7 @@ func (s *suanliServer) waitStatus(id int64, status string) {
 		if st == status {
 			return
 		}
-		if st != models.RentalPending {
+		if st != string(models.RentalPending) {
 			t.Logf("rental %d went %s before it was seen %s", id, st, status)
 			return
 		}
@@ -541,7 +541,7 @@ func (s *suanliServer) waitSettled(token string, id int64, deadline time.Time) s
 			t.Logf("after the restart: %s (events %v)", r.Status, kinds)
 			last = r.Status
 		}
-		switch r.Status {
+		switch models.RentalStatus(r.Status) {
 		case models.RentalRunning, models.RentalFailed:
 			return r.Status
 		case models.RentalPending, models.RentalProvisioning:

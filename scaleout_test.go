@@ -466,7 +466,7 @@ func (c *cluster) waitNodesHealthy(db *models.DB, nodes []int64) string {
 
 // waitAll waits until every rental has the status; a failed one fails
 // the test at once.
-func (c *cluster) waitAll(db *models.DB, ids []int64, status string, limit time.Duration) {
+func (c *cluster) waitAll(db *models.DB, ids []int64, status models.RentalStatus, limit time.Duration) {
 	c.t.Helper()
 	c.until(limit, fmt.Sprintf("%d rentals %s", len(ids), status), func() bool {
 		var rows []struct {
@@ -477,12 +477,12 @@ func (c *cluster) waitAll(db *models.DB, ids []int64, status string, limit time.
 			c.t.Fatal(err)
 		}
 		for _, r := range rows {
-			if r.Status == models.RentalFailed {
+			if models.RentalStatus(r.Status) == models.RentalFailed {
 				var why []string
 				db.R.Raw(`SELECT failure FROM rentals WHERE id IN ? AND status = 'failed' LIMIT 3`, ids).Scan(&why)
 				c.t.Fatalf("%d rentals failed: %q", r.N, why)
 			}
-			if r.Status == status && r.N == len(ids) {
+			if models.RentalStatus(r.Status) == status && r.N == len(ids) {
 				return true
 			}
 		}

@@ -78,7 +78,7 @@ type APIEvent struct {
 
 func apiRental(d *rentals.RentalDetail) APIRental {
 	r := d.Rental
-	out := APIRental{ID: r.ID, Status: r.Status, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
+	out := APIRental{ID: r.ID, Status: string(r.Status), OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
 		GPUUUIDs: []string{}, SLA: r.SLA, Term: r.Term, AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
 		StudentDiscountPct: r.StudentPct, OffpeakDiscountPct: r.OffpeakPct, SLASurchargePct: r.SLASurchargePct, TermPriceFen: r.TermPriceFen,
 		Access: d.Access, CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,

@@ -236,8 +236,8 @@ func (h *Handler) Console(c echo.Context) error {
 				return err
 			}
 			row := consoleRow(d.Rental, d.Offer, om.Org.Name, d.CostFen, d.RateFenPerHour, d.Access, d.Simulated(),
-				rentals.CanStop(&d.Rental, u, &m) && pages.Stoppable(d.Rental.Status), d.At)
-			row.CanChange = rentals.CanStop(&d.Rental, u, &m) && pages.Changeable(&d.Rental)
+				rentals.Stoppable(&d.Rental, u, &m), d.At)
+			row.CanChange = rentals.Changeable(&d.Rental, u, &m)
 			vm.Live = append(vm.Live, row)
 		}
 		past, err := h.DB.RentalsOfOrg(ctx, om.Org.ID, false, pages.HistoryLimit)
@@ -283,7 +283,7 @@ func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *model
 		name = ViewCtx(c).T("rent.org_personal")
 	}
 	return pages.RentalVM{D: d, GPU: gm, OrgName: name, StudentPrices: rentals.StudentPrices(org, m),
-		CanStop: rentals.CanStop(&d.Rental, CurrentUser(c), m) && pages.Stoppable(d.Rental.Status)}, nil
+		CanStop: rentals.Stoppable(&d.Rental, CurrentUser(c), m)}, nil
 }
 
 // RentalShow is GET /rentals/{id}. Someone outside the rental's
@@ -354,7 +354,7 @@ var changeFields = []string{"offer_id", "gpus"}
 // defaults to the rental as it is.
 func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership, student bool, f pages.Form, q *rentals.ChangeQuote, always bool) (*pages.ChangeVM, error) {
 	r := &d.Rental
-	if !rentals.CanStop(r, CurrentUser(c), m) || !(always || pages.Changeable(r)) {
+	if !rentals.CanStop(r, CurrentUser(c), m) || !(always || r.CanChange()) {
 		return nil, nil
 	}
 	vc := ViewCtx(c)

@@ -123,10 +123,9 @@ func (m *Collector) read(ctx context.Context) ([]prometheus.Metric, error) {
 		seen[r.Status] = true
 	}
 	// Every status is always present, so a panel shows 0 rather than nothing.
-	for _, s := range []string{models.RentalPending, models.RentalProvisioning, models.RentalRunning,
-		models.RentalMigrating, models.RentalStopping, models.RentalStopped, models.RentalFailed} {
-		if !seen[s] {
-			gauge(descRentals, 0, s)
+	for _, s := range models.RentalStatuses {
+		if !seen[string(s)] {
+			gauge(descRentals, 0, string(s))
 		}
 	}
 	gpus, err := m.DB.GPUsByModelCityState(ctx)

@@ -25,7 +25,7 @@ func (db *DB) RentalsPage(ctx context.Context, orgID int64, offset, limit int) (
 	}
 	var rs []Rental
 	// The statuses are constants, so spelling them into the ORDER BY is safe.
-	live := "'" + strings.Join(LiveRentalStatuses, "','") + "'"
+	live := "'" + strings.Join(statusStrings(LiveRentalStatuses), "','") + "'"
 	err := db.R.WithContext(ctx).Where("org_id = ?", orgID).
 		Order("CASE WHEN status IN (" + live + ") THEN 0 ELSE 1 END, id DESC").
 		Offset(offset).Limit(limit).Find(&rs).Error

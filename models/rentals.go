@@ -4,29 +4,75 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
 
 	"suanli/apperr"
 	"suanli/locales"
+	"suanli/pricing"
 )
 
-// Rental statuses: pending → provisioning → running → stopping → stopped,
-// and failed (nothing charged) or migrating (moving off a failing node).
+// RentalStatus is where a rental is in its life: pending → provisioning →
+// running → stopping → stopped, and failed (nothing charged) or migrating
+// (moving off a failing node). rentalTransitions is the one table of the
+// moves between them; the use cases change a status only along it.
+type RentalStatus string
+
+// Rental statuses.
 const (
-	RentalPending      = "pending"
-	RentalProvisioning = "provisioning"
-	RentalRunning      = "running"
-	RentalMigrating    = "migrating"
-	RentalStopping     = "stopping"
-	RentalStopped      = "stopped"
-	RentalFailed       = "failed"
+	RentalPending      RentalStatus = "pending"
+	RentalProvisioning RentalStatus = "provisioning"
+	RentalRunning      RentalStatus = "running"
+	RentalMigrating    RentalStatus = "migrating"
+	RentalStopping     RentalStatus = "stopping"
+	RentalStopped      RentalStatus = "stopped"
+	RentalFailed       RentalStatus = "failed"
 )
+
+// RentalStatuses are all the statuses, in the order of a rental's life.
+var RentalStatuses = []RentalStatus{RentalPending, RentalProvisioning, RentalRunning, RentalMigrating, RentalStopping, RentalStopped, RentalFailed}
+
+// rentalTransitions lists, for each status, the statuses it may move to.
+var rentalTransitions = map[RentalStatus][]RentalStatus{
+	RentalPending:      {RentalProvisioning, RentalStopping},
+	RentalProvisioning: {RentalRunning, RentalFailed, RentalStopping},
+	RentalRunning:      {RentalMigrating, RentalStopping},
+	RentalMigrating:    {RentalRunning, RentalStopped, RentalFailed, RentalStopping},
+	RentalStopping:     {RentalStopped},
+	// A stopped rental that ran may be switched or resized, which starts
+	// it again.
+	RentalStopped: {RentalProvisioning},
+}
+
+// CanMoveTo reports whether the table allows a move from s to next (a
+// status "moving" to itself changes nothing and is always allowed).
+func (s RentalStatus) CanMoveTo(next RentalStatus) bool {
+	return s == next || slices.Contains(rentalTransitions[s], next)
+}
+
+// Live reports whether a rental in this status holds GPUs or is about to.
+func (s RentalStatus) Live() bool { return slices.Contains(LiveRentalStatuses, s) }
+
+// Ended reports whether the rental is over (stopped or failed).
+func (s RentalStatus) Ended() bool { return s == RentalStopped || s == RentalFailed }
+
+// CanStop reports whether a rental in this status can be asked to stop.
+func (s RentalStatus) CanStop() bool { return s != RentalStopping && s.CanMoveTo(RentalStopping) }
+
+// CanChange reports whether the rental can be switched or resized: an
+// on-demand one that is running, or stopped after having run.
+func (r *Rental) CanChange() bool {
+	if r.Term != pricing.OnDemand {
+		return false
+	}
+	return r.Status == RentalRunning || (r.Status == RentalStopped && r.RunningSince != nil)
+}
 
 // LiveRentalStatuses are the statuses in which a rental holds GPUs or is
 // about to.
-var LiveRentalStatuses = []string{RentalPending, RentalProvisioning, RentalRunning, RentalMigrating, RentalStopping}
+var LiveRentalStatuses = []RentalStatus{RentalPending, RentalProvisioning, RentalRunning, RentalMigrating, RentalStopping}
 
 // Rental is one renter's use of GPUs of an offer.
 type Rental struct {
@@ -39,7 +85,7 @@ type Rental struct {
 	GPUs         int `gorm:"column:gpus"`
 	SLA          string
 	Term         string
-	Status       string
+	Status       RentalStatus
 	SSHPublicKey string `gorm:"column:ssh_public_key"`
 	WorkspaceID  string
 	// The price agreed at the start.
@@ -261,4 +307,12 @@ func RentalForUpdate(tx *gorm.DB, id int64) (Rental, error) {
 		return r, apperr.NotFound("rental")
 	}
 	return r, err
+}
+
+func statusStrings(ss []RentalStatus) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
 }

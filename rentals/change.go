@@ -41,7 +41,7 @@ func (s *Service) changeTarget(ctx context.Context, r *models.Rental, org *model
 	if r.Term != pricing.OnDemand {
 		return models.Offer{}, models.Rental{}, &apperr.Error{Code: apperr.ECONFLICT, Message: "a week or month term keeps its GPUs; switching is for on-demand rentals", Key: "err.change_term"}
 	}
-	if r.Status != models.RentalRunning && !(r.Status == models.RentalStopped && r.RunningSince != nil) {
+	if !r.CanChange() {
 		return models.Offer{}, models.Rental{}, &apperr.Error{Code: apperr.ECONFLICT, Message: "only a running rental, or a stopped one that ran, can be switched or resized", Key: "err.change_status"}
 	}
 	cur, err := s.DB.OfferByID(ctx, r.OfferID)

@@ -231,7 +231,7 @@ func (s *Service) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 		if free {
 			up["free"] = true
 		}
-		ok, err := setStatus(tx, r.ID, models.RentalMigrating, now, []string{models.RentalRunning}, up)
+		ok, err := setStatus(tx, r.ID, models.RentalMigrating, now, []models.RentalStatus{models.RentalRunning}, up)
 		if err != nil || !ok {
 			return err
 		}

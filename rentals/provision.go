@@ -88,7 +88,7 @@ func (s *Service) Provision(ctx context.Context, id int64) (time.Duration, error
 		case models.RentalPending:
 			now := s.DB.Now().UTC()
 			if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-				_, err := setStatus(tx, r.ID, models.RentalProvisioning, now, []string{models.RentalPending}, map[string]any{"attempts": 1})
+				_, err := setStatus(tx, r.ID, models.RentalProvisioning, now, []models.RentalStatus{models.RentalPending}, map[string]any{"attempts": 1})
 				return err
 			}); err != nil {
 				return 0, err
@@ -344,7 +344,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				reason = why + "; no other node passed the checks; nothing was charged"
 				msg = locales.M("event.failed_after", whyMsg)
 			}
-			if _, err := setStatus(tx, r.ID, models.RentalFailed, now, []string{models.RentalProvisioning},
+			if _, err := setStatus(tx, r.ID, models.RentalFailed, now, []models.RentalStatus{models.RentalProvisioning},
 				map[string]any{"failure": reason, "failure_msg": msg, "stopped_at": now}); err != nil {
 				return err
 			}
@@ -354,7 +354,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		if err := s.endDowntime(tx, &cur, now); err != nil {
 			return err
 		}
-		if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []string{models.RentalMigrating},
+		if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalMigrating},
 			map[string]any{"stopped_at": now, "stop_reason": "no healthy node to move to"}); err != nil {
 			return err
 		}
@@ -419,7 +419,7 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		if cur.Term != pricing.OnDemand && cur.EndsAt == nil {
 			up["ends_at"] = pricing.TermEnd(cur.Term, now)
 		}
-		if ok, err := setStatus(tx, r.ID, models.RentalRunning, now, []string{from}, up); err != nil || !ok {
+		if ok, err := setStatus(tx, r.ID, models.RentalRunning, now, []models.RentalStatus{from}, up); err != nil || !ok {
 			return err
 		}
 		if cur.Term != pricing.OnDemand && cur.EndsAt == nil {

@@ -312,8 +312,15 @@ func (s *Service) enqueueProvision(ctx context.Context, tx *gorm.DB, rentalID in
 }
 
 // setStatus changes a rental's status in tx only if it is still in one of
-// the from statuses, and reports whether it did.
-func setStatus(tx *gorm.DB, id int64, to string, now time.Time, from []string, extra map[string]any) (bool, error) {
+// the from statuses, and reports whether it did. A move the transition
+// table (models.RentalStatus.CanMoveTo) does not allow is a programming
+// error, refused before anything is written.
+func setStatus(tx *gorm.DB, id int64, to models.RentalStatus, now time.Time, from []models.RentalStatus, extra map[string]any) (bool, error) {
+	for _, f := range from {
+		if !f.CanMoveTo(to) {
+			return false, fmt.Errorf("rental %d: status %s cannot move to %s", id, f, to)
+		}
+	}
 	up := map[string]any{"status": to, "updated_at": now}
 	for k, v := range extra {
 		up[k] = v
@@ -326,6 +333,18 @@ func setStatus(tx *gorm.DB, id int64, to string, now time.Time, from []string, e
 // admin of its organisation.
 func CanStop(r *models.Rental, u *models.User, m *models.Membership) bool {
 	return u != nil && (r.UserID == u.ID || (m != nil && models.RoleRank(m.Role) >= models.RoleRank(models.RoleAdmin)))
+}
+
+// Stoppable reports whether the user may stop the rental now: CanStop,
+// and its status can still be stopped.
+func Stoppable(r *models.Rental, u *models.User, m *models.Membership) bool {
+	return CanStop(r, u, m) && r.Status.CanStop()
+}
+
+// Changeable reports whether the user may switch or resize the rental
+// now: CanStop, and models.Rental.CanChange.
+func Changeable(r *models.Rental, u *models.User, m *models.Membership) bool {
+	return CanStop(r, u, m) && r.CanChange()
 }
 
 // Stop stops a rental. Billing ends at this second (an on-demand rental
@@ -398,7 +417,7 @@ func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time)
 			return err
 		}
 	}
-	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []string{models.RentalStopping}, nil); err != nil {
+	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalStopping}, nil); err != nil {
 		return err
 	}
 	return models.AddRentalEvent(tx, r.ID, now, "stopped", "", nil)

@@ -435,7 +435,7 @@ func (r *rig) timeline(id int64) string {
 
 // waitStatus waits until the rental is in status want; a rental that
 // settles in another final status fails the test at once.
-func (r *rig) waitStatus(id int64, want string) models.Rental {
+func (r *rig) waitStatus(id int64, want models.RentalStatus) models.Rental {
 	r.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -209,7 +209,7 @@ func rentalsOf(t *testing.T, db *models.DB, orgID int64) int64 {
 }
 
 // rentalStatus reads a rental's status.
-func rentalStatus(t *testing.T, db *models.DB, id int64) string {
+func rentalStatus(t *testing.T, db *models.DB, id int64) models.RentalStatus {
 	t.Helper()
 	r, err := db.RentalByID(context.Background(), id)
 	if err != nil {

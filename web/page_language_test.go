@@ -364,7 +364,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 			})
 		}
 	}
-	waitStatus := func(id int64, want string) {
+	waitStatus := func(id int64, want models.RentalStatus) {
 		t.Helper()
 		eventually(t, fmt.Sprintf("rental %d %s", id, want), func() bool { return rentalStatus(t, db, id) == want })
 	}

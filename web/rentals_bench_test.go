@@ -258,7 +258,7 @@ func (c *renterClient) waitRunning(b *testing.B, id int64, start time.Time) time
 		if code != http.StatusOK || json.Unmarshal(body, &r) != nil {
 			b.Fatalf("rental %d: %d %s", id, code, body)
 		}
-		switch r.Status {
+		switch models.RentalStatus(r.Status) {
 		case models.RentalRunning:
 			return time.Since(start)
 		case models.RentalPending, models.RentalProvisioning:

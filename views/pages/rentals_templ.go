@@ -2124,7 +2124,7 @@ func rentalTable(vc views.Ctx, vm ConsoleVM, rows []RentalRow, live bool) templ.
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = statusChip(vc, r.Rental.Status).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = statusChip(vc, string(r.Rental.Status)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -3576,7 +3576,7 @@ func RentalLive(vc views.Ctx, vm RentalVM) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if Polling(vm.D.Rental.Status) {
+		if vm.Polling() {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 330, " hx-get=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -3599,7 +3599,7 @@ func RentalLive(vc views.Ctx, vm RentalVM) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = statusChip(vc, vm.D.Rental.Status).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = statusChip(vc, string(vm.D.Rental.Status)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -3646,9 +3646,9 @@ func RentalLive(vc views.Ctx, vm RentalVM) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var220 string
-		templ_7745c5c3_Var220, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("rental.status_hint." + vm.D.Rental.Status))
+		templ_7745c5c3_Var220, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("rental.status_hint." + string(vm.D.Rental.Status)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rentals.templ`, Line: 438, Col: 73}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rentals.templ`, Line: 438, Col: 81}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var220))
 		if templ_7745c5c3_Err != nil {
@@ -3658,7 +3658,7 @@ func RentalLive(vc views.Ctx, vm RentalVM) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if Polling(vm.D.Rental.Status) {
+		if vm.Polling() {
 			var templ_7745c5c3_Var221 string
 			templ_7745c5c3_Var221, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("rental.cost"))
 			if templ_7745c5c3_Err != nil {
@@ -3964,7 +3964,7 @@ func RentalLive(vc views.Ctx, vm RentalVM) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-		} else if Polling(vm.D.Rental.Status) {
+		} else if vm.Polling() {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 367, "<span class=\"muted\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -4126,7 +4126,7 @@ func RentalLive(vc views.Ctx, vm RentalVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if Polling(vm.D.Rental.Status) {
+		if vm.Polling() {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 384, "<a href=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

@@ -237,15 +237,6 @@ type ChangeVM struct {
 	FromName, ToName string
 }
 
-// Changeable reports whether a rental can be switched or resized: an
-// on-demand one that is running, or stopped after having run.
-func Changeable(r *models.Rental) bool {
-	if r.Term != pricing.OnDemand {
-		return false
-	}
-	return r.Status == models.RentalRunning || (r.Status == models.RentalStopped && r.RunningSince != nil)
-}
-
 // maxGPUs is the most GPUs any offer of the form takes (the input's max).
 func (c *ChangeVM) maxGPUs() int {
 	n := 1
@@ -274,30 +265,15 @@ func perHour(vc views.Ctx, fen int64) string { return vc.T("change.per_hour", vi
 // Seen is the state the page shows: its status and the length of its
 // timeline. The live fragment asks for a full reload when it changes.
 func (vm RentalVM) Seen() string {
-	return vm.D.Rental.Status + "." + strconv.Itoa(len(vm.D.Events))
+	return string(vm.D.Rental.Status) + "." + strconv.Itoa(len(vm.D.Events))
 }
 
 // Polling reports whether the page follows the rental's state: while it
 // is not settled.
-func Polling(status string) bool {
-	switch status {
-	case models.RentalStopped, models.RentalFailed:
-		return false
-	}
-	return true
-}
+func (vm RentalVM) Polling() bool { return !vm.D.Rental.Status.Ended() }
 
 func (vm RentalVM) liveURL(vc views.Ctx) string {
 	return vc.URL("rentals.live", i64(vm.D.Rental.ID)) + "?seen=" + url.QueryEscape(vm.Seen())
-}
-
-// Stoppable reports whether a rental in this status can be stopped.
-func Stoppable(status string) bool {
-	switch status {
-	case models.RentalPending, models.RentalProvisioning, models.RentalRunning, models.RentalMigrating:
-		return true
-	}
-	return false
 }
 
 // runningSecs is how long a rental has run: from the start to its stop
