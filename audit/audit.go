@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -60,9 +59,10 @@ func AsSystem(ctx context.Context) context.Context {
 // come from ctx; with none the entry is the system's. amountFen is nil for
 // changes that move no money. detail is in English (the CSV's) or what a
 // person typed; msg, when given, is the same as a message, so that the
-// audit page says it in the reader's language.
+// audit page says it in the reader's language. The entry's time is the
+// transaction's clock (models.Now).
 func Record(ctx context.Context, tx *gorm.DB, action, subject string, amountFen *int64, detail string, msg ...locales.Msg) error {
-	return models.AppendAudit(ctx, tx, time.Now(), action, subject, amountFen, detail, msg...)
+	return models.AppendAudit(ctx, tx, models.Now(tx), action, subject, amountFen, detail, msg...)
 }
 
 // Fen returns a pointer to amount, for Record's amountFen.

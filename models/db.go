@@ -152,6 +152,21 @@ func (db *DB) Close() error {
 }
 
 // Tx runs fn in a write transaction; nested calls should pass the tx on.
+// The transaction carries the database's clock (see Now).
 func (db *DB) Tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return db.W.WithContext(ctx).Transaction(fn)
+	return db.W.WithContext(context.WithValue(ctx, clockKey{}, db.Now)).Transaction(fn)
+}
+
+type clockKey struct{}
+
+// Now reads the clock of the DB whose Tx opened tx (DB.Now, which tests
+// replace), so that code handed only a transaction still takes its time
+// from the injected clock. Outside a DB.Tx it is the wall clock.
+func Now(tx *gorm.DB) time.Time {
+	if tx != nil && tx.Statement != nil && tx.Statement.Context != nil {
+		if now, ok := tx.Statement.Context.Value(clockKey{}).(func() time.Time); ok && now != nil {
+			return now()
+		}
+	}
+	return time.Now()
 }

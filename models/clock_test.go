@@ -1,0 +1,41 @@
+package models_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/dbtest"
+	"suanli/models"
+)
+
+// Code handed only a transaction reads the database's injected clock, so
+// what it writes (an audit entry's time) is the test's time, not the wall
+// clock's.
+func TestTransactionCarriesTheClock(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		ctx := context.Background()
+		fixed := time.Date(2031, 2, 3, 4, 5, 6, 0, time.UTC)
+		db.Now = func() time.Time { return fixed }
+		if err := db.Tx(ctx, func(tx *gorm.DB) error {
+			if got := models.Now(tx); !got.Equal(fixed) {
+				t.Errorf("models.Now(tx) = %v, want the DB's clock %v", got, fixed)
+			}
+			return models.AppendAudit(ctx, tx, models.Now(tx), "test.clock", "clock:1", nil, "")
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var e models.AuditEntry
+		if err := db.R.Where("action = ?", "test.clock").First(&e).Error; err != nil {
+			t.Fatal(err)
+		}
+		if !e.At.Equal(fixed) {
+			t.Errorf("audit entry at %v, want %v", e.At, fixed)
+		}
+		if got := models.Now(db.R); got.Year() == 2031 {
+			t.Errorf("outside a Tx, models.Now = %v: the test clock leaked", got)
+		}
+	})
+}
