@@ -33,9 +33,9 @@ func TestCatalogsHaveTheSameKeys(t *testing.T) {
 // Every message key the code names literally exists, and so does every key
 // built from a list of values.
 func TestEveryKeyUsedExists(t *testing.T) {
-	re := regexp.MustCompile(`\b(?:T|N|invalid|flash\(c,) ?\(?"([a-z0-9_.-]+)"|"((?:err|error|form|lab|org|tokens|mail|role)\.[a-z0-9_.]+)"`)
+	re := regexp.MustCompile(`\b(?:T|N|flash\(c,) ?\(?"([a-z0-9_.-]+)"|\bField\("[a-z0-9_]*", "([a-z0-9_.-]+)"|"((?:err|error|form|lab|org|tokens|mail|role)\.[a-z0-9_.]+)"`)
 	used := map[string]bool{}
-	for _, dir := range []string{"../views", "../handlers", "../market", "../web", "../accounts", "../models"} {
+	for _, dir := range []string{"../views", "../handlers", "../offers", "../tco", "../fleet", "../benchmarks", "../rentals", "../billing", "../sla", "../providers", "../metrics", "../audit", "../web", "../accounts", "../models"} {
 		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || strings.HasSuffix(p, "_templ.go") || strings.HasSuffix(p, "_test.go") {
 				return err
@@ -48,7 +48,7 @@ func TestEveryKeyUsedExists(t *testing.T) {
 				return err
 			}
 			for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-				used[m[1]+m[2]] = true
+				used[m[1]+m[2]+m[3]] = true
 			}
 			return nil
 		})

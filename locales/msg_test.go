@@ -101,7 +101,7 @@ func TestEveryStoredMessageExists(t *testing.T) {
 		"bench.load.what.":     {"bf16", "fp16", "mem_bw"},
 	}
 	used := map[string]bool{"msg.lines": true, "msg.lines_sep": true, "msg.list_sep": true}
-	for _, dir := range []string{"..", "../market", "../accounts", "../gpu", "../agent", "../views", "../demo"} {
+	for _, dir := range []string{"..", "../offers", "../tco", "../fleet", "../benchmarks", "../rentals", "../billing", "../sla", "../providers", "../metrics", "../audit", "../accounts", "../gpu", "../agent", "../views", "../demo"} {
 		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
