@@ -16,6 +16,7 @@ import (
 // The audit log is append-only in the database itself: an UPDATE or a
 // DELETE fails on both databases, whoever sends it.
 func TestAuditLogIsAppendOnly(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
 		if err := db.Tx(ctx, func(tx *gorm.DB) error {
@@ -40,6 +41,7 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 // system), commits and rolls back with its transaction, and the filters
 // find it.
 func TestAuditActorAndFilters(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
 		admin := audit.WithActor(ctx, 42, "203.0.113.9")
@@ -106,6 +108,7 @@ func TestAuditActorAndFilters(t *testing.T) {
 // Verification and money movements made by people are audited with the
 // person and their address, in the same transaction as the change.
 func TestReviewAndBankTransferAreAudited(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newPayoutFixture(t, db)
 		admin := f.user("ops@suanli.test", true)

@@ -118,6 +118,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 // the page and the API show the right percentages in both languages; and
 // the report does not change when the catalogue does.
 func TestBenchmarkReportOfARealRun(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{})
 		run := realRun(t)
@@ -279,6 +280,7 @@ func TestBenchmarkReportOfARealRun(t *testing.T) {
 
 // A failed benchmark stores nothing.
 func TestFailedBenchmarkStoresNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, dbtest.SQLite(t), rigOptions{})
 	// The queue's start-up schedule pass is over before the test moves the clock.
 	r.eventually("the start-up benchmark schedule", func() bool {
@@ -328,6 +330,7 @@ func TestFailedBenchmarkStoresNothing(t *testing.T) {
 // the report says "simulated" on the page, in both languages, and in the
 // API.
 func TestSimulatedNodeBenchmark(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{})
 		o := r.offer("demo-jinghu-ai", "bj-yizhuang", "h100-sxm") // 8 GPUs, 4 held by the provider

@@ -15,6 +15,7 @@ import (
 // GPUs on a draining node, an offer still waiting for its node, or a
 // suspended provider.
 func TestChangeTakesGPUsOnlyWhereRentingMay(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, true)
 		n, tok := f.addNode("gpu-host-1")

@@ -15,6 +15,7 @@ import (
 // draining node does not take), so the node can drain; nothing more is
 // charged and the timeline says why.
 func TestTermOnADrainingNodeIsNotRenewed(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{SilentAfter: 365 * 24 * time.Hour})
 		o := r.rtxOffer()

@@ -56,6 +56,7 @@ func gpuIncidents(t *testing.T, db *models.DB, gpuID int64) (all, open int64) {
 // fleet.FlapWindow of recovering; a failure after a longer healthy
 // spell is a new incident.
 func TestFlappingGPUOpensOneIncident(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{InsertOnly: true})
 		o := r.rtxOffer()
@@ -122,6 +123,7 @@ func TestFlappingGPUOpensOneIncident(t *testing.T) {
 // A node reports at most fleet.MaxNodeGPUs GPUs, at indexes below it; a
 // report beyond that is refused (bad input) and stores nothing.
 func TestHeartbeatGPUCountIsBounded(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{InsertOnly: true})
 		o := r.rtxOffer()
@@ -176,6 +178,7 @@ func holds(t *testing.T, cond bool, format string, args ...any) {
 // within fleet.FlapWindow of its heartbeat coming back reopens the
 // incident; silent after longer opens another.
 func TestNodeSilentAgainSoonReopensItsIncident(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{InsertOnly: true, SilentAfter: 30 * time.Second})
 		o := r.rtxOffer()

@@ -14,6 +14,7 @@ import (
 // An on-demand rental stopped early is billed the minimum agreed at rent
 // (the offer's minimum duration), not the platform's 60 s.
 func TestStopBillsTheOffersMinimum(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, true)
 		n, tok := f.addNode("gpu-host-1")

@@ -96,6 +96,7 @@ func netOf(fen int64) int64 { return fen - fen*rentals.CommissionPct/100 }
 func weekTerm(in *rentals.RentInput) { in.Term = pricing.Week }
 
 func TestTermRevenueIsEarnedAsTheTermRuns(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		// Agents are not heard from across the days the clock jumps.
 		r := newRig(t, db, rigOptions{SilentAfter: 365 * 24 * time.Hour})
@@ -166,6 +167,7 @@ func TestTermRevenueIsEarnedAsTheTermRuns(t *testing.T) {
 }
 
 func TestARefundAfterAPayoutIsOwedNotANegativePayable(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{SilentAfter: 365 * 24 * time.Hour})
 		o := r.rtxOffer()
@@ -261,6 +263,7 @@ func TestARefundAfterAPayoutIsOwedNotANegativePayable(t *testing.T) {
 // The commission is 12 % of what a renter pays, to the fen, however small
 // each meter charge is (a rounded-down 12 % of 8 fen is 0).
 func TestCommissionIsTwelvePercentOverTheRental(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{SilentAfter: 365 * 24 * time.Hour})
 		o := r.rtxOffer()
@@ -293,6 +296,7 @@ func TestCommissionIsTwelvePercentOverTheRental(t *testing.T) {
 // An hourly cap admits a rental by what the live rentals will spend in the
 // coming hour, not only by what has been charged.
 func TestHourlyCapCountsTheRatesOfLiveRentals(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{})
 		o := r.rtxOffer()
@@ -339,6 +343,7 @@ func (r *rig) charges(rentalID int64) []models.LedgerTxn {
 // An SLA credit settled after the payout that took the provider's payable
 // is owed, not a negative payable; the next payout offsets it.
 func TestSLACreditAfterAPayoutIsOwed(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newPayoutFixture(t, db)
 		pr, _ := f.provider(true)
@@ -393,6 +398,7 @@ func TestSLACreditAfterAPayoutIsOwed(t *testing.T) {
 // is waiting for it, then commits, so the pass's claim finds the rental
 // changed under it. (SQLite has one writer: no pass can overlap a stop.)
 func TestMeterPassSurvivesARacingStop(t *testing.T) {
+	t.Parallel()
 	db := dbtest.Postgres(t)
 	f := newSLAFixture(t, db)
 	rs := []*models.Rental{f.rental("standard", sh(2026, 10, 1, 8, 0)), f.rental("standard", sh(2026, 10, 1, 8, 1))}
@@ -457,6 +463,7 @@ func waitForLockWaiter(t *testing.T, db *models.DB, like string) {
 // (it used to read the rental before the claim, lose its own claim to it
 // and bill nothing more, leaving a 20-second rental billed 10 seconds).
 func TestStopDuringAMeterClaimBillsTheMinimum(t *testing.T) {
+	t.Parallel()
 	db := dbtest.Postgres(t)
 	f := newSLAFixture(t, db)
 	start := sh(2026, 10, 1, 8, 59)

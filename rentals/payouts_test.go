@@ -135,6 +135,7 @@ func (f *payoutFixture) audits(action string) []models.AuditEntry {
 // balanced; a second run (and two at once) pays nothing more. Demo and
 // unverified providers get nothing.
 func TestMonthlyPayoutIsPayableAfterCommissionAndSLACredits(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newPayoutFixture(t, db)
 		pr, _ := f.provider(true)
@@ -244,6 +245,7 @@ func TestMonthlyPayoutIsPayableAfterCommissionAndSLACredits(t *testing.T) {
 // Two first runs at once record one payout per provider: the unique key
 // and the payable's lock decide, not the order.
 func TestConcurrentPayoutRunsPayOnce(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newPayoutFixture(t, db)
 		var provs []*models.Provider
@@ -312,6 +314,7 @@ var _ payments.Connect = (*fakeConnect)(nil)
 // money to payable (once); one that could not reach Stripe stays pending
 // and goes on the next run.
 func TestStripePayoutTransfersAndFailures(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newPayoutFixture(t, db)
 		connect := func(acct string) *models.Provider {
@@ -378,6 +381,7 @@ func TestStripePayoutTransfersAndFailures(t *testing.T) {
 // With Stripe pointed at stripe-mock, a Connect payout goes through the
 // real gateway and is paid.
 func TestStripePayoutThroughStripeMock(t *testing.T) {
+	t.Parallel()
 	db := dbtest.SQLite(t)
 	f := newPayoutFixture(t, db)
 	pr, _ := f.provider(true)
@@ -399,6 +403,7 @@ func TestStripePayoutThroughStripeMock(t *testing.T) {
 // Bank-transfer payouts: only a platform admin marks one paid, and only
 // with the bank's reference; marking it failed returns the money.
 func TestMarkPayoutPaidOrFailed(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newPayoutFixture(t, db)
 		a, owner := f.provider(true)
@@ -490,6 +495,7 @@ func TestMarkPayoutPaidOrFailed(t *testing.T) {
 // Connect onboarding: owners and admins of the provider only; the
 // account is created once and its capabilities read back.
 func TestConnectOnboarding(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newPayoutFixture(t, db)
 		pr, owner := f.provider(true)

@@ -155,6 +155,7 @@ func fieldsOf(err error) map[string]string {
 }
 
 func TestProviderSignUpListsNothingUntilApproved(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, false)
 		bad := goodProfile
@@ -210,6 +211,7 @@ func TestProviderSignUpListsNothingUntilApproved(t *testing.T) {
 }
 
 func TestProviderOfferValidation(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, true)
 		n, tok := f.addNode("gpu-host-1")
@@ -287,6 +289,7 @@ func TestProviderOfferValidation(t *testing.T) {
 }
 
 func TestProviderOfferMustMatchTheNodesGPUs(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, true)
 		n, tok := f.addNode("gpu-host-1")
@@ -335,6 +338,7 @@ func TestProviderOfferMustMatchTheNodesGPUs(t *testing.T) {
 }
 
 func TestProviderDrainAndRemove(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, true)
 		n, tok := f.addNode("gpu-host-1")
@@ -405,6 +409,7 @@ func TestProviderDrainAndRemove(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestProviderCapacityAndStatement(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, true)
 		n, tok := f.addNode("gpu-host-1")
@@ -504,6 +509,7 @@ func TestProviderCapacityAndStatement(t *testing.T) {
 // rentals, and each datacentre's latencies and nodes, without mixing
 // one's figures into another's.
 func TestProviderNodeAndDatacenterLists(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, true)
 		pid := f.acc.Provider.ID
@@ -554,6 +560,7 @@ func TestProviderNodeAndDatacenterLists(t *testing.T) {
 // Two "Add node" submissions of one name at once (a double click) make
 // one node; the other is told the name is taken, never an internal error.
 func TestProviderAddNodeTwiceAtOnce(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, true)
 		for round := range 5 {
@@ -586,6 +593,7 @@ func TestProviderAddNodeTwiceAtOnce(t *testing.T) {
 // two sign-ups of one company) each get their own slug: a slug taken by
 // a concurrent insert is picked again, never an internal error.
 func TestProviderSlugsTakenAtOnce(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, true)
 		const racers = 4

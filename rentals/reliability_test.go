@@ -13,6 +13,7 @@ import (
 // A node's 30-day uptime counts its silence whole and a failing GPU as its
 // share of the node, without counting both at once.
 func TestNodeUptimeFromIncidents(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newSLAFixture(t, db)
 		now := sh(2026, 12, 1, 12, 0)

@@ -14,6 +14,7 @@ import (
 // retirement, not an outage. No incident opens for it, and the
 // datacentre's uptime is its remaining nodes'.
 func TestRemovedNodeIsNotAnOutage(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProvFixture(t, db, true)
 		gone, tok := f.addNode("gpu-host-1")

@@ -46,6 +46,7 @@ func together(n int, fn func(i int) error) []error {
 // one gets it and the others are told there is none, through the market
 // and through the API; the database itself refuses a second live hold.
 func TestLastFreeGPUGoesToExactlyOneRenter(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{InsertOnly: true})
 		o := r.rtxOffer()
@@ -187,6 +188,7 @@ func TestLastFreeGPUGoesToExactlyOneRenter(t *testing.T) {
 // exactly its GPUs; stopping waits for the agent, frees the GPUs, and the
 // renter pays the 60-second minimum, exactly as priced.
 func TestRentalRunsAfterNVMLChecksAndStops(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{})
 		o := r.rtxOffer()
@@ -288,6 +290,7 @@ func TestRentalRunsAfterNVMLChecksAndStops(t *testing.T) {
 // moves to another node of the same provider, datacentre and model, or,
 // with none, fails without a charge, and the GPU is taken off the rentals.
 func TestFailedChecksMoveTheRentalOrFailIt(t *testing.T) {
+	t.Parallel()
 	for _, sibling := range []bool{true, false} {
 		name := "no sibling: failed and nothing charged"
 		if sibling {
@@ -379,6 +382,7 @@ func TestFailedChecksMoveTheRentalOrFailIt(t *testing.T) {
 // A node whose agent never answers the checks: the rental fails once the
 // verify timeout passes, and costs nothing.
 func TestRentalFailsWhenTheAgentNeverAnswers(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{VerifyTimeout: time.Second})
 		o := r.rtxOffer()
@@ -409,6 +413,7 @@ func TestRentalFailsWhenTheAgentNeverAnswers(t *testing.T) {
 // timeout) still gets the rental running: a step that runs out of time
 // must leave the rental to a later step, not drop it.
 func TestSlowAgentStillGetsTheRentalRunning(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{StepWait: 300 * time.Millisecond, VerifyTimeout: 5 * time.Minute})
 		o := r.rtxOffer()
@@ -434,6 +439,7 @@ func TestSlowAgentStillGetsTheRentalRunning(t *testing.T) {
 // the incident is on its timeline, its downtime is recorded and not
 // billed. A failure within 10 minutes of the start makes it free.
 func TestFaultsMoveARunningRentalAndDowntimeIsNotBilled(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		fault string
@@ -601,6 +607,7 @@ func TestFaultsMoveARunningRentalAndDowntimeIsNotBilled(t *testing.T) {
 // A rental stopped while it migrates: its downtime up to the stop is
 // recorded, as when a move finds no node.
 func TestStoppingAMigratingRentalRecordsItsDowntime(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{VerifyTimeout: 10 * time.Minute, SilentAfter: time.Hour})
 		o := r.rtxOffer()
@@ -638,6 +645,7 @@ func TestStoppingAMigratingRentalRecordsItsDowntime(t *testing.T) {
 // whole interval posts, across off-peak boundaries and weekends, with
 // every discount and the SLA surcharge; the quote agrees within a fen.
 func TestSubFenCarryIsExact(t *testing.T) {
+	t.Parallel()
 	rate := pricing.Rate{PricePerGPUHourFen: 3400, GPUs: 3, OffpeakPct: 20, StudentPct: 10, SLASurchargePct: 15}
 	start := time.Date(2026, 12, 11, 21, 59, 30, 0, pricing.Shanghai) // a Friday, 30 s before off-peak
 	const steps = 1_000_000
@@ -668,6 +676,7 @@ func TestSubFenCarryIsExact(t *testing.T) {
 // Two thousand meter passes one second apart bill a running rental
 // exactly what the whole interval costs.
 func TestMeterPassesOneSecondApartBillTheWholeInterval(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{})
 		o := r.rtxOffer()
@@ -723,6 +732,7 @@ func (r *rig) hourFen(o models.Offer, gpus int) int64 {
 // the renter is mailed once at less than an hour left; a member's cap
 // stops the rental.
 func TestBalanceAndLimitsStopRentals(t *testing.T) {
+	t.Parallel()
 	t.Run("starting needs an hour of balance", func(t *testing.T) {
 		dbtest.Each(t, func(t *testing.T, db *models.DB) {
 			r := newRig(t, db, rigOptions{FundFen: 1, InsertOnly: true})
@@ -861,6 +871,7 @@ func TestBalanceAndLimitsStopRentals(t *testing.T) {
 // early it keeps its GPUs to the term's end; with auto-renew it renews
 // once per term; a term that never runs costs nothing.
 func TestTermRentals(t *testing.T) {
+	t.Parallel()
 	week := func(renew bool) func(*rentals.RentInput) {
 		return func(in *rentals.RentInput) { in.Term, in.AutoRenew = pricing.Week, renew }
 	}
@@ -1012,6 +1023,7 @@ func sha256Hex(s string) string {
 // the server keeps only hashed; the agent's inventory is stored, and a
 // GPU reported failing leaves the rentals.
 func TestNodeRegistersOnceAndReportsItsGPUs(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{InsertOnly: true})
 		o := r.rtxOffer()
@@ -1121,6 +1133,7 @@ func TestNodeRegistersOnceAndReportsItsGPUs(t *testing.T) {
 // A heartbeat that reports another node's GPU UUID is refused with a
 // conflict and changes nothing: it is the agent's mistake, not a server error.
 func TestHeartbeatWithAnotherNodesGPUIsAConflict(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{InsertOnly: true})
 		o := r.rtxOffer()

@@ -46,6 +46,7 @@ func scriptRig(t *testing.T, db *models.DB, script string) (r *rig, o models.Off
 // workspace and the renter's key, its access details reach the renter, and
 // a stop runs it again.
 func TestRentalLaunchesThroughAProviderScript(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r, o, dir := scriptRig(t, db, launchScript)
 		rt := r.mustRent(o.ID, 2)
@@ -82,6 +83,7 @@ func TestRentalLaunchesThroughAProviderScript(t *testing.T) {
 // is not refused as malformed and lost, so the rental moves on at once
 // instead of waiting out the launch timeout.
 func TestALaunchErrorWithANULIsReported(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r, o, _ := scriptRig(t, db, "#!/bin/sh\n[ \"$SUANLI_ACTION\" = launch ] || exit 0\nprintf 'disk\\000full\\n' >&2\nexit 4\n")
 		rt := r.mustRent(o.ID, 1)

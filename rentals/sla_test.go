@@ -163,6 +163,7 @@ func (f *slaFixture) ledgerBalanced() {
 // The SLA credit for an incident of known length equals the table's rule,
 // and is posted once however often the pass runs.
 func TestSLACreditForAnIncidentIsPostedOnce(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newSLAFixture(t, db)
 		// Standard: from 22:00 on 31 October; November (30 days) has a
@@ -262,6 +263,7 @@ func TestSLACreditForAnIncidentIsPostedOnce(t *testing.T) {
 // A rental stopped while it was down: its final computation counts the
 // downtime up to the stop, and the credit never exceeds what was paid.
 func TestSLACreditAtRentalEndIsCappedAtWhatWasPaid(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newSLAFixture(t, db)
 		r := f.rental("standard", sh(2026, 11, 10, 10, 0))
