@@ -30,11 +30,16 @@ const HeartbeatEvery = 5 * time.Second
 // ErrBadNodeToken is a missing, unknown or already used node token.
 var ErrBadNodeToken = &apperr.Error{Code: apperr.EUNAUTHORIZED, Message: "unknown or already used node token"}
 
+// HashNodeToken is the hash the server keeps of a node token (SHA-256,
+// hex): a leaked database does not hand out working credentials.
 func HashNodeToken(t string) string {
 	h := sha256.Sum256([]byte(t))
 	return hex.EncodeToString(h[:])
 }
 
+// NewNodeToken returns a new random node token with the prefix ("snr_"
+// registration, "snc_" credential), which says in logs and support
+// requests which kind it is.
 func NewNodeToken(prefix string) string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
@@ -359,6 +364,8 @@ func OpenIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now ti
 	return models.EnsureIncident(tx, nodeID, gpuID, kind, reasons, now, FlapWindow, msg...)
 }
 
+// CloseIncidents closes, in tx, the node's (gpuID 0) or GPU's open
+// incidents of the kind (see models.CloseIncidents).
 func CloseIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time) error {
 	return models.CloseIncidents(tx, nodeID, gpuID, kind, now)
 }
@@ -388,7 +395,12 @@ func ExpireTasks(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
 		`{"ok":false,"error":"withdrawn: the rental moved on"}`, now)
 }
 
+// NodeKey is the hub key an agent's long-poll waits on: signalled when a
+// task is queued for the node.
 func NodeKey(id int64) string { return fmt.Sprintf("node:%d", id) }
+
+// TaskKey is the hub key a wait for a task's result waits on: signalled
+// when the agent posts it.
 func TaskKey(id int64) string { return fmt.Sprintf("task:%d", id) }
 
 // NextTasks is the agent's long-poll: it returns the node's queued tasks
