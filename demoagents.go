@@ -22,8 +22,8 @@ import (
 // simulated. A removed demo node stays removed: it gets no agent and no
 // credential.
 func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, rentals *rentals.Service, server string) (int, error) {
-	var nodes []models.Node
-	if err := db.R.WithContext(ctx).Where("demo AND status <> ?", models.NodeRemoved).Order("id").Find(&nodes).Error; err != nil {
+	nodes, err := db.DemoNodesToRun(ctx)
+	if err != nil {
 		return 0, err
 	}
 	client := &http.Client{Timeout: 60 * time.Second}
@@ -35,8 +35,8 @@ func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, ren
 		pingURL = strings.TrimRight(rentals.BaseURL, "/") + agent.PathPing
 	}
 	for _, n := range nodes {
-		var uuids []string
-		if err := db.R.WithContext(ctx).Model(&models.GPU{}).Where("node_id = ?", n.ID).Order("idx").Pluck("uuid", &uuids).Error; err != nil {
+		uuids, err := db.GPUUUIDsOfNode(ctx, n.ID)
+		if err != nil {
 			return 0, err
 		}
 		sim, err := simulated(n.GPUModel, len(uuids), uuids)

@@ -473,5 +473,5 @@ func hubRelay(db *models.DB, rentals *rentals.Service) *fleet.HubRelay {
 	if db.PGX == nil {
 		return nil
 	}
-	return fleet.RelayOverPostgres(rentals.Hub, db.PGX)
+	return fleet.RelayOverPostgres(rentals.Hub, models.NewNotifyRelay(db.PGX, fleet.HubChannel))
 }

@@ -75,8 +75,8 @@ func request(tx *gorm.DB, nodeID int64, trigger string, now time.Time) (int64, e
 	default:
 		return 0, apperr.Invalid("trigger", "unknown benchmark trigger "+trigger)
 	}
-	var n models.Node
-	if err := tx.First(&n, nodeID).Error; err != nil {
+	n, err := models.NodeByIDTx(tx, nodeID)
+	if err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return 0, apperr.NotFound(fmt.Sprintf("node %d", nodeID))
 		}
@@ -85,18 +85,15 @@ func request(tx *gorm.DB, nodeID int64, trigger string, now time.Time) (int64, e
 	if n.Health != models.NodeHealthy {
 		return 0, ErrNoIdleGPUs
 	}
-	var open models.AgentTask
-	err := tx.Where("node_id = ? AND kind = ? AND status <> ? AND created_at > ?", nodeID, agent.TaskBenchmark, models.TaskDone, now.Add(-openBenchmarkFor)).
-		Order("id DESC").First(&open).Error
+	open, err := models.OpenBenchmarkTask(tx, nodeID, now.Add(-openBenchmarkFor))
 	if err == nil {
 		return open.ID, nil
 	}
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
 		return 0, err
 	}
-	var uuids []string
-	if err := tx.Model(&models.GPU{}).Where("node_id = ? AND state = ? AND health = ?", nodeID, models.GPUFree, models.GPUHealthy).
-		Order("idx").Pluck("uuid", &uuids).Error; err != nil {
+	uuids, err := models.IdleHealthyGPUUUIDs(tx, nodeID)
+	if err != nil {
 		return 0, err
 	}
 	if len(uuids) == 0 {
@@ -114,8 +111,7 @@ func request(tx *gorm.DB, nodeID int64, trigger string, now time.Time) (int64, e
 // database has them (the gpu_models table, kept equal to the catalogue
 // compiled into the binary), or from the catalogue itself.
 func nominalOf(tx *gorm.DB, slug string) (agent.Nominal, error) {
-	var m models.GPUModelRecord
-	err := tx.Where("slug = ?", slug).First(&m).Error
+	m, err := models.GPUModelRecordBySlug(tx, slug)
 	if err == nil {
 		return agent.Nominal{Model: m.Slug, Name: m.Name, BF16TFLOPS: m.BF16TFLOPS, FP16TFLOPS: m.FP16TFLOPS,
 			MemBWGBps: float64(m.MemBWGBps), NVLinkGBps: m.NVLinkGBps, TDPW: m.TDPW}, nil
@@ -143,28 +139,13 @@ const retryBenchmarkAfter = 24 * time.Hour
 // nodes were asked.
 func Schedule(ctx context.Context, s *fleet.Fleet) (int, error) {
 	now := s.DB.Now().UTC()
-	type due struct {
-		ID             int64
-		LatestReportID *int64
-	}
-	var nodes []due
-	err := s.DB.R.WithContext(ctx).Raw(`SELECT n.id, n.latest_report_id FROM nodes n
-		LEFT JOIN benchmark_reports r ON r.id = n.latest_report_id
-		WHERE n.health = ? AND (n.latest_report_id IS NULL OR r.measured_at < ?)
-		AND EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = n.id AND g.state = ? AND g.health = ?)
-		AND NOT EXISTS (SELECT 1 FROM agent_tasks t WHERE t.node_id = n.id AND t.kind = ? AND t.created_at > ?)
-		ORDER BY n.id`, models.NodeHealthy, now.Add(-WeeklyAfter), models.GPUFree, models.GPUHealthy,
-		agent.TaskBenchmark, now.Add(-retryBenchmarkAfter)).Scan(&nodes).Error
+	nodes, err := s.DB.NodesDueForBenchmark(ctx, now.Add(-WeeklyAfter), now.Add(-retryBenchmarkAfter))
 	if err != nil {
 		return 0, err
 	}
 	asked := 0
 	for _, n := range nodes {
-		trigger := models.BenchWeekly
-		if n.LatestReportID == nil {
-			trigger = models.BenchVerified
-		}
-		if _, err := Request(ctx, s, n.ID, trigger); err != nil {
+		if _, err := Request(ctx, s, n.ID, scheduledTrigger(n)); err != nil {
 			if apperr.Code(err) == apperr.ECONFLICT {
 				continue // its GPUs were taken (or it went quiet) meanwhile
 			}
@@ -173,6 +154,15 @@ func Schedule(ctx context.Context, s *fleet.Fleet) (int, error) {
 		asked++
 	}
 	return asked, nil
+}
+
+// scheduledTrigger is why the schedule asks a node for a run: its first
+// (after its GPUs were verified) or its weekly one.
+func scheduledTrigger(n models.BenchmarkDue) string {
+	if n.LatestReportID == nil {
+		return models.BenchVerified
+	}
+	return models.BenchWeekly
 }
 
 // Store keeps the report of a benchmark task that succeeded, in
@@ -187,10 +177,10 @@ func Store(tx *gorm.DB, t *models.AgentTask, res agent.Result, now time.Time) er
 	var run agent.BenchmarkReport
 	if err := json.Unmarshal(res.Detail, &run); err != nil || len(res.Detail) == 0 {
 		slog.Warn("benchmark result without a readable report", "task", t.ID, "node", t.NodeID, "err", err)
-		return tx.Model(&models.AgentTask{}).Where("id = ?", t.ID).Update("ok", false).Error
+		return models.FailAgentTaskResult(tx, t.ID)
 	}
-	var n models.Node
-	if err := tx.First(&n, t.NodeID).Error; err != nil {
+	n, err := models.NodeByIDTx(tx, t.NodeID)
+	if err != nil {
 		return err
 	}
 	nom, err := nominalOf(tx, n.GPUModel)

@@ -59,19 +59,12 @@ func SeedProvider(ctx context.Context, s *accounts.Service) (Login, error) {
 	}
 	now := s.DB.Now().UTC()
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := tx.Model(&models.User{}).Where("id = ?", u.ID).Update("email_verified_at", now).Error; err != nil {
-			return err
-		}
-		if err := tx.Model(&models.Org{}).Where("id = ?", org.ID).Updates(map[string]any{
-			"status": models.OrgApproved, "status_reason": "demo", "reviewed_at": now,
-		}).Error; err != nil {
-			return err
-		}
-		return tx.Model(&models.Provider{}).Where("slug = ? AND org_id IS NULL", demoProviderSlug).Updates(map[string]any{
-			"org_id": org.ID, "contact_name": demoProviderContact, "contact_email": ProviderEmail,
-			"licence_no": "DEMO-0000000000000000", "bank_name": "示例银行 Example Bank",
-			"bank_account_name": demoProviderCompany, "bank_account_no": "0000 0000 0000 0000",
-		}).Error
+		return models.LinkDemoProvider(tx, models.DemoProviderOwner{
+			UserID: u.ID, OrgID: org.ID, Slug: demoProviderSlug,
+			ContactName: demoProviderContact, ContactEmail: ProviderEmail,
+			LicenceNo: "DEMO-0000000000000000", BankName: "示例银行 Example Bank",
+			BankAccountName: demoProviderCompany, BankAccountNo: "0000 0000 0000 0000",
+		}, now)
 	})
 	if err != nil {
 		return l, err

@@ -30,11 +30,16 @@ const HeartbeatEvery = 5 * time.Second
 // ErrBadNodeToken is a missing, unknown or already used node token.
 var ErrBadNodeToken = &apperr.Error{Code: apperr.EUNAUTHORIZED, Message: "unknown or already used node token"}
 
+// HashNodeToken is the hash the server keeps of a node token (SHA-256,
+// hex): a leaked database does not hand out working credentials.
 func HashNodeToken(t string) string {
 	h := sha256.Sum256([]byte(t))
 	return hex.EncodeToString(h[:])
 }
 
+// NewNodeToken returns a new random node token with the prefix ("snr_"
+// registration, "snc_" credential), which says in logs and support
+// requests which kind it is.
 func NewNodeToken(prefix string) string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
@@ -44,24 +49,24 @@ func NewNodeToken(prefix string) string {
 // IssueRegistrationToken gives a node a new one-time registration token
 // (replacing any unused one) and returns it; the server keeps its hash.
 func (f *Fleet) IssueRegistrationToken(ctx context.Context, nodeID int64) (string, error) {
-	return f.setNodeToken(ctx, nodeID, "reg_token_hash", "snr_")
+	return f.setNodeToken(ctx, nodeID, f.DB.SetNodeRegTokenHash, "snr_")
 }
 
 // IssueCredential sets and returns a node credential directly, without a
 // registration step: for the agents that serve --demo runs in-process.
 func (f *Fleet) IssueCredential(ctx context.Context, nodeID int64) (string, error) {
-	return f.setNodeToken(ctx, nodeID, "cred_hash", "snc_")
+	return f.setNodeToken(ctx, nodeID, f.DB.SetNodeCredHash, "snc_")
 }
 
-// setNodeToken stores the hash of a new token in the node's column and
-// returns the token.
-func (f *Fleet) setNodeToken(ctx context.Context, nodeID int64, column, prefix string) (string, error) {
+// setNodeToken stores the hash of a new token with set and returns the
+// token.
+func (f *Fleet) setNodeToken(ctx context.Context, nodeID int64, set func(ctx context.Context, nodeID int64, hash string) (bool, error), prefix string) (string, error) {
 	tok := NewNodeToken(prefix)
-	res := f.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", nodeID).Update(column, HashNodeToken(tok))
-	if res.Error != nil {
-		return "", res.Error
+	found, err := set(ctx, nodeID, HashNodeToken(tok))
+	if err != nil {
+		return "", err
 	}
-	if res.RowsAffected == 0 {
+	if !found {
 		return "", apperr.NotFound("node")
 	}
 	return tok, nil
@@ -72,8 +77,7 @@ func (f *Fleet) NodeByCredential(ctx context.Context, bearer string) (*models.No
 	if bearer == "" {
 		return nil, ErrBadNodeToken
 	}
-	var n models.Node
-	err := f.DB.R.WithContext(ctx).Where("cred_hash = ?", HashNodeToken(bearer)).First(&n).Error
+	n, err := models.NodeByCredHash(f.DB.R.WithContext(ctx), HashNodeToken(bearer))
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrBadNodeToken
 	}
@@ -134,10 +138,9 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 		Driver: hb.Host.DriverVersion, CUDA: hb.Host.CUDADriverVersion, NVMLInitError: hb.Host.InitError, SimModel: hb.Host.Model, PingURL: hb.PingURL})
 	var nodeID int64
 	err := f.DB.Tx(ctx, func(tx *gorm.DB) error {
-		var n models.Node
-		err := tx.Where("cred_hash = ?", h).First(&n).Error
+		n, err := models.NodeByCredHash(tx, h)
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			err = tx.Where("reg_token_hash = ?", h).First(&n).Error
+			n, err = models.NodeByRegTokenHash(tx, h)
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return ErrBadNodeToken
 			}
@@ -147,7 +150,7 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 			// The registration token is used up; the credential replaces it.
 			reply.Credential = NewNodeToken("snc_")
 			ch := HashNodeToken(reply.Credential)
-			if err := tx.Model(&n).Updates(map[string]any{"cred_hash": ch, "reg_token_hash": nil}).Error; err != nil {
+			if err := models.ExchangeRegToken(tx, n.ID, ch); err != nil {
 				return err
 			}
 		} else if err != nil {
@@ -155,13 +158,9 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 		}
 		nodeID = n.ID
 		reqlog.Set(ctx, "node_id", n.ID)
-		health := models.NodeHealthy
-		if hb.Host.InitError != "" {
-			health = models.NodeNoNVML
-		}
-		if err := tx.Model(&models.Node{}).Where("id = ?", n.ID).Updates(map[string]any{
-			"last_heartbeat_at": now, "health": health, "simulated": hb.Host.Simulated, "agent_info": string(info), "ping_url": offers.CleanPingURL(hb.PingURL),
-		}).Error; err != nil {
+		if err := models.RecordNodeHeartbeat(tx, n.ID, models.NodeHeartbeat{
+			At: now, Health: nodeHealthOf(hb.Host), Simulated: hb.Host.Simulated, AgentInfo: string(info), PingURL: offers.CleanPingURL(hb.PingURL),
+		}); err != nil {
 			return err
 		}
 		if n.Health == models.NodeSilent { // heard from again, whatever it says
@@ -184,6 +183,46 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 	return reply, err
 }
 
+// nodeHealthOf is a node's health as its heartbeat shows it: an agent
+// that cannot read NVML says nothing about its GPUs.
+func nodeHealthOf(host gpu.Host) string {
+	if host.InitError != "" {
+		return models.NodeNoNVML
+	}
+	return models.NodeHealthy
+}
+
+// gpuVerdict is a reported GPU's health and reasons (in English, and as a
+// message): the agent's verdict, and failing as well when the GPU is not
+// the model the node lists (it is never rented as that model).
+func gpuVerdict(g gpu.Info, nodeModel string) (health, reasons string, msg locales.Msg) {
+	health = models.GPUHealthy
+	if !g.Health.Healthy {
+		health = models.GPUFailing
+		for _, c := range g.Health.Checks {
+			if c.Name == "present" && !c.OK {
+				health = models.GPUMissing
+			}
+		}
+	}
+	reasons = strings.Join(g.Health.Reasons, "\n")
+	var extra []locales.Msg
+	if m, ok := catalog.GPUModelBySlug(nodeModel); ok && !strings.Contains(g.Name, m.NVMLNameContains) {
+		health = models.GPUFailing
+		reasons = strings.TrimSpace(reasons + "\n" + fmt.Sprintf("NVML reports %q, but the node lists %s", g.Name, m.Name))
+		extra = append(extra, locales.M("check.model_mismatch", g.Name, m.Name))
+	}
+	return health, reasons, ReasonsMsg(g.Health, extra...)
+}
+
+// readingStale reports whether a known GPU's stored reading is to be
+// rewritten: its verdict or identity changed, or its telemetry is 30 s
+// old (heartbeats every 5 s would otherwise write every GPU each time).
+func readingStale(cur *models.GPU, g gpu.Info, health, reasons string, now time.Time) bool {
+	changed := cur.Health != health || cur.Reasons != reasons || cur.UUID != g.UUID || cur.Name != g.Name
+	return changed || cur.CheckedAt == nil || now.Sub(*cur.CheckedAt) >= 30*time.Second
+}
+
 // recordGPUs stores what the agent read about each GPU, matched by index.
 // Telemetry is written at most every 30 s per GPU unless the verdict
 // changed, to keep heartbeats cheap on the single SQLite writer.
@@ -199,14 +238,14 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 			}
 			return nil
 		}
-		if err := tx.Model(&models.Node{}).Where("id = ?", n.ID).Update("gpu_model", slug).Error; err != nil {
+		if err := models.SetNodeGPUModel(tx, n.ID, slug); err != nil {
 			return err
 		}
 		n.GPUModel = slug
 		slog.Info("node model detected from NVML", "node", n.ID, "gpu", slug)
 	}
-	var have []models.GPU
-	if err := tx.Where("node_id = ?", n.ID).Find(&have).Error; err != nil {
+	have, err := models.GPUsOfNode(tx, n.ID)
+	if err != nil {
 		return err
 	}
 	byIdx := map[int]*models.GPU{}
@@ -216,24 +255,7 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 	seen := map[int]bool{}
 	for _, g := range host.GPUs {
 		seen[g.Index] = true
-		health := models.GPUHealthy
-		if !g.Health.Healthy {
-			health = models.GPUFailing
-			for _, c := range g.Health.Checks {
-				if c.Name == "present" && !c.OK {
-					health = models.GPUMissing
-				}
-			}
-		}
-		reasons := strings.Join(g.Health.Reasons, "\n")
-		var extra []locales.Msg
-		// A GPU that is not the model the node lists is never rented as it.
-		if m, ok := catalog.GPUModelBySlug(n.GPUModel); ok && !strings.Contains(g.Name, m.NVMLNameContains) {
-			health = models.GPUFailing
-			reasons = strings.TrimSpace(reasons + "\n" + fmt.Sprintf("NVML reports %q, but the node lists %s", g.Name, m.Name))
-			extra = append(extra, locales.M("check.model_mismatch", g.Name, m.Name))
-		}
-		rmsg := ReasonsMsg(g.Health, extra...)
+		health, reasons, rmsg := gpuVerdict(g, n.GPUModel)
 		tel, _ := json.Marshal(g.Telemetry)
 		cur, ok := byIdx[g.Index]
 		if !ok {
@@ -242,18 +264,17 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 			if health != models.GPUHealthy {
 				row.State = models.GPUUnhealthy
 			}
-			if err := tx.Create(&row).Error; err != nil {
+			if err := models.InsertGPU(tx, &row); err != nil {
 				return gpuConflict(err, g)
 			}
 			continue
 		}
-		changed := cur.Health != health || cur.Reasons != reasons || cur.UUID != g.UUID || cur.Name != g.Name
-		if !changed && cur.CheckedAt != nil && now.Sub(*cur.CheckedAt) < 30*time.Second {
+		if !readingStale(cur, g, health, reasons, now) {
 			continue
 		}
-		up := map[string]any{"uuid": g.UUID, "name": g.Name, "pci_bus_id": g.PCIBusID, "memory_mib": int64(g.MemoryTotalMiB),
-			"health": health, "reasons": reasons, "reasons_msg": rmsg, "telemetry": string(tel), "checked_at": now}
-		if err := tx.Model(&models.GPU{}).Where("id = ?", cur.ID).Updates(up).Error; err != nil {
+		up := models.GPUReading{UUID: g.UUID, Name: g.Name, PCIBusID: g.PCIBusID, MemoryMiB: int64(g.MemoryTotalMiB),
+			Health: health, Reasons: reasons, ReasonsMsg: rmsg, Telemetry: string(tel), CheckedAt: now}
+		if err := models.RecordGPUReading(tx, cur.ID, up); err != nil {
 			return gpuConflict(err, g)
 		}
 		if err := f.applyGPUHealth(tx, cur, health, reasons, rmsg, now); err != nil {
@@ -262,9 +283,7 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 	}
 	for idx, g := range byIdx {
 		if !seen[idx] && g.Health != models.GPUMissing {
-			if err := tx.Model(&models.GPU{}).Where("id = ?", g.ID).Updates(map[string]any{
-				"health": models.GPUMissing, "reasons": "not reported by NVML (fallen off the bus?)",
-				"reasons_msg": locales.Lines(locales.M("check.not_reported")), "checked_at": now}).Error; err != nil {
+			if err := models.MarkGPUMissing(tx, g.ID, "not reported by NVML (fallen off the bus?)", locales.Lines(locales.M("check.not_reported")), now); err != nil {
 				return err
 			}
 			if err := f.applyGPUHealth(tx, g, models.GPUMissing, "not reported by NVML", locales.Lines(locales.M("check.not_reported")), now); err != nil {
@@ -292,22 +311,45 @@ func gpuConflict(err error, g gpu.Info) error {
 // incident; a GPU that passes again is free again and its incident closed.
 // reasons are in English, msg the same as a message.
 func (f *Fleet) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons string, msg locales.Msg, now time.Time) error {
-	if health == models.GPUHealthy {
-		if g.Health == models.GPUFailing || g.Health == models.GPUMissing {
-			if err := CloseIncidents(tx, g.NodeID, g.ID, models.IncidentGPUFailing, now); err != nil {
-				return err
-			}
+	m := healthMoveOf(g, health)
+	if m.closeIncident {
+		if err := CloseIncidents(tx, g.NodeID, g.ID, models.IncidentGPUFailing, now); err != nil {
+			return err
 		}
-		if g.State == models.GPUUnhealthy {
-			return tx.Model(&models.GPU{}).Where("id = ? AND state = ? AND NOT EXISTS (SELECT 1 FROM rental_gpus rg WHERE rg.gpu_id = gpus.id AND rg.released_at IS NULL)",
-				g.ID, models.GPUUnhealthy).Update("state", models.GPUFree).Error
+	}
+	if m.release {
+		return models.ReleaseRecoveredGPU(tx, g.ID)
+	}
+	if m.failing {
+		if _, err := OpenIncident(tx, g.NodeID, g.ID, models.IncidentGPUFailing, reasons, now, msg); err != nil {
+			return err
 		}
-		return nil
+		return models.HoldFailingGPU(tx, g.ID)
 	}
-	if _, err := OpenIncident(tx, g.NodeID, g.ID, models.IncidentGPUFailing, reasons, now, msg); err != nil {
-		return err
+	return nil
+}
+
+// healthMove is what a GPU's new verdict asks of its incident and state.
+type healthMove struct {
+	// closeIncident: it passes again after failing.
+	closeIncident bool
+	// release: it passes again and was held out of the free pool.
+	release bool
+	// failing: it fails; its incident is opened (or kept open) and, if
+	// free, it is held out of the free pool.
+	failing bool
+}
+
+// healthMoveOf decides what the verdict health asks of GPU g as stored
+// before it (see applyGPUHealth).
+func healthMoveOf(g *models.GPU, health string) healthMove {
+	if health != models.GPUHealthy {
+		return healthMove{failing: true}
 	}
-	return tx.Model(&models.GPU{}).Where("id = ? AND state = ?", g.ID, models.GPUFree).Update("state", models.GPUUnhealthy).Error
+	return healthMove{
+		closeIncident: g.Health == models.GPUFailing || g.Health == models.GPUMissing,
+		release:       g.State == models.GPUUnhealthy,
+	}
 }
 
 // FlapWindow is how soon after an incident closes a new failure of the
@@ -322,6 +364,8 @@ func OpenIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now ti
 	return models.EnsureIncident(tx, nodeID, gpuID, kind, reasons, now, FlapWindow, msg...)
 }
 
+// CloseIncidents closes, in tx, the node's (gpuID 0) or GPU's open
+// incidents of the kind (see models.CloseIncidents).
 func CloseIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time) error {
 	return models.CloseIncidents(tx, nodeID, gpuID, kind, now)
 }
@@ -330,33 +374,33 @@ func CloseIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time
 // same key exists, and returns its id. The caller signals the hub after
 // the commit.
 func EnqueueTask(tx *gorm.DB, nodeID int64, rentalID *int64, key string, t agent.Task, now time.Time) (int64, error) {
-	var have models.AgentTask
-	err := tx.Where("idem_key = ?", key).First(&have).Error
-	if err == nil {
-		return have.ID, nil
-	}
-	if !errors.Is(err, gorm.ErrRecordNotFound) {
-		return 0, err
+	id, found, err := models.AgentTaskIDByKey(tx, key)
+	if err != nil || found {
+		return id, err
 	}
 	row := models.AgentTask{NodeID: nodeID, RentalID: rentalID, Kind: t.Kind, IdemKey: key, Payload: "{}", Status: models.TaskQueued, CreatedAt: now}
-	if err := tx.Create(&row).Error; err != nil {
+	if err := models.InsertAgentTask(tx, &row); err != nil {
 		return 0, err
 	}
 	t.ID = row.ID
 	p, _ := json.Marshal(t)
-	return row.ID, tx.Model(&row).Update("payload", string(p)).Error
+	return row.ID, models.SetAgentTaskPayload(tx, row.ID, string(p))
 }
 
 // ExpireTasks withdraws a rental's verify and launch tasks on a node that
 // the rental is leaving, so an agent that comes back later never runs
 // them (the stop task sent with them covers anything already launched).
 func ExpireTasks(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
-	return tx.Model(&models.AgentTask{}).Where("rental_id = ? AND node_id = ? AND kind IN ? AND status <> ?",
-		rentalID, nodeID, []string{agent.TaskVerify, agent.TaskLaunch}, models.TaskDone).
-		Updates(map[string]any{"status": models.TaskDone, "ok": false, "result": `{"ok":false,"error":"withdrawn: the rental moved on"}`, "done_at": now}).Error
+	return models.ExpireAgentTasks(tx, rentalID, nodeID, []string{agent.TaskVerify, agent.TaskLaunch},
+		`{"ok":false,"error":"withdrawn: the rental moved on"}`, now)
 }
 
+// NodeKey is the hub key an agent's long-poll waits on: signalled when a
+// task is queued for the node.
 func NodeKey(id int64) string { return fmt.Sprintf("node:%d", id) }
+
+// TaskKey is the hub key a wait for a task's result waits on: signalled
+// when the agent posts it.
 func TaskKey(id int64) string { return fmt.Sprintf("task:%d", id) }
 
 // NextTasks is the agent's long-poll: it returns the node's queued tasks
@@ -391,25 +435,22 @@ const ResendAfter = 15 * time.Second
 
 func (f *Fleet) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, error) {
 	now := f.DB.Now().UTC()
-	due := func(q *gorm.DB) *gorm.DB {
-		return q.Where("node_id = ? AND (status = ? OR (status = ? AND sent_at < ?))", nodeID, models.TaskQueued, models.TaskSent, now.Add(-ResendAfter))
-	}
-	var rows []models.AgentTask
-	if err := due(f.DB.R.WithContext(ctx)).Order("id").Limit(20).Find(&rows).Error; err != nil {
+	resendBefore := now.Add(-ResendAfter)
+	rows, err := f.DB.DueAgentTasks(ctx, nodeID, resendBefore, 20)
+	if err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
 		return nil, nil
 	}
 	var out []agent.Task
-	err := f.DB.Tx(ctx, func(tx *gorm.DB) error {
+	err = f.DB.Tx(ctx, func(tx *gorm.DB) error {
 		for _, r := range rows {
-			res := due(tx.Model(&models.AgentTask{}).Where("id = ?", r.ID)).
-				Updates(map[string]any{"status": models.TaskSent, "sent_at": now})
-			if res.Error != nil {
-				return res.Error
+			taken, err := models.MarkAgentTaskSent(tx, r.ID, nodeID, resendBefore, now)
+			if err != nil {
+				return err
 			}
-			if res.RowsAffected == 0 {
+			if !taken {
 				continue // another long-poll took it
 			}
 			var t agent.Task

@@ -2,16 +2,8 @@ package fleet
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Hub wakes goroutines of this process that wait for something in the
@@ -70,79 +62,42 @@ func (h *Hub) wake(key string) {
 	}
 }
 
-// hubChannel is the PostgreSQL notification channel of hub signals.
-const hubChannel = "suanli_hub"
+// HubChannel is the PostgreSQL notification channel of hub signals.
+const HubChannel = "suanli_hub"
 
-// HubRelay carries hub signals between the processes (web and worker
-// replicas) on one PostgreSQL database with LISTEN/NOTIFY: a task that a
-// worker queues wakes the agent's long-poll held by a web replica at once,
-// and a result posted to a web replica wakes the worker's provisioning
-// step. Without it (SQLite, or while its connection is down) waiters fall
-// back to polling the database.
-type HubRelay struct {
-	hub  *Hub
-	pool *pgxpool.Pool
-	// self prefixes this process's notifications, which it ignores.
-	self string
+// Notifier carries short messages between the processes on one
+// database: models.NotifyRelay, over PostgreSQL's LISTEN/NOTIFY on
+// HubChannel.
+type Notifier interface {
+	// Send passes payload to the other processes, best effort.
+	Send(payload string)
+	// Run hands the other processes' payloads to receive until ctx ends.
+	Run(ctx context.Context, receive func(payload string))
 }
 
-// RelayOverPostgres makes h's signals reach every process on pool's
-// database and returns the relay; call Run to receive theirs.
-func RelayOverPostgres(h *Hub, pool *pgxpool.Pool) *HubRelay {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	r := &HubRelay{hub: h, pool: pool, self: hex.EncodeToString(b) + "|"}
-	send := r.send
+// HubRelay carries hub signals between the processes (web and worker
+// replicas) on one PostgreSQL database: a task that a worker queues wakes
+// the agent's long-poll held by a web replica at once, and a result posted
+// to a web replica wakes the worker's provisioning step. Without it
+// (SQLite, or while its connection is down) waiters fall back to polling
+// the database.
+type HubRelay struct {
+	hub *Hub
+	n   Notifier
+}
+
+// RelayOverPostgres makes h's signals reach every process through n (a
+// models.NotifyRelay on HubChannel) and returns the relay; call Run to
+// receive theirs.
+func RelayOverPostgres(h *Hub, n Notifier) *HubRelay {
+	r := &HubRelay{hub: h, n: n}
+	// The key is sent after the commit that caused the signal; a failure
+	// only costs the other processes a poll interval.
+	send := n.Send
 	h.notify.Store(&send)
 	return r
 }
 
-// send notifies the other processes of a signal, after the commit that
-// caused it (NOTIFY outside a transaction). A failure only costs them a
-// poll interval.
-func (r *HubRelay) send(key string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if _, err := r.pool.Exec(ctx, "SELECT pg_notify($1, $2)", hubChannel, r.self+key); err != nil {
-		slog.Warn("hub relay: notify failed; other replicas poll instead", "key", key, "err", err)
-	}
-}
-
-// Run listens for the other processes' signals on a connection of its
-// own (not one of the pool's) until ctx ends, reconnecting after errors.
-func (r *HubRelay) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := r.listen(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		slog.Warn("hub relay: listening failed; reconnecting in 1s (replicas poll meanwhile)", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-func (r *HubRelay) listen(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, r.pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+hubChannel); err != nil {
-		return err
-	}
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		if strings.HasPrefix(n.Payload, r.self) {
-			continue
-		}
-		if _, key, ok := strings.Cut(n.Payload, "|"); ok {
-			r.hub.wake(key)
-		}
-	}
-}
+// Run wakes this process's waiters on the other processes' signals until
+// ctx ends.
+func (r *HubRelay) Run(ctx context.Context) { r.n.Run(ctx, r.hub.wake) }

@@ -25,11 +25,18 @@ type NodeInventory struct {
 	Name          string
 }
 
+// InventoryOf reads, in tx, what the node's agent has reported (see
+// NodeInventory).
 func InventoryOf(tx *gorm.DB, n *models.Node) (NodeInventory, error) {
-	var gpus []models.GPU
-	if err := tx.Where("node_id = ?", n.ID).Order("idx").Find(&gpus).Error; err != nil {
+	gpus, err := models.GPUsOfNode(tx, n.ID)
+	if err != nil {
 		return NodeInventory{}, err
 	}
+	return inventoryOf(n, gpus), nil
+}
+
+// inventoryOf sums up a node's GPUs (in index order).
+func inventoryOf(n *models.Node, gpus []models.GPU) NodeInventory {
 	inv := NodeInventory{GPUs: len(gpus)}
 	for _, g := range gpus {
 		if inv.Name == "" {
@@ -39,7 +46,7 @@ func InventoryOf(tx *gorm.DB, n *models.Node) (NodeInventory, error) {
 			inv.Healthy++
 		}
 	}
-	return inv, nil
+	return inv
 }
 
 // Mismatch is the refusal of an offer for another model than the node's.
@@ -80,15 +87,15 @@ func ListingOf(tx *gorm.DB, o *models.Offer, n *models.Node) (bool, string, erro
 // listed (the offers version is bumped); the others get a note saying
 // what is still missing. The heartbeat calls it after recording GPUs.
 func SettleAwaitingOffers(tx *gorm.DB, nodeID int64, now time.Time) error {
-	var offers []models.Offer
-	if err := tx.Where("node_id = ? AND awaiting_node = ?", nodeID, true).Find(&offers).Error; err != nil {
+	offers, err := models.OffersAwaitingNode(tx, nodeID)
+	if err != nil {
 		return err
 	}
 	if len(offers) == 0 {
 		return nil
 	}
-	var n models.Node
-	if err := tx.First(&n, nodeID).Error; err != nil {
+	n, err := models.NodeByIDTx(tx, nodeID)
+	if err != nil {
 		return err
 	}
 	bump := false
@@ -101,8 +108,7 @@ func SettleAwaitingOffers(tx *gorm.DB, nodeID int64, now time.Time) error {
 		if awaiting == o.AwaitingNode && note == o.ListingNote {
 			continue
 		}
-		if err := tx.Model(&models.Offer{}).Where("id = ?", o.ID).
-			Updates(map[string]any{"awaiting_node": awaiting, "listing_note": note, "updated_at": now}).Error; err != nil {
+		if err := models.SetOfferListing(tx, o.ID, awaiting, note, now); err != nil {
 			return err
 		}
 		if !awaiting {

@@ -250,8 +250,8 @@ func Settle(ctx context.Context, db *models.DB) (Result, error) {
 func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (recorded, credits int, fen int64, err error) {
 	err = db.Tx(ctx, func(tx *gorm.DB) error {
 		recorded, credits, fen = 0, 0, 0
-		var r models.Rental
-		if err := tx.First(&r, id).Error; err != nil {
+		r, err := models.RentalByIDTx(tx, id)
+		if err != nil {
 			return err
 		}
 		if r.Free || r.RunningSince == nil {
@@ -322,11 +322,7 @@ func postSLACredit(tx *gorm.DB, r *models.Rental, c *Computation, now time.Time)
 	}
 	err = models.Post(tx, txn, append([]models.Leg{{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: c.CreditFen}}, debit...)...)
 	if errors.Is(err, models.ErrDuplicate) {
-		var have models.LedgerTxn
-		if err := tx.Where("idem_key = ?", key).First(&have).Error; err != nil {
-			return 0, err
-		}
-		return have.ID, nil
+		return models.LedgerTxnIDByKey(tx, key)
 	}
 	return txn.ID, err
 }

@@ -1,0 +1,17 @@
+package benchmarks
+
+import (
+	"testing"
+
+	"suanli/models"
+)
+
+func TestScheduledTrigger(t *testing.T) {
+	if tr := scheduledTrigger(models.BenchmarkDue{ID: 1}); tr != models.BenchVerified {
+		t.Errorf("no report yet: %s", tr)
+	}
+	id := int64(9)
+	if tr := scheduledTrigger(models.BenchmarkDue{ID: 1, LatestReportID: &id}); tr != models.BenchWeekly {
+		t.Errorf("with a report: %s", tr)
+	}
+}

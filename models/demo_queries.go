@@ -1,0 +1,53 @@
+package models
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// DemoProviderOwner is the account that takes over a seeded demo
+// provider, and the profile details the provider portal shows for it.
+type DemoProviderOwner struct {
+	UserID, OrgID int64
+	// Slug names the seeded provider.
+	Slug                                     string
+	ContactName, ContactEmail, LicenceNo     string
+	BankName, BankAccountName, BankAccountNo string
+}
+
+// LinkDemoProvider hands a seeded demo provider to its demo owner, in tx:
+// the user's email counts as verified, the organisation as approved (a
+// demo has no reviewer) and the provider, unless another organisation
+// owns it already, becomes the organisation's with the details given.
+func LinkDemoProvider(tx *gorm.DB, o DemoProviderOwner, now time.Time) error {
+	if err := tx.Model(&User{}).Where("id = ?", o.UserID).Update("email_verified_at", now).Error; err != nil {
+		return err
+	}
+	if err := tx.Model(&Org{}).Where("id = ?", o.OrgID).Updates(map[string]any{
+		"status": OrgApproved, "status_reason": "demo", "reviewed_at": now,
+	}).Error; err != nil {
+		return err
+	}
+	return tx.Model(&Provider{}).Where("slug = ? AND org_id IS NULL", o.Slug).Updates(map[string]any{
+		"org_id": o.OrgID, "contact_name": o.ContactName, "contact_email": o.ContactEmail,
+		"licence_no": o.LicenceNo, "bank_name": o.BankName,
+		"bank_account_name": o.BankAccountName, "bank_account_no": o.BankAccountNo,
+	}).Error
+}
+
+// DemoNodesToRun returns the demo nodes that are not removed, by id: the
+// ones a --demo run gives a simulated agent.
+func (db *DB) DemoNodesToRun(ctx context.Context) ([]Node, error) {
+	var ns []Node
+	err := db.R.WithContext(ctx).Where("demo AND status <> ?", NodeRemoved).Order("id").Find(&ns).Error
+	return ns, err
+}
+
+// GPUUUIDsOfNode returns the UUIDs of a node's GPUs in index order.
+func (db *DB) GPUUUIDsOfNode(ctx context.Context, nodeID int64) ([]string, error) {
+	var uuids []string
+	err := db.R.WithContext(ctx).Model(&GPU{}).Where("node_id = ?", nodeID).Order("idx").Pluck("uuid", &uuids).Error
+	return uuids, err
+}
