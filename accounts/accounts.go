@@ -90,10 +90,16 @@ func checkNewPassword(field, password, email string) *apperr.Error {
 	case n < MinPasswordLen:
 		return invalid(field, "err.password_short", MinPasswordLen)
 	case slices.Contains(commonPasswords, strings.ToLower(password)) || strings.EqualFold(password, email) ||
-		strings.Count(password, password[:1]) == len(password):
+		oneCharacter(password):
 		return invalid(field, "err.password_weak")
 	}
 	return nil
+}
+
+// oneCharacter reports whether the password repeats its first byte
+// throughout ("aaaaaaaaaa"), which no length rule makes strong.
+func oneCharacter(password string) bool {
+	return password != "" && strings.Repeat(password[:1], len(password)) == password
 }
 
 func checkName(field, name string) (string, *apperr.Error) {
@@ -334,7 +340,7 @@ func (s *Service) verify(ctx context.Context, token string, password *string) (*
 		if t.UserID == nil {
 			return invalid("token", "err.link_invalid")
 		}
-		if u, err = userIn(tx, *t.UserID); err != nil {
+		if u, err = models.UserByIDIn(tx, *t.UserID); err != nil {
 			return err
 		}
 		if password != nil {
@@ -366,7 +372,7 @@ func (s *Service) verify(ctx context.Context, token string, password *string) (*
 				return err
 			}
 		}
-		u, err = userIn(tx, u.ID)
+		u, err = models.UserByIDIn(tx, u.ID)
 		return err
 	})
 	return u, err
@@ -403,14 +409,6 @@ func (s *Service) grantTrial(tx *gorm.DB, userID int64, now time.Time) error {
 		return nil
 	}
 	return err
-}
-
-func userIn(tx *gorm.DB, id int64) (*models.User, error) {
-	var u models.User
-	if err := tx.First(&u, id).Error; err != nil {
-		return nil, err
-	}
-	return &u, nil
 }
 
 // ResendVerification mails a new verification link, at most
@@ -476,7 +474,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*m
 		if err != nil {
 			return err
 		}
-		if u, err = userIn(tx, *t.UserID); err != nil {
+		if u, err = models.UserByIDIn(tx, *t.UserID); err != nil {
 			return err
 		}
 		if e := checkNewPassword("password", password, u.Email); e != nil {

@@ -142,19 +142,15 @@ func (s *Service) ConfirmLabAddress(ctx context.Context, u *models.User, token s
 		if t.UserID == nil || *t.UserID != u.ID || t.OrgID == nil {
 			return invalid("token", "err.link_other_user")
 		}
-		res := tx.Model(&models.Membership{}).Where("org_id = ? AND user_id = ? AND edu_email = ?", *t.OrgID, u.ID, t.Email).Update("confirmed_at", now)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return invalid("token", "err.link_invalid")
-		}
-		var o models.Org
-		if err := tx.First(&o, *t.OrgID).Error; err != nil {
+		confirmed, err := models.ConfirmLabAddress(tx, *t.OrgID, u.ID, t.Email, now)
+		if err != nil {
 			return err
 		}
-		org = &o
-		return nil
+		if !confirmed {
+			return invalid("token", "err.link_invalid")
+		}
+		org, err = models.OrgByIDIn(tx, *t.OrgID)
+		return err
 	})
 	return org, err
 }
@@ -256,8 +252,8 @@ func (s *Service) join(ctx context.Context, tx *gorm.DB, u *models.User, t *mode
 	if !u.Verified() || models.NormalizeEmail(u.Email) != models.NormalizeEmail(t.Email) {
 		return nil, errInviteOtherAddress(t.Email)
 	}
-	var org models.Org
-	if err := tx.First(&org, *t.OrgID).Error; err != nil {
+	org, err := models.OrgByIDIn(tx, *t.OrgID)
+	if err != nil {
 		return nil, err
 	}
 	m := &models.Membership{OrgID: org.ID, UserID: u.ID, Role: t.Role, CreatedAt: now}
@@ -272,7 +268,7 @@ func (s *Service) join(ctx context.Context, tx *gorm.DB, u *models.User, t *mode
 		return nil, err
 	}
 	// Joining grants a role: a permission change.
-	return &org, audit.Record(ctx, tx, audit.RoleChanged, fmt.Sprintf("org:%d", org.ID), nil, fmt.Sprintf("user %d joined as %s (invitation to %s)", u.ID, t.Role, t.Email),
+	return org, audit.Record(ctx, tx, audit.RoleChanged, fmt.Sprintf("org:%d", org.ID), nil, fmt.Sprintf("user %d joined as %s (invitation to %s)", u.ID, t.Role, t.Email),
 		locales.M("audit.joined", u.ID, locales.M("role."+t.Role), t.Email))
 }
 
@@ -437,9 +433,7 @@ func (s *Service) SetBilling(ctx context.Context, actor *models.User, orgID int6
 		return err
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		return tx.Model(&models.Org{}).Where("id = ?", orgID).Updates(map[string]any{
-			"invoice_title": title, "tax_id": taxID, "hourly_cap_fen": b.HourlyCapFen,
-		}).Error
+		return models.SetOrgBilling(tx, orgID, title, taxID, b.HourlyCapFen)
 	})
 }
 

@@ -117,15 +117,6 @@ func limitErr(key string, limit, spent int64) error {
 }
 
 // spent sums the organisation's charges since the time (one member's, if userID ≠ 0).
-func spent(db *gorm.DB, orgID, userID int64, since time.Time) (int64, error) {
-	q := db.Table("ledger_entries e").
-		Joins("JOIN ledger_txns t ON t.id = e.txn_id").
-		Joins("JOIN ledger_accounts a ON a.id = e.account_id").
-		Where("a.kind = ? AND a.org_id = ? AND t.kind = ? AND t.created_at >= ?", models.AccWallet, orgID, ChargeKind, since)
-	if userID != 0 {
-		q = q.Where("t.created_by = ?", userID)
-	}
-	var debit int64
-	err := q.Select("COALESCE(SUM(-e.amount_fen), 0)").Scan(&debit).Error
-	return debit, err
+func spent(tx *gorm.DB, orgID, userID int64, since time.Time) (int64, error) {
+	return models.WalletDebitsSince(tx, orgID, ChargeKind, userID, since)
 }

@@ -3,7 +3,6 @@ package billing
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,9 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stripe/stripe-go/v76"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"suanli/apperr"
 	"suanli/audit"
@@ -76,11 +73,11 @@ func (w *Wallet) StartTopup(ctx context.Context, u *models.User, orgID, amountFe
 	})
 	if err != nil {
 		slog.Error("stripe checkout failed", "topup", t.ID, "err", err)
-		_ = w.DB.W.WithContext(ctx).Model(t).Updates(map[string]any{"status": models.TopupFailed, "note": "checkout could not be created"}).Error
+		_ = w.DB.FailTopup(ctx, t.ID, "checkout could not be created")
 		return nil, "", &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "the payment provider did not answer; nothing was charged", Key: "err.provider_down"}
 	}
 	t.CheckoutSessionID = &sess
-	if err := w.DB.W.WithContext(ctx).Model(t).Update("checkout_session_id", sess).Error; err != nil {
+	if err := w.DB.SetCheckoutSession(ctx, t.ID, sess); err != nil {
 		return nil, "", err
 	}
 	return t, url, nil
@@ -118,7 +115,8 @@ func topupKey(id int64) *string {
 	return &k
 }
 
-// HandleStripeEvent applies a verified Stripe event. The event id is
+// HandleStripeEvent applies a verified payment event (from Stripe's
+// webhook, translated by payments.VerifyWebhook). The event id is
 // stored in the same transaction as its effect, so a replayed or
 // concurrent duplicate changes nothing. Money is credited only from a paid
 // checkout.session.completed or from checkout.session.async_payment_succeeded,
@@ -126,7 +124,7 @@ func topupKey(id int64) *string {
 // recorded and flagged for an admin, crediting nothing. An event without
 // a usable id or type is refused (EINVALID) before anything is stored: the
 // id is what makes a delivery idempotent.
-func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
+func (w *Wallet) HandleStripeEvent(ctx context.Context, ev payments.Event) error {
 	if !stripeEventID(ev.ID) {
 		return apperr.Field("id", "err.webhook_payload")
 	}
@@ -134,58 +132,48 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
 		return apperr.Field("type", "err.webhook_payload")
 	}
 	err := w.DB.Tx(ctx, func(tx *gorm.DB) error {
-		rec := &models.StripeEvent{ID: ev.ID, Type: string(ev.Type), ReceivedAt: w.DB.Now().UTC()}
-		var n int64
-		if err := tx.Model(&models.StripeEvent{}).Where("id = ?", ev.ID).Count(&n).Error; err != nil {
+		rec := &models.StripeEvent{ID: ev.ID, Type: ev.Type, ReceivedAt: w.DB.Now().UTC()}
+		created, err := models.InsertStripeEvent(tx, rec)
+		if err != nil {
 			return err
 		}
-		if n > 0 {
-			return errDuplicateEvent
-		}
-		if err := tx.Create(rec).Error; err != nil {
-			if models.IsUniqueViolation(err) {
-				return errDuplicateEvent // a concurrent delivery got there first
-			}
-			return err
+		if !created {
+			return errDuplicateEvent // an earlier or concurrent delivery got there first
 		}
 		switch ev.Type {
-		case "checkout.session.completed", "checkout.session.async_payment_succeeded", "checkout.session.async_payment_failed":
-			var s stripe.CheckoutSession
-			if err := json.Unmarshal(ev.Data.Raw, &s); err != nil {
+		case payments.EventCheckoutCompleted, payments.EventAsyncPaymentSucceeded, payments.EventAsyncPaymentFailed:
+			s := ev.Session
+			if s == nil {
 				return apperr.Field("payload", "err.webhook_payload")
 			}
-			t, err := topupOfSession(tx, &s)
+			t, err := topupOfSession(tx, s)
 			if err != nil {
 				return w.flag(tx, rec, nil, "no top-up for this session")
 			}
 			rec.TopupID = &t.ID
-			if err := tx.Model(rec).Update("topup_id", t.ID).Error; err != nil {
+			if err := models.SetStripeEventTopup(tx, rec.ID, t.ID); err != nil {
 				return err
 			}
-			if ev.Type == "checkout.session.async_payment_failed" {
-				return tx.Model(t).Where("status = ?", models.TopupPending).Update("status", models.TopupFailed).Error
+			if ev.Type == payments.EventAsyncPaymentFailed {
+				return models.FailPendingTopup(tx, t.ID)
 			}
-			if ev.Type == "checkout.session.completed" && s.PaymentStatus != stripe.CheckoutSessionPaymentStatusPaid {
+			if ev.Type == payments.EventCheckoutCompleted && !s.Paid {
 				return nil // async methods: wait for async_payment_succeeded
 			}
-			if s.AmountTotal != t.AmountFen || string(s.Currency) != "cny" {
+			if s.AmountTotal != t.AmountFen || s.Currency != "cny" {
 				return w.flag(tx, rec, t, fmt.Sprintf("paid %d %s, top-up is %d cny", s.AmountTotal, s.Currency, t.AmountFen))
 			}
-			pi := ""
-			if s.PaymentIntent != nil {
-				pi = s.PaymentIntent.ID
-			}
 			// A webhook is the system acting, whoever the request claims to be.
-			return fulfil(audit.AsSystem(ctx), tx, t, t.AmountFen, models.AccPaymentClearing, pi, nil, w.DB.Now().UTC())
-		case "charge.refunded":
-			var c stripe.Charge
-			if err := json.Unmarshal(ev.Data.Raw, &c); err != nil {
+			return fulfil(audit.AsSystem(ctx), tx, t, t.AmountFen, models.AccPaymentClearing, s.PaymentIntentID, nil, w.DB.Now().UTC())
+		case payments.EventChargeRefunded:
+			c := ev.Charge
+			if c == nil {
 				return apperr.Field("payload", "err.webhook_payload")
 			}
-			if c.PaymentIntent == nil {
+			if c.PaymentIntentID == "" {
 				return nil
 			}
-			t, err := models.TopupForUpdate(tx, "payment_intent_id = ?", c.PaymentIntent.ID)
+			t, err := models.LockTopupByPaymentIntent(tx, c.PaymentIntentID)
 			if err != nil {
 				return nil // not ours
 			}
@@ -205,7 +193,7 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev stripe.Event) error {
 
 var errDuplicateEvent = errors.New("duplicate event")
 
-func topupOfSession(tx *gorm.DB, s *stripe.CheckoutSession) (*models.Topup, error) {
+func topupOfSession(tx *gorm.DB, s *payments.CheckoutSession) (*models.Topup, error) {
 	ref := s.ClientReferenceID
 	if ref == "" {
 		ref = s.Metadata["topup_id"]
@@ -214,7 +202,7 @@ func topupOfSession(tx *gorm.DB, s *stripe.CheckoutSession) (*models.Topup, erro
 	if err != nil {
 		return nil, err
 	}
-	t, err := models.TopupForUpdate(tx, "id = ?", id)
+	t, err := models.LockTopup(tx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -227,11 +215,11 @@ func topupOfSession(tx *gorm.DB, s *stripe.CheckoutSession) (*models.Topup, erro
 // flag records that an event needs an admin, and credits nothing.
 func (w *Wallet) flag(tx *gorm.DB, rec *models.StripeEvent, t *models.Topup, note string) error {
 	slog.Warn("stripe event flagged", "event", rec.ID, "note", note)
-	if err := tx.Model(rec).Updates(map[string]any{"flagged": true, "note": note}).Error; err != nil {
+	if err := models.FlagStripeEvent(tx, rec.ID, note); err != nil {
 		return err
 	}
 	if t != nil && t.Status == models.TopupPending {
-		return tx.Model(t).Updates(map[string]any{"status": models.TopupFlagged, "note": note}).Error
+		return models.FlagTopup(tx, t.ID, note)
 	}
 	return nil
 }
@@ -250,14 +238,7 @@ func fulfil(ctx context.Context, tx *gorm.DB, t *models.Topup, amount int64, fro
 	if err != nil {
 		return err
 	}
-	updates := map[string]any{"status": models.TopupPaid, "paid_at": when, "received_fen": amount}
-	if pi != "" {
-		updates["payment_intent_id"] = pi
-	}
-	if by != nil {
-		updates["confirmed_by"] = *by
-	}
-	if err := tx.Model(t).Updates(updates).Error; err != nil {
+	if err := models.MarkTopupPaid(tx, t.ID, amount, pi, by, when); err != nil {
 		return err
 	}
 	return audit.Record(ctx, tx, audit.TopupConfirmed, fmt.Sprintf("topup:%d", t.ID), audit.Fen(amount), fmt.Sprintf("%s %s to org %d via %s", t.Method, t.Reference, t.OrgID, from),
@@ -274,7 +255,7 @@ func (w *Wallet) ConfirmBankTransfer(ctx context.Context, admin *models.User, to
 		return apperr.Field("received", "err.topup_limits", "0.01", pricing.FenToYuanString(MaxTopupFen))
 	}
 	return w.DB.Tx(ctx, func(tx *gorm.DB) error {
-		t, err := models.TopupForUpdate(tx, "id = ?", topupID)
+		t, err := models.LockTopup(tx, topupID)
 		if err != nil {
 			return err
 		}
@@ -309,17 +290,25 @@ func (w *Wallet) Refundable(ctx context.Context, orgID int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var promo, paid int64
-	db := w.DB.W.WithContext(ctx)
-	if err := db.Raw(`SELECT COALESCE(SUM(e.amount_fen), 0) FROM ledger_entries e JOIN ledger_txns t ON t.id = e.txn_id
-		JOIN ledger_accounts a ON a.id = e.account_id WHERE a.kind = ? AND a.org_id = ? AND t.kind IN ('promo_credit', 'trial_credit', 'sla_credit')`,
-		models.AccWallet, orgID).Scan(&promo).Error; err != nil {
+	promo, err := w.DB.WalletCreditsOfKinds(ctx, orgID, promotionalKinds)
+	if err != nil {
 		return 0, err
 	}
-	if err := db.Raw(`SELECT COALESCE(SUM(received_fen - refunded_fen), 0) FROM topups WHERE org_id = ? AND status = ?`, orgID, models.TopupPaid).Scan(&paid).Error; err != nil {
+	paid, err := w.DB.PaidNotRefunded(ctx, orgID)
+	if err != nil {
 		return 0, err
 	}
-	return max(0, min(bal-promo, paid)), nil
+	return refundable(bal, promo, paid), nil
+}
+
+// promotionalKinds are the ledger transactions that credit a wallet with
+// money nobody paid in, and so never come back out as cash.
+var promotionalKinds = []string{"promo_credit", "trial_credit", "sla_credit"}
+
+// refundable is the cash part of a balance: the balance less promotional
+// credit, at most what was paid in and not yet refunded, never negative.
+func refundable(balance, promo, paidIn int64) int64 {
+	return max(0, min(balance-promo, paidIn))
 }
 
 // RequestRefund pays unused balance back against the original payments,
@@ -337,14 +326,9 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 	var refunds []models.Refund
 	now := w.DB.Now().UTC()
 	err = w.DB.Tx(ctx, func(tx *gorm.DB) error {
-		// Lock the payments (PostgreSQL; SQLite has one writer) so two
-		// refund requests at once cannot both take the same money.
-		q := tx.Where("org_id = ? AND status = ? AND received_fen > refunded_fen", orgID, models.TopupPaid).Order("id DESC")
-		if tx.Dialector.Name() == "postgres" {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
-		var paid []models.Topup
-		if err := q.Find(&paid).Error; err != nil {
+		// Locked, so two refund requests at once cannot both take the same money.
+		paid, err := models.RefundableTopups(tx, orgID)
+		if err != nil {
 			return err
 		}
 		left := amountFen
@@ -354,8 +338,8 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 			}
 			part := min(left, *t.ReceivedFen-t.RefundedFen)
 			left -= part
-			r := models.Refund{OrgID: orgID, UserID: u.ID, TopupID: &t.ID, AmountFen: part, Method: t.Method, Status: "pending", CreatedAt: now}
-			if err := tx.Create(&r).Error; err != nil {
+			r := models.Refund{OrgID: orgID, UserID: u.ID, TopupID: &t.ID, AmountFen: part, Method: t.Method, Status: models.RefundPending, CreatedAt: now}
+			if err := models.InsertRefund(tx, &r); err != nil {
 				return err
 			}
 			clearing := models.AccPaymentClearing
@@ -371,7 +355,7 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 				locales.M("audit.refund_asked", orgID, locales.M("audit.method."+t.Method), t.Reference)); err != nil {
 				return err
 			}
-			if err := tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("refunded_fen", gorm.Expr("refunded_fen + ?", part)).Error; err != nil {
+			if err := models.AddTopupRefunded(tx, t.ID, part); err != nil {
 				return err
 			}
 			refunds = append(refunds, r)
@@ -418,15 +402,14 @@ func (w *Wallet) refundAtStripe(ctx context.Context, r *models.Refund) error {
 	}
 	done := w.DB.Now().UTC()
 	if err := w.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := tx.Model(&models.Refund{}).Where("id = ?", r.ID).
-			Updates(map[string]any{"status": "done", "stripe_refund_id": id, "done_at": done}).Error; err != nil {
+		if err := models.RefundPaidAtStripe(tx, r.ID, id, done); err != nil {
 			return err
 		}
 		return audit.Record(ctx, tx, audit.RefundPaid, fmt.Sprintf("refund:%d", r.ID), audit.Fen(r.AmountFen), "stripe "+id, locales.M("audit.refund_stripe", id))
 	}); err != nil {
 		return err
 	}
-	r.Status, r.StripeRefundID, r.DoneAt = "done", &id, &done
+	r.Status, r.StripeRefundID, r.DoneAt = models.RefundDone, &id, &done
 	return nil
 }
 
@@ -436,26 +419,21 @@ func (w *Wallet) SettleRefund(ctx context.Context, admin *models.User, refundID 
 	if admin == nil || !admin.PlatformAdmin {
 		return apperr.Errorf(apperr.EFORBIDDEN, "platform admins only")
 	}
-	var r models.Refund
-	err := w.DB.W.WithContext(ctx).Where("id = ? AND status = ?", refundID, "pending").First(&r).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return apperr.NotFound("pending refund")
-	}
+	r, err := w.DB.PendingRefund(ctx, refundID)
 	if err != nil {
 		return err
 	}
 	if r.Method == models.MethodStripe {
-		if err := w.refundAtStripe(ctx, &r); err != nil {
+		if err := w.refundAtStripe(ctx, r); err != nil {
 			slog.Error("stripe refund retry failed", "refund", r.ID, "err", err)
 			return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "Stripe did not accept the refund; try again later", Key: "err.provider_down"}
 		}
 		return nil
 	}
 	return w.DB.Tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&models.Refund{}).Where("id = ? AND status = ?", r.ID, "pending").
-			Updates(map[string]any{"status": "done", "done_at": w.DB.Now().UTC()})
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
+		changed, err := models.FinishPendingRefund(tx, r.ID, w.DB.Now().UTC())
+		if err != nil || !changed {
+			return err
 		}
 		return audit.Record(ctx, tx, audit.RefundPaid, fmt.Sprintf("refund:%d", r.ID), audit.Fen(r.AmountFen), "bank transfer", locales.M("audit.refund_bank"))
 	})

@@ -119,21 +119,22 @@ const WebhookTolerance = 5 * time.Minute
 // WebhookTolerance ahead.
 var ErrWebhookFromFuture = errors.New("the signature's timestamp is in the future")
 
-// VerifyWebhook checks an event's signature and age and parses it. Events
-// must be of stripe-go's API version (2023-10-16), which is what the
-// production webhook endpoint is created for.
-func VerifyWebhook(payload []byte, signature, secret string) (stripe.Event, error) {
+// VerifyWebhook checks an event's signature and age, parses it and
+// translates it into the gateway-neutral Event. Events must be of
+// stripe-go's API version (2023-10-16), which is what the production
+// webhook endpoint is created for.
+func VerifyWebhook(payload []byte, signature, secret string) (Event, error) {
 	ev, err := webhook.ConstructEventWithTolerance(payload, signature, secret, WebhookTolerance)
 	if err != nil {
-		return ev, err
+		return Event{}, err
 	}
 	// stripe-go only checks that the signature is not too old: one dated
 	// years ahead would pass, and could be replayed until then. The
 	// timestamp is covered by the signature just checked.
 	if at, ok := signedAt(signature); !ok || at.After(time.Now().Add(WebhookTolerance)) {
-		return stripe.Event{}, ErrWebhookFromFuture
+		return Event{}, ErrWebhookFromFuture
 	}
-	return ev, nil
+	return stripeToEvent(ev), nil
 }
 
 // signedAt is the timestamp ("t=") of a Stripe-Signature header.

@@ -2,7 +2,6 @@ package providers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -153,18 +152,19 @@ func slugify(name, prefix string) string {
 	return s
 }
 
-// uniqueSlug returns base, or base-2, base-3… whichever is free in table.
-func uniqueSlug(tx *gorm.DB, table, base string) (string, error) {
+// uniqueSlug returns base, or base-2, base-3… whichever taken (such as
+// models.ProviderSlugTaken) says is free.
+func uniqueSlug(tx *gorm.DB, taken func(tx *gorm.DB, slug string) (bool, error), base string) (string, error) {
 	for i := 1; i < 1000; i++ {
 		s := base
 		if i > 1 {
 			s = fmt.Sprintf("%s-%d", base, i)
 		}
-		var n int64
-		if err := tx.Table(table).Where("slug = ?", s).Count(&n).Error; err != nil {
+		used, err := taken(tx, s)
+		if err != nil {
 			return "", err
 		}
-		if n == 0 {
+		if !used {
 			return s, nil
 		}
 	}
@@ -232,13 +232,13 @@ func (p *Service) create(ctx context.Context, u *models.User, prof Profile, stat
 		if err := models.AddMember(tx, &models.Membership{OrgID: acc.Org.ID, UserID: u.ID, Role: models.RoleOwner, CreatedAt: now}); err != nil {
 			return err
 		}
-		slug, err := uniqueSlug(tx, "providers", slugify(prof.CompanyName, "provider"))
+		slug, err := uniqueSlug(tx, models.ProviderSlugTaken, slugify(prof.CompanyName, "provider"))
 		if err != nil {
 			return err
 		}
 		acc.Provider = models.Provider{Slug: slug, NameZH: prof.CompanyName, NameEN: prof.CompanyName, CreatedAt: now, OrgID: &acc.Org.ID}
 		applyProfile(&acc.Provider, prof)
-		return tx.Create(&acc.Provider).Error
+		return models.InsertProvider(tx, &acc.Provider)
 	})
 	if err != nil {
 		return nil, err
@@ -293,16 +293,14 @@ func (p *Service) access(ctx context.Context, u *models.User, providerID int64, 
 	if u == nil {
 		return nil, errProviderNotFound()
 	}
-	db := p.DB.R.WithContext(ctx)
-	var pr models.Provider
-	err := db.First(&pr, providerID).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && pr.OrgID == nil) {
+	pr, err := models.ProviderByIDIn(p.DB.R.WithContext(ctx), providerID)
+	if apperr.Code(err) == apperr.ENOTFOUND || (err == nil && pr.OrgID == nil) {
 		return nil, errProviderNotFound()
 	}
 	if err != nil {
 		return nil, err
 	}
-	acc := &Account{Provider: pr}
+	acc := &Account{Provider: *pr}
 	m, err := p.DB.MembershipOf(ctx, *pr.OrgID, u.ID)
 	switch {
 	case err == nil:
@@ -349,14 +347,11 @@ func (p *Service) UpdateProfile(ctx context.Context, u *models.User, providerID 
 	return p.DB.Tx(ctx, func(tx *gorm.DB) error {
 		pr := acc.Provider
 		applyProfile(&pr, prof)
-		if err := tx.Model(&models.Provider{}).Where("id = ?", pr.ID).Updates(map[string]any{
-			"name_zh": prof.CompanyName, "name_en": prof.CompanyName,
-			"contact_name": pr.ContactName, "contact_phone": pr.ContactPhone, "contact_email": pr.ContactEmail,
-			"licence_no": pr.LicenceNo, "bank_name": pr.BankName, "bank_account_name": pr.BankAccountName, "bank_account_no": pr.BankAccountNo,
-		}).Error; err != nil {
+		pr.NameZH, pr.NameEN = prof.CompanyName, prof.CompanyName
+		if err := models.SetProviderProfile(tx, &pr); err != nil {
 			return err
 		}
-		if err := tx.Model(&models.Org{}).Where("id = ?", acc.Org.ID).Update("name", prof.CompanyName).Error; err != nil {
+		if err := models.RenameOrg(tx, acc.Org.ID, prof.CompanyName); err != nil {
 			return err
 		}
 		// The offer list shows provider names.
@@ -493,10 +488,10 @@ func (p *Service) CreateDatacenter(ctx context.Context, u *models.User, provider
 	err = p.txWithSlug(ctx, func(tx *gorm.DB) error {
 		dc.ID = 0
 		base := acc.Provider.Slug + "-" + slugify(dc.NameEN, in.City)
-		if dc.Slug, err = uniqueSlug(tx, "datacenters", base); err != nil {
+		if dc.Slug, err = uniqueSlug(tx, models.DatacenterSlugTaken, base); err != nil {
 			return err
 		}
-		if err := tx.Create(dc).Error; err != nil {
+		if err := models.InsertDatacenter(tx, dc); err != nil {
 			return err
 		}
 		return replaceDeclaredLatencies(tx, dc.ID, in.Latencies)
@@ -510,32 +505,11 @@ func (p *Service) CreateDatacenter(ctx context.Context, u *models.User, provider
 // replaceDeclaredLatencies swaps the provider-declared figures of a
 // datacentre for the new ones; measured figures (from agents) stay.
 func replaceDeclaredLatencies(tx *gorm.DB, dcID int64, ls []DeclaredLatency) error {
-	if err := tx.Where("datacenter_id = ? AND source = ?", dcID, LatencyDeclared).Delete(&models.DatacenterLatency{}).Error; err != nil {
-		return err
+	figures := make([]models.DatacenterLatency, len(ls))
+	for i, l := range ls {
+		figures[i] = models.DatacenterLatency{FromCity: l.FromCity, RTTms: l.RTTms}
 	}
-	for _, l := range ls {
-		var n int64
-		if err := tx.Model(&models.DatacenterLatency{}).Where("datacenter_id = ? AND from_city = ?", dcID, l.FromCity).Count(&n).Error; err != nil {
-			return err
-		}
-		if n > 0 {
-			continue // a measured figure beats a declared one
-		}
-		if err := tx.Create(&models.DatacenterLatency{DatacenterID: dcID, FromCity: l.FromCity, RTTms: l.RTTms, Source: LatencyDeclared}).Error; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// datacenterOf returns the provider's datacentre, or ENOTFOUND.
-func datacenterOf(tx *gorm.DB, providerID, dcID int64) (*models.Datacenter, error) {
-	var dc models.Datacenter
-	err := tx.Where("id = ? AND provider_id = ?", dcID, providerID).First(&dc).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, apperr.NotFound("datacentre")
-	}
-	return &dc, err
+	return models.ReplaceLatencies(tx, dcID, LatencyDeclared, figures)
 }
 
 // UpdateDatacenter changes a datacentre of the provider (owners and admins).
@@ -544,7 +518,7 @@ func (p *Service) UpdateDatacenter(ctx context.Context, u *models.User, provider
 	if err != nil {
 		return err
 	}
-	if _, err := datacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, dcID); err != nil {
+	if _, err := models.DatacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, dcID); err != nil {
 		return err
 	}
 	in, err = checkDatacenter(in)
@@ -555,10 +529,8 @@ func (p *Service) UpdateDatacenter(ctx context.Context, u *models.User, provider
 		in.NameEN = in.NameZH
 	}
 	return p.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := tx.Model(&models.Datacenter{}).Where("id = ?", dcID).Updates(map[string]any{
-			"name_zh": in.NameZH, "name_en": in.NameEN, "city": in.City, "district_zh": in.DistrictZH, "district_en": in.DistrictEN,
-			"region": cityRegions[in.City], "tier": in.Tier, "uplink_gbps": in.UplinkGbps,
-		}).Error; err != nil {
+		if err := models.SetDatacenterDetails(tx, &models.Datacenter{ID: dcID, NameZH: in.NameZH, NameEN: in.NameEN, City: in.City,
+			DistrictZH: in.DistrictZH, DistrictEN: in.DistrictEN, Region: cityRegions[in.City], Tier: in.Tier, UplinkGbps: in.UplinkGbps}); err != nil {
 			return err
 		}
 		if err := replaceDeclaredLatencies(tx, dcID, in.Latencies); err != nil {
@@ -575,10 +547,8 @@ func (p *Service) Datacenters(ctx context.Context, u *models.User, providerID in
 	if err != nil {
 		return nil, err
 	}
-	db := p.DB.R.WithContext(ctx)
-	var dcs []models.Datacenter
-	if err := db.Where("provider_id = ? OR id IN (SELECT datacenter_id FROM nodes WHERE provider_id = ? AND status <> ?)",
-		acc.Provider.ID, acc.Provider.ID, models.NodeRemoved).Order("id").Find(&dcs).Error; err != nil {
+	dcs, err := p.DB.DatacentersOfProvider(ctx, acc.Provider.ID)
+	if err != nil {
 		return nil, err
 	}
 	if len(dcs) == 0 {
@@ -588,17 +558,12 @@ func (p *Service) Datacenters(ctx context.Context, u *models.User, providerID in
 	for i, dc := range dcs {
 		ids[i] = dc.ID
 	}
-	var lats []models.DatacenterLatency
-	if err := db.Where("datacenter_id IN ?", ids).Order("datacenter_id, from_city").Find(&lats).Error; err != nil {
+	lats, err := p.DB.LatenciesOf(ctx, ids)
+	if err != nil {
 		return nil, err
 	}
-	var counts []struct {
-		DatacenterID int64
-		N            int
-	}
-	if err := db.Model(&models.Node{}).Select("datacenter_id, COUNT(*) AS n").
-		Where("datacenter_id IN ? AND provider_id = ? AND status <> ?", ids, acc.Provider.ID, models.NodeRemoved).
-		Group("datacenter_id").Scan(&counts).Error; err != nil {
+	counts, err := p.DB.ProviderNodeCounts(ctx, acc.Provider.ID, ids)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]DatacenterView, len(dcs))
@@ -611,8 +576,8 @@ func (p *Service) Datacenters(ctx context.Context, u *models.User, providerID in
 	for _, l := range lats {
 		at[l.DatacenterID].Latencies = append(at[l.DatacenterID].Latencies, l)
 	}
-	for _, c := range counts {
-		at[c.DatacenterID].Nodes = c.N
+	for dcID, n := range counts {
+		at[dcID].Nodes = n
 	}
 	return out, nil
 }
@@ -620,27 +585,16 @@ func (p *Service) Datacenters(ctx context.Context, u *models.User, providerID in
 // ProviderOfNode returns the provider id of a node, so that an API call
 // naming only the node can be authorised; ENOTFOUND when there is none.
 func (p *Service) ProviderOfNode(ctx context.Context, nodeID int64) (int64, error) {
-	return p.ownerOf(ctx, "nodes", "node", nodeID)
+	return p.DB.NodeProviderID(ctx, nodeID)
 }
 
 // ProviderOfOffer returns the provider id of an offer; ENOTFOUND when there is none.
 func (p *Service) ProviderOfOffer(ctx context.Context, offerID int64) (int64, error) {
-	return p.ownerOf(ctx, "offers", "offer", offerID)
+	return p.DB.OfferProviderID(ctx, offerID)
 }
 
 // ProviderOfDatacenter returns the provider id of a provider's datacentre;
 // ENOTFOUND for a missing one or a shared demo one.
 func (p *Service) ProviderOfDatacenter(ctx context.Context, dcID int64) (int64, error) {
-	return p.ownerOf(ctx, "datacenters", "datacentre", dcID)
-}
-
-func (p *Service) ownerOf(ctx context.Context, table, what string, id int64) (int64, error) {
-	var pid *int64
-	if err := p.DB.R.WithContext(ctx).Table(table).Select("provider_id").Where("id = ?", id).Scan(&pid).Error; err != nil {
-		return 0, err
-	}
-	if pid == nil {
-		return 0, apperr.NotFound(what)
-	}
-	return *pid, nil
+	return p.DB.DatacenterProviderID(ctx, dcID)
 }

@@ -41,33 +41,24 @@ func (p *Service) Capacity(ctx context.Context, u *models.User, providerID int64
 	if err != nil {
 		return nil, err
 	}
-	db := p.DB.R.WithContext(ctx)
 	now := p.DB.Now().UTC()
 	l := now.In(pricing.Shanghai)
 	out := &Capacity{From: time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, pricing.Shanghai)}
-	var nodes []models.Node
-	if err := db.Where("provider_id = ? AND status <> ?", acc.Provider.ID, models.NodeRemoved).Order("id").Find(&nodes).Error; err != nil {
+	nodes, err := p.DB.WorkingNodesOfProvider(ctx, acc.Provider.ID)
+	if err != nil {
 		return nil, err
 	}
 	for _, n := range nodes {
 		c := NodeCapacity{Node: n}
-		var gpus []models.GPU
-		if err := db.Where("node_id = ?", n.ID).Find(&gpus).Error; err != nil {
+		gpus, err := p.DB.GPUsOfNode(ctx, n.ID)
+		if err != nil {
 			return nil, err
 		}
 		c.Total = len(gpus)
 		// Which live rental holds each GPU, and on which term.
-		var held []struct {
-			GPUID int64 `gorm:"column:gpu_id"`
-			Term  string
-		}
-		if err := db.Raw(`SELECT rg.gpu_id, r.term FROM rental_gpus rg JOIN rentals r ON r.id = rg.rental_id
-			WHERE rg.node_id = ? AND rg.released_at IS NULL`, n.ID).Scan(&held).Error; err != nil {
+		term, err := p.DB.HeldGPUTerms(ctx, n.ID)
+		if err != nil {
 			return nil, err
-		}
-		term := map[int64]string{}
-		for _, h := range held {
-			term[h.GPUID] = h.Term
 		}
 		for _, g := range gpus {
 			switch t, ok := term[g.ID]; {
@@ -81,9 +72,8 @@ func (p *Service) Capacity(ctx context.Context, u *models.User, providerID int64
 				c.Free++
 			}
 		}
-		var terms []models.Rental
-		if err := db.Where("node_id = ? AND status IN ? AND term IN ?", n.ID, models.LiveRentalStatuses, []string{pricing.Week, pricing.Month}).
-			Find(&terms).Error; err != nil {
+		terms, err := p.DB.LiveRentalsOfTerms(ctx, n.ID, []string{pricing.Week, pricing.Month})
+		if err != nil {
 			return nil, err
 		}
 		for d := range CapacityDays {
@@ -112,9 +102,8 @@ func (p *Service) utilisation(ctx context.Context, n models.Node, gpus int, now 
 	if gpus == 0 || !now.After(from) {
 		return 0, nil
 	}
-	var rows []models.RentalGPU
-	if err := p.DB.R.WithContext(ctx).Where("node_id = ? AND (released_at IS NULL OR released_at > ?) AND attached_at < ?", n.ID, from, now).
-		Find(&rows).Error; err != nil {
+	rows, err := p.DB.GPUHoldsBetween(ctx, n.ID, from, now)
+	if err != nil {
 		return 0, err
 	}
 	var used float64

@@ -71,20 +71,8 @@ func (p *Service) Statement(ctx context.Context, u *models.User, providerID int6
 		return nil, err
 	}
 	st := &Statement{Provider: acc.Provider, Month: m, From: from, To: to}
-	db := p.DB.R.WithContext(ctx)
-	var legs []struct {
-		RentalID  int64
-		TxnKind   string
-		AccKind   string
-		AmountFen int64
-	}
-	if err := db.Raw(`SELECT t.rental_id AS rental_id, t.kind AS txn_kind, a.kind AS acc_kind, e.amount_fen AS amount_fen
-		FROM ledger_entries e JOIN ledger_txns t ON t.id = e.txn_id JOIN ledger_accounts a ON a.id = e.account_id
-		JOIN rentals r ON r.id = t.rental_id
-		WHERE r.provider_id = ? AND t.created_at >= ? AND t.created_at < ?
-		AND ((a.kind IN ? AND a.org_id = ?) OR a.kind = ?)
-		ORDER BY t.rental_id, t.id`,
-		acc.Provider.ID, from.UTC(), to.UTC(), []string{models.AccProviderPayable, models.AccProviderReceivable}, acc.Provider.ID, models.AccPlatformRevenue).Scan(&legs).Error; err != nil {
+	legs, err := p.DB.EarningLegs(ctx, acc.Provider.ID, from, to)
+	if err != nil {
 		return nil, err
 	}
 	byRental := map[int64]*EarningLine{}
@@ -109,11 +97,8 @@ func (p *Service) Statement(ctx context.Context, u *models.User, providerID int6
 		}
 	}
 	if len(ids) > 0 {
-		var rentals []struct {
-			models.Rental
-			GPUModel string `gorm:"column:gpu_model"`
-		}
-		if err := db.Raw(`SELECT r.*, o.gpu_model FROM rentals r JOIN offers o ON o.id = r.offer_id WHERE r.id IN ?`, ids).Scan(&rentals).Error; err != nil {
+		rentals, err := p.DB.RentalsWithModel(ctx, ids)
+		if err != nil {
 			return nil, err
 		}
 		for _, r := range rentals {
@@ -147,7 +132,7 @@ func (p *Service) Statement(ctx context.Context, u *models.User, providerID int6
 		return nil, err
 	}
 	st.OwedFen = -st.OwedFen
-	if err := db.Where("provider_id = ?", acc.Provider.ID).Order("period DESC, id DESC").Find(&st.Payouts).Error; err != nil {
+	if st.Payouts, err = p.DB.PayoutsOfProvider(ctx, acc.Provider.ID); err != nil {
 		return nil, err
 	}
 	// Months from the provider's sign-up to now, newest first.

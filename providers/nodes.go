@@ -84,7 +84,7 @@ func (p *Service) AddNode(ctx context.Context, u *models.User, providerID int64,
 	}
 	if in.DatacenterID == 0 {
 		errs = append(errs, apperr.Field("datacenter_id", "providers.err.required"))
-	} else if _, err := datacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, in.DatacenterID); err != nil {
+	} else if _, err := models.DatacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, in.DatacenterID); err != nil {
 		if apperr.Code(err) != apperr.ENOTFOUND {
 			return nil, "", err
 		}
@@ -99,21 +99,14 @@ func (p *Service) AddNode(ctx context.Context, u *models.User, providerID int64,
 	n := &models.Node{ProviderID: acc.Provider.ID, DatacenterID: in.DatacenterID, Name: name, Status: models.NodeActive,
 		CreatedAt: now, RegTokenHash: &h, Health: models.NodeUnknown, AgentInfo: "{}"}
 	err = p.DB.Tx(ctx, func(tx *gorm.DB) error {
-		var dup int64
-		if err := tx.Model(&models.Node{}).Where("provider_id = ? AND name = ?", acc.Provider.ID, name).Count(&dup).Error; err != nil {
+		// A name taken, also by a node added at the same time (a double
+		// click), is refused.
+		created, err := models.InsertNode(tx, n)
+		if err != nil {
 			return err
 		}
-		taken := apperr.Fields{apperr.Field("name", "providers.err.node_name_taken", name)}
-		if dup > 0 {
-			return taken
-		}
-		// The count cannot see a node of the same name added at the same
-		// time (a double click); UNIQUE (provider_id, name) does.
-		if err := tx.Create(n).Error; err != nil {
-			if models.IsUniqueViolation(err) {
-				return taken
-			}
-			return err
+		if !created {
+			return apperr.Fields{apperr.Field("name", "providers.err.node_name_taken", name)}
 		}
 		return nil
 	})
@@ -183,7 +176,6 @@ func (p *Service) SetNodeStatus(ctx context.Context, u *models.User, providerID,
 		if n.Status == models.NodeRemoved {
 			return apperr.Errorf(apperr.ECONFLICT, "node %s is removed; add it again as a new node", n.Name)
 		}
-		up := map[string]any{"status": to}
 		if to == models.NodeRemoved {
 			live, err := models.LiveRentalsOnNode(tx, n.ID)
 			if err != nil {
@@ -193,24 +185,14 @@ func (p *Service) SetNodeStatus(ctx context.Context, u *models.User, providerID,
 				return &apperr.Error{Code: apperr.ECONFLICT, Key: "providers.err.node_busy", Args: []any{n.Name, live},
 					Message: fmt.Sprintf("node %s still has %d live rental(s): drain it and remove it once they have ended", n.Name, live)}
 			}
-			// A removed node's agent is turned away and its offers end.
-			up["removed_at"], up["reg_token_hash"], up["cred_hash"] = now, nil, nil
-			// Its GPUs keep their history but free their UUIDs, so the same
-			// host can be added again as a new node.
-			if err := tx.Exec(`UPDATE gpus SET uuid = uuid || ? WHERE node_id = ?`, fmt.Sprintf(" (removed node %d)", n.ID), n.ID).Error; err != nil {
+			// A removed node's agent is turned away, its offers end and its
+			// open incidents close (the admin console's queue would list
+			// them for ever); its GPUs free their UUIDs for the same host
+			// added again.
+			if err := models.RemoveNode(tx, n.ID, now); err != nil {
 				return err
 			}
-			if err := tx.Model(&models.Offer{}).Where("node_id = ?", n.ID).
-				Updates(map[string]any{"status": models.OfferPaused, "listing_note": "node removed", "updated_at": now}).Error; err != nil {
-				return err
-			}
-			// Its open incidents end with it: nothing will close them later,
-			// and the admin console's queue would list them for ever.
-			if err := tx.Model(&models.Incident{}).Where("node_id = ? AND closed_at IS NULL", n.ID).Update("closed_at", now).Error; err != nil {
-				return err
-			}
-		}
-		if err := tx.Model(&models.Node{}).Where("id = ?", n.ID).Updates(up).Error; err != nil {
+		} else if err := models.SetNodeStatus(tx, n.ID, to); err != nil {
 			return err
 		}
 		slog.Info("node status", "provider", acc.Provider.ID, "node", n.ID, "from", n.Status, "to", to, "user", u.ID)
@@ -232,10 +214,8 @@ func (p *Service) Nodes(ctx context.Context, u *models.User, providerID int64) (
 	if err != nil {
 		return nil, err
 	}
-	db := p.DB.R.WithContext(ctx)
-	var nodes []models.Node
-	if err := db.Where("provider_id = ?", acc.Provider.ID).
-		Order("CASE WHEN status = 'removed' THEN 1 ELSE 0 END, id").Find(&nodes).Error; err != nil {
+	nodes, err := p.DB.NodesOfProvider(ctx, acc.Provider.ID)
+	if err != nil {
 		return nil, err
 	}
 	if len(nodes) == 0 {
@@ -247,29 +227,20 @@ func (p *Service) Nodes(ctx context.Context, u *models.User, providerID int64) (
 	for i, n := range nodes {
 		ids[i], dcIDs[i] = n.ID, n.DatacenterID
 	}
-	var dcs []models.Datacenter
-	if err := db.Where("id IN ?", dcIDs).Find(&dcs).Error; err != nil {
+	dcs, err := p.DB.DatacentersByIDs(ctx, dcIDs)
+	if err != nil {
 		return nil, err
 	}
 	dcByID := make(map[int64]models.Datacenter, len(dcs))
 	for _, dc := range dcs {
 		dcByID[dc.ID] = dc
 	}
-	var states []struct {
-		NodeID int64
-		State  string
-		N      int
-	}
-	if err := db.Model(&models.GPU{}).Select("node_id, state, COUNT(*) AS n").Where("node_id IN ?", ids).
-		Group("node_id, state").Scan(&states).Error; err != nil {
+	states, err := p.DB.NodeGPUStateCounts(ctx, ids)
+	if err != nil {
 		return nil, err
 	}
-	var live []struct {
-		NodeID int64
-		N      int
-	}
-	if err := db.Model(&models.Rental{}).Select("node_id, COUNT(*) AS n").Where("node_id IN ? AND status IN ?", ids, models.LiveRentalStatuses).
-		Group("node_id").Scan(&live).Error; err != nil {
+	live, err := p.DB.LiveRentalCounts(ctx, ids)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]NodeSummary, len(nodes))
@@ -290,8 +261,8 @@ func (p *Service) Nodes(ctx context.Context, u *models.User, providerID int64) (
 			s.Unhealthy += c.N
 		}
 	}
-	for _, l := range live {
-		at[l.NodeID].LiveRentals = l.N
+	for nodeID, n := range live {
+		at[nodeID].LiveRentals = n
 	}
 	return out, nil
 }
@@ -314,28 +285,29 @@ func (p *Service) Node(ctx context.Context, u *models.User, providerID, nodeID i
 	if err != nil {
 		return nil, err
 	}
-	db := p.DB.R.WithContext(ctx)
-	n, err := models.NodeOf(db, acc.Provider.ID, nodeID)
+	n, err := models.NodeOf(p.DB.R.WithContext(ctx), acc.Provider.ID, nodeID)
 	if err != nil {
 		return nil, err
 	}
 	d := &NodeDetail{Node: *n}
-	if err := db.First(&d.Datacenter, n.DatacenterID).Error; err != nil {
+	dc, err := p.DB.DatacenterByID(ctx, n.DatacenterID)
+	if err != nil {
 		return nil, err
 	}
-	if err := db.Where("node_id = ?", n.ID).Order("idx").Find(&d.GPUs).Error; err != nil {
+	d.Datacenter = *dc
+	if d.GPUs, err = p.DB.GPUsOfNode(ctx, n.ID); err != nil {
 		return nil, err
 	}
-	if err := db.Where("node_id = ?", n.ID).Order("opened_at DESC, id DESC").Limit(50).Find(&d.Incidents).Error; err != nil {
+	if d.Incidents, err = p.DB.IncidentsOfNode(ctx, n.ID, 50); err != nil {
 		return nil, err
 	}
-	if err := db.Where("node_id = ?", n.ID).Order("measured_at DESC, id DESC").Limit(20).Find(&d.Reports).Error; err != nil {
+	if d.Reports, err = p.DB.BenchmarkReportsOfNode(ctx, n.ID, 20); err != nil {
 		return nil, err
 	}
-	if err := db.Where("node_id = ?", n.ID).Order("created_at DESC, id DESC").Limit(100).Find(&d.Rentals).Error; err != nil {
+	if d.Rentals, err = p.DB.RentalsOfNode(ctx, n.ID, 100); err != nil {
 		return nil, err
 	}
-	if err := db.Where("node_id = ?", n.ID).Order("id").Find(&d.Offers).Error; err != nil {
+	if d.Offers, err = p.DB.OffersOfNode(ctx, n.ID); err != nil {
 		return nil, err
 	}
 	return d, nil

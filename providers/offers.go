@@ -199,7 +199,7 @@ func (p *Service) CreateOffer(ctx context.Context, u *models.User, providerID in
 		if o.AwaitingNode, o.ListingNote, err = fleet.ListingOf(tx, o, n); err != nil {
 			return err
 		}
-		if err := tx.Create(o).Error; err != nil {
+		if err := models.InsertOffer(tx, o); err != nil {
 			return err
 		}
 		if err := models.RefreshNodeAvailability(tx, n.ID, now); err != nil {
@@ -307,26 +307,29 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 		if err := errs.OrNil(); err != nil {
 			return err
 		}
-		up := map[string]any{"max_gpus": in.MaxGPUs, "vcpu_per_gpu": in.VCPUPerGPU, "ram_gb_per_gpu": in.RAMGBPerGPU, "disk_gb": in.DiskGB,
-			"interconnect": in.Interconnect, "price_per_gpu_hour_fen": in.PricePerGPUHourFen,
-			"weekly_price_per_gpu_fen": in.WeeklyPricePerGPUFen, "monthly_price_per_gpu_fen": in.MonthlyPricePerGPUFen,
-			"offpeak_discount_pct": in.OffpeakDiscountPct, "student_discount_pct": in.StudentDiscountPct, "min_duration_s": in.MinDurationS,
-			"sla_tiers": strings.Join(in.SLATiers, ","), "status": status, "updated_at": now}
-		if status == models.OfferListed && o.Status != models.OfferListed {
-			// Listed again: it waits for the node like a new offer.
+		next := *o
+		next.MaxGPUs, next.VCPUPerGPU, next.RAMGBPerGPU, next.DiskGB = in.MaxGPUs, in.VCPUPerGPU, in.RAMGBPerGPU, in.DiskGB
+		next.Interconnect, next.PricePerGPUHourFen = in.Interconnect, in.PricePerGPUHourFen
+		next.WeeklyPricePerGPUFen, next.MonthlyPricePerGPUFen = in.WeeklyPricePerGPUFen, in.MonthlyPricePerGPUFen
+		next.OffpeakDiscountPct, next.StudentDiscountPct, next.MinDurationS = in.OffpeakDiscountPct, in.StudentDiscountPct, in.MinDurationS
+		next.SLATiers, next.Status, next.UpdatedAt = strings.Join(in.SLATiers, ","), status, now
+		relisted := status == models.OfferListed && o.Status != models.OfferListed
+		if relisted {
+			// Listed again: it waits for the node like a new offer (judged
+			// on the offer as it was).
 			cp := *o
-			awaiting, note, err := fleet.ListingOf(tx, &cp, n)
-			if err != nil {
+			if next.AwaitingNode, next.ListingNote, err = fleet.ListingOf(tx, &cp, n); err != nil {
 				return err
 			}
-			up["awaiting_node"], up["listing_note"] = awaiting, note
 		}
-		if err := tx.Model(&models.Offer{}).Where("id = ?", o.ID).Updates(up).Error; err != nil {
+		if err := models.SetOfferTerms(tx, &next, relisted); err != nil {
 			return err
 		}
-		if err := tx.First(o, o.ID).Error; err != nil {
+		stored, err := models.OfferOf(tx, o.ProviderID, o.ID)
+		if err != nil {
 			return err
 		}
+		*o = *stored
 		return models.BumpOffersVersion(tx)
 	})
 	if err != nil {
@@ -343,11 +346,11 @@ func (p *Service) decorated(ctx context.Context, acc *Account, o *models.Offer) 
 	if o.Status != models.OfferListed || o.AwaitingNode {
 		return o, nil
 	}
-	var n models.Node
-	if err := p.DB.R.WithContext(ctx).First(&n, o.NodeID).Error; err != nil {
+	n, err := models.NodeOf(p.DB.R.WithContext(ctx), o.ProviderID, o.NodeID)
+	if err != nil {
 		return nil, err
 	}
-	decorate(acc, &n, o)
+	decorate(acc, n, o)
 	return o, nil
 }
 
@@ -378,13 +381,12 @@ func (p *Service) Offers(ctx context.Context, u *models.User, providerID int64) 
 	if err != nil {
 		return nil, err
 	}
-	db := p.DB.R.WithContext(ctx)
-	var offers []models.Offer
-	if err := db.Where("provider_id = ?", acc.Provider.ID).Order("id DESC").Find(&offers).Error; err != nil {
+	offers, err := p.DB.OffersOfProvider(ctx, acc.Provider.ID)
+	if err != nil {
 		return nil, err
 	}
-	var nodes []models.Node
-	if err := db.Where("provider_id = ?", acc.Provider.ID).Find(&nodes).Error; err != nil {
+	nodes, err := p.DB.NodesOfProvider(ctx, acc.Provider.ID)
+	if err != nil {
 		return nil, err
 	}
 	byID := map[int64]*models.Node{}

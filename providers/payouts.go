@@ -215,8 +215,8 @@ func (p *Payouts) transferPending(ctx context.Context) error {
 // the payout (the money goes back to payable); a network error or a 5xx
 // leaves it pending for the next run.
 func (p *Payouts) transfer(ctx context.Context, po *models.Payout) error {
-	var pr models.Provider
-	if err := p.DB.R.WithContext(ctx).First(&pr, po.ProviderID).Error; err != nil {
+	pr, err := models.ProviderByIDIn(p.DB.R.WithContext(ctx), po.ProviderID)
+	if err != nil {
 		return err
 	}
 	if pr.StripeAccountID == "" {
@@ -355,17 +355,16 @@ func (p *Payouts) ConnectOnboard(ctx context.Context, u *models.User, providerID
 		err = p.DB.Tx(ctx, func(tx *gorm.DB) error {
 			// Only if no account was stored meanwhile (two clicks at once):
 			// the first stored account is the provider's.
-			res := tx.Model(&models.Provider{}).Where("id = ? AND stripe_account_id = ''", pr.ID).
-				Updates(map[string]any{"stripe_account_id": id, "stripe_charges_enabled": false, "stripe_payouts_enabled": false})
-			if res.Error != nil || res.RowsAffected == 0 {
-				return res.Error
+			stored, err := models.SetProviderStripeAccount(tx, pr.ID, id)
+			if err != nil || !stored {
+				return err
 			}
 			return audit.Record(ctx, tx, audit.ConnectOnboard, "provider:"+strconv.FormatInt(pr.ID, 10), nil, "Stripe Express account "+id, locales.M("audit.stripe_account", id))
 		})
 		if err != nil {
 			return "", err
 		}
-		if err := p.DB.W.WithContext(ctx).First(pr, pr.ID).Error; err != nil {
+		if pr, err = p.DB.ProviderByID(ctx, pr.ID); err != nil {
 			return "", err
 		}
 		if pr.StripeAccountID != id {
@@ -386,9 +385,8 @@ func (p *Payouts) providerFor(ctx context.Context, u *models.User, providerID in
 	if u == nil {
 		return nil, errProviderNotFound()
 	}
-	var pr models.Provider
-	err := p.DB.W.WithContext(ctx).First(&pr, providerID).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && pr.OrgID == nil) {
+	pr, err := p.DB.ProviderByID(ctx, providerID)
+	if apperr.Code(err) == apperr.ENOTFOUND || (err == nil && pr.OrgID == nil) {
 		return nil, errProviderNotFound()
 	}
 	if err != nil {
@@ -404,7 +402,7 @@ func (p *Payouts) providerFor(ctx context.Context, u *models.User, providerID in
 	if m.Role != models.RoleOwner && m.Role != models.RoleAdmin {
 		return nil, apperr.Errorf(apperr.EFORBIDDEN, "only the provider's owners and admins may set up payouts")
 	}
-	return &pr, nil
+	return pr, nil
 }
 
 // RefreshConnect reads the provider's Connect account from Stripe and
@@ -412,13 +410,12 @@ func (p *Payouts) providerFor(ctx context.Context, u *models.User, providerID in
 // provider returns from onboarding, or on Stripe's account.updated).
 // A provider without an account is returned as it is.
 func (p *Payouts) RefreshConnect(ctx context.Context, providerID int64) (*models.Provider, error) {
-	var pr models.Provider
-	err := p.DB.W.WithContext(ctx).First(&pr, providerID).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	pr, err := p.DB.ProviderByID(ctx, providerID)
+	if apperr.Code(err) == apperr.ENOTFOUND {
 		return nil, errProviderNotFound()
 	}
 	if err != nil || pr.StripeAccountID == "" {
-		return &pr, err
+		return pr, err
 	}
 	if p.Connect == nil {
 		return nil, &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "Stripe Connect is not available; payouts go by bank transfer", Key: "err.connect_unavailable"}
@@ -433,7 +430,7 @@ func (p *Payouts) RefreshConnect(ctx context.Context, providerID int64) (*models
 		return nil, err
 	}
 	pr.StripeChargesEnabled, pr.StripePayoutsEnabled = charges, payouts
-	return &pr, nil
+	return pr, nil
 }
 
 // connectDown logs a failed Stripe call and answers EUNAVAILABLE: what

@@ -1,0 +1,346 @@
+package models_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/apperr"
+	"suanli/dbtest"
+	"suanli/demo"
+	"suanli/models"
+	"suanli/pricing"
+)
+
+// demoNode seeds the demo market and returns one of its nodes with an
+// offer on it.
+func demoNode(t *testing.T, db *models.DB) (models.Node, models.Offer) {
+	t.Helper()
+	ctx := context.Background()
+	if err := demo.SeedDemo(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var o models.Offer
+	if err := db.W.Order("id").First(&o).Error; err != nil {
+		t.Fatal(err)
+	}
+	var n models.Node
+	if err := db.W.First(&n, o.NodeID).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n, o
+}
+
+// A provider's own rows: slugs, profile, Stripe account, datacentres and
+// their latencies, and who owns what.
+func TestProviderAndDatacenterStore(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		ctx := context.Background()
+		_, org := storeOwner(t, db, "provider@example.com")
+		now := time.Now().UTC()
+		pr := &models.Provider{Slug: "acme", NameZH: "Acme", NameEN: "Acme", CreatedAt: now, OrgID: &org.ID}
+		dc := &models.Datacenter{Slug: "acme-cd", NameZH: "成都", NameEN: "Chengdu", City: "chengdu", Region: "cn-southwest", Tier: "Tier III", UplinkGbps: 10, CreatedAt: now}
+		storeTx(t, db, func(tx *gorm.DB) error {
+			if taken, err := models.ProviderSlugTaken(tx, "acme"); err != nil || taken {
+				return fmt.Errorf("free slug taken: %v %v", taken, err)
+			}
+			if err := models.InsertProvider(tx, pr); err != nil {
+				return err
+			}
+			if taken, err := models.ProviderSlugTaken(tx, "acme"); err != nil || !taken {
+				return fmt.Errorf("used slug free: %v %v", taken, err)
+			}
+			dc.ProviderID = &pr.ID
+			if err := models.InsertDatacenter(tx, dc); err != nil {
+				return err
+			}
+			if taken, err := models.DatacenterSlugTaken(tx, "acme-cd"); err != nil || !taken {
+				return fmt.Errorf("used datacentre slug free: %v %v", taken, err)
+			}
+			if _, err := models.ProviderByIDIn(tx, 9999); apperr.Code(err) != apperr.ENOTFOUND {
+				return fmt.Errorf("missing provider: %v", err)
+			}
+			next := *pr
+			next.NameZH, next.NameEN, next.ContactName, next.BankAccountNo = "新名", "New", "Li", "6222 0000 1111"
+			if err := models.SetProviderProfile(tx, &next); err != nil {
+				return err
+			}
+			if err := models.RenameOrg(tx, org.ID, "New"); err != nil {
+				return err
+			}
+			for i, want := range []bool{true, false} {
+				if stored, err := models.SetProviderStripeAccount(tx, pr.ID, fmt.Sprint("acct_", i)); err != nil || stored != want {
+					return fmt.Errorf("stripe account #%d: %v %v", i, stored, err)
+				}
+			}
+			return nil
+		})
+		got, err := db.ProviderByID(ctx, pr.ID)
+		if err != nil || got.NameZH != "新名" || got.NameEN != "New" || got.ContactName != "Li" || got.BankAccountNo != "6222 0000 1111" || got.StripeAccountID != "acct_0" {
+			t.Errorf("provider %+v %v", got, err)
+		}
+		if o, _ := db.OrgByID(ctx, org.ID); o.Name != "New" {
+			t.Errorf("org name %q", o.Name)
+		}
+
+		storeTx(t, db, func(tx *gorm.DB) error {
+			if _, err := models.DatacenterOf(tx, pr.ID+1, dc.ID); apperr.Code(err) != apperr.ENOTFOUND {
+				return fmt.Errorf("another provider's datacentre: %v", err)
+			}
+			next := *dc
+			next.NameEN, next.DistrictZH, next.UplinkGbps = "Chengdu 2", "", 100
+			if err := models.SetDatacenterDetails(tx, &next); err != nil {
+				return err
+			}
+			// A measured figure stays; declared ones are replaced.
+			if err := tx.Create(&models.DatacenterLatency{DatacenterID: dc.ID, FromCity: "beijing", RTTms: 30, Source: "agent"}).Error; err != nil {
+				return err
+			}
+			if err := models.ReplaceLatencies(tx, dc.ID, "declared", []models.DatacenterLatency{{FromCity: "shanghai", RTTms: 40}}); err != nil {
+				return err
+			}
+			return models.ReplaceLatencies(tx, dc.ID, "declared", []models.DatacenterLatency{{FromCity: "beijing", RTTms: 1}, {FromCity: "guangzhou", RTTms: 50}})
+		})
+		if got, err := db.DatacenterByID(ctx, dc.ID); err != nil || got.NameEN != "Chengdu 2" || got.UplinkGbps != 100 {
+			t.Errorf("datacentre %+v %v", got, err)
+		}
+		if _, err := db.DatacenterByID(ctx, 9999); apperr.Code(err) != apperr.ENOTFOUND {
+			t.Errorf("missing datacentre: %v", err)
+		}
+		ls, err := db.LatenciesOf(ctx, []int64{dc.ID})
+		if err != nil || len(ls) != 2 || ls[0].FromCity != "beijing" || ls[0].RTTms != 30 || ls[1].FromCity != "guangzhou" || ls[1].Source != "declared" {
+			t.Errorf("latencies %+v %v", ls, err)
+		}
+		if id, err := db.DatacenterProviderID(ctx, dc.ID); err != nil || id != pr.ID {
+			t.Errorf("datacentre's provider %d %v", id, err)
+		}
+		if _, err := db.DatacenterProviderID(ctx, 9999); apperr.Code(err) != apperr.ENOTFOUND {
+			t.Errorf("missing datacentre's provider: %v", err)
+		}
+	})
+}
+
+// Nodes and offers: names are unique per provider, removal pauses offers,
+// closes incidents and frees GPU UUIDs, and the lists and counts follow.
+func TestNodeAndOfferStore(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		ctx := context.Background()
+		dn, do := demoNode(t, db)
+		now := time.Now().UTC()
+		n := &models.Node{ProviderID: dn.ProviderID, DatacenterID: dn.DatacenterID, Name: "new-node", Status: models.NodeActive, CreatedAt: now, Health: models.NodeUnknown, AgentInfo: "{}"}
+		storeTx(t, db, func(tx *gorm.DB) error {
+			for i, want := range []bool{true, false} {
+				m := *n
+				if created, err := models.InsertNode(tx, &m); err != nil || created != want {
+					return fmt.Errorf("insert #%d: %v %v", i, created, err)
+				}
+				if i == 0 {
+					*n = m
+				}
+			}
+			return nil
+		})
+		o := do
+		o.ID, o.NodeID, o.Status, o.CreatedAt, o.UpdatedAt = 0, n.ID, models.OfferListed, now, now
+		storeTx(t, db, func(tx *gorm.DB) error {
+			if err := models.InsertOffer(tx, &o); err != nil {
+				return err
+			}
+			next := o
+			next.MaxGPUs, next.PricePerGPUHourFen, next.SLATiers, next.Status, next.AwaitingNode, next.ListingNote = 1, 999, "standard", models.OfferPaused, true, "waiting"
+			if err := models.SetOfferTerms(tx, &next, false); err != nil {
+				return err
+			}
+			if err := tx.Create(&models.GPU{NodeID: n.ID, Idx: 0, UUID: "GPU-new-0", GPUModel: do.GPUModel, State: models.GPUFree, Health: models.GPUHealthy}).Error; err != nil {
+				return err
+			}
+			return tx.Create(&models.Incident{NodeID: n.ID, Kind: models.IncidentNodeSilent, OpenedAt: now}).Error
+		})
+		got, err := models.OfferOf(db.W, n.ProviderID, o.ID)
+		if err != nil || got.MaxGPUs != 1 || got.PricePerGPUHourFen != 999 || got.Status != models.OfferPaused || got.AwaitingNode || got.ListingNote != "" {
+			t.Errorf("offer after terms (not relisted) %+v %v", got, err)
+		}
+		storeTx(t, db, func(tx *gorm.DB) error {
+			next := *got
+			next.Status, next.AwaitingNode, next.ListingNote = models.OfferListed, true, "waiting"
+			return models.SetOfferTerms(tx, &next, true)
+		})
+		if got, _ := models.OfferOf(db.W, n.ProviderID, o.ID); got.Status != models.OfferListed || !got.AwaitingNode || got.ListingNote != "waiting" {
+			t.Errorf("relisted offer %+v", got)
+		}
+		if id, err := db.NodeProviderID(ctx, n.ID); err != nil || id != n.ProviderID {
+			t.Errorf("node's provider %d %v", id, err)
+		}
+		if id, err := db.OfferProviderID(ctx, o.ID); err != nil || id != n.ProviderID {
+			t.Errorf("offer's provider %d %v", id, err)
+		}
+		if _, err := db.NodeProviderID(ctx, 99999); apperr.Code(err) != apperr.ENOTFOUND {
+			t.Errorf("missing node's provider: %v", err)
+		}
+		if os, err := db.OffersOfNode(ctx, n.ID); err != nil || len(os) != 1 || os[0].ID != o.ID {
+			t.Errorf("offers of node %+v %v", os, err)
+		}
+		if os, err := db.OffersOfProvider(ctx, n.ProviderID); err != nil || len(os) < 2 || os[0].ID != o.ID {
+			t.Errorf("offers of provider, newest first: %d %v", len(os), err)
+		}
+		if gs, err := db.GPUsOfNode(ctx, n.ID); err != nil || len(gs) != 1 {
+			t.Errorf("gpus %+v %v", gs, err)
+		}
+		if is, err := db.IncidentsOfNode(ctx, n.ID, 50); err != nil || len(is) != 1 {
+			t.Errorf("incidents %+v %v", is, err)
+		}
+		counts := func() map[string]int {
+			rows, err := db.NodeGPUStateCounts(ctx, []int64{n.ID, dn.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]int{}
+			for _, r := range rows {
+				out[fmt.Sprintf("%v %s", r.NodeID == n.ID, r.State)] += r.N
+			}
+			return out
+		}
+		if c := counts(); c["true free"] != 1 || c["false free"] == 0 {
+			t.Errorf("gpu states %v", c)
+		}
+		if c, err := db.ProviderNodeCounts(ctx, n.ProviderID, []int64{n.DatacenterID}); err != nil || c[n.DatacenterID] < 2 {
+			t.Errorf("node counts %v %v", c, err)
+		}
+
+		storeTx(t, db, func(tx *gorm.DB) error {
+			if err := models.SetNodeStatus(tx, n.ID, models.NodeDraining); err != nil {
+				return err
+			}
+			return models.RemoveNode(tx, n.ID, now)
+		})
+		var removed models.Node
+		db.W.First(&removed, n.ID)
+		if removed.Status != models.NodeRemoved || removed.RemovedAt == nil || removed.RegTokenHash != nil || removed.CredHash != nil {
+			t.Errorf("removed node %+v", removed)
+		}
+		if got, _ := models.OfferOf(db.W, n.ProviderID, o.ID); got.Status != models.OfferPaused || got.ListingNote != "node removed" {
+			t.Errorf("offer on a removed node %+v", got)
+		}
+		if is, _ := db.IncidentsOfNode(ctx, n.ID, 50); len(is) != 1 || is[0].ClosedAt == nil {
+			t.Errorf("incident of a removed node %+v", is)
+		}
+		if gs, _ := db.GPUsOfNode(ctx, n.ID); len(gs) != 1 || gs[0].UUID != fmt.Sprintf("GPU-new-0 (removed node %d)", n.ID) {
+			t.Errorf("gpu of a removed node %+v", gs)
+		}
+		nodes, err := db.NodesOfProvider(ctx, n.ProviderID)
+		if err != nil || len(nodes) < 2 || nodes[len(nodes)-1].ID != n.ID {
+			t.Errorf("nodes, removed last: %+v %v", nodes, err)
+		}
+		working, err := db.WorkingNodesOfProvider(ctx, n.ProviderID)
+		if err != nil || len(working) != len(nodes)-1 {
+			t.Errorf("working nodes %d of %d: %v", len(working), len(nodes), err)
+		}
+		for i := 1; i < len(working); i++ {
+			if working[i-1].ID > working[i].ID {
+				t.Errorf("working nodes out of order")
+			}
+		}
+		dcs, err := db.DatacentersByIDs(ctx, []int64{n.DatacenterID})
+		if err != nil || len(dcs) != 1 {
+			t.Errorf("datacentres by id %+v %v", dcs, err)
+		}
+		// The demo's shared datacentre is the provider's through its nodes.
+		dcs, err = db.DatacentersOfProvider(ctx, n.ProviderID)
+		if err != nil || len(dcs) == 0 {
+			t.Errorf("datacentres of provider %+v %v", dcs, err)
+		}
+	})
+}
+
+// Rentals on a node: live counts, held GPUs and their terms, term rentals,
+// attachments over a time, the node's rentals and reports, and a
+// provider's earning legs.
+func TestNodeRentalReads(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		ctx := context.Background()
+		n, o := demoNode(t, db)
+		u, org := storeOwner(t, db, "renter@example.com")
+		now := time.Now().UTC().Truncate(time.Second)
+		var gpus []models.GPU
+		db.W.Where("node_id = ?", n.ID).Order("idx").Find(&gpus)
+		if len(gpus) < 2 {
+			t.Fatalf("demo node has %d GPUs", len(gpus))
+		}
+		mk := func(term string, status models.RentalStatus, gpu models.GPU, attached time.Time, released *time.Time) models.Rental {
+			r := models.Rental{OrgID: org.ID, UserID: u.ID, OfferID: o.ID, ProviderID: n.ProviderID, NodeID: &n.ID, GPUs: 1, SLA: "standard",
+				Term: term, Status: status, WorkspaceID: fmt.Sprint("ws-", attached.Unix()), PricePerGPUHourFen: 100, CreatedAt: attached, UpdatedAt: attached}
+			storeTx(t, db, func(tx *gorm.DB) error {
+				if err := tx.Create(&r).Error; err != nil {
+					return err
+				}
+				return tx.Create(&models.RentalGPU{RentalID: r.ID, GPUID: gpu.ID, NodeID: n.ID, AttachedAt: attached, ReleasedAt: released}).Error
+			})
+			return r
+		}
+		old := now.Add(-48 * time.Hour)
+		ended := now.Add(-24 * time.Hour)
+		live := mk(pricing.OnDemand, models.RentalRunning, gpus[0], now.Add(-time.Hour), nil)
+		week := mk(pricing.Week, models.RentalRunning, gpus[1], now.Add(-2*time.Hour), nil)
+		done := mk(pricing.OnDemand, models.RentalStopped, gpus[0], old, &ended)
+
+		if c, err := db.LiveRentalCounts(ctx, []int64{n.ID}); err != nil || c[n.ID] != 2 {
+			t.Errorf("live rentals %v %v", c, err)
+		}
+		if held, err := db.HeldGPUTerms(ctx, n.ID); err != nil || len(held) != 2 || held[gpus[0].ID] != pricing.OnDemand || held[gpus[1].ID] != pricing.Week {
+			t.Errorf("held %v %v", held, err)
+		}
+		if rs, err := db.LiveRentalsOfTerms(ctx, n.ID, []string{pricing.Week, pricing.Month}); err != nil || len(rs) != 1 || rs[0].ID != week.ID {
+			t.Errorf("term rentals %+v %v", rs, err)
+		}
+		// From 12 hours ago: the ended rental's attachment is out.
+		if rows, err := db.GPUHoldsBetween(ctx, n.ID, now.Add(-12*time.Hour), now); err != nil || len(rows) != 2 {
+			t.Errorf("holds %+v %v", rows, err)
+		}
+		if rows, _ := db.GPUHoldsBetween(ctx, n.ID, now.Add(-72*time.Hour), now); len(rows) != 3 {
+			t.Errorf("holds over three days: %d", len(rows))
+		}
+		if rs, err := db.RentalsOfNode(ctx, n.ID, 2); err != nil || len(rs) != 2 || rs[0].ID != live.ID || rs[1].ID != week.ID {
+			t.Errorf("rentals of node, newest first: %+v %v", rs, err)
+		}
+		rm, err := db.RentalsWithModel(ctx, []int64{live.ID, done.ID})
+		if err != nil || len(rm) != 2 || rm[0].GPUModel != o.GPUModel || rm[0].GPUs != 1 {
+			t.Errorf("rentals with model %+v %v", rm, err)
+		}
+
+		// A charge of the live rental: provider payable and platform
+		// revenue legs are the provider's, the wallet's is not.
+		storeTx(t, db, func(tx *gorm.DB) error {
+			if err := models.Post(tx, &models.LedgerTxn{Kind: "test", CreatedAt: now},
+				models.Leg{Kind: models.AccPromoCredit, AmountFen: -1000},
+				models.Leg{Kind: models.AccWallet, OrgID: org.ID, AmountFen: 1000}); err != nil {
+				return err
+			}
+			return models.Post(tx, &models.LedgerTxn{Kind: "charge", RentalID: &live.ID, CreatedAt: now},
+				models.Leg{Kind: models.AccWallet, OrgID: org.ID, AmountFen: -100},
+				models.Leg{Kind: models.AccProviderPayable, OrgID: n.ProviderID, AmountFen: 80},
+				models.Leg{Kind: models.AccPlatformRevenue, AmountFen: 20})
+		})
+		legs, err := db.EarningLegs(ctx, n.ProviderID, now.Add(-time.Hour), now.Add(time.Hour))
+		if err != nil || len(legs) != 2 {
+			t.Fatalf("legs %+v %v", legs, err)
+		}
+		for _, l := range legs {
+			if l.RentalID != live.ID || l.TxnKind != "charge" || (l.AccKind == models.AccProviderPayable) != (l.AmountFen == 80) {
+				t.Errorf("leg %+v", l)
+			}
+		}
+		if legs, _ := db.EarningLegs(ctx, n.ProviderID, now.Add(time.Hour), now.Add(2*time.Hour)); len(legs) != 0 {
+			t.Errorf("legs out of the period: %+v", legs)
+		}
+
+		if err := db.W.Create(&models.BenchmarkReport{NodeID: n.ID, GPUModel: o.GPUModel, GPUs: 1, Trigger: "manual", Nominal: "{}", Report: "{}", MeasuredAt: now, CreatedAt: now}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if rs, err := db.BenchmarkReportsOfNode(ctx, n.ID, 20); err != nil || len(rs) == 0 || !rs[0].MeasuredAt.Equal(now) {
+			t.Errorf("reports %+v %v", rs, err)
+		}
+	})
+}
