@@ -46,7 +46,7 @@ func backupSQLite(ctx context.Context, db *models.DB, out string) error {
 		return fmt.Errorf("backup: %w", err)
 	}
 	f.Close()
-	if _, err := db.SQL.ExecContext(ctx, `VACUUM INTO ?`, abs); err != nil {
+	if err := db.VacuumInto(ctx, abs); err != nil {
 		os.Remove(abs)
 		return fmt.Errorf("backup: %w", err)
 	}
