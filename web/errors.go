@@ -15,14 +15,37 @@ import (
 	"suanli/views/pages"
 )
 
-// status maps an application error code to its HTTP status, once.
-func status(code string, api bool) int {
+func init() {
+	// Handlers show refused forms with the status of this one mapping;
+	// they cannot import web, so web hands it to them.
+	handlers.ErrorStatus = Status
+}
+
+// Status is the HTTP status of an error: the one mapping from
+// application errors to HTTP, for pages and the API alike.
+//
+// A form's problems (apperr.Fields: each field checked, every problem
+// listed) are 422 Unprocessable Content: a page shows the form again
+// with each message beside its field, the API lists them in
+// error.fields. Any other *apperr.Error has the status of its code;
+// EINVALID, a single bad parameter or body, is 400 Bad Request (the
+// public API's contract, documented in openapi/openapi.json), on a page
+// as in the API. Anything else is 500.
+func Status(err error) int {
+	if f, ok := asFields(err); ok && len(f) > 0 {
+		return http.StatusUnprocessableEntity
+	}
+	if ae, ok := apperr.As(err); ok {
+		return codeStatus(ae.Code)
+	}
+	return http.StatusInternalServerError
+}
+
+// codeStatus is the HTTP status of each application error code.
+func codeStatus(code string) int {
 	switch code {
 	case apperr.EINVALID:
-		if api {
-			return http.StatusBadRequest
-		}
-		return http.StatusUnprocessableEntity
+		return http.StatusBadRequest
 	case apperr.ENOTFOUND:
 		return http.StatusNotFound
 	case apperr.ECONFLICT:
@@ -41,6 +64,40 @@ func status(code string, api bool) int {
 		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError
+}
+
+// asFields returns the form's problems inside err, if it is (or wraps)
+// apperr.Fields.
+func asFields(err error) (apperr.Fields, bool) {
+	var f apperr.Fields
+	ok := errors.As(err, &f)
+	return f, ok
+}
+
+// fieldProblem is one field's problem in a 422 answer of the API.
+type fieldProblem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// jsonInvalid is the API's 422 answer: the usual error object (code
+// invalid, the first problem as message and param) plus every field's
+// problem.
+type jsonInvalid struct {
+	Error struct {
+		handlers.JSONErrorBody
+		Fields []fieldProblem `json:"fields"`
+	} `json:"error"`
+}
+
+// jsonFields is the API's answer to a form's problems.
+func jsonFields(f apperr.Fields) jsonInvalid {
+	var out jsonInvalid
+	out.Error.Code, out.Error.Message, out.Error.Param = apperr.EINVALID, f[0].Message, f[0].Field
+	for _, e := range f {
+		out.Error.Fields = append(out.Error.Fields, fieldProblem{Field: e.Field, Message: e.Message})
+	}
+	return out
 }
 
 func isAPI(c echo.Context) bool {
@@ -74,7 +131,7 @@ func errorHandler(err error, c echo.Context) {
 	)
 	if ae, ok := apperr.As(err); ok {
 		code, msg, param = ae.Code, ae.Message, ae.Field
-		st = status(code, api)
+		st = Status(err)
 		msgKey = ""
 	} else if errors.As(err, &he) {
 		st = he.Code
@@ -98,6 +155,10 @@ func errorHandler(err error, c echo.Context) {
 		slog.Warn("request rejected", attrs...)
 	}
 	if api {
+		if f, ok := asFields(err); ok && len(f) > 0 {
+			_ = c.JSON(st, jsonFields(f))
+			return
+		}
 		_ = c.JSON(st, handlers.JSONError{Error: handlers.JSONErrorBody{Code: code, Message: msg, Param: param}})
 		return
 	}
