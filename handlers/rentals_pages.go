@@ -115,8 +115,8 @@ var ErrorStatus = func(error) int { return http.StatusInternalServerError }
 // beside its field when it is one of the form's inputs or places (such
 // as "balance"), else at the top ("_form"). It returns the status to
 // answer with: that of a form's problems (422, see web.Status) when one
-// of them is bad input (EINVALID) or is about an input field, else that
-// of the error's code (409 for a conflict, 403, …). An error that is not
+// of them is about an input field, else that of the error's code on a
+// page (422 for other bad input, 409 for a conflict, 403, …). An error that is not
 // about the request (no *apperr.Error, no message key, EINTERNAL,
 // EUNAVAILABLE) is returned as it is, for the central error handler.
 func formProblems(vc views.Ctx, f *pages.Form, err error, inputs []string, places ...string) (int, error) {
@@ -134,11 +134,11 @@ func formProblems(vc views.Ctx, f *pages.Form, err error, inputs []string, place
 			return 0, err
 		}
 	}
-	invalid := false
+	aboutInput := false
 	for _, p := range problems {
 		field := p.Field
-		if slices.Contains(inputs, field) || p.Code == apperr.EINVALID {
-			invalid = true
+		if slices.Contains(inputs, field) {
+			aboutInput = true
 		}
 		if !slices.Contains(inputs, field) && !slices.Contains(places, field) {
 			field = "_form"
@@ -147,7 +147,7 @@ func formProblems(vc views.Ctx, f *pages.Form, err error, inputs []string, place
 			f.Errors[field] = vc.T(p.Key, p.Args...)
 		}
 	}
-	if invalid {
+	if aboutInput {
 		return ErrorStatus(problems), nil
 	}
 	return ErrorStatus(problems[0]), nil

@@ -18,30 +18,41 @@ import (
 func init() {
 	// Handlers show refused forms with the status of this one mapping;
 	// they cannot import web, so web hands it to them.
-	handlers.ErrorStatus = Status
+	handlers.ErrorStatus = func(err error) int { return Status(err, false) }
 }
 
 // Status is the HTTP status of an error: the one mapping from
-// application errors to HTTP, for pages and the API alike.
+// application errors to HTTP. Every code has one status, pages and API
+// alike (codeStatus), but for bad input, EINVALID, which is answered
+// the way the surface shows it:
 //
-// A form's problems (apperr.Fields: each field checked, every problem
-// listed) are 422 Unprocessable Content: a page shows the form again
-// with each message beside its field, the API lists them in
-// error.fields. Any other *apperr.Error has the status of its code;
-// EINVALID, a single bad parameter or body, is 400 Bad Request (the
-// public API's contract, documented in openapi/openapi.json), on a page
-// as in the API. Anything else is 500.
-func Status(err error) int {
+//   - a form's problems (apperr.Fields: fields checked together, every
+//     problem listed) are 422 Unprocessable Content everywhere: a page
+//     shows the form again with each message beside its field, the API
+//     lists them in error.fields;
+//   - on a page any other EINVALID is shown as the problem of the page's
+//     form or filter, so it is 422 too (STYLE.md: forms re-render with
+//     422);
+//   - in the API a single bad parameter or body is 400 Bad Request, the
+//     public contract documented in openapi/openapi.json.
+//
+// Anything that is no *apperr.Error is 500.
+func Status(err error, api bool) int {
 	if f, ok := asFields(err); ok && len(f) > 0 {
 		return http.StatusUnprocessableEntity
 	}
-	if ae, ok := apperr.As(err); ok {
-		return codeStatus(ae.Code)
+	ae, ok := apperr.As(err)
+	if !ok {
+		return http.StatusInternalServerError
 	}
-	return http.StatusInternalServerError
+	if ae.Code == apperr.EINVALID && !api {
+		return http.StatusUnprocessableEntity
+	}
+	return codeStatus(ae.Code)
 }
 
-// codeStatus is the HTTP status of each application error code.
+// codeStatus is the HTTP status of each application error code (for
+// EINVALID: of a single bad parameter of the API; see Status).
 func codeStatus(code string) int {
 	switch code {
 	case apperr.EINVALID:
@@ -131,7 +142,7 @@ func errorHandler(err error, c echo.Context) {
 	)
 	if ae, ok := apperr.As(err); ok {
 		code, msg, param = ae.Code, ae.Message, ae.Field
-		st = Status(err)
+		st = Status(err, api)
 		msgKey = ""
 	} else if errors.As(err, &he) {
 		st = he.Code
