@@ -20,36 +20,9 @@ import (
 // rest of /api/v1. Authorisation is the market's (providers.Service): any
 // id of another provider answers 404, exactly like a missing one.
 
-// apiFieldProblem is one field's problem in a 422 answer.
-type apiFieldProblem struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
-// apiInvalid is the 422 answer to a provider API call with bad fields:
-// the usual error object plus every field's problem.
-type apiInvalid struct {
-	Error struct {
-		JSONErrorBody
-		Fields []apiFieldProblem `json:"fields"`
-	} `json:"error"`
-}
-
-// providerAPIError answers validation problems (apperr.Fields) with 422
-// and every field's message, as the forms show them; other errors go to
-// the central error handler.
-func providerAPIError(c echo.Context, err error) error {
-	f, ok := err.(apperr.Fields)
-	if !ok || len(f) == 0 {
-		return err
-	}
-	var out apiInvalid
-	out.Error.Code, out.Error.Message, out.Error.Param = apperr.EINVALID, f[0].Message, f[0].Field
-	for _, e := range f {
-		out.Error.Fields = append(out.Error.Fields, apiFieldProblem{Field: e.Field, Message: e.Message})
-	}
-	return c.JSON(http.StatusUnprocessableEntity, out)
-}
+// Validation problems (apperr.Fields) go to the central error handler
+// like every other error: it answers them 422 with every field's problem
+// (web.Status), as the forms show them.
 
 // badBody is the answer to a body that is not the JSON object wanted.
 func badBody(err error, want string) error {
@@ -173,7 +146,7 @@ func (h *Handler) APIProviderDatacenterCreate(c echo.Context) error {
 		NameZH: in.Name, NameEN: in.NameEN, City: in.City, DistrictZH: in.District, DistrictEN: districtEN,
 		Tier: in.Tier, UplinkGbps: in.UplinkGbps, Latencies: lats})
 	if err != nil {
-		return providerAPIError(c, err)
+		return err
 	}
 	c.Response().Header().Set("Location", "/api/v1/provider/datacenters/"+strconv.FormatInt(dc.ID, 10))
 	return c.JSON(http.StatusCreated, apiDatacenter(*dc))
@@ -296,7 +269,7 @@ func (h *Handler) APIProviderNodeCreate(c echo.Context) error {
 	}
 	n, tok, err := h.Providers.AddNode(ctx, CurrentUser(c), pid, providers.NodeInput{DatacenterID: in.DatacenterID, Name: in.Name})
 	if err != nil {
-		return providerAPIError(c, err)
+		return err
 	}
 	ic := h.Providers.InstallCommands(n, tok)
 	c.Response().Header().Set("Location", "/api/v1/provider/nodes/"+strconv.FormatInt(n.ID, 10))
@@ -455,7 +428,7 @@ func (h *Handler) APIProviderOfferCreate(c echo.Context) error {
 		return badBody(err, `{"node_id":N,"gpu":"<catalogue slug>","gpus":N,"price_per_gpu_hour_fen":N,…}`)
 	}
 	if in.Status != "" && in.Status != models.OfferListed && in.Status != models.OfferPaused {
-		return providerAPIError(c, apperr.Fields{{Code: apperr.EINVALID, Field: "status", Message: `status is "listed" or "paused"`}})
+		return apperr.Fields{{Code: apperr.EINVALID, Field: "status", Message: `status is "listed" or "paused"`}}
 	}
 	ctx := c.Request().Context()
 	pid, err := h.callerProvider(c, in.ProviderID, func() (int64, error) { return h.Providers.ProviderOfNode(ctx, in.NodeID) })
@@ -468,7 +441,7 @@ func (h *Handler) APIProviderOfferCreate(c echo.Context) error {
 		OffpeakDiscountPct: in.OffpeakDiscountPct, StudentDiscountPct: in.StudentDiscountPct, MinDurationS: in.MinDurationS,
 		SLATiers: in.SLATiers, Paused: in.Status == models.OfferPaused})
 	if err != nil {
-		return providerAPIError(c, err)
+		return err
 	}
 	c.Response().Header().Set("Location", "/api/v1/provider/offers/"+strconv.FormatInt(o.ID, 10))
 	return c.JSON(http.StatusCreated, apiProviderOffer(*o))
@@ -583,7 +556,7 @@ func (h *Handler) APIProviderOfferUpdate(c echo.Context) error {
 	}
 	o, err := h.Providers.UpdateOffer(ctx, CurrentUser(c), pid, id, patch)
 	if err != nil {
-		return providerAPIError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, apiProviderOffer(*o))
 }

@@ -93,42 +93,64 @@ func (h *Handler) rentFormError(c echo.Context, f *pages.Form, err error) (int, 
 	if !ok {
 		return 0, err
 	}
-	vc := ViewCtx(c)
-	status := http.StatusUnprocessableEntity
-	switch ae.Code {
-	case apperr.ECONFLICT:
-		status = http.StatusConflict
-	case apperr.EFORBIDDEN:
-		status = http.StatusForbidden
-	}
-	field := ae.Field
-	msg := ""
-	if ae.Key != "" {
-		msg = vc.T(ae.Key, ae.Args...)
-	}
 	switch {
-	case ae.Code == apperr.ENOTFOUND && ae.Field == "" && ae.Key == "":
+	case (ae.Code == apperr.ENOTFOUND || ae.Code == apperr.EFORBIDDEN) && ae.Field == "" && ae.Key == "":
 		// An organisation the renter is not in (the offer itself was
-		// found before): the same as one that may not rent.
-		field, msg, status = "org_id", vc.T("err.org_not_usable"), http.StatusUnprocessableEntity
-	case ae.Key == "err.org_not_usable":
-		field, status = "org_id", http.StatusUnprocessableEntity
-	case strings.HasPrefix(ae.Key, "err.limit_"):
-		field, status = "balance", http.StatusConflict
-	case ae.Code == apperr.EFORBIDDEN && ae.Key == "":
-		// The renter's role may not spend from the organisation.
-		field, msg, status = "org_id", vc.T("err.org_not_usable"), http.StatusUnprocessableEntity
+		// found before), or one the renter's role may not spend from:
+		// the same as one that may not rent.
+		err = &apperr.Error{Code: ae.Code, Field: "org_id", Key: "err.org_not_usable", Message: ae.Message}
 	case ae.Key == "err.verify_first":
-		msg = vc.T("rent.verify_first")
+		err = &apperr.Error{Code: ae.Code, Field: ae.Field, Key: "rent.verify_first", Message: ae.Message}
 	}
-	if msg == "" || ae.Code == apperr.EINTERNAL || ae.Code == apperr.EUNAVAILABLE {
+	return formProblems(ViewCtx(c), f, err, rentFields, "balance")
+}
+
+// ErrorStatus is the HTTP status of an error: web.Status, the one
+// mapping from application errors to HTTP (web sets it at start-up, as
+// handlers cannot import web).
+var ErrorStatus = func(error) int { return http.StatusInternalServerError }
+
+// formProblems puts a refused request's problems (an *apperr.Error, or a
+// form's apperr.Fields) into its form, each in the reader's language
+// beside its field when it is one of the form's inputs or places (such
+// as "balance"), else at the top ("_form"). It returns the status to
+// answer with: that of a form's problems (422, see web.Status) when one
+// of them is about an input field, else that of the error's code on a
+// page (422 for other bad input, 409 for a conflict, 403, …). An error that is not
+// about the request (no *apperr.Error, no message key, EINTERNAL,
+// EUNAVAILABLE) is returned as it is, for the central error handler.
+func formProblems(vc views.Ctx, f *pages.Form, err error, inputs []string, places ...string) (int, error) {
+	var problems apperr.Fields
+	if fs, ok := err.(apperr.Fields); ok {
+		problems = fs
+	} else if ae, ok := apperr.As(err); ok {
+		problems = apperr.Fields{ae}
+	}
+	if len(problems) == 0 {
 		return 0, err
 	}
-	if !slices.Contains(rentFields, field) && field != "balance" {
-		field = "_form"
+	for _, p := range problems {
+		if p.Key == "" || p.Code == apperr.EINTERNAL || p.Code == apperr.EUNAVAILABLE {
+			return 0, err
+		}
 	}
-	f.Errors[field] = msg
-	return status, nil
+	aboutInput := false
+	for _, p := range problems {
+		field := p.Field
+		if slices.Contains(inputs, field) {
+			aboutInput = true
+		}
+		if !slices.Contains(inputs, field) && !slices.Contains(places, field) {
+			field = "_form"
+		}
+		if f.Errors[field] == "" {
+			f.Errors[field] = vc.T(p.Key, p.Args...)
+		}
+	}
+	if aboutInput {
+		return ErrorStatus(problems), nil
+	}
+	return ErrorStatus(problems[0]), nil
 }
 
 // rentVM builds the rent page: the organisations the renter may pay from
@@ -487,32 +509,19 @@ func (h *Handler) renderChange(c echo.Context, d *rentals.RentalDetail, m *model
 }
 
 // changeFormError puts a refused change's message into the form: beside
-// the offer or the GPUs (422), or at the top (409: a conflict; too little
-// balance or a spending limit, with topUp set). It returns the status to
-// answer with, or the error itself when it is not about the request.
+// the offer or the GPUs (422), or at the top (409: a conflict or too
+// little balance; 403: a spending limit; topUp set when it is about the
+// balance). It returns the status to answer with, or the error itself
+// when it is not about the request.
 func changeFormError(vc views.Ctx, f *pages.Form, err error) (status int, topUp bool, _ error) {
 	ae, ok := apperr.As(err)
-	if !ok || ae.Key == "" {
+	if !ok || ae.Key == "" || !(ae.Code == apperr.EINVALID || ae.Code == apperr.ECONFLICT || ae.Field == "balance") {
 		return 0, false, err
 	}
-	key := ae.Key
-	if key == "err.rent_balance" {
-		key = "err.change_balance" // the same figures, said of the change
+	if ae.Key == "err.rent_balance" {
+		// The same figures, said of the change.
+		err = &apperr.Error{Code: ae.Code, Field: ae.Field, Key: "err.change_balance", Args: ae.Args, Message: ae.Message}
 	}
-	msg := vc.T(key, ae.Args...)
-	switch {
-	case ae.Code == apperr.EINVALID && (ae.Field == "offer_id" || ae.Field == "gpus"):
-		f.Errors[ae.Field] = msg
-		return http.StatusUnprocessableEntity, false, nil
-	case ae.Field == "balance" || strings.HasPrefix(ae.Key, "err.limit_"):
-		f.Errors["_form"] = msg
-		return http.StatusConflict, true, nil
-	case ae.Code == apperr.ECONFLICT:
-		f.Errors["_form"] = msg
-		return http.StatusConflict, false, nil
-	case ae.Code == apperr.EINVALID:
-		f.Errors["_form"] = msg
-		return http.StatusUnprocessableEntity, false, nil
-	}
-	return 0, false, err
+	status, err = formProblems(vc, f, err, changeFields)
+	return status, err == nil && ae.Field == "balance", err
 }

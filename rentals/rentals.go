@@ -139,7 +139,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Message: "verify your email before renting", Key: "err.verify_first_rent"}
 	}
 	if !org.Usable() {
-		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Message: "this organisation may not rent yet", Key: "err.org_not_usable"}
+		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Field: "org_id", Message: "this organisation may not rent yet", Key: "err.org_not_usable"}
 	}
 	row, err := s.DB.OfferByID(ctx, in.OfferID)
 	if err != nil {
@@ -194,6 +194,9 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
 	}
 	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, 0, now); err != nil {
+		if ae, ok := apperr.As(err); ok {
+			ae.Field = "balance" // a spending limit is about the balance
+		}
 		return nil, err
 	}
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -205,6 +208,9 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 				return err
 			}
 			if err := billing.CheckSpendTx(tx, locked, u.ID, need, 0, now); err != nil {
+				if ae, ok := apperr.As(err); ok {
+					ae.Field = "balance" // a spending limit is about the balance
+				}
 				return err
 			}
 		}

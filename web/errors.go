@@ -15,14 +15,48 @@ import (
 	"suanli/views/pages"
 )
 
-// status maps an application error code to its HTTP status, once.
-func status(code string, api bool) int {
+func init() {
+	// Handlers show refused forms with the status of this one mapping;
+	// they cannot import web, so web hands it to them.
+	handlers.ErrorStatus = func(err error) int { return Status(err, false) }
+}
+
+// Status is the HTTP status of an error: the one mapping from
+// application errors to HTTP. Every code has one status, pages and API
+// alike (codeStatus), but for bad input, EINVALID, which is answered
+// the way the surface shows it:
+//
+//   - a form's problems (apperr.Fields: fields checked together, every
+//     problem listed) are 422 Unprocessable Content everywhere: a page
+//     shows the form again with each message beside its field, the API
+//     lists them in error.fields;
+//   - on a page any other EINVALID is shown as the problem of the page's
+//     form or filter, so it is 422 too (STYLE.md: forms re-render with
+//     422);
+//   - in the API a single bad parameter or body is 400 Bad Request, the
+//     public contract documented in openapi/openapi.json.
+//
+// Anything that is no *apperr.Error is 500.
+func Status(err error, api bool) int {
+	if f, ok := asFields(err); ok && len(f) > 0 {
+		return http.StatusUnprocessableEntity
+	}
+	ae, ok := apperr.As(err)
+	if !ok {
+		return http.StatusInternalServerError
+	}
+	if ae.Code == apperr.EINVALID && !api {
+		return http.StatusUnprocessableEntity
+	}
+	return codeStatus(ae.Code)
+}
+
+// codeStatus is the HTTP status of each application error code (for
+// EINVALID: of a single bad parameter of the API; see Status).
+func codeStatus(code string) int {
 	switch code {
 	case apperr.EINVALID:
-		if api {
-			return http.StatusBadRequest
-		}
-		return http.StatusUnprocessableEntity
+		return http.StatusBadRequest
 	case apperr.ENOTFOUND:
 		return http.StatusNotFound
 	case apperr.ECONFLICT:
@@ -41,6 +75,40 @@ func status(code string, api bool) int {
 		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError
+}
+
+// asFields returns the form's problems inside err, if it is (or wraps)
+// apperr.Fields.
+func asFields(err error) (apperr.Fields, bool) {
+	var f apperr.Fields
+	ok := errors.As(err, &f)
+	return f, ok
+}
+
+// fieldProblem is one field's problem in a 422 answer of the API.
+type fieldProblem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// jsonInvalid is the API's 422 answer: the usual error object (code
+// invalid, the first problem as message and param) plus every field's
+// problem.
+type jsonInvalid struct {
+	Error struct {
+		handlers.JSONErrorBody
+		Fields []fieldProblem `json:"fields"`
+	} `json:"error"`
+}
+
+// jsonFields is the API's answer to a form's problems.
+func jsonFields(f apperr.Fields) jsonInvalid {
+	var out jsonInvalid
+	out.Error.Code, out.Error.Message, out.Error.Param = apperr.EINVALID, f[0].Message, f[0].Field
+	for _, e := range f {
+		out.Error.Fields = append(out.Error.Fields, fieldProblem{Field: e.Field, Message: e.Message})
+	}
+	return out
 }
 
 func isAPI(c echo.Context) bool {
@@ -74,7 +142,7 @@ func errorHandler(err error, c echo.Context) {
 	)
 	if ae, ok := apperr.As(err); ok {
 		code, msg, param = ae.Code, ae.Message, ae.Field
-		st = status(code, api)
+		st = Status(err, api)
 		msgKey = ""
 	} else if errors.As(err, &he) {
 		st = he.Code
@@ -98,6 +166,10 @@ func errorHandler(err error, c echo.Context) {
 		slog.Warn("request rejected", attrs...)
 	}
 	if api {
+		if f, ok := asFields(err); ok && len(f) > 0 {
+			_ = c.JSON(st, jsonFields(f))
+			return
+		}
 		_ = c.JSON(st, handlers.JSONError{Error: handlers.JSONErrorBody{Code: code, Message: msg, Param: param}})
 		return
 	}

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The dependency rules of docs/architecture.md (DESIGN.md §2), checked
+// on the import declarations of every Go file of the module, read with
+// go/parser (build tags are ignored: every file counts, whatever it is
+// built for). A rule names the packages it is about, the imports they may
+// not have and whether it holds for _test files too. An edge a rule
+// forbids fails the test, naming the file and the import, unless it is
+// a lasting exception (exceptions, each with its reason) or a violation
+// still being removed (allowList). An entry of either list that no file
+// needs any more fails the test too, so the lists only shrink.
+
+const module = "suanli"
+
+// useCases are the use-case packages: each owns one concern, opens its
+// transactions and asks models/ for every query.
+var useCases = []string{
+	"suanli/offers", "suanli/tco", "suanli/fleet", "suanli/benchmarks", "suanli/rentals", "suanli/billing",
+	"suanli/sla", "suanli/providers", "suanli/metrics", "suanli/audit", "suanli/accounts",
+}
+
+// edge is one import of one file: the file relative to the module root
+// (slash-separated) and the imported path.
+type edge struct {
+	file, imp string
+}
+
+// depRule forbids the packages matched by from to import what forbid
+// matches.
+type depRule struct {
+	name   string
+	from   func(pkg string) bool
+	forbid func(imp string) bool
+	// tests: the rule holds for _test files too.
+	tests bool
+}
+
+// under reports whether pkg is one of roots or a package below one.
+func under(roots ...string) func(string) bool {
+	return func(pkg string) bool {
+		for _, r := range roots {
+			if pkg == r || strings.HasPrefix(pkg, r+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// stdlib reports whether imp is in the standard library: its first
+// element has no dot, and it is not this module (whose name has none).
+func stdlib(imp string) bool {
+	first, _, _ := strings.Cut(imp, "/")
+	return !strings.Contains(first, ".") && first != module
+}
+
+func not(f func(string) bool) func(string) bool { return func(s string) bool { return !f(s) } }
+
+func anyOf(fs ...func(string) bool) func(string) bool {
+	return func(s string) bool {
+		for _, f := range fs {
+			if f(s) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+var (
+	isUseCase = under(useCases...)
+	isEdge    = under("suanli/handlers", "suanli/web", "suanli/views", "suanli/workers")
+	// remoteOK is what code that runs on a provider's GPU host may use:
+	// the standard library, go-nvml, agent and gpu themselves, and the
+	// pure shared packages (no imports but the standard library, checked
+	// by the rule "pure shared packages").
+	remoteOK = anyOf(stdlib, under("github.com/NVIDIA/go-nvml", "suanli/agent", "suanli/gpu", "suanli/locales", "suanli/catalog"))
+	// infraClients are the clients of the queue, of Stripe, of
+	// PostgreSQL and of Prometheus: workers, payments, models and web own
+	// them, never a use case.
+	infraClients = under("github.com/riverqueue/river", "github.com/stripe/stripe-go", "github.com/jackc/pgx", "github.com/prometheus")
+)
+
+var depRules = []depRule{
+	{name: "views receive plain view models: no models, no gorm, no use case",
+		from: under("suanli/views"), forbid: anyOf(under("suanli/models", "gorm.io"), isUseCase), tests: true},
+	{name: "handlers never query: no gorm",
+		from: under("suanli/handlers"), forbid: under("gorm.io"), tests: true},
+	{name: "agent and gpu run on remote hosts: stdlib, go-nvml, each other and pure shared packages only",
+		from: under("suanli/agent", "suanli/gpu"), forbid: not(remoteOK), tests: true},
+	{name: "pure shared packages import the standard library only",
+		from: under("suanli/locales", "suanli/catalog"), forbid: not(stdlib)},
+	{name: "use cases never import the edge (handlers, web, views, workers)",
+		from: isUseCase, forbid: isEdge},
+	{name: "models never imports a use case or the edge",
+		from: under("suanli/models"), forbid: anyOf(isUseCase, isEdge)},
+	{name: "nothing imports handlers or web except main",
+		from: func(pkg string) bool { return pkg != module }, forbid: under("suanli/handlers", "suanli/web")},
+	{name: "use cases do not use river, stripe-go, pgx or prometheus",
+		from: isUseCase, forbid: infraClients},
+}
+
+// exceptions are edges the rules forbid that are part of the design,
+// each with its reason. They are not expected to go away.
+var exceptions = map[edge]string{
+	// metrics is the Prometheus collector: reading the market's figures
+	// into Prometheus gauges is all it does.
+	{"metrics/metrics.go", "github.com/prometheus/client_golang/prometheus"}: "metrics is the Prometheus collector",
+	// web is the HTTP assembly: it mounts the handlers on the one route
+	// table and wraps them in middleware and the central error handler.
+	{"web/auth.go", "suanli/handlers"}:        "web assembles the handlers",
+	{"web/csrf.go", "suanli/handlers"}:        "web assembles the handlers",
+	{"web/errors.go", "suanli/handlers"}:      "web assembles the handlers",
+	{"web/idempotency.go", "suanli/handlers"}: "web assembles the handlers",
+	{"web/input.go", "suanli/handlers"}:       "web assembles the handlers",
+	{"web/middleware.go", "suanli/handlers"}:  "web assembles the handlers",
+	{"web/ratelimit.go", "suanli/handlers"}:   "web assembles the handlers",
+	{"web/routes.go", "suanli/handlers"}:      "web assembles the handlers",
+	{"web/server.go", "suanli/handlers"}:      "web assembles the handlers",
+}
+
+// allowList holds the forbidden edges that are still being removed.
+// Delete an entry with the import it names; the test fails while an entry
+// is no longer needed. Add none.
+var allowList = []edge{
+	// fleet's hub listens for PostgreSQL notifications with pgx directly;
+	// the listener moves behind models.
+	{"fleet/hub.go", "github.com/jackc/pgx/v5"},
+	{"fleet/hub.go", "github.com/jackc/pgx/v5/pgxpool"},
+	// billing reads Stripe's types; they move behind the payments gateway.
+	{"billing/wallet.go", "github.com/stripe/stripe-go/v76"},
+
+	// views still take records and use-case results; they move to plain
+	// view models built by the handlers. (A _templ.go file is generated
+	// from the .templ file of the same name: fix the .templ.)
+	{"views/pages/account_templ.go", "suanli/models"},
+	{"views/pages/admin_templ.go", "suanli/models"},
+	{"views/pages/admin_vm.go", "suanli/models"},
+	{"views/pages/benchmarks_vm.go", "suanli/benchmarks"},
+	{"views/pages/benchmarks_vm.go", "suanli/models"},
+	{"views/pages/forms.go", "suanli/models"},
+	{"views/pages/offer_templ.go", "suanli/offers"},
+	{"views/pages/offer_vm.go", "suanli/models"},
+	{"views/pages/offer_vm.go", "suanli/offers"},
+	{"views/pages/offer_vm.go", "suanli/sla"},
+	{"views/pages/offers_table.go", "suanli/models"},
+	{"views/pages/offers_table.go", "suanli/offers"},
+	{"views/pages/offers_templ.go", "suanli/models"},
+	{"views/pages/offers_templ.go", "suanli/offers"},
+	{"views/pages/offers_vm.go", "suanli/models"},
+	{"views/pages/offers_vm.go", "suanli/offers"},
+	{"views/pages/provider_nodes_templ.go", "suanli/models"},
+	{"views/pages/provider_offers_templ.go", "suanli/models"},
+	{"views/pages/provider_templ.go", "suanli/models"},
+	{"views/pages/provider_templ.go", "suanli/providers"},
+	{"views/pages/provider_vm.go", "suanli/models"},
+	{"views/pages/provider_vm.go", "suanli/providers"},
+	{"views/pages/rentals_templ.go", "suanli/models"},
+	{"views/pages/rentals_vm.go", "suanli/models"},
+	{"views/pages/rentals_vm.go", "suanli/offers"},
+	{"views/pages/rentals_vm.go", "suanli/rentals"},
+	{"views/pages/rentals_vm.go", "suanli/sla"},
+	{"views/pages/sla_vm.go", "suanli/models"},
+	{"views/pages/sla_vm.go", "suanli/rentals"},
+	{"views/pages/sla_vm.go", "suanli/sla"},
+	{"views/pages/tco_templ.go", "suanli/offers"},
+	{"views/pages/tco_templ.go", "suanli/tco"},
+	{"views/pages/tco_vm.go", "suanli/offers"},
+	{"views/pages/tco_vm.go", "suanli/tco"},
+	{"views/pages/wallet_templ.go", "suanli/models"},
+	{"views/pages/wallet_vm.go", "suanli/models"},
+}
+
+// moduleImports reads the imports of every Go file of the module below
+// root: the file's edges and its package's import path.
+func moduleImports(tb testing.TB, root string) (edges []edge, pkgOf map[string]string) {
+	tb.Helper()
+	pkgOf = map[string]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			if path != root {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir // another module
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		pkg := module
+		if dir := filepath.ToSlash(filepath.Dir(rel)); dir != "." {
+			pkg = module + "/" + dir
+		}
+		pkgOf[rel] = pkg
+		for _, is := range f.Imports {
+			imp, err := strconv.Unquote(is.Path.Value)
+			if err != nil {
+				return err
+			}
+			edges = append(edges, edge{rel, imp})
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("reading the module's imports: %v", err)
+	}
+	return edges, pkgOf
+}
+
+// violations are the edges that break a rule, with the rule broken.
+func violations(edges []edge, pkgOf map[string]string) map[edge]string {
+	out := map[edge]string{}
+	for _, e := range edges {
+		test := strings.HasSuffix(e.file, "_test.go")
+		for _, r := range depRules {
+			if test && !r.tests {
+				continue
+			}
+			if r.from(pkgOf[e.file]) && r.forbid(e.imp) {
+				out[e] = r.name
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestArchitectureDependencyRules fails on an import a dependency rule
+// forbids, and on an exception or allow-list entry nothing needs.
+func TestArchitectureDependencyRules(t *testing.T) {
+	edges, pkgOf := moduleImports(t, ".")
+	if len(pkgOf) < 100 {
+		t.Fatalf("read only %d Go files: is the test running in the module root?", len(pkgOf))
+	}
+	bad := violations(edges, pkgOf)
+	allowed := map[edge]bool{}
+	for _, e := range allowList {
+		if allowed[e] {
+			t.Errorf("allow-list entry %s imports %q is listed twice", e.file, e.imp)
+		}
+		allowed[e] = true
+	}
+	var msgs []string
+	for e, rule := range bad {
+		if _, ok := exceptions[e]; ok || allowed[e] {
+			continue
+		}
+		msgs = append(msgs, e.file+" imports "+strconv.Quote(e.imp)+": "+rule)
+	}
+	sort.Strings(msgs)
+	for _, m := range msgs {
+		t.Error("forbidden import: " + m)
+	}
+	for e, why := range exceptions {
+		if _, ok := bad[e]; !ok {
+			t.Errorf("exception %s imports %q (%s) is no longer needed: delete it", e.file, e.imp, why)
+		}
+	}
+	for _, e := range allowList {
+		if _, ok := bad[e]; !ok {
+			t.Errorf("allow-list entry %s imports %q is no longer needed (the import is gone or no rule forbids it): delete it", e.file, e.imp)
+		}
+	}
+}
+
+// TestArchitectureRulesCatch checks the rules themselves on made-up
+// edges, so that a rule that matches nothing cannot pass unnoticed.
+func TestArchitectureRulesCatch(t *testing.T) {
+	pkgOf := map[string]string{}
+	var edges []edge
+	add := func(file, imp string) edge {
+		dir := filepath.ToSlash(filepath.Dir(file))
+		pkgOf[file] = module + "/" + dir
+		if dir == "." {
+			pkgOf[file] = module
+		}
+		e := edge{file, imp}
+		edges = append(edges, e)
+		return e
+	}
+	forbidden := []edge{
+		add("views/pages/x.go", "suanli/models"),
+		add("views/pages/x.go", "gorm.io/gorm"),
+		add("views/x_test.go", "suanli/rentals"),
+		add("handlers/x.go", "gorm.io/gorm/clause"),
+		add("agent/x.go", "suanli/models"),
+		add("agent/x_test.go", "suanli/fleet"),
+		add("gpu/x.go", "github.com/labstack/echo/v4"),
+		add("locales/x.go", "suanli/models"),
+		add("rentals/x.go", "suanli/workers"),
+		add("fleet/x.go", "suanli/views/pages"),
+		add("models/x.go", "suanli/billing"),
+		add("models/x.go", "suanli/handlers"),
+		add("workers/x.go", "suanli/web"),
+		add("offers/x.go", "suanli/handlers"),
+		add("billing/x.go", "github.com/stripe/stripe-go/v76"),
+		add("fleet/x.go", "github.com/jackc/pgx/v5"),
+		add("rentals/x.go", "github.com/riverqueue/river"),
+		add("sla/x.go", "github.com/prometheus/client_golang/prometheus"),
+	}
+	fine := []edge{
+		add("x.go", "suanli/web"),
+		add("main_test.go", "suanli/handlers"),
+		add("rentals/x_test.go", "suanli/web"),
+		add("agent/x.go", "suanli/gpu"),
+		add("agent/x.go", "suanli/locales"),
+		add("gpu/x_test.go", "github.com/NVIDIA/go-nvml/pkg/nvml/mock"),
+		add("gpu/x_test.go", "suanli/catalog"),
+		add("views/pages/x.go", "suanli/pricing"),
+		add("handlers/x.go", "suanli/rentals"),
+		add("workers/x.go", "github.com/riverqueue/river"),
+		add("models/x.go", "gorm.io/gorm"),
+		add("rentals/x.go", "suanli/billing"),
+	}
+	bad := violations(edges, pkgOf)
+	for _, e := range forbidden {
+		if _, ok := bad[e]; !ok {
+			t.Errorf("%s importing %q passes the rules", e.file, e.imp)
+		}
+	}
+	for _, e := range fine {
+		if rule, ok := bad[e]; ok {
+			t.Errorf("%s importing %q is refused: %s", e.file, e.imp, rule)
+		}
+	}
+	if !slices.ContainsFunc(depRules, func(r depRule) bool { return r.tests }) {
+		t.Error("no rule holds for _test files")
+	}
+}
