@@ -174,11 +174,7 @@ func (s *Service) Change(ctx context.Context, u *models.User, org *models.Org, m
 		if cur.Status == models.RentalStopped {
 			status = models.RentalProvisioning
 		}
-		if err := tx.Model(&models.Rental{}).Where("id = ?", id).Updates(map[string]any{
-			"offer_id": next.OfferID, "provider_id": next.ProviderID, "gpus": next.GPUs,
-			"price_per_gpu_hour_fen": next.PricePerGPUHourFen, "offpeak_pct": next.OffpeakPct, "student_pct": next.StudentPct,
-			"attempts": next.Attempts, "status": status, "stopped_at": nil, "stop_reason": "", "low_balance_mailed": false, "updated_at": now,
-		}).Error; err != nil {
+		if err := models.SwitchRental(tx, &next, status, now); err != nil {
 			return err
 		}
 		from, _ := s.DB.OfferByID(ctx, r.OfferID)

@@ -36,16 +36,16 @@ func (s *Service) Watch(ctx context.Context) (WatchResult, error) {
 	// Silent nodes, once this process has listened for long enough.
 	var silent []models.Node
 	if now.Sub(s.Started) >= s.silentAfter() {
-		if err := s.DB.W.WithContext(ctx).Where("health IN ? AND last_heartbeat_at < ?", []string{models.NodeHealthy, models.NodeNoNVML}, now.Add(-s.silentAfter())).
-			Find(&silent).Error; err != nil {
+		var err error
+		if silent, err = s.DB.SilentNodes(ctx, now.Add(-s.silentAfter())); err != nil {
 			return res, err
 		}
 	}
 	for _, n := range silent {
 		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-			up := tx.Model(&models.Node{}).Where("id = ? AND health = ?", n.ID, n.Health).Update("health", models.NodeSilent)
-			if up.Error != nil || up.RowsAffected == 0 {
-				return up.Error
+			ok, err := models.MarkNodeSilent(tx, n.ID, n.Health)
+			if err != nil || !ok {
+				return err
 			}
 			if n.Status == models.NodeRemoved {
 				// Its agent is turned away: retired, not an outage.
@@ -65,22 +65,8 @@ func (s *Service) Watch(ctx context.Context) (WatchResult, error) {
 		slog.Warn("node silent", "node", n.ID, "last_heartbeat", n.LastHeartbeatAt)
 	}
 	// Running rentals on a silent node or a failing GPU.
-	type hit struct {
-		RentalID int64
-		NodeID   int64
-		// The tag: gorm would read GPUID from a column "gpuid", leave it 0
-		// and so record every failing GPU as a silent node.
-		GPUID   int64 `gorm:"column:gpu_id"`
-		Reasons string
-		// ReasonsMsg is Reasons as a message (zero for a silent node).
-		ReasonsMsg locales.Msg
-	}
-	var hits []hit
-	if err := s.DB.W.WithContext(ctx).Raw(`SELECT r.id AS rental_id, n.id AS node_id, 0 AS gpu_id, 'node silent' AS reasons, '' AS reasons_msg
-		FROM rentals r JOIN nodes n ON n.id = r.node_id WHERE r.status = 'running' AND n.health = 'silent'
-		UNION ALL
-		SELECT r.id, g.node_id, g.id, g.reasons, g.reasons_msg FROM rentals r JOIN rental_gpus rg ON rg.rental_id = r.id AND rg.released_at IS NULL
-		JOIN gpus g ON g.id = rg.gpu_id WHERE r.status = 'running' AND g.health IN ('failing', 'missing')`).Scan(&hits).Error; err != nil {
+	hits, err := s.DB.RentalsOnFailures(ctx)
+	if err != nil {
 		return res, err
 	}
 	done := map[int64]bool{}
@@ -109,9 +95,8 @@ func (s *Service) Watch(ctx context.Context) (WatchResult, error) {
 		}
 	}
 	// Stops the agent never confirmed.
-	var stuck []int64
-	if err := s.DB.W.WithContext(ctx).Model(&models.Rental{}).Where("status = ? AND stopped_at < ?", models.RentalStopping, now.Add(-StopGrace)).
-		Pluck("id", &stuck).Error; err != nil {
+	stuck, err := s.DB.UnconfirmedStops(ctx, now.Add(-StopGrace))
+	if err != nil {
 		return res, err
 	}
 	for _, id := range stuck {
@@ -126,9 +111,8 @@ func (s *Service) Watch(ctx context.Context) (WatchResult, error) {
 		res.Finished++
 	}
 	// Terms at their end: release a stopped term's GPUs, renew or stop a running one.
-	var ended []models.Rental
-	if err := s.DB.W.WithContext(ctx).Where("term <> ? AND ends_at <= ? AND (status = ? OR (status = ? AND EXISTS (SELECT 1 FROM rental_gpus rg WHERE rg.rental_id = rentals.id AND rg.released_at IS NULL)))",
-		pricing.OnDemand, now, models.RentalRunning, models.RentalStopped).Find(&ended).Error; err != nil {
+	ended, err := s.DB.EndedTerms(ctx, now)
+	if err != nil {
 		return res, err
 	}
 	for i := range ended {
@@ -156,8 +140,8 @@ func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 	if renew && r.NodeID != nil {
 		// A draining node accepts no new rentals, and a renewal is a new
 		// term: renewing there would keep the node from ever draining.
-		var status string
-		if err := s.DB.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", *r.NodeID).Pluck("status", &status).Error; err != nil {
+		status, err := s.DB.NodeStatus(ctx, *r.NodeID)
+		if err != nil {
 			return false, err
 		}
 		if status != models.NodeActive {
@@ -172,15 +156,15 @@ func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 	if renew {
 		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 			// The terms paid so far (a free rental's refund keeps them counted).
-			var n int64
-			if err := tx.Model(&models.LedgerTxn{}).Where("rental_id = ? AND idem_key LIKE ?", r.ID, fmt.Sprintf("term/r%d/%%", r.ID)).Count(&n).Error; err != nil {
+			n, err := models.TermsPaid(tx, r.ID)
+			if err != nil {
 				return err
 			}
 			if err := s.chargeTerm(tx, r, now, int(n)+1); err != nil {
 				return err
 			}
 			end := pricing.TermEnd(r.Term, *r.EndsAt)
-			if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Update("ends_at", end).Error; err != nil {
+			if err := models.SetRentalEndsAt(tx, r.ID, end); err != nil {
 				return err
 			}
 			return models.AddRentalEvent(tx, r.ID, now, "renewed", end.Format(time.RFC3339), nil)
@@ -227,9 +211,9 @@ func (s *Service) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 				return err
 			}
 		}
-		up := map[string]any{"down_since": now}
+		up := models.RentalMove{DownSince: &now}
 		if free {
-			up["free"] = true
+			up.Free = new(true)
 		}
 		ok, err := setStatus(tx, r.ID, models.RentalMigrating, now, []models.RentalStatus{models.RentalRunning}, up)
 		if err != nil || !ok {

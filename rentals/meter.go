@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -68,7 +67,7 @@ func (s *Service) chargeTerm(tx *gorm.DB, r *models.Rental, now time.Time, n int
 	if r.TermPriceFen == nil || *r.TermPriceFen == 0 {
 		return nil
 	}
-	key := fmt.Sprintf("term/r%d/%d", r.ID, n)
+	key := models.TermKey(r.ID, n)
 	price := *r.TermPriceFen
 	txn := &models.LedgerTxn{Kind: billing.ChargeKind, Memo: fmt.Sprintf("rental #%d: %s term %d", r.ID, r.Term, n), IdemKey: &key,
 		MemoMsg: locales.M("memo.term", r.ID, termMsg(r.Term), n), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
@@ -82,7 +81,7 @@ func (s *Service) chargeTerm(tx *gorm.DB, r *models.Rental, now time.Time, n int
 		return err
 	}
 	r.BilledFen += price
-	return tx.Model(&models.Rental{}).Where("id = ?", r.ID).Update("billed_fen", r.BilledFen).Error
+	return models.SetRentalBilledFen(tx, r.ID, r.BilledFen)
 }
 
 // meterAmount is what a running on-demand rental owes from its last
@@ -119,13 +118,9 @@ func meterAmount(r *models.Rental, now time.Time, final bool) (to time.Time, fen
 // job rescued while the first still runs, a stop during a meter pass),
 // exactly one bills an interval. It reports whether this one did.
 func claimInterval(tx *gorm.DB, r *models.Rental, to time.Time, fen, carry int64, stop string, now time.Time) (bool, error) {
-	up := map[string]any{"billed_until": to, "carry_num": carry, "billed_fen": gorm.Expr("billed_fen + ?", fen), "updated_at": now}
-	if stop != "" {
-		up["stop_reason"] = stop
-	}
-	res := tx.Model(&models.Rental{}).Where("id = ? AND status = ? AND billed_until = ?", r.ID, models.RentalRunning, *r.BilledUntil).Updates(up)
-	if res.Error != nil || res.RowsAffected == 0 {
-		return false, res.Error
+	ok, err := models.ClaimMeterInterval(tx, r.ID, *r.BilledUntil, to, fen, carry, stop, now)
+	if err != nil || !ok {
+		return false, err
 	}
 	r.BilledUntil, r.CarryNum, r.BilledFen = &to, carry, r.BilledFen+fen
 	if stop != "" {
@@ -148,53 +143,20 @@ func clip(fen, balance, headroom int64) (int64, string) {
 	return fen, ""
 }
 
-// claim is one rental's billed interval in a batch.
-type claim struct {
-	id         int64
-	prev, to   time.Time
-	carry, fen int64
-	stop       string
-}
-
 // errMeterRace is a batch in which another pass billed some rental first;
 // the batch is rolled back and the job's retry bills what is left.
 var errMeterRace = errors.New("meter: another pass billed some of these rentals; retrying")
 
-// claimAll claims many rentals' intervals in one statement per 1,000 (as
-// claimInterval does one): a statement per rental was most of a pass's
-// time on PostgreSQL. If any rental was claimed by someone else, the
-// batch fails with errMeterRace.
-func claimAll(tx *gorm.DB, dialect string, cs []claim, now time.Time) error {
-	cast := func(p, typ string) string {
-		if dialect == "postgres" {
-			return p + "::" + typ
-		}
-		return p
+// claimAll claims many rentals' intervals (as claimInterval does one;
+// see models.ClaimMeterIntervals). If any rental was claimed by someone
+// else, the batch fails with errMeterRace.
+func claimAll(tx *gorm.DB, cs []models.MeterClaim, now time.Time) error {
+	ok, err := models.ClaimMeterIntervals(tx, cs, now)
+	if err != nil {
+		return err
 	}
-	for i := 0; i < len(cs); i += meterBatch {
-		part := cs[i:min(i+meterBatch, len(cs))]
-		var sb strings.Builder
-		args := make([]any, 0, len(part)*6+1)
-		sb.WriteString("WITH v(id, prev, upto, carry, fen, stop) AS (VALUES ")
-		for j, c := range part {
-			if j > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(" + cast("?", "bigint") + ", " + cast("?", "timestamptz") + ", " + cast("?", "timestamptz") + ", " +
-				cast("?", "bigint") + ", " + cast("?", "bigint") + ", " + cast("?", "text") + ")")
-			args = append(args, c.id, c.prev, c.to, c.carry, c.fen, c.stop)
-		}
-		sb.WriteString(`) UPDATE rentals SET billed_until = v.upto, carry_num = v.carry, billed_fen = rentals.billed_fen + v.fen,
-			stop_reason = CASE WHEN v.stop = '' THEN rentals.stop_reason ELSE v.stop END, updated_at = ` + cast("?", "timestamptz") + `
-			FROM v WHERE rentals.id = v.id AND rentals.status = 'running' AND rentals.billed_until = v.prev RETURNING rentals.id`)
-		args = append(args, now)
-		var got []int64
-		if err := tx.Raw(sb.String(), args...).Scan(&got).Error; err != nil {
-			return err
-		}
-		if len(got) != len(part) {
-			return errMeterRace
-		}
+	if !ok {
+		return errMeterRace
 	}
 	return nil
 }
@@ -206,15 +168,15 @@ func (s *Service) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final b
 	if !ok {
 		return nil
 	}
-	var bal int64
-	if err := tx.Model(&models.LedgerAccount{}).Where("kind = ? AND org_id = ?", models.AccWallet, r.OrgID).Select("balance_fen").Scan(&bal).Error; err != nil {
+	bal, err := models.OrgWalletBalance(tx, r.OrgID)
+	if err != nil {
 		return err
 	}
-	var org models.Org
-	if err := tx.First(&org, r.OrgID).Error; err != nil {
+	org, err := models.ReadOrg(tx, r.OrgID)
+	if err != nil {
 		return err
 	}
-	room, _, err := billing.Headroom(tx, &org, r.UserID, now)
+	room, _, err := billing.Headroom(tx, org, r.UserID, now)
 	if err != nil {
 		return err
 	}
@@ -275,9 +237,8 @@ func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 	now := s.DB.Now().UTC()
 	var lastID int64
 	for {
-		var ids []int64
-		if err := s.DB.W.WithContext(ctx).Model(&models.Rental{}).Where("status = ? AND term = ? AND id > ?", models.RentalRunning, pricing.OnDemand, lastID).
-			Order("id").Limit(meterBatch).Pluck("id", &ids).Error; err != nil {
+		ids, err := s.DB.RunningOnDemandIDs(ctx, lastID, meterBatch)
+		if err != nil {
 			return res, err
 		}
 		if len(ids) == 0 {
@@ -289,7 +250,6 @@ func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 			balances map[int64]int64
 			n        int
 			fenSum   int64
-			err      error
 		)
 		// A batch that raced a stop or another pass is rolled back and
 		// billed again, read afresh: under churn (rentals stopping every
@@ -298,34 +258,24 @@ func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 			billed, balances, n, fenSum = nil, map[int64]int64{}, 0, 0
 			err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 				// Read inside the transaction: what another pass billed meanwhile is seen.
-				var rs []models.Rental
-				if err := tx.Where("id BETWEEN ? AND ? AND status = ? AND term = ?", ids[0], lastID, models.RentalRunning, pricing.OnDemand).
-					Order("id").Find(&rs).Error; err != nil {
+				rs, err := models.RunningOnDemandBetween(tx, ids[0], lastID)
+				if err != nil {
 					return err
 				}
 				orgs := make([]int64, 0, len(rs))
 				for _, r := range rs {
 					orgs = append(orgs, r.OrgID)
 				}
-				var accs []models.LedgerAccount
-				if err := tx.Select("org_id", "balance_fen").Where("kind = ? AND org_id IN ?", models.AccWallet, orgs).Find(&accs).Error; err != nil {
+				if balances, err = models.WalletBalances(tx, orgs); err != nil {
 					return err
-				}
-				for _, a := range accs {
-					balances[a.OrgID] = a.BalanceFen
 				}
 				// Spending limits: only organisations that have one are read.
-				var limitedOrgs []models.Org
-				if err := tx.Where("id IN ? AND (monthly_budget_fen IS NOT NULL OR member_cap_fen IS NOT NULL OR hourly_cap_fen IS NOT NULL)", orgs).
-					Find(&limitedOrgs).Error; err != nil {
+				limited, err := models.OrgsWithSpendLimits(tx, orgs)
+				if err != nil {
 					return err
 				}
-				limited := map[int64]*models.Org{}
-				for i := range limitedOrgs {
-					limited[limitedOrgs[i].ID] = &limitedOrgs[i]
-				}
 				var posts []models.Posting
-				var claims []claim
+				var claims []models.MeterClaim
 				for i := range rs {
 					r := &rs[i]
 					to, fen, carry, ok := meterAmount(r, now, false)
@@ -358,7 +308,7 @@ func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 							}
 						}
 					} else {
-						claims = append(claims, claim{id: r.ID, prev: *r.BilledUntil, to: to, carry: carry, fen: fen, stop: stop})
+						claims = append(claims, models.MeterClaim{RentalID: r.ID, Prev: *r.BilledUntil, To: to, Carry: carry, Fen: fen, Stop: stop})
 						r.BilledUntil, r.CarryNum, r.BilledFen, r.StopReason = &to, carry, r.BilledFen+fen, cmp.Or(stop, r.StopReason)
 						if fen > 0 {
 							posts = append(posts, models.Posting{
@@ -371,7 +321,7 @@ func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 					n++
 					fenSum += fen
 				}
-				if err := claimAll(tx, s.DB.Dialect, claims, now); err != nil {
+				if err := claimAll(tx, claims, now); err != nil {
 					return err
 				}
 				return models.PostMany(tx, posts)
@@ -413,15 +363,15 @@ func (s *Service) afterMeter(ctx context.Context, billed []models.Rental, balanc
 			continue
 		}
 		if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-			res := tx.Model(&models.Rental{}).Where("id = ? AND NOT low_balance_mailed", r.ID).Update("low_balance_mailed", true)
-			if res.Error != nil || res.RowsAffected == 0 {
-				return res.Error
-			}
-			var u models.User
-			if err := tx.First(&u, r.UserID).Error; err != nil {
+			ok, err := models.MarkLowBalanceMailed(tx, r.ID)
+			if err != nil || !ok {
 				return err
 			}
-			return models.EnqueueMail(tx, lowBalanceMail(&u, r, balances[r.OrgID], s.BaseURL, now))
+			u, err := models.ReadUser(tx, r.UserID)
+			if err != nil {
+				return err
+			}
+			return models.EnqueueMail(tx, lowBalanceMail(u, r, balances[r.OrgID], s.BaseURL, now))
 		}); err != nil {
 			return stopped, reminded, err
 		}
@@ -435,15 +385,8 @@ func (s *Service) afterMeter(ctx context.Context, billed []models.Rental, balanc
 // GPUs failed in its first minutes is free): each account gets back
 // exactly what it was charged.
 func refundRental(tx *gorm.DB, r *models.Rental, now time.Time) error {
-	type sum struct {
-		Kind  string
-		OrgID int64
-		Fen   int64
-	}
-	var sums []sum
-	if err := tx.Raw(`SELECT a.kind AS kind, a.org_id AS org_id, SUM(e.amount_fen) AS fen FROM ledger_entries e
-		JOIN ledger_txns t ON t.id = e.txn_id JOIN ledger_accounts a ON a.id = e.account_id
-		WHERE t.rental_id = ? GROUP BY a.kind, a.org_id`, r.ID).Scan(&sums).Error; err != nil {
+	sums, err := models.RentalAccountSums(tx, r.ID)
+	if err != nil {
 		return err
 	}
 	var legs []models.Leg
@@ -478,14 +421,14 @@ func refundRental(tx *gorm.DB, r *models.Rental, now time.Time) error {
 	// The rental's page shows what it cost: nothing, now; and the provider
 	// has earned nothing of its term.
 	r.BilledFen, r.EarnedFen = 0, 0
-	if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"billed_fen": 0, "earned_fen": 0}).Error; err != nil {
+	if err := models.ClearRentalMoney(tx, r.ID); err != nil {
 		return err
 	}
 	if len(legs) == 0 {
 		return nil
 	}
 	key := fmt.Sprintf("rental_refund/r%d", r.ID)
-	err := models.Post(tx, &models.LedgerTxn{Kind: "rental_refund", Memo: fmt.Sprintf("rental #%d: GPUs failed within %s, the rental is free", r.ID, FreeIfFailsWithin),
+	err = models.Post(tx, &models.LedgerTxn{Kind: "rental_refund", Memo: fmt.Sprintf("rental #%d: GPUs failed within %s, the rental is free", r.ID, FreeIfFailsWithin),
 		MemoMsg: locales.M("memo.rental_refund", r.ID, int(FreeIfFailsWithin/time.Minute)), IdemKey: &key, RentalID: &r.ID, CreatedAt: now}, legs...)
 	if errors.Is(err, models.ErrDuplicate) {
 		return nil

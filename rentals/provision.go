@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/agent"
+	"suanli/apperr"
 	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/locales"
@@ -88,7 +89,7 @@ func (s *Service) Provision(ctx context.Context, id int64) (time.Duration, error
 		case models.RentalPending:
 			now := s.DB.Now().UTC()
 			if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-				_, err := setStatus(tx, r.ID, models.RentalProvisioning, now, []models.RentalStatus{models.RentalPending}, map[string]any{"attempts": 1})
+				_, err := setStatus(tx, r.ID, models.RentalProvisioning, now, []models.RentalStatus{models.RentalPending}, models.RentalMove{Attempts: new(1)})
 				return err
 			}); err != nil {
 				return 0, err
@@ -121,7 +122,7 @@ func (s *Service) Provision(ctx context.Context, id int64) (time.Duration, error
 // the rental settled; wait how long to pause when waiting for an agent.
 func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done bool, wait time.Duration, err error) {
 	now := s.DB.Now().UTC()
-	gpus, err := s.heldGPUs(ctx, r.ID)
+	gpus, err := s.DB.HeldGPUs(ctx, r.ID)
 	if err != nil {
 		return false, 0, err
 	}
@@ -172,23 +173,14 @@ func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done boo
 	return true, 0, s.markRunning(ctx, r, nodeID, vres, lres, vt, now)
 }
 
-// heldGPUs returns the GPUs the rental holds now, by index.
-func (s *Service) heldGPUs(ctx context.Context, rentalID int64) ([]models.GPU, error) {
-	var gs []models.GPU
-	err := s.DB.W.WithContext(ctx).Raw(`SELECT g.* FROM gpus g JOIN rental_gpus rg ON rg.gpu_id = g.id
-		WHERE rg.rental_id = ? AND rg.released_at IS NULL ORDER BY g.idx`, rentalID).Scan(&gs).Error
-	return gs, err
-}
-
 // ensureTask returns the task with the key, creating it (and waking the
 // node's long-poll) when it does not exist yet.
 func (s *Service) ensureTask(ctx context.Context, nodeID int64, r *models.Rental, key string, t agent.Task) (*models.AgentTask, error) {
-	var have models.AgentTask
-	err := s.DB.W.WithContext(ctx).Where("idem_key = ?", key).First(&have).Error
+	have, err := s.DB.AgentTaskByKey(ctx, key)
 	if err == nil {
-		return &have, nil
+		return have, nil
 	}
-	if !errors.Is(err, gorm.ErrRecordNotFound) {
+	if apperr.Code(err) != apperr.ENOTFOUND {
 		return nil, err
 	}
 	now := s.DB.Now().UTC()
@@ -201,8 +193,7 @@ func (s *Service) ensureTask(ctx context.Context, nodeID int64, r *models.Rental
 		return nil, err
 	}
 	s.Hub.Signal(fleet.NodeKey(nodeID))
-	err = s.DB.W.WithContext(ctx).First(&have, id).Error
-	return &have, err
+	return s.DB.AgentTaskByID(ctx, id)
 }
 
 // waitTask waits (briefly) for a task's result and says how long to pause
@@ -231,12 +222,11 @@ func (s *Service) failChecks(ctx context.Context, r *models.Rental, nodeID int64
 			reasons = append(reasons, uuid+": "+strings.Join(v.Reasons, "; "))
 			msg := fleet.ReasonsMsg(v)
 			failing[uuid] = msg
-			var g models.GPU
-			if err := tx.Where("uuid = ?", uuid).First(&g).Error; err != nil {
+			g, err := models.GPUByUUID(tx, uuid)
+			if err != nil {
 				continue
 			}
-			if err := tx.Model(&models.GPU{}).Where("id = ?", g.ID).Updates(map[string]any{
-				"health": models.GPUFailing, "reasons": strings.Join(v.Reasons, "\n"), "reasons_msg": msg, "checked_at": now}).Error; err != nil {
+			if err := models.MarkGPUFailing(tx, g.ID, strings.Join(v.Reasons, "\n"), msg, now); err != nil {
 				return err
 			}
 			if _, err := fleet.OpenIncident(tx, nodeID, g.ID, models.IncidentGPUFailing, strings.Join(v.Reasons, "\n"), now, msg); err != nil {
@@ -273,8 +263,8 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 	var settled bool
 	var wake []int64
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		var cur models.Rental
-		if err := tx.First(&cur, r.ID).Error; err != nil {
+		cur, err := models.ReadRental(tx, r.ID)
+		if err != nil {
 			return err
 		}
 		if cur.Status != models.RentalProvisioning && cur.Status != models.RentalMigrating {
@@ -286,8 +276,8 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				return err
 			}
 		}
-		var held []models.RentalGPU
-		if err := tx.Where("rental_id = ? AND released_at IS NULL", r.ID).Find(&held).Error; err != nil {
+		held, err := models.HeldRentalGPUs(tx, r.ID)
+		if err != nil {
 			return err
 		}
 		if len(held) > 0 {
@@ -304,17 +294,13 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				return err
 			}
 		}
-		var offer models.Offer
-		if err := tx.First(&offer, r.OfferID).Error; err != nil {
+		offer, err := models.ReadOffer(tx, r.OfferID)
+		if err != nil {
 			return err
 		}
 		// Candidates: the offer's node first, then siblings, never a node tried before.
-		var cands []int64
-		if err := tx.Raw(`SELECT n.id FROM nodes n WHERE n.provider_id = ? AND n.datacenter_id = ? AND n.gpu_model = ?
-			AND n.health = 'healthy' AND n.status = 'active'
-			AND n.id NOT IN (SELECT node_id FROM rental_gpus WHERE rental_id = ?)
-			ORDER BY CASE WHEN n.id = ? THEN 0 ELSE 1 END, n.id`, offer.ProviderID, offer.DatacenterID, offer.GPUModel, r.ID, offer.NodeID).
-			Scan(&cands).Error; err != nil {
+		cands, err := models.CandidateNodes(tx, &offer, r.ID)
+		if err != nil {
 			return err
 		}
 		if cur.Attempts < MaxNodeAttempts {
@@ -333,7 +319,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				if err != nil {
 					return err
 				}
-				return tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"attempts": cur.Attempts + 1, "updated_at": now}).Error
+				return models.SetRentalAttempts(tx, r.ID, cur.Attempts+1, now)
 			}
 		}
 		settled = true
@@ -345,7 +331,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				msg = locales.M("event.failed_after", whyMsg)
 			}
 			if _, err := setStatus(tx, r.ID, models.RentalFailed, now, []models.RentalStatus{models.RentalProvisioning},
-				map[string]any{"failure": reason, "failure_msg": msg, "stopped_at": now}); err != nil {
+				models.RentalMove{Failure: &reason, FailureMsg: &msg, StoppedAt: &now}); err != nil {
 				return err
 			}
 			return models.AddRentalEvent(tx, r.ID, now, "failed", reason, nil, msg)
@@ -355,7 +341,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 			return err
 		}
 		if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalMigrating},
-			map[string]any{"stopped_at": now, "stop_reason": "no healthy node to move to"}); err != nil {
+			models.RentalMove{StoppedAt: &now, StopReason: new("no healthy node to move to")}); err != nil {
 			return err
 		}
 		return models.AddRentalEvent(tx, r.ID, now, "stopped", "no healthy node to move to", nil, locales.M("rental.stop_reason.no_node"))
@@ -377,7 +363,7 @@ func (s *Service) endDowntime(tx *gorm.DB, r *models.Rental, now time.Time) erro
 	secs := int64(now.Sub(*r.DownSince) / time.Second)
 	r.DowntimeSecs += secs
 	r.DownSince = nil
-	return tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"downtime_secs": r.DowntimeSecs, "down_since": nil}).Error
+	return models.EndRentalDowntime(tx, r.ID, r.DowntimeSecs)
 }
 
 // markRunning hands the GPUs over: the access details and checks are
@@ -389,8 +375,8 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 	access, _ := json.Marshal(lres.Access)
 	var stopTerm bool
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		var cur models.Rental
-		if err := tx.First(&cur, r.ID).Error; err != nil {
+		cur, err := models.ReadRental(tx, r.ID)
+		if err != nil {
 			return err
 		}
 		from := cur.Status
@@ -405,9 +391,9 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		}
 		// Billing counts whole seconds from this one.
 		sec := now.Truncate(time.Second)
-		up := map[string]any{"access": string(access), "checks": string(checks), "node_id": nodeID, "billed_until": sec}
+		up := models.RentalMove{Access: new(string(access)), Checks: new(string(checks)), NodeID: &nodeID, BilledUntil: &sec}
 		if cur.RunningSince == nil {
-			up["running_since"] = sec
+			up.RunningSince = &sec
 		}
 		if from == models.RentalMigrating {
 			if err := s.endDowntime(tx, &cur, now); err != nil {
@@ -417,7 +403,7 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		// The status moves first and only from what was read: a stop that
 		// committed meanwhile wins and nothing is charged.
 		if cur.Term != pricing.OnDemand && cur.EndsAt == nil {
-			up["ends_at"] = pricing.TermEnd(cur.Term, now)
+			up.EndsAt = new(pricing.TermEnd(cur.Term, now))
 		}
 		if ok, err := setStatus(tx, r.ID, models.RentalRunning, now, []models.RentalStatus{from}, up); err != nil || !ok {
 			return err
@@ -430,8 +416,7 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 				stopTerm = true
 				why := "the balance did not cover the term's price; nothing was charged"
 				msg := locales.M("event.term_unpaid")
-				if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"status": models.RentalFailed, "ends_at": nil,
-					"failure": why, "failure_msg": msg, "stopped_at": now, "updated_at": now}).Error; err != nil {
+				if err := models.FailUnpaidTerm(tx, r.ID, why, msg, now); err != nil {
 					return err
 				}
 				if err := models.AddRentalEvent(tx, r.ID, now, "failed", why, nil, msg); err != nil {

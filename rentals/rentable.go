@@ -10,16 +10,15 @@ import (
 // rentableOffer refuses renting an offer whose node is draining or removed,
 // or whose provider is not approved, with a message saying so.
 func rentableOffer(ctx context.Context, db *models.DB, o *models.Offer) error {
-	tx := db.R.WithContext(ctx)
-	var n models.Node
-	if err := tx.First(&n, o.NodeID).Error; err != nil {
+	n, err := db.NodeByID(ctx, o.NodeID)
+	if err != nil {
 		return err
 	}
 	if n.Status != models.NodeActive {
 		return &apperr.Error{Code: apperr.ECONFLICT, Key: "providers.err.node_not_renting", Args: []any{n.Status},
 			Message: fmt.Sprintf("this offer's node is %s and takes no new rentals", n.Status)}
 	}
-	ok, err := models.ProviderApproved(tx, o.ProviderID)
+	ok, err := models.ProviderApproved(db.R.WithContext(ctx), o.ProviderID)
 	if err != nil {
 		return err
 	}

@@ -49,11 +49,9 @@ func (s *Service) Detail(ctx context.Context, id int64) (*RentalDetail, error) {
 		return nil, err
 	}
 	if r.NodeID != nil {
-		var n models.Node
-		if err := s.DB.R.WithContext(ctx).First(&n, *r.NodeID).Error; err != nil {
+		if d.Node, err = s.DB.NodeByID(ctx, *r.NodeID); err != nil {
 			return nil, err
 		}
-		d.Node = &n
 	}
 	if d.GPUs, err = s.DB.RentalGPUs(ctx, r.ID); err != nil {
 		return nil, err

@@ -214,7 +214,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 				return err
 			}
 		}
-		if err := tx.Create(r).Error; err != nil {
+		if err := models.InsertRental(tx, r); err != nil {
 			return err
 		}
 		if err := reserveGPUs(tx, r, o.NodeID, o.GPUModel, now); err != nil {
@@ -239,69 +239,44 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 // leaves too few rows changed), and the unique index on live rental GPUs
 // backs it up.
 func reserveGPUs(tx *gorm.DB, r *models.Rental, nodeID int64, model string, now time.Time) error {
-	var ids []int64
-	// On PostgreSQL concurrent rents of one offer would all pick the same
-	// lowest free GPUs and all but one fail (its UPDATE finds them taken):
-	// each skips the GPUs another open rent has locked instead.
-	lock := ""
-	if tx.Dialector.Name() == "postgres" {
-		lock = " FOR UPDATE OF g SKIP LOCKED"
-	}
-	err := tx.Raw(`SELECT g.id FROM gpus g JOIN nodes n ON n.id = g.node_id
-		WHERE g.node_id = ? AND g.gpu_model = ? AND g.state = 'free' AND g.health = 'healthy' AND n.health = 'healthy' AND n.status = 'active'
-		ORDER BY g.idx LIMIT ?`+lock, nodeID, model, r.GPUs).Scan(&ids).Error
+	ids, err := models.FreeGPUsOnNode(tx, nodeID, model, r.GPUs)
 	if err != nil {
 		return err
 	}
 	if len(ids) < r.GPUs {
 		return ErrNoFreeGPUs
 	}
-	res := tx.Model(&models.GPU{}).Where("id IN ? AND state = ?", ids, models.GPUFree).Update("state", models.GPUBusy)
-	if res.Error != nil {
-		return res.Error
+	taken, err := models.TakeGPUs(tx, ids)
+	if err != nil {
+		return err
 	}
-	if res.RowsAffected != int64(len(ids)) {
+	if taken != int64(len(ids)) {
 		return ErrNoFreeGPUs
 	}
 	for _, id := range ids {
-		if err := tx.Create(&models.RentalGPU{RentalID: r.ID, GPUID: id, NodeID: nodeID, AttachedAt: now}).Error; err != nil {
+		if err := models.AttachRentalGPU(tx, r.ID, id, nodeID, now); err != nil {
 			if models.IsUniqueViolation(err) {
 				return ErrNoFreeGPUs
 			}
 			return err
 		}
 	}
-	if err := tx.Model(&models.Rental{}).Where("id = ?", r.ID).Updates(map[string]any{"node_id": nodeID, "updated_at": now}).Error; err != nil {
+	if err := models.SetRentalNode(tx, r.ID, nodeID, now); err != nil {
 		return err
 	}
 	r.NodeID = &nodeID
 	return models.RefreshNodeAvailability(tx, nodeID, now)
 }
 
-// releaseGPUs lets go of every GPU the rental holds: a GPU whose last
-// verdict failed becomes unhealthy, the others free.
+// releaseGPUs lets go of every GPU the rental holds (see
+// models.ReleasedGPUState) and refreshes the availability of the offers
+// on their nodes.
 func releaseGPUs(tx *gorm.DB, rentalID int64, now time.Time) error {
-	var held []models.RentalGPU
-	if err := tx.Where("rental_id = ? AND released_at IS NULL", rentalID).Find(&held).Error; err != nil {
+	nodes, err := models.ReleaseRentalGPUs(tx, rentalID, now)
+	if err != nil {
 		return err
 	}
-	if len(held) == 0 {
-		return nil
-	}
-	ids := make([]int64, 0, len(held))
-	nodes := map[int64]bool{}
-	for _, h := range held {
-		ids = append(ids, h.GPUID)
-		nodes[h.NodeID] = true
-	}
-	if err := tx.Model(&models.RentalGPU{}).Where("rental_id = ? AND released_at IS NULL", rentalID).Update("released_at", now).Error; err != nil {
-		return err
-	}
-	if err := tx.Exec(`UPDATE gpus SET state = CASE WHEN health IN ('failing', 'missing') THEN 'unhealthy' ELSE 'free' END
-		WHERE id IN ? AND state = 'busy'`, ids).Error; err != nil {
-		return err
-	}
-	for n := range nodes {
+	for _, n := range nodes {
 		if err := models.RefreshNodeAvailability(tx, n, now); err != nil {
 			return err
 		}
@@ -321,18 +296,13 @@ func (s *Service) enqueueProvision(ctx context.Context, tx *gorm.DB, rentalID in
 // the from statuses, and reports whether it did. A move the transition
 // table (models.RentalStatus.CanMoveTo) does not allow is a programming
 // error, refused before anything is written.
-func setStatus(tx *gorm.DB, id int64, to models.RentalStatus, now time.Time, from []models.RentalStatus, extra map[string]any) (bool, error) {
+func setStatus(tx *gorm.DB, id int64, to models.RentalStatus, now time.Time, from []models.RentalStatus, extra models.RentalMove) (bool, error) {
 	for _, f := range from {
 		if !f.CanMoveTo(to) {
 			return false, fmt.Errorf("rental %d: status %s cannot move to %s", id, f, to)
 		}
 	}
-	up := map[string]any{"status": to, "updated_at": now}
-	for k, v := range extra {
-		up[k] = v
-	}
-	res := tx.Model(&models.Rental{}).Where("id = ? AND status IN ?", id, from).Updates(up)
-	return res.RowsAffected == 1, res.Error
+	return models.MoveRental(tx, id, to, from, extra, now)
 }
 
 // CanStop reports whether the user may stop the rental: its renter, or an
@@ -382,7 +352,7 @@ func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Re
 			}
 		}
 		if _, err := setStatus(tx, r.ID, models.RentalStopping, now, models.LiveRentalStatuses,
-			map[string]any{"stopped_at": now, "stop_reason": reason}); err != nil {
+			models.RentalMove{StoppedAt: &now, StopReason: &reason}); err != nil {
 			return err
 		}
 		if err := models.AddRentalEvent(tx, r.ID, now, "stop_requested", reason, nil); err != nil {
@@ -411,8 +381,8 @@ func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Re
 // finishStop completes a stopping rental in tx: on demand its GPUs are
 // released; a term rental keeps them until its term ends.
 func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
-	var r models.Rental
-	if err := tx.First(&r, rentalID).Error; err != nil {
+	r, err := models.ReadRental(tx, rentalID)
+	if err != nil {
 		return err
 	}
 	if r.Status != models.RentalStopping {
@@ -423,7 +393,7 @@ func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time)
 			return err
 		}
 	}
-	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalStopping}, nil); err != nil {
+	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalStopping}, models.RentalMove{}); err != nil {
 		return err
 	}
 	return models.AddRentalEvent(tx, r.ID, now, "stopped", "", nil)

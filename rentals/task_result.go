@@ -3,9 +3,7 @@ package rentals
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"suanli/agent"
-	"suanli/apperr"
 	"suanli/benchmarks"
 	"suanli/fleet"
 	"suanli/models"
@@ -20,25 +18,22 @@ func (s *Service) TaskResult(ctx context.Context, nodeID, taskID int64, res agen
 	body, _ := json.Marshal(res)
 	now := s.DB.Now().UTC()
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		var t models.AgentTask
-		if err := tx.Where("id = ? AND node_id = ?", taskID, nodeID).First(&t).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return apperr.NotFound("task")
-			}
+		t, err := models.NodeTask(tx, nodeID, taskID)
+		if err != nil {
 			return err
 		}
 		if t.Status == models.TaskDone {
 			return nil
 		}
 		ok := res.OK
-		if err := tx.Model(&t).Updates(map[string]any{"status": models.TaskDone, "ok": ok, "result": string(body), "done_at": now}).Error; err != nil {
+		if err := models.FinishAgentTask(tx, t, ok, string(body), now); err != nil {
 			return err
 		}
 		if t.Kind == agent.TaskStop && t.RentalID != nil {
 			return s.finishStop(tx, *t.RentalID, nodeID, now)
 		}
 		if t.Kind == agent.TaskBenchmark {
-			return benchmarks.Store(tx, &t, res, now)
+			return benchmarks.Store(tx, t, res, now)
 		}
 		return nil
 	})
