@@ -136,13 +136,6 @@ var exceptions = map[edge]string{
 // Delete an entry with the import it names; the test fails while an entry
 // is no longer needed. Add none.
 var allowList = []edge{
-	// fleet's hub listens for PostgreSQL notifications with pgx directly;
-	// the listener moves behind models.
-	{"fleet/hub.go", "github.com/jackc/pgx/v5"},
-	{"fleet/hub.go", "github.com/jackc/pgx/v5/pgxpool"},
-	// billing reads Stripe's types; they move behind the payments gateway.
-	{"billing/wallet.go", "github.com/stripe/stripe-go/v76"},
-
 	// views still take records and use-case results; they move to plain
 	// view models built by the handlers. (A _templ.go file is generated
 	// from the .templ file of the same name: fix the .templ.)
