@@ -170,3 +170,20 @@ func Now(tx *gorm.DB) time.Time {
 	}
 	return time.Now()
 }
+
+// Attempt runs fn inside tx behind a savepoint and undoes what fn wrote
+// when it returns an error for which undo is true; that error is returned
+// too (any other error leaves the savepoint for the caller's transaction
+// to roll back as a whole).
+func Attempt(tx *gorm.DB, name string, fn func() error, undo func(error) bool) error {
+	if err := tx.SavePoint(name).Error; err != nil {
+		return err
+	}
+	err := fn()
+	if err != nil && undo(err) {
+		if rerr := tx.RollbackTo(name).Error; rerr != nil {
+			return rerr
+		}
+	}
+	return err
+}

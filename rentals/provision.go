@@ -305,15 +305,11 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		}
 		if cur.Attempts < MaxNodeAttempts {
 			for _, n := range cands {
-				sp := tx.SavePoint(fmt.Sprintf("try%d", n))
-				if sp.Error != nil {
-					return sp.Error
-				}
-				err := reserveGPUs(tx, &cur, n, offer.GPUModel, now)
-				if errors.Is(err, ErrNoFreeGPUs) {
-					if err := tx.RollbackTo(fmt.Sprintf("try%d", n)).Error; err != nil {
-						return err
-					}
+				// A node whose GPUs were taken meanwhile leaves nothing
+				// behind: its writes are undone and the next one is tried.
+				noFree := func(err error) bool { return errors.Is(err, ErrNoFreeGPUs) }
+				err := models.Attempt(tx, fmt.Sprintf("try%d", n), func() error { return reserveGPUs(tx, &cur, n, offer.GPUModel, now) }, noFree)
+				if noFree(err) {
 					continue
 				}
 				if err != nil {
