@@ -81,10 +81,11 @@ const payoutCatchUp = 72 * time.Hour
 // inserted by the leader only, so one process schedules it. It is also
 // offered at start, when the constructor inserts it only inside the
 // catch-up window; a run already done makes the repeat create nothing.
-func payoutJob() *river.PeriodicJob {
+// clock is the database's (models.DB.Now).
+func payoutJob(clock func() time.Time) *river.PeriodicJob {
 	return river.NewPeriodicJob(PayoutSchedule,
 		func() (river.JobArgs, *river.InsertOpts) {
-			now := time.Now()
+			now := clock()
 			l := now.In(pricing.Shanghai)
 			due := time.Date(l.Year(), l.Month(), 1, 2, 0, 0, 0, pricing.Shanghai)
 			if now.Before(due.Add(-time.Minute)) || now.After(due.Add(payoutCatchUp)) {

@@ -116,7 +116,7 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 				&river.PeriodicJobOpts{ID: "purge_expired"}),
 		}
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, slaJobs(opts.SLAEvery, opts.UptimeEvery)...)
-		cfg.PeriodicJobs = append(cfg.PeriodicJobs, payoutJob())
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, payoutJob(func() time.Time { return db.Now() }))
 		if opts.Rentals != nil {
 			cfg.PeriodicJobs = append(cfg.PeriodicJobs,
 				river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MeterEvery, time.Minute)),
