@@ -124,7 +124,7 @@ func (h *Handler) AdminAuditCSV(c echo.Context) error {
 		}
 	}
 	// Entries appended while exporting would shift the pages: stop at now.
-	if now := time.Now().Add(time.Second); af.To.IsZero() || af.To.After(now) {
+	if now := h.DB.Now().Add(time.Second); af.To.IsZero() || af.To.After(now) {
 		af.To = now
 	}
 	ctx := c.Request().Context()
@@ -145,7 +145,7 @@ func (h *Handler) AdminAuditCSV(c echo.Context) error {
 			return err
 		}
 		if w == nil {
-			name := "suanli-audit-" + time.Now().In(pricing.Shanghai).Format("20060102-150405") + ".csv"
+			name := "suanli-audit-" + h.DB.Now().In(pricing.Shanghai).Format("20060102-150405") + ".csv"
 			if w, err = csvAttachment(c, name, "id", "time_asia_shanghai", "actor_id", "actor_email", "actor_ip", "action", "subject", "amount_cny", "detail"); err != nil {
 				return nil // the client went away
 			}
