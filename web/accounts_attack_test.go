@@ -115,6 +115,7 @@ func notLoggedIn(t *testing.T, ac *actor, what string) {
 // Sign-up refuses bad input with 422 and a message beside the field, and
 // creates nothing.
 func TestAttackSignupBadInput(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	mustUser(t, a.db, "dup@example.com", "Dana Dup", false)
 	ac := newActor(a, "visitor")
@@ -159,6 +160,7 @@ func TestAttackSignupBadInput(t *testing.T) {
 // Duplicate emails and one-time reset links, on both databases (case
 // folding and timestamps differ between them).
 func TestAttackDuplicateEmailAndResetLinks(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		const email = "rita@example.com"
@@ -274,6 +276,7 @@ func TestAttackDuplicateEmailAndResetLinks(t *testing.T) {
 // A session cookie the server did not issue, or one that was logged out,
 // makes the request anonymous; a cookie planted before login is not kept.
 func TestForgedSessionCookie(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	u := mustUser(t, a.db, "sam@example.com", "Sam Session", false)
 	forged := []struct{ rule, value string }{
@@ -317,6 +320,7 @@ func TestForgedSessionCookie(t *testing.T) {
 // A state-changing request without the right CSRF token gets 403 and
 // changes nothing.
 func TestCSRFMissingOrWrongToken(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	u := mustUser(t, a.db, "cora@example.com", "Cora Csrf", false)
 	ac := loggedIn(a, "cora", u)
@@ -371,6 +375,7 @@ func TestCSRFMissingOrWrongToken(t *testing.T) {
 // Another organisation's ids, in URLs and bodies, are answered as if they
 // did not exist, show none of its data and change nothing.
 func TestAttackOtherOrgIDs(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	ctx := context.Background()
 	svc := &accounts.Service{DB: a.db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes}
@@ -480,6 +485,7 @@ type apiMe struct {
 // A valid API token answers /api/v1/me with the user, organisations and
 // roles; a revoked or otherwise bad one gets 401 in the API's JSON shape.
 func TestRevokedAPIToken(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	ctx := context.Background()
 	u := mustUser(t, a.db, "tina@example.com", "Tina Token", false)
@@ -556,6 +562,7 @@ func assertThrottled(t *testing.T, ac *actor, res *http.Response, body string) {
 // After 5 wrong passwords for one account, or 20 from one address, in the
 // window, even the right password gets 429.
 func TestLoginThrottling(t *testing.T) {
+	t.Parallel()
 	t.Run("five wrong passwords for one account", func(t *testing.T) {
 		a := newSQLiteApp(t)
 		u := mustUser(t, a.db, "thea@example.com", "Thea Throttle", false)
@@ -630,6 +637,7 @@ func browserTarget(loc string) string {
 // The next parameter of the login form and of the language switch never
 // sends a browser to another site.
 func TestAttackOpenRedirect(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	u := mustUser(t, a.db, "nora@example.com", "Nora Next", false)
 	ac := newActor(a, "nora")

@@ -25,6 +25,7 @@ func loggedInAs(t *testing.T, ac *actor, email, what string) {
 // A password change, a reset and "log out other sessions" end every other
 // session of the user; the session that did it goes on.
 func TestPasswordChangeEndsOtherSessions(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		u := mustUser(t, db, "sessions@example.com", "Sam Sessions", false)
@@ -60,6 +61,7 @@ func TestPasswordChangeEndsOtherSessions(t *testing.T) {
 // Sign-up answers a taken address exactly as a new one: the same page,
 // nobody logged in; the address's owner is told by mail.
 func TestSignupDoesNotRevealTakenAddresses(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		taken := mustUser(t, db, "taken@example.com", "Tina Taken", false)
@@ -105,6 +107,7 @@ func TestSignupDoesNotRevealTakenAddresses(t *testing.T) {
 // verification link leads back to it. The organisation page lists pending
 // invitations and revokes them.
 func TestInviteeWhoSignsUpKeepsTheInvitation(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		owner := loggedIn(a, "owner", mustUser(t, db, "owner@example.com", "Olga Owner", false))
@@ -165,6 +168,7 @@ func TestInviteeWhoSignsUpKeepsTheInvitation(t *testing.T) {
 // (an admin reading the outbox) verifies nothing by being opened: it asks
 // for the account's password, and the session stays the reader's.
 func TestVerifyLinkInAnotherUsersBrowserKeepsTheirSession(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	admin := loggedIn(a, "admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
 	visitor := newActor(a, "visitor")
@@ -184,6 +188,7 @@ func TestVerifyLinkInAnotherUsersBrowserKeepsTheirSession(t *testing.T) {
 // A platform admin sets how many organisations a user may create a day on
 // /admin/users; bad numbers are a message beside the field.
 func TestAdminSetsOrganisationsPerDay(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		u := mustUser(t, db, "busy@example.com", "Busy Bee", false)
@@ -208,6 +213,7 @@ func TestAdminSetsOrganisationsPerDay(t *testing.T) {
 // on another still finds the invitation: the account page lists the
 // invitations to their verified address, to accept there; nobody else can.
 func TestInvitationsToYourAddressAreOnTheAccountPage(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		owner := loggedIn(a, "owner", mustUser(t, db, "owner@example.com", "Olga Owner", false))
@@ -248,6 +254,7 @@ func TestInvitationsToYourAddressAreOnTheAccountPage(t *testing.T) {
 // Inviting one address too often is refused beside the address field,
 // 429 with Retry-After, in the reader's language.
 func TestInvitationsAreThrottledOnTheOrganisationPage(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, dbtest.SQLite(t))
 	owner := loggedIn(a, "owner", mustUser(t, a.db, "owner@example.com", "Olga Owner", false))
 	res, _ := owner.post(a.url("orgs.create"), url.Values{"name": {"Alpha Dynamics"}, "kind": {"team"}})

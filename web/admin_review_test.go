@@ -60,6 +60,7 @@ func linksIn(n *html.Node) [][2]string {
 // the host the admin reads it on; an address a mail merely quotes (a
 // user's text) stays text, and the rest of the body reads as it was sent.
 func TestAdminOutboxLinksAreClickable(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		admin := loggedIn(a, "platform admin", mustUser(t, db, "root@outbox.example", "Pat Platform", true))
@@ -113,6 +114,7 @@ func slicesContain(list [][2]string, want [2]string) bool {
 // it is verified) and the institutional address they gave, unconfirmed
 // until its mailed link is opened, then confirmed.
 func TestAdminLabReviewCardShowsApplicant(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		ctx := context.Background()

@@ -101,6 +101,7 @@ func seedPayout(t *testing.T, db *models.DB, period string, fen int64) *models.P
 // with what its queues and tables hold. (Who else may see them is the
 // authorisation matrix's business.)
 func TestAdminConsolePagesRender(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		admin := loggedIn(a, "platform admin", mustUser(t, db, "root@suanli.example", "Pat Platform", true))
@@ -150,6 +151,7 @@ func TestAdminConsolePagesRender(t *testing.T) {
 // Suspending a user stops their session, their API tokens and their
 // logins, with a message; lifting it restores all three. Both are audited.
 func TestAdminSuspendUser(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	ctx := context.Background()
 	rootU := mustUser(t, a.db, "root@suanli.example", "Pat Platform", true)
@@ -255,6 +257,7 @@ func TestAdminSuspendUser(t *testing.T) {
 
 // A suspended organisation may not rent or top up; lifting it restores.
 func TestAdminSuspendOrg(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	ctx := context.Background()
 	admin := loggedIn(a, "platform admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
@@ -310,6 +313,7 @@ func TestAdminSuspendOrg(t *testing.T) {
 // Searching users by email or name and organisations by name; LIKE's
 // wildcards in a search are plain characters.
 func TestAdminSearch(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	admin := loggedIn(a, "platform admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
 	mustUser(t, a.db, "alice@alpha.example", "Alice Anders", false)
@@ -346,6 +350,7 @@ func TestAdminSearch(t *testing.T) {
 // Marking a bank payout paid needs its bank reference; failing one needs
 // a reason; a bad month is refused; each shows its message and changes nothing.
 func TestAdminPayouts(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	ctx := context.Background()
 	admin := loggedIn(a, "platform admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
@@ -402,6 +407,7 @@ func TestAdminPayouts(t *testing.T) {
 // bytes: PostgreSQL refuses a NUL byte (and bytes that are not UTF-8) in
 // text, so such a filter is refused as input, with a 400.
 func TestAdminFiltersTakeAnyBytes(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		admin := loggedIn(a, "platform admin", mustUser(t, db, "root@suanli.example", "Pat Platform", true))
@@ -442,6 +448,7 @@ func (stripeDown) Transfer(context.Context, string, int64, string, int64) (strin
 // says that some could not be paid; running again, as it says, says the
 // same (the transfer waits for Stripe) rather than showing an error page.
 func TestAdminPayoutRunWithStripeDown(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newAppWith(t, db, func(h *handlers.Handler) { h.Payouts.Connect = stripeDown{} })
 		ctx := context.Background()
@@ -477,6 +484,7 @@ func TestAdminPayoutRunWithStripeDown(t *testing.T) {
 // The audit CSV: text cells that a spreadsheet would run as a formula
 // start with an apostrophe; amounts keep their sign, unescaped.
 func TestAdminAuditCSVCells(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	ctx := context.Background()
 	admin := loggedIn(a, "platform admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
@@ -499,6 +507,7 @@ func TestAdminAuditCSVCells(t *testing.T) {
 // The hub lists the bank payouts waiting for a reference however many
 // Stripe payouts are pending before them (those finish on their own).
 func TestAdminHubBankPayoutsBehindStripeOnes(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	admin := loggedIn(a, "platform admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
 	bank := seedPayout(t, a.db, "2026-10", 123456)

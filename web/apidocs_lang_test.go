@@ -53,6 +53,7 @@ func wrongLang(page string) []string {
 // English: on the Chinese page they are marked lang="en", so that a
 // screen reader (and a translator) reads them as English.
 func TestAPIDocsMarksEnglishAsEnglish(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	ac := newActor(a, "reader")
 	body := ac.page(t, a.url("api.docs"), "zh-CN", 200)

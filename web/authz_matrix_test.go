@@ -591,6 +591,7 @@ var nodeRoutes = []string{"agent.heartbeat", "agent.tasks", "agent.result"}
 // Every route is in the matrix, explicitly public, or a node route: adding
 // a route without deciding who may use it fails here.
 func TestAuthzMatrixCoversEveryRoute(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	inMatrix := map[string]bool{}
 	for _, r := range matrix {
@@ -623,6 +624,7 @@ func TestAuthzMatrixCoversEveryRoute(t *testing.T) {
 // Public GET routes without parameters really are public: anonymous
 // visitors are neither redirected to the login page nor refused.
 func TestAuthzMatrixPublicRoutesArePublic(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	ac := newActor(a, "anonymous")
 	for _, r := range a.e.Routes() {
@@ -639,6 +641,7 @@ func TestAuthzMatrixPublicRoutesArePublic(t *testing.T) {
 
 // The authorisation matrix: every protected route × every kind of actor.
 func TestAuthzMatrix(t *testing.T) {
+	t.Parallel()
 	f := newMatrixFixture(t)
 	a := f.a
 	methods := map[string]string{}
@@ -720,6 +723,7 @@ func TestAuthzMatrix(t *testing.T) {
 // token (a platform admin's included) and no made-up credential. A real
 // node credential gets through.
 func TestNodeRoutesNeedANodeCredential(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	ctx := context.Background()
 	svc := &accounts.Service{DB: a.db}

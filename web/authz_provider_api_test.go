@@ -121,6 +121,7 @@ func newProviderAPIFixture(t *testing.T, db *models.DB) *providerAPIFixture {
 }
 
 func TestProviderAPIAuthorisation(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProviderAPIFixture(t, db)
 		a := f.a

@@ -77,6 +77,7 @@ func (f *portalFixture) pidA() []any { return []any{f.A.pid()} }
 // A's plain member and platform admins may look (200) but not change
 // (403); A's owner may do both.
 func TestProviderPortalAuthorisation(t *testing.T) {
+	t.Parallel()
 	f := newPortalFixture(t, newSQLiteApp(t))
 	a := f.a
 	node := func(f *portalFixture) []any { return []any{f.A.pid(), idParam(f.node)} }
@@ -171,6 +172,7 @@ func TestProviderPortalAuthorisation(t *testing.T) {
 // through its own portal: the ids of B's things under A's id are 404, and
 // nothing of B's changes.
 func TestProviderPortalCrossProviderIDs(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newPortalFixture(t, newApp(t, db))
 		a := f.a

@@ -186,6 +186,7 @@ func TestNoRequestLeavesFilesBehind(t *testing.T) {
 // is a 413 in the error shape of the route (JSON for the API and agents,
 // a page for people), and below it the route answers as ever.
 func TestBodiesOverTheirRouteLimitAre413(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newAppWith(t, db, func(h *handlers.Handler) { h.StripeWebhookSecret = webhookSecret })
 		addr := strings.TrimPrefix(a.srv.URL, "http://")
@@ -272,6 +273,7 @@ func (c *countingConn) Read(p []byte) (int, error) {
 // announces their size) are each read only up to the form limit, plus
 // what the server drains for keep-alive.
 func TestLargeBodiesAreReadOnlyUpToTheLimit(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	srv := httptest.NewUnstartedServer(a.e)
 	cl := &countingListener{Listener: srv.Listener}

@@ -221,6 +221,7 @@ func (p offerPrices) String() string {
 // browser of their own, approves the lab; the student's offer list then
 // shows student prices, which it did not before the approval.
 func TestBrowserLabJourney(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test in -short mode")
 	}

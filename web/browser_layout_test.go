@@ -66,6 +66,7 @@ const denseRow = 48
 // desktop. Set SUANLI_SCREENSHOTS to a folder to keep a screenshot of
 // each page.
 func TestBrowserLayoutFits(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test in -short mode")
 	}

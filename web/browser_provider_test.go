@@ -54,6 +54,7 @@ func submit(t *testing.T, ctx context.Context, sel string, status int64, what st
 // A100s which appear on the node page by itself (htmx), create an offer
 // for them, and see it listed.
 func TestBrowserProviderJourney(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser journey")
 	}

@@ -213,6 +213,7 @@ func rentalShot(t *testing.T, ctx context.Context, name string) {
 // the NVML checks that passed and a ticking cost. The console lists it. In
 // Chinese the status reads 运行中. Stop ends it, and the page says so.
 func TestBrowserRentAndStop(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test in -short mode")
 	}
@@ -328,6 +329,7 @@ func TestBrowserRentAndStop(t *testing.T) {
 // The rent form refuses bad input beside the field (422) and a rental the
 // balance cannot start (409), and changes nothing either way.
 func TestRentFormErrors(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	offer := rtxOffer(t, a.db)
 	broke, brokeOrg := fundedRenter(t, a.db, "broke@example.com", testPassword, 0)
@@ -395,6 +397,7 @@ func hourFens(r pricing.Rate, before, after time.Time) []string {
 // and in Chinese; Confirm changes it, and the page follows it until it
 // runs again on two checked GPUs, billed at the new rate.
 func TestBrowserResizeRental(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test in -short mode")
 	}
@@ -487,6 +490,7 @@ func TestBrowserResizeRental(t *testing.T) {
 // changes either way. A preview quotes a switch to another offer of the
 // datacentre, and a rental that never ran has nothing to switch.
 func TestRentalChangeFormErrors(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	offer := rtxOffer(t, a.db)
 	renter, org := fundedRenter(t, a.db, "renter@example.com", testPassword, 100_000)

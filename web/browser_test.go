@@ -91,6 +91,7 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 // load (and kept in the URL), then the language switch, which must come
 // back to the same filtered list in English.
 func TestBrowserOffersFilterAndLanguage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test in -short mode")
 	}

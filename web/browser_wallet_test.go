@@ -72,6 +72,7 @@ func waitHTMXIdle(t *testing.T, ctx context.Context) {
 // the renter's wallet then holds it, the ledger shows the top-up, and the
 // top-up page has become a receipt.
 func TestBrowserQuoteAndBankTopup(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test in -short mode")
 	}

@@ -22,6 +22,7 @@ import (
 // average; one over the limit is a 429 with Retry-After that runs nothing
 // (the node's row is not touched), and another node is not affected.
 func TestHeartbeatsAreLimitedPerNode(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
 		if err := demo.SeedDemo(ctx, db); err != nil {

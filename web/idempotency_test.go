@@ -77,6 +77,7 @@ func errorCode(t *testing.T, body string) (code, param, msg string) {
 // The same key and body returns the first answer without renting again;
 // another body with the same key is a 409; another key rents again.
 func TestIdempotencyKeyOnRentals(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		org, token, body := idemRenter(t, a, "idem-rent@example.com")
@@ -114,6 +115,7 @@ func TestIdempotencyKeyOnRentals(t *testing.T) {
 // A refused request is answered the same way again (the stored 400), and
 // a key that is no printable ASCII is itself a 400.
 func TestIdempotencyKeyStoresRefusalsAndChecksTheKey(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		org, token, _ := idemRenter(t, a, "idem-refused@example.com")
@@ -134,6 +136,7 @@ func TestIdempotencyKeyStoresRefusalsAndChecksTheKey(t *testing.T) {
 
 // Top-ups too: the retry answers the same pending top-up, made once.
 func TestIdempotencyKeyOnTopups(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		org, token, _ := idemRenter(t, a, "idem-topup@example.com")
@@ -154,6 +157,7 @@ func TestIdempotencyKeyOnTopups(t *testing.T) {
 
 // Keys are per user: another user's request with the same key is theirs.
 func TestIdempotencyKeyIsPerUser(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	orgA, tokenA, body := idemRenter(t, a, "idem-a@example.com")
 	orgB, tokenB, _ := idemRenter(t, a, "idem-b@example.com")
@@ -167,6 +171,7 @@ func TestIdempotencyKeyIsPerUser(t *testing.T) {
 // A duplicate that arrives while the first request still runs is a 409
 // and runs nothing; once the key has expired (24 h) it may be used again.
 func TestIdempotencyKeyInProgressAndExpiry(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		org, token, body := idemRenter(t, a, "idem-busy@example.com")
@@ -202,6 +207,7 @@ func TestIdempotencyKeyInProgressAndExpiry(t *testing.T) {
 // Concurrent duplicates: exactly one runs. The others get its answer
 // (replayed) or a 409 while it is still running, never a second rental.
 func TestIdempotencyKeyConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		org, token, body := idemRenter(t, a, "idem-race@example.com")
@@ -268,6 +274,7 @@ func (g *panicOnceGateway) Refund(context.Context, string, int64, string) (strin
 // its key is released, so the client's retry with the same key runs
 // (rather than being refused as "in progress" for minutes).
 func TestIdempotencyKeyReleasedWhenTheHandlerPanics(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		gw := &panicOnceGateway{}
 		a := newAppWith(t, db, func(h *handlers.Handler) { h.Wallet.Gateway = gw })

@@ -130,6 +130,7 @@ func refused(status int, body string) bool {
 // or value, in a form (urlencoded or multipart) and in a JSON body,
 // escaped or raw. No such request is answered 5xx on either database.
 func TestMalformedTextIsRefusedOnEveryRoute(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		// Without the heartbeat limit: this sends one node's agent routes
 		// dozens of requests in a row (TestHeartbeatsAreLimitedPerNode

@@ -102,6 +102,7 @@ func connectSrc(t *testing.T, res *http.Response) []string {
 // sent to (not http(s), credentials, something that would break the CSP)
 // is dropped, and an agent that stops reporting one clears it.
 func TestLatencyHeartbeatStoresPingURL(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		node := dcNodes(t, a.db, "cd-hitech")[0]
@@ -133,6 +134,7 @@ func TestLatencyHeartbeatStoresPingURL(t *testing.T) {
 // of the datacentre's nodes and the script that times them, and their CSP
 // lets scripts reach exactly those origins; other pages keep 'self' alone.
 func TestLatencyPagesTimeTheDatacentresNodes(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		nodes := dcNodes(t, a.db, "cd-hitech")
@@ -186,6 +188,7 @@ func TestLatencyPagesTimeTheDatacentresNodes(t *testing.T) {
 // Without JavaScript the page shows the published figures with their
 // source, and the visitor's own latency stays hidden (nothing measures it).
 func TestLatencyPublishedFiguresWithoutJavaScript(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	sendHeartbeat(t, a, dcNodes(t, a.db, "cd-hitech")[0], "https://gpu-a.example.net:7070/ping")
 	_, body := a.get(a.url("offers.show", idParam(rtxOffer(t, a.db).ID)), "Accept-Language", "en")
@@ -198,6 +201,7 @@ func TestLatencyPublishedFiguresWithoutJavaScript(t *testing.T) {
 // The marketplace serves the ping endpoint itself (the demo's in-process
 // nodes report it), and a page timing it says what it measures.
 func TestLatencyServerPing(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	req, _ := http.NewRequest("GET", a.srv.URL+a.url("ping"), nil)
 	req.Header.Set("Origin", "http://elsewhere.example")
@@ -220,6 +224,7 @@ func TestLatencyServerPing(t *testing.T) {
 // In a real browser the script times the first endpoint that answers
 // (across origins, under the page's CSP) and shows the figure in ms.
 func TestLatencyBrowserMeasures(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test in -short mode")
 	}

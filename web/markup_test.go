@@ -112,6 +112,7 @@ func startTag(n *html.Node) string {
 
 // The checker itself finds each kind of problem it looks for.
 func TestMarkupProblemsFindsEachKind(t *testing.T) {
+	t.Parallel()
 	for page, want := range map[string]string{
 		`<p id="a"></p><p id="a"></p>`:                                                  `id "a" is used twice`,
 		`<label for="x">X</label><input id="x"><label for="x">Again</label>`:            "2 labels name one control",
@@ -136,6 +137,7 @@ func TestMarkupProblemsFindsEachKind(t *testing.T) {
 // admin), has unique ids, one label per control and a text in every
 // table header cell.
 func TestPagesMarkup(t *testing.T) {
+	t.Parallel()
 	f := newMatrixFixture(t)
 	a := f.a
 	owner, platform, anon := f.actors[asOwner], f.actors[asPlatform], f.actors[asAnon]

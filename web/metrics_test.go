@@ -319,6 +319,7 @@ func testMetricsReportTheMarket(t *testing.T, db *models.DB) {
 // The market collector caches its reading: a scrape within CacheFor does
 // not see a change made meanwhile; the next reading does.
 func TestMarketMetricsCache(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.SQLite(t)
 	if err := demo.SeedDemo(ctx, db); err != nil {
@@ -366,6 +367,7 @@ func TestMarketMetricsCache(t *testing.T) {
 // Every query of the Grafana dashboard names only metrics that /metrics
 // exposes, and the file is a Grafana dashboard model.
 func TestGrafanaDashboardMatchesMetrics(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../deploy/grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)

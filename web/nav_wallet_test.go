@@ -18,6 +18,7 @@ import (
 // both languages, and leads to their own (personal) wallet even when they
 // belong to other organisations too; visitors have no wallet link.
 func TestNavigationLeadsToTheWallet(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		u := mustUser(t, db, "wanda@wallet.example", "Wanda Wallet", false)

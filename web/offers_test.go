@@ -33,6 +33,7 @@ func decode[T any](t *testing.T, body string) T {
 // The journey of the issue: the cheapest H100s within 10 ms of Chengdu,
 // through the real router on both databases.
 func TestCheapestH100NearChengdu(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		res, body := a.get("/api/v1/offers" + query("gpu", "h100-sxm", "from", "chengdu", "max_latency_ms", "10", "sort", "price"))
@@ -66,6 +67,7 @@ func TestCheapestH100NearChengdu(t *testing.T) {
 }
 
 func TestOfferListLanguageAndFragment(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	_, zh := a.get("/offers")
 	contains(t, zh, `lang="zh-CN"`, "43 个报价", "GPU 算力报价", "演示")
@@ -98,6 +100,7 @@ func TestOfferListLanguageAndFragment(t *testing.T) {
 // Bad filter values never yield a 500: the page explains beside the field
 // and ignores the value; the API answers 400 naming the parameter.
 func TestBadFilterValues(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	cases := []struct {
 		param, value, pageMsg string
@@ -134,6 +137,7 @@ func TestBadFilterValues(t *testing.T) {
 }
 
 func TestPaginationAndPerPage(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	_, body := a.get("/api/v1/offers?per_page=10&page=5")
 	l := decode[apiList](t, body)
@@ -145,6 +149,7 @@ func TestPaginationAndPerPage(t *testing.T) {
 }
 
 func TestEmptyResultOffersRelaxations(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	// No B200 within 5 ms of Chengdu: the only B200 is in Frankfurt (230 ms).
 	_, page := a.get("/offers"+query("gpu", "b200", "from", "chengdu", "max_latency_ms", "5"), "Accept-Language", "en")
@@ -156,6 +161,7 @@ func TestEmptyResultOffersRelaxations(t *testing.T) {
 }
 
 func TestOfferAndDatacenterPages(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		var o models.Offer
@@ -187,6 +193,7 @@ func TestOfferAndDatacenterPages(t *testing.T) {
 
 // A GET form sends empty fields; the shareable URL drops them.
 func TestEmptyParametersLeaveTheURL(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	res, _ := a.get("/offers?gpu=h100-sxm&city=&min_gpus=&sort=price")
 	must(t, res.StatusCode == http.StatusSeeOther, "status %d", res.StatusCode)
@@ -199,6 +206,7 @@ func TestEmptyParametersLeaveTheURL(t *testing.T) {
 // The quote API and the offer page's quote panel give the same breakdown;
 // a verified lab member's quote carries the student discount.
 func TestQuoteAPIAndPanel(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	var o models.Offer
 	must(t, a.db.R.Where("gpu_model = ? AND datacenter_id = (SELECT id FROM datacenters WHERE slug = 'cd-science-city')", "h100-sxm").First(&o).Error == nil, "find offer")
@@ -237,6 +245,7 @@ func TestQuoteAPIAndPanel(t *testing.T) {
 
 // Message formatting never leaks fmt's error markers into a page.
 func TestNoFormattingErrorsOnPages(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	for _, lang := range []string{"en", "zh-CN"} {
 		for _, p := range []string{"/offers", "/offers/1", "/offers/1?gpus=99", "/datacenters/cd-tifc", "/offers?gpu=b200&from=chengdu&max_latency_ms=5", "/signup", "/login"} {
@@ -302,6 +311,7 @@ func rawOffers(t *testing.T, body string) []map[string]json.RawMessage {
 // the API exactly, in the orders sort=measured and sort=reliability give,
 // and on the list and offer pages in both languages.
 func TestOffersShowBenchmarksAndUptime(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		// Render the list once first: its cached rows must not outlive the snapshot.
@@ -372,6 +382,7 @@ func i64s(n int64) string { return strconv.FormatInt(n, 10) }
 // node or of an unverified provider) is not reachable by id either: its
 // page, JSON, quote and rent form are 404, and come back once it is listed.
 func TestHiddenOfferIsNotReachableByID(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		var o models.Offer

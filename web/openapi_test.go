@@ -108,6 +108,7 @@ var echoParam = regexp.MustCompile(`:([a-z_]+)`)
 // Every /api/v1 route of the route table is in the document, and every
 // operation of the document is a route.
 func TestOpenAPICoversTheRouteTable(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	routes := map[string]bool{}
 	for _, r := range a.e.Routes() {
@@ -143,6 +144,7 @@ func TestOpenAPICoversTheRouteTable(t *testing.T) {
 
 // The document is served, and it is the embedded one.
 func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	res, body := a.get("/api/v1/openapi.json")
 	must(t, res.StatusCode == http.StatusOK, "status %d", res.StatusCode)
@@ -160,6 +162,7 @@ func TestOpenAPIServed(t *testing.T) {
 // fields, in Chinese and English chrome, and says in Chinese that the
 // descriptions are English.
 func TestAPIDocsPage(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	for _, lang := range []string{"zh-CN", "en"} {
 		res, body := a.get(a.url("api.docs"), "Accept-Language", lang)
@@ -182,6 +185,7 @@ func TestAPIDocsPage(t *testing.T) {
 // Every list endpoint pages the same way: page and per_page (at most
 // 200, else a 400 naming it), total beside the items.
 func TestAPIPagination(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		org, token, body := idemRenter(t, a, "pages@example.com")

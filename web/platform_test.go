@@ -18,6 +18,7 @@ import (
 )
 
 func TestHealthReadyMetrics(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	res, body := a.get("/healthz")
 	must(t, res.StatusCode == 200 && body == "ok\n", "healthz %d %q", res.StatusCode, body)
@@ -37,6 +38,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 
 // A database whose schema is behind is not ready.
 func TestReadyzRefusesSchemaBehind(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := models.Open(ctx, "sqlite", filepath.Join(t.TempDir(), "empty.db"))
 	if err != nil {
@@ -60,6 +62,7 @@ func TestReadyzRefusesSchemaBehind(t *testing.T) {
 }
 
 func TestSecurityHeadersAndCompression(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	res, body := a.get("/offers", "Accept-Encoding", "identity")
 	h := res.Header
@@ -83,6 +86,7 @@ func TestSecurityHeadersAndCompression(t *testing.T) {
 }
 
 func TestStaticAssetsAreHashedAndCachedForever(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	_, page := a.get("/offers")
 	m := regexp.MustCompile(`href="(/static/app\.[0-9a-f]{12}\.css)"`).FindStringSubmatch(page)
@@ -106,6 +110,7 @@ func TestStaticAssetsAreHashedAndCachedForever(t *testing.T) {
 // A panic or an unexpected error becomes a 500 page (or the JSON shape)
 // that says nothing of its cause, and the process goes on.
 func TestPanicsBecomeOpaque500s(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	a.e.GET("/test/panic", func(echo.Context) error { panic("secret detail") })
 	a.e.GET("/api/v1/test/fail", func(echo.Context) error { return errors.New("secret detail") })

@@ -99,6 +99,7 @@ func (ac *actor) page(t *testing.T, path, lang string, want int) string {
 
 // Every portal page answers in both languages, with the status banner.
 func TestProviderPagesBothLanguages(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	f := newProviderFixture(t, a, "ops@tianfu-gpu.example", "Tianfu GPU Cloud")
 	n, _ := f.addNode(t, "tf-a100-01")
@@ -144,6 +145,7 @@ func TestProviderPagesBothLanguages(t *testing.T) {
 // Signing up: bad input is shown beside the fields (422) and creates
 // nothing; good input makes a pending provider whose pages say so.
 func TestProviderSignupForm(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		u := mustUser(t, a.db, "lab@uestc.example", "Zhou Lab", false)
@@ -194,6 +196,7 @@ func fieldMessage(body, field string) string {
 // Datacentres: bad input beside the fields, nothing created; good input
 // creates one with its declared latency.
 func TestProviderDatacenterForm(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		f := newProviderFixture(t, a, "ops@jinjiang.example", "Jinjiang Compute")
@@ -228,6 +231,7 @@ func TestProviderDatacenterForm(t *testing.T) {
 
 // Adding a node shows its one-time token and the install commands once.
 func TestProviderAddNodeShowsTokenOnce(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	f := newProviderFixture(t, a, "ops@wenjiang.example", "Wenjiang AI")
 	res, body := f.owner.post(a.url("provider.nodes.create", f.pid()), url.Values{"datacenter_id": {idParam(f.dc)}, "name": {"bad name"}})
@@ -252,6 +256,7 @@ func TestProviderAddNodeShowsTokenOnce(t *testing.T) {
 // Offers: bad numbers beside their fields; a model the node does not have
 // is refused beside the GPU field; nothing is created; a good one is.
 func TestProviderOfferForm(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		f := newProviderFixture(t, a, "ops@shuangliu.example", "Shuangliu GPU")
@@ -335,6 +340,7 @@ func TestProviderOfferForm(t *testing.T) {
 
 // Drain, resume; removing a node with a live rental is refused with the reason.
 func TestProviderNodeStatus(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		f := newProviderFixture(t, a, "ops@longquan.example", "Longquan GPU")
@@ -363,6 +369,7 @@ func TestProviderNodeStatus(t *testing.T) {
 
 // The statement's CSV starts with a UTF-8 byte order mark and has the totals.
 func TestProviderStatementCSV(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		f := newProviderFixture(t, a, "ops@pidu.example", "Pidu GPU")
@@ -382,6 +389,7 @@ func TestProviderStatementCSV(t *testing.T) {
 // draining) says so on the provider's offer list, with the reason, rather
 // than "listed".
 func TestProviderOffersShowWhyAListedOfferIsHidden(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	f := newProviderFixture(t, a, "hidden@tianfu.example", "Hidden Compute")
 	n, tok := f.addNode(t, "gpu-host-hidden")

@@ -71,6 +71,7 @@ func tokenFor(t *testing.T, a *app, email string) string {
 // Reads: a burst, then 429 with Retry-After and the error shape until the
 // bucket refills; each token has its own bucket.
 func TestRateLimitReadsPerToken(t *testing.T) {
+	t.Parallel()
 	a, clock := rateLimitedApp(t, web.RateLimit{ReadPerSec: 1, ReadBurst: 3, WritePerSec: 1, WriteBurst: 1})
 	tokenA, tokenB := tokenFor(t, a, "rate-a@example.com"), tokenFor(t, a, "rate-b@example.com")
 	me := func(token string) (*http.Response, string) {
@@ -105,6 +106,7 @@ func TestRateLimitReadsPerToken(t *testing.T) {
 
 // Writes have their own, lower limit; reads go on meanwhile.
 func TestRateLimitWrites(t *testing.T) {
+	t.Parallel()
 	a, clock := rateLimitedApp(t, web.RateLimit{ReadPerSec: 10, ReadBurst: 10, WritePerSec: 0.25, WriteBurst: 1})
 	token := tokenFor(t, a, "rate-w@example.com")
 	topup := `{"amount_fen":10000,"method":"bank_transfer"}`
@@ -124,6 +126,7 @@ func TestRateLimitWrites(t *testing.T) {
 // A class with rate 0 is unlimited (the tests' default, and an operator's
 // way to turn a limit off).
 func TestRateLimitZeroIsOff(t *testing.T) {
+	t.Parallel()
 	a, _ := rateLimitedApp(t, web.RateLimit{})
 	token := tokenFor(t, a, "rate-off@example.com")
 	for i := range 50 {

@@ -59,6 +59,7 @@ func selectedOrg(opts []orgOption) string {
 // headline and the term prices follow the chosen organisation. On both
 // databases, in both languages.
 func TestRentFormStartsWithTheShownPrice(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		member, personal, lab := labMember(t, a, "li.na@pku.edu.cn")
@@ -131,6 +132,7 @@ func between(s, from, to string) string {
 // the offer page's quote panel and in the quote API, in both languages.
 // On demand none of that is said; the API says billing ends at the stop.
 func TestTermsSayStoppingEarlyRefundsNothing(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		offer := demoOffer(t, a.db, "h100-sxm", "cd-science-city")

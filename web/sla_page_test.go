@@ -11,6 +11,7 @@ import (
 // after its incident closed reopens it (rentals.TestFlappingGPUOpensOneIncident
 // holds the figure to it).
 func TestSLAPageSaysFlappingCountsAsDown(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, dbtest.SQLite(t))
 	for lang, says := range map[string]string{
 		"en":    "The same failure within 10 minutes of its incident closing reopens that incident",

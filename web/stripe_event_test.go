@@ -14,6 +14,7 @@ import (
 // replay kept for later, or a sender whose clock is wrong), one without a
 // type. Whatever the payload, the webhook never answers 500 for it.
 func TestStripeMalformedSignedEventsAre400(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a, _ := stripeApp(t, db)
 		_, org, token := apiUser(t, a, "malformed@example.com")

@@ -116,6 +116,7 @@ func (a *app) balance(org int64) int64 {
 // The webhook credits a Stripe top-up exactly once, however the event
 // arrives; a bad, stale or altered event credits nothing.
 func TestStripeTopupAndWebhooks(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, testStripeTopupAndWebhooks)
 }
 
@@ -219,6 +220,7 @@ func testStripeTopupAndWebhooks(t *testing.T, db *models.DB) {
 // Without a secret the webhook does not exist; without a key card
 // payment says it is not configured.
 func TestStripeNotConfigured(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	_, _, token := apiUser(t, a, "nocard@example.com")
 	res, body := a.apiPost("/api/v1/wallet/topups", token, `{"amount_fen":10000,"method":"stripe"}`)

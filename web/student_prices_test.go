@@ -81,6 +81,7 @@ func pagePrices(t *testing.T, body string) []int64 {
 // max_price keeps exactly the offers whose shown price is within it; for
 // anyone else nothing changes. On both databases.
 func TestStudentViewerSortsAndFiltersByTheirPrice(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		member, _, _ := labMember(t, a, "wang.fang@pku.edu.cn")
@@ -194,6 +195,7 @@ func yourPrices(os []handlers.APIOffer) []int64 {
 // rent: a lab member's cheapest offers and figures are at their student
 // prices, anyone else's at list prices.
 func TestTCOComparesWithThePriceTheReaderPays(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, dbtest.SQLite(t))
 	member, _, _ := labMember(t, a, "wang.fang@pku.edu.cn")
 	other := loggedIn(a, "no lab", mustUser(t, a.db, "zhao@startup.example", "Zhao Lei", false))
@@ -241,6 +243,7 @@ func TestTCOComparesWithThePriceTheReaderPays(t *testing.T) {
 // A lab rental's switch / resize section lists the offers, and quotes the
 // change, at the student prices the change would be billed at.
 func TestRentalChangeShowsStudentPrices(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, dbtest.SQLite(t))
 	member, _, lab := labMember(t, a, "wang.fang@pku.edu.cn")
 	cur := rtxOffer(t, a.db)

@@ -14,6 +14,7 @@ import (
 
 // The TCO calculator through the real router over the seeded demo rentals.
 func TestTCOPage(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	en := []string{"Accept-Language", "en"}
 
@@ -171,6 +172,7 @@ func TestTCOPage(t *testing.T) {
 // In real Chromium: typing recomputes the results in place (htmx), and a
 // change of model brings that model's defaults into the form.
 func TestTCOBrowserRecomputes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test in -short mode")
 	}

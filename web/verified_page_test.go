@@ -16,6 +16,7 @@ import (
 // verification link" banner, in either language, whether the link was
 // opened logged out (it logs in) or in the session that signed up.
 func TestVerifiedPageHasNoVerificationBanner(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		for _, lang := range locales.Supported {

@@ -15,6 +15,7 @@ import (
 // correctly), the header, signed yuan, and a memo that would be a formula
 // defused with an apostrophe.
 func TestWalletLedgerCSV(t *testing.T) {
+	t.Parallel()
 	a := newSQLiteApp(t)
 	ctx := context.Background()
 	u := mustUser(t, a.db, "csv@example.com", "Cee Ess", false)
