@@ -5,6 +5,7 @@ import (
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
+	"suanli/routenames"
 	"suanli/sla"
 	"suanli/views"
 )
@@ -111,7 +112,7 @@ func measuredOr(f *float64, unit string) string {
 // slaURL links the SLA page by its route name, or by its public path
 // while no route of that name is registered.
 func slaURL(vc views.Ctx) string {
-	if u := vc.URL("sla"); u != "" {
+	if u := vc.URL(routenames.SLA); u != "" {
 		return u
 	}
 	return "/sla"
