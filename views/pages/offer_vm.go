@@ -6,7 +6,6 @@ import (
 	"suanli/offers"
 	"suanli/pricing"
 	"suanli/routenames"
-	"suanli/sla"
 	"suanli/views"
 )
 
@@ -141,6 +140,6 @@ type DatacenterVM struct {
 	Offers        offers.SearchResult
 	// Ping times the visitor's own latency to the datacentre.
 	Ping Ping
-	// Uptime is the datacentre's 30-day uptime (sla.DatacenterUptime).
-	Uptime sla.Uptime
+	// Uptime is the datacentre's 30-day uptime.
+	Uptime Uptime
 }

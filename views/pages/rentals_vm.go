@@ -15,7 +15,6 @@ import (
 	"suanli/pricing"
 	"suanli/rentals"
 	"suanli/routenames"
-	"suanli/sla"
 	"suanli/views"
 )
 
@@ -199,7 +198,7 @@ type RentalVM struct {
 	Change *ChangeVM
 	// SLA is the SLA section: the tier and each month's computation (nil
 	// on the live fragment, which does not show it).
-	SLA *sla.RentalTerms
+	SLA *RentalSLA
 }
 
 // ChangeOffer is an offer a rental may switch to: the rental's own, or

@@ -1319,9 +1319,9 @@ func rentalSLA(vc views.Ctx, vm RentalVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var93 string
-					templ_7745c5c3_Var93, templ_7745c5c3_Err = templ.JoinStringErrs(slaStatus(vc, &vm.D.Rental, c, vm.D.At))
+					templ_7745c5c3_Var93, templ_7745c5c3_Err = templ.JoinStringErrs(slaStatus(vc, c))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/sla.templ`, Line: 133, Col: 98}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/sla.templ`, Line: 133, Col: 75}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var93))
 					if templ_7745c5c3_Err != nil {
