@@ -47,6 +47,12 @@ func (h *Handler) benchmarkFromPath(c echo.Context) (*pages.BenchmarkVM, error) 
 		return nil, err
 	}
 	vm.Subject = *s
+	vm.Measured = make([]pages.BenchMeasured, len(vm.Run.Loads))
+	for i, l := range vm.Run.Loads {
+		vm.Measured[i].Value, vm.Measured[i].OK = benchmarks.LoadMeasured(l)
+	}
+	hl := benchmarks.HeadlineOf(vm.Run, vm.Nominal)
+	vm.PeakTempC, vm.PeakTempGPU = hl.PeakTempC, hl.PeakTempGPU
 	return vm, nil
 }
 

@@ -805,15 +805,15 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if h := vm.headline(); h.PeakTempC != nil {
+			if vm.PeakTempC != nil {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, "<p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var52 string
-				templ_7745c5c3_Var52, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("bench.peak_temp", strconv.Itoa(*h.PeakTempC), strconv.Itoa(h.PeakTempGPU)))
+				templ_7745c5c3_Var52, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("bench.peak_temp", strconv.Itoa(*vm.PeakTempC), strconv.Itoa(vm.PeakTempGPU)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 113, Col: 89}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 113, Col: 91}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var52))
 				if templ_7745c5c3_Err != nil {
