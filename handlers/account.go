@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -55,7 +56,7 @@ func (h *Handler) AccountPassword(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "account.password_changed")
-	return seeOther(c, c.Echo().Reverse("account.show"))
+	return seeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }
 
 // AccountEndSessions is POST /account/sessions/end: logs the user out
@@ -69,7 +70,7 @@ func (h *Handler) AccountEndSessions(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "account.sessions_ended")
-	return seeOther(c, c.Echo().Reverse("account.show"))
+	return seeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }
 
 // AccountResend is POST /account/verify: mails a new verification link.
@@ -84,7 +85,7 @@ func (h *Handler) AccountResend(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "account.resent", CurrentUser(c).Email)
-	return seeOther(c, c.Echo().Reverse("account.show"))
+	return seeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }
 
 // TokenCreate is POST /account/tokens: shows the new token once.
@@ -112,7 +113,7 @@ func (h *Handler) TokenRevoke(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "tokens.revoked_flash")
-	return seeOther(c, c.Echo().Reverse("account.show"))
+	return seeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }
 
 // APIMe is GET /api/v1/me: the user, organisations and roles.

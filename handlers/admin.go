@@ -8,6 +8,7 @@ import (
 
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -83,13 +84,13 @@ func (h *Handler) AdminConfirmTopup(c echo.Context) error {
 	fen, ok := pricing.ParseYuan(strings.TrimSpace(c.FormValue("received")))
 	if !ok || fen == 0 {
 		h.flash(c, "err.amount")
-		return seeOther(c, c.Echo().Reverse("admin.home"))
+		return seeOther(c, c.Echo().Reverse(routenames.AdminHome))
 	}
 	if err := h.Wallet.ConfirmBankTransfer(c.Request().Context(), CurrentUser(c), id, fen); err != nil {
 		return err
 	}
 	h.flash(c, "admin.topup_confirmed")
-	return seeOther(c, c.Echo().Reverse("admin.home"))
+	return seeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }
 
 // AdminRefundPaid is POST /admin/refunds/{id}/paid: a bank refund paid
@@ -103,7 +104,7 @@ func (h *Handler) AdminRefundPaid(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "admin.refund_paid")
-	return seeOther(c, c.Echo().Reverse("admin.home"))
+	return seeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }
 
 // AdminReview is POST /admin/orgs/{id}/review with decision=approve|reject.
@@ -116,10 +117,10 @@ func (h *Handler) AdminReview(c echo.Context) error {
 	if err := h.Accounts.Review(c.Request().Context(), CurrentUser(c), id, approve, c.FormValue("reason")); err != nil {
 		if _, ok := withErrors(c, form(c), err); ok {
 			h.flash(c, "admin.reason_required")
-			return seeOther(c, c.Echo().Reverse("admin.home"))
+			return seeOther(c, c.Echo().Reverse(routenames.AdminHome))
 		}
 		return err
 	}
 	h.flash(c, "admin.reviewed")
-	return seeOther(c, c.Echo().Reverse("admin.home"))
+	return seeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }

@@ -13,6 +13,7 @@ import (
 	"suanli/apperr"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -99,8 +100,8 @@ func (h *Handler) AdminAudit(c echo.Context) error {
 	for _, n := range auditFields {
 		values.Set(n, f.Get(n))
 	}
-	vm.Pager = pages.NewPager(af.Page, models.AdminPerPage, total, pageLinker(c, "admin.audit", values))
-	vm.CSVURL = pageLinker(c, "admin.audit.csv", values)(1)
+	vm.Pager = pages.NewPager(af.Page, models.AdminPerPage, total, pageLinker(c, routenames.AdminAudit, values))
+	vm.CSVURL = pageLinker(c, routenames.AdminAuditCSV, values)(1)
 	status := http.StatusOK
 	if len(f.Errors) > 0 {
 		status = http.StatusUnprocessableEntity

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/models"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -50,7 +51,7 @@ func (h *Handler) AdminOutbox(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminOutboxVM{Mails: mails, Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.outbox", nil)),
+	vm := pages.AdminOutboxVM{Mails: mails, Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminOutbox, nil)),
 		BaseURL: strings.TrimRight(h.Accounts.BaseURL, "/")}
 	return Render(c, http.StatusOK, pages.AdminOutboxPage(ViewCtx(c), vm))
 }

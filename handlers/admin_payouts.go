@@ -11,6 +11,7 @@ import (
 	"suanli/apperr"
 	"suanli/models"
 	"suanli/providers"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -32,7 +33,7 @@ func (h *Handler) renderAdminPayouts(c echo.Context, code int, status string, pa
 	if err != nil {
 		return err
 	}
-	vm.Pager = pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.payouts", url.Values{"status": {status}}))
+	vm.Pager = pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminPayouts, url.Values{"status": {status}}))
 	return Render(c, code, pages.AdminPayoutsPage(ViewCtx(c), vm))
 }
 
@@ -58,10 +59,10 @@ func (h *Handler) AdminPayoutsRun(c echo.Context) error {
 		// say: the transfers wait for the next run): say so, keep the log.
 		slog.Error("payout run partly failed", "period", f.Get("period"), "created", n, "err", err)
 		h.flash(c, "admin.payouts.run_partial", n, f.Get("period"))
-		return seeOther(c, c.Echo().Reverse("admin.payouts"))
+		return seeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 	}
 	h.flash(c, "admin.payouts.ran", n, f.Get("period"))
-	return seeOther(c, c.Echo().Reverse("admin.payouts"))
+	return seeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 }
 
 // AdminPayoutPaid is POST /admin/payouts/{id}/paid with bank_reference:
@@ -100,10 +101,10 @@ func (h *Handler) adminPayoutMark(c echo.Context, paid bool) error {
 		if apperr.Code(err) == apperr.ECONFLICT {
 			// Another admin (or the run) got there first: nothing changed.
 			h.flash(c, "admin.payout.not_pending", id)
-			return seeOther(c, c.Echo().Reverse("admin.payouts"))
+			return seeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 		}
 		return err
 	}
 	h.flash(c, map[bool]string{true: "admin.payout.marked_paid", false: "admin.payout.marked_failed"}[paid], id)
-	return seeOther(c, c.Echo().Reverse("admin.payouts")+"?status="+models.PayoutPending)
+	return seeOther(c, c.Echo().Reverse(routenames.AdminPayouts)+"?status="+models.PayoutPending)
 }

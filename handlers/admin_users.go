@@ -10,6 +10,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/models"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -67,7 +68,7 @@ func (h *Handler) renderAdminUsers(c echo.Context, status int, q string, page in
 		return err
 	}
 	vm := pages.AdminUsersVM{Q: q, Users: users, Self: CurrentUser(c).ID, Form: f, ErrID: errID,
-		Pager:             pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.users", url.Values{"q": {q}})),
+		Pager:             pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminUsers, url.Values{"q": {q}})),
 		DefaultOrgsPerDay: strconv.Itoa(accounts.DefaultOrgsPerDay), MaxOrgsPerDay: strconv.Itoa(accounts.MaxOrgsPerDay)}
 	return Render(c, status, pages.AdminUsersPage(ViewCtx(c), vm))
 }
@@ -83,7 +84,7 @@ func (h *Handler) renderAdminOrgs(c echo.Context, status int, q string, page int
 		return err
 	}
 	vm := pages.AdminOrgsVM{Q: q, Orgs: orgs, Form: f, ErrID: errID,
-		Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, "admin.orgs", url.Values{"q": {q}}))}
+		Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminOrgs, url.Values{"q": {q}}))}
 	return Render(c, status, pages.AdminOrgsPage(ViewCtx(c), vm))
 }
 
@@ -110,7 +111,7 @@ func (h *Handler) AdminOrgsPerDay(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "admin.user_orgs_per_day_set")
-	return seeOther(c, pageLinker(c, "admin.users", url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+	return seeOther(c, pageLinker(c, routenames.AdminUsers, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
 }
 
 // AdminSuspendUser is POST /admin/users/{id}/suspend with a reason.
@@ -142,7 +143,7 @@ func (h *Handler) adminSuspendUser(c echo.Context, suspend bool) error {
 		return err
 	}
 	h.flash(c, map[bool]string{true: "admin.user_suspended", false: "admin.user_unsuspended"}[suspend])
-	return seeOther(c, pageLinker(c, "admin.users", url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+	return seeOther(c, pageLinker(c, routenames.AdminUsers, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
 }
 
 // AdminSuspendOrg is POST /admin/orgs/{id}/suspend with a reason.
@@ -175,5 +176,5 @@ func (h *Handler) adminSuspendOrg(c echo.Context, suspend bool) error {
 	}
 	// The flash keys are the audit actions' own names.
 	h.flash(c, map[bool]string{true: accounts.AuditOrgSuspended, false: accounts.AuditOrgUnsuspended}[suspend])
-	return seeOther(c, pageLinker(c, "admin.orgs", url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+	return seeOther(c, pageLinker(c, routenames.AdminOrgs, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
 }

@@ -11,6 +11,7 @@ import (
 	"suanli/accounts"
 	"suanli/apperr"
 	"suanli/models"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -86,7 +87,7 @@ func linkFailed(c echo.Context, err error) error {
 		return err
 	}
 	vc := ViewCtx(c)
-	return Render(c, http.StatusBadRequest, pages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key, ae.Args...), vc.T("nav.account"), c.Echo().Reverse("account.show")))
+	return Render(c, http.StatusBadRequest, pages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key, ae.Args...), vc.T("nav.account"), c.Echo().Reverse(routenames.AccountShow)))
 }
 
 // throttled reports whether err is a throttle; if so it sets Retry-After
@@ -193,7 +194,7 @@ func (h *Handler) verified(c echo.Context, u *models.User) error {
 	}
 	c.Set(UserKey, u) // the page is drawn for the user as they are now: verified
 	vc := ViewCtx(c)
-	label, link := vc.T("nav.offers"), c.Echo().Reverse("offers.list")
+	label, link := vc.T("nav.offers"), c.Echo().Reverse(routenames.OffersList)
 	if next != "" {
 		label, link = vc.T("verify.continue"), safeNext(next)
 	} else if invs, err := h.Accounts.InvitationsForMe(ctx, u); err != nil {
@@ -203,7 +204,7 @@ func (h *Handler) verified(c echo.Context, u *models.User) error {
 	} else if len(invs) > 0 {
 		// Invited before signing up, on another device: the account page
 		// lists the invitations to accept.
-		label, link = vc.T("verify.to_invitations", len(invs)), c.Echo().Reverse("account.show")+"#invitations"
+		label, link = vc.T("verify.to_invitations", len(invs)), c.Echo().Reverse(routenames.AccountShow)+"#invitations"
 	}
 	return Render(c, http.StatusOK, pages.MessagePage(vc, http.StatusOK, vc.T("verify.done"), vc.T("verify.done_lead", u.Email), label, link))
 }
@@ -253,5 +254,5 @@ func (h *Handler) Reset(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "reset.done")
-	return seeOther(c, c.Echo().Reverse("account.show"))
+	return seeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }

@@ -9,6 +9,7 @@ import (
 	"suanli/agent"
 	"suanli/benchmarks"
 	"suanli/models"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -46,6 +47,12 @@ func (h *Handler) benchmarkFromPath(c echo.Context) (*pages.BenchmarkVM, error) 
 		return nil, err
 	}
 	vm.Subject = *s
+	vm.Measured = make([]pages.BenchMeasured, len(vm.Run.Loads))
+	for i, l := range vm.Run.Loads {
+		vm.Measured[i].Value, vm.Measured[i].OK = benchmarks.LoadMeasured(l)
+	}
+	hl := benchmarks.HeadlineOf(vm.Run, vm.Nominal)
+	vm.PeakTempC, vm.PeakTempGPU = hl.PeakTempC, hl.PeakTempGPU
 	return vm, nil
 }
 
@@ -94,7 +101,7 @@ type APIBenchmark struct {
 func apiBenchmark(c echo.Context, r models.BenchmarkReport, nom agent.Nominal, run *agent.BenchmarkReport) APIBenchmark {
 	a := APIBenchmark{ID: r.ID, NodeID: r.NodeID, GPUModel: r.GPUModel, GPUs: r.GPUs, Trigger: r.Trigger, Simulated: r.Simulated,
 		BF16TFLOPS: r.BF16TFLOPS, FP16TFLOPS: r.FP16TFLOPS, MemBWGBps: r.MemBWGBps, PctOfNominal: r.PctOfNominal, PeakTempC: r.PeakTempC,
-		Nominal: nom, MeasuredAt: r.MeasuredAt.UTC(), URL: c.Echo().Reverse("benchmarks.show", r.ID), Run: run}
+		Nominal: nom, MeasuredAt: r.MeasuredAt.UTC(), URL: c.Echo().Reverse(routenames.BenchmarksShow, r.ID), Run: run}
 	if run != nil && run.Simulated && run.SimFactor > 0 {
 		a.SimFactor = &run.SimFactor
 	}

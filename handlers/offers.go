@@ -154,9 +154,11 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 		return err
 	}
 	vm := pages.DatacenterVM{Datacenter: dc, Latency: lat, Offers: res}
-	if vm.Uptime, err = sla.DatacenterUptime(c.Request().Context(), h.DB, dc.ID); err != nil {
+	up, err := sla.DatacenterUptime(c.Request().Context(), h.DB, dc.ID)
+	if err != nil {
 		return err
 	}
+	vm.Uptime = uptimeVM(up)
 	if vm.Ping, err = h.latencyProbe(c, &dc); err != nil {
 		return err
 	}

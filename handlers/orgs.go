@@ -10,6 +10,7 @@ import (
 	"suanli/accounts"
 	"suanli/apperr"
 	"suanli/pricing"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -23,7 +24,7 @@ func (h *Handler) OrgCreate(c echo.Context) error {
 		}
 		return err
 	}
-	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
+	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // orgPage renders an organisation for a user allowed to view it.
@@ -94,7 +95,7 @@ func (h *Handler) OrgInvite(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "org.invited", f.Get("email"))
-	return seeOther(c, c.Echo().Reverse("orgs.show", c.Param("id")))
+	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // OrgRevokeInvitation is POST /orgs/{id}/invitations/{iid}/revoke.
@@ -111,7 +112,7 @@ func (h *Handler) OrgRevokeInvitation(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "org.invitation_revoked")
-	return seeOther(c, c.Echo().Reverse("orgs.show", c.Param("id")))
+	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // OrgRemoveMember is POST /orgs/{id}/members/{uid}/remove.
@@ -128,7 +129,7 @@ func (h *Handler) OrgRemoveMember(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "org.removed")
-	return seeOther(c, c.Echo().Reverse("orgs.show", c.Param("id")))
+	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // yuanField parses an optional yuan amount field into fen (nil when empty).
@@ -175,7 +176,7 @@ func (h *Handler) OrgBudget(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "lab.budget_saved")
-	return seeOther(c, c.Echo().Reverse("orgs.show", c.Param("id")))
+	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // LabApplyForm is GET /labs/apply.
@@ -197,7 +198,7 @@ func (h *Handler) LabApply(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "lab.applied", f.Get("edu_email"))
-	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
+	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // LabConfirm is GET /labs/confirm?token=: the link mailed to a lab member's
@@ -208,7 +209,7 @@ func (h *Handler) LabConfirm(c echo.Context) error {
 		return linkFailed(c, err)
 	}
 	h.flash(c, "lab.confirmed_flash")
-	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
+	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // InviteShow is GET /invitations/accept?token=.
@@ -228,7 +229,7 @@ func (h *Handler) InvitationAccept(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "invite.joined", org.Name)
-	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
+	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // InviteAccept is POST /invitations/accept.
@@ -238,5 +239,5 @@ func (h *Handler) InviteAccept(c echo.Context) error {
 		return linkFailed(c, err)
 	}
 	h.flash(c, "invite.joined", org.Name)
-	return seeOther(c, c.Echo().Reverse("orgs.show", strconv.FormatInt(org.ID, 10)))
+	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }

@@ -9,6 +9,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/providers"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -115,7 +116,7 @@ func (h *Handler) ProviderConnect(c echo.Context) error {
 	}
 	base := strings.TrimRight(h.Providers.BaseURL, "/")
 	url, err := h.Payouts.ConnectOnboard(c.Request().Context(), CurrentUser(c), shell.Provider.ID,
-		base+c.Echo().Reverse("provider.connect.return", shell.PID()), base+c.Echo().Reverse("provider.earnings", shell.PID()))
+		base+c.Echo().Reverse(routenames.ProviderConnectReturn, shell.PID()), base+c.Echo().Reverse(routenames.ProviderEarnings, shell.PID()))
 	if err != nil {
 		return err
 	}
@@ -136,5 +137,5 @@ func (h *Handler) ProviderConnectReturn(c echo.Context) error {
 		}
 		h.flash(c, "provider.connect.updated")
 	}
-	return c.Redirect(http.StatusSeeOther, c.Echo().Reverse("provider.earnings", shell.PID()))
+	return c.Redirect(http.StatusSeeOther, c.Echo().Reverse(routenames.ProviderEarnings, shell.PID()))
 }

@@ -9,6 +9,7 @@ import (
 
 	"suanli/models"
 	"suanli/providers"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -167,7 +168,7 @@ func (h *Handler) ProviderNodeStatus(c echo.Context) error {
 			key = "provider.saved"
 		}
 		h.flash(c, key)
-		return seeOther(c, c.Echo().Reverse("provider.nodes.show", shell.PID(), strconv.FormatInt(id, 10)))
+		return seeOther(c, c.Echo().Reverse(routenames.ProviderNodesShow, shell.PID(), strconv.FormatInt(id, 10)))
 	}
 	f := form(c)
 	code, err := providerFormError(c, &f, err, nil)

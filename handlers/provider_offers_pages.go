@@ -10,6 +10,7 @@ import (
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/providers"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -184,7 +185,7 @@ func (h *Handler) ProviderOfferCreate(c echo.Context) error {
 		})
 		if err == nil {
 			h.flash(c, "provider.offer.created")
-			return seeOther(c, c.Echo().Reverse("provider.offers", shell.PID()))
+			return seeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, offerAliases); err != nil {
 			return err
@@ -260,7 +261,7 @@ func (h *Handler) ProviderOfferUpdate(c echo.Context) error {
 		})
 		if err == nil {
 			h.flash(c, "provider.offer.saved")
-			return seeOther(c, c.Echo().Reverse("provider.offers", shell.PID()))
+			return seeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, offerAliases); err != nil {
 			return err
@@ -292,7 +293,7 @@ func (h *Handler) ProviderOfferStatus(c echo.Context) error {
 		} else {
 			h.flash(c, "provider.offer.listed")
 		}
-		return seeOther(c, c.Echo().Reverse("provider.offers", shell.PID()))
+		return seeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
 	}
 	f := form(c)
 	code, err := providerFormError(c, &f, err, nil)

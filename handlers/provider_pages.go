@@ -13,6 +13,7 @@ import (
 	"suanli/locales"
 	"suanli/models"
 	"suanli/providers"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -128,7 +129,7 @@ func (h *Handler) ProviderHome(c echo.Context) error {
 		return err
 	}
 	if len(accs) == 1 {
-		return c.Redirect(http.StatusSeeOther, c.Echo().Reverse("provider.dashboard", strconv.FormatInt(accs[0].Provider.ID, 10)))
+		return c.Redirect(http.StatusSeeOther, c.Echo().Reverse(routenames.ProviderDashboard, strconv.FormatInt(accs[0].Provider.ID, 10)))
 	}
 	f := form(c)
 	if u := CurrentUser(c); len(accs) == 0 {
@@ -145,7 +146,7 @@ func (h *Handler) ProviderSignup(c echo.Context) error {
 	acc, err := h.Providers.SignUp(ctx, CurrentUser(c), profileOf(f))
 	if err == nil {
 		h.flash(c, "provider.signed_up")
-		return seeOther(c, c.Echo().Reverse("provider.dashboard", strconv.FormatInt(acc.Provider.ID, 10)))
+		return seeOther(c, c.Echo().Reverse(routenames.ProviderDashboard, strconv.FormatInt(acc.Provider.ID, 10)))
 	}
 	status, err := providerFormError(c, &f, err, nil)
 	if err != nil {
@@ -206,7 +207,7 @@ func (h *Handler) ProviderProfileSave(c echo.Context) error {
 	err = h.Providers.UpdateProfile(c.Request().Context(), CurrentUser(c), acc.Provider.ID, profileOf(f))
 	if err == nil {
 		h.flash(c, "provider.saved")
-		return seeOther(c, c.Echo().Reverse("provider.profile", shell.PID()))
+		return seeOther(c, c.Echo().Reverse(routenames.ProviderProfile, shell.PID()))
 	}
 	status, err := providerFormError(c, &f, err, nil)
 	if err != nil {
@@ -277,7 +278,7 @@ func (h *Handler) ProviderDatacenterCreate(c echo.Context) error {
 		_, err := h.Providers.CreateDatacenter(c.Request().Context(), CurrentUser(c), acc.Provider.ID, in)
 		if err == nil {
 			h.flash(c, "provider.dc.created")
-			return seeOther(c, c.Echo().Reverse("provider.datacenters", shell.PID()))
+			return seeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, nil); err != nil {
 			return err
@@ -352,7 +353,7 @@ func (h *Handler) ProviderDatacenterUpdate(c echo.Context) error {
 		err := h.Providers.UpdateDatacenter(c.Request().Context(), CurrentUser(c), acc.Provider.ID, vm.Editing.ID, in)
 		if err == nil {
 			h.flash(c, "provider.saved")
-			return seeOther(c, c.Echo().Reverse("provider.datacenters", shell.PID()))
+			return seeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, nil); err != nil {
 			return err

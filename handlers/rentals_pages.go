@@ -17,6 +17,7 @@ import (
 	"suanli/offers"
 	"suanli/pricing"
 	"suanli/rentals"
+	"suanli/routenames"
 	"suanli/views"
 	"suanli/views/pages"
 )
@@ -69,7 +70,7 @@ func (h *Handler) RentCreate(c echo.Context) error {
 		var r *models.Rental
 		if r, rentErr = h.rent(c, in); rentErr == nil {
 			h.flash(c, "rental.requested_flash", r.ID)
-			return seeOther(c, c.Echo().Reverse("rentals.show", strconv.FormatInt(r.ID, 10)))
+			return seeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(r.ID, 10)))
 		}
 		status, rentErr = h.rentFormError(c, &f, rentErr)
 		if rentErr != nil {
@@ -342,7 +343,7 @@ func (h *Handler) RentalLive(c echo.Context) error {
 		return err
 	}
 	if seen := c.QueryParam("seen"); seen != "" && seen != vm.Seen() {
-		show := c.Echo().Reverse("rentals.show", strconv.FormatInt(d.Rental.ID, 10))
+		show := c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10))
 		if cur, err := url.Parse(c.Request().Header.Get("HX-Current-URL")); err == nil && cur.Path != "" && cur.Path != show {
 			// The page is the answer to a POST (a previewed change):
 			// reloading it would post again, so go to the rental's page.
@@ -362,7 +363,7 @@ func (h *Handler) RentalStop(c echo.Context) error {
 		return err
 	}
 	h.flash(c, "rental.stop_flash", d.Rental.ID)
-	return seeOther(c, c.Echo().Reverse("rentals.show", strconv.FormatInt(d.Rental.ID, 10)))
+	return seeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
 }
 
 // changeFields are the switch / resize form's fields.
@@ -383,7 +384,7 @@ func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Me
 	cur := d.Offer
 	// The offers are listed at the price the change would be at (student:
 	// a lab member's student price), as its quote is.
-	ch := &pages.ChangeVM{Form: f, Quote: q, WalletURL: vc.URL("wallet.show", strconv.FormatInt(r.OrgID, 10))}
+	ch := &pages.ChangeVM{Form: f, Quote: q, WalletURL: vc.URL(routenames.WalletShow, strconv.FormatInt(r.OrgID, 10))}
 	ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: cur.ID, GPUName: gpuName(cur.GPUModel), PricePerGPUHourFen: offers.UnitPriceFen(&cur.Offer, pricing.OnDemand, student),
 		AvailableGPUs: cur.AvailableGPUs, MaxGPUs: cur.MaxGPUs, Current: true})
 	res, err := h.Index.Search(offers.Query{DatacenterID: cur.DatacenterID, Sort: offers.SortPrice, Page: 1, PerPage: offers.MaxPerPage})
@@ -464,7 +465,7 @@ func (h *Handler) RentalChange(c echo.Context) error {
 	}
 	if err == nil && confirm {
 		h.flash(c, "change.flash", d.Rental.ID)
-		return seeOther(c, c.Echo().Reverse("rentals.show", strconv.FormatInt(d.Rental.ID, 10)))
+		return seeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
 	}
 	// The viewer's membership, for the section (the renter or an admin).
 	m, err2 := h.DB.MembershipOf(c.Request().Context(), d.Rental.OrgID, CurrentUser(c).ID)
@@ -504,7 +505,7 @@ func (h *Handler) renderChange(c echo.Context, d *rentals.RentalDetail, m *model
 		return err
 	}
 	vc := ViewCtx(c)
-	vc.Path = c.Echo().Reverse("rentals.show", strconv.FormatInt(d.Rental.ID, 10))
+	vc.Path = c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10))
 	return Render(c, status, pages.RentalPage(vc, vm))
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/fleet"
+	"suanli/models"
 	"suanli/pricing"
 	"suanli/rentals"
 	"suanli/sla"
@@ -20,7 +21,8 @@ func (h *Handler) SLAShow(c echo.Context) error {
 	if h.Rentals != nil {
 		terms = h.Rentals.Terms()
 	}
-	return Render(c, http.StatusOK, pages.SLAPage(ViewCtx(c), pages.SLAVM{Tiers: pricing.Tiers, Terms: terms}))
+	vt := pages.SLATerms{HeartbeatEvery: terms.HeartbeatEvery, SilentAfter: terms.SilentAfter, FreeIfFailsWithin: terms.FreeIfFailsWithin, FlapWindow: terms.FlapWindow}
+	return Render(c, http.StatusOK, pages.SLAPage(ViewCtx(c), pages.SLAVM{Tiers: pricing.Tiers, Terms: vt}))
 }
 
 // rentalSLA adds the rental page's SLA section to its view model: the
@@ -28,6 +30,27 @@ func (h *Handler) SLAShow(c echo.Context) error {
 func (h *Handler) rentalSLA(c echo.Context, vm *pages.RentalVM) error {
 	d := vm.D
 	s, err := sla.OfRental(c.Request().Context(), h.DB, &d.Rental, d.Events, d.At)
-	vm.SLA = s
-	return err
+	if err != nil || s == nil {
+		return err
+	}
+	vm.SLA = rentalSLAVM(s, &d.Rental, d.At)
+	return nil
 }
+
+// rentalSLAVM maps a rental's SLA terms to the page's section at now.
+func rentalSLAVM(s *sla.RentalTerms, r *models.Rental, now time.Time) *pages.RentalSLA {
+	out := &pages.RentalSLA{Tier: s.Tier, Free: s.Free, Periods: make([]pages.SLAPeriod, 0, len(s.Periods))}
+	for i := range s.Periods {
+		p := &s.Periods[i]
+		out.Periods = append(out.Periods, pages.SLAPeriod{
+			Period: p.Period, From: p.From, To: p.To, Tier: p.Tier,
+			PeriodSecs: p.PeriodSecs, DowntimeSecs: p.DowntimeSecs, UptimePct: p.UptimePct,
+			CreditPct: p.CreditPct, BilledFen: p.BilledFen, DowntimeCostFen: p.DowntimeCostFen, CreditFen: p.CreditFen,
+			Final: p.Final, Recorded: p.Recorded, Credited: p.TxnID != nil, Open: p.Open(r, now),
+		})
+	}
+	return out
+}
+
+// uptimeVM maps a datacentre's 30-day uptime to the page's.
+func uptimeVM(u sla.Uptime) pages.Uptime { return pages.Uptime{Pct: u.Pct, Nodes: u.Nodes} }

@@ -5,7 +5,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/offers"
 	"suanli/tco"
+	"suanli/views"
 	"suanli/views/pages"
 )
 
@@ -40,7 +42,7 @@ func (h *Handler) TCO(c echo.Context) error {
 	refCapex, refRunning := tco.Reference()
 	shown := raw.Get("shown_gpu")
 	vm := pages.TCOVM{
-		Plan: plan, Errors: fieldMessages(Lang(c), errs), Raw: raw,
+		Plan: tcoPlanVM(plan), Fields: tco.Fields, Errors: fieldMessages(Lang(c), errs), Raw: raw,
 		ModelChanged: shown != "" && shown != q.Model.Slug,
 		RefCapexFen:  refCapex, RefRunningFen: refRunning,
 	}
@@ -52,4 +54,43 @@ func (h *Handler) TCO(c echo.Context) error {
 		return Render(c, http.StatusOK, pages.TCOResults(vc, vm, true))
 	}
 	return Render(c, http.StatusOK, pages.TCOPage(vc, vm))
+}
+
+// tcoPlanVM maps a computed comparison to the calculator's view model.
+func tcoPlanVM(p tco.Plan) pages.TCOPlan {
+	from := func(s string) string {
+		switch s {
+		case tco.FromOffer:
+			return pages.TCOFromOffer
+		case tco.FromEntered:
+			return pages.TCOFromEntered
+		}
+		return s
+	}
+	return pages.TCOPlan{
+		Model: p.Query.Model, Asked: p.Query.Input,
+		OnDemandFen: p.Query.OnDemandFen, OffpeakDiscountPct: p.Query.OffpeakDiscountPct, MonthlyFen: p.Query.MonthlyFen,
+		Student: p.Student, Listed: p.Offers.Listed,
+		OnDemand: tcoOfferVM(p.Offers.OnDemand), Monthly: tcoOfferVM(p.Offers.Monthly),
+		OnDemandFrom: from(p.OnDemandFrom), MonthlyFrom: from(p.MonthlyFrom),
+		Input: p.Input, Result: p.Result,
+	}
+}
+
+// tcoOfferVM maps a live offer to what the calculator shows of it (nil
+// for none).
+func tcoOfferVM(o *offers.Listed) *pages.TCOOffer {
+	if o == nil {
+		return nil
+	}
+	v := &pages.TCOOffer{
+		ID: o.ID, PricePerGPUHourFen: o.PricePerGPUHourFen, MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen,
+		OffpeakDiscountPct: o.OffpeakDiscountPct, StudentDiscountPct: o.StudentDiscountPct,
+		Demo: o.Demo, Synthetic: o.Synthetic,
+		Datacenter: views.Name{ZH: o.Datacenter.NameZH, EN: o.Datacenter.NameEN},
+	}
+	if o.Provider != nil {
+		v.Provider = &views.Name{ZH: o.Provider.NameZH, EN: o.Provider.NameEN}
+	}
+	return v
 }

@@ -14,6 +14,7 @@ import (
 	"suanli/models"
 	"suanli/payments"
 	"suanli/pricing"
+	"suanli/routenames"
 	"suanli/views/pages"
 )
 
@@ -109,7 +110,7 @@ func (h *Handler) WalletMine(c echo.Context) error {
 			break
 		}
 	}
-	return seeOther(c, c.Echo().Reverse("wallet.show", strconv.FormatInt(id, 10)))
+	return seeOther(c, c.Echo().Reverse(routenames.WalletShow, strconv.FormatInt(id, 10)))
 }
 
 func (h *Handler) authorizeOrg(c echo.Context, a accounts.Action) (*models.Org, error) {
@@ -138,7 +139,7 @@ func (h *Handler) WalletTopup(c echo.Context) error {
 			if url != "" {
 				return c.Redirect(http.StatusSeeOther, url)
 			}
-			return seeOther(c, c.Echo().Reverse("topups.show", strconv.FormatInt(t.ID, 10)))
+			return seeOther(c, c.Echo().Reverse(routenames.TopupsShow, strconv.FormatInt(t.ID, 10)))
 		}
 		if ae, ok := apperr.As(err); ok && ae.Field == "amount_fen" {
 			ae.Field = "amount"
@@ -186,7 +187,7 @@ func (h *Handler) WalletRefund(c echo.Context) error {
 		}
 	} else {
 		h.flash(c, "wallet.refund_requested")
-		return seeOther(c, c.Echo().Reverse("wallet.show", c.Param("id")))
+		return seeOther(c, c.Echo().Reverse(routenames.WalletShow, c.Param("id")))
 	}
 	return h.walletWithErrors(c, org, func(vm *pages.WalletVM) { vm.Refund = f })
 }
@@ -211,7 +212,7 @@ func (h *Handler) WalletBilling(c echo.Context) error {
 		}
 	} else {
 		h.flash(c, "wallet.billing_saved")
-		return seeOther(c, c.Echo().Reverse("wallet.show", c.Param("id")))
+		return seeOther(c, c.Echo().Reverse(routenames.WalletShow, c.Param("id")))
 	}
 	return h.walletWithErrors(c, org, func(vm *pages.WalletVM) { vm.Billing = f })
 }

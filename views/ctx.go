@@ -8,6 +8,7 @@ import (
 
 	"suanli/catalog"
 	"suanli/locales"
+	"suanli/routenames"
 	"suanli/static"
 )
 
@@ -79,7 +80,7 @@ func (c Ctx) Asset(name string) string { return static.URL(name) }
 
 // LangURL returns the link that switches to lang and comes back here.
 func (c Ctx) LangURL(lang string) string {
-	return c.URL("lang.switch", lang) + "?next=" + url.QueryEscape(c.Path)
+	return c.URL(routenames.LangSwitch, lang) + "?next=" + url.QueryEscape(c.Path)
 }
 
 // HTMLLang is the value of <html lang>.

@@ -52,3 +52,15 @@ func Num(f float64) string {
 func MS(f float64) string {
 	return strconv.FormatFloat(f, 'f', -1, 64) + " ms"
 }
+
+// Name is a name in both languages, as records store them.
+type Name struct{ ZH, EN string }
+
+// In returns the name in lang: English for "en" when there is one, else
+// Chinese.
+func (n Name) In(lang string) string {
+	if lang == "en" && n.EN != "" {
+		return n.EN
+	}
+	return n.ZH
+}

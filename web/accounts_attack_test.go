@@ -21,6 +21,7 @@ import (
 	"suanli/apperr"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/routenames"
 )
 
 // accountTables are the tables an attack must leave as they were.
@@ -106,7 +107,7 @@ func randomToken() string {
 // notLoggedIn asserts that the actor is anonymous: /account sends it to log in.
 func notLoggedIn(t *testing.T, ac *actor, what string) {
 	t.Helper()
-	res, _ := ac.do("GET", ac.a.url("account.show"), nil)
+	res, _ := ac.do("GET", ac.a.url(routenames.AccountShow), nil)
 	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/login?next=") {
 		t.Errorf("%s: GET /account: %d Location %q, want 303 to the login page", what, res.StatusCode, res.Header.Get("Location"))
 	}
@@ -138,7 +139,7 @@ func TestAttackSignupBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
-			res, body := ac.post(a.url("auth.signup.post"), url.Values{"email": {c.email}, "name": {"Mallory"}, "password": {c.password}, "lang": {"en"}})
+			res, body := ac.post(a.url(routenames.AuthSignupPost), url.Values{"email": {c.email}, "name": {"Mallory"}, "password": {c.password}, "lang": {"en"}})
 			must(t, res.StatusCode == http.StatusUnprocessableEntity, "POST /signup: %d, want 422\n%s", res.StatusCode, snippet(body))
 			if msg := fieldError(body, c.field); !strings.Contains(msg, c.msg) {
 				t.Errorf("message beside %s: %q, want one containing %q", c.field, msg, c.msg)
@@ -149,7 +150,7 @@ func TestAttackSignupBadInput(t *testing.T) {
 		})
 	}
 	t.Run("ten-thousand-character password at login", func(t *testing.T) {
-		res, body := ac.post(a.url("auth.login.post"), url.Values{"email": {"dup@example.com"}, "password": {strings.Repeat("x", 10000)}})
+		res, body := ac.post(a.url(routenames.AuthLoginPost), url.Values{"email": {"dup@example.com"}, "password": {strings.Repeat("x", 10000)}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "POST /login: %d, want 422\n%s", res.StatusCode, snippet(body))
 		contains(t, body, "Wrong email or password")
 	})
@@ -171,7 +172,7 @@ func TestAttackDuplicateEmailAndResetLinks(t *testing.T) {
 			ac := newActor(a, "visitor")
 			for _, dup := range []string{"Rita@EXAMPLE.com", "  rita@example.com  "} {
 				// Answered as a new address would be (nothing says it exists).
-				res, body := ac.post(a.url("auth.signup.post"), url.Values{"email": {dup}, "name": {"Rita Again"}, "password": {"another-good-pass-1"}})
+				res, body := ac.post(a.url(routenames.AuthSignupPost), url.Values{"email": {dup}, "name": {"Rita Again"}, "password": {"another-good-pass-1"}})
 				must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Check your email"), "POST /signup %q: %d, want the check-your-email page\n%s", dup, res.StatusCode, snippet(body))
 			}
 			// Only the owner is told, by mail.
@@ -188,21 +189,21 @@ func TestAttackDuplicateEmailAndResetLinks(t *testing.T) {
 			before := rowCounts(t, db)
 			ac := newActor(a, "fuzzer")
 			for _, bad := range []string{"a\x00b@example.com", "\xff\xfe@example.com", "rita@example.com\x00"} {
-				res, body := ac.post(a.url("auth.login.post"), url.Values{"email": {bad}, "password": {"wrong-password"}})
+				res, body := ac.post(a.url(routenames.AuthLoginPost), url.Values{"email": {bad}, "password": {"wrong-password"}})
 				if !refused(res.StatusCode, body) {
 					t.Errorf("POST /login with email %q: %d, want 400 malformed\n%s", bad, res.StatusCode, snippet(body))
 				}
-				res, body = ac.post(a.url("password.forgot.post"), url.Values{"email": {bad}})
+				res, body = ac.post(a.url(routenames.PasswordForgotPost), url.Values{"email": {bad}})
 				if !refused(res.StatusCode, body) {
 					t.Errorf("POST /password/forgot with email %q: %d, want 400 malformed\n%s", bad, res.StatusCode, snippet(body))
 				}
-				res, body = ac.post(a.url("auth.signup.post"), url.Values{"email": {bad}, "name": {"Fuzz"}, "password": {testPassword}})
+				res, body = ac.post(a.url(routenames.AuthSignupPost), url.Values{"email": {bad}, "name": {"Fuzz"}, "password": {testPassword}})
 				if !refused(res.StatusCode, body) {
 					t.Errorf("POST /signup with email %q: %d, want 400 malformed\n%s", bad, res.StatusCode, snippet(body))
 				}
 			}
 			for _, bad := range []string{"Nul\x00Name", "Bad\xffUTF8"} {
-				res, body := ac.post(a.url("auth.signup.post"), url.Values{"email": {"fuzz@example.com"}, "name": {bad}, "password": {testPassword}})
+				res, body := ac.post(a.url(routenames.AuthSignupPost), url.Values{"email": {"fuzz@example.com"}, "name": {bad}, "password": {testPassword}})
 				if !refused(res.StatusCode, body) {
 					t.Errorf("POST /signup with name %q: %d, want 400 malformed\n%s", bad, res.StatusCode, snippet(body))
 				}
@@ -213,26 +214,26 @@ func TestAttackDuplicateEmailAndResetLinks(t *testing.T) {
 		const first, second = "first-new-pass-1", "second-new-pass-2"
 		t.Run("a reset link works once", func(t *testing.T) {
 			ac := newActor(a, "rita")
-			res, body := ac.post(a.url("password.forgot.post"), url.Values{"email": {"RITA@example.com"}})
+			res, body := ac.post(a.url(routenames.PasswordForgotPost), url.Values{"email": {"RITA@example.com"}})
 			must(t, res.StatusCode == 200, "POST /password/forgot: %d\n%s", res.StatusCode, snippet(body))
 			token := mailedToken(t, db, email, "/password/reset")
-			res, _ = ac.do("GET", a.url("password.reset")+query("token", token), nil)
+			res, _ = ac.do("GET", a.url(routenames.PasswordReset)+query("token", token), nil)
 			must(t, res.StatusCode == 200, "GET /password/reset: %d", res.StatusCode)
 
 			// A weak password is refused without spending the link.
-			res, body = ac.post(a.url("password.reset.post"), url.Values{"token": {token}, "password": {"short"}})
+			res, body = ac.post(a.url(routenames.PasswordResetPost), url.Values{"token": {token}, "password": {"short"}})
 			must(t, res.StatusCode == http.StatusUnprocessableEntity, "weak reset: %d, want 422\n%s", res.StatusCode, snippet(body))
 			must(t, fieldError(body, "password") != "", "no message beside the password")
 			must(t, passwordIs(t, db, email, testPassword), "a refused reset changed the password")
 
-			res, body = ac.post(a.url("password.reset.post"), url.Values{"token": {token}, "password": {first}})
+			res, body = ac.post(a.url(routenames.PasswordResetPost), url.Values{"token": {token}, "password": {first}})
 			must(t, res.StatusCode == http.StatusSeeOther, "first use: %d, want 303\n%s", res.StatusCode, snippet(body))
 			must(t, passwordIs(t, db, email, first), "the reset did not set the password")
 
 			// The same link again, from another browser: refused, nothing changes.
 			before := rowCounts(t, db)
 			attacker := newActor(a, "attacker")
-			res, body = attacker.post(a.url("password.reset.post"), url.Values{"token": {token}, "password": {second}})
+			res, body = attacker.post(a.url(routenames.PasswordResetPost), url.Values{"token": {token}, "password": {second}})
 			must(t, res.StatusCode == http.StatusUnprocessableEntity, "reused link: %d, want 422\n%s", res.StatusCode, snippet(body))
 			contains(t, body, "invalid, used or expired")
 			must(t, passwordIs(t, db, email, first), "a reused link changed the password")
@@ -242,14 +243,14 @@ func TestAttackDuplicateEmailAndResetLinks(t *testing.T) {
 
 		t.Run("an expired reset link is refused", func(t *testing.T) {
 			ac := newActor(a, "rita")
-			res, _ := ac.post(a.url("password.forgot.post"), url.Values{"email": {email}})
+			res, _ := ac.post(a.url(routenames.PasswordForgotPost), url.Values{"email": {email}})
 			must(t, res.StatusCode == 200, "POST /password/forgot: %d", res.StatusCode)
 			token := mailedToken(t, db, email, "/password/reset")
 			err := db.W.Exec("UPDATE email_tokens SET expires_at = ? WHERE purpose = ? AND used_at IS NULL",
 				time.Now().UTC().Add(-time.Minute), models.TokenReset).Error
 			must(t, err == nil, "expire the link: %v", err)
 			before := rowCounts(t, db)
-			res, body := ac.post(a.url("password.reset.post"), url.Values{"token": {token}, "password": {second}})
+			res, body := ac.post(a.url(routenames.PasswordResetPost), url.Values{"token": {token}, "password": {second}})
 			must(t, res.StatusCode == http.StatusUnprocessableEntity, "expired link: %d, want 422\n%s", res.StatusCode, snippet(body))
 			contains(t, body, "invalid, used or expired")
 			must(t, passwordIs(t, db, email, first), "an expired link changed the password")
@@ -259,13 +260,13 @@ func TestAttackDuplicateEmailAndResetLinks(t *testing.T) {
 
 		t.Run("a reset link is not a verification link", func(t *testing.T) {
 			ac := newActor(a, "rita")
-			res, _ := ac.post(a.url("password.forgot.post"), url.Values{"email": {email}})
+			res, _ := ac.post(a.url(routenames.PasswordForgotPost), url.Values{"email": {email}})
 			must(t, res.StatusCode == 200, "POST /password/forgot: %d", res.StatusCode)
 			token := mailedToken(t, db, email, "/password/reset")
-			res, body := ac.do("GET", a.url("auth.verify")+query("token", token), nil)
+			res, body := ac.do("GET", a.url(routenames.AuthVerify)+query("token", token), nil)
 			must(t, res.StatusCode == http.StatusBadRequest, "GET /verify with a reset token: %d, want 400\n%s", res.StatusCode, snippet(body))
 			for _, bogus := range []string{"", "x", strings.Repeat("A", 5000), "' OR '1'='1"} {
-				res, body = ac.post(a.url("password.reset.post"), url.Values{"token": {bogus}, "password": {second}})
+				res, body = ac.post(a.url(routenames.PasswordResetPost), url.Values{"token": {bogus}, "password": {second}})
 				must(t, res.StatusCode == http.StatusUnprocessableEntity, "reset with token %.20q: %d, want 422\n%s", bogus, res.StatusCode, snippet(body))
 			}
 			must(t, passwordIs(t, db, email, first), "a bogus link changed the password")
@@ -288,7 +289,7 @@ func TestForgedSessionCookie(t *testing.T) {
 	}
 	for _, f := range forged {
 		t.Run(f.rule, func(t *testing.T) {
-			res, body := rawDo(a, "GET", a.url("account.show"), nil, "Cookie", "suanli_session="+f.value)
+			res, body := rawDo(a, "GET", a.url(routenames.AccountShow), nil, "Cookie", "suanli_session="+f.value)
 			must(t, res.StatusCode == http.StatusSeeOther && res.Header.Get("Location") == "/login?next=%2Faccount",
 				"GET /account with a forged session: %d Location %q\n%s", res.StatusCode, res.Header.Get("Location"), snippet(body))
 		})
@@ -298,9 +299,9 @@ func TestForgedSessionCookie(t *testing.T) {
 		ac := loggedIn(a, "sam", u)
 		old := ac.cookie("suanli_session")
 		must(t, old != "", "no session cookie after login")
-		res, _ := ac.post(a.url("auth.logout"), nil)
+		res, _ := ac.post(a.url(routenames.AuthLogout), nil)
 		must(t, res.StatusCode == http.StatusSeeOther, "POST /logout: %d", res.StatusCode)
-		res, _ = rawDo(a, "GET", a.url("account.show"), nil, "Cookie", "suanli_session="+old)
+		res, _ = rawDo(a, "GET", a.url(routenames.AccountShow), nil, "Cookie", "suanli_session="+old)
 		must(t, res.StatusCode == http.StatusSeeOther, "GET /account with a logged-out session: %d, want 303", res.StatusCode)
 	})
 
@@ -309,10 +310,10 @@ func TestForgedSessionCookie(t *testing.T) {
 		planted := randomToken()
 		base, _ := url.Parse(a.srv.URL)
 		ac.c.Jar.SetCookies(base, []*http.Cookie{{Name: "suanli_session", Value: planted, Path: "/"}})
-		res, _ := ac.post(a.url("auth.login.post"), url.Values{"email": {u.Email}, "password": {testPassword}})
+		res, _ := ac.post(a.url(routenames.AuthLoginPost), url.Values{"email": {u.Email}, "password": {testPassword}})
 		must(t, res.StatusCode == http.StatusSeeOther, "login: %d", res.StatusCode)
 		must(t, ac.cookie("suanli_session") != planted, "the planted session token survived the login (session fixation)")
-		res, _ = rawDo(a, "GET", a.url("account.show"), nil, "Cookie", "suanli_session="+planted)
+		res, _ = rawDo(a, "GET", a.url(routenames.AccountShow), nil, "Cookie", "suanli_session="+planted)
 		must(t, res.StatusCode == http.StatusSeeOther, "the planted token is logged in: %d", res.StatusCode)
 	})
 }
@@ -325,7 +326,7 @@ func TestCSRFMissingOrWrongToken(t *testing.T) {
 	u := mustUser(t, a.db, "cora@example.com", "Cora Csrf", false)
 	ac := loggedIn(a, "cora", u)
 	attacker := newActor(a, "attacker")
-	path := a.url("tokens.create")
+	path := a.url(routenames.TokensCreate)
 	before := rowCounts(t, a.db)
 	cases := []struct {
 		rule    string
@@ -352,13 +353,13 @@ func TestCSRFMissingOrWrongToken(t *testing.T) {
 		must(t, res.StatusCode == http.StatusForbidden, "POST without the CSRF cookie: %d, want 403", res.StatusCode)
 	})
 	t.Run("logout without a token keeps the session", func(t *testing.T) {
-		res, _ := ac.do("POST", a.url("auth.logout"), url.Values{})
+		res, _ := ac.do("POST", a.url(routenames.AuthLogout), url.Values{})
 		must(t, res.StatusCode == http.StatusForbidden, "POST /logout without a token: %d, want 403", res.StatusCode)
-		res, _ = ac.do("GET", a.url("account.show"), nil)
+		res, _ = ac.do("GET", a.url(routenames.AccountShow), nil)
 		must(t, res.StatusCode == 200, "logged out by a forged request: GET /account %d", res.StatusCode)
 	})
 	t.Run("sign-up without a token", func(t *testing.T) {
-		res, _ := attacker.do("POST", a.url("auth.signup.post"), url.Values{"email": {"csrf@example.com"}, "name": {"X"}, "password": {testPassword}})
+		res, _ := attacker.do("POST", a.url(routenames.AuthSignupPost), url.Values{"email": {"csrf@example.com"}, "name": {"X"}, "password": {testPassword}})
 		must(t, res.StatusCode == http.StatusForbidden, "POST /signup without a token: %d, want 403", res.StatusCode)
 	})
 	unchanged(t, a.db, before, "requests without a valid CSRF token")
@@ -409,21 +410,21 @@ func TestAttackOtherOrgIDs(t *testing.T) {
 		form               url.Values
 		want               int
 	}{
-		{"B's lab page", "GET", a.url("orgs.show", idParam(labB.ID)), nil, 404},
-		{"B's personal org page", "GET", a.url("orgs.show", idParam(personalB)), nil, 404},
+		{"B's lab page", "GET", a.url(routenames.OrgsShow, idParam(labB.ID)), nil, 404},
+		{"B's personal org page", "GET", a.url(routenames.OrgsShow, idParam(personalB)), nil, 404},
 		{"an org that does not exist", "GET", "/orgs/999999", nil, 404},
 		{"org id zero", "GET", "/orgs/0", nil, 404},
 		{"negative org id", "GET", "/orgs/-1", nil, 404},
 		{"org id that is not a number", "GET", "/orgs/abc", nil, 404},
 		{"org id that overflows", "GET", "/orgs/99999999999999999999", nil, 404},
-		{"invite into B", "POST", a.url("orgs.invite", idParam(labB.ID)), url.Values{"email": {"spy@fudan.edu.cn"}, "role": {"admin"}}, 404},
-		{"set B's budget", "POST", a.url("orgs.budget", idParam(labB.ID)), url.Values{"monthly_budget": {"1"}, "member_cap": {"1"}}, 404},
-		{"bad budget for B says nothing about the input", "POST", a.url("orgs.budget", idParam(labB.ID)), url.Values{"monthly_budget": {"lots"}}, 404},
-		{"remove B's owner from B", "POST", a.url("orgs.members.remove", idParam(labB.ID), idParam(bruno.ID)), nil, 404},
-		{"remove B's owner from A, where he is no member", "POST", a.url("orgs.members.remove", idParam(teamA.ID), idParam(bruno.ID)), nil, 404},
-		{"revoke B's API token", "POST", a.url("tokens.revoke", idParam(tokB.ID)), nil, 404},
-		{"review B as a non-admin", "POST", a.url("admin.review", idParam(labB.ID)), url.Values{"decision": {"reject"}, "reason": {"spam"}}, 403},
-		{"B's lab confirmation link", "GET", a.url("labs.confirm") + query("token", confirmB), nil, 400},
+		{"invite into B", "POST", a.url(routenames.OrgsInvite, idParam(labB.ID)), url.Values{"email": {"spy@fudan.edu.cn"}, "role": {"admin"}}, 404},
+		{"set B's budget", "POST", a.url(routenames.OrgsBudget, idParam(labB.ID)), url.Values{"monthly_budget": {"1"}, "member_cap": {"1"}}, 404},
+		{"bad budget for B says nothing about the input", "POST", a.url(routenames.OrgsBudget, idParam(labB.ID)), url.Values{"monthly_budget": {"lots"}}, 404},
+		{"remove B's owner from B", "POST", a.url(routenames.OrgsMembersRemove, idParam(labB.ID), idParam(bruno.ID)), nil, 404},
+		{"remove B's owner from A, where he is no member", "POST", a.url(routenames.OrgsMembersRemove, idParam(teamA.ID), idParam(bruno.ID)), nil, 404},
+		{"revoke B's API token", "POST", a.url(routenames.TokensRevoke, idParam(tokB.ID)), nil, 404},
+		{"review B as a non-admin", "POST", a.url(routenames.AdminReview, idParam(labB.ID)), url.Values{"decision": {"reject"}, "reason": {"spam"}}, 403},
+		{"B's lab confirmation link", "GET", a.url(routenames.LabsConfirm) + query("token", confirmB), nil, 400},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -451,16 +452,16 @@ func TestAttackOtherOrgIDs(t *testing.T) {
 	must(t, err == nil && o.Status == models.OrgPending && o.MonthlyBudgetFen == nil && o.MemberCapFen == nil, "lab B changed: %v %+v", err, o)
 	m, err := a.db.MembershipOf(ctx, labB.ID, bruno.ID)
 	must(t, err == nil && m.Role == models.RoleOwner && m.ConfirmedAt == nil, "B's membership changed: %v %+v", err, m)
-	res, body := rawDo(a, "GET", a.url("api.me"), nil, "Authorization", "Bearer "+plainB)
+	res, body := rawDo(a, "GET", a.url(routenames.APIMe), nil, "Authorization", "Bearer "+plainB)
 	must(t, res.StatusCode == 200 && strings.Contains(body, "Beta Secret Lab"), "B's token stopped working: %d %s", res.StatusCode, snippet(body))
 
 	// A's own view of itself lists none of B.
-	res, body = ac.do("GET", a.url("api.me"), nil)
+	res, body = ac.do("GET", a.url(routenames.APIMe), nil)
 	must(t, res.StatusCode == 200 && strings.Contains(body, "Alpha Dynamics"), "GET /api/v1/me as A: %d %s", res.StatusCode, snippet(body))
 	for _, s := range secrets {
 		must(t, !strings.Contains(body, s), "A's /api/v1/me shows B's %q", s)
 	}
-	res, body = ac.do("GET", a.url("account.show"), nil)
+	res, body = ac.do("GET", a.url(routenames.AccountShow), nil)
 	must(t, res.StatusCode == 200, "GET /account as A: %d", res.StatusCode)
 	for _, s := range secrets {
 		must(t, !strings.Contains(body, s), "A's account page shows B's %q", s)
@@ -468,7 +469,7 @@ func TestAttackOtherOrgIDs(t *testing.T) {
 
 	// B's confirmation link, tried by A, was not spent: B can still use it.
 	bac := loggedIn(a, "bruno", bruno)
-	res, body = bac.do("GET", a.url("labs.confirm")+query("token", confirmB), nil)
+	res, body = bac.do("GET", a.url(routenames.LabsConfirm)+query("token", confirmB), nil)
 	must(t, res.StatusCode == http.StatusSeeOther, "B's own confirmation link after A tried it: %d\n%s", res.StatusCode, snippet(body))
 }
 
@@ -494,13 +495,13 @@ func TestRevokedAPIToken(t *testing.T) {
 	mustMember(t, a.db, gamma.ID, u, models.RoleMember)
 
 	ac := loggedIn(a, "tina", u)
-	res, body := ac.post(a.url("tokens.create"), url.Values{"name": {"ci"}})
+	res, body := ac.post(a.url(routenames.TokensCreate), url.Values{"name": {"ci"}})
 	must(t, res.StatusCode == http.StatusCreated, "POST /account/tokens: %d\n%s", res.StatusCode, snippet(body))
 	plain := regexp.MustCompile(`sl_[A-Za-z0-9_-]{43}`).FindString(body)
 	must(t, plain != "", "the new token is not shown")
 	must(t, res.Header.Get("Cache-Control") == "no-store", "the page showing a token may be cached: %q", res.Header.Get("Cache-Control"))
 
-	res, body = rawDo(a, "GET", a.url("api.me"), nil, "Authorization", "Bearer "+plain)
+	res, body = rawDo(a, "GET", a.url(routenames.APIMe), nil, "Authorization", "Bearer "+plain)
 	must(t, res.StatusCode == 200, "GET /api/v1/me with a valid token: %d %s", res.StatusCode, snippet(body))
 	var me apiMe
 	must(t, json.Unmarshal([]byte(body), &me) == nil, "not JSON: %s", body)
@@ -513,7 +514,7 @@ func TestRevokedAPIToken(t *testing.T) {
 
 	tokens, err := a.db.APITokensOf(ctx, u.ID)
 	must(t, err == nil && len(tokens) == 1, "tokens: %v %+v", err, tokens)
-	res, _ = ac.post(a.url("tokens.revoke", idParam(tokens[0].ID)), nil)
+	res, _ = ac.post(a.url(routenames.TokensRevoke, idParam(tokens[0].ID)), nil)
 	must(t, res.StatusCode == http.StatusSeeOther, "revoke: %d", res.StatusCode)
 
 	bad := []struct{ rule, header string }{
@@ -527,7 +528,7 @@ func TestRevokedAPIToken(t *testing.T) {
 	}
 	for _, b := range bad {
 		t.Run(b.rule, func(t *testing.T) {
-			res, body := rawDo(a, "GET", a.url("api.me"), nil, "Authorization", b.header)
+			res, body := rawDo(a, "GET", a.url(routenames.APIMe), nil, "Authorization", b.header)
 			if res.StatusCode != http.StatusUnauthorized {
 				t.Errorf("GET /api/v1/me with %s: %d, want 401\n%s", b.rule, res.StatusCode, snippet(body))
 			}
@@ -541,7 +542,7 @@ func TestRevokedAPIToken(t *testing.T) {
 		})
 	}
 	t.Run("a token does not open pages", func(t *testing.T) {
-		res, _ := rawDo(a, "GET", a.url("account.show"), nil, "Authorization", "Bearer "+plain)
+		res, _ := rawDo(a, "GET", a.url(routenames.AccountShow), nil, "Authorization", "Bearer "+plain)
 		must(t, res.StatusCode == http.StatusSeeOther, "GET /account with a bearer token: %d, want 303 to log in", res.StatusCode)
 	})
 	tokens, _ = a.db.APITokensOf(ctx, u.ID)
@@ -569,11 +570,11 @@ func TestLoginThrottling(t *testing.T) {
 		other := mustUser(t, a.db, "uma@example.com", "Uma Unrelated", false)
 		ac := newActor(a, "thea")
 		for i, email := range []string{"thea@example.com", "THEA@example.com", "Thea@Example.com", " thea@example.com", "thea@EXAMPLE.COM"} {
-			res, body := ac.post(a.url("auth.login.post"), url.Values{"email": {email}, "password": {fmt.Sprintf("wrong-password-%d", i)}})
+			res, body := ac.post(a.url(routenames.AuthLoginPost), url.Values{"email": {email}, "password": {fmt.Sprintf("wrong-password-%d", i)}})
 			must(t, res.StatusCode == http.StatusUnprocessableEntity, "wrong password %d: %d, want 422\n%s", i+1, res.StatusCode, snippet(body))
 			contains(t, body, "Wrong email or password")
 		}
-		res, body := ac.post(a.url("auth.login.post"), url.Values{"email": {u.Email}, "password": {testPassword}})
+		res, body := ac.post(a.url(routenames.AuthLoginPost), url.Values{"email": {u.Email}, "password": {testPassword}})
 		assertThrottled(t, ac, res, body)
 		// The throttle is per account: another one logs in from the same address.
 		loggedIn(a, "uma", other)
@@ -587,13 +588,13 @@ func TestLoginThrottling(t *testing.T) {
 			// Forwarding headers are not trusted: they cannot spread the
 			// attempts over made-up addresses.
 			spoofed := fmt.Sprintf("203.0.113.%d", i+1)
-			res, body := ac.post(a.url("auth.login.post"), url.Values{"email": {fmt.Sprintf("probe%02d@example.com", i)}, "password": {"wrong-password"}},
+			res, body := ac.post(a.url(routenames.AuthLoginPost), url.Values{"email": {fmt.Sprintf("probe%02d@example.com", i)}, "password": {"wrong-password"}},
 				"X-Forwarded-For", spoofed, "X-Real-IP", spoofed)
 			must(t, res.StatusCode == http.StatusUnprocessableEntity, "wrong login %d: %d, want 422\n%s", i+1, res.StatusCode, snippet(body))
 		}
 		// A fresh browser from the same address, with the right password.
 		victim := newActor(a, "vera")
-		res, body := victim.post(a.url("auth.login.post"), url.Values{"email": {u.Email}, "password": {testPassword}})
+		res, body := victim.post(a.url(routenames.AuthLoginPost), url.Values{"email": {u.Email}, "password": {testPassword}})
 		assertThrottled(t, victim, res, body)
 	})
 }
@@ -647,12 +648,12 @@ func TestAttackOpenRedirect(t *testing.T) {
 	}
 	for _, next := range nexts {
 		t.Run(fmt.Sprintf("%q", next), func(t *testing.T) {
-			res := roundTrip(t, ac, "POST", a.url("auth.login.post"), url.Values{"email": {u.Email}, "password": {testPassword}, "next": {next}, "_csrf": {ac.csrf()}})
+			res := roundTrip(t, ac, "POST", a.url(routenames.AuthLoginPost), url.Values{"email": {u.Email}, "password": {testPassword}, "next": {next}, "_csrf": {ac.csrf()}})
 			must(t, res.StatusCode == http.StatusSeeOther, "POST /login: %d", res.StatusCode)
 			if loc := browserTarget(res.Header.Get("Location")); !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") {
 				t.Errorf("POST /login with next=%q redirects to %q", next, res.Header.Get("Location"))
 			}
-			res = roundTrip(t, ac, "GET", a.url("lang.switch", "en")+query("next", next), nil)
+			res = roundTrip(t, ac, "GET", a.url(routenames.LangSwitch, "en")+query("next", next), nil)
 			must(t, res.StatusCode == http.StatusSeeOther, "GET /lang/en: %d", res.StatusCode)
 			if loc := browserTarget(res.Header.Get("Location")); !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") {
 				t.Errorf("GET /lang/en with next=%q redirects to %q", next, res.Header.Get("Location"))

@@ -10,13 +10,14 @@ import (
 	"suanli/accounts"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/routenames"
 )
 
 // loggedInAs asserts that the actor's session is the user's: /account
 // answers 200 with their address.
 func loggedInAs(t *testing.T, ac *actor, email, what string) {
 	t.Helper()
-	res, body := ac.do("GET", ac.a.url("account.show"), nil)
+	res, body := ac.do("GET", ac.a.url(routenames.AccountShow), nil)
 	if res.StatusCode != http.StatusOK || !strings.Contains(body, email) {
 		t.Errorf("%s: GET /account: %d, want 200 as %s", what, res.StatusCode, email)
 	}
@@ -32,26 +33,26 @@ func TestPasswordChangeEndsOtherSessions(t *testing.T) {
 		laptop, phone := loggedIn(a, "laptop", u), loggedIn(a, "phone", u)
 
 		const changed = "changed-kettle-2026"
-		res, body := laptop.post(a.url("account.password"), url.Values{"current_password": {testPassword}, "password": {changed}})
+		res, body := laptop.post(a.url(routenames.AccountPassword), url.Values{"current_password": {testPassword}, "password": {changed}})
 		must(t, res.StatusCode == http.StatusSeeOther, "change password: %d\n%s", res.StatusCode, snippet(body))
 		loggedInAs(t, laptop, u.Email, "the browser that changed the password")
 		notLoggedIn(t, phone, "another browser after the password change")
 
 		// Logged in again on the phone; the laptop logs out the others.
-		res, body = phone.post(a.url("auth.login.post"), url.Values{"email": {u.Email}, "password": {changed}})
+		res, body = phone.post(a.url(routenames.AuthLoginPost), url.Values{"email": {u.Email}, "password": {changed}})
 		must(t, res.StatusCode == http.StatusSeeOther, "log in with the new password: %d\n%s", res.StatusCode, snippet(body))
 		loggedInAs(t, phone, u.Email, "the phone, logged in again")
-		res, body = laptop.post(a.url("account.sessions.end"), nil)
+		res, body = laptop.post(a.url(routenames.AccountSessionsEnd), nil)
 		must(t, res.StatusCode == http.StatusSeeOther, "log out other sessions: %d\n%s", res.StatusCode, snippet(body))
-		_, page := laptop.do("GET", a.url("account.show"), nil)
+		_, page := laptop.do("GET", a.url(routenames.AccountShow), nil)
 		contains(t, page, "Every other session is logged out.")
 		loggedInAs(t, laptop, u.Email, "the browser that logged out the others")
 		notLoggedIn(t, phone, "the phone after 'log out other sessions'")
 
 		// A reset from a third browser ends the laptop's session too.
-		res, _ = phone.post(a.url("password.forgot.post"), url.Values{"email": {u.Email}})
+		res, _ = phone.post(a.url(routenames.PasswordForgotPost), url.Values{"email": {u.Email}})
 		must(t, res.StatusCode == http.StatusOK, "forgot: %d", res.StatusCode)
-		res, body = phone.post(a.url("password.reset.post"), url.Values{"token": {mailedToken(t, db, u.Email, "/password/reset")}, "password": {"reset-kettle-2026"}})
+		res, body = phone.post(a.url(routenames.PasswordResetPost), url.Values{"token": {mailedToken(t, db, u.Email, "/password/reset")}, "password": {"reset-kettle-2026"}})
 		must(t, res.StatusCode == http.StatusSeeOther, "reset: %d\n%s", res.StatusCode, snippet(body))
 		loggedInAs(t, phone, u.Email, "the browser that reset the password")
 		notLoggedIn(t, laptop, "the laptop after a reset")
@@ -67,7 +68,7 @@ func TestSignupDoesNotRevealTakenAddresses(t *testing.T) {
 		taken := mustUser(t, db, "taken@example.com", "Tina Taken", false)
 		answer := func(email string) (int, string) {
 			ac := newActor(a, "visitor "+email)
-			res, body := ac.post(a.url("auth.signup.post"), url.Values{"email": {email}, "name": {"Someone"}, "password": {"another-kettle-1"}, "lang": {"en"}})
+			res, body := ac.post(a.url(routenames.AuthSignupPost), url.Values{"email": {email}, "name": {"Someone"}, "password": {"another-kettle-1"}, "lang": {"en"}})
 			notLoggedIn(t, ac, "after signing up "+email)
 			// The page says which address to look in; nothing else differs.
 			main := regexp.MustCompile(`(?s)<main.*</main>`).FindString(body)
@@ -94,9 +95,9 @@ func TestSignupDoesNotRevealTakenAddresses(t *testing.T) {
 		must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Choose your password") && !strings.Contains(body, "Email verified"),
 			"the link away from the sign-up: %d\n%s", res.StatusCode, snippet(body))
 		notLoggedIn(t, ac, "before the password is chosen")
-		res, body = ac.post(a.url("auth.verify.post"), url.Values{"token": {token}, "password": {"short"}})
+		res, body = ac.post(a.url(routenames.AuthVerifyPost), url.Values{"token": {token}, "password": {"short"}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity && fieldError(body, "password") != "", "a weak password: %d\n%s", res.StatusCode, snippet(body))
-		res, body = ac.post(a.url("auth.verify.post"), url.Values{"token": {token}, "password": {"fresh-kettle-2026"}})
+		res, body = ac.post(a.url(routenames.AuthVerifyPost), url.Values{"token": {token}, "password": {"fresh-kettle-2026"}})
 		must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Email verified"), "verify with a password: %d\n%s", res.StatusCode, snippet(body))
 		loggedInAs(t, ac, "fresh@example.com", "after the verification link")
 		must(t, passwordIs(t, db, "fresh@example.com", "fresh-kettle-2026"), "the chosen password was not set")
@@ -111,7 +112,7 @@ func TestInviteeWhoSignsUpKeepsTheInvitation(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		owner := loggedIn(a, "owner", mustUser(t, db, "owner@example.com", "Olga Owner", false))
-		res, body := owner.post(a.url("orgs.create"), url.Values{"name": {"Alpha Dynamics"}, "kind": {"team"}})
+		res, body := owner.post(a.url(routenames.OrgsCreate), url.Values{"name": {"Alpha Dynamics"}, "kind": {"team"}})
 		must(t, res.StatusCode == http.StatusSeeOther, "create team: %d\n%s", res.StatusCode, snippet(body))
 		orgPath := res.Header.Get("Location")
 		res, body = owner.post(orgPath+"/invitations", url.Values{"email": {"newbie@example.com"}, "role": {"member"}})
@@ -134,7 +135,7 @@ func TestInviteeWhoSignsUpKeepsTheInvitation(t *testing.T) {
 		_, page = newbie.do("GET", signupURL, nil)
 		hidden := regexp.MustCompile(`name="next" value="([^"]*)"`).FindStringSubmatch(page)
 		must(t, hidden != nil && strings.ReplaceAll(hidden[1], "&amp;", "&") == link, "the sign-up form carries next %v, want %q", hidden, link)
-		res, body = newbie.post(a.url("auth.signup.post"), url.Values{"email": {"newbie@example.com"}, "name": {"Nina Newbie"},
+		res, body = newbie.post(a.url(routenames.AuthSignupPost), url.Values{"email": {"newbie@example.com"}, "name": {"Nina Newbie"},
 			"password": {"newbie-kettle-2026"}, "lang": {"en"}, "next": {link}})
 		must(t, res.StatusCode == http.StatusOK, "sign up: %d\n%s", res.StatusCode, snippet(body))
 
@@ -142,7 +143,7 @@ func TestInviteeWhoSignsUpKeepsTheInvitation(t *testing.T) {
 		_, page = newbie.do("GET", "/verify?token="+mailedToken(t, db, "newbie@example.com", "/verify"), nil)
 		cont := regexp.MustCompile(`<a class="button" href="([^"]+)">Continue</a>`).FindStringSubmatch(page)
 		must(t, cont != nil && strings.ReplaceAll(cont[1], "&amp;", "&") == link, "the verified page does not continue to the invitation\n%s", snippet(page))
-		res, body = newbie.post(a.url("invitations.accept.post"), url.Values{"token": {strings.TrimPrefix(link, "/invitations/accept?token=")}})
+		res, body = newbie.post(a.url(routenames.InvitationsAcceptPost), url.Values{"token": {strings.TrimPrefix(link, "/invitations/accept?token=")}})
 		must(t, res.StatusCode == http.StatusSeeOther && res.Header.Get("Location") == orgPath, "accept: %d to %q\n%s", res.StatusCode, res.Header.Get("Location"), snippet(body))
 		_, page = owner.do("GET", orgPath, nil)
 		contains(t, page, "Nina Newbie", "No invitations are waiting.")
@@ -159,7 +160,7 @@ func TestInviteeWhoSignsUpKeepsTheInvitation(t *testing.T) {
 		res, _ = owner.post(rv[1], nil)
 		must(t, res.StatusCode == http.StatusSeeOther, "revoke: %d", res.StatusCode)
 		later := loggedIn(a, "later", mustUser(t, db, "later@example.com", "Lee Later", false))
-		res, body = later.post(a.url("invitations.accept.post"), url.Values{"token": {mailedToken(t, db, "later@example.com", "/invitations/accept")}})
+		res, body = later.post(a.url(routenames.InvitationsAcceptPost), url.Values{"token": {mailedToken(t, db, "later@example.com", "/invitations/accept")}})
 		must(t, res.StatusCode == http.StatusBadRequest, "a revoked invitation: %d, want 400\n%s", res.StatusCode, snippet(body))
 	})
 }
@@ -172,7 +173,7 @@ func TestVerifyLinkInAnotherUsersBrowserKeepsTheirSession(t *testing.T) {
 	a := newSQLiteApp(t)
 	admin := loggedIn(a, "admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
 	visitor := newActor(a, "visitor")
-	res, _ := visitor.post(a.url("auth.signup.post"), url.Values{"email": {"new@example.com"}, "name": {"New"}, "password": {"new-kettle-2026"}, "lang": {"en"}})
+	res, _ := visitor.post(a.url(routenames.AuthSignupPost), url.Values{"email": {"new@example.com"}, "name": {"New"}, "password": {"new-kettle-2026"}, "lang": {"en"}})
 	must(t, res.StatusCode == http.StatusOK, "sign up: %d", res.StatusCode)
 	res, body := admin.do("GET", "/verify?token="+mailedToken(t, a.db, "new@example.com", "/verify"), nil)
 	must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Choose your password"), "verify: %d\n%s", res.StatusCode, snippet(body))
@@ -193,7 +194,7 @@ func TestAdminSetsOrganisationsPerDay(t *testing.T) {
 		a := newApp(t, db)
 		u := mustUser(t, db, "busy@example.com", "Busy Bee", false)
 		admin := loggedIn(a, "admin", mustUser(t, db, "root@suanli.example", "Pat Platform", true))
-		path := a.url("admin.users.orgs_per_day", idParam(u.ID))
+		path := a.url(routenames.AdminUsersOrgsPerDay, idParam(u.ID))
 		for _, bad := range []string{"abc", "-3", "100000"} {
 			res, body := admin.post(path, url.Values{"per_day": {bad}})
 			must(t, res.StatusCode == http.StatusUnprocessableEntity && strings.Contains(body, "Give a number from 0 to 1000"), "per_day %q: %d\n%s", bad, res.StatusCode, snippet(body))
@@ -217,7 +218,7 @@ func TestInvitationsToYourAddressAreOnTheAccountPage(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		owner := loggedIn(a, "owner", mustUser(t, db, "owner@example.com", "Olga Owner", false))
-		res, _ := owner.post(a.url("orgs.create"), url.Values{"name": {"Alpha Dynamics"}, "kind": {"team"}})
+		res, _ := owner.post(a.url(routenames.OrgsCreate), url.Values{"name": {"Alpha Dynamics"}, "kind": {"team"}})
 		orgPath := res.Header.Get("Location")
 		for range 2 { // sent twice: joining retires the other
 			res, _ = owner.post(orgPath+"/invitations", url.Values{"email": {"phone@example.com"}, "role": {"member"}})
@@ -225,14 +226,14 @@ func TestInvitationsToYourAddressAreOnTheAccountPage(t *testing.T) {
 		}
 
 		laptop := newActor(a, "laptop")
-		res, _ = laptop.post(a.url("auth.signup.post"), url.Values{"email": {"phone@example.com"}, "name": {"Pia Phone"}, "password": {"phone-kettle-2026"}, "lang": {"en"}})
+		res, _ = laptop.post(a.url(routenames.AuthSignupPost), url.Values{"email": {"phone@example.com"}, "name": {"Pia Phone"}, "password": {"phone-kettle-2026"}, "lang": {"en"}})
 		must(t, res.StatusCode == http.StatusOK, "sign up: %d", res.StatusCode)
 		phone := newActor(a, "phone")
 		token := mailedToken(t, db, "phone@example.com", "/verify")
-		res, body := phone.post(a.url("auth.verify.post"), url.Values{"token": {token}, "password": {"phone-kettle-2026"}})
+		res, body := phone.post(a.url(routenames.AuthVerifyPost), url.Values{"token": {token}, "password": {"phone-kettle-2026"}})
 		must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "See your invitations (2)") && strings.Contains(body, `href="/account#invitations"`),
 			"the verified page does not lead to the invitation: %d\n%s", res.StatusCode, snippet(body))
-		_, page := phone.do("GET", a.url("account.show"), nil)
+		_, page := phone.do("GET", a.url(routenames.AccountShow), nil)
 		contains(t, page, "Invitations for you", "Alpha Dynamics")
 		m := regexp.MustCompile(`action="(/invitations/\d+/accept)"`).FindStringSubmatch(page)
 		must(t, m != nil, "no accept button on the account page\n%s", snippet(page))
@@ -244,7 +245,7 @@ func TestInvitationsToYourAddressAreOnTheAccountPage(t *testing.T) {
 		must(t, res.StatusCode == http.StatusSeeOther && res.Header.Get("Location") == orgPath, "accept: %d to %q", res.StatusCode, res.Header.Get("Location"))
 		_, page = owner.do("GET", orgPath, nil)
 		contains(t, page, "Pia Phone", "No invitations are waiting.")
-		_, page = phone.do("GET", a.url("account.show"), nil)
+		_, page = phone.do("GET", a.url(routenames.AccountShow), nil)
 		must(t, !strings.Contains(page, "Invitations for you"), "a member still has invitations to the organisation listed")
 		res, _ = phone.post(m[1], nil)
 		must(t, res.StatusCode == http.StatusNotFound, "accepting twice: %d, want 404", res.StatusCode)
@@ -257,7 +258,7 @@ func TestInvitationsAreThrottledOnTheOrganisationPage(t *testing.T) {
 	t.Parallel()
 	a := newApp(t, dbtest.SQLite(t))
 	owner := loggedIn(a, "owner", mustUser(t, a.db, "owner@example.com", "Olga Owner", false))
-	res, _ := owner.post(a.url("orgs.create"), url.Values{"name": {"Alpha Dynamics"}, "kind": {"team"}})
+	res, _ := owner.post(a.url(routenames.OrgsCreate), url.Values{"name": {"Alpha Dynamics"}, "kind": {"team"}})
 	orgPath := res.Header.Get("Location")
 	for range accounts.InvitesPerEmail {
 		res, _ = owner.post(orgPath+"/invitations", url.Values{"email": {"many@example.com"}, "role": {"member"}})

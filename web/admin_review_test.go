@@ -13,6 +13,7 @@ import (
 	"suanli/dbtest"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/routenames"
 )
 
 // findElement returns the first element of the page for which match is
@@ -65,7 +66,7 @@ func TestAdminOutboxLinksAreClickable(t *testing.T) {
 		a := newApp(t, db)
 		admin := loggedIn(a, "platform admin", mustUser(t, db, "root@outbox.example", "Pat Platform", true))
 		visitor := newActor(a, "new user")
-		res, body := visitor.post(a.url("auth.signup.post"), url.Values{"email": {"newbie@outbox.example"}, "name": {"Nia Newbie"}, "password": {testPassword}, "lang": {"en"}})
+		res, body := visitor.post(a.url(routenames.AuthSignupPost), url.Values{"email": {"newbie@outbox.example"}, "name": {"Nia Newbie"}, "password": {testPassword}, "lang": {"en"}})
 		must(t, res.StatusCode == http.StatusOK, "sign up: %d %s", res.StatusCode, snippet(body))
 		quoted := "A user wrote: <b>see https://evil.example/phish</b>, and http://suanli.test.evil.example/x."
 		if err := models.EnqueueMail(db.W, &models.OutboxMail{ToAddr: "quoted@outbox.example", Lang: "en", Subject: "quoted", Body: quoted, CreatedAt: db.Now().UTC()}); err != nil {
@@ -74,7 +75,7 @@ func TestAdminOutboxLinksAreClickable(t *testing.T) {
 		verify := strings.TrimPrefix(a.mailedLink(t, "newbie@outbox.example", "/verify"), a.srv.URL)
 
 		for _, lang := range locales.Supported {
-			page := admin.page(t, a.url("admin.outbox"), lang, 200)
+			page := admin.page(t, a.url(routenames.AdminOutbox), lang, 200)
 			var bodies []*html.Node
 			findElement(page, func(n *html.Node) bool {
 				if n.Data == "pre" && strings.Contains(htmlAttr(n, "class"), "mail") {
@@ -128,7 +129,7 @@ func TestAdminLabReviewCardShowsApplicant(t *testing.T) {
 		}
 		card := func(lang string) string {
 			t.Helper()
-			page := admin.page(t, a.url("admin.home"), lang, 200)
+			page := admin.page(t, a.url(routenames.AdminHome), lang, 200)
 			n := findElement(page, func(n *html.Node) bool { return htmlAttr(n, "id") == "review-"+idParam(org.ID) })
 			must(t, n != nil, "%s: no review card for the lab", lang)
 			return strings.Join(strings.Fields(nodeText(n)), " ")

@@ -22,6 +22,7 @@ import (
 	"suanli/locales"
 	"suanli/models"
 	"suanli/providers"
+	"suanli/routenames"
 )
 
 // matrixSuspendUser is the user the matrix's suspension rows suspend and
@@ -119,17 +120,17 @@ func TestAdminConsolePagesRender(t *testing.T) {
 			route, query string
 			wants        []string // besides the tab's name
 		}{
-			{"admin.home", "", []string{"missed three heartbeats", "¥1,234.56", node.Name}},
-			{"admin.users", "?q=root", []string{"root@suanli.example"}},
-			{"admin.orgs", "", []string{"Pat Platform"}},
-			{"admin.payouts", "", []string{"¥1,234.56", "2026-10"}},
-			{"admin.payouts", "?status=failed", nil},
-			{"admin.outbox", "?page=2", nil},
-			{"admin.jobs", "", []string{"admin_test_kind", "boom from the admin test"}},
-			{"admin.audit", "?action=role.", []string{"role.changed", "root@suanli.example"}},
+			{routenames.AdminHome, "", []string{"missed three heartbeats", "¥1,234.56", node.Name}},
+			{routenames.AdminUsers, "?q=root", []string{"root@suanli.example"}},
+			{routenames.AdminOrgs, "", []string{"Pat Platform"}},
+			{routenames.AdminPayouts, "", []string{"¥1,234.56", "2026-10"}},
+			{routenames.AdminPayouts, "?status=failed", nil},
+			{routenames.AdminOutbox, "?page=2", nil},
+			{routenames.AdminJobs, "", []string{"admin_test_kind", "boom from the admin test"}},
+			{routenames.AdminAudit, "?action=role.", []string{"role.changed", "root@suanli.example"}},
 		}
-		tabs := map[string]string{"admin.home": "admin.tab.home", "admin.users": "admin.tab.users", "admin.orgs": "admin.tab.orgs",
-			"admin.payouts": "admin.tab.payouts", "admin.outbox": "admin.tab.outbox", "admin.jobs": "admin.tab.jobs", "admin.audit": "admin.tab.audit"}
+		tabs := map[string]string{routenames.AdminHome: "admin.tab.home", routenames.AdminUsers: "admin.tab.users", routenames.AdminOrgs: "admin.tab.orgs",
+			routenames.AdminPayouts: "admin.tab.payouts", routenames.AdminOutbox: "admin.tab.outbox", routenames.AdminJobs: "admin.tab.jobs", routenames.AdminAudit: "admin.tab.audit"}
 		for _, lang := range locales.Supported {
 			for _, p := range pages {
 				res, body := admin.do("GET", a.url(p.route)+p.query, nil, inLang(lang)...)
@@ -142,7 +143,7 @@ func TestAdminConsolePagesRender(t *testing.T) {
 		}
 		// The audit page says the log is append-only, in both languages.
 		for _, lang := range locales.Supported {
-			_, body := admin.do("GET", a.url("admin.audit"), nil, inLang(lang)...)
+			_, body := admin.do("GET", a.url(routenames.AdminAudit), nil, inLang(lang)...)
 			contains(t, body, locales.T(lang, "admin.audit.append_only"))
 		}
 	})
@@ -169,18 +170,18 @@ func TestAdminSuspendUser(t *testing.T) {
 		}
 		return got.SuspendedAt != nil
 	}
-	suspendURL := a.url("admin.users.suspend", idParam(u.ID))
+	suspendURL := a.url(routenames.AdminUsersSuspend, idParam(u.ID))
 
 	t.Run("bad input shows a message and changes nothing", func(t *testing.T) {
 		res, body := admin.post(suspendURL, url.Values{"reason": {"  "}, "q": {"renter"}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "no reason: %d", res.StatusCode)
 		contains(t, body, "Give a reason for the suspension.", "renter@beta.example")
-		res, body = admin.post(a.url("admin.users.suspend", idParam(rootU.ID)), url.Values{"reason": {"testing"}})
+		res, body = admin.post(a.url(routenames.AdminUsersSuspend, idParam(rootU.ID)), url.Values{"reason": {"testing"}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "suspending oneself: %d", res.StatusCode)
 		contains(t, body, "You cannot suspend yourself.")
-		res, _ = admin.post(a.url("admin.users.suspend", "999999"), url.Values{"reason": {"ghost"}})
+		res, _ = admin.post(a.url(routenames.AdminUsersSuspend, "999999"), url.Values{"reason": {"ghost"}})
 		must(t, res.StatusCode == http.StatusNotFound, "a user that does not exist: %d", res.StatusCode)
-		res, _ = admin.post(a.url("admin.users.suspend", "abc"), url.Values{"reason": {"ghost"}})
+		res, _ = admin.post(a.url(routenames.AdminUsersSuspend, "abc"), url.Values{"reason": {"ghost"}})
 		must(t, res.StatusCode == http.StatusNotFound, "a user id that is no number: %d", res.StatusCode)
 		must(t, !isSuspended(), "a refused suspension suspended the user")
 	})
@@ -193,50 +194,50 @@ func TestAdminSuspendUser(t *testing.T) {
 		must(t, res.StatusCode == 200, "after suspending: %d", res.StatusCode)
 		contains(t, body, "User suspended", "Suspended since")
 
-		res, body = renter.do("GET", a.url("account.show"), nil)
+		res, body = renter.do("GET", a.url(routenames.AccountShow), nil)
 		must(t, res.StatusCode == http.StatusForbidden, "the suspended user's session on /account: %d", res.StatusCode)
 		contains(t, body, "This account is suspended")
-		res, body = renter.do("GET", a.url("api.me"), nil)
+		res, body = renter.do("GET", a.url(routenames.APIMe), nil)
 		must(t, res.StatusCode == http.StatusForbidden, "the suspended user's session on the API: %d %s", res.StatusCode, body)
 		// Public pages still answer, as to anyone logged out.
-		res, _ = renter.do("GET", a.url("offers.list"), nil)
+		res, _ = renter.do("GET", a.url(routenames.OffersList), nil)
 		must(t, res.StatusCode == http.StatusOK, "a public page for the suspended user: %d", res.StatusCode)
 
-		res, body = rawDo(a, "GET", a.url("api.me"), nil, "Authorization", "Bearer "+plain)
+		res, body = rawDo(a, "GET", a.url(routenames.APIMe), nil, "Authorization", "Bearer "+plain)
 		must(t, res.StatusCode == http.StatusForbidden, "the suspended user's API token: %d %s", res.StatusCode, body)
 		contains(t, body, `"code":"forbidden"`, "suspended")
 
 		fresh := newActor(a, "login while suspended")
-		res, body = fresh.post(a.url("auth.login.post"), url.Values{"email": {u.Email}, "password": {testPassword}})
+		res, body = fresh.post(a.url(routenames.AuthLoginPost), url.Values{"email": {u.Email}, "password": {testPassword}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "login while suspended: %d", res.StatusCode)
 		contains(t, body, "This account is suspended")
 	})
 
 	t.Run("lifted: everything works again", func(t *testing.T) {
-		res, _ := admin.post(a.url("admin.users.unsuspend", idParam(u.ID)), url.Values{"reason": {"resolved"}})
+		res, _ := admin.post(a.url(routenames.AdminUsersUnsuspend, idParam(u.ID)), url.Values{"reason": {"resolved"}})
 		must(t, res.StatusCode == http.StatusSeeOther, "unsuspend: %d", res.StatusCode)
 		must(t, !isSuspended(), "the user is still suspended")
-		res, _ = renter.do("GET", a.url("account.show"), nil)
+		res, _ = renter.do("GET", a.url(routenames.AccountShow), nil)
 		must(t, res.StatusCode == http.StatusOK, "the session after the suspension was lifted: %d", res.StatusCode)
-		res, _ = rawDo(a, "GET", a.url("api.me"), nil, "Authorization", "Bearer "+plain)
+		res, _ = rawDo(a, "GET", a.url(routenames.APIMe), nil, "Authorization", "Bearer "+plain)
 		must(t, res.StatusCode == http.StatusOK, "the API token after the suspension was lifted: %d", res.StatusCode)
 		loggedIn(a, "login after the suspension", u)
 	})
 
 	t.Run("audited on the page and in the CSV", func(t *testing.T) {
 		q := "?subject=user:" + idParam(u.ID)
-		res, body := admin.do("GET", a.url("admin.audit")+q, nil)
+		res, body := admin.do("GET", a.url(routenames.AdminAudit)+q, nil)
 		must(t, res.StatusCode == http.StatusOK, "audit page: %d", res.StatusCode)
 		contains(t, body, "user.suspended", "user.unsuspended", "chargeback fraud", "root@suanli.example", "2 found")
 		must(t, strings.Index(body, "user.unsuspended") < strings.Index(body, "user.suspended"), "the audit log is not newest first")
-		_, body = admin.do("GET", a.url("admin.audit")+"?actor=root@suanli.example&action=user.", nil)
+		_, body = admin.do("GET", a.url(routenames.AdminAudit)+"?actor=root@suanli.example&action=user.", nil)
 		contains(t, body, "2 found")
-		_, body = admin.do("GET", a.url("admin.audit")+"?actor=nobody@nowhere.example", nil)
+		_, body = admin.do("GET", a.url(routenames.AdminAudit)+"?actor=nobody@nowhere.example", nil)
 		contains(t, body, "0 found")
-		_, body = admin.do("GET", a.url("admin.audit")+"?actor=system&action=user.", nil)
+		_, body = admin.do("GET", a.url(routenames.AdminAudit)+"?actor=system&action=user.", nil)
 		contains(t, body, "0 found")
 
-		res, csvBody := admin.do("GET", a.url("admin.audit.csv")+q, nil)
+		res, csvBody := admin.do("GET", a.url(routenames.AdminAuditCSV)+q, nil)
 		must(t, res.StatusCode == http.StatusOK, "audit CSV: %d", res.StatusCode)
 		must(t, strings.HasPrefix(res.Header.Get("Content-Type"), "text/csv"), "audit CSV type %q", res.Header.Get("Content-Type"))
 		must(t, strings.HasPrefix(csvBody, "\xEF\xBB\xBFid,time_asia_shanghai,"), "the CSV does not start with a BOM and its header: %q", snippet(csvBody))
@@ -245,12 +246,12 @@ func TestAdminSuspendUser(t *testing.T) {
 	})
 
 	t.Run("bad filters show a message", func(t *testing.T) {
-		res, body := admin.do("GET", a.url("admin.audit")+"?from=yesterday&actor=x%27y", nil)
+		res, body := admin.do("GET", a.url(routenames.AdminAudit)+"?from=yesterday&actor=x%27y", nil)
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "bad audit filters: %d", res.StatusCode)
 		contains(t, body, "Use a date like", "A user id, an email address")
-		res, _ = admin.do("GET", a.url("admin.audit.csv")+"?to=2026-13-45", nil)
+		res, _ = admin.do("GET", a.url(routenames.AdminAuditCSV)+"?to=2026-13-45", nil)
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "bad CSV filter: %d", res.StatusCode)
-		res, _ = admin.do("GET", a.url("admin.audit")+"?from=2026-01-01&to=2026-01-31&page=-3", nil)
+		res, _ = admin.do("GET", a.url(routenames.AdminAudit)+"?from=2026-01-01&to=2026-01-31&page=-3", nil)
 		must(t, res.StatusCode == http.StatusOK, "good dates, silly page: %d", res.StatusCode)
 	})
 }
@@ -280,33 +281,33 @@ func TestAdminSuspendOrg(t *testing.T) {
 		return len(ts)
 	}
 
-	res, body := admin.post(a.url("admin.orgs.suspend", idParam(org)), url.Values{"reason": {""}})
+	res, body := admin.post(a.url(routenames.AdminOrgsSuspend, idParam(org)), url.Values{"reason": {""}})
 	must(t, res.StatusCode == http.StatusUnprocessableEntity, "suspending without a reason: %d", res.StatusCode)
 	contains(t, body, "Give a reason for the suspension.")
-	res, _ = admin.post(a.url("admin.orgs.suspend", idParam(org)), url.Values{"reason": {"unpaid invoices"}})
+	res, _ = admin.post(a.url(routenames.AdminOrgsSuspend, idParam(org)), url.Values{"reason": {"unpaid invoices"}})
 	must(t, res.StatusCode == http.StatusSeeOther, "suspend: %d", res.StatusCode)
 
-	res, body = owner.post(a.url("wallet.topup", idParam(org)), url.Values{"amount": {"100"}, "method": {models.MethodBank}})
+	res, body = owner.post(a.url(routenames.WalletTopup, idParam(org)), url.Values{"amount": {"100"}, "method": {models.MethodBank}})
 	must(t, res.StatusCode == http.StatusForbidden, "top-up of a suspended organisation: %d", res.StatusCode)
 	contains(t, body, "This organisation is suspended")
-	res, body = owner.post(a.url("rentals.create", idParam(offer.ID)), url.Values{"org_id": {idParam(org)}, "gpus": {"1"}, "term": {"on_demand"},
+	res, body = owner.post(a.url(routenames.RentalsCreate, idParam(offer.ID)), url.Values{"org_id": {idParam(org)}, "gpus": {"1"}, "term": {"on_demand"},
 		"sla": {"standard"}, "ssh_public_key": {testSSHKey(t)}})
 	must(t, res.StatusCode >= 400 && res.StatusCode < 500, "renting with a suspended organisation: %d", res.StatusCode)
 	contains(t, body, "This organisation is suspended")
-	res, body = owner.postJSON(a.url("api.rentals.create"), `{"offer_id":`+idParam(offer.ID)+`,"gpus":1,"org_id":`+idParam(org)+`,"ssh_public_key":"`+testSSHKey(t)+`"}`)
+	res, body = owner.postJSON(a.url(routenames.APIRentalsCreate), `{"offer_id":`+idParam(offer.ID)+`,"gpus":1,"org_id":`+idParam(org)+`,"ssh_public_key":"`+testSSHKey(t)+`"}`)
 	must(t, res.StatusCode == http.StatusForbidden, "API rent with a suspended organisation: %d %s", res.StatusCode, body)
 	contains(t, body, "suspended")
 	must(t, rentalsOf(t, a.db, org) == 0 && topups() == 0, "a suspended organisation rented or topped up")
-	_, body = admin.do("GET", a.url("admin.orgs")+"?q=beta+owner", nil)
+	_, body = admin.do("GET", a.url(routenames.AdminOrgs)+"?q=beta+owner", nil)
 	contains(t, body, "Suspended since", "1 found")
 
-	res, _ = admin.post(a.url("admin.orgs.unsuspend", idParam(org)), nil)
+	res, _ = admin.post(a.url(routenames.AdminOrgsUnsuspend, idParam(org)), nil)
 	must(t, res.StatusCode == http.StatusSeeOther, "unsuspend: %d", res.StatusCode)
-	res, _ = owner.post(a.url("wallet.topup", idParam(org)), url.Values{"amount": {"100"}, "method": {models.MethodBank}})
+	res, _ = owner.post(a.url(routenames.WalletTopup, idParam(org)), url.Values{"amount": {"100"}, "method": {models.MethodBank}})
 	must(t, res.StatusCode == http.StatusSeeOther, "top-up after the suspension was lifted: %d", res.StatusCode)
 	must(t, topups() == 1, "top-ups after the suspension was lifted: %d", topups())
 
-	_, body = admin.do("GET", a.url("admin.audit")+"?subject=org:"+idParam(org), nil)
+	_, body = admin.do("GET", a.url(routenames.AdminAudit)+"?subject=org:"+idParam(org), nil)
 	contains(t, body, "org.suspended", "org.unsuspended", "unpaid invoices")
 }
 
@@ -323,13 +324,13 @@ func TestAdminSearch(t *testing.T) {
 		want, wantNot []string
 		count         string
 	}{
-		{"admin.users", "ALPHA", []string{"alice@alpha.example"}, []string{"bob@beta.example"}, "1 found"},
-		{"admin.users", "bob brown", []string{"bob@beta.example"}, []string{"alice@alpha.example"}, "1 found"},
-		{"admin.users", "%", nil, []string{"alice@alpha.example", "bob@beta.example"}, "0 found"},
-		{"admin.users", "_", nil, []string{"alice@alpha.example"}, "0 found"},
-		{"admin.users", "", []string{"alice@alpha.example", "bob@beta.example", "root@suanli.example"}, nil, "3 found"},
-		{"admin.orgs", "alice", []string{"Alice Anders"}, []string{"Bob Brown"}, "1 found"},
-		{"admin.orgs", strings.Repeat("x", 5000), nil, []string{"Alice Anders"}, "0 found"},
+		{routenames.AdminUsers, "ALPHA", []string{"alice@alpha.example"}, []string{"bob@beta.example"}, "1 found"},
+		{routenames.AdminUsers, "bob brown", []string{"bob@beta.example"}, []string{"alice@alpha.example"}, "1 found"},
+		{routenames.AdminUsers, "%", nil, []string{"alice@alpha.example", "bob@beta.example"}, "0 found"},
+		{routenames.AdminUsers, "_", nil, []string{"alice@alpha.example"}, "0 found"},
+		{routenames.AdminUsers, "", []string{"alice@alpha.example", "bob@beta.example", "root@suanli.example"}, nil, "3 found"},
+		{routenames.AdminOrgs, "alice", []string{"Alice Anders"}, []string{"Bob Brown"}, "1 found"},
+		{routenames.AdminOrgs, strings.Repeat("x", 5000), nil, []string{"Alice Anders"}, "0 found"},
 	}
 	for _, c := range cases {
 		res, body := admin.do("GET", a.url(c.route)+"?q="+url.QueryEscape(c.q), nil)
@@ -341,9 +342,9 @@ func TestAdminSearch(t *testing.T) {
 			}
 		}
 	}
-	res, _ := admin.do("GET", a.url("admin.users")+"?page=abc", nil)
+	res, _ := admin.do("GET", a.url(routenames.AdminUsers)+"?page=abc", nil)
 	must(t, res.StatusCode == http.StatusOK, "a bad page: %d", res.StatusCode)
-	res, body := admin.do("GET", a.url("admin.users")+"?q=%ff%fe", nil)
+	res, body := admin.do("GET", a.url(routenames.AdminUsers)+"?q=%ff%fe", nil)
 	must(t, refused(res.StatusCode, body), "a search that is not UTF-8: %d, want 400 malformed", res.StatusCode)
 }
 
@@ -363,42 +364,42 @@ func TestAdminPayouts(t *testing.T) {
 		return p
 	}
 
-	res, body := admin.post(a.url("admin.payouts.paid", idParam(po.ID)), url.Values{"bank_reference": {"   "}})
+	res, body := admin.post(a.url(routenames.AdminPayoutsPaid, idParam(po.ID)), url.Values{"bank_reference": {"   "}})
 	must(t, res.StatusCode == http.StatusUnprocessableEntity, "mark paid without a reference: %d", res.StatusCode)
 	contains(t, body, html.EscapeString(locales.T(locales.EN, "err.bank_reference_required")), `id="err-bank_reference-`+idParam(po.ID)+`"`)
 	must(t, status(po.ID).Status == models.PayoutPending, "a refused mark-paid changed the payout")
 
-	res, body = admin.post(a.url("admin.payouts.failed", idParam(po.ID)), url.Values{"reason": {""}})
+	res, body = admin.post(a.url(routenames.AdminPayoutsFailed, idParam(po.ID)), url.Values{"reason": {""}})
 	must(t, res.StatusCode == http.StatusUnprocessableEntity, "mark failed without a reason: %d", res.StatusCode)
 	contains(t, body, html.EscapeString(locales.T(locales.EN, "err.payout_reason_required")))
 	must(t, status(po.ID).Status == models.PayoutPending, "a refused mark-failed changed the payout")
 
-	res, body = admin.post(a.url("admin.payouts.paid", idParam(po.ID)), url.Values{"bank_reference": {"ICBC\x00-1"}})
+	res, body = admin.post(a.url(routenames.AdminPayoutsPaid, idParam(po.ID)), url.Values{"bank_reference": {"ICBC\x00-1"}})
 	must(t, refused(res.StatusCode, body), "mark paid with a NUL byte: %d, want 400 malformed", res.StatusCode)
 	must(t, status(po.ID).Status == models.PayoutPending, "a refused mark-paid changed the payout")
 
-	res, body = admin.post(a.url("admin.payouts.run"), url.Values{"period": {"2099-13"}})
+	res, body = admin.post(a.url(routenames.AdminPayoutsRun), url.Values{"period": {"2099-13"}})
 	must(t, res.StatusCode == http.StatusUnprocessableEntity, "a run for a bad month: %d", res.StatusCode)
 	contains(t, body, html.EscapeString(locales.T(locales.EN, "err.payout_period")))
 
-	res, _ = admin.post(a.url("admin.payouts.paid", idParam(po.ID)), url.Values{"bank_reference": {"ICBC-20261105-0001"}})
+	res, _ = admin.post(a.url(routenames.AdminPayoutsPaid, idParam(po.ID)), url.Values{"bank_reference": {"ICBC-20261105-0001"}})
 	must(t, res.StatusCode == http.StatusSeeOther, "mark paid: %d", res.StatusCode)
 	p := status(po.ID)
 	must(t, p.Status == models.PayoutPaid && p.BankReference == "ICBC-20261105-0001", "after mark paid: %+v", p)
 	// Twice: nothing changes, and the admin is told.
-	res, _ = admin.post(a.url("admin.payouts.paid", idParam(po.ID)), url.Values{"bank_reference": {"OTHER"}})
+	res, _ = admin.post(a.url(routenames.AdminPayoutsPaid, idParam(po.ID)), url.Values{"bank_reference": {"OTHER"}})
 	must(t, res.StatusCode == http.StatusSeeOther, "mark paid twice: %d", res.StatusCode)
 	_, body = admin.do("GET", res.Header.Get("Location"), nil)
 	contains(t, body, "is no longer pending")
 	must(t, status(po.ID).BankReference == "ICBC-20261105-0001", "marking paid twice changed the reference")
 
-	_, body = admin.do("GET", a.url("admin.audit")+"?action=payout.", nil)
+	_, body = admin.do("GET", a.url(routenames.AdminAudit)+"?action=payout.", nil)
 	contains(t, body, "payout.paid", "ICBC-20261105-0001", "¥8,800.00")
 
 	// The run for last month pays nobody here (no demo provider has an
 	// organisation) and may be repeated.
 	for range 2 {
-		res, _ = admin.post(a.url("admin.payouts.run"), url.Values{"period": {matrixPayoutPeriod()}})
+		res, _ = admin.post(a.url(routenames.AdminPayoutsRun), url.Values{"period": {matrixPayoutPeriod()}})
 		must(t, res.StatusCode == http.StatusSeeOther, "payout run: %d", res.StatusCode)
 	}
 }
@@ -412,17 +413,17 @@ func TestAdminFiltersTakeAnyBytes(t *testing.T) {
 		a := newApp(t, db)
 		admin := loggedIn(a, "platform admin", mustUser(t, db, "root@suanli.example", "Pat Platform", true))
 		for _, c := range []struct{ route, query string }{
-			{"admin.users", "?q=ro%00ot"},
-			{"admin.orgs", "?q=Pat%00"},
-			{"admin.audit", "?action=role.%00"},
-			{"admin.audit", "?subject=org:%001"},
-			{"admin.audit", "?actor=root%00@suanli.example"},
-			{"admin.audit.csv", "?action=%00role.&subject=%ff"},
+			{routenames.AdminUsers, "?q=ro%00ot"},
+			{routenames.AdminOrgs, "?q=Pat%00"},
+			{routenames.AdminAudit, "?action=role.%00"},
+			{routenames.AdminAudit, "?subject=org:%001"},
+			{routenames.AdminAudit, "?actor=root%00@suanli.example"},
+			{routenames.AdminAuditCSV, "?action=%00role.&subject=%ff"},
 		} {
 			res, body := admin.do("GET", a.url(c.route)+c.query, nil)
 			must(t, refused(res.StatusCode, body), "GET %s%s: %d, want 400 malformed\n%s", a.url(c.route), c.query, res.StatusCode, snippet(body))
 		}
-		_, body := admin.do("GET", a.url("admin.users")+"?q=root", nil)
+		_, body := admin.do("GET", a.url(routenames.AdminUsers)+"?q=root", nil)
 		contains(t, body, "root@suanli.example", "1 found")
 	})
 }
@@ -470,7 +471,7 @@ func TestAdminPayoutRunWithStripeDown(t *testing.T) {
 		}
 		period := matrixPayoutPeriod()
 		for i, created := range []int{1, 0} {
-			res, body := admin.post(a.url("admin.payouts.run"), url.Values{"period": {period}})
+			res, body := admin.post(a.url(routenames.AdminPayoutsRun), url.Values{"period": {period}})
 			must(t, res.StatusCode == http.StatusSeeOther, "run %d with Stripe down: %d\n%s", i+1, res.StatusCode, snippet(body))
 			_, body = admin.do("GET", res.Header.Get("Location"), nil)
 			contains(t, body, html.EscapeString(locales.T(locales.EN, "admin.payouts.run_partial", created, period)))
@@ -498,7 +499,7 @@ func TestAdminAuditCSVCells(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, body := admin.do("GET", a.url("admin.audit.csv")+"?subject=org:777", nil)
+	res, body := admin.do("GET", a.url(routenames.AdminAuditCSV)+"?subject=org:777", nil)
 	must(t, res.StatusCode == http.StatusOK, "audit CSV: %d", res.StatusCode)
 	must(t, strings.HasPrefix(res.Header.Get("Content-Disposition"), `attachment; filename="suanli-audit-`), "disposition %q", res.Header.Get("Content-Disposition"))
 	contains(t, body, `,-1.5,"'=HYPERLINK(""http://evil.example"")"`, ",40,'\tcmd", ",0,plain — 中文")
@@ -521,7 +522,7 @@ func TestAdminHubBankPayoutsBehindStripeOnes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, body := admin.do("GET", a.url("admin.home"), nil)
+	res, body := admin.do("GET", a.url(routenames.AdminHome), nil)
 	must(t, res.StatusCode == http.StatusOK, "hub: %d", res.StatusCode)
 	contains(t, body, "¥1,234.56", html.EscapeString(locales.T(locales.EN, "admin.payouts_waiting", 1)))
 }

@@ -3,6 +3,7 @@ package web_test
 import (
 	"regexp"
 	"strings"
+	"suanli/routenames"
 	"testing"
 
 	"golang.org/x/net/html"
@@ -56,7 +57,7 @@ func TestAPIDocsMarksEnglishAsEnglish(t *testing.T) {
 	t.Parallel()
 	a := newSQLiteApp(t)
 	ac := newActor(a, "reader")
-	body := ac.page(t, a.url("api.docs"), "zh-CN", 200)
+	body := ac.page(t, a.url(routenames.APIDocs), "zh-CN", 200)
 	contains(t, body, `<html lang="zh-CN"`)
 	got := wrongLang(body)
 	for i, s := range got {

@@ -22,6 +22,7 @@ import (
 	"suanli/apperr"
 	"suanli/billing"
 	"suanli/models"
+	"suanli/routenames"
 )
 
 // testPassword is every fixture user's password (long enough, not common).
@@ -45,7 +46,7 @@ func newActor(a *app, name string) *actor {
 		Jar:           jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
-	res, _ := ac.do("GET", a.url("auth.login"), nil)
+	res, _ := ac.do("GET", a.url(routenames.AuthLogin), nil)
 	must(a.t, res.StatusCode == 200 && ac.csrf() != "", "%s: GET /login: %d, csrf cookie %q", name, res.StatusCode, ac.csrf())
 	return ac
 }
@@ -54,7 +55,7 @@ func newActor(a *app, name string) *actor {
 func loggedIn(a *app, name string, u *models.User) *actor {
 	a.t.Helper()
 	ac := newActor(a, name)
-	res, body := ac.post(a.url("auth.login.post"), url.Values{"email": {u.Email}, "password": {testPassword}})
+	res, body := ac.post(a.url(routenames.AuthLoginPost), url.Values{"email": {u.Email}, "password": {testPassword}})
 	must(a.t, res.StatusCode == http.StatusSeeOther, "%s: log in: %d %s", name, res.StatusCode, snippet(body))
 	ac.user = u
 	return ac
@@ -367,64 +368,64 @@ var (
 // matrix lists every protected route. Rows run in this order, and the
 // destructive one (removing the member) comes last.
 var matrix = []matrixRow{
-	{route: "account.show", want: anyUserPage},
-	{route: "api.me", want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
-	{route: "orgs.show", params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
-	{route: "labs.apply", want: anyUserPage},
+	{route: routenames.AccountShow, want: anyUserPage},
+	{route: routenames.APIMe, want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.OrgsShow, params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.LabsApply, want: anyUserPage},
 	// A bogus link is a 400 for anyone logged in; what matters here is who gets past the guard.
-	{route: "labs.confirm", query: "?token=not-a-real-token", want: expect{Anon: 303, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
-	{route: "invitations.accept", query: "?token=not-a-real-token", want: anyUserPage},
-	{route: "admin.home", want: platformPage},
-	{route: "admin.users", query: "?q=pku", want: platformPage},
-	{route: "admin.orgs", query: "?q=zephyr", want: platformPage},
-	{route: "admin.payouts", query: "?status=pending", want: platformPage},
-	{route: "admin.outbox", want: platformPage},
-	{route: "admin.jobs", want: platformPage},
-	{route: "admin.audit", query: "?action=topup.", want: platformPage},
-	{route: "admin.audit.csv", want: platformPage},
+	{route: routenames.LabsConfirm, query: "?token=not-a-real-token", want: expect{Anon: 303, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
+	{route: routenames.InvitationsAccept, query: "?token=not-a-real-token", want: anyUserPage},
+	{route: routenames.AdminHome, want: platformPage},
+	{route: routenames.AdminUsers, query: "?q=pku", want: platformPage},
+	{route: routenames.AdminOrgs, query: "?q=zephyr", want: platformPage},
+	{route: routenames.AdminPayouts, query: "?status=pending", want: platformPage},
+	{route: routenames.AdminOutbox, want: platformPage},
+	{route: routenames.AdminJobs, want: platformPage},
+	{route: routenames.AdminAudit, query: "?action=topup.", want: platformPage},
+	{route: routenames.AdminAuditCSV, want: platformPage},
 	// Everyone logged in is sent to their own wallet.
-	{route: "wallet.mine", want: expect{Anon: 303, Other: 303, Member: 303, Admin: 303, Platform: 303, Owner: 303}},
-	{route: "wallet.show", params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
-	{route: "wallet.csv", params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
-	{route: "topups.show", params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} },
+	{route: routenames.WalletMine, want: expect{Anon: 303, Other: 303, Member: 303, Admin: 303, Platform: 303, Owner: 303}},
+	{route: routenames.WalletShow, params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.WalletCSV, params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.TopupsShow, params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} },
 		want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	// Without org_id the API means the caller's personal organisation.
-	{route: "api.wallet", want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
-	{route: "api.wallet.ledger", want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.APIWallet, want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.APIWalletLedger, want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 
 	// Rentals. These rows run while lab A still waits for review (admin.review
 	// comes later), so nobody may rent with it yet.
-	{route: "console", want: anyUserPage},
-	{route: "rentals.new", params: offerParam, want: anyUserPage},
+	{route: routenames.Console, want: anyUserPage},
+	{route: routenames.RentalsNew, params: offerParam, want: anyUserPage},
 	// Renting with org A: its members are told the lab may not rent yet, and
 	// everyone else that they may not use it (beside the field, 422); nothing
 	// is rented either way.
-	{route: "rentals.create", params: offerParam,
+	{route: routenames.RentalsCreate, params: offerParam,
 		form: url.Values{"org_id": {"ORG_A"}, "gpus": {"1"}, "term": {"on_demand"}, "sla": {"standard"}, "ssh_public_key": {"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBX0WTRDS1bwPQDn9dBnlzyHG0fWBz2Xvjs7g2KGUVmW matrix@test"}},
 		want: expect{Anon: 401, Other: 422, Member: 422, Admin: 422, Platform: 422, Owner: 422},
 		after: func(t *testing.T, f *matrixFixture) {
 			must(t, rentalsOf(t, f.a.db, f.orgA.ID) == 3, "org A has %d rentals after refused rent requests, want the fixture's 3", rentalsOf(t, f.a.db, f.orgA.ID))
 		}},
-	{route: "rentals.show", params: ownerRentalParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
-	{route: "rentals.live", params: ownerRentalParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
-	{route: "api.rentals.list", query: "?org_id=ORG_A", want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
-	{route: "api.rentals.show", params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.RentalsShow, params: ownerRentalParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.RentalsLive, params: ownerRentalParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.APIRentalsList, query: "?org_id=ORG_A", want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.APIRentalsShow, params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	// A platform admin may look but is no member: renting with org A is
 	// "not found" for them as for any outsider; its members are refused while
 	// the lab waits for review.
-	{route: "api.rentals.create", json: func(f *matrixFixture) string {
+	{route: routenames.APIRentalsCreate, json: func(f *matrixFixture) string {
 		return `{"offer_id":` + idParam(f.offer) + `,"gpus":1,"org_id":` + idParam(f.orgA.ID) + `,"ssh_public_key":"` + testSSHKey(f.a.t) + `"}`
 	}, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 403, Platform: 404, Owner: 403},
 		after: func(t *testing.T, f *matrixFixture) {
 			must(t, rentalsOf(t, f.a.db, f.orgA.ID) == 3, "org A has %d rentals after refused API rent requests, want the fixture's 3", rentalsOf(t, f.a.db, f.orgA.ID))
 		}},
 	// A form body is not the JSON the API wants (400 is past the guard).
-	{route: "api.rentals.change", params: memberRentalParam, form: url.Values{"gpus": {"2"}},
+	{route: routenames.APIRentalsChange, params: memberRentalParam, form: url.Values{"gpus": {"2"}},
 		want: expect{Anon: 401, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
 	// The renter and the organisation's admins may switch or resize a
 	// rental (here: the quote for two GPUs); other members and platform
 	// admins may not. A preview changes nothing.
-	{route: "rentals.change", params: runningRentalParam, form: url.Values{"gpus": {"2"}},
+	{route: routenames.RentalsChange, params: runningRentalParam, form: url.Values{"gpus": {"2"}},
 		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 200, Platform: 403, Owner: 200},
 		after: func(t *testing.T, f *matrixFixture) {
 			r, err := f.a.db.RentalByID(context.Background(), f.runningRental)
@@ -432,106 +433,106 @@ var matrix = []matrixRow{
 		}},
 	// The renter and the organisation's admins may stop a rental; other
 	// members and platform admins may not. Stopping twice is fine.
-	{route: "rentals.stop", params: ownerRentalParam, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 403, Owner: 303},
+	{route: routenames.RentalsStop, params: ownerRentalParam, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 403, Owner: 303},
 		after: func(t *testing.T, f *matrixFixture) {
 			must(t, rentalStatus(t, f.a.db, f.ownerRental) == models.RentalStopped, "the owner's rental is %s, want stopped", rentalStatus(t, f.a.db, f.ownerRental))
 		}},
-	{route: "api.rentals.stop", params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 403, Owner: 200},
+	{route: routenames.APIRentalsStop, params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 403, Owner: 200},
 		after: func(t *testing.T, f *matrixFixture) {
 			must(t, rentalStatus(t, f.a.db, f.memberRental) == models.RentalStopped, "the member's rental is %s, want stopped", rentalStatus(t, f.a.db, f.memberRental))
 		}},
 
 	// The same password again: allowed, and it leaves every login working.
-	{route: "account.password", form: url.Values{"current_password": {testPassword}, "password": {testPassword}}, want: anyUserPost},
-	{route: "account.resend", want: anyUserPost},
+	{route: routenames.AccountPassword, form: url.Values{"current_password": {testPassword}, "password": {testPassword}}, want: anyUserPost},
+	{route: routenames.AccountResend, want: anyUserPost},
 	// Each actor logs out their own other sessions (there are none).
-	{route: "account.sessions.end", want: anyUserPost},
-	{route: "tokens.create", form: url.Values{"name": {"matrix"}},
+	{route: routenames.AccountSessionsEnd, want: anyUserPost},
+	{route: routenames.TokensCreate, form: url.Values{"name": {"matrix"}},
 		want: expect{Anon: 401, Other: 201, Member: 201, Admin: 201, Platform: 201, Owner: 201}},
 	// Only the member owns the token; revoking it twice is fine.
-	{route: "tokens.revoke", params: func(f *matrixFixture) []any { return []any{idParam(f.memberToken)} },
+	{route: routenames.TokensRevoke, params: func(f *matrixFixture) []any { return []any{idParam(f.memberToken)} },
 		want: expect{Anon: 401, Other: 404, Member: 303, Admin: 404, Platform: 404, Owner: 404},
 		after: func(t *testing.T, f *matrixFixture) {
 			ts, err := f.a.db.APITokensOf(context.Background(), f.memberUser.ID)
 			must(t, err == nil && slices.ContainsFunc(ts, func(tk models.APIToken) bool { return tk.ID == f.memberToken && tk.RevokedAt != nil }),
 				"the member's token is not revoked: %v %+v", err, ts)
 		}},
-	{route: "orgs.create", form: url.Values{"kind": {"team"}, "name": {"Side Project"}}, want: anyUserPost},
-	{route: "orgs.invite", params: orgAParam, form: url.Values{"email": {"newcomer@pku.edu.cn"}, "role": {"member"}}, want: orgAdminPost,
+	{route: routenames.OrgsCreate, form: url.Values{"kind": {"team"}, "name": {"Side Project"}}, want: anyUserPost},
+	{route: routenames.OrgsInvite, params: orgAParam, form: url.Values{"email": {"newcomer@pku.edu.cn"}, "role": {"member"}}, want: orgAdminPost,
 		after: func(t *testing.T, f *matrixFixture) {
 			ms, err := f.a.db.Outbox(context.Background(), "newcomer@pku.edu.cn", 10)
 			must(t, err == nil && len(ms) == 2, "invitations mailed: %d (%v), want 2 (admin and owner)", len(ms), err)
 		}},
-	{route: "orgs.budget", params: orgAParam, form: url.Values{"monthly_budget": {"5000"}, "member_cap": {"800"}}, want: orgAdminPost,
+	{route: routenames.OrgsBudget, params: orgAParam, form: url.Values{"monthly_budget": {"5000"}, "member_cap": {"800"}}, want: orgAdminPost,
 		after: func(t *testing.T, f *matrixFixture) {
 			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
 			must(t, err == nil && o.MonthlyBudgetFen != nil && *o.MonthlyBudgetFen == 500000 && o.MemberCapFen != nil && *o.MemberCapFen == 80000,
 				"budget not stored: %v %+v", err, o)
 		}},
-	{route: "labs.apply.post", form: url.Values{"institution": {"Tsinghua University"}, "lab_name": {"Matrix Lab"}, "supervisor": {"Prof. Li"},
+	{route: routenames.LabsApplyPost, form: url.Values{"institution": {"Tsinghua University"}, "lab_name": {"Matrix Lab"}, "supervisor": {"Prof. Li"},
 		"email_domain": {"tsinghua.edu.cn"}, "edu_email": {"someone@tsinghua.edu.cn"}}, want: anyUserPost},
-	{route: "invitations.accept.post", form: url.Values{"token": {"not-a-real-token"}},
+	{route: routenames.InvitationsAcceptPost, form: url.Values{"token": {"not-a-real-token"}},
 		want: expect{Anon: 401, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
 	// Any member may top up the organisation's wallet.
-	{route: "wallet.topup", params: orgAParam, form: url.Values{"amount": {"100"}, "method": {"bank_transfer"}},
+	{route: routenames.WalletTopup, params: orgAParam, form: url.Values{"amount": {"100"}, "method": {"bank_transfer"}},
 		want: expect{Anon: 401, Other: 404, Member: 303, Admin: 303, Platform: 404, Owner: 303}},
 	// Refunds are for its admins; nothing is refundable yet (422 is past the guard).
-	{route: "wallet.refund", params: orgAParam, form: url.Values{"refund_amount": {"1"}},
+	{route: routenames.WalletRefund, params: orgAParam, form: url.Values{"refund_amount": {"1"}},
 		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 422, Platform: 404, Owner: 422}},
-	{route: "orgs.billing", params: orgAParam, form: url.Values{"hourly_cap": {"300"}, "invoice_title": {"北京大学"}, "tax_id": {"12100000400000624D"}},
+	{route: routenames.OrgsBilling, params: orgAParam, form: url.Values{"hourly_cap": {"300"}, "invoice_title": {"北京大学"}, "tax_id": {"12100000400000624D"}},
 		want: orgAdminPost,
 		after: func(t *testing.T, f *matrixFixture) {
 			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
 			must(t, err == nil && o.HourlyCapFen != nil && *o.HourlyCapFen == 30000 && o.TaxID == "12100000400000624D", "billing not stored: %v %+v", err, o)
 		}},
 	// A form body is not the JSON the API wants (400 is past the guard).
-	{route: "api.wallet.topups", form: url.Values{"amount_fen": {"10000"}},
+	{route: routenames.APIWalletTopups, form: url.Values{"amount_fen": {"10000"}},
 		want: expect{Anon: 401, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
-	{route: "admin.topups.confirm", params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} }, form: url.Values{"received": {"100"}},
+	{route: routenames.AdminTopupsConfirm, params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} }, form: url.Values{"received": {"100"}},
 		want: platformPost,
 		after: func(t *testing.T, f *matrixFixture) {
 			bal, err := f.a.db.WalletBalance(context.Background(), f.orgA.ID)
 			must(t, err == nil && bal == 10000, "org A's balance after the admin confirmed ¥100: %d %v", bal, err)
 		}},
-	{route: "admin.refunds.paid", params: func(*matrixFixture) []any { return []any{"999999"} },
+	{route: routenames.AdminRefundsPaid, params: func(*matrixFixture) []any { return []any{"999999"} },
 		want: expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
-	{route: "admin.review", params: orgAParam, form: url.Values{"decision": {"approve"}}, want: platformPost,
+	{route: routenames.AdminReview, params: orgAParam, form: url.Values{"decision": {"approve"}}, want: platformPost,
 		after: func(t *testing.T, f *matrixFixture) {
 			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
 			must(t, err == nil && o.Status == models.OrgApproved, "lab not approved: %v %+v", err, o)
 		}},
 	// Suspensions: of a user and an organisation made for these rows, so
 	// that no other row's actor is affected.
-	{route: "admin.users.suspend", params: matrixSuspendUser, form: url.Values{"reason": {"matrix"}}, want: platformPost,
+	{route: routenames.AdminUsersSuspend, params: matrixSuspendUser, form: url.Values{"reason": {"matrix"}}, want: platformPost,
 		after: func(t *testing.T, f *matrixFixture) {
 			u, err := f.a.db.UserByEmail(context.Background(), "suspend-me@matrix.example")
 			must(t, err == nil && u.SuspendedAt != nil, "the user is not suspended: %v %+v", err, u)
 		}},
-	{route: "admin.users.unsuspend", params: matrixSuspendUser, want: platformPost,
+	{route: routenames.AdminUsersUnsuspend, params: matrixSuspendUser, want: platformPost,
 		after: func(t *testing.T, f *matrixFixture) {
 			u, err := f.a.db.UserByEmail(context.Background(), "suspend-me@matrix.example")
 			must(t, err == nil && u.SuspendedAt == nil, "the user is still suspended: %v %+v", err, u)
 		}},
-	{route: "admin.orgs.suspend", params: matrixSuspendOrg, form: url.Values{"reason": {"matrix"}}, want: platformPost,
+	{route: routenames.AdminOrgsSuspend, params: matrixSuspendOrg, form: url.Values{"reason": {"matrix"}}, want: platformPost,
 		after: func(t *testing.T, f *matrixFixture) {
 			o, err := f.a.db.OrgByID(context.Background(), mustParam(t, matrixSuspendOrg(f)))
 			must(t, err == nil && o.SuspendedAt != nil, "the organisation is not suspended: %v %+v", err, o)
 		}},
-	{route: "admin.orgs.unsuspend", params: matrixSuspendOrg, want: platformPost,
+	{route: routenames.AdminOrgsUnsuspend, params: matrixSuspendOrg, want: platformPost,
 		after: func(t *testing.T, f *matrixFixture) {
 			o, err := f.a.db.OrgByID(context.Background(), mustParam(t, matrixSuspendOrg(f)))
 			must(t, err == nil && o.SuspendedAt == nil, "the organisation is still suspended: %v %+v", err, o)
 		}},
 	// No demo provider has an organisation, so the run pays nobody; a
 	// payout that does not exist is a 404 once past the guard.
-	{route: "admin.payouts.run", form: url.Values{"period": {matrixPayoutPeriod()}}, want: platformPost},
-	{route: "admin.payouts.paid", params: func(*matrixFixture) []any { return []any{"999999"} }, form: url.Values{"bank_reference": {"ICBC-1"}},
+	{route: routenames.AdminPayoutsRun, form: url.Values{"period": {matrixPayoutPeriod()}}, want: platformPost},
+	{route: routenames.AdminPayoutsPaid, params: func(*matrixFixture) []any { return []any{"999999"} }, form: url.Values{"bank_reference": {"ICBC-1"}},
 		want: expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
-	{route: "admin.payouts.failed", params: func(*matrixFixture) []any { return []any{"999999"} }, form: url.Values{"reason": {"bounced"}},
+	{route: routenames.AdminPayoutsFailed, params: func(*matrixFixture) []any { return []any{"999999"} }, form: url.Values{"reason": {"bounced"}},
 		want: expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
 	// Only platform admins run a benchmark on demand (the provider portal
 	// comes later); the node is made ready as its agent would.
-	{route: "api.nodes.benchmarks.request", params: readyBenchNode,
+	{route: routenames.APINodesBenchmarksRequest, params: readyBenchNode,
 		want: expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 202, Owner: 403},
 		after: func(t *testing.T, f *matrixFixture) {
 			var n int64
@@ -540,14 +541,14 @@ var matrix = []matrixRow{
 		}},
 	// An invitation by number is only for the invited address: nobody in
 	// the fixture is invited, so everyone logged in is told none exists.
-	{route: "invitations.accept.id", params: func(*matrixFixture) []any { return []any{"999999"} },
+	{route: routenames.InvitationsAcceptID, params: func(*matrixFixture) []any { return []any{"999999"} },
 		want: expect{Anon: 401, Other: 404, Member: 404, Admin: 404, Platform: 404, Owner: 404}},
 	// Only platform admins set how many organisations a user may create.
-	{route: "admin.users.orgs_per_day", params: func(f *matrixFixture) []any { return []any{idParam(f.memberUser.ID)} },
+	{route: routenames.AdminUsersOrgsPerDay, params: func(f *matrixFixture) []any { return []any{idParam(f.memberUser.ID)} },
 		form: url.Values{"per_day": {"12"}}, want: platformPost},
 	// A pending invitation of org A, revoked by its admin; the owner's turn
 	// then finds it gone.
-	{route: "orgs.invitations.revoke", params: func(f *matrixFixture) []any {
+	{route: routenames.OrgsInvitationsRevoke, params: func(f *matrixFixture) []any {
 		svc := &accounts.Service{DB: f.a.db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes}
 		owner, err := f.a.db.UserByEmail(context.Background(), "owner@pku.edu.cn")
 		if err != nil {
@@ -563,7 +564,7 @@ var matrix = []matrixRow{
 		return []any{idParam(f.orgA.ID), idParam(invs[0].ID)}
 	}, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 404, Owner: 404}},
 	// Last: the owner removes the member (the owner's cell runs last of the row).
-	{route: "orgs.members.remove", params: func(f *matrixFixture) []any { return []any{idParam(f.orgA.ID), idParam(f.memberUser.ID)} },
+	{route: routenames.OrgsMembersRemove, params: func(f *matrixFixture) []any { return []any{idParam(f.orgA.ID), idParam(f.memberUser.ID)} },
 		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 403, Platform: 404, Owner: 303},
 		after: func(t *testing.T, f *matrixFixture) {
 			_, err := f.a.db.MembershipOf(context.Background(), f.orgA.ID, f.memberUser.ID)
@@ -573,20 +574,20 @@ var matrix = []matrixRow{
 
 // publicRoutes are the routes anyone may use without logging in.
 var publicRoutes = []string{
-	"home", "offers.list", "offers.show", "datacenters.show", "lang.switch", "sla",
-	"auth.signup", "auth.signup.post", "auth.login", "auth.login.post", "auth.logout", "auth.verify", "auth.verify.post",
-	"password.forgot", "password.forgot.post", "password.reset", "password.reset.post",
-	"api.offers.list", "api.offers.show", "api.offers.quote", "webhooks.stripe", "healthz", "readyz", "metrics", "static",
-	"benchmarks.show", "nodes.benchmarks", "api.benchmarks.show", "api.nodes.benchmarks",
-	"tco",
-	"ping",
-	"api.openapi", "api.docs",
+	routenames.Home, routenames.OffersList, routenames.OffersShow, routenames.DatacentersShow, routenames.LangSwitch, routenames.SLA,
+	routenames.AuthSignup, routenames.AuthSignupPost, routenames.AuthLogin, routenames.AuthLoginPost, routenames.AuthLogout, routenames.AuthVerify, routenames.AuthVerifyPost,
+	routenames.PasswordForgot, routenames.PasswordForgotPost, routenames.PasswordReset, routenames.PasswordResetPost,
+	routenames.APIOffersList, routenames.APIOffersShow, routenames.APIOffersQuote, routenames.WebhooksStripe, routenames.Healthz, routenames.Readyz, routenames.Metrics, routenames.Static,
+	routenames.BenchmarksShow, routenames.NodesBenchmarks, routenames.APIBenchmarksShow, routenames.APINodesBenchmarks,
+	routenames.TCO,
+	routenames.Ping,
+	routenames.APIOpenAPI, routenames.APIDocs,
 }
 
 // nodeRoutes are the node agents' routes: public in the route table (no
 // user guard) but answering only to a node credential, never to a user's
 // session or API token (TestNodeRoutesNeedANodeCredential).
-var nodeRoutes = []string{"agent.heartbeat", "agent.tasks", "agent.result"}
+var nodeRoutes = []string{routenames.AgentHeartbeat, routenames.AgentTasks, routenames.AgentResult}
 
 // Every route is in the matrix, explicitly public, or a node route: adding
 // a route without deciding who may use it fails here.
@@ -739,7 +740,7 @@ func TestNodeRoutesNeedANodeCredential(t *testing.T) {
 		methods[r.Name] = r.Method
 	}
 	bodies := map[string]string{"agent.heartbeat": `{"agent_version":"test"}`, "agent.result": `{"ok":true}`}
-	params := map[string][]any{"agent.result": {"1"}}
+	params := map[string][]any{routenames.AgentResult: {"1"}}
 	for _, name := range nodeRoutes {
 		method := methods[name]
 		must(t, method != "", "node route %q is not in the route table", name)
@@ -799,6 +800,6 @@ func TestNodeRoutesNeedANodeCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, body := anon.do("GET", a.url("agent.tasks")+"?wait=0", nil, "Authorization", "Bearer "+cred)
+	res, body := anon.do("GET", a.url(routenames.AgentTasks)+"?wait=0", nil, "Authorization", "Bearer "+cred)
 	must(t, res.StatusCode == http.StatusOK, "GET /agent/v1/tasks with node %d's credential: %d, want 200\n%s", node.ID, res.StatusCode, snippet(body))
 }

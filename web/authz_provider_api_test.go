@@ -12,20 +12,21 @@ import (
 	"suanli/dbtest"
 	"suanli/models"
 	"suanli/providers"
+	"suanli/routenames"
 )
 
 // providerAPICovered lists the provider API routes whose authorisation the
 // tests in this file check (a provider never reaches another's records).
 var providerAPICovered = []string{
-	"api.provider.datacenters.list",
-	"api.provider.datacenters.create",
-	"api.provider.nodes.list",
-	"api.provider.nodes.create",
-	"api.provider.nodes.show",
-	"api.provider.offers.list",
-	"api.provider.offers.create",
-	"api.provider.offers.show",
-	"api.provider.offers.update",
+	routenames.APIProviderDatacentersList,
+	routenames.APIProviderDatacentersCreate,
+	routenames.APIProviderNodesList,
+	routenames.APIProviderNodesCreate,
+	routenames.APIProviderNodesShow,
+	routenames.APIProviderOffersList,
+	routenames.APIProviderOffersCreate,
+	routenames.APIProviderOffersShow,
+	routenames.APIProviderOffersUpdate,
 }
 
 // apiCall sends a JSON request with a bearer token ("" for none) and
@@ -103,16 +104,16 @@ func newProviderAPIFixture(t *testing.T, db *models.DB) *providerAPIFixture {
 		dc, node, offer *int64
 		nodeTok         *string
 	}{{f.tokA, &f.dcA, &f.nodeA, &f.offerA, nil}, {f.tokB, &f.dcB, &f.nodeB, &f.offerB, &f.nodeTokB}} {
-		st, out, raw := apiCall(a, side.tok, "POST", a.url("api.provider.datacenters.create"), `{"name":"机房","city":"chengdu","district":"高新区"}`)
+		st, out, raw := apiCall(a, side.tok, "POST", a.url(routenames.APIProviderDatacentersCreate), `{"name":"机房","city":"chengdu","district":"高新区"}`)
 		must(t, st == 201 && out["slug"] != "", "create datacentre: %d %s", st, raw)
 		*side.dc = int64(out["id"].(float64))
-		st, out, raw = apiCall(a, side.tok, "POST", a.url("api.provider.nodes.create"), `{"datacenter_id":`+idParam(*side.dc)+`,"name":"gpu-host-1"}`)
+		st, out, raw = apiCall(a, side.tok, "POST", a.url(routenames.APIProviderNodesCreate), `{"datacenter_id":`+idParam(*side.dc)+`,"name":"gpu-host-1"}`)
 		must(t, st == 201 && strings.HasPrefix(out["token"].(string), "snr_"), "create node: %d %s", st, raw)
 		*side.node = int64(out["id"].(float64))
 		if side.nodeTok != nil {
 			*side.nodeTok = out["token"].(string)
 		}
-		st, out, raw = apiCall(a, side.tok, "POST", a.url("api.provider.offers.create"),
+		st, out, raw = apiCall(a, side.tok, "POST", a.url(routenames.APIProviderOffersCreate),
 			`{"node_id":`+idParam(*side.node)+`,"gpu":"a100-40g-sxm","gpus":8,"price_per_gpu_hour_fen":900}`)
 		must(t, st == 201 && out["awaiting_node"] == true && out["listed"] == false, "create offer: %d %s", st, raw)
 		*side.offer = int64(out["id"].(float64))
@@ -125,18 +126,18 @@ func TestProviderAPIAuthorisation(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		f := newProviderAPIFixture(t, db)
 		a := f.a
-		nodeB, offerB := a.url("api.provider.nodes.show", idParam(f.nodeB)), a.url("api.provider.offers.show", idParam(f.offerB))
-		patchB := a.url("api.provider.offers.update", idParam(f.offerB))
+		nodeB, offerB := a.url(routenames.APIProviderNodesShow, idParam(f.nodeB)), a.url(routenames.APIProviderOffersShow, idParam(f.offerB))
+		patchB := a.url(routenames.APIProviderOffersUpdate, idParam(f.offerB))
 
 		// Anonymous callers are asked to authenticate, on every route.
 		for _, r := range []struct{ method, path, body string }{
-			{"GET", a.url("api.provider.datacenters.list"), ""},
-			{"POST", a.url("api.provider.datacenters.create"), `{"name":"x","city":"chengdu"}`},
-			{"GET", a.url("api.provider.nodes.list"), ""},
-			{"POST", a.url("api.provider.nodes.create"), `{"datacenter_id":1,"name":"x"}`},
+			{"GET", a.url(routenames.APIProviderDatacentersList), ""},
+			{"POST", a.url(routenames.APIProviderDatacentersCreate), `{"name":"x","city":"chengdu"}`},
+			{"GET", a.url(routenames.APIProviderNodesList), ""},
+			{"POST", a.url(routenames.APIProviderNodesCreate), `{"datacenter_id":1,"name":"x"}`},
 			{"GET", nodeB, ""},
-			{"GET", a.url("api.provider.offers.list"), ""},
-			{"POST", a.url("api.provider.offers.create"), `{"node_id":1}`},
+			{"GET", a.url(routenames.APIProviderOffersList), ""},
+			{"POST", a.url(routenames.APIProviderOffersCreate), `{"node_id":1}`},
 			{"GET", offerB, ""},
 			{"PATCH", patchB, `{"status":"paused"}`},
 		} {
@@ -157,15 +158,15 @@ func TestProviderAPIAuthorisation(t *testing.T) {
 		// Provider A reaches none of B's records, exactly as if they did not exist.
 		for _, r := range []struct{ name, method, path, body string }{
 			{"B's node", "GET", nodeB, ""},
-			{"a missing node", "GET", a.url("api.provider.nodes.show", "999999"), ""},
+			{"a missing node", "GET", a.url(routenames.APIProviderNodesShow, "999999"), ""},
 			{"B's offer", "GET", offerB, ""},
 			{"patch B's offer", "PATCH", patchB, `{"status":"paused"}`},
-			{"B's node list", "GET", a.url("api.provider.nodes.list") + "?provider_id=" + idParam(f.provB.Provider.ID), ""},
-			{"B's offer list", "GET", a.url("api.provider.offers.list") + "?provider_id=" + idParam(f.provB.Provider.ID), ""},
-			{"B's datacentres", "GET", a.url("api.provider.datacenters.list") + "?provider_id=" + idParam(f.provB.Provider.ID), ""},
-			{"a datacentre for B", "POST", a.url("api.provider.datacenters.create"), `{"provider_id":` + idParam(f.provB.Provider.ID) + `,"name":"x","city":"chengdu"}`},
-			{"a node in B's datacentre", "POST", a.url("api.provider.nodes.create"), `{"datacenter_id":` + idParam(f.dcB) + `,"name":"evil"}`},
-			{"an offer on B's node", "POST", a.url("api.provider.offers.create"), `{"node_id":` + idParam(f.nodeB) + `,"gpu":"a100-40g-sxm","gpus":1,"price_per_gpu_hour_fen":1}`},
+			{"B's node list", "GET", a.url(routenames.APIProviderNodesList) + "?provider_id=" + idParam(f.provB.Provider.ID), ""},
+			{"B's offer list", "GET", a.url(routenames.APIProviderOffersList) + "?provider_id=" + idParam(f.provB.Provider.ID), ""},
+			{"B's datacentres", "GET", a.url(routenames.APIProviderDatacentersList) + "?provider_id=" + idParam(f.provB.Provider.ID), ""},
+			{"a datacentre for B", "POST", a.url(routenames.APIProviderDatacentersCreate), `{"provider_id":` + idParam(f.provB.Provider.ID) + `,"name":"x","city":"chengdu"}`},
+			{"a node in B's datacentre", "POST", a.url(routenames.APIProviderNodesCreate), `{"datacenter_id":` + idParam(f.dcB) + `,"name":"evil"}`},
+			{"an offer on B's node", "POST", a.url(routenames.APIProviderOffersCreate), `{"node_id":` + idParam(f.nodeB) + `,"gpu":"a100-40g-sxm","gpus":1,"price_per_gpu_hour_fen":1}`},
 		} {
 			st, _, raw := apiCall(a, f.tokA, r.method, r.path, r.body)
 			if st != 404 || strings.Contains(raw, f.nodeTokB) {
@@ -190,10 +191,10 @@ func TestProviderAPIAuthorisation(t *testing.T) {
 
 		// A renter with no provider learns nothing and creates nothing.
 		for _, r := range []struct{ method, path, body string }{
-			{"GET", a.url("api.provider.nodes.list"), ""},
-			{"GET", a.url("api.provider.offers.list"), ""},
-			{"GET", a.url("api.provider.datacenters.list"), ""},
-			{"POST", a.url("api.provider.datacenters.create"), `{"name":"x","city":"chengdu"}`},
+			{"GET", a.url(routenames.APIProviderNodesList), ""},
+			{"GET", a.url(routenames.APIProviderOffersList), ""},
+			{"GET", a.url(routenames.APIProviderDatacentersList), ""},
+			{"POST", a.url(routenames.APIProviderDatacentersCreate), `{"name":"x","city":"chengdu"}`},
 			{"GET", nodeB, ""},
 			{"PATCH", patchB, `{"status":"paused"}`},
 		} {
@@ -203,9 +204,9 @@ func TestProviderAPIAuthorisation(t *testing.T) {
 		}
 
 		// A platform admin reads any provider's records but changes nothing.
-		for _, path := range []string{nodeB, offerB, a.url("api.provider.nodes.list") + "?provider_id=" + idParam(f.provB.Provider.ID),
-			a.url("api.provider.offers.list") + "?provider_id=" + idParam(f.provB.Provider.ID),
-			a.url("api.provider.datacenters.list") + "?provider_id=" + idParam(f.provB.Provider.ID)} {
+		for _, path := range []string{nodeB, offerB, a.url(routenames.APIProviderNodesList) + "?provider_id=" + idParam(f.provB.Provider.ID),
+			a.url(routenames.APIProviderOffersList) + "?provider_id=" + idParam(f.provB.Provider.ID),
+			a.url(routenames.APIProviderDatacentersList) + "?provider_id=" + idParam(f.provB.Provider.ID)} {
 			if st, _, raw := apiCall(a, f.tokAdmin, "GET", path, ""); st != 200 || strings.Contains(raw, f.nodeTokB) {
 				t.Errorf("platform admin GET %s: %d %s", path, st, raw)
 			}
@@ -215,7 +216,7 @@ func TestProviderAPIAuthorisation(t *testing.T) {
 		}
 
 		// The owner's own calls work: list, patch, and bad input is a 4xx.
-		st, out, raw = apiCall(a, f.tokB, "GET", a.url("api.provider.nodes.list"), "")
+		st, out, raw = apiCall(a, f.tokB, "GET", a.url(routenames.APIProviderNodesList), "")
 		if nodes, _ := out["nodes"].([]any); st != 200 || len(nodes) != 1 {
 			t.Errorf("B's nodes: %d %s", st, raw)
 		}
@@ -228,7 +229,7 @@ func TestProviderAPIAuthorisation(t *testing.T) {
 				t.Errorf("B patching with %s: %d %s", body, st, raw)
 			}
 		}
-		if st, out, raw := apiCall(a, f.tokB, "POST", a.url("api.provider.offers.create"), `{"node_id":`+idParam(f.nodeB)+`,"gpu":"nope","gpus":0}`); st != 422 ||
+		if st, out, raw := apiCall(a, f.tokB, "POST", a.url(routenames.APIProviderOffersCreate), `{"node_id":`+idParam(f.nodeB)+`,"gpu":"nope","gpus":0}`); st != 422 ||
 			len(out["error"].(map[string]any)["fields"].([]any)) < 3 {
 			t.Errorf("B creating a bad offer: %d %s", st, raw)
 		}

@@ -10,18 +10,19 @@ import (
 	"suanli/dbtest"
 	"suanli/models"
 	"suanli/providers"
+	"suanli/routenames"
 )
 
 // providerPagesCovered lists the provider portal routes whose
 // authorisation the tests in this file check.
 var providerPagesCovered = []string{
-	"provider.home", "provider.signup", "provider.dashboard", "provider.profile", "provider.profile.post",
-	"provider.datacenters", "provider.datacenters.create", "provider.datacenters.edit", "provider.datacenters.update",
-	"provider.nodes", "provider.nodes.live", "provider.nodes.create", "provider.nodes.show", "provider.nodes.live.one",
-	"provider.nodes.status", "provider.nodes.token",
-	"provider.offers", "provider.offers.new", "provider.offers.create", "provider.offers.edit", "provider.offers.update", "provider.offers.status",
-	"provider.capacity", "provider.earnings", "provider.statement", "provider.statement.csv",
-	"provider.connect", "provider.connect.return",
+	routenames.ProviderHome, routenames.ProviderSignup, routenames.ProviderDashboard, routenames.ProviderProfile, routenames.ProviderProfilePost,
+	routenames.ProviderDatacenters, routenames.ProviderDatacentersCreate, routenames.ProviderDatacentersEdit, routenames.ProviderDatacentersUpdate,
+	routenames.ProviderNodes, routenames.ProviderNodesLive, routenames.ProviderNodesCreate, routenames.ProviderNodesShow, routenames.ProviderNodesLiveOne,
+	routenames.ProviderNodesStatus, routenames.ProviderNodesToken,
+	routenames.ProviderOffers, routenames.ProviderOffersNew, routenames.ProviderOffersCreate, routenames.ProviderOffersEdit, routenames.ProviderOffersUpdate, routenames.ProviderOffersStatus,
+	routenames.ProviderCapacity, routenames.ProviderEarnings, routenames.ProviderStatement, routenames.ProviderStatementCSV,
+	routenames.ProviderConnect, routenames.ProviderConnectReturn,
 }
 
 // portalFixture is provider A (its owner, and a plain member), provider
@@ -89,33 +90,33 @@ func TestProviderPortalAuthorisation(t *testing.T) {
 	dcForm := url.Values{"name": {"二号机房"}, "city": {"chengdu"}, "tier": {"Tier III"}, "uplink_gbps": {"10"}}
 	offerForm := url.Values{"gpu": {"a100-40g-sxm"}, "node_id": {"NODE"}, "max_gpus": {"4"}, "price": {"8"}, "sla_tiers": {"standard"}}
 	rows := []portalRow{
-		{"provider.dashboard", pid, nil, 200},
-		{"provider.profile", pid, nil, 200},
-		{"provider.datacenters", pid, nil, 200},
-		{"provider.datacenters.edit", dc, nil, 200},
-		{"provider.nodes", pid, nil, 200},
-		{"provider.nodes.live", pid, nil, 200},
-		{"provider.nodes.show", node, nil, 200},
-		{"provider.nodes.live.one", node, nil, 200},
-		{"provider.offers", pid, nil, 200},
-		{"provider.offers.new", pid, nil, 200},
-		{"provider.offers.edit", offer, nil, 200},
-		{"provider.capacity", pid, nil, 200},
-		{"provider.earnings", pid, nil, 200},
-		{"provider.statement", pid, nil, 200},
-		{"provider.statement.csv", pid, nil, 200},
-		{"provider.profile.post", pid, profile, 303},
-		{"provider.datacenters.create", pid, dcForm, 303},
-		{"provider.datacenters.update", dc, dcForm, 303},
-		{"provider.nodes.create", pid, url.Values{"datacenter_id": {"DC"}, "name": {"a-node-2"}}, 201},
-		{"provider.nodes.status", node, url.Values{"status": {"draining"}}, 303},
-		{"provider.nodes.token", node, url.Values{}, 201},
-		{"provider.offers.create", pid, offerForm, 303},
-		{"provider.offers.update", offer, offerForm, 303},
-		{"provider.offers.status", offer, url.Values{"status": {"paused"}}, 303},
+		{routenames.ProviderDashboard, pid, nil, 200},
+		{routenames.ProviderProfile, pid, nil, 200},
+		{routenames.ProviderDatacenters, pid, nil, 200},
+		{routenames.ProviderDatacentersEdit, dc, nil, 200},
+		{routenames.ProviderNodes, pid, nil, 200},
+		{routenames.ProviderNodesLive, pid, nil, 200},
+		{routenames.ProviderNodesShow, node, nil, 200},
+		{routenames.ProviderNodesLiveOne, node, nil, 200},
+		{routenames.ProviderOffers, pid, nil, 200},
+		{routenames.ProviderOffersNew, pid, nil, 200},
+		{routenames.ProviderOffersEdit, offer, nil, 200},
+		{routenames.ProviderCapacity, pid, nil, 200},
+		{routenames.ProviderEarnings, pid, nil, 200},
+		{routenames.ProviderStatement, pid, nil, 200},
+		{routenames.ProviderStatementCSV, pid, nil, 200},
+		{routenames.ProviderProfilePost, pid, profile, 303},
+		{routenames.ProviderDatacentersCreate, pid, dcForm, 303},
+		{routenames.ProviderDatacentersUpdate, dc, dcForm, 303},
+		{routenames.ProviderNodesCreate, pid, url.Values{"datacenter_id": {"DC"}, "name": {"a-node-2"}}, 201},
+		{routenames.ProviderNodesStatus, node, url.Values{"status": {"draining"}}, 303},
+		{routenames.ProviderNodesToken, node, url.Values{}, 201},
+		{routenames.ProviderOffersCreate, pid, offerForm, 303},
+		{routenames.ProviderOffersUpdate, offer, offerForm, 303},
+		{routenames.ProviderOffersStatus, offer, url.Values{"status": {"paused"}}, 303},
 		// No Stripe in tests: past the guard, Connect is unavailable.
-		{"provider.connect", pid, url.Values{}, 503},
-		{"provider.connect.return", pid, nil, 303},
+		{routenames.ProviderConnect, pid, url.Values{}, 503},
+		{routenames.ProviderConnectReturn, pid, nil, 303},
 	}
 	for _, row := range rows {
 		t.Run(row.route, func(t *testing.T) {
@@ -137,7 +138,7 @@ func TestProviderPortalAuthorisation(t *testing.T) {
 				return ac.do("GET", path, nil)
 			}
 			look, change := 200, 403
-			if row.route == "provider.connect.return" {
+			if row.route == routenames.ProviderConnectReturn {
 				look = 303
 			}
 			want := []struct {
@@ -182,19 +183,19 @@ func TestProviderPortalCrossProviderIDs(t *testing.T) {
 			ids           []any
 			form          url.Values
 		}{
-			{"GET", "provider.nodes.show", []any{own, idParam(f.bNode)}, nil},
-			{"GET", "provider.nodes.live.one", []any{own, idParam(f.bNode)}, nil},
-			{"POST", "provider.nodes.status", []any{own, idParam(f.bNode)}, url.Values{"status": {"removed"}}},
-			{"POST", "provider.nodes.token", []any{own, idParam(f.bNode)}, url.Values{}},
-			{"GET", "provider.offers.edit", []any{own, idParam(f.bOffer)}, nil},
-			{"POST", "provider.offers.update", []any{own, idParam(f.bOffer)}, url.Values{"price": {"1"}, "max_gpus": {"1"}}},
-			{"POST", "provider.offers.status", []any{own, idParam(f.bOffer)}, url.Values{"status": {"paused"}}},
-			{"GET", "provider.datacenters.edit", []any{own, idParam(f.bDC)}, nil},
-			{"POST", "provider.datacenters.update", []any{own, idParam(f.bDC)}, url.Values{"name": {"hijacked"}, "city": {"chengdu"}}},
+			{"GET", routenames.ProviderNodesShow, []any{own, idParam(f.bNode)}, nil},
+			{"GET", routenames.ProviderNodesLiveOne, []any{own, idParam(f.bNode)}, nil},
+			{"POST", routenames.ProviderNodesStatus, []any{own, idParam(f.bNode)}, url.Values{"status": {"removed"}}},
+			{"POST", routenames.ProviderNodesToken, []any{own, idParam(f.bNode)}, url.Values{}},
+			{"GET", routenames.ProviderOffersEdit, []any{own, idParam(f.bOffer)}, nil},
+			{"POST", routenames.ProviderOffersUpdate, []any{own, idParam(f.bOffer)}, url.Values{"price": {"1"}, "max_gpus": {"1"}}},
+			{"POST", routenames.ProviderOffersStatus, []any{own, idParam(f.bOffer)}, url.Values{"status": {"paused"}}},
+			{"GET", routenames.ProviderDatacentersEdit, []any{own, idParam(f.bDC)}, nil},
+			{"POST", routenames.ProviderDatacentersUpdate, []any{own, idParam(f.bDC)}, url.Values{"name": {"hijacked"}, "city": {"chengdu"}}},
 			// B's provider id: B's statement, CSV and node are B's alone.
-			{"GET", "provider.earnings", []any{f.B.pid()}, nil},
-			{"GET", "provider.statement.csv", []any{f.B.pid()}, nil},
-			{"GET", "provider.nodes.show", []any{f.B.pid(), idParam(f.bNode)}, nil},
+			{"GET", routenames.ProviderEarnings, []any{f.B.pid()}, nil},
+			{"GET", routenames.ProviderStatementCSV, []any{f.B.pid()}, nil},
+			{"GET", routenames.ProviderNodesShow, []any{f.B.pid(), idParam(f.bNode)}, nil},
 		} {
 			var res *http.Response
 			var body string

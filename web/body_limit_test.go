@@ -22,6 +22,7 @@ import (
 	"suanli/fleet"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/routenames"
 )
 
 // rawRequest sends a request head and then body on a connection of its
@@ -170,7 +171,7 @@ func TestNoRequestLeavesFilesBehind(t *testing.T) {
 	fw, _ := mw.CreateFormFile("attachment", "note.txt")
 	_, _ = io.WriteString(fw, "not needed, not kept")
 	_ = mw.Close()
-	req, _ := http.NewRequest("POST", a.srv.URL+a.url("auth.login.post"), strings.NewReader(buf.String()))
+	req, _ := http.NewRequest("POST", a.srv.URL+a.url(routenames.AuthLoginPost), strings.NewReader(buf.String()))
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	res2, err := ac.c.Do(req)
 	if err != nil {

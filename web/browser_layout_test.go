@@ -19,6 +19,7 @@ import (
 	"suanli/locales"
 	"suanli/models"
 	"suanli/providers"
+	"suanli/routenames"
 )
 
 // layoutProbe measures, in the browser, what a reader would see go wrong:
@@ -115,31 +116,31 @@ func TestBrowserLayoutFits(t *testing.T) {
 		all  bool // also at 1366
 	}
 	pages := []page{
-		{nil, a.url("offers.list"), true},
-		{nil, a.url("offers.list") + query("from", "chengdu"), true},
-		{nil, a.url("offers.show", idParam(f.offer)), false},
-		{nil, a.url("datacenters.show", dc.Slug), true},
-		{nil, a.url("sla"), false},
-		{nil, a.url("tco"), false},
-		{nil, a.url("api.docs"), false},
-		{student, a.url("offers.list"), true},
-		{student, a.url("console"), true},
-		{student, a.url("admin.home"), true},
-		{student, a.url("admin.outbox"), false},
-		{student, a.url("admin.users"), false},
-		{plain, a.url("console"), true},
-		{owner, a.url("console"), false},
-		{owner, a.url("account.show"), false},
-		{invitee, a.url("account.show"), false},
-		{student, a.url("tco"), false},
-		{owner, a.url("orgs.show", idParam(f.orgA.ID)), false},
-		{owner, a.url("wallet.show", idParam(f.orgA.ID)), false},
-		{owner, a.url("rentals.show", idParam(f.runningRental)), false},
-		{p.owner, a.url("provider.dashboard", pid), false},
-		{p.owner, a.url("provider.nodes", pid), false},
-		{p.owner, a.url("provider.offers", pid), false},
-		{p.owner, a.url("provider.datacenters", pid), false},
-		{p.owner, a.url("provider.earnings", pid), false},
+		{nil, a.url(routenames.OffersList), true},
+		{nil, a.url(routenames.OffersList) + query("from", "chengdu"), true},
+		{nil, a.url(routenames.OffersShow, idParam(f.offer)), false},
+		{nil, a.url(routenames.DatacentersShow, dc.Slug), true},
+		{nil, a.url(routenames.SLA), false},
+		{nil, a.url(routenames.TCO), false},
+		{nil, a.url(routenames.APIDocs), false},
+		{student, a.url(routenames.OffersList), true},
+		{student, a.url(routenames.Console), true},
+		{student, a.url(routenames.AdminHome), true},
+		{student, a.url(routenames.AdminOutbox), false},
+		{student, a.url(routenames.AdminUsers), false},
+		{plain, a.url(routenames.Console), true},
+		{owner, a.url(routenames.Console), false},
+		{owner, a.url(routenames.AccountShow), false},
+		{invitee, a.url(routenames.AccountShow), false},
+		{student, a.url(routenames.TCO), false},
+		{owner, a.url(routenames.OrgsShow, idParam(f.orgA.ID)), false},
+		{owner, a.url(routenames.WalletShow, idParam(f.orgA.ID)), false},
+		{owner, a.url(routenames.RentalsShow, idParam(f.runningRental)), false},
+		{p.owner, a.url(routenames.ProviderDashboard, pid), false},
+		{p.owner, a.url(routenames.ProviderNodes, pid), false},
+		{p.owner, a.url(routenames.ProviderOffers, pid), false},
+		{p.owner, a.url(routenames.ProviderDatacenters, pid), false},
+		{p.owner, a.url(routenames.ProviderEarnings, pid), false},
 	}
 	shots := os.Getenv("SUANLI_SCREENSHOTS")
 	b := newBrowser(t, 6*time.Minute)

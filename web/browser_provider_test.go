@@ -12,6 +12,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/models"
+	"suanli/routenames"
 )
 
 // shot saves a full-page PNG of the tab to /tmp/shots/<name>.png, for a
@@ -64,7 +65,7 @@ func TestBrowserProviderJourney(t *testing.T) {
 	b := newEnglishBrowser(t, ctx)
 	u := mustUser(t, a.db, "ops@chengdu-sc.example", "Liu Yang", false)
 
-	open(t, b, a.srv.URL+a.url("auth.login"), "login page")
+	open(t, b, a.srv.URL+a.url(routenames.AuthLogin), "login page")
 	typeInto(t, b, [][2]string{{"f-email", u.Email}, {"f-password", testPassword}})
 	click(t, b, "#login-submit", "log in")
 
@@ -82,7 +83,7 @@ func TestBrowserProviderJourney(t *testing.T) {
 	must(t, a.db.R.Where("kind = ? AND name = ?", models.OrgProvider, "Chengdu Science City Compute").First(&org).Error == nil, "no provider organisation")
 	admin := mustUser(t, a.db, "root@suanli.example", "Pat Platform", true)
 	must(t, (&accounts.Service{DB: a.db}).Review(context.Background(), admin, org.ID, true, "") == nil, "review")
-	p = open(t, b, a.srv.URL+a.url("provider.dashboard", pid), "dashboard")
+	p = open(t, b, a.srv.URL+a.url(routenames.ProviderDashboard, pid), "dashboard")
 	must(t, strings.Contains(p.Text, "Verified"), "not verified after approval:\n%s", p)
 
 	// A datacentre.
@@ -117,13 +118,13 @@ func TestBrowserProviderJourney(t *testing.T) {
 	// The token came in the answer to the POST; the node's own page, in Chinese.
 	var n models.Node
 	must(t, a.db.R.Where("name = ?", "sc-a100-01").First(&n).Error == nil, "no node")
-	p = open(t, b, a.srv.URL+a.url("provider.nodes.show", pid, idParam(n.ID)), "node page")
+	p = open(t, b, a.srv.URL+a.url(routenames.ProviderNodesShow, pid, idParam(n.ID)), "node page")
 	must(t, !strings.Contains(p.Text, token), "the token is shown again (was on %s)", nodePage)
 	must(t, strings.Contains(p.Text, "模拟") && strings.Contains(p.Text, "最近心跳"), "node page in Chinese:\n%s", p)
 	shot(t, b, "node-zh")
 
 	// An offer for them.
-	p = open(t, b, a.srv.URL+a.url("provider.offers.new", pid), "offer form")
+	p = open(t, b, a.srv.URL+a.url(routenames.ProviderOffersNew, pid), "offer form")
 	must(t, eval[string](t, b, `document.querySelector("#f-gpu").value`) == "a100-40g-sxm", "the node's model is not preselected")
 	shot(t, b, "offer-form-zh")
 	click(t, b, "#lang-en", "English")
@@ -136,8 +137,8 @@ func TestBrowserProviderJourney(t *testing.T) {
 	var o models.Offer
 	must(t, a.db.R.Where("gpu_model = ? AND price_per_gpu_hour_fen = ?", "a100-40g-sxm", 750).First(&o).Error == nil, "offer not stored")
 	must(t, strconv.FormatInt(o.ProviderID, 10) == pid, "offer of provider %d, want %s", o.ProviderID, pid)
-	open(t, b, a.srv.URL+a.url("provider.capacity", pid), "capacity")
+	open(t, b, a.srv.URL+a.url(routenames.ProviderCapacity, pid), "capacity")
 	shot(t, b, "capacity-en")
-	open(t, b, a.srv.URL+a.url("provider.earnings", pid), "earnings")
+	open(t, b, a.srv.URL+a.url(routenames.ProviderEarnings, pid), "earnings")
 	shot(t, b, "earnings-en")
 }

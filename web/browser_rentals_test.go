@@ -26,6 +26,7 @@ import (
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/rentals"
+	"suanli/routenames"
 	"suanli/views"
 	"suanli/workers"
 )
@@ -335,8 +336,8 @@ func TestRentFormErrors(t *testing.T) {
 	broke, brokeOrg := fundedRenter(t, a.db, "broke@example.com", testPassword, 0)
 	_, othersOrg := fundedRenter(t, a.db, "other@example.com", testPassword, 100_000)
 	ac := loggedIn(a, "renter", broke)
-	path := a.url("rentals.create", idParam(offer.ID))
-	res, body := ac.do("GET", a.url("rentals.new", idParam(offer.ID)), nil)
+	path := a.url(routenames.RentalsCreate, idParam(offer.ID))
+	res, body := ac.do("GET", a.url(routenames.RentalsNew, idParam(offer.ID)), nil)
 	must(t, res.StatusCode == 200, "GET the rent form: %d", res.StatusCode)
 	contains(t, body, `name="ssh_public_key"`, `value="`+idParam(brokeOrg)+`" selected`)
 	form := func(kv ...string) url.Values {
@@ -502,9 +503,9 @@ func TestRentalChangeFormErrors(t *testing.T) {
 		"no H100 offer in the RTX 4090's datacentre")
 	must(t, a.db.R.Where("datacenter_id <> ? AND status = ?", offer.DatacenterID, models.OfferListed).First(&elsewhere).Error == nil, "no offer elsewhere")
 	ac := loggedIn(a, "renter", renter)
-	path := a.url("rentals.change", idParam(id))
+	path := a.url(routenames.RentalsChange, idParam(id))
 
-	res, body := ac.do("GET", a.url("rentals.show", idParam(id)), nil)
+	res, body := ac.do("GET", a.url(routenames.RentalsShow, idParam(id)), nil)
 	must(t, res.StatusCode == 200, "GET the rental: %d", res.StatusCode)
 	contains(t, body, `id="rental-change"`, `<option value="`+idParam(h100.ID)+`">H100 SXM`, `id="change-no-quote"`)
 	must(t, !strings.Contains(body, `<option value="`+idParam(elsewhere.ID)+`"`), "the switch form offers an offer of another datacentre")
@@ -529,7 +530,7 @@ func TestRentalChangeFormErrors(t *testing.T) {
 		{"the same size is no change", path, ac, url.Values{"offer_id": {idParam(offer.ID)}, "gpus": {"1"}}, 422, "gpus", "nothing to change"},
 		// No agent runs here, so no GPU is free.
 		{"no free GPUs", path, ac, url.Values{"gpus": {"2"}, "confirm": {"1"}}, 409, "change-error", "Not enough free GPUs"},
-		{"the balance must cover an hour", a.url("rentals.change", idParam(brokeID)), loggedIn(a, "broke renter", broke),
+		{"the balance must cover an hour", a.url(routenames.RentalsChange, idParam(brokeID)), loggedIn(a, "broke renter", broke),
 			url.Values{"gpus": {"2"}, "confirm": {"1"}}, 409, "change-error", "The new size needs a balance of at least ¥"},
 	}
 	for _, c := range cases {
@@ -556,8 +557,8 @@ func TestRentalChangeFormErrors(t *testing.T) {
 
 	// A rental that never ran has no section and nothing to switch.
 	pending := mustRental(t, a.db, org, renter.ID, offer)
-	res, body = ac.do("GET", a.url("rentals.show", idParam(pending)), nil)
+	res, body = ac.do("GET", a.url(routenames.RentalsShow, idParam(pending)), nil)
 	must(t, res.StatusCode == 200 && !strings.Contains(body, `id="rental-change"`), "a pending rental's page: %d, switch section shown", res.StatusCode)
-	res, body = ac.post(a.url("rentals.change", idParam(pending)), url.Values{"gpus": {"2"}})
+	res, body = ac.post(a.url(routenames.RentalsChange, idParam(pending)), url.Values{"gpus": {"2"}})
 	must(t, res.StatusCode == http.StatusConflict && strings.Contains(body, "Only a running rental"), "switching a pending rental: %d\n%s", res.StatusCode, snippet(body))
 }

@@ -19,6 +19,7 @@ import (
 	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/models"
+	"suanli/routenames"
 	"suanli/static"
 )
 
@@ -145,7 +146,7 @@ func TestLatencyPagesTimeTheDatacentresNodes(t *testing.T) {
 		wantOrigins := []string{"'self'", "https://gpu-b.example.net:7443", "http://203.0.113.9:7070"}
 
 		offer := rtxOffer(t, a.db)
-		for _, path := range []string{a.url("offers.show", idParam(offer.ID)), a.url("datacenters.show", "cd-hitech")} {
+		for _, path := range []string{a.url(routenames.OffersShow, idParam(offer.ID)), a.url(routenames.DatacentersShow, "cd-hitech")} {
 			res, body := a.get(path, "Accept-Language", "en")
 			must(t, res.StatusCode == 200, "GET %s: %d", path, res.StatusCode)
 			contains(t, body,
@@ -164,7 +165,7 @@ func TestLatencyPagesTimeTheDatacentresNodes(t *testing.T) {
 		if err := a.db.R.Raw(`SELECT o.* FROM offers o JOIN datacenters d ON d.id = o.datacenter_id WHERE d.slug <> 'cd-hitech' ORDER BY o.id LIMIT 1`).Scan(&other).Error; err != nil || other.ID == 0 {
 			t.Fatalf("an offer elsewhere: %v", err)
 		}
-		for _, path := range []string{a.url("offers.show", idParam(other.ID)), a.url("offers.list"), a.url("auth.login")} {
+		for _, path := range []string{a.url(routenames.OffersShow, idParam(other.ID)), a.url(routenames.OffersList), a.url(routenames.AuthLogin)} {
 			res, body := a.get(path)
 			must(t, res.StatusCode == 200, "GET %s: %d", path, res.StatusCode)
 			if strings.Contains(body, "data-ping-urls") || strings.Contains(body, static.URL("latency.js")) {
@@ -179,7 +180,7 @@ func TestLatencyPagesTimeTheDatacentresNodes(t *testing.T) {
 		if err := a.db.W.Model(&models.Node{}).Where("id IN ?", nodes[:2]).Update("last_heartbeat_at", time.Now().Add(-time.Hour)).Error; err != nil {
 			t.Fatal(err)
 		}
-		res, body := a.get(a.url("offers.show", idParam(offer.ID)))
+		res, body := a.get(a.url(routenames.OffersShow, idParam(offer.ID)))
 		must(t, !strings.Contains(body, "data-ping-urls"), "a silent node's ping URL is still offered")
 		must(t, slices.Equal(connectSrc(t, res), []string{"'self'"}), "connect-src %v after the nodes went quiet", connectSrc(t, res))
 	})
@@ -191,7 +192,7 @@ func TestLatencyPublishedFiguresWithoutJavaScript(t *testing.T) {
 	t.Parallel()
 	a := newSQLiteApp(t)
 	sendHeartbeat(t, a, dcNodes(t, a.db, "cd-hitech")[0], "https://gpu-a.example.net:7070/ping")
-	_, body := a.get(a.url("offers.show", idParam(rtxOffer(t, a.db).ID)), "Accept-Language", "en")
+	_, body := a.get(a.url(routenames.OffersShow, idParam(rtxOffer(t, a.db).ID)), "Accept-Language", "en")
 	contains(t, body, `<table class="kv latency">`, "Source: demo data", `<p class="your-latency" id="your-latency"`)
 	el := body[strings.Index(body, `<p class="your-latency"`):]
 	el = el[:strings.Index(el, ">")]
@@ -203,7 +204,7 @@ func TestLatencyPublishedFiguresWithoutJavaScript(t *testing.T) {
 func TestLatencyServerPing(t *testing.T) {
 	t.Parallel()
 	a := newSQLiteApp(t)
-	req, _ := http.NewRequest("GET", a.srv.URL+a.url("ping"), nil)
+	req, _ := http.NewRequest("GET", a.srv.URL+a.url(routenames.Ping), nil)
 	req.Header.Set("Origin", "http://elsewhere.example")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -217,7 +218,7 @@ func TestLatencyServerPing(t *testing.T) {
 
 	// testHandler's base URL is http://suanli.test.
 	sendHeartbeat(t, a, dcNodes(t, a.db, "cd-hitech")[0], "http://suanli.test/ping")
-	_, body := a.get(a.url("datacenters.show", "cd-hitech"), "Accept-Language", "en")
+	_, body := a.get(a.url(routenames.DatacentersShow, "cd-hitech"), "Accept-Language", "en")
 	contains(t, body, `data-ping-urls="http://suanli.test/ping"`, "measured from your browser to this demo server")
 }
 
@@ -254,7 +255,7 @@ func TestLatencyBrowserMeasures(t *testing.T) {
 	heardFirst(t, a.db, nodes[0], nodes[1]) // the dead endpoint is listed first
 
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(a.srv.URL+a.url("offers.show", idParam(rtxOffer(t, a.db).ID))),
+		chromedp.Navigate(a.srv.URL+a.url(routenames.OffersShow, idParam(rtxOffer(t, a.db).ID))),
 		chromedp.WaitVisible(chromedp.CSS(`#your-latency[data-ping-state]:not([data-ping-state="measuring"])`)),
 	); err != nil {
 		t.Fatalf("the latency figure never appeared: %v", err)

@@ -31,6 +31,7 @@ import (
 	"suanli/metrics"
 	"suanli/models"
 	"suanli/offers"
+	"suanli/routenames"
 	"suanli/web"
 	"suanli/workers"
 )
@@ -229,7 +230,7 @@ func testMetricsReportTheMarket(t *testing.T, db *models.DB) {
 	s, _ := f.scrape(t)
 
 	// HTTP, by route name — an unknown path is "unmatched", never its URL.
-	if v := s.value(t, "suanli_http_requests_total", "route", "offers.list", "method", "GET", "status", "200"); v != 2 {
+	if v := s.value(t, "suanli_http_requests_total", "route", routenames.OffersList, "method", "GET", "status", "200"); v != 2 {
 		t.Errorf("offers.list requests %v, want 2", v)
 	}
 	if v := s.value(t, "suanli_http_requests_total", "route", "unmatched", "method", "GET", "status", "404"); v != 1 {
@@ -538,17 +539,17 @@ func TestRequestLogCarriesIDs(t *testing.T) {
 		}
 	}
 
-	ac.do("GET", a.url("rentals.show", idParam(rental)), nil)
+	ac.do("GET", a.url(routenames.RentalsShow, idParam(rental)), nil)
 	l := only("the rental page")
 	is(l, "user_id", u.ID)
 	is(l, "org_id", org)
 	is(l, "rental_id", rental)
 	absent(l, "node_id")
-	if l["route"] != "rentals.show" {
+	if l["route"] != routenames.RentalsShow {
 		t.Errorf("route %v, want rentals.show", l["route"])
 	}
 
-	req, _ := http.NewRequest("GET", a.srv.URL+a.url("api.rentals.show", idParam(rental)), nil)
+	req, _ := http.NewRequest("GET", a.srv.URL+a.url(routenames.APIRentalsShow, idParam(rental)), nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -560,7 +561,7 @@ func TestRequestLogCarriesIDs(t *testing.T) {
 	is(l, "org_id", org)
 	is(l, "rental_id", rental)
 
-	ac.do("GET", a.url("orgs.show", idParam(org)), nil)
+	ac.do("GET", a.url(routenames.OrgsShow, idParam(org)), nil)
 	l = only("the organisation page")
 	is(l, "user_id", u.ID)
 	is(l, "org_id", org)

@@ -12,6 +12,7 @@ import (
 	"suanli/dbtest"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/routenames"
 )
 
 // The wallet is in the navigation of every page for a logged-in user, in
@@ -33,7 +34,7 @@ func TestNavigationLeadsToTheWallet(t *testing.T) {
 		must(t, personal != team.ID, "the team is not the personal organisation")
 		ac := loggedIn(a, "wanda", u)
 		for _, lang := range locales.Supported {
-			for _, path := range []string{a.url("offers.list"), a.url("console"), a.url("account.show")} {
+			for _, path := range []string{a.url(routenames.OffersList), a.url(routenames.Console), a.url(routenames.AccountShow)} {
 				page := ac.page(t, path, lang, 200)
 				nav := findElement(page, func(n *html.Node) bool {
 					return n.Data == "nav" && htmlAttr(n, "aria-label") == locales.T(lang, "nav.label")
@@ -47,12 +48,12 @@ func TestNavigationLeadsToTheWallet(t *testing.T) {
 				}
 				must(t, href != "", "%s %s: the navigation has no %q link: %q", lang, path, locales.T(lang, "nav.wallet"), linksIn(nav))
 				res, _ := ac.do("GET", href, nil, inLang(lang)...)
-				must(t, res.StatusCode == http.StatusSeeOther && res.Header.Get("Location") == a.url("wallet.show", idParam(personal)),
-					"%s: the wallet link %s answers %d to %q, want 303 to the personal wallet %s", lang, href, res.StatusCode, res.Header.Get("Location"), a.url("wallet.show", idParam(personal)))
+				must(t, res.StatusCode == http.StatusSeeOther && res.Header.Get("Location") == a.url(routenames.WalletShow, idParam(personal)),
+					"%s: the wallet link %s answers %d to %q, want 303 to the personal wallet %s", lang, href, res.StatusCode, res.Header.Get("Location"), a.url(routenames.WalletShow, idParam(personal)))
 				contains(t, ac.page(t, res.Header.Get("Location"), lang, 200), `id="wallet-balance"`)
 			}
 		}
 		anon := newActor(a, "visitor")
-		must(t, !strings.Contains(anon.page(t, a.url("offers.list"), "en", 200), `id="nav-wallet"`), "a visitor's navigation has a wallet link")
+		must(t, !strings.Contains(anon.page(t, a.url(routenames.OffersList), "en", 200), `id="nav-wallet"`), "a visitor's navigation has a wallet link")
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"suanli/handlers"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/routenames"
 )
 
 type apiList struct {
@@ -166,14 +167,14 @@ func TestOfferAndDatacenterPages(t *testing.T) {
 		a := newApp(t, db)
 		var o models.Offer
 		must(t, db.R.Where("gpu_model = ? AND datacenter_id = (SELECT id FROM datacenters WHERE slug = 'cd-tianfu-swpark')", "h100-sxm").First(&o).Error == nil, "find offer")
-		res, page := a.get(a.url("offers.show", o.ID), "Accept-Language", "en")
+		res, page := a.get(a.url(routenames.OffersShow, o.ID), "Accept-Language", "en")
 		must(t, res.StatusCode == 200, "offer status %d", res.StatusCode)
 		contains(t, page, "H100 SXM5 × 8", "NVIDIA H100 datasheet", "¥34.00", "¥27.20", "¥30.60", "¥24.48", "¥20,500", "¥5,535",
 			"Chengdu Tianfu Software Park DC", "Tianfu Software Park", "Beijing", "36 ms", "demo data")
-		_, zh := a.get(a.url("offers.show", o.ID))
+		_, zh := a.get(a.url(routenames.OffersShow, o.ID))
 		contains(t, zh, "成都天府软件园机房", "天府软件园", "/卡·时", "包月", "标称值来源（原文）")
 
-		_, api := a.get(a.url("api.offers.show", o.ID))
+		_, api := a.get(a.url(routenames.APIOffersShow, o.ID))
 		got := decode[handlers.APIOffer](t, api)
 		must(t, got.ID == o.ID && got.Datacenter.District == "Tianfu Software Park" && got.LatencyMS["chengdu"] == 3, "api offer %+v", got)
 
@@ -185,7 +186,7 @@ func TestOfferAndDatacenterPages(t *testing.T) {
 		res, body := a.get("/api/v1/offers/abc")
 		must(t, res.StatusCode == 404 && strings.Contains(body, `"code":"not_found"`), "api 404: %d %s", res.StatusCode, body)
 
-		res, page = a.get(a.url("datacenters.show", "cd-science-city"), "Accept-Language", "en")
+		res, page = a.get(a.url(routenames.DatacentersShow, "cd-science-city"), "Accept-Language", "en")
 		must(t, res.StatusCode == 200, "dc status %d", res.StatusCode)
 		contains(t, page, "Chengdu Science City DC", "Tier IV", "200 Gbps", "Offers in this datacentre (5)", "H200 SXM")
 	})
@@ -211,7 +212,7 @@ func TestQuoteAPIAndPanel(t *testing.T) {
 	var o models.Offer
 	must(t, a.db.R.Where("gpu_model = ? AND datacenter_id = (SELECT id FROM datacenters WHERE slug = 'cd-science-city')", "h100-sxm").First(&o).Error == nil, "find offer")
 	// Tuesday 2026-12-01 21:00 Shanghai for 2 h: 1 h peak, 1 h off-peak (10% off), 2 GPUs.
-	res, body := a.get(a.url("api.offers.quote", o.ID) + query("gpus", "2", "start", "2026-12-01T21:00:00+08:00", "seconds", "7200"))
+	res, body := a.get(a.url(routenames.APIOffersQuote, o.ID) + query("gpus", "2", "start", "2026-12-01T21:00:00+08:00", "seconds", "7200"))
 	must(t, res.StatusCode == 200, "quote %d %s", res.StatusCode, body)
 	q := decode[pricing.Breakdown](t, body)
 	// 2 × (3550 + 3550 × 0.9) = 7100 + 6390 = 13490.
@@ -219,26 +220,26 @@ func TestQuoteAPIAndPanel(t *testing.T) {
 	must(t, len(q.Discounts) == 1 && q.Discounts[0].Kind == "offpeak" && q.Discounts[0].Pct == 10, "discounts %+v", q.Discounts)
 	must(t, q.SLATier == "standard" && q.SLASurchargeFen == 0, "default SLA %+v", q)
 
-	res, body = a.get(a.url("api.offers.quote", o.ID) + query("term", "month", "gpus", "8", "sla", "premium"))
+	res, body = a.get(a.url(routenames.APIOffersQuote, o.ID) + query("term", "month", "gpus", "8", "sla", "premium"))
 	q = decode[pricing.Breakdown](t, body)
 	// 8 × ¥21,200 × 1.15 = ¥195,040.
 	must(t, res.StatusCode == 200 && q.TotalFen == 19504000, "month premium %d %+v", res.StatusCode, q)
 
 	for _, bad := range [][2]string{{"gpus", "9"}, {"gpus", "x"}, {"start", "yesterday"}, {"seconds", "-1"}, {"term", "year"}, {"sla", "gold"}} {
-		res, body := a.get(a.url("api.offers.quote", o.ID) + query(bad[0], bad[1]))
+		res, body := a.get(a.url(routenames.APIOffersQuote, o.ID) + query(bad[0], bad[1]))
 		must(t, res.StatusCode == 400 && strings.Contains(body, `"param":"`+bad[0]+`"`), "%s=%s: %d %s", bad[0], bad[1], res.StatusCode, body)
 	}
-	res, _ = a.get(a.url("api.offers.quote", 999999))
+	res, _ = a.get(a.url(routenames.APIOffersQuote, 999999))
 	must(t, res.StatusCode == 404, "unknown offer: %d", res.StatusCode)
 
 	// The panel: the same figures on the page, and as a fragment for htmx.
-	page := a.url("offers.show", o.ID) + query("gpus", "2", "start", "2026-12-01T21:00", "hours", "2")
+	page := a.url(routenames.OffersShow, o.ID) + query("gpus", "2", "start", "2026-12-01T21:00", "hours", "2")
 	res, html := a.get(page, "Accept-Language", "en")
 	must(t, res.StatusCode == 200, "page %d", res.StatusCode)
 	contains(t, html, `id="quote-total">¥134.90<`, "1 h at the off-peak rate", "1 h at the peak rate", "Off-peak discount −10%")
 	res, frag := a.get(page, "HX-Request", "true", "Accept-Language", "en")
 	must(t, res.StatusCode == 200 && strings.HasPrefix(strings.TrimSpace(frag), `<div id="quote-result"`), "fragment %q", frag[:min(60, len(frag))])
-	res, html = a.get(a.url("offers.show", o.ID)+query("gpus", "99"), "Accept-Language", "en")
+	res, html = a.get(a.url(routenames.OffersShow, o.ID)+query("gpus", "99"), "Accept-Language", "en")
 	must(t, res.StatusCode == 200, "bad gpus: %d", res.StatusCode)
 	contains(t, html, "Enter 1 to 8", `id="qerr-gpus"`)
 }
@@ -338,7 +339,7 @@ func TestOffersShowBenchmarksAndUptime(t *testing.T) {
 		must(t, string(offers[3]["benchmark"]) == "null" && string(offers[3]["uptime_30d_pct"]) == "null", "no report: %s %s", offers[3]["benchmark"], offers[3]["uptime_30d_pct"])
 		must(t, string(offers[1]["uptime_30d_pct"]) == "99.97", "uptime %s", offers[1]["uptime_30d_pct"])
 
-		_, body = a.get(a.url("api.offers.show", f.science.ID))
+		_, body = a.get(a.url(routenames.APIOffersShow, f.science.ID))
 		var one map[string]json.RawMessage
 		must(t, json.Unmarshal([]byte(body), &one) == nil, "decode %s", body)
 		must(t, string(one["benchmark"]) == string(offers[2]["benchmark"]) && string(one["uptime_30d_pct"]) == "99.5", "show: %s", body)
@@ -363,15 +364,15 @@ func TestOffersShowBenchmarksAndUptime(t *testing.T) {
 		_, page := a.get("/offers?sort=nope", "Accept-Language", "en")
 		contains(t, page, `id="err-sort" role="alert">Unknown sort`)
 
-		_, en = a.get(a.url("offers.show", f.swpark.ID), "Accept-Language", "en")
+		_, en = a.get(a.url(routenames.OffersShow, f.swpark.ID), "Accept-Language", "en")
 		contains(t, en, "Latest benchmark", "791.2 TFLOPS", "989 TFLOPS", "799.1 TFLOPS", "2,680 GB/s", "3,350 GB/s",
 			"<strong>80%</strong>", "verified 2026-11-28", "measured 2026-11-28 22:00 (UTC+8)",
 			`href="/benchmarks/`+i64s(f.realID)+`"`, `href="/nodes/`+i64s(f.swpark.NodeID)+`/benchmarks"`,
 			"Uptime, last 30 days", "<strong>99.97%</strong>", `href="/sla"`)
 		must(t, !strings.Contains(en, "below 70%"), "an 80%% report is not flagged")
-		_, zh = a.get(a.url("offers.show", f.science.ID), "Accept-Language", "zh-CN")
+		_, zh = a.get(a.url(routenames.OffersShow, f.science.ID), "Accept-Language", "zh-CN")
 		contains(t, zh, "最新基准测试", "模拟节点代理", "低于标称 70%", "<strong>65%</strong>", "近 30 天可用性", "99.50%")
-		_, en = a.get(a.url("offers.show", f.bj.ID), "Accept-Language", "en")
+		_, en = a.get(a.url(routenames.OffersShow, f.bj.ID), "Accept-Language", "en")
 		contains(t, en, "No benchmark report for this node yet.", "not computed yet")
 	})
 }

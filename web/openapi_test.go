@@ -17,6 +17,7 @@ import (
 	"suanli/dbtest"
 	"suanli/models"
 	"suanli/openapi"
+	"suanli/routenames"
 )
 
 // apiValidator is compiled once for the whole test binary.
@@ -165,7 +166,7 @@ func TestAPIDocsPage(t *testing.T) {
 	t.Parallel()
 	a := newSQLiteApp(t)
 	for _, lang := range []string{"zh-CN", "en"} {
-		res, body := a.get(a.url("api.docs"), "Accept-Language", lang)
+		res, body := a.get(a.url(routenames.APIDocs), "Accept-Language", lang)
 		must(t, res.StatusCode == http.StatusOK, "%s: status %d", lang, res.StatusCode)
 		for _, op := range openapi.Operations() {
 			contains(t, body, `id="`+op.Anchor()+`"`, `data-path="`+op.Path+`"`)

@@ -29,6 +29,7 @@ import (
 	"suanli/pricing"
 	"suanli/providers"
 	"suanli/rentals"
+	"suanli/routenames"
 	"suanli/sla"
 	"suanli/workers"
 )
@@ -132,35 +133,35 @@ func (h *missingMessages) take() []string {
 
 // notPages are the GET routes that answer no page a person reads, and why.
 var notPages = map[string]string{
-	"lang.switch":                   "a redirect back to the page",
-	"wallet.mine":                   "a redirect to the wallet of the reader's organisation",
-	"wallet.csv":                    "a CSV download (its memo column is the stored English text, for machines)",
-	"admin.audit.csv":               "a CSV download",
-	"provider.statement.csv":        "a CSV download",
-	"provider.connect.return":       "a redirect from Stripe back to the earnings page",
-	"provider.home":                 "a redirect to the provider's dashboard (or the sign-up form, rendered as provider.home for a non-provider)",
-	"api.provider.datacenters.list": "JSON",
-	"api.provider.nodes.list":       "JSON",
-	"api.provider.nodes.show":       "JSON",
-	"api.provider.offers.list":      "JSON",
-	"api.provider.offers.show":      "JSON",
-	"api.openapi":                   "JSON",
-	"api.offers.list":               "JSON",
-	"api.offers.show":               "JSON",
-	"api.offers.quote":              "JSON",
-	"api.me":                        "JSON",
-	"api.wallet":                    "JSON",
-	"api.wallet.ledger":             "JSON",
-	"api.rentals.list":              "JSON",
-	"api.rentals.show":              "JSON",
-	"api.benchmarks.show":           "JSON",
-	"api.nodes.benchmarks":          "JSON",
-	"agent.tasks":                   "the agents' protocol",
-	"ping":                          "the latency probe",
-	"healthz":                       "a probe",
-	"readyz":                        "a probe",
-	"metrics":                       "Prometheus",
-	"static":                        "assets",
+	routenames.LangSwitch:                 "a redirect back to the page",
+	routenames.WalletMine:                 "a redirect to the wallet of the reader's organisation",
+	routenames.WalletCSV:                  "a CSV download (its memo column is the stored English text, for machines)",
+	routenames.AdminAuditCSV:              "a CSV download",
+	routenames.ProviderStatementCSV:       "a CSV download",
+	routenames.ProviderConnectReturn:      "a redirect from Stripe back to the earnings page",
+	routenames.ProviderHome:               "a redirect to the provider's dashboard (or the sign-up form, rendered as provider.home for a non-provider)",
+	routenames.APIProviderDatacentersList: "JSON",
+	routenames.APIProviderNodesList:       "JSON",
+	routenames.APIProviderNodesShow:       "JSON",
+	routenames.APIProviderOffersList:      "JSON",
+	routenames.APIProviderOffersShow:      "JSON",
+	routenames.APIOpenAPI:                 "JSON",
+	routenames.APIOffersList:              "JSON",
+	routenames.APIOffersShow:              "JSON",
+	routenames.APIOffersQuote:             "JSON",
+	routenames.APIMe:                      "JSON",
+	routenames.APIWallet:                  "JSON",
+	routenames.APIWalletLedger:            "JSON",
+	routenames.APIRentalsList:             "JSON",
+	routenames.APIRentalsShow:             "JSON",
+	routenames.APIBenchmarksShow:          "JSON",
+	routenames.APINodesBenchmarks:         "JSON",
+	routenames.AgentTasks:                 "the agents' protocol",
+	routenames.Ping:                       "the latency probe",
+	routenames.Healthz:                    "a probe",
+	routenames.Readyz:                     "a probe",
+	routenames.Metrics:                    "Prometheus",
+	routenames.Static:                     "assets",
 }
 
 // busyMarket is the demo market after some real use.
@@ -284,10 +285,10 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 	m.anon = newActor(a, "anonymous")
 	m.renter = signUpVerified(t, a, "li.lei@example.com", "李雷")
 	m.newcomer = newActor(a, "newcomer")
-	res, body := m.newcomer.post(a.url("auth.signup.post"), url.Values{"email": {"han.meimei@example.com"}, "name": {"韩梅梅"},
+	res, body := m.newcomer.post(a.url(routenames.AuthSignupPost), url.Values{"email": {"han.meimei@example.com"}, "name": {"韩梅梅"},
 		"password": {testPassword}, "lang": {locales.ZH}}, "Accept-Language", locales.ZH)
 	must(t, res.StatusCode == http.StatusSeeOther || res.StatusCode == http.StatusOK, "sign up the newcomer: %d %s", res.StatusCode, snippet(body))
-	res, body = m.newcomer.post(a.url("auth.login.post"), url.Values{"email": {"han.meimei@example.com"}, "password": {testPassword}})
+	res, body = m.newcomer.post(a.url(routenames.AuthLoginPost), url.Values{"email": {"han.meimei@example.com"}, "password": {testPassword}})
 	must(t, res.StatusCode == http.StatusSeeOther, "log the newcomer in: %d %s", res.StatusCode, snippet(body))
 
 	renter := m.renter.user
@@ -500,7 +501,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 func loginWith(a *app, name, email, password string) *actor {
 	a.t.Helper()
 	ac := newActor(a, name)
-	res, body := ac.post(a.url("auth.login.post"), url.Values{"email": {email}, "password": {password}})
+	res, body := ac.post(a.url(routenames.AuthLoginPost), url.Values{"email": {email}, "password": {password}})
 	must(a.t, res.StatusCode == http.StatusSeeOther, "%s: log in: %d %s", name, res.StatusCode, snippet(body))
 	u, err := a.db.UserByEmail(context.Background(), email)
 	if err != nil {
@@ -515,10 +516,10 @@ func loginWith(a *app, name, email, password string) *actor {
 func signUpVerified(t *testing.T, a *app, email, name string) *actor {
 	t.Helper()
 	ac := newActor(a, name)
-	res, body := ac.post(a.url("auth.signup.post"), url.Values{"email": {email}, "name": {name}, "password": {testPassword}, "lang": {locales.ZH}},
+	res, body := ac.post(a.url(routenames.AuthSignupPost), url.Values{"email": {email}, "name": {name}, "password": {testPassword}, "lang": {locales.ZH}},
 		"Accept-Language", locales.ZH)
 	must(t, res.StatusCode == http.StatusSeeOther || res.StatusCode == http.StatusOK, "sign up %s: %d %s", email, res.StatusCode, snippet(body))
-	res, body = ac.do("GET", a.url("auth.verify")+"?token="+mailedToken(t, a.db, email, "/verify"), nil, "Accept-Language", locales.ZH)
+	res, body = ac.do("GET", a.url(routenames.AuthVerify)+"?token="+mailedToken(t, a.db, email, "/verify"), nil, "Accept-Language", locales.ZH)
 	must(t, res.StatusCode == http.StatusOK || res.StatusCode == http.StatusSeeOther, "verify %s: %d %s", email, res.StatusCode, snippet(body))
 	return loginWith(a, name, email, testPassword)
 }
@@ -592,57 +593,57 @@ func (m *busyMarket) pages(t *testing.T) []page {
 	id := idParam
 	pid := id(m.providerID)
 	for _, as := range []*actor{m.anon, m.renter} {
-		add(as, "home", "")
-		add(as, "offers.list", "")
-		add(as, "offers.show", "", id(m.offer.ID))
-		add(as, "datacenters.show", "", "cd-tianfu-swpark")
-		add(as, "sla", "")
-		add(as, "tco", "")
-		add(as, "benchmarks.show", "", id(m.reportID))
-		add(as, "nodes.benchmarks", "", id(m.sibling))
-		add(as, "api.docs", "")
+		add(as, routenames.Home, "")
+		add(as, routenames.OffersList, "")
+		add(as, routenames.OffersShow, "", id(m.offer.ID))
+		add(as, routenames.DatacentersShow, "", "cd-tianfu-swpark")
+		add(as, routenames.SLA, "")
+		add(as, routenames.TCO, "")
+		add(as, routenames.BenchmarksShow, "", id(m.reportID))
+		add(as, routenames.NodesBenchmarks, "", id(m.sibling))
+		add(as, routenames.APIDocs, "")
 	}
 	// The offer list filtered to nothing (it says which filter excluded
 	// what), by latency from a city, and as a fragment.
-	add(m.anon, "offers.list", query("gpu", "b200", "city", "chengdu", "max_price", "1", "available", "1"))
-	add(m.renter, "offers.list", query("from", "chongqing", "max_latency_ms", "20", "sort", "latency"))
-	add(m.anon, "offers.list", query("sort", "measured"))
-	add(m.anon, "auth.signup", "")
-	add(m.anon, "auth.login", "")
-	add(m.anon, "password.forgot", "")
-	add(m.anon, "password.reset", "?token=not-a-token")
+	add(m.anon, routenames.OffersList, query("gpu", "b200", "city", "chengdu", "max_price", "1", "available", "1"))
+	add(m.renter, routenames.OffersList, query("from", "chongqing", "max_latency_ms", "20", "sort", "latency"))
+	add(m.anon, routenames.OffersList, query("sort", "measured"))
+	add(m.anon, routenames.AuthSignup, "")
+	add(m.anon, routenames.AuthLogin, "")
+	add(m.anon, routenames.PasswordForgot, "")
+	add(m.anon, routenames.PasswordReset, "?token=not-a-token")
 	// A link that does not work is a page too.
-	out = append(out, page{route: "auth.verify", path: a.url("auth.verify") + "?token=not-a-token", as: m.anon, status: http.StatusBadRequest},
-		page{route: "labs.confirm", path: a.url("labs.confirm") + "?token=not-a-token", as: m.renter, status: http.StatusBadRequest})
-	add(m.newcomer, "account.show", "")
-	add(m.newcomer, "offers.list", "")
-	add(m.renter, "account.show", "")
-	add(m.renter, "orgs.show", "", id(m.renterOrg))
-	add(m.renter, "orgs.show", "", id(m.teamOrg))
-	add(m.renter, "labs.apply", "")
-	add(m.renter, "invitations.accept", "?token=not-a-token")
-	add(m.renter, "wallet.show", "", id(m.renterOrg))
-	add(m.renter, "topups.show", "", id(m.topup))
-	add(m.renter, "rentals.new", "", id(m.offer.ID))
-	add(m.renter, "rentals.new", query("term", "week"), id(m.termOffer.ID))
-	add(m.renter, "console", "")
+	out = append(out, page{route: routenames.AuthVerify, path: a.url(routenames.AuthVerify) + "?token=not-a-token", as: m.anon, status: http.StatusBadRequest},
+		page{route: routenames.LabsConfirm, path: a.url(routenames.LabsConfirm) + "?token=not-a-token", as: m.renter, status: http.StatusBadRequest})
+	add(m.newcomer, routenames.AccountShow, "")
+	add(m.newcomer, routenames.OffersList, "")
+	add(m.renter, routenames.AccountShow, "")
+	add(m.renter, routenames.OrgsShow, "", id(m.renterOrg))
+	add(m.renter, routenames.OrgsShow, "", id(m.teamOrg))
+	add(m.renter, routenames.LabsApply, "")
+	add(m.renter, routenames.InvitationsAccept, "?token=not-a-token")
+	add(m.renter, routenames.WalletShow, "", id(m.renterOrg))
+	add(m.renter, routenames.TopupsShow, "", id(m.topup))
+	add(m.renter, routenames.RentalsNew, "", id(m.offer.ID))
+	add(m.renter, routenames.RentalsNew, query("term", "week"), id(m.termOffer.ID))
+	add(m.renter, routenames.Console, "")
 	for _, r := range []int64{m.stopped, m.moved, m.term, m.failed} {
-		add(m.renter, "rentals.show", "", id(r))
-		add(m.renter, "rentals.live", "", id(r))
+		add(m.renter, routenames.RentalsShow, "", id(r))
+		add(m.renter, routenames.RentalsLive, "", id(r))
 	}
-	for _, r := range []string{"admin.home", "admin.users", "admin.orgs", "admin.payouts", "admin.outbox", "admin.jobs", "admin.audit"} {
+	for _, r := range []string{routenames.AdminHome, routenames.AdminUsers, routenames.AdminOrgs, routenames.AdminPayouts, routenames.AdminOutbox, routenames.AdminJobs, routenames.AdminAudit} {
 		add(m.admin, r, "")
 	}
-	add(m.renter, "provider.home", "") // the provider sign-up form
-	for _, r := range []string{"provider.dashboard", "provider.profile", "provider.datacenters", "provider.nodes", "provider.nodes.live",
-		"provider.offers", "provider.offers.new", "provider.capacity", "provider.earnings", "provider.statement"} {
+	add(m.renter, routenames.ProviderHome, "") // the provider sign-up form
+	for _, r := range []string{routenames.ProviderDashboard, routenames.ProviderProfile, routenames.ProviderDatacenters, routenames.ProviderNodes, routenames.ProviderNodesLive,
+		routenames.ProviderOffers, routenames.ProviderOffersNew, routenames.ProviderCapacity, routenames.ProviderEarnings, routenames.ProviderStatement} {
 		add(m.provider, r, "", pid)
 	}
-	add(m.provider, "provider.datacenters.edit", "", pid, id(m.datacenterID))
-	add(m.provider, "provider.offers.edit", "", pid, id(m.offer.ID))
+	add(m.provider, routenames.ProviderDatacentersEdit, "", pid, id(m.datacenterID))
+	add(m.provider, routenames.ProviderOffersEdit, "", pid, id(m.offer.ID))
 	for _, n := range []int64{m.offer.NodeID, m.sibling, m.termOffer.NodeID, m.failNode} {
-		add(m.provider, "provider.nodes.show", "", pid, id(n))
-		add(m.provider, "provider.nodes.live.one", "", pid, id(n))
+		add(m.provider, routenames.ProviderNodesShow, "", pid, id(n))
+		add(m.provider, routenames.ProviderNodesLiveOne, "", pid, id(n))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].route < out[j].route })
 	return out

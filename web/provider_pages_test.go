@@ -15,6 +15,7 @@ import (
 	"suanli/models"
 	"suanli/providers"
 	"suanli/rentals"
+	"suanli/routenames"
 )
 
 // providerFixture is a user who owns an approved provider with one
@@ -108,19 +109,19 @@ func TestProviderPagesBothLanguages(t *testing.T) {
 		params []any
 		zh, en string
 	}{
-		{"provider.dashboard", []any{f.pid()}, "下一步", "Next steps"},
-		{"provider.profile", []any{f.pid()}, "营业执照号", "Business licence number"},
-		{"provider.datacenters", []any{f.pid()}, "天府机房", "Tianfu GPU Cloud Tianfu"},
-		{"provider.datacenters.edit", []any{f.pid(), idParam(f.dc)}, "提供方自报", "Provider-declared"},
-		{"provider.nodes", []any{f.pid()}, "tf-a100-01", "tf-a100-01"},
-		{"provider.nodes.show", []any{f.pid(), idParam(n.ID)}, "等待首次心跳", "waiting for first heartbeat"},
-		{"provider.nodes.live.one", []any{f.pid(), idParam(n.ID)}, "尚未检测", "not detected yet"},
-		{"provider.nodes.live", []any{f.pid()}, "tf-a100-01", "tf-a100-01"},
-		{"provider.offers", []any{f.pid()}, "还没有报价", "No offer yet"},
-		{"provider.offers.new", []any{f.pid()}, "最短计费时长", "Minimum duration"},
-		{"provider.capacity", []any{f.pid()}, "30 天利用率", "30-day utilisation"},
-		{"provider.earnings", []any{f.pid()}, "待结算余额", "Payable balance"},
-		{"provider.statement", []any{f.pid()}, "平台佣金", "Commission"},
+		{routenames.ProviderDashboard, []any{f.pid()}, "下一步", "Next steps"},
+		{routenames.ProviderProfile, []any{f.pid()}, "营业执照号", "Business licence number"},
+		{routenames.ProviderDatacenters, []any{f.pid()}, "天府机房", "Tianfu GPU Cloud Tianfu"},
+		{routenames.ProviderDatacentersEdit, []any{f.pid(), idParam(f.dc)}, "提供方自报", "Provider-declared"},
+		{routenames.ProviderNodes, []any{f.pid()}, "tf-a100-01", "tf-a100-01"},
+		{routenames.ProviderNodesShow, []any{f.pid(), idParam(n.ID)}, "等待首次心跳", "waiting for first heartbeat"},
+		{routenames.ProviderNodesLiveOne, []any{f.pid(), idParam(n.ID)}, "尚未检测", "not detected yet"},
+		{routenames.ProviderNodesLive, []any{f.pid()}, "tf-a100-01", "tf-a100-01"},
+		{routenames.ProviderOffers, []any{f.pid()}, "还没有报价", "No offer yet"},
+		{routenames.ProviderOffersNew, []any{f.pid()}, "最短计费时长", "Minimum duration"},
+		{routenames.ProviderCapacity, []any{f.pid()}, "30 天利用率", "30-day utilisation"},
+		{routenames.ProviderEarnings, []any{f.pid()}, "待结算余额", "Payable balance"},
+		{routenames.ProviderStatement, []any{f.pid()}, "平台佣金", "Commission"},
 	}
 	for _, p := range pages {
 		path := a.url(p.route, p.params...)
@@ -137,8 +138,8 @@ func TestProviderPagesBothLanguages(t *testing.T) {
 		}
 	}
 	// With one provider, /provider goes to it.
-	res, _ := f.owner.do("GET", a.url("provider.home"), nil)
-	must(t, res.StatusCode == http.StatusSeeOther && res.Header.Get("Location") == a.url("provider.dashboard", f.pid()),
+	res, _ := f.owner.do("GET", a.url(routenames.ProviderHome), nil)
+	must(t, res.StatusCode == http.StatusSeeOther && res.Header.Get("Location") == a.url(routenames.ProviderDashboard, f.pid()),
 		"GET /provider: %d %s", res.StatusCode, res.Header.Get("Location"))
 }
 
@@ -150,7 +151,7 @@ func TestProviderSignupForm(t *testing.T) {
 		a := newApp(t, db)
 		u := mustUser(t, a.db, "lab@uestc.example", "Zhou Lab", false)
 		ac := loggedIn(a, "signup", u)
-		body := ac.page(t, a.url("provider.home"), "zh-CN", 200)
+		body := ac.page(t, a.url(routenames.ProviderHome), "zh-CN", 200)
 		contains(t, body, "成为算力提供方", `name="licence_no"`, "lab@uestc.example")
 		count := func() int64 {
 			var n int64
@@ -158,7 +159,7 @@ func TestProviderSignupForm(t *testing.T) {
 			return n
 		}
 		before := count()
-		res, body := ac.post(a.url("provider.signup"), url.Values{"company_name": {"Chengdu Lab GPUs"}, "contact_name": {"Zhou"},
+		res, body := ac.post(a.url(routenames.ProviderSignup), url.Values{"company_name": {"Chengdu Lab GPUs"}, "contact_name": {"Zhou"},
 			"contact_phone": {"call me"}, "contact_email": {"not-an-email"}, "licence_no": {"x"}, "bank_name": {"ICBC"}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "bad signup: %d", res.StatusCode)
 		for _, field := range []string{"contact_phone", "contact_email", "licence_no", "bank_account_no"} {
@@ -167,7 +168,7 @@ func TestProviderSignupForm(t *testing.T) {
 		must(t, strings.Contains(body, `value="Chengdu Lab GPUs"`), "the company name was not kept")
 		must(t, count() == before, "a refused signup created a provider")
 
-		res, _ = ac.post(a.url("provider.signup"), url.Values{"company_name": {"Chengdu Lab GPUs"}, "contact_name": {"Zhou"},
+		res, _ = ac.post(a.url(routenames.ProviderSignup), url.Values{"company_name": {"Chengdu Lab GPUs"}, "contact_name": {"Zhou"},
 			"contact_phone": {"+86 28 6183 0000"}, "contact_email": {"lab@uestc.example"}, "licence_no": {"12510000450716XXXX"}})
 		must(t, res.StatusCode == http.StatusSeeOther, "signup: %d", res.StatusCode)
 		loc := res.Header.Get("Location")
@@ -207,24 +208,24 @@ func TestProviderDatacenterForm(t *testing.T) {
 			}
 			return len(dcs)
 		}
-		res, body := f.owner.post(a.url("provider.datacenters.create", f.pid()), url.Values{"name": {""}, "city": {"atlantis"},
+		res, body := f.owner.post(a.url(routenames.ProviderDatacentersCreate, f.pid()), url.Values{"name": {""}, "city": {"atlantis"},
 			"uplink_gbps": {"fast"}, "latency_chengdu": {"abc"}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "bad datacentre: %d", res.StatusCode)
 		must(t, fieldMessage(body, "uplink_gbps") != "" && fieldMessage(body, "latency_chengdu") != "", "no messages beside the numbers: %s", snippet(body))
 		must(t, count() == 1, "a refused form created a datacentre")
-		res, body = f.owner.post(a.url("provider.datacenters.create", f.pid()), url.Values{"name": {""}, "city": {"atlantis"}, "uplink_gbps": {"10"}})
+		res, body = f.owner.post(a.url(routenames.ProviderDatacentersCreate, f.pid()), url.Values{"name": {""}, "city": {"atlantis"}, "uplink_gbps": {"10"}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "bad datacentre: %d", res.StatusCode)
 		must(t, fieldMessage(body, "name") != "" && fieldMessage(body, "city") != "", "no messages beside name and city: %s", snippet(body))
 		must(t, count() == 1, "a refused form created a datacentre")
 
-		res, _ = f.owner.post(a.url("provider.datacenters.create", f.pid()), url.Values{"name": {"锦江二号机房"}, "name_en": {"Jinjiang Two"},
+		res, _ = f.owner.post(a.url(routenames.ProviderDatacentersCreate, f.pid()), url.Values{"name": {"锦江二号机房"}, "name_en": {"Jinjiang Two"},
 			"city": {"chengdu"}, "district": {"高新区"}, "district_en": {"Hi-tech Zone"}, "tier": {"Tier IV"}, "uplink_gbps": {"100"}, "latency_chongqing": {"9.5"}})
 		must(t, res.StatusCode == http.StatusSeeOther, "create datacentre: %d", res.StatusCode)
 		must(t, count() == 2, "no datacentre created")
-		body = f.owner.page(t, a.url("provider.datacenters", f.pid()), "zh-CN", 200)
+		body = f.owner.page(t, a.url(routenames.ProviderDatacenters, f.pid()), "zh-CN", 200)
 		contains(t, body, "锦江二号机房", "高新区", "Tier IV")
 		dcs, _ := f.svc.Datacenters(context.Background(), f.owner.user, f.acc.Provider.ID)
-		body = f.owner.page(t, a.url("provider.datacenters.edit", f.pid(), idParam(dcs[1].ID)), "en", 200)
+		body = f.owner.page(t, a.url(routenames.ProviderDatacentersEdit, f.pid(), idParam(dcs[1].ID)), "en", 200)
 		contains(t, body, `value="9.5"`, "provider-declared")
 	})
 }
@@ -234,22 +235,22 @@ func TestProviderAddNodeShowsTokenOnce(t *testing.T) {
 	t.Parallel()
 	a := newSQLiteApp(t)
 	f := newProviderFixture(t, a, "ops@wenjiang.example", "Wenjiang AI")
-	res, body := f.owner.post(a.url("provider.nodes.create", f.pid()), url.Values{"datacenter_id": {idParam(f.dc)}, "name": {"bad name"}})
+	res, body := f.owner.post(a.url(routenames.ProviderNodesCreate, f.pid()), url.Values{"datacenter_id": {idParam(f.dc)}, "name": {"bad name"}})
 	must(t, res.StatusCode == http.StatusUnprocessableEntity && fieldMessage(body, "name") != "", "bad node name: %d %s", res.StatusCode, snippet(body))
-	res, body = f.owner.post(a.url("provider.nodes.create", f.pid()), url.Values{"datacenter_id": {idParam(f.dc)}, "name": {"wj-h100-01"}})
+	res, body = f.owner.post(a.url(routenames.ProviderNodesCreate, f.pid()), url.Values{"datacenter_id": {idParam(f.dc)}, "name": {"wj-h100-01"}})
 	must(t, res.StatusCode == http.StatusCreated, "add node: %d %s", res.StatusCode, snippet(body))
 	contains(t, body, `id="node-token"`, "snr_", "suanli agent --server http://suanli.test --token", "systemd", "docker run")
 	tokStart := strings.Index(body, "snr_")
 	token := body[tokStart : tokStart+strings.IndexAny(body[tokStart:], "<' ")]
 	var n models.Node
 	must(t, a.db.R.Where("name = ?", "wj-h100-01").First(&n).Error == nil, "no node stored")
-	page := f.owner.page(t, a.url("provider.nodes.show", f.pid(), idParam(n.ID)), "en", 200)
+	page := f.owner.page(t, a.url(routenames.ProviderNodesShow, f.pid(), idParam(n.ID)), "en", 200)
 	must(t, !strings.Contains(page, token), "the token is shown again on the node page")
 	// The agent registers with it and reports simulated GPUs: the page shows them.
 	heartbeatSimulated(t, a, token, "h100-sxm", 8)
-	page = f.owner.page(t, a.url("provider.nodes.live.one", f.pid(), idParam(n.ID)), "en", 200)
+	page = f.owner.page(t, a.url(routenames.ProviderNodesLiveOne, f.pid(), idParam(n.ID)), "en", 200)
 	contains(t, page, "simulated", `id="gpu-7"`, "GPU-")
-	page = f.owner.page(t, a.url("provider.nodes.show", f.pid(), idParam(n.ID)), "zh-CN", 200)
+	page = f.owner.page(t, a.url(routenames.ProviderNodesShow, f.pid(), idParam(n.ID)), "zh-CN", 200)
 	contains(t, page, "模拟", "秒前")
 }
 
@@ -296,44 +297,44 @@ func TestProviderOfferForm(t *testing.T) {
 			{"model mismatch", with("gpu", "h100-sxm"), "gpu"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				res, body := f.owner.post(a.url("provider.offers.create", f.pid()), c.form)
+				res, body := f.owner.post(a.url(routenames.ProviderOffersCreate, f.pid()), c.form)
 				must(t, res.StatusCode == http.StatusUnprocessableEntity, "%d, want 422", res.StatusCode)
 				must(t, fieldMessage(body, c.field) != "", "no message beside %s: %s", c.field, snippet(body))
 				must(t, count() == 0, "a refused offer was created")
 			})
 		}
-		_, body := f.owner.post(a.url("provider.offers.create", f.pid()), with("min_duration_min", "43201"))
+		_, body := f.owner.post(a.url(routenames.ProviderOffersCreate, f.pid()), with("min_duration_min", "43201"))
 		must(t, fieldMessage(body, "min_duration_min") == "Enter a whole number of minutes from 1 to 43200.",
 			"the minutes message does not give the market's bounds: %q", fieldMessage(body, "min_duration_min"))
-		_, body = f.owner.post(a.url("provider.offers.create", f.pid()), with("gpu", "h100-sxm"))
+		_, body = f.owner.post(a.url(routenames.ProviderOffersCreate, f.pid()), with("gpu", "h100-sxm"))
 		must(t, strings.Contains(fieldMessage(body, "gpu"), "sl-a100-01"), "the mismatch message does not name the node: %q", fieldMessage(body, "gpu"))
 
-		res, _ := f.owner.post(a.url("provider.offers.create", f.pid()), good)
+		res, _ := f.owner.post(a.url(routenames.ProviderOffersCreate, f.pid()), good)
 		must(t, res.StatusCode == http.StatusSeeOther, "create offer: %d", res.StatusCode)
 		must(t, count() == 1, "no offer created")
 		os, _ := f.svc.Offers(context.Background(), f.owner.user, f.acc.Provider.ID)
 		o := os[0]
 		must(t, o.PricePerGPUHourFen == 980 && o.MinDurationS == 300 && o.MonthlyPricePerGPUFen != nil && *o.MonthlyPricePerGPUFen == 480000 && o.WeeklyPricePerGPUFen == nil,
 			"offer stored as %+v", o)
-		body = f.owner.page(t, a.url("provider.offers", f.pid()), "en", 200)
+		body = f.owner.page(t, a.url(routenames.ProviderOffers, f.pid()), "en", 200)
 		contains(t, body, "A100", "¥9.80", `data-state="listed"`)
 
 		// Edit: a bad price changes nothing; a good one is saved.
-		res, body = f.owner.post(a.url("provider.offers.update", f.pid(), idParam(o.ID)), with("price", "-1"))
+		res, body = f.owner.post(a.url(routenames.ProviderOffersUpdate, f.pid(), idParam(o.ID)), with("price", "-1"))
 		must(t, res.StatusCode == http.StatusUnprocessableEntity && fieldMessage(body, "price") != "", "bad edit: %d", res.StatusCode)
-		res, _ = f.owner.post(a.url("provider.offers.update", f.pid(), idParam(o.ID)), with("price", "8.50", "monthly_price", ""))
+		res, _ = f.owner.post(a.url(routenames.ProviderOffersUpdate, f.pid(), idParam(o.ID)), with("price", "8.50", "monthly_price", ""))
 		must(t, res.StatusCode == http.StatusSeeOther, "edit: %d", res.StatusCode)
 		o2, _ := f.svc.Offer(context.Background(), f.owner.user, f.acc.Provider.ID, o.ID)
 		must(t, o2.PricePerGPUHourFen == 850 && o2.MonthlyPricePerGPUFen == nil, "edited offer: %+v", o2)
 
 		// Pause and list again.
-		res, _ = f.owner.post(a.url("provider.offers.status", f.pid(), idParam(o.ID)), url.Values{"status": {"paused"}})
+		res, _ = f.owner.post(a.url(routenames.ProviderOffersStatus, f.pid(), idParam(o.ID)), url.Values{"status": {"paused"}})
 		must(t, res.StatusCode == http.StatusSeeOther, "pause: %d", res.StatusCode)
-		body = f.owner.page(t, a.url("provider.offers", f.pid()), "zh-CN", 200)
+		body = f.owner.page(t, a.url(routenames.ProviderOffers, f.pid()), "zh-CN", 200)
 		contains(t, body, `data-state="paused"`, "已暂停")
-		res, _ = f.owner.post(a.url("provider.offers.status", f.pid(), idParam(o.ID)), url.Values{"status": {"listed"}})
+		res, _ = f.owner.post(a.url(routenames.ProviderOffersStatus, f.pid(), idParam(o.ID)), url.Values{"status": {"listed"}})
 		must(t, res.StatusCode == http.StatusSeeOther, "list: %d", res.StatusCode)
-		res, body = f.owner.post(a.url("provider.offers.status", f.pid(), idParam(o.ID)), url.Values{"status": {"bogus"}})
+		res, body = f.owner.post(a.url(routenames.ProviderOffersStatus, f.pid(), idParam(o.ID)), url.Values{"status": {"bogus"}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "bogus status: %d %s", res.StatusCode, snippet(body))
 	})
 }
@@ -345,24 +346,24 @@ func TestProviderNodeStatus(t *testing.T) {
 		a := newApp(t, db)
 		f := newProviderFixture(t, a, "ops@longquan.example", "Longquan GPU")
 		n, _ := f.addNode(t, "lq-01")
-		show := a.url("provider.nodes.show", f.pid(), idParam(n.ID))
-		res, _ := f.owner.post(a.url("provider.nodes.status", f.pid(), idParam(n.ID)), url.Values{"status": {"draining"}})
+		show := a.url(routenames.ProviderNodesShow, f.pid(), idParam(n.ID))
+		res, _ := f.owner.post(a.url(routenames.ProviderNodesStatus, f.pid(), idParam(n.ID)), url.Values{"status": {"draining"}})
 		must(t, res.StatusCode == http.StatusSeeOther, "drain: %d", res.StatusCode)
 		contains(t, f.owner.page(t, show, "en", 200), "draining", `id="node-resume"`)
-		res, _ = f.owner.post(a.url("provider.nodes.status", f.pid(), idParam(n.ID)), url.Values{"status": {"active"}})
+		res, _ = f.owner.post(a.url(routenames.ProviderNodesStatus, f.pid(), idParam(n.ID)), url.Values{"status": {"active"}})
 		must(t, res.StatusCode == http.StatusSeeOther, "resume: %d", res.StatusCode)
 		// A live rental on the node.
 		o, err := f.svc.CreateOffer(context.Background(), f.owner.user, f.acc.Provider.ID, providers.OfferInput{NodeID: n.ID, GPU: "a100-40g-sxm", MaxGPUs: 1, PricePerGPUHourFen: 900})
 		must(t, err == nil, "offer: %v", err)
 		rid := mustRunningRental(t, a.db, f.acc.Org.ID, f.owner.user.ID, *o)
 		must(t, a.db.W.Model(&models.Rental{}).Where("id = ?", rid).Update("node_id", n.ID).Error == nil, "rental on the node")
-		res, body := f.owner.post(a.url("provider.nodes.status", f.pid(), idParam(n.ID)), url.Values{"status": {"removed"}})
+		res, body := f.owner.post(a.url(routenames.ProviderNodesStatus, f.pid(), idParam(n.ID)), url.Values{"status": {"removed"}})
 		must(t, res.StatusCode == http.StatusConflict && strings.Contains(body, `id="node-refusal"`), "remove with a live rental: %d %s", res.StatusCode, snippet(body))
 		var st string
 		a.db.R.Model(&models.Node{}).Where("id = ?", n.ID).Pluck("status", &st)
 		must(t, st == models.NodeActive, "the refused removal changed the node to %s", st)
 		// Renewing the token shows the new one.
-		res, body = f.owner.post(a.url("provider.nodes.token", f.pid(), idParam(n.ID)), nil)
+		res, body = f.owner.post(a.url(routenames.ProviderNodesToken, f.pid(), idParam(n.ID)), nil)
 		must(t, res.StatusCode == http.StatusCreated && strings.Contains(body, "snr_"), "renew: %d", res.StatusCode)
 	})
 }
@@ -373,14 +374,14 @@ func TestProviderStatementCSV(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		a := newApp(t, db)
 		f := newProviderFixture(t, a, "ops@pidu.example", "Pidu GPU")
-		res, body := f.owner.do("GET", a.url("provider.statement.csv", f.pid()), nil)
+		res, body := f.owner.do("GET", a.url(routenames.ProviderStatementCSV, f.pid()), nil)
 		must(t, res.StatusCode == 200, "csv: %d", res.StatusCode)
 		must(t, strings.HasPrefix(res.Header.Get("Content-Type"), "text/csv"), "content type %q", res.Header.Get("Content-Type"))
 		must(t, strings.HasPrefix(body, "\uFEFFmonth,rental_id,"), "no BOM and header: %q", snippet(body))
 		must(t, strings.Contains(body, ",total,") && strings.Contains(body, "payable_balance_now"), "no totals: %s", body)
-		res, _ = f.owner.do("GET", a.url("provider.statement.csv", f.pid())+"?month=2026-13", nil)
+		res, _ = f.owner.do("GET", a.url(routenames.ProviderStatementCSV, f.pid())+"?month=2026-13", nil)
 		must(t, res.StatusCode == http.StatusUnprocessableEntity, "bad month CSV: %d", res.StatusCode)
-		res, body = f.owner.do("GET", a.url("provider.earnings", f.pid())+"?month=nope", nil)
+		res, body = f.owner.do("GET", a.url(routenames.ProviderEarnings, f.pid())+"?month=nope", nil)
 		must(t, res.StatusCode == http.StatusUnprocessableEntity && fieldMessage(body, "month") != "", "bad month page: %d", res.StatusCode)
 	})
 }

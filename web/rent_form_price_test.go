@@ -9,6 +9,7 @@ import (
 
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/routenames"
 )
 
 // demoOffer returns the demo offer of a GPU model in a datacentre.
@@ -64,9 +65,9 @@ func TestRentFormStartsWithTheShownPrice(t *testing.T) {
 		a := newApp(t, db)
 		member, personal, lab := labMember(t, a, "li.na@pku.edu.cn")
 		offer := demoOffer(t, a.db, "h100-sxm", "cd-science-city") // ¥35.50, student −20%
-		rent := a.url("rentals.new", idParam(offer.ID))
+		rent := a.url(routenames.RentalsNew, idParam(offer.ID))
 
-		page := member.page(t, a.url("offers.show", idParam(offer.ID)), "zh-CN", http.StatusOK)
+		page := member.page(t, a.url(routenames.OffersShow, idParam(offer.ID)), "zh-CN", http.StatusOK)
 		contains(t, page, "¥28.40", "你的学生价")
 
 		for _, lang := range []string{"zh-CN", "en"} {
@@ -102,7 +103,7 @@ func TestRentFormStartsWithTheShownPrice(t *testing.T) {
 		// An offer without a student price: both organisations pay the list
 		// price, which is what was shown; the form starts with the first.
 		plain := demoOffer(t, a.db, "h100-sxm", "cd-hitech")
-		body = member.page(t, a.url("rentals.new", idParam(plain.ID)), "en", http.StatusOK)
+		body = member.page(t, a.url(routenames.RentalsNew, idParam(plain.ID)), "en", http.StatusOK)
 		opts := orgOptions(t, body)
 		must(t, selectedOrg(opts) == idParam(personal), "no student discount: selected %s, want personal", selectedOrg(opts))
 		must(t, strings.Contains(opts[0].text, "¥33.20/GPU·h") && strings.Contains(opts[1].text, "¥33.20/GPU·h"), "no student discount: options %+v", opts)
@@ -146,23 +147,23 @@ func TestTermsSayStoppingEarlyRefundsNothing(t *testing.T) {
 			for _, term := range []string{"week", "month", "on_demand"} {
 				isTerm := term != "on_demand"
 				// The rent form: the price panel for the term, and its rules.
-				body := renter.page(t, a.url("rentals.new", idParam(offer.ID))+"?term="+term, lang, http.StatusOK)
+				body := renter.page(t, a.url(routenames.RentalsNew, idParam(offer.ID))+"?term="+term, lang, http.StatusOK)
 				quote := between(body, `id="rent-quote"`, "</ul>")
 				must(t, strings.Contains(quote, says[lang]) == isTerm, "%s %s: the rent form's price says %q: %v, want %v\n%s", lang, term, says[lang], !isTerm, isTerm, quote)
 				rules := between(body, `id="rent-rules"`, "</ul>")
 				must(t, strings.Contains(rules, says[lang]), "%s %s: the rent form's rules do not say %q\n%s", lang, term, says[lang], rules)
 				// The htmx price fragment says it too.
-				_, frag := renter.do("GET", a.url("rentals.new", idParam(offer.ID))+"?gpus=1&sla=standard&term="+term, nil, "HX-Request", "true", "Accept-Language", lang)
+				_, frag := renter.do("GET", a.url(routenames.RentalsNew, idParam(offer.ID))+"?gpus=1&sla=standard&term="+term, nil, "HX-Request", "true", "Accept-Language", lang)
 				must(t, strings.Contains(frag, says[lang]) == isTerm, "%s %s: the price fragment: %s", lang, term, snippet(frag))
 
 				// The offer page's quote panel.
-				page := renter.page(t, a.url("offers.show", idParam(offer.ID))+"?gpus=2&term="+term, lang, http.StatusOK)
+				page := renter.page(t, a.url(routenames.OffersShow, idParam(offer.ID))+"?gpus=2&term="+term, lang, http.StatusOK)
 				panel := between(page, `id="quote-result"`, "</ul>")
 				must(t, strings.Contains(panel, says[lang]) == isTerm, "%s %s: the quote panel: %q", lang, term, panel)
 
 				// The quote API: the breakdown's fields are all still there,
 				// plus the refund and the sentence.
-				res, js := renter.do("GET", a.url("api.offers.quote", offer.ID)+query("gpus", "2", "term", term), nil, "Accept-Language", lang)
+				res, js := renter.do("GET", a.url(routenames.APIOffersQuote, offer.ID)+query("gpus", "2", "term", term), nil, "Accept-Language", lang)
 				must(t, res.StatusCode == 200, "%s %s: quote %d %s", lang, term, res.StatusCode, js)
 				var q map[string]any
 				must(t, json.Unmarshal([]byte(js), &q) == nil, "quote JSON %s", js)

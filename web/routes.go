@@ -7,25 +7,28 @@ import (
 
 	"suanli/agent"
 	"suanli/handlers"
+	"suanli/routenames"
 	"suanli/static"
 )
 
-// Route names; views and tests build URLs from them with echo's Reverse.
+// Route names this package used before package routenames held them all.
+//
+// Deprecated: use the constants of package routenames.
 const (
-	RouteHome       = "home"
-	RouteOffers     = "offers.list"
-	RouteOffer      = "offers.show"
-	RouteDatacenter = "datacenters.show"
-	RouteLangSwitch = "lang.switch"
-	RouteAPIOffers  = "api.offers.list"
-	RouteAPIOffer   = "api.offers.show"
-	RouteHealthz    = "healthz"
-	RouteReadyz     = "readyz"
-	RouteMetrics    = "metrics"
-	RouteStatic     = "static"
-	RouteSignup     = "auth.signup"
-	RouteLogin      = "auth.login"
-	RoutePing       = "ping"
+	RouteHome       = routenames.Home
+	RouteOffers     = routenames.OffersList
+	RouteOffer      = routenames.OffersShow
+	RouteDatacenter = routenames.DatacentersShow
+	RouteLangSwitch = routenames.LangSwitch
+	RouteAPIOffers  = routenames.APIOffersList
+	RouteAPIOffer   = routenames.APIOffersShow
+	RouteHealthz    = routenames.Healthz
+	RouteReadyz     = routenames.Readyz
+	RouteMetrics    = routenames.Metrics
+	RouteStatic     = routenames.Static
+	RouteSignup     = routenames.AuthSignup
+	RouteLogin      = routenames.AuthLogin
+	RoutePing       = routenames.Ping
 )
 
 // route is one row of the route table.
@@ -38,165 +41,165 @@ type route struct {
 // routes is the one route table of the application.
 func routes(h *handlers.Handler, m *metrics) []route {
 	return []route{
-		{"GET", "/", RouteHome, h.OffersList, public},
-		{"GET", "/offers", RouteOffers, h.OffersList, public},
-		{"GET", "/offers/:id", RouteOffer, h.OfferShow, public},
-		{"GET", "/datacenters/:slug", RouteDatacenter, h.DatacenterShow, public},
+		{"GET", "/", routenames.Home, h.OffersList, public},
+		{"GET", "/offers", routenames.OffersList, h.OffersList, public},
+		{"GET", "/offers/:id", routenames.OffersShow, h.OfferShow, public},
+		{"GET", "/datacenters/:slug", routenames.DatacentersShow, h.DatacenterShow, public},
 
 		// The SLA terms, rendered from the table the credits are computed with.
-		{"GET", "/sla", "sla", h.SLAShow, public},
+		{"GET", "/sla", routenames.SLA, h.SLAShow, public},
 
 		// Buy versus rent: a calculator over the cheapest live offers.
-		{"GET", "/tco", "tco", h.TCO, public},
-		{"GET", "/lang/:lang", RouteLangSwitch, h.LangSwitch, public},
+		{"GET", "/tco", routenames.TCO, h.TCO, public},
+		{"GET", "/lang/:lang", routenames.LangSwitch, h.LangSwitch, public},
 
-		{"GET", "/signup", RouteSignup, h.SignupForm, public},
-		{"POST", "/signup", "auth.signup.post", h.Signup, public},
-		{"GET", "/login", RouteLogin, h.LoginForm, public},
-		{"POST", "/login", "auth.login.post", h.Login, public},
-		{"POST", "/logout", "auth.logout", h.Logout, public},
-		{"GET", "/verify", "auth.verify", h.Verify, public},
-		{"POST", "/verify", "auth.verify.post", h.VerifyPassword, public},
-		{"GET", "/password/forgot", "password.forgot", h.ForgotForm, public},
-		{"POST", "/password/forgot", "password.forgot.post", h.Forgot, public},
-		{"GET", "/password/reset", "password.reset", h.ResetForm, public},
-		{"POST", "/password/reset", "password.reset.post", h.Reset, public},
+		{"GET", "/signup", routenames.AuthSignup, h.SignupForm, public},
+		{"POST", "/signup", routenames.AuthSignupPost, h.Signup, public},
+		{"GET", "/login", routenames.AuthLogin, h.LoginForm, public},
+		{"POST", "/login", routenames.AuthLoginPost, h.Login, public},
+		{"POST", "/logout", routenames.AuthLogout, h.Logout, public},
+		{"GET", "/verify", routenames.AuthVerify, h.Verify, public},
+		{"POST", "/verify", routenames.AuthVerifyPost, h.VerifyPassword, public},
+		{"GET", "/password/forgot", routenames.PasswordForgot, h.ForgotForm, public},
+		{"POST", "/password/forgot", routenames.PasswordForgotPost, h.Forgot, public},
+		{"GET", "/password/reset", routenames.PasswordReset, h.ResetForm, public},
+		{"POST", "/password/reset", routenames.PasswordResetPost, h.Reset, public},
 
-		{"GET", "/account", "account.show", h.AccountShow, user},
-		{"POST", "/account/password", "account.password", h.AccountPassword, user},
-		{"POST", "/account/verify", "account.resend", h.AccountResend, user},
-		{"POST", "/account/sessions/end", "account.sessions.end", h.AccountEndSessions, user},
-		{"POST", "/account/tokens", "tokens.create", h.TokenCreate, user},
-		{"POST", "/account/tokens/:id/revoke", "tokens.revoke", h.TokenRevoke, user},
-		{"POST", "/orgs", "orgs.create", h.OrgCreate, user},
-		{"GET", "/orgs/:id", "orgs.show", h.OrgShow, user},
-		{"POST", "/orgs/:id/invitations", "orgs.invite", h.OrgInvite, user},
-		{"POST", "/orgs/:id/invitations/:iid/revoke", "orgs.invitations.revoke", h.OrgRevokeInvitation, user},
-		{"POST", "/orgs/:id/members/:uid/remove", "orgs.members.remove", h.OrgRemoveMember, user},
-		{"POST", "/orgs/:id/budget", "orgs.budget", h.OrgBudget, user},
-		{"GET", "/labs/apply", "labs.apply", h.LabApplyForm, user},
-		{"POST", "/labs/apply", "labs.apply.post", h.LabApply, user},
-		{"GET", "/labs/confirm", "labs.confirm", h.LabConfirm, user},
-		{"GET", "/invitations/accept", "invitations.accept", h.InviteShow, user},
-		{"POST", "/invitations/accept", "invitations.accept.post", h.InviteAccept, user},
-		{"POST", "/invitations/:iid/accept", "invitations.accept.id", h.InvitationAccept, user},
+		{"GET", "/account", routenames.AccountShow, h.AccountShow, user},
+		{"POST", "/account/password", routenames.AccountPassword, h.AccountPassword, user},
+		{"POST", "/account/verify", routenames.AccountResend, h.AccountResend, user},
+		{"POST", "/account/sessions/end", routenames.AccountSessionsEnd, h.AccountEndSessions, user},
+		{"POST", "/account/tokens", routenames.TokensCreate, h.TokenCreate, user},
+		{"POST", "/account/tokens/:id/revoke", routenames.TokensRevoke, h.TokenRevoke, user},
+		{"POST", "/orgs", routenames.OrgsCreate, h.OrgCreate, user},
+		{"GET", "/orgs/:id", routenames.OrgsShow, h.OrgShow, user},
+		{"POST", "/orgs/:id/invitations", routenames.OrgsInvite, h.OrgInvite, user},
+		{"POST", "/orgs/:id/invitations/:iid/revoke", routenames.OrgsInvitationsRevoke, h.OrgRevokeInvitation, user},
+		{"POST", "/orgs/:id/members/:uid/remove", routenames.OrgsMembersRemove, h.OrgRemoveMember, user},
+		{"POST", "/orgs/:id/budget", routenames.OrgsBudget, h.OrgBudget, user},
+		{"GET", "/labs/apply", routenames.LabsApply, h.LabApplyForm, user},
+		{"POST", "/labs/apply", routenames.LabsApplyPost, h.LabApply, user},
+		{"GET", "/labs/confirm", routenames.LabsConfirm, h.LabConfirm, user},
+		{"GET", "/invitations/accept", routenames.InvitationsAccept, h.InviteShow, user},
+		{"POST", "/invitations/accept", routenames.InvitationsAcceptPost, h.InviteAccept, user},
+		{"POST", "/invitations/:iid/accept", routenames.InvitationsAcceptID, h.InvitationAccept, user},
 
 		// The navigation's wallet: the user's own, by redirect.
-		{"GET", "/wallet", "wallet.mine", h.WalletMine, user},
-		{"GET", "/orgs/:id/wallet", "wallet.show", h.WalletShow, user},
-		{"POST", "/orgs/:id/wallet/topups", "wallet.topup", h.WalletTopup, user},
-		{"POST", "/orgs/:id/wallet/refunds", "wallet.refund", h.WalletRefund, user},
-		{"POST", "/orgs/:id/billing", "orgs.billing", h.WalletBilling, user},
-		{"GET", "/orgs/:id/wallet/ledger.csv", "wallet.csv", h.WalletCSV, user},
-		{"GET", "/topups/:id", "topups.show", h.TopupShow, user},
-		{"POST", "/webhooks/stripe", "webhooks.stripe", h.StripeWebhook, public},
+		{"GET", "/wallet", routenames.WalletMine, h.WalletMine, user},
+		{"GET", "/orgs/:id/wallet", routenames.WalletShow, h.WalletShow, user},
+		{"POST", "/orgs/:id/wallet/topups", routenames.WalletTopup, h.WalletTopup, user},
+		{"POST", "/orgs/:id/wallet/refunds", routenames.WalletRefund, h.WalletRefund, user},
+		{"POST", "/orgs/:id/billing", routenames.OrgsBilling, h.WalletBilling, user},
+		{"GET", "/orgs/:id/wallet/ledger.csv", routenames.WalletCSV, h.WalletCSV, user},
+		{"GET", "/topups/:id", routenames.TopupsShow, h.TopupShow, user},
+		{"POST", "/webhooks/stripe", routenames.WebhooksStripe, h.StripeWebhook, public},
 
-		{"GET", "/offers/:id/rent", "rentals.new", h.RentNew, user},
-		{"POST", "/offers/:id/rent", "rentals.create", h.RentCreate, user},
-		{"GET", "/console", "console", h.Console, user},
-		{"GET", "/rentals/:id", "rentals.show", h.RentalShow, user},
-		{"GET", "/rentals/:id/live", "rentals.live", h.RentalLive, user},
-		{"POST", "/rentals/:id/stop", "rentals.stop", h.RentalStop, user},
-		{"POST", "/rentals/:id/change", "rentals.change", h.RentalChange, user},
+		{"GET", "/offers/:id/rent", routenames.RentalsNew, h.RentNew, user},
+		{"POST", "/offers/:id/rent", routenames.RentalsCreate, h.RentCreate, user},
+		{"GET", "/console", routenames.Console, h.Console, user},
+		{"GET", "/rentals/:id", routenames.RentalsShow, h.RentalShow, user},
+		{"GET", "/rentals/:id/live", routenames.RentalsLive, h.RentalLive, user},
+		{"POST", "/rentals/:id/stop", routenames.RentalsStop, h.RentalStop, user},
+		{"POST", "/rentals/:id/change", routenames.RentalsChange, h.RentalChange, user},
 
-		{"GET", "/admin", "admin.home", h.AdminHome, admin},
-		{"POST", "/admin/topups/:id/confirm", "admin.topups.confirm", h.AdminConfirmTopup, admin},
-		{"POST", "/admin/refunds/:id/paid", "admin.refunds.paid", h.AdminRefundPaid, admin},
-		{"POST", "/admin/orgs/:id/review", "admin.review", h.AdminReview, admin},
+		{"GET", "/admin", routenames.AdminHome, h.AdminHome, admin},
+		{"POST", "/admin/topups/:id/confirm", routenames.AdminTopupsConfirm, h.AdminConfirmTopup, admin},
+		{"POST", "/admin/refunds/:id/paid", routenames.AdminRefundsPaid, h.AdminRefundPaid, admin},
+		{"POST", "/admin/orgs/:id/review", routenames.AdminReview, h.AdminReview, admin},
 		// Admin console (queues, users and organisations, payouts, jobs, audit log).
-		{"GET", "/admin/users", "admin.users", h.AdminUsers, admin},
-		{"POST", "/admin/users/:id/suspend", "admin.users.suspend", h.AdminSuspendUser, admin},
-		{"POST", "/admin/users/:id/unsuspend", "admin.users.unsuspend", h.AdminUnsuspendUser, admin},
-		{"POST", "/admin/users/:id/orgs-per-day", "admin.users.orgs_per_day", h.AdminOrgsPerDay, admin},
-		{"GET", "/admin/orgs", "admin.orgs", h.AdminOrgs, admin},
-		{"POST", "/admin/orgs/:id/suspend", "admin.orgs.suspend", h.AdminSuspendOrg, admin},
-		{"POST", "/admin/orgs/:id/unsuspend", "admin.orgs.unsuspend", h.AdminUnsuspendOrg, admin},
-		{"GET", "/admin/payouts", "admin.payouts", h.AdminPayouts, admin},
-		{"POST", "/admin/payouts/run", "admin.payouts.run", h.AdminPayoutsRun, admin},
-		{"POST", "/admin/payouts/:id/paid", "admin.payouts.paid", h.AdminPayoutPaid, admin},
-		{"POST", "/admin/payouts/:id/failed", "admin.payouts.failed", h.AdminPayoutFailed, admin},
-		{"GET", "/admin/outbox", "admin.outbox", h.AdminOutbox, admin},
-		{"GET", "/admin/jobs", "admin.jobs", h.AdminJobs, admin},
-		{"GET", "/admin/audit", "admin.audit", h.AdminAudit, admin},
-		{"GET", "/admin/audit.csv", "admin.audit.csv", h.AdminAuditCSV, admin},
+		{"GET", "/admin/users", routenames.AdminUsers, h.AdminUsers, admin},
+		{"POST", "/admin/users/:id/suspend", routenames.AdminUsersSuspend, h.AdminSuspendUser, admin},
+		{"POST", "/admin/users/:id/unsuspend", routenames.AdminUsersUnsuspend, h.AdminUnsuspendUser, admin},
+		{"POST", "/admin/users/:id/orgs-per-day", routenames.AdminUsersOrgsPerDay, h.AdminOrgsPerDay, admin},
+		{"GET", "/admin/orgs", routenames.AdminOrgs, h.AdminOrgs, admin},
+		{"POST", "/admin/orgs/:id/suspend", routenames.AdminOrgsSuspend, h.AdminSuspendOrg, admin},
+		{"POST", "/admin/orgs/:id/unsuspend", routenames.AdminOrgsUnsuspend, h.AdminUnsuspendOrg, admin},
+		{"GET", "/admin/payouts", routenames.AdminPayouts, h.AdminPayouts, admin},
+		{"POST", "/admin/payouts/run", routenames.AdminPayoutsRun, h.AdminPayoutsRun, admin},
+		{"POST", "/admin/payouts/:id/paid", routenames.AdminPayoutsPaid, h.AdminPayoutPaid, admin},
+		{"POST", "/admin/payouts/:id/failed", routenames.AdminPayoutsFailed, h.AdminPayoutFailed, admin},
+		{"GET", "/admin/outbox", routenames.AdminOutbox, h.AdminOutbox, admin},
+		{"GET", "/admin/jobs", routenames.AdminJobs, h.AdminJobs, admin},
+		{"GET", "/admin/audit", routenames.AdminAudit, h.AdminAudit, admin},
+		{"GET", "/admin/audit.csv", routenames.AdminAuditCSV, h.AdminAuditCSV, admin},
 
 		// Provider portal pages (/provider/…).
-		{"GET", "/provider", "provider.home", h.ProviderHome, user},
-		{"POST", "/provider/signup", "provider.signup", h.ProviderSignup, user},
-		{"GET", "/provider/:pid", "provider.dashboard", h.ProviderDashboard, user},
-		{"GET", "/provider/:pid/profile", "provider.profile", h.ProviderProfile, user},
-		{"POST", "/provider/:pid/profile", "provider.profile.post", h.ProviderProfileSave, user},
-		{"GET", "/provider/:pid/datacenters", "provider.datacenters", h.ProviderDatacenters, user},
-		{"POST", "/provider/:pid/datacenters", "provider.datacenters.create", h.ProviderDatacenterCreate, user},
-		{"GET", "/provider/:pid/datacenters/:id/edit", "provider.datacenters.edit", h.ProviderDatacenterEdit, user},
-		{"POST", "/provider/:pid/datacenters/:id", "provider.datacenters.update", h.ProviderDatacenterUpdate, user},
-		{"GET", "/provider/:pid/nodes", "provider.nodes", h.ProviderNodes, user},
-		{"GET", "/provider/:pid/nodes/live", "provider.nodes.live", h.ProviderNodesLive, user},
-		{"POST", "/provider/:pid/nodes", "provider.nodes.create", h.ProviderNodeCreate, user},
-		{"GET", "/provider/:pid/nodes/:id", "provider.nodes.show", h.ProviderNode, user},
-		{"GET", "/provider/:pid/nodes/:id/live", "provider.nodes.live.one", h.ProviderNodeLive, user},
-		{"POST", "/provider/:pid/nodes/:id/status", "provider.nodes.status", h.ProviderNodeStatus, user},
-		{"POST", "/provider/:pid/nodes/:id/token", "provider.nodes.token", h.ProviderNodeToken, user},
-		{"GET", "/provider/:pid/offers", "provider.offers", h.ProviderOffers, user},
-		{"GET", "/provider/:pid/offers/new", "provider.offers.new", h.ProviderOfferNew, user},
-		{"POST", "/provider/:pid/offers", "provider.offers.create", h.ProviderOfferCreate, user},
-		{"GET", "/provider/:pid/offers/:id/edit", "provider.offers.edit", h.ProviderOfferEdit, user},
-		{"POST", "/provider/:pid/offers/:id", "provider.offers.update", h.ProviderOfferUpdate, user},
-		{"POST", "/provider/:pid/offers/:id/status", "provider.offers.status", h.ProviderOfferStatus, user},
-		{"GET", "/provider/:pid/capacity", "provider.capacity", h.ProviderCapacity, user},
-		{"GET", "/provider/:pid/earnings", "provider.earnings", h.ProviderEarnings, user},
-		{"GET", "/provider/:pid/earnings/statement", "provider.statement", h.ProviderStatement, user},
-		{"GET", "/provider/:pid/earnings/statement.csv", "provider.statement.csv", h.ProviderStatementCSV, user},
-		{"POST", "/provider/:pid/connect", "provider.connect", h.ProviderConnect, user},
-		{"GET", "/provider/:pid/connect/return", "provider.connect.return", h.ProviderConnectReturn, user},
+		{"GET", "/provider", routenames.ProviderHome, h.ProviderHome, user},
+		{"POST", "/provider/signup", routenames.ProviderSignup, h.ProviderSignup, user},
+		{"GET", "/provider/:pid", routenames.ProviderDashboard, h.ProviderDashboard, user},
+		{"GET", "/provider/:pid/profile", routenames.ProviderProfile, h.ProviderProfile, user},
+		{"POST", "/provider/:pid/profile", routenames.ProviderProfilePost, h.ProviderProfileSave, user},
+		{"GET", "/provider/:pid/datacenters", routenames.ProviderDatacenters, h.ProviderDatacenters, user},
+		{"POST", "/provider/:pid/datacenters", routenames.ProviderDatacentersCreate, h.ProviderDatacenterCreate, user},
+		{"GET", "/provider/:pid/datacenters/:id/edit", routenames.ProviderDatacentersEdit, h.ProviderDatacenterEdit, user},
+		{"POST", "/provider/:pid/datacenters/:id", routenames.ProviderDatacentersUpdate, h.ProviderDatacenterUpdate, user},
+		{"GET", "/provider/:pid/nodes", routenames.ProviderNodes, h.ProviderNodes, user},
+		{"GET", "/provider/:pid/nodes/live", routenames.ProviderNodesLive, h.ProviderNodesLive, user},
+		{"POST", "/provider/:pid/nodes", routenames.ProviderNodesCreate, h.ProviderNodeCreate, user},
+		{"GET", "/provider/:pid/nodes/:id", routenames.ProviderNodesShow, h.ProviderNode, user},
+		{"GET", "/provider/:pid/nodes/:id/live", routenames.ProviderNodesLiveOne, h.ProviderNodeLive, user},
+		{"POST", "/provider/:pid/nodes/:id/status", routenames.ProviderNodesStatus, h.ProviderNodeStatus, user},
+		{"POST", "/provider/:pid/nodes/:id/token", routenames.ProviderNodesToken, h.ProviderNodeToken, user},
+		{"GET", "/provider/:pid/offers", routenames.ProviderOffers, h.ProviderOffers, user},
+		{"GET", "/provider/:pid/offers/new", routenames.ProviderOffersNew, h.ProviderOfferNew, user},
+		{"POST", "/provider/:pid/offers", routenames.ProviderOffersCreate, h.ProviderOfferCreate, user},
+		{"GET", "/provider/:pid/offers/:id/edit", routenames.ProviderOffersEdit, h.ProviderOfferEdit, user},
+		{"POST", "/provider/:pid/offers/:id", routenames.ProviderOffersUpdate, h.ProviderOfferUpdate, user},
+		{"POST", "/provider/:pid/offers/:id/status", routenames.ProviderOffersStatus, h.ProviderOfferStatus, user},
+		{"GET", "/provider/:pid/capacity", routenames.ProviderCapacity, h.ProviderCapacity, user},
+		{"GET", "/provider/:pid/earnings", routenames.ProviderEarnings, h.ProviderEarnings, user},
+		{"GET", "/provider/:pid/earnings/statement", routenames.ProviderStatement, h.ProviderStatement, user},
+		{"GET", "/provider/:pid/earnings/statement.csv", routenames.ProviderStatementCSV, h.ProviderStatementCSV, user},
+		{"POST", "/provider/:pid/connect", routenames.ProviderConnect, h.ProviderConnect, user},
+		{"GET", "/provider/:pid/connect/return", routenames.ProviderConnectReturn, h.ProviderConnectReturn, user},
 
 		// Provider API (/api/v1/provider/…), with the same API tokens.
-		{"GET", "/api/v1/provider/datacenters", "api.provider.datacenters.list", h.APIProviderDatacentersList, user},
-		{"POST", "/api/v1/provider/datacenters", "api.provider.datacenters.create", h.APIProviderDatacenterCreate, user},
-		{"GET", "/api/v1/provider/nodes", "api.provider.nodes.list", h.APIProviderNodesList, user},
-		{"POST", "/api/v1/provider/nodes", "api.provider.nodes.create", h.APIProviderNodeCreate, user},
-		{"GET", "/api/v1/provider/nodes/:id", "api.provider.nodes.show", h.APIProviderNodeShow, user},
-		{"GET", "/api/v1/provider/offers", "api.provider.offers.list", h.APIProviderOffersList, user},
-		{"POST", "/api/v1/provider/offers", "api.provider.offers.create", h.APIProviderOfferCreate, user},
-		{"GET", "/api/v1/provider/offers/:id", "api.provider.offers.show", h.APIProviderOfferShow, user},
-		{"PATCH", "/api/v1/provider/offers/:id", "api.provider.offers.update", h.APIProviderOfferUpdate, user},
+		{"GET", "/api/v1/provider/datacenters", routenames.APIProviderDatacentersList, h.APIProviderDatacentersList, user},
+		{"POST", "/api/v1/provider/datacenters", routenames.APIProviderDatacentersCreate, h.APIProviderDatacenterCreate, user},
+		{"GET", "/api/v1/provider/nodes", routenames.APIProviderNodesList, h.APIProviderNodesList, user},
+		{"POST", "/api/v1/provider/nodes", routenames.APIProviderNodesCreate, h.APIProviderNodeCreate, user},
+		{"GET", "/api/v1/provider/nodes/:id", routenames.APIProviderNodesShow, h.APIProviderNodeShow, user},
+		{"GET", "/api/v1/provider/offers", routenames.APIProviderOffersList, h.APIProviderOffersList, user},
+		{"POST", "/api/v1/provider/offers", routenames.APIProviderOffersCreate, h.APIProviderOfferCreate, user},
+		{"GET", "/api/v1/provider/offers/:id", routenames.APIProviderOffersShow, h.APIProviderOfferShow, user},
+		{"PATCH", "/api/v1/provider/offers/:id", routenames.APIProviderOffersUpdate, h.APIProviderOfferUpdate, user},
 
 		// The API's OpenAPI document, and its reference page rendered from it.
-		{"GET", "/api/v1/openapi.json", "api.openapi", h.APIOpenAPI, public},
-		{"GET", "/api/docs", "api.docs", h.APIDocs, public},
+		{"GET", "/api/v1/openapi.json", routenames.APIOpenAPI, h.APIOpenAPI, public},
+		{"GET", "/api/docs", routenames.APIDocs, h.APIDocs, public},
 
-		{"GET", "/api/v1/offers", RouteAPIOffers, h.APIOffersList, public},
-		{"GET", "/api/v1/offers/:id", RouteAPIOffer, h.APIOfferShow, public},
-		{"GET", "/api/v1/offers/:id/quote", "api.offers.quote", h.APIOfferQuote, public},
-		{"GET", "/api/v1/me", "api.me", h.APIMe, user},
-		{"GET", "/api/v1/wallet", "api.wallet", h.APIWallet, user},
-		{"GET", "/api/v1/wallet/ledger", "api.wallet.ledger", h.APIWalletLedger, user},
-		{"POST", "/api/v1/wallet/topups", "api.wallet.topups", h.APITopupCreate, user},
-		{"GET", "/api/v1/rentals", "api.rentals.list", h.APIRentalsList, user},
-		{"POST", "/api/v1/rentals", "api.rentals.create", h.APIRentalCreate, user},
-		{"GET", "/api/v1/rentals/:id", "api.rentals.show", h.APIRentalShow, user},
-		{"POST", "/api/v1/rentals/:id/stop", "api.rentals.stop", h.APIRentalStop, user},
-		{"POST", "/api/v1/rentals/:id/change", "api.rentals.change", h.APIRentalChange, user},
+		{"GET", "/api/v1/offers", routenames.APIOffersList, h.APIOffersList, public},
+		{"GET", "/api/v1/offers/:id", routenames.APIOffersShow, h.APIOfferShow, public},
+		{"GET", "/api/v1/offers/:id/quote", routenames.APIOffersQuote, h.APIOfferQuote, public},
+		{"GET", "/api/v1/me", routenames.APIMe, h.APIMe, user},
+		{"GET", "/api/v1/wallet", routenames.APIWallet, h.APIWallet, user},
+		{"GET", "/api/v1/wallet/ledger", routenames.APIWalletLedger, h.APIWalletLedger, user},
+		{"POST", "/api/v1/wallet/topups", routenames.APIWalletTopups, h.APITopupCreate, user},
+		{"GET", "/api/v1/rentals", routenames.APIRentalsList, h.APIRentalsList, user},
+		{"POST", "/api/v1/rentals", routenames.APIRentalsCreate, h.APIRentalCreate, user},
+		{"GET", "/api/v1/rentals/:id", routenames.APIRentalsShow, h.APIRentalShow, user},
+		{"POST", "/api/v1/rentals/:id/stop", routenames.APIRentalsStop, h.APIRentalStop, user},
+		{"POST", "/api/v1/rentals/:id/change", routenames.APIRentalsChange, h.APIRentalChange, user},
 
 		// Benchmark reports are public; running one on demand is for platform admins.
-		{"GET", "/benchmarks/:id", "benchmarks.show", h.BenchmarkShow, public},
-		{"GET", "/nodes/:id/benchmarks", "nodes.benchmarks", h.NodeBenchmarks, public},
-		{"GET", "/api/v1/benchmarks/:id", "api.benchmarks.show", h.APIBenchmarkShow, public},
-		{"GET", "/api/v1/nodes/:id/benchmarks", "api.nodes.benchmarks", h.APINodeBenchmarks, public},
-		{"POST", "/api/v1/nodes/:id/benchmarks", "api.nodes.benchmarks.request", h.APIRequestBenchmark, admin},
+		{"GET", "/benchmarks/:id", routenames.BenchmarksShow, h.BenchmarkShow, public},
+		{"GET", "/nodes/:id/benchmarks", routenames.NodesBenchmarks, h.NodeBenchmarks, public},
+		{"GET", "/api/v1/benchmarks/:id", routenames.APIBenchmarksShow, h.APIBenchmarkShow, public},
+		{"GET", "/api/v1/nodes/:id/benchmarks", routenames.APINodesBenchmarks, h.APINodeBenchmarks, public},
+		{"POST", "/api/v1/nodes/:id/benchmarks", routenames.APINodesBenchmarksRequest, h.APIRequestBenchmark, admin},
 
 		// Node agents authenticate with their node credential, not a user.
-		{"POST", "/agent/v1/heartbeat", "agent.heartbeat", h.AgentHeartbeat, public},
-		{"GET", "/agent/v1/tasks", "agent.tasks", h.AgentTasks, public},
-		{"POST", "/agent/v1/tasks/:id/result", "agent.result", h.AgentTaskResult, public},
+		{"POST", "/agent/v1/heartbeat", routenames.AgentHeartbeat, h.AgentHeartbeat, public},
+		{"GET", "/agent/v1/tasks", routenames.AgentTasks, h.AgentTasks, public},
+		{"POST", "/agent/v1/tasks/:id/result", routenames.AgentResult, h.AgentTaskResult, public},
 
 		// The latency endpoint that visitors' browsers time, as on an agent
 		// (the demo's in-process nodes report this one).
-		{"GET", agent.PathPing, RoutePing, h.Ping, public},
+		{"GET", agent.PathPing, routenames.Ping, h.Ping, public},
 
-		{"GET", "/healthz", RouteHealthz, h.Healthz, public},
-		{"GET", "/readyz", RouteReadyz, h.Readyz, public},
-		{"GET", "/metrics", RouteMetrics, echo.WrapHandler(m.handler()), public},
-		{"GET", static.Prefix + "*", RouteStatic, echo.WrapHandler(http.HandlerFunc(static.ServeHTTP)), public},
+		{"GET", "/healthz", routenames.Healthz, h.Healthz, public},
+		{"GET", "/readyz", routenames.Readyz, h.Readyz, public},
+		{"GET", "/metrics", routenames.Metrics, echo.WrapHandler(m.handler()), public},
+		{"GET", static.Prefix + "*", routenames.Static, echo.WrapHandler(http.HandlerFunc(static.ServeHTTP)), public},
 	}
 }

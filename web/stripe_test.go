@@ -19,6 +19,7 @@ import (
 	"suanli/handlers"
 	"suanli/models"
 	"suanli/payments"
+	"suanli/routenames"
 	"suanli/stripemock"
 )
 
@@ -198,7 +199,7 @@ func testStripeTopupAndWebhooks(t *testing.T, db *models.DB) {
 	// A refund of ¥50 goes back through Stripe (stripe-mock) against the
 	// newest payments first; the ledger shows it.
 	owner := loggedIn(a, "payer", payer)
-	res, _ = owner.post(a.url("wallet.refund", org), url.Values{"refund_amount": {"50"}})
+	res, _ = owner.post(a.url(routenames.WalletRefund, org), url.Values{"refund_amount": {"50"}})
 	must(t, res.StatusCode == http.StatusSeeOther, "refund: %d", res.StatusCode)
 	must(t, a.balance(org) == 11500, "after a ¥50 refund: %d", a.balance(org))
 	rs, _ := a.db.RefundsOf(context.Background(), org)
@@ -210,7 +211,7 @@ func testStripeTopupAndWebhooks(t *testing.T, db *models.DB) {
 		must(t, r.Status == "done" && r.StripeRefundID != nil, "refund %+v not done at Stripe", r)
 	}
 	// More than was paid in cannot be refunded.
-	res, body = owner.post(a.url("wallet.refund", org), url.Values{"refund_amount": {"1000"}})
+	res, body = owner.post(a.url(routenames.WalletRefund, org), url.Values{"refund_amount": {"1000"}})
 	must(t, res.StatusCode == 422 && strings.Contains(body, "At most ¥115"), "over-refund: %d", res.StatusCode)
 	if problems, err := a.db.LedgerCheck(context.Background()); err != nil || len(problems) > 0 {
 		t.Errorf("ledger: %v %v", problems, err)

@@ -19,6 +19,7 @@ import (
 	"suanli/handlers"
 	"suanli/models"
 	"suanli/pricing"
+	"suanli/routenames"
 	"suanli/views"
 )
 
@@ -175,7 +176,7 @@ func TestStudentViewerSortsAndFiltersByTheirPrice(t *testing.T) {
 			// A datacentre's offers too.
 			var dc models.Datacenter
 			must(t, a.db.R.Where("slug = ?", "cd-science-city").First(&dc).Error == nil, "find the datacentre")
-			body = c.ac.page(t, a.url("datacenters.show", dc.Slug), "en", http.StatusOK)
+			body = c.ac.page(t, a.url(routenames.DatacentersShow, dc.Slug), "en", http.StatusOK)
 			if shown := pagePrices(t, body); len(shown) < 2 || !slices.IsSorted(shown) {
 				t.Errorf("%s: the datacentre page shows prices out of order: %v", c.who, shown)
 			}
@@ -231,7 +232,7 @@ func TestTCOComparesWithThePriceTheReaderPays(t *testing.T) {
 		{"lab member", member, studentOD, studentMonthly, "at your student prices.", "list price"},
 		{"anyone else", other, listOD, listMonthly, "at list prices.", "student price"},
 	} {
-		page := c.ac.page(t, a.url("tco"), "en", http.StatusOK)
+		page := c.ac.page(t, a.url(routenames.TCO), "en", http.StatusOK)
 		sources := between(page, `class="tco-sources"`, "</ul>")
 		for _, want := range []string{views.Yuan(c.od) + "/GPU·h", views.Yuan(c.monthly) + "/GPU·month", c.says} {
 			must(t, strings.Contains(sources, want), "%s: the rent sources do not say %q:\n%s", c.who, want, sources)
@@ -259,11 +260,11 @@ func TestRentalChangeShowsStudentPrices(t *testing.T) {
 		return between(body, `<option value="`+idParam(o.ID)+`"`, "</option>")
 	}
 
-	body := member.page(t, a.url("rentals.show", idParam(id)), "en", http.StatusOK)
+	body := member.page(t, a.url(routenames.RentalsShow, idParam(id)), "en", http.StatusOK)
 	for _, o := range []models.Offer{cur, other} {
 		must(t, strings.Contains(option(body, o), studentPrice(o)), "the option for offer %d does not say %s: %q", o.ID, studentPrice(o), option(body, o))
 	}
-	res, body := member.post(a.url("rentals.change", idParam(id)), url.Values{"offer_id": {idParam(other.ID)}, "gpus": {"1"}})
+	res, body := member.post(a.url(routenames.RentalsChange, idParam(id)), url.Values{"offer_id": {idParam(other.ID)}, "gpus": {"1"}})
 	must(t, res.StatusCode == 200, "preview: %d\n%s", res.StatusCode, snippet(body))
 	from, to := between(body, `id="change-from"`, "</td>"), between(body, `id="change-to"`, "</td>")
 	must(t, strings.Contains(from, studentPrice(cur)), "the quote's now: %q, want %s", from, studentPrice(cur))

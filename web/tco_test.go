@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"suanli/catalog"
+	"suanli/routenames"
 	"suanli/tco"
 )
 
@@ -19,7 +20,7 @@ func TestTCOPage(t *testing.T) {
 	en := []string{"Accept-Language", "en"}
 
 	t.Run("defaults: chart, formula and the public figures", func(t *testing.T) {
-		res, page := a.get(a.url("tco"), en...)
+		res, page := a.get(a.url(routenames.TCO), en...)
 		must(t, res.StatusCode == 200, "status %d", res.StatusCode)
 		contains(t, page, `lang="en"`, `<svg class="tco-svg"`, `<polyline class="series buy"`, `<polyline class="series od"`,
 			`<polyline class="series monthly"`, "The formula, with these figures",
@@ -48,7 +49,7 @@ func TestTCOPage(t *testing.T) {
 		// The case computed by hand in pricing/tco_test.go: 8 × A100 80GB
 		// over 24 months, on demand ¥27.80 with 15% off-peak, monthly ¥17,200.
 		q := query("months", "24", "monthly_price", "17200", "od_offpeak", "15", "od_price", "27.8")
-		res, page := a.get(a.url("tco")+q, en...)
+		res, page := a.get(a.url(routenames.TCO)+q, en...)
 		must(t, res.StatusCode == 200, "status %d", res.StatusCode)
 		contains(t, page,
 			"¥1,021,148.16", // buy, cash: 600,000 + 24 × 17,547.84
@@ -61,7 +62,7 @@ func TestTCOPage(t *testing.T) {
 	})
 
 	t.Run("htmx gets the fragment", func(t *testing.T) {
-		res, frag := a.get(a.url("tco")+query("gpus", "4"), "HX-Request", "true", "Accept-Language", "en")
+		res, frag := a.get(a.url(routenames.TCO)+query("gpus", "4"), "HX-Request", "true", "Accept-Language", "en")
 		must(t, res.StatusCode == 200, "status %d", res.StatusCode)
 		must(t, !strings.Contains(frag, "<html") && !strings.Contains(frag, `id="tco-form"`), "fragment has the page: %.200s", frag)
 		contains(t, frag, `id="tco-results"`, `<svg class="tco-svg"`, "4 × (¥65,000.00 + ¥10,000.00)", "¥300,000.00",
@@ -74,32 +75,32 @@ func TestTCOPage(t *testing.T) {
 	t.Run("a change of model replaces the old model's defaults", func(t *testing.T) {
 		// The form was drawn for the A100 and sends its defaults back.
 		q := query("gpu", "h100-sxm", "gpu_price", "65000", "server_share", "10000", "host_w", "400", "shown_gpu", "a100-80g-sxm")
-		res, frag := a.get(a.url("tco")+q, "HX-Request", "true", "Accept-Language", "en")
+		res, frag := a.get(a.url(routenames.TCO)+q, "HX-Request", "true", "Accept-Language", "en")
 		must(t, res.StatusCode == 200, "status %d", res.StatusCode)
 		// H100 SXM defaults: 8 × (¥230,000 + ¥15,000) = ¥1,960,000.
 		contains(t, frag, "8 × (¥230,000.00 + ¥15,000.00)", "¥1,960,000.00", "(700 W × 100% + 500 W)",
 			`id="fld-gpu_price" hx-swap-oob="true"`, `value="230000"`, `id="tco-shown-gpu" name="shown_gpu" value="h100-sxm" hx-swap-oob="true"`)
 		must(t, res.Header.Get("HX-Push-Url") == "/tco?gpu=h100-sxm", "HX-Push-Url %q", res.Header.Get("HX-Push-Url"))
 		// A figure of the reader's own survives the change.
-		_, frag = a.get(a.url("tco")+query("gpu", "h100-sxm", "gpu_price", "200000", "shown_gpu", "a100-80g-sxm"), "HX-Request", "true")
+		_, frag = a.get(a.url(routenames.TCO)+query("gpu", "h100-sxm", "gpu_price", "200000", "shown_gpu", "a100-80g-sxm"), "HX-Request", "true")
 		contains(t, frag, "8 × (¥200,000.00 + ¥15,000.00)")
 	})
 
 	t.Run("the address is made shareable", func(t *testing.T) {
 		// A plain form submission sends every field; defaults are left out.
-		res, _ := a.get(a.url("tco")+query("gpu", "a100-80g-sxm", "gpus", "8", "months", "24", "pue", "1.30", "od_price", "", "shown_gpu", "a100-80g-sxm"), en...)
+		res, _ := a.get(a.url(routenames.TCO)+query("gpu", "a100-80g-sxm", "gpus", "8", "months", "24", "pue", "1.30", "od_price", "", "shown_gpu", "a100-80g-sxm"), en...)
 		must(t, res.StatusCode == http.StatusSeeOther && res.Header.Get("Location") == "/tco?months=24", "%d → %q", res.StatusCode, res.Header.Get("Location"))
 	})
 
 	t.Run("a model nobody lists leaves the rent side out", func(t *testing.T) {
-		res, page := a.get(a.url("tco")+query("gpu", "rtx-3090"), en...)
+		res, page := a.get(a.url(routenames.TCO)+query("gpu", "rtx-3090"), en...)
 		must(t, res.StatusCode == 200, "status %d", res.StatusCode)
 		contains(t, page, "No live offer lists GeForce RTX 3090", `<polyline class="series buy"`, "8 × (¥6,000.00 + ¥3,000.00)")
 		for _, absent := range []string{`<polyline class="series od"`, `id="tco-on_demand"`, `id="tco-monthly"`, `id="tco-be-od"`} {
 			must(t, !strings.Contains(page, absent), "%s on a page without offers", absent)
 		}
 		// A price entered brings it back.
-		_, page = a.get(a.url("tco")+query("gpu", "rtx-3090", "od_price", "2.5"), en...)
+		_, page = a.get(a.url(routenames.TCO)+query("gpu", "rtx-3090", "od_price", "2.5"), en...)
 		contains(t, page, `<polyline class="series od"`, `id="tco-on_demand"`, "¥2.50/GPU·h")
 	})
 
@@ -128,7 +129,7 @@ func TestTCOPage(t *testing.T) {
 				if htmx {
 					h = append([]string{"HX-Request", "true"}, en...)
 				}
-				res, page := a.get(a.url("tco")+query(c.param, c.value), h...)
+				res, page := a.get(a.url(routenames.TCO)+query(c.param, c.value), h...)
 				if res.StatusCode != 200 {
 					t.Errorf("%s=%s (htmx %v): status %d", c.param, c.value, htmx, res.StatusCode)
 					continue
@@ -140,26 +141,26 @@ func TestTCOPage(t *testing.T) {
 			}
 		}
 		// The rejected value stays in its field.
-		_, page := a.get(a.url("tco")+query("months", "abc"), en...)
+		_, page := a.get(a.url(routenames.TCO)+query("months", "abc"), en...)
 		contains(t, page, `value="abc"`, `aria-invalid="true"`, "8 × (¥65,000.00 + ¥10,000.00)")
 	})
 
 	t.Run("Chinese", func(t *testing.T) {
-		res, page := a.get(a.url("tco"), "Accept-Language", "zh-CN")
+		res, page := a.get(a.url(routenames.TCO), "Accept-Language", "zh-CN")
 		must(t, res.StatusCode == 200, "status %d", res.StatusCode)
 		contains(t, page, `lang="zh-CN"`, "买还是租", "计算公式（代入当前数值）", "¥600,000.00", "每年 ¥210,574.08", "按量租用", "包月租用",
 			"第 9 个月起", "¥/卡·月", "¥100万")
-		_, page = a.get(a.url("tco")+query("months", "abc"), "Accept-Language", "zh-CN")
+		_, page = a.get(a.url(routenames.TCO)+query("months", "abc"), "Accept-Language", "zh-CN")
 		contains(t, page, "请输入 1 到 120 之间的整数；已使用默认值。")
-		_, page = a.get(a.url("tco")+query("gpu", "rtx-3090"), "Accept-Language", "zh-CN")
+		_, page = a.get(a.url(routenames.TCO)+query("gpu", "rtx-3090"), "Accept-Language", "zh-CN")
 		contains(t, page, "目前没有 GeForce RTX 3090 的在售报价")
 	})
 
 	t.Run("every catalogue model has defaults and a page", func(t *testing.T) {
 		for _, m := range catalog.GPUModels() {
-			path := a.url("tco") + query("gpu", m.Slug)
+			path := a.url(routenames.TCO) + query("gpu", m.Slug)
 			if m.Slug == tco.DefaultModel {
-				path = a.url("tco") // the default model is left out of the address
+				path = a.url(routenames.TCO) // the default model is left out of the address
 			}
 			res, page := a.get(path, en...)
 			if res.StatusCode != 200 || strings.Contains(page, "8 × (¥0.00 + ¥0.00)") {

@@ -9,6 +9,7 @@ import (
 	"suanli/dbtest"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/routenames"
 )
 
 // The page that says "email verified" is drawn for the user as they are
@@ -29,7 +30,7 @@ func TestVerifiedPageHasNoVerificationBanner(t *testing.T) {
 					email := strings.ToLower(strings.ReplaceAll(name, " ", "")) + "@verify.example"
 					email = strings.NewReplacer("/", ".", ",", ".").Replace(email)
 					ac := newActor(a, name)
-					res, body := ac.post(a.url("auth.signup.post"), url.Values{
+					res, body := ac.post(a.url(routenames.AuthSignupPost), url.Values{
 						"email": {email}, "name": {"Vera Verify"}, "password": {testPassword}, "lang": {lang},
 					}, "Accept-Language", lang)
 					must(t, res.StatusCode == http.StatusOK || res.StatusCode == http.StatusSeeOther, "sign up %s: %d %s", email, res.StatusCode, snippet(body))
@@ -37,9 +38,9 @@ func TestVerifiedPageHasNoVerificationBanner(t *testing.T) {
 					if loggedIn {
 						// A session of the unverified user, where the banner belongs.
 						ac = newActor(a, name)
-						res, body = ac.post(a.url("auth.login.post"), url.Values{"email": {email}, "password": {testPassword}}, "Accept-Language", lang)
+						res, body = ac.post(a.url(routenames.AuthLoginPost), url.Values{"email": {email}, "password": {testPassword}}, "Accept-Language", lang)
 						must(t, res.StatusCode == http.StatusSeeOther, "log in unverified: %d %s", res.StatusCode, snippet(body))
-						_, body = ac.do("GET", a.url("offers.list"), nil, "Accept-Language", lang)
+						_, body = ac.do("GET", a.url(routenames.OffersList), nil, "Accept-Language", lang)
 						must(t, strings.Contains(body, banner), "an unverified user's page lacks the banner %q, so this test proves nothing", banner)
 					}
 					link := a.mailedLink(t, email, "/verify")
@@ -54,7 +55,7 @@ func TestVerifiedPageHasNoVerificationBanner(t *testing.T) {
 					}
 					// The header shows the user, verified, from this page on.
 					contains(t, body, `id="nav-account"`)
-					_, body = ac.do("GET", a.url("offers.list"), nil, "Accept-Language", lang)
+					_, body = ac.do("GET", a.url(routenames.OffersList), nil, "Accept-Language", lang)
 					if strings.Contains(body, banner) {
 						t.Errorf("the next page still shows %q", banner)
 					}

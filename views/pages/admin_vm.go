@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"suanli/models"
+	"suanli/routenames"
 	"suanli/views"
 )
 
@@ -22,13 +23,13 @@ const (
 
 // adminTabs lists the tab bar: tab, route name, message key.
 var adminTabs = [][3]string{
-	{AdminTabHome, "admin.home", "admin.tab.home"},
-	{AdminTabUsers, "admin.users", "admin.tab.users"},
-	{AdminTabOrgs, "admin.orgs", "admin.tab.orgs"},
-	{AdminTabPayouts, "admin.payouts", "admin.tab.payouts"},
-	{AdminTabOutbox, "admin.outbox", "admin.tab.outbox"},
-	{AdminTabJobs, "admin.jobs", "admin.tab.jobs"},
-	{AdminTabAudit, "admin.audit", "admin.tab.audit"},
+	{AdminTabHome, routenames.AdminHome, "admin.tab.home"},
+	{AdminTabUsers, routenames.AdminUsers, "admin.tab.users"},
+	{AdminTabOrgs, routenames.AdminOrgs, "admin.tab.orgs"},
+	{AdminTabPayouts, routenames.AdminPayouts, "admin.tab.payouts"},
+	{AdminTabOutbox, routenames.AdminOutbox, "admin.tab.outbox"},
+	{AdminTabJobs, routenames.AdminJobs, "admin.tab.jobs"},
+	{AdminTabAudit, routenames.AdminAudit, "admin.tab.audit"},
 }
 
 // AdminCounts are the sizes of the console's queues, shown on the hub.

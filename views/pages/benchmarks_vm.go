@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"suanli/agent"
-	"suanli/benchmarks"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/views"
@@ -23,6 +22,18 @@ type BenchmarkVM struct {
 	Nominal agent.Nominal
 	Run     agent.BenchmarkReport
 	Subject models.BenchmarkSubject
+	// Measured[i] is the measured figure of Run.Loads[i], if it has one.
+	Measured []BenchMeasured
+	// PeakTempC is the highest GPU temperature sampled during the run
+	// (nil: none), on GPU PeakTempGPU.
+	PeakTempC   *int
+	PeakTempGPU int
+}
+
+// BenchMeasured is a load's measured figure: Value when OK.
+type BenchMeasured struct {
+	Value float64
+	OK    bool
 }
 
 // NodeBenchmarksVM is a node's report history, newest first.
@@ -71,25 +82,26 @@ func nominalFor(n agent.Nominal, metric string) float64 {
 
 // metrics returns the run's loads in page order with their figures.
 func (vm BenchmarkVM) metrics() []benchMetric {
-	loads := slices.Clone(vm.Run.Loads)
 	rank := func(m string) int {
 		if i := slices.Index(benchMetricOrder, m); i >= 0 {
 			return i
 		}
 		return len(benchMetricOrder)
 	}
-	slices.SortStableFunc(loads, func(a, b agent.Load) int { return rank(a.Metric) - rank(b.Metric) })
-	out := make([]benchMetric, 0, len(loads))
-	for _, l := range loads {
+	out := make([]benchMetric, 0, len(vm.Run.Loads))
+	for i, l := range vm.Run.Loads {
 		m := benchMetric{Load: l}
-		m.Value, m.HasValue = benchmarks.LoadMeasured(l)
+		if i < len(vm.Measured) {
+			m.Value, m.HasValue = vm.Measured[i].Value, vm.Measured[i].OK
+		}
 		m.Nominal = nominalFor(vm.Nominal, l.Metric)
 		m.HasNominal = m.Nominal > 0
 		if m.hasPct() {
-			m.Pct, _ = benchmarks.PctOf(m.Value, m.Nominal)
+			m.Pct = m.Value / m.Nominal * 100
 		}
 		out = append(out, m)
 	}
+	slices.SortStableFunc(out, func(a, b benchMetric) int { return rank(a.Load.Metric) - rank(b.Load.Metric) })
 	return out
 }
 
@@ -330,10 +342,6 @@ func (vm BenchmarkVM) telemetryGPUs() []int {
 	}
 	slices.Sort(idx)
 	return idx
-}
-
-func (vm BenchmarkVM) headline() benchmarks.Headline {
-	return benchmarks.HeadlineOf(vm.Run, vm.Nominal)
 }
 
 // clockReasons are the NVML clock-event reasons that slow a GPU down,

@@ -5,7 +5,7 @@ import (
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
-	"suanli/sla"
+	"suanli/routenames"
 	"suanli/views"
 )
 
@@ -111,7 +111,7 @@ func measuredOr(f *float64, unit string) string {
 // slaURL links the SLA page by its route name, or by its public path
 // while no route of that name is registered.
 func slaURL(vc views.Ctx) string {
-	if u := vc.URL("sla"); u != "" {
+	if u := vc.URL(routenames.SLA); u != "" {
 		return u
 	}
 	return "/sla"
@@ -140,6 +140,6 @@ type DatacenterVM struct {
 	Offers        offers.SearchResult
 	// Ping times the visitor's own latency to the datacentre.
 	Ping Ping
-	// Uptime is the datacentre's 30-day uptime (sla.DatacenterUptime).
-	Uptime sla.Uptime
+	// Uptime is the datacentre's 30-day uptime.
+	Uptime Uptime
 }

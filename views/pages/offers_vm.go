@@ -18,6 +18,7 @@ import (
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
+	"suanli/routenames"
 	"suanli/views"
 )
 
@@ -99,10 +100,10 @@ func offpeakPrice(vc views.Ctx, o *offers.Listed) int64 {
 }
 
 func offerURL(vc views.Ctx, o *offers.Listed) string {
-	return vc.URL("offers.show", strconv.FormatInt(o.ID, 10))
+	return vc.URL(routenames.OffersShow, strconv.FormatInt(o.ID, 10))
 }
 
-func dcURL(vc views.Ctx, slug string) string { return vc.URL("datacenters.show", slug) }
+func dcURL(vc views.Ctx, slug string) string { return vc.URL(routenames.DatacentersShow, slug) }
 
 func bf16(vc views.Ctx, m catalog.GPUModel) string {
 	if m.BF16TFLOPS == 0 {
@@ -148,7 +149,7 @@ func reportDate(r *models.ReportHeadline) string {
 }
 
 func reportURL(vc views.Ctx, r *models.ReportHeadline) string {
-	return vc.URL("benchmarks.show", strconv.FormatInt(r.ID, 10))
+	return vc.URL(routenames.BenchmarksShow, strconv.FormatInt(r.ID, 10))
 }
 
 // flagLabel is the flag of a report below LowPctOfNominal.

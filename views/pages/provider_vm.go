@@ -12,6 +12,7 @@ import (
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/providers"
+	"suanli/routenames"
 	"suanli/views"
 )
 
@@ -124,13 +125,13 @@ type ProviderEarningsVM struct {
 
 // provTabs are the portal's sections in menu order, with their routes.
 var provTabs = []struct{ Tab, Route string }{
-	{"dashboard", "provider.dashboard"},
-	{"datacenters", "provider.datacenters"},
-	{"nodes", "provider.nodes"},
-	{"offers", "provider.offers"},
-	{"capacity", "provider.capacity"},
-	{"earnings", "provider.earnings"},
-	{"profile", "provider.profile"},
+	{"dashboard", routenames.ProviderDashboard},
+	{"datacenters", routenames.ProviderDatacenters},
+	{"nodes", routenames.ProviderNodes},
+	{"offers", routenames.ProviderOffers},
+	{"capacity", routenames.ProviderCapacity},
+	{"earnings", routenames.ProviderEarnings},
+	{"profile", routenames.ProviderProfile},
 }
 
 // ago says how long ago t was, in the reader's language.

@@ -14,7 +14,7 @@ import (
 	"suanli/offers"
 	"suanli/pricing"
 	"suanli/rentals"
-	"suanli/sla"
+	"suanli/routenames"
 	"suanli/views"
 )
 
@@ -139,11 +139,11 @@ func (vm RentVM) orgWalletURL(vc views.Ctx) string {
 	if !ok {
 		return ""
 	}
-	return vc.URL("wallet.show", i64(o.Org.ID))
+	return vc.URL(routenames.WalletShow, i64(o.Org.ID))
 }
 
 // rentURL is the rent page of an offer (its htmx requests fetch the price).
-func rentURL(vc views.Ctx, offerID int64) string { return vc.URL("rentals.new", i64(offerID)) }
+func rentURL(vc views.Ctx, offerID int64) string { return vc.URL(routenames.RentalsNew, i64(offerID)) }
 
 // RentalRow is one rental in the console.
 type RentalRow struct {
@@ -198,7 +198,7 @@ type RentalVM struct {
 	Change *ChangeVM
 	// SLA is the SLA section: the tier and each month's computation (nil
 	// on the live fragment, which does not show it).
-	SLA *sla.RentalTerms
+	SLA *RentalSLA
 }
 
 // ChangeOffer is an offer a rental may switch to: the rental's own, or
@@ -273,7 +273,7 @@ func (vm RentalVM) Seen() string {
 func (vm RentalVM) Polling() bool { return !vm.D.Rental.Status.Ended() }
 
 func (vm RentalVM) liveURL(vc views.Ctx) string {
-	return vc.URL("rentals.live", i64(vm.D.Rental.ID)) + "?seen=" + url.QueryEscape(vm.Seen())
+	return vc.URL(routenames.RentalsLive, i64(vm.D.Rental.ID)) + "?seen=" + url.QueryEscape(vm.Seen())
 }
 
 // runningSecs is how long a rental has run: from the start to its stop

@@ -6,10 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"suanli/models"
 	"suanli/pricing"
-	"suanli/rentals"
-	"suanli/sla"
 	"suanli/views"
 )
 
@@ -17,7 +14,53 @@ import (
 // the measurement facts.
 type SLAVM struct {
 	Tiers []pricing.Tier
-	Terms rentals.SLATerms
+	Terms SLATerms
+}
+
+// SLATerms are the SLA's measurement facts the terms page states.
+type SLATerms struct {
+	HeartbeatEvery, SilentAfter, FreeIfFailsWithin time.Duration
+	// FlapWindow: a failure again this soon after its incident closed
+	// reopens it (the time between counts as down).
+	FlapWindow time.Duration
+}
+
+// RentalSLA is the rental page's SLA section: the tier and each month's
+// computation.
+type RentalSLA struct {
+	Tier pricing.Tier
+	// Free is set for a free rental: no credit on top.
+	Free bool
+	// Periods are the months the rental ran in, oldest first.
+	Periods []SLAPeriod
+}
+
+// SLAPeriod is one month's SLA computation, recorded or as it stands.
+type SLAPeriod struct {
+	Period string
+	// From and To bound the rental's running span in the period.
+	From, To time.Time
+	Tier     pricing.Tier
+	// PeriodSecs is the span's length; DowntimeSecs the downtime in it.
+	PeriodSecs, DowntimeSecs int64
+	UptimePct                float64
+	CreditPct                int
+	BilledFen                int64
+	DowntimeCostFen          int64
+	CreditFen                int64
+	// Final is set for the month the rental ended in.
+	Final bool
+	// Recorded is set when the computation is recorded (settled);
+	// Credited when a ledger transaction paid its credit.
+	Recorded, Credited bool
+	// Open is set for a month still running for a live rental.
+	Open bool
+}
+
+// Uptime is a datacentre's uptime over 30 days.
+type Uptime struct {
+	Pct   float64
+	Nodes int
 }
 
 // slaExample is the page's worked example, computed by the same function
@@ -69,7 +112,7 @@ func secsStr(secs int64) string { return clock(secs) }
 
 // slaPeriodLabel names a computation's period: the month, and whether it
 // is the rental's final one.
-func slaPeriodLabel(vc views.Ctx, c sla.Computation) string {
+func slaPeriodLabel(vc views.Ctx, c SLAPeriod) string {
 	t, err := time.ParseInLocation("2006-01", c.Period, pricing.Shanghai)
 	s := c.Period
 	if err == nil {
@@ -83,13 +126,13 @@ func slaPeriodLabel(vc views.Ctx, c sla.Computation) string {
 
 // slaStatus says where a computation stands: credited, nothing owed,
 // waiting for the next pass, or the current month so far.
-func slaStatus(vc views.Ctx, r *models.Rental, c sla.Computation, now time.Time) string {
+func slaStatus(vc views.Ctx, c SLAPeriod) string {
 	switch {
-	case c.Recorded && c.TxnID != nil:
+	case c.Recorded && c.Credited:
 		return vc.T("sla.rental.status.credited")
 	case c.Recorded:
 		return vc.T("sla.rental.status.none")
-	case c.Open(r, now):
+	case c.Open:
 		return vc.T("sla.rental.status.open")
 	}
 	return vc.T("sla.rental.status.pending")
@@ -97,7 +140,7 @@ func slaStatus(vc views.Ctx, r *models.Rental, c sla.Computation, now time.Time)
 
 // slaRule writes a computation the way the rule reads: the uptime against
 // the promise, the step it falls in and the credit it gives.
-func slaRule(vc views.Ctx, c sla.Computation) string {
+func slaRule(vc views.Ctx, c SLAPeriod) string {
 	if c.PeriodSecs == 0 {
 		return vc.T("sla.rental.rule_empty")
 	}
@@ -122,7 +165,7 @@ func slaRule(vc views.Ctx, c sla.Computation) string {
 }
 
 // uptimeLine sums up a datacentre's 30-day uptime.
-func uptimeLine(vc views.Ctx, u sla.Uptime) string {
+func uptimeLine(vc views.Ctx, u Uptime) string {
 	if u.Nodes == 0 {
 		return vc.T("reliability.none")
 	}

@@ -9,15 +9,16 @@ import (
 	"strings"
 
 	"suanli/catalog"
-	"suanli/offers"
 	"suanli/pricing"
-	"suanli/tco"
+	"suanli/routenames"
 	"suanli/views"
 )
 
 // TCOVM is the TCO calculator's view model.
 type TCOVM struct {
-	Plan tco.Plan
+	Plan TCOPlan
+	// Fields are the calculator's parameters in form order.
+	Fields []string
 	// Errors maps a field to its message, already translated.
 	Errors map[string]string
 	// Raw holds the submitted values, so a rejected one stays in its field.
@@ -29,6 +30,52 @@ type TCOVM struct {
 	// RefCapexFen and RefRunningFen are the defaults' figures for one
 	// 8×A100 80GB server, shown beside the public figures they reproduce.
 	RefCapexFen, RefRunningFen int64
+}
+
+// TCOPlan is a computed comparison: buying the model against renting
+// its cheapest live offers (or the rent prices entered).
+type TCOPlan struct {
+	// Model is the GPU model compared.
+	Model catalog.GPUModel
+	// Asked holds the figures asked for, before any rent price.
+	Asked pricing.TCOInput
+	// OnDemandFen, OffpeakDiscountPct and MonthlyFen are rent prices
+	// entered instead of the live offers' (nil when none was).
+	OnDemandFen        *int64
+	OffpeakDiscountPct *int
+	MonthlyFen         *int64
+	// Student: the offers' prices are the viewer's student prices.
+	Student bool
+	// Listed is how many listed offers the model has.
+	Listed int
+	// OnDemand and Monthly are the cheapest offers of each kind, nil when
+	// there is none.
+	OnDemand, Monthly *TCOOffer
+	// OnDemandFrom and MonthlyFrom say where each rent price came from:
+	// TCOFromOffer, TCOFromEntered, or "" when there is none.
+	OnDemandFrom, MonthlyFrom string
+	// Input is what the comparison computed with; Result its figures.
+	Input  pricing.TCOInput
+	Result pricing.TCOResult
+}
+
+// Where a TCO rent price came from (TCOPlan.OnDemandFrom, MonthlyFrom).
+const (
+	TCOFromOffer   = "offer"
+	TCOFromEntered = "entered"
+)
+
+// TCOOffer is what the calculator shows of a live offer.
+type TCOOffer struct {
+	ID                    int64
+	PricePerGPUHourFen    int64
+	MonthlyPricePerGPUFen *int64
+	OffpeakDiscountPct    int
+	StudentDiscountPct    int
+	Demo, Synthetic       bool
+	Datacenter            views.Name
+	// Provider is nil for an offer without a provider.
+	Provider *views.Name
 }
 
 // tcoModelFields are the fields whose default or placeholder depends on
@@ -68,7 +115,7 @@ func tcoYuan(fen int64) string { return pricing.FenToYuanString(fen) }
 
 // fieldGroups returns the form's inputs in groups.
 func (vm TCOVM) fieldGroups(vc views.Ctx) [][]tcoField {
-	q, in := vm.Plan.Query, vm.Plan.Query.Input
+	q, in := vm.Plan, vm.Plan.Asked
 	money := func(name, unit string, fen int64) tcoField {
 		return tcoField{Name: name, Label: vc.T("tco.f." + name), Unit: unit, Value: vm.value(name, tcoYuan(fen)), Step: "0.01", Min: "0", Mode: "decimal"}
 	}
@@ -108,12 +155,12 @@ func (vm TCOVM) fieldGroups(vc views.Ctx) [][]tcoField {
 		Value: vm.value("od_offpeak", tcoOptInt(q.OffpeakDiscountPct))}
 	monthly := tcoField{Name: "monthly_price", Label: vc.T("tco.f.monthly_price"), Unit: perGPUMonth, Step: "0.01", Min: "0.01", Mode: "decimal",
 		Value: vm.value("monthly_price", tcoOptYuan(q.MonthlyFen)), Hint: vc.T("tco.hint.live")}
-	if o := vm.Plan.Offers.OnDemand; o != nil {
+	if o := vm.Plan.OnDemand; o != nil {
 		od.Placeholder, odOff.Placeholder = tcoYuan(o.PricePerGPUHourFen), strconv.Itoa(o.OffpeakDiscountPct)
 	} else {
 		od.Placeholder, odOff.Placeholder = vc.T("tco.no_offer_short"), "0"
 	}
-	if o := vm.Plan.Offers.Monthly; o != nil {
+	if o := vm.Plan.Monthly; o != nil {
 		monthly.Placeholder = tcoYuan(*o.MonthlyPricePerGPUFen)
 	} else {
 		monthly.Placeholder = vc.T("tco.no_offer_short")
@@ -265,12 +312,17 @@ func (vm TCOVM) options(vc views.Ctx) []tcoOption {
 }
 
 // tcoOfferPlace describes a live offer briefly: datacentre and provider.
-func tcoOfferPlace(vc views.Ctx, o *offers.Listed) string {
-	s := o.Datacenter.Name(vc.Lang)
+func tcoOfferPlace(vc views.Ctx, o *TCOOffer) string {
+	s := o.Datacenter.In(vc.Lang)
 	if o.Provider != nil {
-		s += " · " + o.Provider.Name(vc.Lang)
+		s += " · " + o.Provider.In(vc.Lang)
 	}
 	return s
+}
+
+// tcoOfferURL links a live offer's page.
+func tcoOfferURL(vc views.Ctx, o *TCOOffer) string {
+	return vc.URL(routenames.OffersShow, strconv.FormatInt(o.ID, 10))
 }
 
 // The chart: cumulative cost over the months, cash basis, drawn in a

@@ -1,0 +1,277 @@
+// Package routenames names every route of the route table (web/routes.go).
+// Views, handlers and tests build URLs from these names with echo's
+// Reverse, which answers "" for a name it does not know; a constant
+// makes a typo a compile error.
+package routenames
+
+// Route names, in the order of the route table; each comment is the route.
+const (
+	// Home is GET /.
+	Home = "home"
+	// OffersList is GET /offers.
+	OffersList = "offers.list"
+	// OffersShow is GET /offers/:id.
+	OffersShow = "offers.show"
+	// DatacentersShow is GET /datacenters/:slug.
+	DatacentersShow = "datacenters.show"
+	// SLA is GET /sla.
+	SLA = "sla"
+	// TCO is GET /tco.
+	TCO = "tco"
+	// LangSwitch is GET /lang/:lang.
+	LangSwitch = "lang.switch"
+	// AuthSignup is GET /signup.
+	AuthSignup = "auth.signup"
+	// AuthSignupPost is POST /signup.
+	AuthSignupPost = "auth.signup.post"
+	// AuthLogin is GET /login.
+	AuthLogin = "auth.login"
+	// AuthLoginPost is POST /login.
+	AuthLoginPost = "auth.login.post"
+	// AuthLogout is POST /logout.
+	AuthLogout = "auth.logout"
+	// AuthVerify is GET /verify.
+	AuthVerify = "auth.verify"
+	// AuthVerifyPost is POST /verify.
+	AuthVerifyPost = "auth.verify.post"
+	// PasswordForgot is GET /password/forgot.
+	PasswordForgot = "password.forgot"
+	// PasswordForgotPost is POST /password/forgot.
+	PasswordForgotPost = "password.forgot.post"
+	// PasswordReset is GET /password/reset.
+	PasswordReset = "password.reset"
+	// PasswordResetPost is POST /password/reset.
+	PasswordResetPost = "password.reset.post"
+	// AccountShow is GET /account.
+	AccountShow = "account.show"
+	// AccountPassword is POST /account/password.
+	AccountPassword = "account.password"
+	// AccountResend is POST /account/verify.
+	AccountResend = "account.resend"
+	// AccountSessionsEnd is POST /account/sessions/end.
+	AccountSessionsEnd = "account.sessions.end"
+	// TokensCreate is POST /account/tokens.
+	TokensCreate = "tokens.create"
+	// TokensRevoke is POST /account/tokens/:id/revoke.
+	TokensRevoke = "tokens.revoke"
+	// OrgsCreate is POST /orgs.
+	OrgsCreate = "orgs.create"
+	// OrgsShow is GET /orgs/:id.
+	OrgsShow = "orgs.show"
+	// OrgsInvite is POST /orgs/:id/invitations.
+	OrgsInvite = "orgs.invite"
+	// OrgsInvitationsRevoke is POST /orgs/:id/invitations/:iid/revoke.
+	OrgsInvitationsRevoke = "orgs.invitations.revoke"
+	// OrgsMembersRemove is POST /orgs/:id/members/:uid/remove.
+	OrgsMembersRemove = "orgs.members.remove"
+	// OrgsBudget is POST /orgs/:id/budget.
+	OrgsBudget = "orgs.budget"
+	// LabsApply is GET /labs/apply.
+	LabsApply = "labs.apply"
+	// LabsApplyPost is POST /labs/apply.
+	LabsApplyPost = "labs.apply.post"
+	// LabsConfirm is GET /labs/confirm.
+	LabsConfirm = "labs.confirm"
+	// InvitationsAccept is GET /invitations/accept.
+	InvitationsAccept = "invitations.accept"
+	// InvitationsAcceptPost is POST /invitations/accept.
+	InvitationsAcceptPost = "invitations.accept.post"
+	// InvitationsAcceptID is POST /invitations/:iid/accept.
+	InvitationsAcceptID = "invitations.accept.id"
+	// WalletMine is GET /wallet.
+	WalletMine = "wallet.mine"
+	// WalletShow is GET /orgs/:id/wallet.
+	WalletShow = "wallet.show"
+	// WalletTopup is POST /orgs/:id/wallet/topups.
+	WalletTopup = "wallet.topup"
+	// WalletRefund is POST /orgs/:id/wallet/refunds.
+	WalletRefund = "wallet.refund"
+	// OrgsBilling is POST /orgs/:id/billing.
+	OrgsBilling = "orgs.billing"
+	// WalletCSV is GET /orgs/:id/wallet/ledger.csv.
+	WalletCSV = "wallet.csv"
+	// TopupsShow is GET /topups/:id.
+	TopupsShow = "topups.show"
+	// WebhooksStripe is POST /webhooks/stripe.
+	WebhooksStripe = "webhooks.stripe"
+	// RentalsNew is GET /offers/:id/rent.
+	RentalsNew = "rentals.new"
+	// RentalsCreate is POST /offers/:id/rent.
+	RentalsCreate = "rentals.create"
+	// Console is GET /console.
+	Console = "console"
+	// RentalsShow is GET /rentals/:id.
+	RentalsShow = "rentals.show"
+	// RentalsLive is GET /rentals/:id/live.
+	RentalsLive = "rentals.live"
+	// RentalsStop is POST /rentals/:id/stop.
+	RentalsStop = "rentals.stop"
+	// RentalsChange is POST /rentals/:id/change.
+	RentalsChange = "rentals.change"
+	// AdminHome is GET /admin.
+	AdminHome = "admin.home"
+	// AdminTopupsConfirm is POST /admin/topups/:id/confirm.
+	AdminTopupsConfirm = "admin.topups.confirm"
+	// AdminRefundsPaid is POST /admin/refunds/:id/paid.
+	AdminRefundsPaid = "admin.refunds.paid"
+	// AdminReview is POST /admin/orgs/:id/review.
+	AdminReview = "admin.review"
+	// AdminUsers is GET /admin/users.
+	AdminUsers = "admin.users"
+	// AdminUsersSuspend is POST /admin/users/:id/suspend.
+	AdminUsersSuspend = "admin.users.suspend"
+	// AdminUsersUnsuspend is POST /admin/users/:id/unsuspend.
+	AdminUsersUnsuspend = "admin.users.unsuspend"
+	// AdminUsersOrgsPerDay is POST /admin/users/:id/orgs-per-day.
+	AdminUsersOrgsPerDay = "admin.users.orgs_per_day"
+	// AdminOrgs is GET /admin/orgs.
+	AdminOrgs = "admin.orgs"
+	// AdminOrgsSuspend is POST /admin/orgs/:id/suspend.
+	AdminOrgsSuspend = "admin.orgs.suspend"
+	// AdminOrgsUnsuspend is POST /admin/orgs/:id/unsuspend.
+	AdminOrgsUnsuspend = "admin.orgs.unsuspend"
+	// AdminPayouts is GET /admin/payouts.
+	AdminPayouts = "admin.payouts"
+	// AdminPayoutsRun is POST /admin/payouts/run.
+	AdminPayoutsRun = "admin.payouts.run"
+	// AdminPayoutsPaid is POST /admin/payouts/:id/paid.
+	AdminPayoutsPaid = "admin.payouts.paid"
+	// AdminPayoutsFailed is POST /admin/payouts/:id/failed.
+	AdminPayoutsFailed = "admin.payouts.failed"
+	// AdminOutbox is GET /admin/outbox.
+	AdminOutbox = "admin.outbox"
+	// AdminJobs is GET /admin/jobs.
+	AdminJobs = "admin.jobs"
+	// AdminAudit is GET /admin/audit.
+	AdminAudit = "admin.audit"
+	// AdminAuditCSV is GET /admin/audit.csv.
+	AdminAuditCSV = "admin.audit.csv"
+	// ProviderHome is GET /provider.
+	ProviderHome = "provider.home"
+	// ProviderSignup is POST /provider/signup.
+	ProviderSignup = "provider.signup"
+	// ProviderDashboard is GET /provider/:pid.
+	ProviderDashboard = "provider.dashboard"
+	// ProviderProfile is GET /provider/:pid/profile.
+	ProviderProfile = "provider.profile"
+	// ProviderProfilePost is POST /provider/:pid/profile.
+	ProviderProfilePost = "provider.profile.post"
+	// ProviderDatacenters is GET /provider/:pid/datacenters.
+	ProviderDatacenters = "provider.datacenters"
+	// ProviderDatacentersCreate is POST /provider/:pid/datacenters.
+	ProviderDatacentersCreate = "provider.datacenters.create"
+	// ProviderDatacentersEdit is GET /provider/:pid/datacenters/:id/edit.
+	ProviderDatacentersEdit = "provider.datacenters.edit"
+	// ProviderDatacentersUpdate is POST /provider/:pid/datacenters/:id.
+	ProviderDatacentersUpdate = "provider.datacenters.update"
+	// ProviderNodes is GET /provider/:pid/nodes.
+	ProviderNodes = "provider.nodes"
+	// ProviderNodesLive is GET /provider/:pid/nodes/live.
+	ProviderNodesLive = "provider.nodes.live"
+	// ProviderNodesCreate is POST /provider/:pid/nodes.
+	ProviderNodesCreate = "provider.nodes.create"
+	// ProviderNodesShow is GET /provider/:pid/nodes/:id.
+	ProviderNodesShow = "provider.nodes.show"
+	// ProviderNodesLiveOne is GET /provider/:pid/nodes/:id/live.
+	ProviderNodesLiveOne = "provider.nodes.live.one"
+	// ProviderNodesStatus is POST /provider/:pid/nodes/:id/status.
+	ProviderNodesStatus = "provider.nodes.status"
+	// ProviderNodesToken is POST /provider/:pid/nodes/:id/token.
+	ProviderNodesToken = "provider.nodes.token"
+	// ProviderOffers is GET /provider/:pid/offers.
+	ProviderOffers = "provider.offers"
+	// ProviderOffersNew is GET /provider/:pid/offers/new.
+	ProviderOffersNew = "provider.offers.new"
+	// ProviderOffersCreate is POST /provider/:pid/offers.
+	ProviderOffersCreate = "provider.offers.create"
+	// ProviderOffersEdit is GET /provider/:pid/offers/:id/edit.
+	ProviderOffersEdit = "provider.offers.edit"
+	// ProviderOffersUpdate is POST /provider/:pid/offers/:id.
+	ProviderOffersUpdate = "provider.offers.update"
+	// ProviderOffersStatus is POST /provider/:pid/offers/:id/status.
+	ProviderOffersStatus = "provider.offers.status"
+	// ProviderCapacity is GET /provider/:pid/capacity.
+	ProviderCapacity = "provider.capacity"
+	// ProviderEarnings is GET /provider/:pid/earnings.
+	ProviderEarnings = "provider.earnings"
+	// ProviderStatement is GET /provider/:pid/earnings/statement.
+	ProviderStatement = "provider.statement"
+	// ProviderStatementCSV is GET /provider/:pid/earnings/statement.csv.
+	ProviderStatementCSV = "provider.statement.csv"
+	// ProviderConnect is POST /provider/:pid/connect.
+	ProviderConnect = "provider.connect"
+	// ProviderConnectReturn is GET /provider/:pid/connect/return.
+	ProviderConnectReturn = "provider.connect.return"
+	// APIProviderDatacentersList is GET /api/v1/provider/datacenters.
+	APIProviderDatacentersList = "api.provider.datacenters.list"
+	// APIProviderDatacentersCreate is POST /api/v1/provider/datacenters.
+	APIProviderDatacentersCreate = "api.provider.datacenters.create"
+	// APIProviderNodesList is GET /api/v1/provider/nodes.
+	APIProviderNodesList = "api.provider.nodes.list"
+	// APIProviderNodesCreate is POST /api/v1/provider/nodes.
+	APIProviderNodesCreate = "api.provider.nodes.create"
+	// APIProviderNodesShow is GET /api/v1/provider/nodes/:id.
+	APIProviderNodesShow = "api.provider.nodes.show"
+	// APIProviderOffersList is GET /api/v1/provider/offers.
+	APIProviderOffersList = "api.provider.offers.list"
+	// APIProviderOffersCreate is POST /api/v1/provider/offers.
+	APIProviderOffersCreate = "api.provider.offers.create"
+	// APIProviderOffersShow is GET /api/v1/provider/offers/:id.
+	APIProviderOffersShow = "api.provider.offers.show"
+	// APIProviderOffersUpdate is PATCH /api/v1/provider/offers/:id.
+	APIProviderOffersUpdate = "api.provider.offers.update"
+	// APIOpenAPI is GET /api/v1/openapi.json.
+	APIOpenAPI = "api.openapi"
+	// APIDocs is GET /api/docs.
+	APIDocs = "api.docs"
+	// APIOffersList is GET /api/v1/offers.
+	APIOffersList = "api.offers.list"
+	// APIOffersShow is GET /api/v1/offers/:id.
+	APIOffersShow = "api.offers.show"
+	// APIOffersQuote is GET /api/v1/offers/:id/quote.
+	APIOffersQuote = "api.offers.quote"
+	// APIMe is GET /api/v1/me.
+	APIMe = "api.me"
+	// APIWallet is GET /api/v1/wallet.
+	APIWallet = "api.wallet"
+	// APIWalletLedger is GET /api/v1/wallet/ledger.
+	APIWalletLedger = "api.wallet.ledger"
+	// APIWalletTopups is POST /api/v1/wallet/topups.
+	APIWalletTopups = "api.wallet.topups"
+	// APIRentalsList is GET /api/v1/rentals.
+	APIRentalsList = "api.rentals.list"
+	// APIRentalsCreate is POST /api/v1/rentals.
+	APIRentalsCreate = "api.rentals.create"
+	// APIRentalsShow is GET /api/v1/rentals/:id.
+	APIRentalsShow = "api.rentals.show"
+	// APIRentalsStop is POST /api/v1/rentals/:id/stop.
+	APIRentalsStop = "api.rentals.stop"
+	// APIRentalsChange is POST /api/v1/rentals/:id/change.
+	APIRentalsChange = "api.rentals.change"
+	// BenchmarksShow is GET /benchmarks/:id.
+	BenchmarksShow = "benchmarks.show"
+	// NodesBenchmarks is GET /nodes/:id/benchmarks.
+	NodesBenchmarks = "nodes.benchmarks"
+	// APIBenchmarksShow is GET /api/v1/benchmarks/:id.
+	APIBenchmarksShow = "api.benchmarks.show"
+	// APINodesBenchmarks is GET /api/v1/nodes/:id/benchmarks.
+	APINodesBenchmarks = "api.nodes.benchmarks"
+	// APINodesBenchmarksRequest is POST /api/v1/nodes/:id/benchmarks.
+	APINodesBenchmarksRequest = "api.nodes.benchmarks.request"
+	// AgentHeartbeat is POST /agent/v1/heartbeat.
+	AgentHeartbeat = "agent.heartbeat"
+	// AgentTasks is GET /agent/v1/tasks.
+	AgentTasks = "agent.tasks"
+	// AgentResult is POST /agent/v1/tasks/:id/result.
+	AgentResult = "agent.result"
+	// Ping is GET agent.PathPing, the latency endpoint.
+	Ping = "ping"
+	// Healthz is GET /healthz.
+	Healthz = "healthz"
+	// Readyz is GET /readyz.
+	Readyz = "readyz"
+	// Metrics is GET /metrics.
+	Metrics = "metrics"
+	// Static is GET static.Prefix + "*", the fingerprinted assets.
+	Static = "static"
+)
