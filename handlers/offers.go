@@ -42,7 +42,7 @@ func (h *Handler) OffersList(c echo.Context) error {
 		}
 		errs = append(errs, e)
 	}
-	vm := pages.OffersVM{Result: res, Errors: fieldMessages(Lang(c), errs), Raw: raw, RawQuery: c.QueryString()}
+	vm := offersVM(res, fieldMessages(Lang(c), errs), raw, c.QueryString())
 	// The same URL answers a page or a fragment; caches must keep both.
 	c.Response().Header().Add(echo.HeaderVary, "HX-Request")
 	vc := ViewCtx(c)
@@ -113,7 +113,8 @@ func (h *Handler) OfferShow(c echo.Context) error {
 		return err
 	}
 	m, _ := catalog.GPUModelBySlug(row.GPUModel)
-	vm := pages.OfferVM{Offer: row, GPU: m, QuoteForm: form(c), QuoteErrors: map[string]string{}}
+	vm := pages.OfferVM{Offer: offerDetailVM(&row, Lang(c)), GPU: m, QuoteForm: form(c), QuoteErrors: map[string]string{}}
+	vm.Offer.GPU = &m
 	for _, k := range []string{"gpus", "hours", "term", "start", "sla"} {
 		vm.QuoteForm.Values[k] = c.QueryParam(k)
 	}
@@ -153,7 +154,7 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.DatacenterVM{Datacenter: dc, Latency: lat, Offers: res}
+	vm := pages.DatacenterVM{Datacenter: datacenterInfoVM(&dc, Lang(c)), Latency: lat, Offers: offerListVM(res)}
 	up, err := sla.DatacenterUptime(c.Request().Context(), h.DB, dc.ID)
 	if err != nil {
 		return err

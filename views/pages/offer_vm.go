@@ -2,8 +2,6 @@ package pages
 
 import (
 	"suanli/catalog"
-	"suanli/models"
-	"suanli/offers"
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views"
@@ -11,7 +9,7 @@ import (
 
 // OfferVM is the offer page's view model.
 type OfferVM struct {
-	Offer models.OfferRow
+	Offer OfferDetail
 	GPU   catalog.GPUModel
 	// LatencySource is the message key saying where the latency figures
 	// come from.
@@ -60,7 +58,23 @@ func duration(vc views.Ctx, secs int64) string {
 	return vc.T("dur.h_m", h, m)
 }
 
-func (vm OfferVM) studentPrice() int64 { return offers.StudentPriceFen(&vm.Offer.Offer) }
+func (vm OfferVM) studentPrice() int64 { return vm.Offer.StudentPriceFen }
+
+// OfferDetail is what the offer page shows of an offer: its row in the
+// list and the rest of the offer.
+type OfferDetail struct {
+	OfferRow
+	NodeID int64
+	// Status is the offer's listing status ("listed", …).
+	Status       string
+	ProviderName string
+	VCPUPerGPU   int
+	RAMGBPerGPU  int
+	DiskGB       int
+	// WeeklyPricePerGPUFen and MonthlyPricePerGPUFen are the term prices
+	// per GPU, nil when the offer sells no such term.
+	WeeklyPricePerGPUFen, MonthlyPricePerGPUFen *int64
+}
 
 type priceRow struct {
 	labelKey string
@@ -85,7 +99,7 @@ func (vm OfferVM) prices() []priceRow {
 		rows = append(rows, priceRow{"price.offpeak", pricing.Discounted(base, o.OffpeakDiscountPct), "unit.per_gpu_hour"})
 	}
 	if o.StudentDiscountPct > 0 {
-		rows = append(rows, priceRow{"price.student", offers.StudentPriceFen(&o.Offer), "unit.per_gpu_hour"})
+		rows = append(rows, priceRow{"price.student", o.StudentPriceFen, "unit.per_gpu_hour"})
 	}
 	if o.OffpeakDiscountPct > 0 && o.StudentDiscountPct > 0 {
 		rows = append(rows, priceRow{"price.student_offpeak", pricing.Discounted(base, o.OffpeakDiscountPct, o.StudentDiscountPct), "unit.per_gpu_hour"})
@@ -134,12 +148,20 @@ func latencyRows(lat map[string]float64) []latencyRow {
 
 // DatacenterVM is the datacentre page's view model.
 type DatacenterVM struct {
-	Datacenter    models.Datacenter
+	Datacenter    DatacenterInfo
 	Latency       map[string]float64
 	LatencySource string
-	Offers        offers.SearchResult
+	Offers        OfferList
 	// Ping times the visitor's own latency to the datacentre.
 	Ping Ping
 	// Uptime is the datacentre's 30-day uptime.
 	Uptime Uptime
+}
+
+// DatacenterInfo is what the datacentre page shows of a datacentre, named
+// in the reader's language.
+type DatacenterInfo struct {
+	Name, District, City, Region, Tier string
+	UplinkGbps                         int
+	Demo                               bool
 }

@@ -2,8 +2,6 @@ package pages
 
 import (
 	"suanli/catalog"
-	"suanli/models"
-	"suanli/offers"
 	"suanli/views"
 )
 
@@ -19,7 +17,7 @@ func bf16Short(vc views.Ctx, m catalog.GPUModel) string {
 // measuredTitle says in full what the table's measured share stands for:
 // the node's latest report's BF16 TFLOPS and its share of nominal, as far
 // as the report says.
-func measuredTitle(vc views.Ctx, r *models.ReportHeadline) string {
+func measuredTitle(vc views.Ctx, r *OfferReport) string {
 	switch {
 	case r.BF16TFLOPS != nil && r.PctOfNominal != nil:
 		return vc.T("offers.m.measured_pct", tflopsText(*r.BF16TFLOPS), pctText(*r.PctOfNominal))
@@ -32,9 +30,9 @@ func measuredTitle(vc views.Ctx, r *models.ReportHeadline) string {
 }
 
 // dcPlace is where an offer's datacentre is: city and district.
-func dcPlace(vc views.Ctx, o *offers.Listed) string {
-	s := vc.CityName(o.Datacenter.City)
-	if d := o.Datacenter.District(vc.Lang); d != "" {
+func dcPlace(vc views.Ctx, o OfferRow) string {
+	s := vc.CityName(o.DC.City)
+	if d := o.DC.District; d != "" {
 		s += " · " + d
 	}
 	return s

@@ -11,12 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/a-h/templ"
 
 	"suanli/catalog"
-	"suanli/models"
-	"suanli/offers"
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views"
@@ -27,7 +26,21 @@ type OffersVM struct {
 	// RawQuery is the request's query string exactly as sent: with no
 	// errors, it and the language determine the filter form's HTML.
 	RawQuery string
-	Result   offers.SearchResult
+	// Query is the search the results are for.
+	Query OfferQuery
+	// SortKeys are the orders the form offers, in display order.
+	SortKeys []string
+	// Results are the page's offers and how many matched in all.
+	Results OfferList
+	// Pages is the number of result pages; PrevValues and NextValues are
+	// the URL parameters of the pages before and after this one.
+	Pages                  int
+	PrevValues, NextValues url.Values
+	// Demo and Synthetic say whether a shown offer is a demo or synthetic one.
+	Demo, Synthetic bool
+	// Relaxations, when nothing matched, are the changes of one filter
+	// that would bring offers back, most first.
+	Relaxations []OfferRelaxation
 	// Errors maps a field name to its message, already translated.
 	Errors map[string]string
 	// Raw holds the submitted values, so a rejected value stays in its
@@ -35,20 +48,101 @@ type OffersVM struct {
 	Raw url.Values
 }
 
-// Q is the query the results are for.
-func (vm OffersVM) Q() offers.Query { return vm.Result.Query }
+// OfferQuery is the search an offer list shows, as its form and header
+// show it.
+type OfferQuery struct {
+	GPUs                                   []string
+	City, Region, From, Interconnect, Sort string
+	Available, Student                     bool
+	Page                                   int
+	// LatencyCity is the city whose latency the results show ("" for none).
+	LatencyCity string
+	// SortedByMeasured and SortedByReliability say that the results are
+	// ordered by measured TFLOPS or by uptime, which the list explains.
+	SortedByMeasured, SortedByReliability bool
+}
 
-func (vm OffersVM) gpuChecked(slug string) bool { return slices.Contains(vm.Q().GPUs, slug) }
+// OfferRelaxation is one filter change that would let offers through.
+type OfferRelaxation struct {
+	// Filter is the parameter name ("max_latency_ms", "gpu", …); Count is
+	// how many offers match with the change.
+	Filter string
+	Count  int
+	// Values are the URL parameters of the search with the change applied,
+	// and the relaxed limits its label names.
+	Values       url.Values
+	MaxLatencyMS float64
+	MaxPriceFen  int64
+	MinGPUs      int
+	MinVRAMGB    int
+}
+
+// OfferList is a table of offers: the rows shown and how many matched.
+type OfferList struct {
+	Total int
+	Rows  []OfferListRow
+}
+
+// OfferListRow is one row of an offer table. Its HTML is cached in
+// Rendered, which belongs to the offer's entry in the search index and
+// lives as long as it; Offer gives the row's figures, read only when the
+// row is not cached yet.
+type OfferListRow struct {
+	Rendered *sync.Map
+	Offer    OfferRowSource
+}
+
+// OfferRowSource gives an offer's row figures with names in lang.
+type OfferRowSource interface {
+	Row(lang string) OfferRow
+}
+
+// OfferRow is what an offer table shows of one offer.
+type OfferRow struct {
+	ID  int64
+	GPU *catalog.GPUModel
+	// MaxGPUs is the most GPUs one rental may take; AvailableGPUs how many are free.
+	MaxGPUs, AvailableGPUs                 int
+	Interconnect                           string
+	StudentDiscountPct, OffpeakDiscountPct int
+	Demo, Synthetic                        bool
+	// PricePerGPUHourFen is the list price; PriceFen and StudentPriceFen
+	// are what everyone and a confirmed lab member pay per GPU-hour.
+	PricePerGPUHourFen        int64
+	PriceFen, StudentPriceFen int64
+	// MonthlyFen and StudentMonthlyFen are the monthly prices per GPU,
+	// nil when the offer sells no month.
+	MonthlyFen, StudentMonthlyFen *int64
+	DC                            OfferPlace
+	// Latency maps a city slug to the round-trip time from it in ms.
+	Latency map[string]float64
+	// Report is the node's latest benchmark report, nil when none.
+	Report *OfferReport
+	// Uptime30dPct is the node's 30-day uptime, nil when unknown.
+	Uptime30dPct *float64
+}
+
+// OfferPlace is an offer's datacentre, named in the reader's language.
+type OfferPlace struct {
+	Slug, City, Name, District string
+}
+
+// OfferReport is what offers show of a benchmark report: its per-GPU
+// headline figures (nil when that load was absent).
+type OfferReport struct {
+	ID                                              int64
+	BF16TFLOPS, FP16TFLOPS, MemBWGBps, PctOfNominal *float64
+	Simulated                                       bool
+	MeasuredAt                                      time.Time
+	// Flagged is true when the share of nominal is below FlagBelowPct.
+	Flagged      bool
+	FlagBelowPct float64
+}
+
+func (vm OffersVM) gpuChecked(slug string) bool { return slices.Contains(vm.Query.GPUs, slug) }
 
 // field returns the submitted text of a field.
 func (vm OffersVM) field(name string) string { return vm.Raw.Get(name) }
-
-// pageURL is the list URL for another page of the same search.
-func (vm OffersVM) pageURL(base string, page int) string {
-	q := vm.Q()
-	q.Page = page
-	return withQuery(base, q.Values())
-}
 
 func withQuery(base string, v url.Values) string {
 	if len(v) == 0 {
@@ -57,49 +151,35 @@ func withQuery(base string, v url.Values) string {
 	return base + "?" + v.Encode()
 }
 
-func (vm OffersVM) hasDemo() bool {
-	for _, o := range vm.Result.Offers {
-		if o.Demo {
-			return true
-		}
-	}
-	return false
-}
-
-func (vm OffersVM) hasSynthetic() bool {
-	for _, o := range vm.Result.Offers {
-		if o.Synthetic {
-			return true
-		}
-	}
-	return false
-}
-
 // yourPrice is the on-demand price per GPU-hour the reader pays: the
 // student price for a confirmed member of an approved lab.
 // The search orders and filters by the same figure (ListedOffer.PriceFen).
-func yourPrice(vc views.Ctx, o *offers.Listed) int64 { return o.PriceFen(vc.Student) }
+func yourPrice(vc views.Ctx, o OfferRow) int64 {
+	if vc.Student {
+		return o.StudentPriceFen
+	}
+	return o.PriceFen
+}
 
 // yourMonthly is the monthly price per GPU the viewer pays (a lab member's
 // student discount applies to terms as to hours; pricing.Quote), nil when
 // the offer sells no month.
-func yourMonthly(vc views.Ctx, o *offers.Listed) *int64 {
-	if o.MonthlyPricePerGPUFen == nil {
-		return nil
+func yourMonthly(vc views.Ctx, o OfferRow) *int64 {
+	if vc.Student {
+		return o.StudentMonthlyFen
 	}
-	fen := offers.UnitPriceFen(&o.Offer, pricing.Month, vc.Student)
-	return &fen
+	return o.MonthlyFen
 }
 
 // offpeakPrice is the reader's price at the off-peak rate (discounts multiply).
-func offpeakPrice(vc views.Ctx, o *offers.Listed) int64 {
+func offpeakPrice(vc views.Ctx, o OfferRow) int64 {
 	if vc.Student {
 		return pricing.Discounted(o.PricePerGPUHourFen, o.OffpeakDiscountPct, o.StudentDiscountPct)
 	}
 	return pricing.Discounted(o.PricePerGPUHourFen, o.OffpeakDiscountPct)
 }
 
-func offerURL(vc views.Ctx, o *offers.Listed) string {
+func offerURL(vc views.Ctx, o OfferRow) string {
 	return vc.URL(routenames.OffersShow, strconv.FormatInt(o.ID, 10))
 }
 
@@ -112,18 +192,18 @@ func bf16(vc views.Ctx, m catalog.GPUModel) string {
 	return views.Num(m.BF16TFLOPS)
 }
 
-func latencyCell(vc views.Ctx, o *offers.Listed, city string) string {
+func latencyCell(vc views.Ctx, o OfferRow, city string) string {
 	if city == "" {
 		return "—"
 	}
-	if ms, ok := o.LatencyFrom(city); ok {
+	if ms, ok := o.Latency[city]; ok {
 		return views.MS(ms)
 	}
 	return vc.T("latency.unpublished")
 }
 
-func relaxLabel(vc views.Ctx, r offers.Relaxation) string {
-	q := r.Query
+func relaxLabel(vc views.Ctx, r OfferRelaxation) string {
+	q := r
 	switch r.Filter {
 	case "max_latency_ms":
 		return vc.N("relax.latency", r.Count, views.Num(q.MaxLatencyMS))
@@ -144,17 +224,17 @@ func tflopsText(f float64) string { return views.Num(math.Round(f*10) / 10) }
 func pctText(f float64) string { return views.Num(math.Round(f)) + "%" }
 
 // reportDate is the day a report was measured, in Asia/Shanghai.
-func reportDate(r *models.ReportHeadline) string {
+func reportDate(r *OfferReport) string {
 	return r.MeasuredAt.In(pricing.Shanghai).Format("2006-01-02")
 }
 
-func reportURL(vc views.Ctx, r *models.ReportHeadline) string {
+func reportURL(vc views.Ctx, r *OfferReport) string {
 	return vc.URL(routenames.BenchmarksShow, strconv.FormatInt(r.ID, 10))
 }
 
 // flagLabel is the flag of a report below LowPctOfNominal.
-func flagLabel(vc views.Ctx) string {
-	return vc.T("offers.m.flag_low", views.Num(offers.LowPctOfNominal))
+func flagLabel(vc views.Ctx, r *OfferReport) string {
+	return vc.T("offers.m.flag_low", views.Num(r.FlagBelowPct))
 }
 
 // uptimeText writes a 30-day uptime, truncated (never rounded up) to two
@@ -175,13 +255,13 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // cachedRow returns the offer's row HTML, rendering it on first use for
 // this language and latency city. The result grid of the offer list is
 // most of its page; rendering 50 rows per request was 80% of its cost.
-func cachedRow(vc views.Ctx, o *offers.Listed, city string, withDC bool) string {
+func cachedRow(vc views.Ctx, o OfferListRow, city string, withDC bool) string {
 	key := rowKey{vc.Lang, city, withDC, vc.Student}
 	if s, ok := o.Rendered.Load(key); ok {
 		return s.(string)
 	}
 	var b strings.Builder
-	if err := offerRow(vc, o, city, withDC).Render(context.Background(), &b); err != nil {
+	if err := offerRow(vc, o.Offer.Row(vc.Lang), city, withDC).Render(context.Background(), &b); err != nil {
 		// Rendering into a strings.Builder cannot fail but for a template
 		// bug; show nothing rather than half a row.
 		return ""
@@ -197,9 +277,9 @@ type rowKey struct {
 }
 
 // cachedRows writes the rows of offers straight to the page.
-func cachedRows(vc views.Ctx, offers []*offers.Listed, city string, withDC bool) templ.Component {
+func cachedRows(vc views.Ctx, rows []OfferListRow, city string, withDC bool) templ.Component {
 	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
-		for _, o := range offers {
+		for _, o := range rows {
 			if _, err := io.WriteString(w, cachedRow(vc, o, city, withDC)); err != nil {
 				return err
 			}
