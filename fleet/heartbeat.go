@@ -185,7 +185,7 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 
 // nodeHealthOf is a node's health as its heartbeat shows it: an agent
 // that cannot read NVML says nothing about its GPUs.
-func nodeHealthOf(host gpu.Host) string {
+func nodeHealthOf(host gpu.Host) models.NodeHealth {
 	if host.InitError != "" {
 		return models.NodeNoNVML
 	}
@@ -195,7 +195,7 @@ func nodeHealthOf(host gpu.Host) string {
 // gpuVerdict is a reported GPU's health and reasons (in English, and as a
 // message): the agent's verdict, and failing as well when the GPU is not
 // the model the node lists (it is never rented as that model).
-func gpuVerdict(g gpu.Info, nodeModel string) (health, reasons string, msg locales.Msg) {
+func gpuVerdict(g gpu.Info, nodeModel string) (health models.GPUHealth, reasons string, msg locales.Msg) {
 	health = models.GPUHealthy
 	if !g.Health.Healthy {
 		health = models.GPUFailing
@@ -218,7 +218,7 @@ func gpuVerdict(g gpu.Info, nodeModel string) (health, reasons string, msg local
 // readingStale reports whether a known GPU's stored reading is to be
 // rewritten: its verdict or identity changed, or its telemetry is 30 s
 // old (heartbeats every 5 s would otherwise write every GPU each time).
-func readingStale(cur *models.GPU, g gpu.Info, health, reasons string, now time.Time) bool {
+func readingStale(cur *models.GPU, g gpu.Info, health models.GPUHealth, reasons string, now time.Time) bool {
 	changed := cur.Health != health || cur.Reasons != reasons || cur.UUID != g.UUID || cur.Name != g.Name
 	return changed || cur.CheckedAt == nil || now.Sub(*cur.CheckedAt) >= 30*time.Second
 }
@@ -310,7 +310,7 @@ func gpuConflict(err error, g gpu.Info) error {
 // busy until the health watch moves its rental off it) and opens an
 // incident; a GPU that passes again is free again and its incident closed.
 // reasons are in English, msg the same as a message.
-func (f *Fleet) applyGPUHealth(tx *gorm.DB, g *models.GPU, health, reasons string, msg locales.Msg, now time.Time) error {
+func (f *Fleet) applyGPUHealth(tx *gorm.DB, g *models.GPU, health models.GPUHealth, reasons string, msg locales.Msg, now time.Time) error {
 	m := healthMoveOf(g, health)
 	if m.closeIncident {
 		if err := CloseIncidents(tx, g.NodeID, g.ID, models.IncidentGPUFailing, now); err != nil {
@@ -342,7 +342,7 @@ type healthMove struct {
 
 // healthMoveOf decides what the verdict health asks of GPU g as stored
 // before it (see applyGPUHealth).
-func healthMoveOf(g *models.GPU, health string) healthMove {
+func healthMoveOf(g *models.GPU, health models.GPUHealth) healthMove {
 	if health != models.GPUHealthy {
 		return healthMove{failing: true}
 	}

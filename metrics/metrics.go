@@ -198,13 +198,13 @@ func (m *Collector) readLedger(ctx context.Context) error {
 // 30 s" come from its buckets — with the oldest non-silent age beside
 // it and node counts by health.
 func (m *Collector) heartbeats(ctx context.Context) ([]prometheus.Metric, error) {
-	byHealth := map[string]int64{models.NodeUnknown: 0, models.NodeHealthy: 0, models.NodeSilent: 0, models.NodeNoNVML: 0}
+	byHealth := map[models.NodeHealth]int64{models.NodeUnknown: 0, models.NodeHealthy: 0, models.NodeSilent: 0, models.NodeNoNVML: 0}
 	counts, err := m.DB.NodesByHealth(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range counts {
-		byHealth[c.Status] = c.N
+		byHealth[models.NodeHealth(c.Status)] = c.N
 	}
 	ages, err := m.DB.NodeHeartbeatAges(ctx, m.DB.Now(), heartbeatBuckets)
 	if err != nil {
@@ -219,7 +219,7 @@ func (m *Collector) heartbeats(ctx context.Context) ([]prometheus.Metric, error)
 		prometheus.MustNewConstMetric(descHeartbeatMax, prometheus.GaugeValue, max(ages.OldestActive, 0)),
 	}
 	for h, n := range byHealth {
-		out = append(out, prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(n), h))
+		out = append(out, prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(n), string(h)))
 	}
 	return out, nil
 }

@@ -66,7 +66,7 @@ func NodeByIDTx(tx *gorm.DB, id int64) (Node, error) {
 type NodeHeartbeat struct {
 	At time.Time
 	// Health is NodeHealthy or NodeNoNVML.
-	Health    string
+	Health    NodeHealth
 	Simulated bool
 	// AgentInfo is the agent's self-description as JSON.
 	AgentInfo string
@@ -103,7 +103,7 @@ type GPUReading struct {
 	UUID, Name, PCIBusID string
 	MemoryMiB            int64
 	// Health is GPUHealthy, GPUFailing or GPUMissing.
-	Health     string
+	Health     GPUHealth
 	Reasons    string
 	ReasonsMsg locales.Msg
 	// Telemetry is JSON gpu.Telemetry.

@@ -280,11 +280,11 @@ func (db *DB) RefreshAvailability(ctx context.Context) (int64, error) {
 
 // SetGPUState changes one GPU's state (used by operators and tests until
 // rentals and health checks drive it).
-func (db *DB) SetGPUState(ctx context.Context, uuid, state string) error {
+func (db *DB) SetGPUState(ctx context.Context, uuid string, state GPUState) error {
 	switch state {
 	case GPUFree, GPUBusy, GPUUnhealthy:
 	default:
-		return apperr.Invalid("state", "unknown GPU state "+state)
+		return apperr.Invalid("state", "unknown GPU state "+string(state))
 	}
 	res := db.W.WithContext(ctx).Model(&GPU{}).Where("uuid = ?", uuid).Update("state", state)
 	if res.Error != nil {

@@ -207,7 +207,7 @@ func InsertNode(tx *gorm.DB, n *Node) (created bool, err error) {
 }
 
 // SetNodeStatus sets a node's status in tx (RemoveNode removes one).
-func SetNodeStatus(tx *gorm.DB, nodeID int64, status string) error {
+func SetNodeStatus(tx *gorm.DB, nodeID int64, status NodeStatus) error {
 	return tx.Model(&Node{}).Where("id = ?", nodeID).Update("status", status).Error
 }
 
@@ -271,7 +271,7 @@ func (db *DB) DatacenterByID(ctx context.Context, id int64) (*Datacenter, error)
 // NodeGPUStates is how many GPUs of a node are in a state.
 type NodeGPUStates struct {
 	NodeID int64
-	State  string
+	State  GPUState
 	N      int
 }
 

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"slices"
 	"time"
 
 	"suanli/locales"
@@ -116,7 +117,7 @@ type Node struct {
 	// agent's first inventory names one.
 	GPUModel string `gorm:"column:gpu_model;default:null"`
 	// Status is NodeActive, NodeDraining or NodeRemoved.
-	Status    string
+	Status    NodeStatus
 	Demo      bool
 	Synthetic bool
 	CreatedAt time.Time
@@ -127,7 +128,7 @@ type Node struct {
 	CredHash     *string `gorm:"column:cred_hash"`
 	// Health is NodeUnknown until the first heartbeat, then NodeHealthy,
 	// NodeSilent (no heartbeat for a while) or NodeNoNVML.
-	Health          string
+	Health          NodeHealth
 	LastHeartbeatAt *time.Time
 	// Simulated is true when the agent reads go-nvml mock servers.
 	Simulated bool
@@ -144,27 +145,72 @@ type Node struct {
 	PingURL string
 }
 
-// Node statuses (the provider's intent; Health is what the agent says).
+// NodeStatus is the provider's intent for a node (Health is what its
+// agent says): active, draining (current rentals finish, no new ones) or
+// removed, moved along nodeTransitions only.
+type NodeStatus string
+
+// Node statuses.
 const (
-	NodeActive   = "active"
-	NodeDraining = "draining"
-	NodeRemoved  = "removed"
+	NodeActive   NodeStatus = "active"
+	NodeDraining NodeStatus = "draining"
+	NodeRemoved  NodeStatus = "removed"
 )
+
+// nodeTransitions lists, for each node status, the statuses it may move
+// to; removed is final.
+var nodeTransitions = map[NodeStatus][]NodeStatus{
+	NodeActive:   {NodeDraining, NodeRemoved},
+	NodeDraining: {NodeActive, NodeRemoved},
+}
+
+// CanMoveTo reports whether the table allows a move from s to next (a
+// status "moving" to itself changes nothing and is always allowed).
+func (s NodeStatus) CanMoveTo(next NodeStatus) bool {
+	return s == next || slices.Contains(nodeTransitions[s], next)
+}
+
+// Rentable reports whether a node in this status takes new rentals.
+func (s NodeStatus) Rentable() bool { return s == NodeActive }
+
+// NodeHealth is what a node's agent last said (or did not say).
+type NodeHealth string
 
 // Node health values.
 const (
-	NodeUnknown = "unknown"
-	NodeHealthy = "healthy"
-	NodeSilent  = "silent"
-	NodeNoNVML  = "no_nvml"
+	NodeUnknown NodeHealth = "unknown"
+	NodeHealthy NodeHealth = "healthy"
+	NodeSilent  NodeHealth = "silent"
+	NodeNoNVML  NodeHealth = "no_nvml"
 )
+
+// GPUState is whether a GPU can be rented: free, busy (in a rental, or
+// held by the provider) or unhealthy (failing its NVML checks while not
+// rented), moved along gpuTransitions only.
+type GPUState string
 
 // GPU states.
 const (
-	GPUFree      = "free"
-	GPUBusy      = "busy"
-	GPUUnhealthy = "unhealthy"
+	GPUFree      GPUState = "free"
+	GPUBusy      GPUState = "busy"
+	GPUUnhealthy GPUState = "unhealthy"
 )
+
+// gpuTransitions lists, for each GPU state, the states it may move to: a
+// rental takes a free GPU and gives it back free, or unhealthy when it
+// failed meanwhile; a failing free GPU becomes unhealthy and a recovered
+// one free again.
+var gpuTransitions = map[GPUState][]GPUState{
+	GPUFree:      {GPUBusy, GPUUnhealthy},
+	GPUBusy:      {GPUFree, GPUUnhealthy},
+	GPUUnhealthy: {GPUFree, GPUBusy},
+}
+
+// CanMoveTo reports whether the table allows a move from s to next (a
+// state "moving" to itself changes nothing and is always allowed).
+func (s GPUState) CanMoveTo(next GPUState) bool {
+	return s == next || slices.Contains(gpuTransitions[s], next)
+}
 
 // GPU is one physical GPU in a node.
 type GPU struct {
@@ -175,13 +221,13 @@ type GPU struct {
 	GPUModel string `gorm:"column:gpu_model"`
 	// State is GPUFree, GPUBusy (in a rental, or held by the provider) or
 	// GPUUnhealthy; rentals and the agent's verdicts keep it current.
-	State string
+	State GPUState
 	// What NVML reported for it last.
 	Name      string
 	PCIBusID  string `gorm:"column:pci_bus_id"`
 	MemoryMiB int64  `gorm:"column:memory_mib"`
 	// Health is GPUHealthUnknown, GPUHealthy, GPUFailing or GPUMissing.
-	Health  string
+	Health  GPUHealth
 	Reasons string // failing checks, one per line
 	// ReasonsMsg is Reasons as a message (a list of the failing checks'),
 	// for the reader's language; zero when none was stored.
@@ -190,12 +236,15 @@ type GPU struct {
 	CheckedAt  *time.Time
 }
 
-// GPU health values (from the agent's NVML verdict).
+// GPUHealth is the agent's last NVML verdict on a GPU.
+type GPUHealth string
+
+// GPU health values.
 const (
-	GPUHealthUnknown = "unknown"
-	GPUHealthy       = "healthy"
-	GPUFailing       = "failing"
-	GPUMissing       = "missing"
+	GPUHealthUnknown GPUHealth = "unknown"
+	GPUHealthy       GPUHealth = "healthy"
+	GPUFailing       GPUHealth = "failing"
+	GPUMissing       GPUHealth = "missing"
 )
 
 // Offer statuses.

@@ -62,7 +62,7 @@ func HeldRentalGPUs(tx *gorm.DB, rentalID int64) ([]RentalGPU, error) {
 
 // ReleasedGPUState is the state a GPU takes when a rental lets go of it:
 // unhealthy if its last verdict failed (or it went missing), else free.
-func ReleasedGPUState(health string) string {
+func ReleasedGPUState(health GPUHealth) GPUState {
 	if health == GPUFailing || health == GPUMissing {
 		return GPUUnhealthy
 	}
@@ -279,14 +279,14 @@ func MarkGPUFailing(tx *gorm.DB, gpuID int64, reasons string, msg locales.Msg, n
 // write handle, as the health pass that changes them does.
 func (db *DB) SilentNodes(ctx context.Context, before time.Time) ([]Node, error) {
 	var ns []Node
-	err := db.W.WithContext(ctx).Where("health IN ? AND last_heartbeat_at < ?", []string{NodeHealthy, NodeNoNVML}, before).Find(&ns).Error
+	err := db.W.WithContext(ctx).Where("health IN ? AND last_heartbeat_at < ?", []NodeHealth{NodeHealthy, NodeNoNVML}, before).Find(&ns).Error
 	return ns, err
 }
 
 // MarkNodeSilent sets a node's health to silent in tx, only if it still
 // has the health from, and reports whether it did (a heartbeat that came
 // in meanwhile wins).
-func MarkNodeSilent(tx *gorm.DB, nodeID int64, from string) (bool, error) {
+func MarkNodeSilent(tx *gorm.DB, nodeID int64, from NodeHealth) (bool, error) {
 	res := tx.Model(&Node{}).Where("id = ? AND health = ?", nodeID, from).Update("health", NodeSilent)
 	return res.RowsAffected > 0, res.Error
 }
@@ -341,8 +341,8 @@ func (db *DB) EndedTerms(ctx context.Context, now time.Time) ([]Rental, error) {
 
 // NodeStatus returns a node's status (NodeActive, draining, removed); a
 // missing node has the empty status. It reads on the write handle.
-func (db *DB) NodeStatus(ctx context.Context, nodeID int64) (string, error) {
-	var status string
+func (db *DB) NodeStatus(ctx context.Context, nodeID int64) (NodeStatus, error) {
+	var status NodeStatus
 	err := db.W.WithContext(ctx).Model(&Node{}).Where("id = ?", nodeID).Pluck("status", &status).Error
 	return status, err
 }

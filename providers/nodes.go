@@ -158,9 +158,9 @@ func (p *Service) SetNodeStatus(ctx context.Context, u *models.User, providerID,
 	if err != nil {
 		return err
 	}
-	to := map[string]string{NodeDrain: models.NodeDraining, models.NodeDraining: models.NodeDraining,
-		NodeResume: models.NodeActive, models.NodeActive: models.NodeActive,
-		NodeRemove: models.NodeRemoved, models.NodeRemoved: models.NodeRemoved}[status]
+	to := map[string]models.NodeStatus{NodeDrain: models.NodeDraining, string(models.NodeDraining): models.NodeDraining,
+		NodeResume: models.NodeActive, string(models.NodeActive): models.NodeActive,
+		NodeRemove: models.NodeRemoved, string(models.NodeRemoved): models.NodeRemoved}[status]
 	if to == "" {
 		return apperr.Fields{apperr.Field("status", "providers.err.node_status")}
 	}
@@ -173,7 +173,7 @@ func (p *Service) SetNodeStatus(ctx context.Context, u *models.User, providerID,
 		if n.Status == to {
 			return nil
 		}
-		if n.Status == models.NodeRemoved {
+		if !n.Status.CanMoveTo(to) { // only a removed node is stuck
 			return apperr.Errorf(apperr.ECONFLICT, "node %s is removed; add it again as a new node", n.Name)
 		}
 		if to == models.NodeRemoved {

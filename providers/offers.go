@@ -364,7 +364,7 @@ func decorate(acc *Account, n *models.Node, o *models.Offer) {
 	case acc.Org.SuspendedAt != nil:
 		o.ListingNote = "not shown: the provider is suspended"
 	case n.Status != models.NodeActive:
-		o.ListingNote = "not shown: node " + n.Name + " is " + n.Status
+		o.ListingNote = "not shown: node " + n.Name + " is " + string(n.Status)
 	}
 }
 
