@@ -82,7 +82,7 @@ func admin(ctx context.Context, args []string) error {
 			},
 			check: func() error { return requireFlags("gpu-state", map[string]string{"uuid": uuid, "state": state}) },
 			run: func(ctx context.Context, _ config.Config, db *models.DB) error {
-				if err := db.SetGPUState(ctx, uuid, state); err != nil {
+				if err := db.SetGPUState(ctx, uuid, models.GPUState(state)); err != nil {
 					return err
 				}
 				fmt.Println("ok; offer availability follows within a minute (the refresh job)")

@@ -78,8 +78,10 @@ func TestReadingStale(t *testing.T) {
 
 func TestHealthMoveOf(t *testing.T) {
 	for _, c := range []struct {
-		health, state, verdict string
-		want                   healthMove
+		health  models.GPUHealth
+		state   models.GPUState
+		verdict models.GPUHealth
+		want    healthMove
 	}{
 		{models.GPUHealthy, models.GPUFree, models.GPUHealthy, healthMove{}},
 		{models.GPUFailing, models.GPUUnhealthy, models.GPUHealthy, healthMove{closeIncident: true, release: true}},

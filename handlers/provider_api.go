@@ -233,7 +233,7 @@ type apiIncident struct {
 }
 
 func apiNode(n models.Node) APIProviderNode {
-	out := APIProviderNode{ID: n.ID, Name: n.Name, DatacenterID: n.DatacenterID, Status: n.Status, Health: n.Health, Simulated: n.Simulated,
+	out := APIProviderNode{ID: n.ID, Name: n.Name, DatacenterID: n.DatacenterID, Status: string(n.Status), Health: string(n.Health), Simulated: n.Simulated,
 		LastHeartbeatAt: n.LastHeartbeatAt, CreatedAt: n.CreatedAt, Registered: n.CredHash != nil}
 	if n.GPUModel != "" {
 		m := n.GPUModel
@@ -335,7 +335,7 @@ func (h *Handler) APIProviderNodeShow(c echo.Context) error {
 				reasons = append(reasons, r)
 			}
 		}
-		out.GPUs[i] = APIProviderGPU{Index: g.Idx, UUID: g.UUID, Name: g.Name, Model: g.GPUModel, State: g.State, Health: g.Health,
+		out.GPUs[i] = APIProviderGPU{Index: g.Idx, UUID: g.UUID, Name: g.Name, Model: g.GPUModel, State: string(g.State), Health: string(g.Health),
 			Reasons: reasons, MemoryMiB: g.MemoryMiB, PCIBusID: g.PCIBusID, Telemetry: rawJSON(g.Telemetry), CheckedAt: g.CheckedAt}
 	}
 	for _, inc := range d.Incidents {

@@ -142,7 +142,7 @@ func (h *Handler) ProviderNodeLive(c echo.Context) error {
 }
 
 // nodeStatusFlash is the message after a node status change.
-var nodeStatusFlash = map[string]string{
+var nodeStatusFlash = map[models.NodeStatus]string{
 	models.NodeDraining: "provider.node.drained",
 	models.NodeActive:   "provider.node.resumed",
 	models.NodeRemoved:  "provider.node.removed",
@@ -163,7 +163,7 @@ func (h *Handler) ProviderNodeStatus(c echo.Context) error {
 	status := c.FormValue("status")
 	err = h.Providers.SetNodeStatus(c.Request().Context(), CurrentUser(c), shell.Provider.ID, id, status)
 	if err == nil {
-		key := nodeStatusFlash[status]
+		key := nodeStatusFlash[models.NodeStatus(status)]
 		if key == "" {
 			key = "provider.saved"
 		}

@@ -88,7 +88,7 @@ func apiRental(d *rentals.RentalDetail) APIRental {
 		out.GPUUUIDs = append(out.GPUUUIDs, g.UUID)
 	}
 	if d.Node != nil {
-		out.Node = &APIRentalNode{ID: d.Node.ID, Name: d.Node.Name, Health: d.Node.Health, Simulated: d.Node.Simulated}
+		out.Node = &APIRentalNode{ID: d.Node.ID, Name: d.Node.Name, Health: string(d.Node.Health), Simulated: d.Node.Simulated}
 	}
 	if d.Checks != nil {
 		p, t := d.Checks.Passed()

@@ -198,7 +198,7 @@ func TestGPUStateFollowsVerdicts(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
 		n, gs := seededNode(t, db)
-		state := func(id int64) string {
+		state := func(id int64) models.GPUState {
 			t.Helper()
 			all, err := models.GPUsOfNode(db.R, n.ID)
 			if err != nil {

@@ -279,19 +279,27 @@ func (db *DB) RefreshAvailability(ctx context.Context) (int64, error) {
 }
 
 // SetGPUState changes one GPU's state (used by operators and tests until
-// rentals and health checks drive it).
+// rentals and health checks drive it), along the transition table only
+// (ECONFLICT otherwise: an unhealthy GPU is not marked busy).
 func (db *DB) SetGPUState(ctx context.Context, uuid string, state GPUState) error {
-	switch state {
-	case GPUFree, GPUBusy, GPUUnhealthy:
-	default:
+	if _, ok := gpuTransitions[state]; !ok {
 		return apperr.Invalid("state", "unknown GPU state "+string(state))
 	}
-	res := db.W.WithContext(ctx).Model(&GPU{}).Where("uuid = ?", uuid).Update("state", state)
-	if res.Error != nil {
+	return db.Tx(ctx, func(tx *gorm.DB) error {
+		var g GPU
+		if err := tx.Where("uuid = ?", uuid).First(&g).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return apperr.NotFound("GPU " + uuid)
+			}
+			return err
+		}
+		if !g.State.CanMoveTo(state) {
+			return apperr.Errorf(apperr.ECONFLICT, "GPU %s is %s and cannot become %s", uuid, g.State, state)
+		}
+		res := tx.Model(&GPU{}).Where("id = ? AND state = ?", g.ID, g.State).Update("state", state)
+		if res.Error == nil && res.RowsAffected == 0 {
+			return apperr.Errorf(apperr.ECONFLICT, "GPU %s changed meanwhile; try again", uuid)
+		}
 		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return apperr.NotFound("GPU " + uuid)
-	}
-	return nil
+	})
 }

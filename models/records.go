@@ -199,11 +199,11 @@ const (
 // gpuTransitions lists, for each GPU state, the states it may move to: a
 // rental takes a free GPU and gives it back free, or unhealthy when it
 // failed meanwhile; a failing free GPU becomes unhealthy and a recovered
-// one free again.
+// one free again. An unhealthy GPU is never taken.
 var gpuTransitions = map[GPUState][]GPUState{
 	GPUFree:      {GPUBusy, GPUUnhealthy},
 	GPUBusy:      {GPUFree, GPUUnhealthy},
-	GPUUnhealthy: {GPUFree, GPUBusy},
+	GPUUnhealthy: {GPUFree},
 }
 
 // CanMoveTo reports whether the table allows a move from s to next (a

@@ -342,7 +342,7 @@ func (db *DB) EndedTerms(ctx context.Context, now time.Time) ([]Rental, error) {
 // NodeStatus returns a node's status (NodeActive, draining, removed); a
 // missing node has the empty status. It reads on the write handle.
 func (db *DB) NodeStatus(ctx context.Context, nodeID int64) (NodeStatus, error) {
-	var status NodeStatus
+	var status string // gorm plucks one value into a plain string only
 	err := db.W.WithContext(ctx).Model(&Node{}).Where("id = ?", nodeID).Pluck("status", &status).Error
-	return status, err
+	return NodeStatus(status), err
 }

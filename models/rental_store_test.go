@@ -140,7 +140,7 @@ func TestReserveAndReleaseGPUs(t *testing.T) {
 }
 
 func TestReleasedGPUState(t *testing.T) {
-	for health, want := range map[string]string{models.GPUHealthy: models.GPUFree, models.GPUHealthUnknown: models.GPUFree,
+	for health, want := range map[models.GPUHealth]models.GPUState{models.GPUHealthy: models.GPUFree, models.GPUHealthUnknown: models.GPUFree,
 		models.GPUFailing: models.GPUUnhealthy, models.GPUMissing: models.GPUUnhealthy} {
 		if got := models.ReleasedGPUState(health); got != want {
 			t.Errorf("%s: %s, want %s", health, got, want)
@@ -244,7 +244,7 @@ func TestCandidateNodes(t *testing.T) {
 		w := newRentalWorld(t, db)
 		var own models.Node
 		db.W.First(&own, w.offer.NodeID)
-		sibling := func(name, health, status string) int64 {
+		sibling := func(name string, health models.NodeHealth, status models.NodeStatus) int64 {
 			n := models.Node{ProviderID: own.ProviderID, DatacenterID: own.DatacenterID, Name: name, GPUModel: own.GPUModel,
 				Status: status, Health: health, CreatedAt: w.now}
 			if err := db.W.Create(&n).Error; err != nil {

@@ -360,9 +360,9 @@ func nodeTable(vc views.Ctx, s ProviderShell, nodes []NodeRow) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var24 string
-			templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.health." + n.Node.Health))
+			templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.health." + string(n.Node.Health)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 42, Col: 108}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 42, Col: 116}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var24))
 			if templ_7745c5c3_Err != nil {
@@ -378,9 +378,9 @@ func nodeTable(vc views.Ctx, s ProviderShell, nodes []NodeRow) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var25 string
-				templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.nstatus." + n.Node.Status))
+				templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.nstatus." + string(n.Node.Status)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 44, Col: 90}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 44, Col: 98}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
 				if templ_7745c5c3_Err != nil {
@@ -2282,9 +2282,9 @@ func ProviderNodeLive(vc views.Ctx, vm ProviderNodeVM) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var137 string
-		templ_7745c5c3_Var137, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.health." + vm.D.Node.Health))
+		templ_7745c5c3_Var137, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.health." + string(vm.D.Node.Health)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 268, Col: 129}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 268, Col: 137}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var137))
 		if templ_7745c5c3_Err != nil {
@@ -2295,9 +2295,9 @@ func ProviderNodeLive(vc views.Ctx, vm ProviderNodeVM) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var138 string
-		templ_7745c5c3_Var138, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.nstatus." + vm.D.Node.Status))
+		templ_7745c5c3_Var138, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.nstatus." + string(vm.D.Node.Status)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 269, Col: 91}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 269, Col: 99}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var138))
 		if templ_7745c5c3_Err != nil {
@@ -2689,9 +2689,9 @@ func ProviderNodeLive(vc views.Ctx, vm ProviderNodeVM) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var164 string
-				templ_7745c5c3_Var164, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("gpu.health." + or(g.Health, "unknown")))
+				templ_7745c5c3_Var164, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("gpu.health." + or(string(g.Health), "unknown")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 313, Col: 109}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 313, Col: 117}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var164))
 				if templ_7745c5c3_Err != nil {
@@ -2790,9 +2790,9 @@ func ProviderNodeLive(vc views.Ctx, vm ProviderNodeVM) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var171 string
-				templ_7745c5c3_Var171, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.gpustate." + or(g.State, "free")))
+				templ_7745c5c3_Var171, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.gpustate." + or(string(g.State), "free")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 320, Col: 102}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_nodes.templ`, Line: 320, Col: 110}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var171))
 				if templ_7745c5c3_Err != nil {

@@ -212,7 +212,7 @@ func shMinute(t time.Time) string { return t.In(pricing.Shanghai).Format("2006-0
 func shDate(t time.Time) string { return t.In(pricing.Shanghai).Format("2006-01-02") }
 
 // nodeHealthClass is the status chip's class for a node's health.
-func nodeHealthClass(h string) string {
+func nodeHealthClass(h models.NodeHealth) string {
 	switch h {
 	case models.NodeHealthy:
 		return "status-running"
@@ -222,7 +222,7 @@ func nodeHealthClass(h string) string {
 	return "status-pending"
 }
 
-func gpuHealthClass(h string) string {
+func gpuHealthClass(h models.GPUHealth) string {
 	switch h {
 	case models.GPUHealthy:
 		return "status-running"

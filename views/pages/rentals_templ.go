@@ -3080,9 +3080,9 @@ func RentalPage(vc views.Ctx, vm RentalVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var185 string
-					templ_7745c5c3_Var185, templ_7745c5c3_Err = templ.JoinStringErrs(labelOr(vc, "gpu.health."+g.Health, g.Health))
+					templ_7745c5c3_Var185, templ_7745c5c3_Err = templ.JoinStringErrs(labelOr(vc, "gpu.health."+string(g.Health), string(g.Health)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rentals.templ`, Line: 370, Col: 121}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rentals.templ`, Line: 370, Col: 137}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var185))
 					if templ_7745c5c3_Err != nil {
