@@ -2,14 +2,12 @@ package models
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
-	"suanli/apperr"
 	"suanli/pricing"
 )
 
@@ -142,24 +140,6 @@ func OrgsWithSpendLimits(tx *gorm.DB, orgIDs []int64) (map[int64]*Org, error) {
 	}
 	return out, nil
 }
-
-// ReadOrg reads an organisation in tx (without locking it); a missing one
-// is ENOTFOUND.
-func ReadOrg(tx *gorm.DB, id int64) (*Org, error) {
-	var o Org
-	err := tx.First(&o, id).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, apperr.NotFound("organisation")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &o, nil
-}
-
-// ReadUser reads a user in tx (without locking it); a missing one is
-// ENOTFOUND.
-func ReadUser(tx *gorm.DB, id int64) (*User, error) { return userWhere(tx, "id = ?", id) }
 
 // MarkLowBalanceMailed records in tx that the rental's renter was mailed
 // about a low balance, and reports whether this call did (once per

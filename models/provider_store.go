@@ -303,9 +303,7 @@ func (db *DB) LiveRentalCounts(ctx context.Context, nodeIDs []int64) (map[int64]
 
 // GPUsOfNode returns a node's GPUs by index.
 func (db *DB) GPUsOfNode(ctx context.Context, nodeID int64) ([]GPU, error) {
-	var gs []GPU
-	err := db.R.WithContext(ctx).Where("node_id = ?", nodeID).Order("idx").Find(&gs).Error
-	return gs, err
+	return GPUsOfNode(db.R.WithContext(ctx), nodeID)
 }
 
 // IncidentsOfNode returns a node's latest incidents, newest first.

@@ -2,14 +2,6 @@ package models
 
 import "gorm.io/gorm"
 
-// RentalByIDTx reads a rental in tx, without locking it (see
-// RentalForUpdate); gorm.ErrRecordNotFound when there is none.
-func RentalByIDTx(tx *gorm.DB, id int64) (Rental, error) {
-	var r Rental
-	err := tx.First(&r, id).Error
-	return r, err
-}
-
 // LedgerTxnIDByKey returns the id of the ledger transaction posted with
 // the once-only key, in tx; gorm.ErrRecordNotFound when none was.
 func LedgerTxnIDByKey(tx *gorm.DB, key string) (int64, error) {

@@ -10,21 +10,6 @@ import (
 	"suanli/models"
 )
 
-func TestRentalByIDTx(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, db *models.DB) {
-		n, _ := seededNode(t, db)
-		r := testRental(t, db, n)
-		got, err := models.RentalByIDTx(db.R, r.ID)
-		if err != nil || got.ID != r.ID || got.Status != models.RentalRunning || got.WorkspaceID != r.WorkspaceID ||
-			got.RunningSince == nil || !got.RunningSince.Equal(*r.RunningSince) {
-			t.Errorf("rental: %+v, %v", got, err)
-		}
-		if _, err := models.RentalByIDTx(db.R, r.ID+1000); !errors.Is(err, gorm.ErrRecordNotFound) {
-			t.Errorf("missing rental: %v", err)
-		}
-	})
-}
-
 func TestLedgerTxnIDByKey(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		w := models.Leg{Kind: models.AccWallet, OrgID: 7, AmountFen: 100}

@@ -172,7 +172,7 @@ func (s *Service) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final b
 	if err != nil {
 		return err
 	}
-	org, err := models.ReadOrg(tx, r.OrgID)
+	org, err := models.OrgByIDIn(tx, r.OrgID)
 	if err != nil {
 		return err
 	}
@@ -367,7 +367,7 @@ func (s *Service) afterMeter(ctx context.Context, billed []models.Rental, balanc
 			if err != nil || !ok {
 				return err
 			}
-			u, err := models.ReadUser(tx, r.UserID)
+			u, err := models.UserByIDIn(tx, r.UserID)
 			if err != nil {
 				return err
 			}

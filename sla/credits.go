@@ -250,7 +250,7 @@ func Settle(ctx context.Context, db *models.DB) (Result, error) {
 func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (recorded, credits int, fen int64, err error) {
 	err = db.Tx(ctx, func(tx *gorm.DB) error {
 		recorded, credits, fen = 0, 0, 0
-		r, err := models.RentalByIDTx(tx, id)
+		r, err := models.ReadRental(tx, id)
 		if err != nil {
 			return err
 		}
