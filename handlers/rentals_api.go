@@ -12,6 +12,7 @@ import (
 	"suanli/apperr"
 	"suanli/gpu"
 	"suanli/models"
+	"suanli/pricing"
 	"suanli/rentals"
 )
 
@@ -79,7 +80,7 @@ type APIEvent struct {
 func apiRental(d *rentals.RentalDetail) APIRental {
 	r := d.Rental
 	out := APIRental{ID: r.ID, Status: string(r.Status), OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
-		GPUUUIDs: []string{}, SLA: r.SLA, Term: r.Term, AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
+		GPUUUIDs: []string{}, SLA: r.SLA, Term: string(r.Term), AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
 		StudentDiscountPct: r.StudentPct, OffpeakDiscountPct: r.OffpeakPct, SLASurchargePct: r.SLASurchargePct, TermPriceFen: r.TermPriceFen,
 		Access: d.Access, CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,
 		DowntimeSecs: r.DowntimeSecs, Failure: r.Failure, StopReason: r.StopReason, Simulated: d.Simulated(), Events: []APIEvent{},
@@ -127,7 +128,7 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 		return nil, err
 	}
 	return h.Rentals.Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
-		SLA: in.SLA, Term: in.Term, SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew})
+		SLA: in.SLA, Term: pricing.Term(in.Term), SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew})
 }
 
 // APIRentalCreate is POST /api/v1/rentals.

@@ -194,7 +194,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pag
 		f.Values["gpus"] = "1"
 	}
 	if f.Get("term") == "" {
-		f.Values["term"] = pricing.OnDemand
+		f.Values["term"] = string(pricing.OnDemand)
 	}
 	if f.Get("sla") == "" {
 		f.Values["sla"] = pricing.Tiers[0].Name

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"suanli/apperr"
+	"suanli/pricing"
 )
 
 // ProviderSlugTaken reports whether a provider already has the slug, in tx.
@@ -361,16 +362,16 @@ func SetOfferTerms(tx *gorm.DB, o *Offer, relisted bool) error {
 
 // HeldGPUTerms returns, for each GPU of the node a rental holds now, the
 // term of that rental.
-func (db *DB) HeldGPUTerms(ctx context.Context, nodeID int64) (map[int64]string, error) {
+func (db *DB) HeldGPUTerms(ctx context.Context, nodeID int64) (map[int64]pricing.Term, error) {
 	var held []struct {
 		GPUID int64 `gorm:"column:gpu_id"`
-		Term  string
+		Term  pricing.Term
 	}
 	if err := db.R.WithContext(ctx).Raw(`SELECT rg.gpu_id, r.term FROM rental_gpus rg JOIN rentals r ON r.id = rg.rental_id
 		WHERE rg.node_id = ? AND rg.released_at IS NULL`, nodeID).Scan(&held).Error; err != nil {
 		return nil, err
 	}
-	out := make(map[int64]string, len(held))
+	out := make(map[int64]pricing.Term, len(held))
 	for _, h := range held {
 		out[h.GPUID] = h.Term
 	}
@@ -378,7 +379,7 @@ func (db *DB) HeldGPUTerms(ctx context.Context, nodeID int64) (map[int64]string,
 }
 
 // LiveRentalsOfTerms returns the live rentals on a node with one of the terms.
-func (db *DB) LiveRentalsOfTerms(ctx context.Context, nodeID int64, terms []string) ([]Rental, error) {
+func (db *DB) LiveRentalsOfTerms(ctx context.Context, nodeID int64, terms []pricing.Term) ([]Rental, error) {
 	var rs []Rental
 	err := db.R.WithContext(ctx).Where("node_id = ? AND status IN ? AND term IN ?", nodeID, LiveRentalStatuses, terms).Find(&rs).Error
 	return rs, err

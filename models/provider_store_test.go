@@ -269,7 +269,7 @@ func TestNodeRentalReads(t *testing.T) {
 		if len(gpus) < 2 {
 			t.Fatalf("demo node has %d GPUs", len(gpus))
 		}
-		mk := func(term string, status models.RentalStatus, gpu models.GPU, attached time.Time, released *time.Time) models.Rental {
+		mk := func(term pricing.Term, status models.RentalStatus, gpu models.GPU, attached time.Time, released *time.Time) models.Rental {
 			r := models.Rental{OrgID: org.ID, UserID: u.ID, OfferID: o.ID, ProviderID: n.ProviderID, NodeID: &n.ID, GPUs: 1, SLA: "standard",
 				Term: term, Status: status, WorkspaceID: fmt.Sprint("ws-", attached.Unix()), PricePerGPUHourFen: 100, CreatedAt: attached, UpdatedAt: attached}
 			storeTx(t, db, func(tx *gorm.DB) error {
@@ -292,7 +292,7 @@ func TestNodeRentalReads(t *testing.T) {
 		if held, err := db.HeldGPUTerms(ctx, n.ID); err != nil || len(held) != 2 || held[gpus[0].ID] != pricing.OnDemand || held[gpus[1].ID] != pricing.Week {
 			t.Errorf("held %v %v", held, err)
 		}
-		if rs, err := db.LiveRentalsOfTerms(ctx, n.ID, []string{pricing.Week, pricing.Month}); err != nil || len(rs) != 1 || rs[0].ID != week.ID {
+		if rs, err := db.LiveRentalsOfTerms(ctx, n.ID, []pricing.Term{pricing.Week, pricing.Month}); err != nil || len(rs) != 1 || rs[0].ID != week.ID {
 			t.Errorf("term rentals %+v %v", rs, err)
 		}
 		// From 12 hours ago: the ended rental's attachment is out.

@@ -56,7 +56,7 @@ func newRentalWorld(t *testing.T, db *models.DB) *rentalWorld {
 }
 
 // rental inserts a rental of the world's offer with the status and term.
-func (w *rentalWorld) rental(t *testing.T, db *models.DB, status models.RentalStatus, term string) *models.Rental {
+func (w *rentalWorld) rental(t *testing.T, db *models.DB, status models.RentalStatus, term pricing.Term) *models.Rental {
 	t.Helper()
 	r := &models.Rental{OrgID: w.org.ID, UserID: w.user.ID, OfferID: w.offer.ID, ProviderID: w.offer.ProviderID, GPUs: 1, SLA: "basic",
 		Term: term, Status: status, SSHPublicKey: "ssh-ed25519 AAAA", WorkspaceID: "ws-" + time.Now().Format("150405.000000000"),

@@ -84,7 +84,7 @@ type Rental struct {
 	NodeID       *int64
 	GPUs         int `gorm:"column:gpus"`
 	SLA          string
-	Term         string
+	Term         pricing.Term
 	Status       RentalStatus
 	SSHPublicKey string `gorm:"column:ssh_public_key"`
 	WorkspaceID  string

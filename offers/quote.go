@@ -33,7 +33,7 @@ func QuoteInputFrom(v url.Values) QuoteInput {
 // exceed what one rental of the offer can take; the start defaults to now;
 // the duration to one hour. Bad input is EINVALID naming the parameter.
 func Quote(o models.Offer, in QuoteInput, student bool, now time.Time) (pricing.Breakdown, error) {
-	r := pricing.Request{GPUs: 1, Start: now, Seconds: 3600, Term: strings.TrimSpace(in.Term), SLA: strings.TrimSpace(in.SLA)}
+	r := pricing.Request{GPUs: 1, Start: now, Seconds: 3600, Term: pricing.Term(strings.TrimSpace(in.Term)), SLA: strings.TrimSpace(in.SLA)}
 	if s := strings.TrimSpace(in.GPUs); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > o.MaxGPUs {
@@ -83,7 +83,7 @@ func Quote(o models.Offer, in QuoteInput, student bool, now time.Time) (pricing.
 // the offer sells no such term). The student discount applies (student: a
 // confirmed member of an approved lab paying from the lab); the off-peak
 // discount does not, pages show it beside.
-func UnitPriceFen(o *models.Offer, term string, student bool) int64 {
+func UnitPriceFen(o *models.Offer, term pricing.Term, student bool) int64 {
 	price := o.PricePerGPUHourFen
 	switch term {
 	case pricing.Week, pricing.Month:
@@ -132,7 +132,7 @@ type EarlyStop struct {
 }
 
 // EarlyStopOf says what stopping early refunds for a billing term.
-func EarlyStopOf(term string) EarlyStop {
+func EarlyStopOf(term pricing.Term) EarlyStop {
 	switch term {
 	case pricing.Week, pricing.Month:
 		var none int64

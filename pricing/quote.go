@@ -31,12 +31,17 @@ type Buyer struct {
 	Student bool
 }
 
-// Term kinds.
+// Term is how a rental is bought: on demand (billed per second) or for
+// a week or a month paid up front.
+type Term string
+
+// Terms.
 const (
-	OnDemand = "on_demand"
-	Week     = "week"
-	Month    = "month"
+	OnDemand Term = "on_demand"
+	Week     Term = "week"
+	Month    Term = "month"
 )
+
 
 // Request is what to quote.
 type Request struct {
@@ -44,7 +49,7 @@ type Request struct {
 	Start time.Time
 	// Seconds is the on-demand duration; ignored for a term.
 	Seconds int64
-	Term    string // OnDemand (default), Week or Month
+	Term    Term   // OnDemand (default), Week or Month
 	SLA     string // a tier name; "" means standard
 }
 
@@ -60,7 +65,7 @@ type Discount struct {
 // all GPUs.
 type Breakdown struct {
 	GPUs            int        `json:"gpus"`
-	Term            string     `json:"term"`
+	Term            Term       `json:"term"`
 	Start           time.Time  `json:"start"`
 	End             time.Time  `json:"end"`
 	RequestedSecs   int64      `json:"requested_seconds"`
@@ -185,7 +190,7 @@ func roundDiv(num, den *big.Int) int64 {
 
 // TermEnd is when a term rental that starts (or renews) at from ends: a
 // month is 30 days, a week 7.
-func TermEnd(term string, from time.Time) time.Time {
+func TermEnd(term Term, from time.Time) time.Time {
 	if term == Month {
 		return from.AddDate(0, 0, 30)
 	}

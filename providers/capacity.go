@@ -72,7 +72,7 @@ func (p *Service) Capacity(ctx context.Context, u *models.User, providerID int64
 				c.Free++
 			}
 		}
-		terms, err := p.DB.LiveRentalsOfTerms(ctx, n.ID, []string{pricing.Week, pricing.Month})
+		terms, err := p.DB.LiveRentalsOfTerms(ctx, n.ID, []pricing.Term{pricing.Week, pricing.Month})
 		if err != nil {
 			return nil, err
 		}

@@ -29,4 +29,4 @@ func nodeLabel(tx *gorm.DB, id int64) string {
 func shTime(t time.Time) string { return t.In(pricing.Shanghai).Format("2006-01-02 15:04") }
 
 // termMsg names a rental's term ("week", "month") as a message.
-func termMsg(term string) locales.Msg { return locales.M("msg.term." + term) }
+func termMsg(term pricing.Term) locales.Msg { return locales.M("msg.term." + string(term)) }

@@ -75,7 +75,7 @@ type RentInput struct {
 	OfferID      int64
 	GPUs         int
 	SLA          string
-	Term         string
+	Term         pricing.Term
 	SSHPublicKey string
 	AutoRenew    bool
 }
@@ -112,7 +112,7 @@ func StudentPrices(org *models.Org, m *models.Membership) bool {
 
 // StartNeeds is the balance a rental needs to start: the next hour at its
 // rate on demand, the whole term's price for a week or month.
-func StartNeeds(o models.Offer, gpus int, term string, tier pricing.Tier, student bool, now time.Time) (int64, error) {
+func StartNeeds(o models.Offer, gpus int, term pricing.Term, tier pricing.Tier, student bool, now time.Time) (int64, error) {
 	switch term {
 	case pricing.OnDemand:
 		sp := 0
@@ -122,7 +122,7 @@ func StartNeeds(o models.Offer, gpus int, term string, tier pricing.Tier, studen
 		return pricing.HourFen(pricing.Rate{PricePerGPUHourFen: o.PricePerGPUHourFen, GPUs: gpus, OffpeakPct: o.OffpeakDiscountPct,
 			StudentPct: sp, SLASurchargePct: tier.SurchargePct}, now), nil
 	case pricing.Week, pricing.Month:
-		b, err := offers.Quote(o, offers.QuoteInput{GPUs: fmt.Sprint(gpus), Term: term, SLA: tier.Name}, student, now)
+		b, err := offers.Quote(o, offers.QuoteInput{GPUs: fmt.Sprint(gpus), Term: string(term), SLA: tier.Name}, student, now)
 		return b.TotalFen, err
 	}
 	return 0, apperr.Field("term", "err.quote_term")

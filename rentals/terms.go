@@ -22,7 +22,7 @@ const TermEarnedKind = "term_earned"
 const ReceivableOffsetKind = "receivable_offset"
 
 // termStart is when the term period ending at end began.
-func termStart(term string, end time.Time) time.Time {
+func termStart(term pricing.Term, end time.Time) time.Time {
 	if term == pricing.Month {
 		return end.AddDate(0, 0, -30)
 	}

@@ -369,7 +369,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 		t.Helper()
 		eventually(t, fmt.Sprintf("rental %d %s", id, want), func() bool { return rentalStatus(t, db, id) == want })
 	}
-	rent := func(o models.Offer, gpus int, term string) int64 {
+	rent := func(o models.Offer, gpus int, term pricing.Term) int64 {
 		t.Helper()
 		r, err := h.Rentals.Rent(rctx, renter, &org, &member, rentals.RentInput{OrgID: org.ID, OfferID: o.ID, GPUs: gpus, SLA: "standard",
 			Term: term, SSHPublicKey: testSSHKey(t)})

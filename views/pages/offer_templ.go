@@ -1450,9 +1450,9 @@ func QuoteResult(vc views.Ctx, vm OfferVM, fragment bool) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var88 string
-				templ_7745c5c3_Var88, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("quote.term_line", vc.T("price."+map[string]string{"week": "weekly", "month": "monthly"}[q.Term]), views.Yuan(q.TermFen)))
+				templ_7745c5c3_Var88, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("quote.term_line", vc.T("price."+map[pricing.Term]string{pricing.Week: "weekly", pricing.Month: "monthly"}[q.Term]), views.Yuan(q.TermFen)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/offer.templ`, Line: 167, Col: 139}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/offer.templ`, Line: 167, Col: 157}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var88))
 				if templ_7745c5c3_Err != nil {

@@ -68,8 +68,8 @@ func (vm RentVM) short() bool {
 }
 
 // terms lists the billing terms the offer prices, on demand first.
-func (vm RentVM) terms() []string {
-	ts := []string{pricing.OnDemand}
+func (vm RentVM) terms() []pricing.Term {
+	ts := []pricing.Term{pricing.OnDemand}
 	if vm.Offer.WeeklyPricePerGPUFen != nil {
 		ts = append(ts, pricing.Week)
 	}
@@ -80,7 +80,7 @@ func (vm RentVM) terms() []string {
 }
 
 // termKey is the message key naming a billing term.
-func termKey(term string) string {
+func termKey(term pricing.Term) string {
 	switch term {
 	case pricing.Week:
 		return "price.weekly"
@@ -104,7 +104,7 @@ func (vm RentVM) hourPrice() int64 {
 
 // termPrice is a term's price per GPU from the chosen organisation, for
 // the term's radio button.
-func (vm RentVM) termPrice(vc views.Ctx, term string) string {
+func (vm RentVM) termPrice(vc views.Ctx, term pricing.Term) string {
 	unit := "unit.per_gpu_hour"
 	switch term {
 	case pricing.Week:
@@ -117,7 +117,7 @@ func (vm RentVM) termPrice(vc views.Ctx, term string) string {
 
 // earlyStopKey is the message saying what stopping a rental of the term
 // early refunds (nothing, for a week or month term).
-func earlyStopKey(term string) string { return offers.EarlyStopOf(term).Key }
+func earlyStopKey(term pricing.Term) string { return offers.EarlyStopOf(term).Key }
 
 // orgLabel names an organisation in the select, with the offer's price
 // per GPU-hour when paying from it and its balance.
