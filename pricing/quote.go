@@ -42,7 +42,6 @@ const (
 	Month    Term = "month"
 )
 
-
 // Request is what to quote.
 type Request struct {
 	GPUs  int
