@@ -14,6 +14,7 @@ import (
 	"suanli/handlers"
 	"suanli/models"
 	"suanli/reqlog"
+	"suanli/routenames"
 )
 
 // NewSessions returns the session manager: sessions in the database (any
@@ -147,7 +148,7 @@ func guard(level int, next echo.HandlerFunc) echo.HandlerFunc {
 				return apperr.Errorf(apperr.EUNAUTHORIZED, "log in or send Authorization: Bearer <token>")
 			}
 			if c.Request().Method == http.MethodGet {
-				return c.Redirect(http.StatusSeeOther, c.Echo().Reverse(RouteLogin)+"?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+				return c.Redirect(http.StatusSeeOther, c.Echo().Reverse(routenames.AuthLogin)+"?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 			}
 			return apperr.Errorf(apperr.EUNAUTHORIZED, "log in first")
 		}

@@ -11,26 +11,6 @@ import (
 	"suanli/static"
 )
 
-// Route names this package used before package routenames held them all.
-//
-// Deprecated: use the constants of package routenames.
-const (
-	RouteHome       = routenames.Home
-	RouteOffers     = routenames.OffersList
-	RouteOffer      = routenames.OffersShow
-	RouteDatacenter = routenames.DatacentersShow
-	RouteLangSwitch = routenames.LangSwitch
-	RouteAPIOffers  = routenames.APIOffersList
-	RouteAPIOffer   = routenames.APIOffersShow
-	RouteHealthz    = routenames.Healthz
-	RouteReadyz     = routenames.Readyz
-	RouteMetrics    = routenames.Metrics
-	RouteStatic     = routenames.Static
-	RouteSignup     = routenames.AuthSignup
-	RouteLogin      = routenames.AuthLogin
-	RoutePing       = routenames.Ping
-)
-
 // route is one row of the route table.
 type route struct {
 	method, path, name string
