@@ -112,7 +112,9 @@ func limitsOf(org *models.Org, userID int64, now time.Time) []limit {
 }
 
 func limitErr(key string, limit, spent int64) error {
-	return &apperr.Error{Code: apperr.EFORBIDDEN, Message: "spending limit reached", Key: key,
+	// A spending limit is about the balance the payer may use: its message
+	// stands beside the balance on the rent and change forms.
+	return &apperr.Error{Code: apperr.EFORBIDDEN, Field: "balance", Message: "spending limit reached", Key: key,
 		Args: []any{pricing.FenToYuanString(limit), pricing.FenToYuanString(spent)}}
 }
 

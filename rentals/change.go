@@ -137,9 +137,6 @@ func (s *Service) Change(ctx context.Context, u *models.User, org *models.Org, m
 			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
 	}
 	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, r.ID, now); err != nil {
-		if ae, ok := apperr.As(err); ok {
-			ae.Field = "balance" // a spending limit is about the balance
-		}
 		return nil, err
 	}
 	var oldNode int64

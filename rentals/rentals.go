@@ -194,9 +194,6 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
 	}
 	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, 0, now); err != nil {
-		if ae, ok := apperr.As(err); ok {
-			ae.Field = "balance" // a spending limit is about the balance
-		}
 		return nil, err
 	}
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -208,9 +205,6 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 				return err
 			}
 			if err := billing.CheckSpendTx(tx, locked, u.ID, need, 0, now); err != nil {
-				if ae, ok := apperr.As(err); ok {
-					ae.Field = "balance" // a spending limit is about the balance
-				}
 				return err
 			}
 		}
