@@ -182,10 +182,11 @@ func MoveRental(tx *gorm.DB, id int64, to RentalStatus, from []RentalStatus, m R
 	return res.RowsAffected == 1, res.Error
 }
 
-// FailUnpaidTerm fails a term rental in tx whose term the balance did not
-// pay, whatever its status: its term end is cleared and why recorded.
+// FailUnpaidTerm fails, in tx, a term rental just set running whose term
+// the balance did not pay (running → failed, see rentalTransitions): its
+// term end is cleared and why recorded.
 func FailUnpaidTerm(tx *gorm.DB, id int64, why string, msg locales.Msg, now time.Time) error {
-	return tx.Model(&Rental{}).Where("id = ?", id).Updates(map[string]any{"status": RentalFailed, "ends_at": nil,
+	return tx.Model(&Rental{}).Where("id = ? AND status = ?", id, RentalRunning).Updates(map[string]any{"status": RentalFailed, "ends_at": nil,
 		"failure": why, "failure_msg": msg, "stopped_at": now, "updated_at": now}).Error
 }
 

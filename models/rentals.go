@@ -38,9 +38,11 @@ var RentalStatuses = []RentalStatus{RentalPending, RentalProvisioning, RentalRun
 var rentalTransitions = map[RentalStatus][]RentalStatus{
 	RentalPending:      {RentalProvisioning, RentalStopping},
 	RentalProvisioning: {RentalRunning, RentalFailed, RentalStopping},
-	RentalRunning:      {RentalMigrating, RentalStopping},
-	RentalMigrating:    {RentalRunning, RentalStopped, RentalFailed, RentalStopping},
-	RentalStopping:     {RentalStopped},
+	// A week or month term whose price the balance cannot cover fails in
+	// the transaction that set it running (FailUnpaidTerm).
+	RentalRunning:   {RentalMigrating, RentalStopping, RentalFailed},
+	RentalMigrating: {RentalRunning, RentalStopped, RentalFailed, RentalStopping},
+	RentalStopping:  {RentalStopped},
 	// A stopped rental that ran may be switched or resized, which starts
 	// it again.
 	RentalStopped: {RentalProvisioning},
