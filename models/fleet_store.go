@@ -2,11 +2,11 @@ package models
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"gorm.io/gorm"
 
+	"suanli/apperr"
 	"suanli/locales"
 )
 
@@ -161,12 +161,14 @@ func SetOfferListing(tx *gorm.DB, offerID int64, awaiting bool, note string, now
 // AgentTaskIDByKey returns the id of the task with the once-only key, in
 // tx; found is false when there is none.
 func AgentTaskIDByKey(tx *gorm.DB, key string) (id int64, found bool, err error) {
-	var t AgentTask
-	err = tx.Where("idem_key = ?", key).First(&t).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	t, err := agentTaskWhere(tx, "idem_key = ?", key)
+	if apperr.Code(err) == apperr.ENOTFOUND {
 		return 0, false, nil
 	}
-	return t.ID, err == nil, err
+	if err != nil {
+		return 0, false, err
+	}
+	return t.ID, true, nil
 }
 
 // InsertAgentTask queues a task for a node's agent, in tx, setting t.ID.
