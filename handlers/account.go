@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/routenames"
+	"suanli/views"
 	"suanli/views/pages"
 )
 
@@ -24,7 +25,7 @@ func (h *Handler) accountPage(c echo.Context, status int, vm pages.AccountVM) er
 	if vm.Invitations, err = h.Accounts.InvitationsForMe(ctx, u); err != nil {
 		return err
 	}
-	for _, f := range []*pages.Form{&vm.Password, &vm.Token, &vm.Org} {
+	for _, f := range []*views.Form{&vm.Password, &vm.Token, &vm.Org} {
 		if f.Values == nil {
 			*f = form(c)
 		}

@@ -14,6 +14,7 @@ import (
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/routenames"
+	"suanli/views"
 	"suanli/views/pages"
 )
 
@@ -24,8 +25,8 @@ var auditFields = []string{"action", "subject", "actor", "from", "to"}
 // a message beside its field, and that filter is left out. The actor is a
 // user id, an email address or "system"; an address with no account
 // matches nothing.
-func (h *Handler) auditFilter(c echo.Context) (models.AuditFilter, pages.Form, error) {
-	f := pages.Form{Values: map[string]string{}, Errors: map[string]string{}}
+func (h *Handler) auditFilter(c echo.Context) (models.AuditFilter, views.Form, error) {
+	f := views.Form{Values: map[string]string{}, Errors: map[string]string{}}
 	for _, n := range auditFields {
 		f.Values[n] = queryValue(c, n)
 	}

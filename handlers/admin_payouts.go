@@ -12,6 +12,7 @@ import (
 	"suanli/models"
 	"suanli/providers"
 	"suanli/routenames"
+	"suanli/views"
 	"suanli/views/pages"
 )
 
@@ -21,10 +22,10 @@ func (h *Handler) AdminPayouts(c echo.Context) error {
 	if !slices.Contains(pages.PayoutStatuses, status) {
 		status = ""
 	}
-	return h.renderAdminPayouts(c, http.StatusOK, status, pageParam(c), pages.Form{}, 0)
+	return h.renderAdminPayouts(c, http.StatusOK, status, pageParam(c), views.Form{}, 0)
 }
 
-func (h *Handler) renderAdminPayouts(c echo.Context, code int, status string, page int, f pages.Form, errID int64) error {
+func (h *Handler) renderAdminPayouts(c echo.Context, code int, status string, page int, f views.Form, errID int64) error {
 	vm := pages.AdminPayoutsVM{Status: status, Form: f, ErrID: errID, Unavailable: h.Payouts == nil,
 		RunPeriod: providers.PayoutPeriod(h.DB.Now())}
 	var total int64
@@ -86,7 +87,7 @@ func (h *Handler) adminPayoutMark(c echo.Context, paid bool) error {
 		return apperr.Errorf(apperr.EUNAVAILABLE, "payouts are not configured")
 	}
 	ctx, admin := c.Request().Context(), CurrentUser(c)
-	var f pages.Form
+	var f views.Form
 	if paid {
 		f = form(c, "bank_reference")
 		err = h.Payouts.MarkPaid(ctx, admin, id, f.Get("bank_reference"))

@@ -11,6 +11,7 @@ import (
 	"suanli/accounts"
 	"suanli/models"
 	"suanli/routenames"
+	"suanli/views"
 	"suanli/views/pages"
 )
 
@@ -59,10 +60,10 @@ func pageLinker(c echo.Context, route string, values url.Values) func(int) strin
 
 // AdminUsers is GET /admin/users?q=&page=: users by email or name.
 func (h *Handler) AdminUsers(c echo.Context) error {
-	return h.renderAdminUsers(c, http.StatusOK, queryValue(c, "q"), pageParam(c), pages.Form{}, 0)
+	return h.renderAdminUsers(c, http.StatusOK, queryValue(c, "q"), pageParam(c), views.Form{}, 0)
 }
 
-func (h *Handler) renderAdminUsers(c echo.Context, status int, q string, page int, f pages.Form, errID int64) error {
+func (h *Handler) renderAdminUsers(c echo.Context, status int, q string, page int, f views.Form, errID int64) error {
 	users, total, err := h.DB.SearchUsers(c.Request().Context(), q, page, models.AdminPerPage)
 	if err != nil {
 		return err
@@ -75,10 +76,10 @@ func (h *Handler) renderAdminUsers(c echo.Context, status int, q string, page in
 
 // AdminOrgs is GET /admin/orgs?q=&page=: organisations by name.
 func (h *Handler) AdminOrgs(c echo.Context) error {
-	return h.renderAdminOrgs(c, http.StatusOK, queryValue(c, "q"), pageParam(c), pages.Form{}, 0)
+	return h.renderAdminOrgs(c, http.StatusOK, queryValue(c, "q"), pageParam(c), views.Form{}, 0)
 }
 
-func (h *Handler) renderAdminOrgs(c echo.Context, status int, q string, page int, f pages.Form, errID int64) error {
+func (h *Handler) renderAdminOrgs(c echo.Context, status int, q string, page int, f views.Form, errID int64) error {
 	orgs, total, err := h.DB.SearchOrgs(c.Request().Context(), q, page, models.AdminPerPage)
 	if err != nil {
 		return err

@@ -11,12 +11,12 @@ import (
 	"suanli/accounts"
 	"suanli/apperr"
 	"suanli/locales"
-	"suanli/views/pages"
+	"suanli/views"
 )
 
-// form reads the named fields of a POST into a pages.Form.
-func form(c echo.Context, names ...string) pages.Form {
-	f := pages.Form{Values: map[string]string{}, Errors: map[string]string{}}
+// form reads the named fields of a POST into a views.Form.
+func form(c echo.Context, names ...string) views.Form {
+	f := views.Form{Values: map[string]string{}, Errors: map[string]string{}}
 	for _, n := range names {
 		f.Values[n] = c.FormValue(n)
 	}
@@ -25,7 +25,7 @@ func form(c echo.Context, names ...string) pages.Form {
 
 // withErrors puts field errors into f in the reader's language and reports
 // whether err was a form error (anything else is returned to the caller).
-func withErrors(c echo.Context, f pages.Form, err error) (pages.Form, bool) {
+func withErrors(c echo.Context, f views.Form, err error) (views.Form, bool) {
 	var fe accounts.FieldErrors
 	if errors.As(err, &fe) {
 		for _, e := range fe {

@@ -11,6 +11,7 @@ import (
 	"suanli/apperr"
 	"suanli/pricing"
 	"suanli/routenames"
+	"suanli/views"
 	"suanli/views/pages"
 )
 
@@ -28,7 +29,7 @@ func (h *Handler) OrgCreate(c echo.Context) error {
 }
 
 // orgPage renders an organisation for a user allowed to view it.
-func (h *Handler) orgPage(c echo.Context, status int, invite, budget pages.Form) error {
+func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form) error {
 	id, err := parseID(c, "id", "organisation")
 	if err != nil {
 		return err
@@ -74,7 +75,7 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget pages.Form)
 
 // OrgShow is GET /orgs/{id}: members, invitations and, for labs, budget.
 func (h *Handler) OrgShow(c echo.Context) error {
-	return h.orgPage(c, http.StatusOK, pages.Form{}, pages.Form{})
+	return h.orgPage(c, http.StatusOK, views.Form{}, views.Form{})
 }
 
 // OrgInvite is POST /orgs/{id}/invitations.
@@ -87,10 +88,10 @@ func (h *Handler) OrgInvite(c echo.Context) error {
 	if err := h.Accounts.Invite(c.Request().Context(), CurrentUser(c), id, f.Get("email"), f.Get("role")); err != nil {
 		if msg, ok := throttled(c, err); ok {
 			f.Errors["email"] = msg
-			return h.orgPage(c, http.StatusTooManyRequests, f, pages.Form{})
+			return h.orgPage(c, http.StatusTooManyRequests, f, views.Form{})
 		}
 		if f, ok := withErrors(c, f, err); ok {
-			return h.orgPage(c, http.StatusUnprocessableEntity, f, pages.Form{})
+			return h.orgPage(c, http.StatusUnprocessableEntity, f, views.Form{})
 		}
 		return err
 	}
@@ -133,7 +134,7 @@ func (h *Handler) OrgRemoveMember(c echo.Context) error {
 }
 
 // yuanField parses an optional yuan amount field into fen (nil when empty).
-func yuanField(f pages.Form, name string) (*int64, *apperr.Error) {
+func yuanField(f views.Form, name string) (*int64, *apperr.Error) {
 	s := strings.TrimSpace(f.Get(name))
 	if s == "" {
 		return nil, nil
@@ -171,7 +172,7 @@ func (h *Handler) OrgBudget(c echo.Context) error {
 	}
 	if err != nil {
 		if f, ok := withErrors(c, f, err); ok {
-			return h.orgPage(c, http.StatusUnprocessableEntity, pages.Form{}, f)
+			return h.orgPage(c, http.StatusUnprocessableEntity, views.Form{}, f)
 		}
 		return err
 	}

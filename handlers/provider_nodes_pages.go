@@ -10,10 +10,11 @@ import (
 	"suanli/models"
 	"suanli/providers"
 	"suanli/routenames"
+	"suanli/views"
 	"suanli/views/pages"
 )
 
-func (h *Handler) nodesVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell, f pages.Form) (pages.ProviderNodesVM, error) {
+func (h *Handler) nodesVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell, f views.Form) (pages.ProviderNodesVM, error) {
 	ctx, u := c.Request().Context(), CurrentUser(c)
 	vm := pages.ProviderNodesVM{Shell: shell, Form: f, Now: h.DB.Now()}
 	var err error

@@ -11,6 +11,7 @@ import (
 	"suanli/pricing"
 	"suanli/providers"
 	"suanli/routenames"
+	"suanli/views"
 	"suanli/views/pages"
 )
 
@@ -33,7 +34,7 @@ const (
 )
 
 // offerForm reads the offer form.
-func offerForm(c echo.Context) pages.Form {
+func offerForm(c echo.Context) views.Form {
 	f := form(c, offerFormFields...)
 	if fv, err := c.FormParams(); err == nil {
 		f.Values["sla_tiers"] = strings.Join(fv["sla_tiers"], ",")
@@ -50,7 +51,7 @@ type offerNumbers struct {
 	tiers                                               []string
 }
 
-func parseOfferNumbers(c echo.Context, f *pages.Form) offerNumbers {
+func parseOfferNumbers(c echo.Context, f *views.Form) offerNumbers {
 	vc := ViewCtx(c)
 	n := offerNumbers{maxGPUs: intField(c, f, "max_gpus"), vcpu: intField(c, f, "vcpu_per_gpu"), ram: intField(c, f, "ram_gb_per_gpu"),
 		disk: intField(c, f, "disk_gb"), offpeak: intField(c, f, "offpeak_discount_pct"), student: intField(c, f, "student_discount_pct")}
@@ -91,7 +92,7 @@ func parseOfferNumbers(c echo.Context, f *pages.Form) offerNumbers {
 }
 
 // optInt is a whole-number field for a patch: nil (unchanged) when empty.
-func optInt(f pages.Form, name string, v int) *int {
+func optInt(f views.Form, name string, v int) *int {
 	if strings.TrimSpace(f.Get(name)) == "" {
 		return nil
 	}
@@ -125,7 +126,7 @@ func (h *Handler) offersVM(c echo.Context, acc *providers.Account, shell pages.P
 	return vm, err
 }
 
-func (h *Handler) offerFormVM(c echo.Context, shell pages.ProviderShell, o *models.Offer, f pages.Form) (pages.ProviderOfferFormVM, error) {
+func (h *Handler) offerFormVM(c echo.Context, shell pages.ProviderShell, o *models.Offer, f views.Form) (pages.ProviderOfferFormVM, error) {
 	nodes, err := h.Providers.Nodes(c.Request().Context(), CurrentUser(c), shell.Provider.ID)
 	live := nodes[:0:0]
 	for _, n := range nodes {

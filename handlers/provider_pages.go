@@ -14,6 +14,7 @@ import (
 	"suanli/models"
 	"suanli/providers"
 	"suanli/routenames"
+	"suanli/views"
 	"suanli/views/pages"
 )
 
@@ -56,7 +57,7 @@ func (h *Handler) providerWriter(c echo.Context, tab string) (*providers.Account
 // when the form has no such field. It returns the status to answer with
 // (422 for bad input, 409 for a conflict), or err itself when err is not
 // about the input (not found, forbidden, internal: the central handler's).
-func providerFormError(c echo.Context, f *pages.Form, err error, aliases map[string]string) (int, error) {
+func providerFormError(c echo.Context, f *views.Form, err error, aliases map[string]string) (int, error) {
 	var list []*apperr.Error
 	var fe apperr.Fields
 	if errors.As(err, &fe) {
@@ -100,7 +101,7 @@ func errText(c echo.Context, ae *apperr.Error) string {
 
 // intField parses an optional whole-number field: "" is 0; anything else
 // not a whole number is a message beside the field.
-func intField(c echo.Context, f *pages.Form, name string) int {
+func intField(c echo.Context, f *views.Form, name string) int {
 	s := strings.TrimSpace(f.Get(name))
 	if s == "" {
 		return 0
@@ -115,7 +116,7 @@ func intField(c echo.Context, f *pages.Form, name string) int {
 
 var profileFields = []string{"company_name", "contact_name", "contact_phone", "contact_email", "licence_no", "bank_name", "bank_account_name", "bank_account_no"}
 
-func profileOf(f pages.Form) providers.Profile {
+func profileOf(f views.Form) providers.Profile {
 	return providers.Profile{CompanyName: f.Get("company_name"), ContactName: f.Get("contact_name"), ContactPhone: f.Get("contact_phone"),
 		ContactEmail: f.Get("contact_email"), LicenceNo: f.Get("licence_no"), BankName: f.Get("bank_name"),
 		BankAccountName: f.Get("bank_account_name"), BankAccountNo: f.Get("bank_account_no")}
@@ -227,7 +228,7 @@ func dcFields() []string {
 
 // datacenterInput reads the datacentre form; numbers that do not parse
 // get their message in f.
-func datacenterInput(c echo.Context, f *pages.Form) providers.DatacenterInput {
+func datacenterInput(c echo.Context, f *views.Form) providers.DatacenterInput {
 	in := providers.DatacenterInput{NameZH: f.Get("name"), NameEN: f.Get("name_en"), City: f.Get("city"),
 		DistrictZH: f.Get("district"), DistrictEN: f.Get("district_en"), Tier: f.Get("tier"), UplinkGbps: intField(c, f, "uplink_gbps")}
 	for _, city := range catalog.Cities() {
@@ -246,7 +247,7 @@ func datacenterInput(c echo.Context, f *pages.Form) providers.DatacenterInput {
 	return in
 }
 
-func (h *Handler) datacentersVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell, f pages.Form) (pages.ProviderDatacentersVM, error) {
+func (h *Handler) datacentersVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell, f views.Form) (pages.ProviderDatacentersVM, error) {
 	dcs, err := h.Providers.Datacenters(c.Request().Context(), CurrentUser(c), acc.Provider.ID)
 	return pages.ProviderDatacentersVM{Shell: shell, Datacenters: dcs, Form: f}, err
 }

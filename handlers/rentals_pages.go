@@ -89,7 +89,7 @@ func (h *Handler) RentCreate(c echo.Context) error {
 // the organisation (one the renter may not pay from) or at the top. It
 // returns the status to answer with, or the error itself when it is not
 // about the request (the central handler answers those).
-func (h *Handler) rentFormError(c echo.Context, f *pages.Form, err error) (int, error) {
+func (h *Handler) rentFormError(c echo.Context, f *views.Form, err error) (int, error) {
 	ae, ok := apperr.As(err)
 	if !ok {
 		return 0, err
@@ -120,7 +120,7 @@ var ErrorStatus = func(error) int { return http.StatusInternalServerError }
 // page (422 for other bad input, 409 for a conflict, 403, …). An error that is not
 // about the request (no *apperr.Error, no message key, EINTERNAL,
 // EUNAVAILABLE) is returned as it is, for the central error handler.
-func formProblems(vc views.Ctx, f *pages.Form, err error, inputs []string, places ...string) (int, error) {
+func formProblems(vc views.Ctx, f *views.Form, err error, inputs []string, places ...string) (int, error) {
 	var problems apperr.Fields
 	if fs, ok := err.(apperr.Fields); ok {
 		problems = fs
@@ -159,7 +159,7 @@ func formProblems(vc views.Ctx, f *pages.Form, err error, inputs []string, place
 // and the price of the choice. Without a valid org_id the form starts
 // with the organisation whose price the offer's pages showed
 // (offers.DefaultPayer).
-func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f pages.Form) (pages.RentVM, error) {
+func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (pages.RentVM, error) {
 	ctx := c.Request().Context()
 	u := CurrentUser(c)
 	gm, _ := catalog.GPUModelBySlug(row.GPUModel)
@@ -375,7 +375,7 @@ var changeFields = []string{"offer_id", "gpus"}
 // (a refused change shows its message even so). The offers are the
 // rental's own, then the others listed in its datacentre; the form
 // defaults to the rental as it is.
-func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership, student bool, f pages.Form, q *rentals.ChangeQuote, always bool) (*pages.ChangeVM, error) {
+func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership, student bool, f views.Form, q *rentals.ChangeQuote, always bool) (*pages.ChangeVM, error) {
 	r := &d.Rental
 	if !rentals.CanStop(r, CurrentUser(c), m) || !(always || r.CanChange()) {
 		return nil, nil
@@ -403,7 +403,7 @@ func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Me
 			AvailableGPUs: o.AvailableGPUs, MaxGPUs: o.MaxGPUs, OtherProvider: other})
 	}
 	if ch.Form.Values == nil {
-		ch.Form = pages.Form{Values: map[string]string{}, Errors: map[string]string{}}
+		ch.Form = views.Form{Values: map[string]string{}, Errors: map[string]string{}}
 	}
 	if strings.TrimSpace(ch.Form.Get("offer_id")) == "" {
 		ch.Form.Values["offer_id"] = strconv.FormatInt(cur.ID, 10)
@@ -489,7 +489,7 @@ func (h *Handler) RentalChange(c echo.Context) error {
 // as the form left it (topUp: its message is about money, so it links to
 // the wallet). The language switch goes to the rental's page: this URL
 // answers POST only.
-func (h *Handler) renderChange(c echo.Context, d *rentals.RentalDetail, m *models.Membership, f pages.Form, q *rentals.ChangeQuote, topUp bool, status int) error {
+func (h *Handler) renderChange(c echo.Context, d *rentals.RentalDetail, m *models.Membership, f views.Form, q *rentals.ChangeQuote, topUp bool, status int) error {
 	vm, err := h.rentalPageVM(c, d, m)
 	if err != nil {
 		return err
@@ -514,7 +514,7 @@ func (h *Handler) renderChange(c echo.Context, d *rentals.RentalDetail, m *model
 // little balance; 403: a spending limit; topUp set when it is about the
 // balance). It returns the status to answer with, or the error itself
 // when it is not about the request.
-func changeFormError(vc views.Ctx, f *pages.Form, err error) (status int, topUp bool, _ error) {
+func changeFormError(vc views.Ctx, f *views.Form, err error) (status int, topUp bool, _ error) {
 	ae, ok := apperr.As(err)
 	if !ok || ae.Key == "" || !(ae.Code == apperr.EINVALID || ae.Code == apperr.ECONFLICT || ae.Field == "balance") {
 		return 0, false, err

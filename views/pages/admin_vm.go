@@ -99,7 +99,7 @@ type AdminUsersVM struct {
 	// Self is the admin looking (who may not suspend themselves).
 	Self int64
 	// Form is a refused suspension's values and messages, for the row ErrID.
-	Form  Form
+	Form  views.Form
 	ErrID int64
 	// DefaultOrgsPerDay and MaxOrgsPerDay bound the organisations-per-day
 	// field (empty: the default).
@@ -134,7 +134,7 @@ type AdminOrgsVM struct {
 	Orgs  []models.Org
 	Pager Pager
 	// Form is a refused suspension's values and messages, for the row ErrID.
-	Form  Form
+	Form  views.Form
 	ErrID int64
 }
 
@@ -160,7 +160,7 @@ type AdminPayoutsVM struct {
 	// RunPeriod is the month "run payouts" pays (YYYY-MM, the last one).
 	RunPeriod string
 	// Form is a refused mark-paid or mark-failed form, for the payout ErrID.
-	Form  Form
+	Form  views.Form
 	ErrID int64
 	// Unavailable says the payouts service is not configured.
 	Unavailable bool
@@ -177,7 +177,7 @@ func (vm AdminPayoutsVM) orphanErr() string {
 			return ""
 		}
 	}
-	return or(vm.Form.Err("bank_reference"), vm.Form.Err("reason"))
+	return views.Or(vm.Form.Err("bank_reference"), vm.Form.Err("reason"))
 }
 
 // PayoutStatuses are the payout page's status filters ("" is all).
@@ -253,7 +253,7 @@ func (vm AdminJobsVM) Count(kind, state string) int64 { return vm.Counts[kind][s
 
 // AdminAuditVM is the audit log page: the filter, one page of entries.
 type AdminAuditVM struct {
-	Filter  Form
+	Filter  views.Form
 	Entries []models.AuditEntry
 	// Actors names the users who acted, by id.
 	Actors map[int64]models.User

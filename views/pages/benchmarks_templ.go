@@ -105,9 +105,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var7 string
-			templ_7745c5c3_Var7, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.NodesBenchmarks, i64(vm.Report.NodeID)))).ResolveURL(ctx)
+			templ_7745c5c3_Var7, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.NodesBenchmarks, views.I64(vm.Report.NodeID)))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 18, Col: 89}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 18, Col: 95}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var7)
 			if templ_7745c5c3_Err != nil {
@@ -120,7 +120,7 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 			var templ_7745c5c3_Var8 string
 			templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("bench.history_link", vm.Subject.Node.Name))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 18, Col: 142}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 18, Col: 148}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 			if templ_7745c5c3_Err != nil {
@@ -131,9 +131,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var9 string
-			templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("bench.title", i64(vm.Report.ID)))
+			templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("bench.title", views.I64(vm.Report.ID)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 19, Col: 47}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 19, Col: 53}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 			if templ_7745c5c3_Err != nil {
@@ -144,9 +144,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var10 string
-			templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("bench.title", i64(vm.Report.ID)))
+			templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("bench.title", views.I64(vm.Report.ID)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 23, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 23, Col: 54}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 			if templ_7745c5c3_Err != nil {
@@ -1023,9 +1023,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var63 string
-			templ_7745c5c3_Var63, templ_7745c5c3_Err = templ.JoinStringErrs(or(vm.Run.Host.DriverVersion, "—"))
+			templ_7745c5c3_Var63, templ_7745c5c3_Err = templ.JoinStringErrs(views.Or(vm.Run.Host.DriverVersion, "—"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 148, Col: 88}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 148, Col: 94}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var63))
 			if templ_7745c5c3_Err != nil {
@@ -1049,9 +1049,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var65 string
-			templ_7745c5c3_Var65, templ_7745c5c3_Err = templ.JoinStringErrs(or(vm.Run.Host.CUDADriverVersion, "—"))
+			templ_7745c5c3_Var65, templ_7745c5c3_Err = templ.JoinStringErrs(views.Or(vm.Run.Host.CUDADriverVersion, "—"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 149, Col: 90}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 149, Col: 96}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var65))
 			if templ_7745c5c3_Err != nil {
@@ -1075,9 +1075,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var67 string
-			templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(or(vm.Run.Host.NVMLVersion, "—"))
+			templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(views.Or(vm.Run.Host.NVMLVersion, "—"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 150, Col: 84}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 150, Col: 90}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var67))
 			if templ_7745c5c3_Err != nil {
@@ -1557,9 +1557,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var99 string
-			templ_7745c5c3_Var99, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.NodesBenchmarks, i64(vm.Report.NodeID)))).ResolveURL(ctx)
+			templ_7745c5c3_Var99, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.NodesBenchmarks, views.I64(vm.Report.NodeID)))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 215, Col: 85}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 215, Col: 91}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var99)
 			if templ_7745c5c3_Err != nil {
@@ -1572,7 +1572,7 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 			var templ_7745c5c3_Var100 string
 			templ_7745c5c3_Var100, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("bench.history_link", vm.Subject.Node.Name))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 215, Col: 138}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 215, Col: 144}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var100))
 			if templ_7745c5c3_Err != nil {
@@ -1583,9 +1583,9 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var101 string
-			templ_7745c5c3_Var101, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.APIBenchmarksShow, i64(vm.Report.ID)))).ResolveURL(ctx)
+			templ_7745c5c3_Var101, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.APIBenchmarksShow, views.I64(vm.Report.ID)))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 216, Col: 86}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 216, Col: 92}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var101)
 			if templ_7745c5c3_Err != nil {
@@ -1597,7 +1597,7 @@ func BenchmarkPage(vc views.Ctx, vm BenchmarkVM) templ.Component {
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = layouts.Base(vc, vc.T("bench.title", i64(vm.Report.ID))).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = layouts.Base(vc, vc.T("bench.title", views.I64(vm.Report.ID))).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1984,9 +1984,9 @@ func NodeBenchmarksPage(vc views.Ctx, vm NodeBenchmarksVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var127 string
-					templ_7745c5c3_Var127, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.BenchmarksShow, i64(r.ID)))).ResolveURL(ctx)
+					templ_7745c5c3_Var127, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.BenchmarksShow, views.I64(r.ID)))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 269, Col: 77}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 269, Col: 83}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var127)
 					if templ_7745c5c3_Err != nil {
@@ -1997,9 +1997,9 @@ func NodeBenchmarksPage(vc views.Ctx, vm NodeBenchmarksVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var128 string
-					templ_7745c5c3_Var128, templ_7745c5c3_Err = templ.JoinStringErrs(i64(r.ID))
+					templ_7745c5c3_Var128, templ_7745c5c3_Err = templ.JoinStringErrs(views.I64(r.ID))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 269, Col: 100}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 269, Col: 112}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var128))
 					if templ_7745c5c3_Err != nil {
@@ -2212,9 +2212,9 @@ func NodeBenchmarksPage(vc views.Ctx, vm NodeBenchmarksVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var143 string
-			templ_7745c5c3_Var143, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.APINodesBenchmarks, i64(vm.Subject.Node.ID)))).ResolveURL(ctx)
+			templ_7745c5c3_Var143, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.APINodesBenchmarks, views.I64(vm.Subject.Node.ID)))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 286, Col: 107}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/benchmarks.templ`, Line: 286, Col: 113}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var143)
 			if templ_7745c5c3_Err != nil {

@@ -138,7 +138,7 @@ func (vm BenchmarkVM) barScale() float64 {
 
 // benchMetricName is a metric's name in the reader's language.
 func benchMetricName(vc views.Ctx, metric string) string {
-	return labelOr(vc, "bench.metric."+metric, metric)
+	return views.LabelOr(vc, "bench.metric."+metric, metric)
 }
 
 // benchVsNominal is "BF16 GEMM 794 TFLOPS = 80% of 989".
@@ -434,7 +434,7 @@ func (vm NodeBenchmarksVM) trend(vc views.Ctx) (charts.LineChart, bool) {
 
 // benchTrigger names why a report was run.
 func benchTrigger(vc views.Ctx, trigger string) string {
-	return labelOr(vc, "bench.trigger."+trigger, trigger)
+	return views.LabelOr(vc, "bench.trigger."+trigger, trigger)
 }
 
 func benchNodeTitle(vc views.Ctx, s models.BenchmarkSubject, gpuName string, gpus int) string {

@@ -2,26 +2,11 @@ package pages
 
 import (
 	"net/url"
-	"strconv"
 	"time"
 
 	"suanli/models"
-	"suanli/pricing"
 	"suanli/views"
 )
-
-// Form is a submitted (or empty) form: values to show again and a message
-// per field. Passwords are never shown again.
-type Form struct {
-	Values map[string]string
-	Errors map[string]string
-}
-
-// Get returns the value of a field.
-func (f Form) Get(name string) string { return f.Values[name] }
-
-// Err returns a field's message.
-func (f Form) Err(name string) string { return f.Errors[name] }
 
 // AccountVM is the account page's view model.
 type AccountVM struct {
@@ -29,11 +14,11 @@ type AccountVM struct {
 	Orgs     []models.OrgMembership
 	Tokens   []models.APIToken
 	NewToken string
-	Password Form
-	Token    Form
-	Org      Form
+	Password views.Form
+	Token    views.Form
+	Org      views.Form
 	// Resend carries the throttle message of a refused resend.
-	Resend Form
+	Resend views.Form
 	// Invitations are the pending invitations to the user's verified address.
 	Invitations []models.InvitationTo
 }
@@ -55,17 +40,10 @@ type OrgVM struct {
 	CanRemove bool
 	CanBudget bool
 	CanWallet bool
-	Invite    Form
-	Budget    Form
+	Invite    views.Form
+	Budget    views.Form
 	// Invitations are the pending ones (for members who may invite).
 	Invitations []InvitationRow
-}
-
-func fmtTime(vc views.Ctx, t *time.Time) string {
-	if t == nil {
-		return "—"
-	}
-	return t.In(pricing.Shanghai).Format("2006-01-02 15:04")
 }
 
 func yuanOrNone(vc views.Ctx, fen *int64) string {
@@ -73,16 +51,6 @@ func yuanOrNone(vc views.Ctx, fen *int64) string {
 		return vc.T("org.no_limit")
 	}
 	return views.Yuan(*fen)
-}
-
-func i64(n int64) string { return strconv.FormatInt(n, 10) }
-
-// or returns s, or def when s is empty.
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // withNext adds ?next= to a URL when there is somewhere to continue to.

@@ -19,7 +19,7 @@ type OfferVM struct {
 	// Quote is the quote panel's result for the submitted (or default)
 	// request; QuoteErrors has a message per rejected field.
 	Quote       *pricing.Breakdown
-	QuoteForm   Form
+	QuoteForm   views.Form
 	QuoteErrors map[string]string
 }
 
@@ -41,21 +41,6 @@ func (vm OfferVM) hoursValue() string {
 		return s
 	}
 	return "1"
-}
-
-// duration writes seconds as hours and minutes in the reader's language.
-func duration(vc views.Ctx, secs int64) string {
-	h, m := secs/3600, (secs%3600+59)/60
-	if m == 60 {
-		h, m = h+1, 0
-	}
-	switch {
-	case h == 0:
-		return vc.T("dur.m", m)
-	case m == 0:
-		return vc.T("dur.h", h)
-	}
-	return vc.T("dur.h_m", h, m)
 }
 
 func (vm OfferVM) studentPrice() int64 { return vm.Offer.StudentPriceFen }

@@ -250,8 +250,6 @@ func interconnectLabel(vc views.Ctx, ic string) string { return vc.T("ic." + ic)
 
 func sortLabel(vc views.Ctx, key string) string { return vc.T("sort." + key) }
 
-func itoa(n int) string { return strconv.Itoa(n) }
-
 // cachedRow returns the offer's row HTML, rendering it on first use for
 // this language and latency city. The result grid of the offer list is
 // most of its page; rendering 50 rows per request was 80% of its cost.

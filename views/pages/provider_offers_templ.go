@@ -207,9 +207,9 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var13 string
-					templ_7745c5c3_Var13, templ_7745c5c3_Err = templruntime.NewAttributeExpression("offer-" + i64(o.ID)).Resolve(ctx)
+					templ_7745c5c3_Var13, templ_7745c5c3_Err = templruntime.NewAttributeExpression("offer-" + views.I64(o.ID)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 35, Col: 34}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 35, Col: 40}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var13)
 					if templ_7745c5c3_Err != nil {
@@ -233,9 +233,9 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var15 string
-					templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(gpuName(o.GPUModel))
+					templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(catalog.GPUName(o.GPUModel))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 36, Col: 81}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 36, Col: 89}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 					if templ_7745c5c3_Err != nil {
@@ -248,7 +248,7 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 					var templ_7745c5c3_Var16 string
 					templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(views.Int(o.MaxGPUs))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 36, Col: 118}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 36, Col: 126}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 					if templ_7745c5c3_Err != nil {
@@ -272,9 +272,9 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var18 string
-					templ_7745c5c3_Var18, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderNodesShow, vm.Shell.PID(), i64(o.NodeID)))).ResolveURL(ctx)
+					templ_7745c5c3_Var18, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderNodesShow, vm.Shell.PID(), views.I64(o.NodeID)))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 38, Col: 99}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 38, Col: 105}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var18)
 					if templ_7745c5c3_Err != nil {
@@ -285,9 +285,9 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var19 string
-					templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(or(vm.NodeNames[o.NodeID], "#"+i64(o.NodeID)))
+					templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(views.Or(vm.NodeNames[o.NodeID], "#"+views.I64(o.NodeID)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 38, Col: 149}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 38, Col: 167}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 					if templ_7745c5c3_Err != nil {
@@ -489,9 +489,9 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var32 string
-						templ_7745c5c3_Var32, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderOffersEdit, vm.Shell.PID(), i64(o.ID)))).ResolveURL(ctx)
+						templ_7745c5c3_Var32, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderOffersEdit, vm.Shell.PID(), views.I64(o.ID)))).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 53, Col: 97}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 53, Col: 103}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var32)
 						if templ_7745c5c3_Err != nil {
@@ -504,7 +504,7 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 						var templ_7745c5c3_Var33 string
 						templ_7745c5c3_Var33, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.edit"))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 53, Col: 123}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 53, Col: 129}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var33))
 						if templ_7745c5c3_Err != nil {
@@ -515,9 +515,9 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var34 string
-						templ_7745c5c3_Var34, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderOffersStatus, vm.Shell.PID(), i64(o.ID)))).ResolveURL(ctx)
+						templ_7745c5c3_Var34, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderOffersStatus, vm.Shell.PID(), views.I64(o.ID)))).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 54, Col: 118}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 54, Col: 124}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var34)
 						if templ_7745c5c3_Err != nil {
@@ -527,7 +527,7 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
-						templ_7745c5c3_Err = csrf(vc).Render(ctx, templ_7745c5c3_Buffer)
+						templ_7745c5c3_Err = views.CSRF(vc).Render(ctx, templ_7745c5c3_Buffer)
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
@@ -537,9 +537,9 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 								return templ_7745c5c3_Err
 							}
 							var templ_7745c5c3_Var35 string
-							templ_7745c5c3_Var35, templ_7745c5c3_Err = templruntime.NewAttributeExpression("offer-pause-" + i64(o.ID)).Resolve(ctx)
+							templ_7745c5c3_Var35, templ_7745c5c3_Err = templruntime.NewAttributeExpression("offer-pause-" + views.I64(o.ID)).Resolve(ctx)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 58, Col: 76}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 58, Col: 82}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var35)
 							if templ_7745c5c3_Err != nil {
@@ -552,7 +552,7 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 							var templ_7745c5c3_Var36 string
 							templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.offer.pause"))
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 58, Col: 109}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 58, Col: 115}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var36))
 							if templ_7745c5c3_Err != nil {
@@ -568,9 +568,9 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 								return templ_7745c5c3_Err
 							}
 							var templ_7745c5c3_Var37 string
-							templ_7745c5c3_Var37, templ_7745c5c3_Err = templruntime.NewAttributeExpression("offer-list-" + i64(o.ID)).Resolve(ctx)
+							templ_7745c5c3_Var37, templ_7745c5c3_Err = templruntime.NewAttributeExpression("offer-list-" + views.I64(o.ID)).Resolve(ctx)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 61, Col: 75}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 61, Col: 81}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var37)
 							if templ_7745c5c3_Err != nil {
@@ -583,7 +583,7 @@ func ProviderOffersPage(vc views.Ctx, vm ProviderOffersVM) templ.Component {
 							var templ_7745c5c3_Var38 string
 							templ_7745c5c3_Var38, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.offer.list"))
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 61, Col: 107}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 61, Col: 113}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var38))
 							if templ_7745c5c3_Err != nil {
@@ -751,9 +751,9 @@ func ProviderOfferFormPage(vc views.Ctx, vm ProviderOfferFormVM) templ.Component
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var46 string
-				templ_7745c5c3_Var46, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderOffersUpdate, vm.Shell.PID(), i64(vm.Offer.ID)))).ResolveURL(ctx)
+				templ_7745c5c3_Var46, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderOffersUpdate, vm.Shell.PID(), views.I64(vm.Offer.ID)))).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 86, Col: 121}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 86, Col: 127}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var46)
 				if templ_7745c5c3_Err != nil {
@@ -822,7 +822,7 @@ func offerFields(vc views.Ctx, vm ProviderOfferFormVM) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = csrf(vc).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.CSRF(vc).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1002,9 +1002,9 @@ func offerFields(vc views.Ctx, vm ProviderOfferFormVM) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var58 string
-				templ_7745c5c3_Var58, templ_7745c5c3_Err = templruntime.NewAttributeExpression(i64(n.Node.ID)).Resolve(ctx)
+				templ_7745c5c3_Var58, templ_7745c5c3_Err = templruntime.NewAttributeExpression(views.I64(n.Node.ID)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 116, Col: 36}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 116, Col: 42}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var58)
 				if templ_7745c5c3_Err != nil {
@@ -1014,7 +1014,7 @@ func offerFields(vc views.Ctx, vm ProviderOfferFormVM) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if vm.Form.Get("node_id") == i64(n.Node.ID) {
+				if vm.Form.Get("node_id") == views.I64(n.Node.ID) {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 91, " selected")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -1027,7 +1027,7 @@ func offerFields(vc views.Ctx, vm ProviderOfferFormVM) templ.Component {
 				var templ_7745c5c3_Var59 string
 				templ_7745c5c3_Var59, templ_7745c5c3_Err = templ.JoinStringErrs(nodeOption(vc, n))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 116, Col: 113}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 116, Col: 125}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var59))
 				if templ_7745c5c3_Err != nil {
@@ -1169,9 +1169,9 @@ func offerFields(vc views.Ctx, vm ProviderOfferFormVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var67 string
-			templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(gpuName(vm.Offer.GPUModel))
+			templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(catalog.GPUName(vm.Offer.GPUModel))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 130, Col: 95}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider_offers.templ`, Line: 130, Col: 103}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var67))
 			if templ_7745c5c3_Err != nil {
@@ -1336,19 +1336,19 @@ func offerFields(vc views.Ctx, vm ProviderOfferFormVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = field(vc, vm.Form, "max_gpus", "text", "provider.offer.max_gpus", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, vm.Form, "max_gpus", "text", "provider.offer.max_gpus", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, vm.Form, "vcpu_per_gpu", "text", "provider.offer.vcpu_per_gpu", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, vm.Form, "vcpu_per_gpu", "text", "provider.offer.vcpu_per_gpu", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, vm.Form, "ram_gb_per_gpu", "text", "provider.offer.ram_gb_per_gpu", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, vm.Form, "ram_gb_per_gpu", "text", "provider.offer.ram_gb_per_gpu", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, vm.Form, "disk_gb", "text", "provider.offer.disk_gb", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, vm.Form, "disk_gb", "text", "provider.offer.disk_gb", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1356,15 +1356,15 @@ func offerFields(vc views.Ctx, vm ProviderOfferFormVM) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, vm.Form, "price", "text", "provider.offer.price_yuan", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, vm.Form, "price", "text", "provider.offer.price_yuan", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, vm.Form, "weekly_price", "text", "provider.offer.weekly_yuan", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, vm.Form, "weekly_price", "text", "provider.offer.weekly_yuan", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, vm.Form, "monthly_price", "text", "provider.offer.monthly_yuan", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, vm.Form, "monthly_price", "text", "provider.offer.monthly_yuan", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1385,7 +1385,7 @@ func offerFields(vc views.Ctx, vm ProviderOfferFormVM) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, vm.Form, "offpeak_discount_pct", "text", "provider.offer.offpeak_pct", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, vm.Form, "offpeak_discount_pct", "text", "provider.offer.offpeak_pct", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1406,11 +1406,11 @@ func offerFields(vc views.Ctx, vm ProviderOfferFormVM) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, vm.Form, "student_discount_pct", "text", "provider.offer.student_pct", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, vm.Form, "student_discount_pct", "text", "provider.offer.student_pct", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, vm.Form, "min_duration_min", "text", "provider.offer.min_duration", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, vm.Form, "min_duration_min", "text", "provider.offer.min_duration", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

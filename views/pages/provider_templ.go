@@ -359,7 +359,7 @@ func providerStatus(vc views.Ctx, s ProviderShell) templ.Component {
 }
 
 // formError is a form's message about the whole form.
-func formError(f Form) templ.Component {
+func formError(f views.Form) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -400,7 +400,7 @@ func formError(f Form) templ.Component {
 }
 
 // profileFields are the onboarding profile's fields.
-func profileFields(vc views.Ctx, f Form) templ.Component {
+func profileFields(vc views.Ctx, f views.Form) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -434,11 +434,11 @@ func profileFields(vc views.Ctx, f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "company_name", "text", "provider.f.company_name", "organization").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "company_name", "text", "provider.f.company_name", "organization").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "licence_no", "text", "provider.f.licence_no", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "licence_no", "text", "provider.f.licence_no", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -472,15 +472,15 @@ func profileFields(vc views.Ctx, f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "contact_name", "text", "provider.f.contact_name", "name").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "contact_name", "text", "provider.f.contact_name", "name").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "contact_phone", "tel", "provider.f.contact_phone", "tel").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "contact_phone", "tel", "provider.f.contact_phone", "tel").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "contact_email", "email", "provider.f.contact_email", "email").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "contact_email", "email", "provider.f.contact_email", "email").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -514,15 +514,15 @@ func profileFields(vc views.Ctx, f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "bank_name", "text", "provider.f.bank_name", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "bank_name", "text", "provider.f.bank_name", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "bank_account_name", "text", "provider.f.bank_account_name", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "bank_account_name", "text", "provider.f.bank_account_name", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "bank_account_no", "text", "provider.f.bank_account_no", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "bank_account_no", "text", "provider.f.bank_account_no", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -593,9 +593,9 @@ func ProviderChoosePage(vc views.Ctx, vm ProviderChooseVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var31 string
-					templ_7745c5c3_Var31, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderDashboard, i64(a.Provider.ID)))).ResolveURL(ctx)
+					templ_7745c5c3_Var31, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderDashboard, views.I64(a.Provider.ID)))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 100, Col: 93}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 100, Col: 99}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var31)
 					if templ_7745c5c3_Err != nil {
@@ -608,7 +608,7 @@ func ProviderChoosePage(vc views.Ctx, vm ProviderChooseVM) templ.Component {
 					var templ_7745c5c3_Var32 string
 					templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(a.Provider.Name(vc.Lang))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 100, Col: 122}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 100, Col: 128}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var32))
 					if templ_7745c5c3_Err != nil {
@@ -711,7 +711,7 @@ func ProviderChoosePage(vc views.Ctx, vm ProviderChooseVM) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = csrf(vc).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = views.CSRF(vc).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1336,7 +1336,7 @@ func ProviderProfilePage(vc views.Ctx, vm ProviderProfileVM) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = csrf(vc).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = views.CSRF(vc).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1542,9 +1542,9 @@ func ProviderDatacentersPage(vc views.Ctx, vm ProviderDatacentersVM) templ.Compo
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var89 string
-				templ_7745c5c3_Var89, templ_7745c5c3_Err = templruntime.NewAttributeExpression("dc-" + i64(d.ID)).Resolve(ctx)
+				templ_7745c5c3_Var89, templ_7745c5c3_Err = templruntime.NewAttributeExpression("dc-" + views.I64(d.ID)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 203, Col: 32}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 203, Col: 38}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var89)
 				if templ_7745c5c3_Err != nil {
@@ -1633,9 +1633,9 @@ func ProviderDatacentersPage(vc views.Ctx, vm ProviderDatacentersVM) templ.Compo
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var96 string
-				templ_7745c5c3_Var96, templ_7745c5c3_Err = templ.JoinStringErrs(or(d.Tier, "—"))
+				templ_7745c5c3_Var96, templ_7745c5c3_Err = templ.JoinStringErrs(views.Or(d.Tier, "—"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 206, Col: 69}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 206, Col: 75}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var96))
 				if templ_7745c5c3_Err != nil {
@@ -1734,9 +1734,9 @@ func ProviderDatacentersPage(vc views.Ctx, vm ProviderDatacentersVM) templ.Compo
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var103 string
-					templ_7745c5c3_Var103, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderDatacentersEdit, vm.Shell.PID(), i64(d.ID)))).ResolveURL(ctx)
+					templ_7745c5c3_Var103, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderDatacentersEdit, vm.Shell.PID(), views.I64(d.ID)))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 213, Col: 103}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 213, Col: 109}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var103)
 					if templ_7745c5c3_Err != nil {
@@ -1749,7 +1749,7 @@ func ProviderDatacentersPage(vc views.Ctx, vm ProviderDatacentersVM) templ.Compo
 					var templ_7745c5c3_Var104 string
 					templ_7745c5c3_Var104, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("provider.edit"))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 213, Col: 129}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 213, Col: 135}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var104))
 					if templ_7745c5c3_Err != nil {
@@ -1865,9 +1865,9 @@ func ProviderDatacentersPage(vc views.Ctx, vm ProviderDatacentersVM) templ.Compo
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var110 string
-					templ_7745c5c3_Var110, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderDatacentersUpdate, vm.Shell.PID(), i64(vm.Editing.ID)))).ResolveURL(ctx)
+					templ_7745c5c3_Var110, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(vc.URL(routenames.ProviderDatacentersUpdate, vm.Shell.PID(), views.I64(vm.Editing.ID)))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 232, Col: 130}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/provider.templ`, Line: 232, Col: 136}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var110)
 					if templ_7745c5c3_Err != nil {
@@ -1970,7 +1970,7 @@ func ProviderDatacentersPage(vc views.Ctx, vm ProviderDatacentersVM) templ.Compo
 	})
 }
 
-func dcFields(vc views.Ctx, f Form) templ.Component {
+func dcFields(vc views.Ctx, f views.Form) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1987,7 +1987,7 @@ func dcFields(vc views.Ctx, f Form) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = csrf(vc).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.CSRF(vc).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1995,11 +1995,11 @@ func dcFields(vc views.Ctx, f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "name", "text", "provider.f.name_zh", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "name", "text", "provider.f.name_zh", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "name_en", "text", "provider.f.name_en", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "name_en", "text", "provider.f.name_en", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -2102,11 +2102,11 @@ func dcFields(vc views.Ctx, f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "district", "text", "provider.f.district_zh", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "district", "text", "provider.f.district_zh", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "district_en", "text", "provider.f.district_en", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "district_en", "text", "provider.f.district_en", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -2209,7 +2209,7 @@ func dcFields(vc views.Ctx, f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(vc, f, "uplink_gbps", "text", "provider.f.uplink_gbps", "off").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Field(vc, f, "uplink_gbps", "text", "provider.f.uplink_gbps", "off").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

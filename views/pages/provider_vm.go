@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"suanli/catalog"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/pricing"
@@ -31,13 +32,13 @@ type ProviderShell struct {
 }
 
 // PID is the provider's id as a path parameter.
-func (s ProviderShell) PID() string { return i64(s.Provider.ID) }
+func (s ProviderShell) PID() string { return views.I64(s.Provider.ID) }
 
 // ProviderChooseVM is GET /provider: the onboarding form, and the
 // providers the user belongs to when there are several.
 type ProviderChooseVM struct {
 	Accounts []providers.Account
-	Form     Form
+	Form     views.Form
 }
 
 // ProviderDashboardVM is the portal's first page.
@@ -52,14 +53,14 @@ type ProviderDashboardVM struct {
 // ProviderProfileVM is the onboarding profile form.
 type ProviderProfileVM struct {
 	Shell ProviderShell
-	Form  Form
+	Form  views.Form
 }
 
 // ProviderDatacentersVM lists the datacentres with the create (or edit) form.
 type ProviderDatacentersVM struct {
 	Shell       ProviderShell
 	Datacenters []providers.DatacenterView
-	Form        Form
+	Form        views.Form
 	// Editing is the datacentre the form edits (nil: a new one).
 	Editing *providers.DatacenterView
 }
@@ -69,7 +70,7 @@ type ProviderNodesVM struct {
 	Shell       ProviderShell
 	Nodes       []providers.NodeSummary
 	Datacenters []providers.DatacenterView
-	Form        Form
+	Form        views.Form
 	Now         time.Time
 }
 
@@ -102,7 +103,7 @@ type ProviderOfferFormVM struct {
 	// Offer is the offer edited (nil: a new one).
 	Offer *models.Offer
 	Nodes []providers.NodeSummary
-	Form  Form
+	Form  views.Form
 }
 
 // ProviderCapacityVM is the capacity view.
@@ -258,7 +259,7 @@ func offerStateClass(o models.Offer) string {
 
 // checked reports whether a repeatable field's values (joined by commas
 // in the form) contain v.
-func checked(f Form, name, v string) bool {
+func checked(f views.Form, name, v string) bool {
 	return slices.Contains(strings.Split(f.Get(name), ","), v)
 }
 
@@ -286,8 +287,6 @@ func strip(from time.Time, nc providers.NodeCapacity) []stripCell {
 	}
 	return out
 }
-
-func pct(f float64) string { return fmt.Sprintf("%.1f%%", f) }
 
 func payoutMethod(vc views.Ctx, m string) string {
 	if m == models.PayoutStripe {
@@ -342,7 +341,7 @@ func offerFormTitle(vc views.Ctx, vm ProviderOfferFormVM) string {
 	if vm.Offer == nil {
 		return vc.T("provider.offer.new")
 	}
-	return vc.T("provider.offer.edit", gpuName(vm.Offer.GPUModel), vm.Offer.ID)
+	return vc.T("provider.offer.edit", catalog.GPUName(vm.Offer.GPUModel), vm.Offer.ID)
 }
 
 // nodeOption names a node in the offer form: its name, datacentre and
@@ -350,7 +349,7 @@ func offerFormTitle(vc views.Ctx, vm ProviderOfferFormVM) string {
 func nodeOption(vc views.Ctx, n providers.NodeSummary) string {
 	s := n.Node.Name + " · " + n.Datacenter.Name(vc.Lang)
 	if n.Node.GPUModel != "" {
-		s += " · " + gpuName(n.Node.GPUModel) + " × " + strconv.Itoa(n.GPUs)
+		s += " · " + catalog.GPUName(n.Node.GPUModel) + " × " + strconv.Itoa(n.GPUs)
 	} else {
 		s += " · " + vc.T("provider.node.not_detected")
 	}
@@ -363,7 +362,7 @@ func nodeNameOf(ns []providers.NodeSummary, id int64) string {
 			return n.Node.Name
 		}
 	}
-	return "#" + i64(id)
+	return "#" + views.I64(id)
 }
 
 // negYuan shows a deduction as a negative amount ("−¥12.00"; "¥0.00" when none).

@@ -1,7 +1,6 @@
 package pages
 
 import (
-	"fmt"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -9,7 +8,6 @@ import (
 
 	"suanli/agent"
 	"suanli/catalog"
-	"suanli/locales"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
@@ -40,7 +38,7 @@ type RentVM struct {
 	// Form holds org_id, gpus, term, sla, ssh_public_key and auto_renew;
 	// its "_form" message is shown at the top and "balance" beside the
 	// balance.
-	Form Form
+	Form views.Form
 	// Quote prices the current choice: one hour on demand from now, or
 	// the whole term; nil while a field is wrong.
 	Quote *pricing.Breakdown
@@ -139,11 +137,13 @@ func (vm RentVM) orgWalletURL(vc views.Ctx) string {
 	if !ok {
 		return ""
 	}
-	return vc.URL(routenames.WalletShow, i64(o.Org.ID))
+	return vc.URL(routenames.WalletShow, views.I64(o.Org.ID))
 }
 
 // rentURL is the rent page of an offer (its htmx requests fetch the price).
-func rentURL(vc views.Ctx, offerID int64) string { return vc.URL(routenames.RentalsNew, i64(offerID)) }
+func rentURL(vc views.Ctx, offerID int64) string {
+	return vc.URL(routenames.RentalsNew, views.I64(offerID))
+}
 
 // RentalRow is one rental in the console.
 type RentalRow struct {
@@ -225,7 +225,7 @@ type ChangeVM struct {
 	Offers []ChangeOffer
 	// Form holds offer_id and gpus; its "_form" message (a conflict, a
 	// short balance) is shown at the top of the section.
-	Form Form
+	Form views.Form
 	// TopUp is set when the message at the top is about money: the
 	// section then links to the wallet.
 	TopUp bool
@@ -273,7 +273,7 @@ func (vm RentalVM) Seen() string {
 func (vm RentalVM) Polling() bool { return !vm.D.Rental.Status.Ended() }
 
 func (vm RentalVM) liveURL(vc views.Ctx) string {
-	return vc.URL(routenames.RentalsLive, i64(vm.D.Rental.ID)) + "?seen=" + url.QueryEscape(vm.Seen())
+	return vc.URL(routenames.RentalsLive, views.I64(vm.D.Rental.ID)) + "?seen=" + url.QueryEscape(vm.Seen())
 }
 
 // runningSecs is how long a rental has run: from the start to its stop
@@ -293,23 +293,15 @@ func runningSecs(r *models.Rental, now time.Time) int64 {
 	return max(secs, 0)
 }
 
-// clock writes seconds as h:mm:ss (the ticker writes the same).
-func clock(secs int64) string {
-	return fmt.Sprintf("%d:%02d:%02d", secs/3600, secs/60%60, secs%60)
-}
-
 // unixMS is a time for the ticker's data attributes.
 func unixMS(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
-
-// shTime formats a time in Asia/Shanghai, to the second.
-func shTime(t time.Time) string { return t.In(pricing.Shanghai).Format("2006-01-02 15:04:05") }
 
 // shTimePtr is shTime for an optional time.
 func shTimePtr(t *time.Time) string {
 	if t == nil {
 		return "—"
 	}
-	return shTime(*t)
+	return views.ShTime(*t)
 }
 
 // shortUUID shortens a GPU UUID for a sentence: "GPU-3f2a1b2c…".
@@ -318,15 +310,6 @@ func shortUUID(u string) string {
 		return u
 	}
 	return u[:12] + "…"
-}
-
-// labelOr translates key when the catalogue has it, else shows raw: for
-// names that come from agents and market code (check names, event kinds).
-func labelOr(vc views.Ctx, key, raw string) string {
-	if locales.Has(vc.Lang, key) {
-		return vc.T(key)
-	}
-	return raw
 }
 
 // stopReason says why a rental stopped, in the reader's language when it
@@ -439,13 +422,10 @@ const (
 	detailUnconfirmed = "the node's agent did not confirm the stop; GPUs released"
 )
 
-// gpuName is a catalogue model's name, or the slug when it is unknown.
-func gpuName(slug string) string { return catalog.GPUName(slug) }
-
 // nodeName names a node of the timeline: by its name when it is the node
 // the page shows, else by its number.
 func (vm RentalVM) nodeName(id string) string {
-	if n := vm.D.Node; n != nil && i64(n.ID) == id {
+	if n := vm.D.Node; n != nil && views.I64(n.ID) == id {
 		return n.Name
 	}
 	return "#" + id
@@ -475,11 +455,11 @@ func (vm RentalVM) eventDetail(vc views.Ctx, e models.RentalEvent) string {
 		}
 	case "requested":
 		if m := detailRequested.FindStringSubmatch(d); m != nil {
-			return gpuName(m[2]) + " × " + m[1]
+			return catalog.GPUName(m[2]) + " × " + m[1]
 		}
 	case "switch_requested":
 		if m := detailSwitch.FindStringSubmatch(d); m != nil {
-			return gpuName(m[1]) + " × " + m[2] + " → " + gpuName(m[3]) + " × " + m[4]
+			return catalog.GPUName(m[1]) + " × " + m[2] + " → " + catalog.GPUName(m[3]) + " × " + m[4]
 		}
 	case "stopped":
 		if d == detailNoNode {
@@ -499,7 +479,7 @@ func (vm RentalVM) eventDetail(vc views.Ctx, e models.RentalEvent) string {
 		}
 	case "renewed":
 		if t, err := time.Parse(time.RFC3339, d); err == nil {
-			return vc.T("rental.detail.renewed", shTime(t))
+			return vc.T("rental.detail.renewed", views.ShTime(t))
 		}
 	}
 	return d

@@ -1087,9 +1087,9 @@ func rentalSLA(vc views.Ctx, vm RentalVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var77 string
-					templ_7745c5c3_Var77, templ_7745c5c3_Err = templ.JoinStringErrs(shTime(c.From))
+					templ_7745c5c3_Var77, templ_7745c5c3_Err = templ.JoinStringErrs(views.ShTime(c.From))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/sla.templ`, Line: 121, Col: 51}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/sla.templ`, Line: 121, Col: 57}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var77))
 					if templ_7745c5c3_Err != nil {
@@ -1100,9 +1100,9 @@ func rentalSLA(vc views.Ctx, vm RentalVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var78 string
-					templ_7745c5c3_Var78, templ_7745c5c3_Err = templ.JoinStringErrs(shTime(c.To))
+					templ_7745c5c3_Var78, templ_7745c5c3_Err = templ.JoinStringErrs(views.ShTime(c.To))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/sla.templ`, Line: 121, Col: 72}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/sla.templ`, Line: 121, Col: 84}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var78))
 					if templ_7745c5c3_Err != nil {

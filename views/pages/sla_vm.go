@@ -85,7 +85,7 @@ func (vm SLAVM) example() slaExample {
 }
 
 // tierName names a tier without its figures.
-func tierName(vc views.Ctx, name string) string { return labelOr(vc, "sla.tier."+name, name) }
+func tierName(vc views.Ctx, name string) string { return views.LabelOr(vc, "sla.tier."+name, name) }
 
 // creditSteps writes a tier's credit steps on one line.
 func creditSteps(vc views.Ctx, t pricing.Tier) string {
@@ -108,7 +108,7 @@ func uptimeStr(f float64) string {
 }
 
 // secsStr writes seconds as the SLA page reads them: seconds as h:mm:ss.
-func secsStr(secs int64) string { return clock(secs) }
+func secsStr(secs int64) string { return views.Clock(secs) }
 
 // slaPeriodLabel names a computation's period: the month, and whether it
 // is the rental's final one.

@@ -26,12 +26,12 @@ type WalletVM struct {
 	Topups         []models.Topup
 	Refunds        []models.Refund
 	Ledger         []models.LedgerLine
-	Topup, Refund  Form
-	Filter         Form
+	Topup, Refund  views.Form
+	Filter         views.Form
 	CardConfigured bool
 	Bank           BankDetails
 	// Billing is the invoice details and hourly cap form, for admins.
-	Billing   Form
+	Billing   views.Form
 	CanManage bool
 }
 
@@ -41,13 +41,6 @@ type TopupVM struct {
 	Org      models.Org
 	Returned string // "success" or "cancel" when back from Stripe
 	Bank     BankDetails
-}
-
-func shortMethod(m string) string {
-	if m == "bank_transfer" {
-		return "bank"
-	}
-	return "stripe"
 }
 
 func signedYuan(fen int64) string {
@@ -65,7 +58,7 @@ func receivedOr(t models.Topup) int64 {
 }
 
 // csvQuery keeps the ledger filters on the CSV link.
-func csvQuery(f Form) string {
+func csvQuery(f views.Form) string {
 	v := url.Values{}
 	for _, k := range []string{"kind", "from", "to"} {
 		if s := f.Get(k); s != "" && f.Err(k) == "" {
