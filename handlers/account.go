@@ -27,7 +27,7 @@ func (h *Handler) accountPage(c echo.Context, status int, vm pages.AccountVM) er
 	}
 	for _, f := range []*views.Form{&vm.Password, &vm.Token, &vm.Org} {
 		if f.Values == nil {
-			*f = form(c)
+			*f = ReadForm(c)
 		}
 	}
 	return Render(c, status, pages.AccountPage(ViewCtx(c), vm))
@@ -40,14 +40,14 @@ func (h *Handler) AccountShow(c echo.Context) error {
 
 // AccountPassword is POST /account/password.
 func (h *Handler) AccountPassword(c echo.Context) error {
-	f := form(c)
+	f := ReadForm(c)
 	err := h.Accounts.ChangePassword(c.Request().Context(), CurrentUser(c), c.FormValue("current_password"), c.FormValue("password"))
 	if msg, ok := throttled(c, err); ok {
 		f.Errors["current_password"] = msg
 		return h.accountPage(c, http.StatusTooManyRequests, pages.AccountVM{Password: f})
 	}
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return h.accountPage(c, http.StatusUnprocessableEntity, pages.AccountVM{Password: f})
 		}
 		return err
@@ -56,8 +56,8 @@ func (h *Handler) AccountPassword(c echo.Context) error {
 	if err := h.logIn(c, CurrentUser(c)); err != nil {
 		return err
 	}
-	h.flash(c, "account.password_changed")
-	return seeOther(c, c.Echo().Reverse(routenames.AccountShow))
+	h.Flash(c, "account.password_changed")
+	return SeeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }
 
 // AccountEndSessions is POST /account/sessions/end: logs the user out
@@ -70,31 +70,31 @@ func (h *Handler) AccountEndSessions(c echo.Context) error {
 	if err := h.logIn(c, u); err != nil {
 		return err
 	}
-	h.flash(c, "account.sessions_ended")
-	return seeOther(c, c.Echo().Reverse(routenames.AccountShow))
+	h.Flash(c, "account.sessions_ended")
+	return SeeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }
 
 // AccountResend is POST /account/verify: mails a new verification link.
 func (h *Handler) AccountResend(c echo.Context) error {
 	err := h.Accounts.ResendVerification(c.Request().Context(), CurrentUser(c))
 	if msg, ok := throttled(c, err); ok {
-		f := form(c)
+		f := ReadForm(c)
 		f.Errors["_resend"] = msg
 		return h.accountPage(c, http.StatusTooManyRequests, pages.AccountVM{Resend: f})
 	}
 	if err != nil {
 		return err
 	}
-	h.flash(c, "account.resent", CurrentUser(c).Email)
-	return seeOther(c, c.Echo().Reverse(routenames.AccountShow))
+	h.Flash(c, "account.resent", CurrentUser(c).Email)
+	return SeeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }
 
 // TokenCreate is POST /account/tokens: shows the new token once.
 func (h *Handler) TokenCreate(c echo.Context) error {
-	f := form(c, "name")
+	f := ReadForm(c, "name")
 	plain, _, err := h.Accounts.CreateAPIToken(c.Request().Context(), CurrentUser(c), f.Get("name"))
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return h.accountPage(c, http.StatusUnprocessableEntity, pages.AccountVM{Token: f})
 		}
 		return err
@@ -106,15 +106,15 @@ func (h *Handler) TokenCreate(c echo.Context) error {
 
 // TokenRevoke is POST /account/tokens/{id}/revoke.
 func (h *Handler) TokenRevoke(c echo.Context) error {
-	id, err := parseID(c, "id", "token")
+	id, err := ParseID(c, "id", "token")
 	if err != nil {
 		return err
 	}
 	if err := h.DB.RevokeAPIToken(c.Request().Context(), CurrentUser(c).ID, id, h.DB.Now().UTC()); err != nil {
 		return err
 	}
-	h.flash(c, "tokens.revoked_flash")
-	return seeOther(c, c.Echo().Reverse(routenames.AccountShow))
+	h.Flash(c, "tokens.revoked_flash")
+	return SeeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }
 
 // APIMe is GET /api/v1/me: the user, organisations and roles.

@@ -77,50 +77,50 @@ func orgIDs(vm pages.AdminVM) []int64 {
 
 // AdminConfirmTopup is POST /admin/topups/{id}/confirm with received=¥ amount.
 func (h *Handler) AdminConfirmTopup(c echo.Context) error {
-	id, err := parseID(c, "id", "top-up")
+	id, err := ParseID(c, "id", "top-up")
 	if err != nil {
 		return err
 	}
 	fen, ok := pricing.ParseYuan(strings.TrimSpace(c.FormValue("received")))
 	if !ok || fen == 0 {
-		h.flash(c, "err.amount")
-		return seeOther(c, c.Echo().Reverse(routenames.AdminHome))
+		h.Flash(c, "err.amount")
+		return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 	}
 	if err := h.Wallet.ConfirmBankTransfer(c.Request().Context(), CurrentUser(c), id, fen); err != nil {
 		return err
 	}
-	h.flash(c, "admin.topup_confirmed")
-	return seeOther(c, c.Echo().Reverse(routenames.AdminHome))
+	h.Flash(c, "admin.topup_confirmed")
+	return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }
 
 // AdminRefundPaid is POST /admin/refunds/{id}/paid: a bank refund paid
 // out, or a failed Stripe refund retried.
 func (h *Handler) AdminRefundPaid(c echo.Context) error {
-	id, err := parseID(c, "id", "refund")
+	id, err := ParseID(c, "id", "refund")
 	if err != nil {
 		return err
 	}
 	if err := h.Wallet.SettleRefund(c.Request().Context(), CurrentUser(c), id); err != nil {
 		return err
 	}
-	h.flash(c, "admin.refund_paid")
-	return seeOther(c, c.Echo().Reverse(routenames.AdminHome))
+	h.Flash(c, "admin.refund_paid")
+	return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }
 
 // AdminReview is POST /admin/orgs/{id}/review with decision=approve|reject.
 func (h *Handler) AdminReview(c echo.Context) error {
-	id, err := parseID(c, "id", "application")
+	id, err := ParseID(c, "id", "application")
 	if err != nil {
 		return err
 	}
 	approve := c.FormValue("decision") == "approve"
 	if err := h.Accounts.Review(c.Request().Context(), CurrentUser(c), id, approve, c.FormValue("reason")); err != nil {
-		if _, ok := withErrors(c, form(c), err); ok {
-			h.flash(c, "admin.reason_required")
-			return seeOther(c, c.Echo().Reverse(routenames.AdminHome))
+		if _, ok := WithErrors(c, ReadForm(c), err); ok {
+			h.Flash(c, "admin.reason_required")
+			return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 		}
 		return err
 	}
-	h.flash(c, "admin.reviewed")
-	return seeOther(c, c.Echo().Reverse(routenames.AdminHome))
+	h.Flash(c, "admin.reviewed")
+	return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }

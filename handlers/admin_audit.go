@@ -148,7 +148,7 @@ func (h *Handler) AdminAuditCSV(c echo.Context) error {
 		}
 		if w == nil {
 			name := "suanli-audit-" + h.DB.Now().In(pricing.Shanghai).Format("20060102-150405") + ".csv"
-			if w, err = csvAttachment(c, name, "id", "time_asia_shanghai", "actor_id", "actor_email", "actor_ip", "action", "subject", "amount_cny", "detail"); err != nil {
+			if w, err = CSVAttachment(c, name, "id", "time_asia_shanghai", "actor_id", "actor_email", "actor_ip", "action", "subject", "amount_cny", "detail"); err != nil {
 				return nil // the client went away
 			}
 		}
@@ -160,10 +160,10 @@ func (h *Handler) AdminAuditCSV(c echo.Context) error {
 			}
 			amount := ""
 			if e.AmountFen != nil {
-				amount = csvYuan(*e.AmountFen)
+				amount = CSVYuan(*e.AmountFen)
 			}
-			_ = w.Write([]string{strconv.FormatInt(e.ID, 10), csvTime(e.At), actorID,
-				csvText(email), csvText(e.ActorIP), csvText(e.Action), csvText(e.Subject), amount, csvText(e.Detail)})
+			_ = w.Write([]string{strconv.FormatInt(e.ID, 10), CSVTime(e.At), actorID,
+				CSVText(email), CSVText(e.ActorIP), CSVText(e.Action), CSVText(e.Subject), amount, CSVText(e.Detail)})
 		}
 		if len(entries) < af.PerPage {
 			break

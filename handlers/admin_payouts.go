@@ -44,10 +44,10 @@ func (h *Handler) AdminPayoutsRun(c echo.Context) error {
 	if h.Payouts == nil {
 		return apperr.Errorf(apperr.EUNAVAILABLE, "payouts are not configured")
 	}
-	f := form(c, "period")
+	f := ReadForm(c, "period")
 	n, err := h.Payouts.Run(c.Request().Context(), f.Get("period"))
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			if f.Errors["period"] == "" {
 				f.Errors["period"] = f.Errors["_form"]
 			}
@@ -59,11 +59,11 @@ func (h *Handler) AdminPayoutsRun(c echo.Context) error {
 		// Some providers were paid and some not (Stripe did not answer,
 		// say: the transfers wait for the next run): say so, keep the log.
 		slog.Error("payout run partly failed", "period", f.Get("period"), "created", n, "err", err)
-		h.flash(c, "admin.payouts.run_partial", n, f.Get("period"))
-		return seeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
+		h.Flash(c, "admin.payouts.run_partial", n, f.Get("period"))
+		return SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 	}
-	h.flash(c, "admin.payouts.ran", n, f.Get("period"))
-	return seeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
+	h.Flash(c, "admin.payouts.ran", n, f.Get("period"))
+	return SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 }
 
 // AdminPayoutPaid is POST /admin/payouts/{id}/paid with bank_reference:
@@ -79,7 +79,7 @@ func (h *Handler) AdminPayoutFailed(c echo.Context) error {
 }
 
 func (h *Handler) adminPayoutMark(c echo.Context, paid bool) error {
-	id, err := parseID(c, "id", "payout")
+	id, err := ParseID(c, "id", "payout")
 	if err != nil {
 		return err
 	}
@@ -89,23 +89,23 @@ func (h *Handler) adminPayoutMark(c echo.Context, paid bool) error {
 	ctx, admin := c.Request().Context(), CurrentUser(c)
 	var f views.Form
 	if paid {
-		f = form(c, "bank_reference")
+		f = ReadForm(c, "bank_reference")
 		err = h.Payouts.MarkPaid(ctx, admin, id, f.Get("bank_reference"))
 	} else {
-		f = form(c, "reason")
+		f = ReadForm(c, "reason")
 		err = h.Payouts.MarkFailed(ctx, admin, id, f.Get("reason"))
 	}
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return h.renderAdminPayouts(c, http.StatusUnprocessableEntity, models.PayoutPending, 1, f, id)
 		}
 		if apperr.Code(err) == apperr.ECONFLICT {
 			// Another admin (or the run) got there first: nothing changed.
-			h.flash(c, "admin.payout.not_pending", id)
-			return seeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
+			h.Flash(c, "admin.payout.not_pending", id)
+			return SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 		}
 		return err
 	}
-	h.flash(c, map[bool]string{true: "admin.payout.marked_paid", false: "admin.payout.marked_failed"}[paid], id)
-	return seeOther(c, c.Echo().Reverse(routenames.AdminPayouts)+"?status="+models.PayoutPending)
+	h.Flash(c, map[bool]string{true: "admin.payout.marked_paid", false: "admin.payout.marked_failed"}[paid], id)
+	return SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts)+"?status="+models.PayoutPending)
 }

@@ -34,7 +34,7 @@ func pageParam(c echo.Context) int {
 	if err != nil || n < 1 {
 		return 1
 	}
-	return min(n, maxPage)
+	return min(n, MaxPage)
 }
 
 // pageLinker returns a function that links to a page of the list at
@@ -92,11 +92,11 @@ func (h *Handler) renderAdminOrgs(c echo.Context, status int, q string, page int
 // AdminOrgsPerDay is POST /admin/users/{id}/orgs-per-day: how many
 // organisations the user may create a day (per_day empty: the default).
 func (h *Handler) AdminOrgsPerDay(c echo.Context) error {
-	id, err := parseID(c, "id", "user")
+	id, err := ParseID(c, "id", "user")
 	if err != nil {
 		return err
 	}
-	f := form(c, "per_day", "q")
+	f := ReadForm(c, "per_day", "q")
 	var n *int
 	if v := strings.TrimSpace(f.Get("per_day")); v != "" {
 		k, err := strconv.Atoi(v)
@@ -106,13 +106,13 @@ func (h *Handler) AdminOrgsPerDay(c echo.Context) error {
 		n = &k
 	}
 	if err := h.Accounts.SetOrgsPerDay(c.Request().Context(), CurrentUser(c), id, n); err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return h.renderAdminUsers(c, http.StatusUnprocessableEntity, strings.TrimSpace(f.Get("q")), 1, f, id)
 		}
 		return err
 	}
-	h.flash(c, "admin.user_orgs_per_day_set")
-	return seeOther(c, pageLinker(c, routenames.AdminUsers, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+	h.Flash(c, "admin.user_orgs_per_day_set")
+	return SeeOther(c, pageLinker(c, routenames.AdminUsers, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
 }
 
 // AdminSuspendUser is POST /admin/users/{id}/suspend with a reason.
@@ -126,11 +126,11 @@ func (h *Handler) AdminUnsuspendUser(c echo.Context) error {
 }
 
 func (h *Handler) adminSuspendUser(c echo.Context, suspend bool) error {
-	id, err := parseID(c, "id", "user")
+	id, err := ParseID(c, "id", "user")
 	if err != nil {
 		return err
 	}
-	f := form(c, "reason", "q")
+	f := ReadForm(c, "reason", "q")
 	ctx, admin := c.Request().Context(), CurrentUser(c)
 	if suspend {
 		err = h.Accounts.SuspendUser(ctx, admin, id, f.Get("reason"))
@@ -138,13 +138,13 @@ func (h *Handler) adminSuspendUser(c echo.Context, suspend bool) error {
 		err = h.Accounts.UnsuspendUser(ctx, admin, id, f.Get("reason"))
 	}
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return h.renderAdminUsers(c, http.StatusUnprocessableEntity, strings.TrimSpace(f.Get("q")), 1, f, id)
 		}
 		return err
 	}
-	h.flash(c, map[bool]string{true: "admin.user_suspended", false: "admin.user_unsuspended"}[suspend])
-	return seeOther(c, pageLinker(c, routenames.AdminUsers, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+	h.Flash(c, map[bool]string{true: "admin.user_suspended", false: "admin.user_unsuspended"}[suspend])
+	return SeeOther(c, pageLinker(c, routenames.AdminUsers, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
 }
 
 // AdminSuspendOrg is POST /admin/orgs/{id}/suspend with a reason.
@@ -158,11 +158,11 @@ func (h *Handler) AdminUnsuspendOrg(c echo.Context) error {
 }
 
 func (h *Handler) adminSuspendOrg(c echo.Context, suspend bool) error {
-	id, err := parseID(c, "id", "organisation")
+	id, err := ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
-	f := form(c, "reason", "q")
+	f := ReadForm(c, "reason", "q")
 	ctx, admin := c.Request().Context(), CurrentUser(c)
 	if suspend {
 		err = h.Accounts.SuspendOrg(ctx, admin, id, f.Get("reason"))
@@ -170,12 +170,12 @@ func (h *Handler) adminSuspendOrg(c echo.Context, suspend bool) error {
 		err = h.Accounts.UnsuspendOrg(ctx, admin, id, f.Get("reason"))
 	}
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return h.renderAdminOrgs(c, http.StatusUnprocessableEntity, strings.TrimSpace(f.Get("q")), 1, f, id)
 		}
 		return err
 	}
 	// The flash keys are the audit actions' own names.
-	h.flash(c, map[bool]string{true: accounts.AuditOrgSuspended, false: accounts.AuditOrgUnsuspended}[suspend])
-	return seeOther(c, pageLinker(c, routenames.AdminOrgs, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+	h.Flash(c, map[bool]string{true: accounts.AuditOrgSuspended, false: accounts.AuditOrgUnsuspended}[suspend])
+	return SeeOther(c, pageLinker(c, routenames.AdminOrgs, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
 }

@@ -45,7 +45,7 @@ func (h *Handler) logIn(c echo.Context, u *models.User) error {
 
 // SignupForm is GET /signup (?next= is where to continue once verified).
 func (h *Handler) SignupForm(c echo.Context) error {
-	f := form(c, "next")
+	f := ReadForm(c, "next")
 	f.Values["next"] = safeNext(c.QueryParam("next"))
 	return Render(c, http.StatusOK, pages.SignupPage(ViewCtx(c), f))
 }
@@ -54,7 +54,7 @@ func (h *Handler) SignupForm(c echo.Context) error {
 // address is new (a verification link, which logs the user in) or already
 // has an account (its owner is told), so that sign-up reveals nothing.
 func (h *Handler) Signup(c echo.Context) error {
-	f := form(c, "email", "name", "lang", "next")
+	f := ReadForm(c, "email", "name", "lang", "next")
 	created, err := h.Accounts.SignUp(c.Request().Context(), accounts.SignUpInput{
 		Email: f.Get("email"), Password: c.FormValue("password"), Name: f.Get("name"), Lang: f.Get("lang"), IP: c.RealIP(),
 	})
@@ -63,7 +63,7 @@ func (h *Handler) Signup(c echo.Context) error {
 		return Render(c, http.StatusTooManyRequests, pages.SignupPage(ViewCtx(c), f))
 	}
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return Render(c, http.StatusUnprocessableEntity, pages.SignupPage(ViewCtx(c), f))
 		}
 		return err
@@ -104,21 +104,21 @@ func throttled(c echo.Context, err error) (string, bool) {
 
 // LoginForm is GET /login.
 func (h *Handler) LoginForm(c echo.Context) error {
-	f := form(c, "next")
+	f := ReadForm(c, "next")
 	f.Values["next"] = safeNext(c.QueryParam("next"))
 	return Render(c, http.StatusOK, pages.LoginPage(ViewCtx(c), f))
 }
 
 // Login is POST /login, throttled per account and per address.
 func (h *Handler) Login(c echo.Context) error {
-	f := form(c, "email", "next")
+	f := ReadForm(c, "email", "next")
 	u, err := h.Accounts.Login(c.Request().Context(), f.Get("email"), c.FormValue("password"), c.RealIP())
 	if msg, ok := throttled(c, err); ok {
 		f.Errors["_form"] = msg
 		return Render(c, http.StatusTooManyRequests, pages.LoginPage(ViewCtx(c), f))
 	}
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			f.Errors["_form"], f.Errors["password"] = f.Errors["password"], ""
 			return Render(c, http.StatusUnprocessableEntity, pages.LoginPage(ViewCtx(c), f))
 		}
@@ -127,7 +127,7 @@ func (h *Handler) Login(c echo.Context) error {
 	if err := h.logIn(c, u); err != nil {
 		return err
 	}
-	return seeOther(c, safeNext(f.Get("next")))
+	return SeeOther(c, safeNext(f.Get("next")))
 }
 
 // Logout is POST /logout.
@@ -135,7 +135,7 @@ func (h *Handler) Logout(c echo.Context) error {
 	if err := h.Sessions.Destroy(c.Request().Context()); err != nil {
 		return err
 	}
-	return seeOther(c, "/")
+	return SeeOther(c, "/")
 }
 
 // Verify is GET /verify?token=: the link in the verification mail. In the
@@ -154,7 +154,7 @@ func (h *Handler) Verify(c echo.Context) error {
 	cur := CurrentUser(c)
 	own := (cur != nil && cur.ID == uid) || (cur == nil && h.Sessions.GetInt64(ctx, signedUpKey) == uid)
 	if !own {
-		f := form(c)
+		f := ReadForm(c)
 		f.Values["token"] = token
 		return Render(c, http.StatusOK, pages.VerifyPasswordPage(ViewCtx(c), f))
 	}
@@ -169,13 +169,13 @@ func (h *Handler) Verify(c echo.Context) error {
 // verification link was opened away from the sign-up; it verifies the
 // address, sets the password and logs in here.
 func (h *Handler) VerifyPassword(c echo.Context) error {
-	f := form(c, "token")
+	f := ReadForm(c, "token")
 	u, err := h.Accounts.VerifyWithPassword(c.Request().Context(), f.Get("token"), c.FormValue("password"))
 	if err != nil {
 		if ae, ok := apperr.As(err); ok && ae.Field == "token" {
 			return linkFailed(c, err)
 		}
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return Render(c, http.StatusUnprocessableEntity, pages.VerifyPasswordPage(ViewCtx(c), f))
 		}
 		return err
@@ -211,20 +211,20 @@ func (h *Handler) verified(c echo.Context, u *models.User) error {
 
 // ForgotForm is GET /password/forgot.
 func (h *Handler) ForgotForm(c echo.Context) error {
-	return Render(c, http.StatusOK, pages.ForgotPage(ViewCtx(c), form(c), false))
+	return Render(c, http.StatusOK, pages.ForgotPage(ViewCtx(c), ReadForm(c), false))
 }
 
 // Forgot is POST /password/forgot; it answers the same whether or not the
 // address has an account.
 func (h *Handler) Forgot(c echo.Context) error {
-	f := form(c, "email")
+	f := ReadForm(c, "email")
 	err := h.Accounts.RequestPasswordReset(c.Request().Context(), f.Get("email"), c.RealIP())
 	if msg, ok := throttled(c, err); ok {
 		f.Errors["email"] = msg
 		return Render(c, http.StatusTooManyRequests, pages.ForgotPage(ViewCtx(c), f, false))
 	}
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return Render(c, http.StatusUnprocessableEntity, pages.ForgotPage(ViewCtx(c), f, false))
 		}
 		return err
@@ -234,7 +234,7 @@ func (h *Handler) Forgot(c echo.Context) error {
 
 // ResetForm is GET /password/reset?token=.
 func (h *Handler) ResetForm(c echo.Context) error {
-	f := form(c)
+	f := ReadForm(c)
 	f.Values["token"] = c.QueryParam("token")
 	return Render(c, http.StatusOK, pages.ResetPage(ViewCtx(c), f))
 }
@@ -242,10 +242,10 @@ func (h *Handler) ResetForm(c echo.Context) error {
 // Reset is POST /password/reset: sets the password, which ends every
 // session of the user, and logs in here.
 func (h *Handler) Reset(c echo.Context) error {
-	f := form(c, "token")
+	f := ReadForm(c, "token")
 	u, err := h.Accounts.ResetPassword(c.Request().Context(), f.Get("token"), c.FormValue("password"))
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return Render(c, http.StatusUnprocessableEntity, pages.ResetPage(ViewCtx(c), f))
 		}
 		return err
@@ -253,6 +253,6 @@ func (h *Handler) Reset(c echo.Context) error {
 	if err := h.logIn(c, u); err != nil {
 		return err
 	}
-	h.flash(c, "reset.done")
-	return seeOther(c, c.Echo().Reverse(routenames.AccountShow))
+	h.Flash(c, "reset.done")
+	return SeeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }

@@ -26,7 +26,7 @@ func (h *Handler) BenchmarkShow(c echo.Context) error {
 }
 
 func (h *Handler) benchmarkFromPath(c echo.Context) (*pages.BenchmarkVM, error) {
-	id, err := parseID(c, "id", "benchmark report")
+	id, err := ParseID(c, "id", "benchmark report")
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (h *Handler) benchmarkFromPath(c echo.Context) (*pages.BenchmarkVM, error) 
 // NodeBenchmarks is GET /nodes/{id}/benchmarks: a node's report history
 // with its trend, public.
 func (h *Handler) NodeBenchmarks(c echo.Context) error {
-	id, err := parseID(c, "id", "node")
+	id, err := ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (h *Handler) APIBenchmarkShow(c echo.Context) error {
 // APINodeBenchmarks is GET /api/v1/nodes/{id}/benchmarks: a node's
 // reports, newest first, without their runs, a page at a time.
 func (h *Handler) APINodeBenchmarks(c echo.Context) error {
-	id, err := parseID(c, "id", "node")
+	id, err := ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (h *Handler) APINodeBenchmarks(c echo.Context) error {
 	if _, err := h.DB.BenchmarkSubjectOf(ctx, id); err != nil {
 		return err
 	}
-	pg, err := pageParams(c)
+	pg, err := PageParams(c)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (h *Handler) APINodeBenchmarks(c echo.Context) error {
 // admins): run the benchmark on the node's idle GPUs now. 202 with the
 // agent task's id; 409 when the node has no idle healthy GPU.
 func (h *Handler) APIRequestBenchmark(c echo.Context) error {
-	id, err := parseID(c, "id", "node")
+	id, err := ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}

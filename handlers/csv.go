@@ -11,11 +11,11 @@ import (
 	"suanli/pricing"
 )
 
-// csvAttachment starts a CSV download named filename: status 200, UTF-8
+// CSVAttachment starts a CSV download named filename: status 200, UTF-8
 // with a byte order mark (so that spreadsheets read Chinese correctly),
 // then the header row. Once it is called an error can no longer become an
 // error page, so callers read what they can before.
-func csvAttachment(c echo.Context, filename string, header ...string) (*csv.Writer, error) {
+func CSVAttachment(c echo.Context, filename string, header ...string) (*csv.Writer, error) {
 	res := c.Response()
 	res.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	res.Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+filename+`"`)
@@ -27,26 +27,26 @@ func csvAttachment(c echo.Context, filename string, header ...string) (*csv.Writ
 	return w, w.Write(header)
 }
 
-// csvText keeps a text cell (a memo, a name, an address) from being read
+// CSVText keeps a text cell (a memo, a name, an address) from being read
 // as a formula by spreadsheets: one that starts with =, +, -, @, a tab or
 // a carriage return gets a leading apostrophe.
-func csvText(s string) string {
+func CSVText(s string) string {
 	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s
 	}
 	return s
 }
 
-// csvYuan writes an amount in fen as signed yuan ("-35.5", "40"), the
+// CSVYuan writes an amount in fen as signed yuan ("-35.5", "40"), the
 // amount columns' form.
-func csvYuan(fen int64) string {
+func CSVYuan(fen int64) string {
 	if fen < 0 {
 		return "-" + pricing.FenToYuanString(-fen)
 	}
 	return pricing.FenToYuanString(fen)
 }
 
-// csvTime writes a time in Asia/Shanghai, the time columns' form.
-func csvTime(t time.Time) string {
+// CSVTime writes a time in Asia/Shanghai, the time columns' form.
+func CSVTime(t time.Time) string {
 	return t.In(pricing.Shanghai).Format("2006-01-02 15:04:05")
 }

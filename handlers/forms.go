@@ -5,17 +5,21 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
 	"suanli/apperr"
 	"suanli/locales"
+	"suanli/models"
+	"suanli/pricing"
 	"suanli/views"
 )
 
-// form reads the named fields of a POST into a views.Form.
-func form(c echo.Context, names ...string) views.Form {
+// ReadForm reads the named fields of a POST into a views.Form.
+func ReadForm(c echo.Context, names ...string) views.Form {
 	f := views.Form{Values: map[string]string{}, Errors: map[string]string{}}
 	for _, n := range names {
 		f.Values[n] = c.FormValue(n)
@@ -23,9 +27,9 @@ func form(c echo.Context, names ...string) views.Form {
 	return f
 }
 
-// withErrors puts field errors into f in the reader's language and reports
+// WithErrors puts field errors into f in the reader's language and reports
 // whether err was a form error (anything else is returned to the caller).
-func withErrors(c echo.Context, f views.Form, err error) (views.Form, bool) {
+func WithErrors(c echo.Context, f views.Form, err error) (views.Form, bool) {
 	var fe accounts.FieldErrors
 	if errors.As(err, &fe) {
 		for _, e := range fe {
@@ -44,13 +48,13 @@ func withErrors(c echo.Context, f views.Form, err error) (views.Form, bool) {
 	return f, false
 }
 
-// flash sets a one-time message shown on the next page.
-func (h *Handler) flash(c echo.Context, key string, args ...any) {
+// Flash sets a one-time message shown on the next page.
+func (h *Handler) Flash(c echo.Context, key string, args ...any) {
 	h.Sessions.Put(c.Request().Context(), FlashKey, locales.T(Lang(c), key, args...))
 }
 
-// seeOther redirects after a successful POST (or tells htmx to).
-func seeOther(c echo.Context, url string) error {
+// SeeOther redirects after a successful POST (or tells htmx to).
+func SeeOther(c echo.Context, url string) error {
 	if IsHTMX(c) {
 		c.Response().Header().Set("HX-Redirect", url)
 		return c.NoContent(http.StatusOK)
@@ -58,8 +62,8 @@ func seeOther(c echo.Context, url string) error {
 	return c.Redirect(http.StatusSeeOther, url)
 }
 
-// jsonDecoder reads a JSON body of at most 64 KB, refusing unknown fields.
-func jsonDecoder(c echo.Context) *json.Decoder {
+// JSONDecoder reads a JSON body of at most 64 KB, refusing unknown fields.
+func JSONDecoder(c echo.Context) *json.Decoder {
 	dec := json.NewDecoder(io.LimitReader(c.Request().Body, 64<<10))
 	dec.DisallowUnknownFields()
 	return dec
@@ -69,4 +73,52 @@ func jsonDecoder(c echo.Context) *json.Decoder {
 // fields are allowed (agents of a newer version may send more).
 func jsonDecoderLimit(c echo.Context, limit int64) *json.Decoder {
 	return json.NewDecoder(io.LimitReader(c.Request().Body, limit))
+}
+
+// YuanField parses an optional yuan amount field into fen (nil when empty).
+func YuanField(f views.Form, name string) (*int64, *apperr.Error) {
+	s := strings.TrimSpace(f.Get(name))
+	if s == "" {
+		return nil, nil
+	}
+	fen, ok := pricing.ParseYuan(s)
+	if !ok {
+		return nil, &apperr.Error{Code: apperr.EINVALID, Field: name, Key: "err.amount"}
+	}
+	return &fen, nil
+}
+
+// ParseID reads a positive integer path parameter; anything else is a 404
+// (an id that cannot exist names nothing).
+func ParseID(c echo.Context, name, what string) (int64, error) {
+	s := c.Param(name)
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, apperr.NotFound(what + " " + strings.TrimSpace(s))
+	}
+	return id, nil
+}
+
+// APIOrg returns the organisation an API call is about: ?org_id= or the
+// caller's personal organisation.
+func (h *Handler) APIOrg(c echo.Context, a accounts.Action, orgParam string) (*models.Org, error) {
+	ctx := c.Request().Context()
+	u := CurrentUser(c)
+	if orgParam == "" {
+		orgs, err := h.DB.OrgsOfUser(ctx, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, om := range orgs {
+			if om.Org.Personal {
+				orgParam = strconv.FormatInt(om.Org.ID, 10)
+			}
+		}
+	}
+	id, err := strconv.ParseInt(orgParam, 10, 64)
+	if err != nil || id <= 0 {
+		return nil, &apperr.Error{Code: apperr.EINVALID, Field: "org_id", Message: "org_id must be an organisation id"}
+	}
+	org, _, err := h.Accounts.Authorize(ctx, u, id, a)
+	return org, err
 }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -85,21 +84,10 @@ func fieldMessages(lang string, errs []*apperr.Error) map[string]string {
 	return m
 }
 
-// parseID reads a positive integer path parameter; anything else is a 404
-// (an id that cannot exist names nothing).
-func parseID(c echo.Context, name, what string) (int64, error) {
-	s := c.Param(name)
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id <= 0 {
-		return 0, apperr.NotFound(what + " " + strings.TrimSpace(s))
-	}
-	return id, nil
-}
-
 // offerFromPath loads the offer named by the :id parameter, if the public
 // list shows it.
 func (h *Handler) offerFromPath(c echo.Context) (models.OfferRow, error) {
-	id, err := parseID(c, "id", "offer")
+	id, err := ParseID(c, "id", "offer")
 	if err != nil {
 		return models.OfferRow{}, err
 	}
@@ -113,7 +101,7 @@ func (h *Handler) OfferShow(c echo.Context) error {
 		return err
 	}
 	m, _ := catalog.GPUModelBySlug(row.GPUModel)
-	vm := pages.OfferVM{Offer: offerDetailVM(&row, Lang(c)), GPU: m, QuoteForm: form(c), QuoteErrors: map[string]string{}}
+	vm := pages.OfferVM{Offer: offerDetailVM(&row, Lang(c)), GPU: m, QuoteForm: ReadForm(c), QuoteErrors: map[string]string{}}
 	vm.Offer.GPU = &m
 	for _, k := range []string{"gpus", "hours", "term", "start", "sla"} {
 		vm.QuoteForm.Values[k] = c.QueryParam(k)

@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,20 +16,20 @@ import (
 
 // OrgCreate is POST /orgs: a team, or a provider awaiting verification.
 func (h *Handler) OrgCreate(c echo.Context) error {
-	f := form(c, "name", "kind")
+	f := ReadForm(c, "name", "kind")
 	org, err := h.Accounts.CreateOrg(c.Request().Context(), CurrentUser(c), f.Get("kind"), f.Get("name"))
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return h.accountPage(c, http.StatusUnprocessableEntity, pages.AccountVM{Org: f})
 		}
 		return err
 	}
-	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
+	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // orgPage renders an organisation for a user allowed to view it.
 func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form) error {
-	id, err := parseID(c, "id", "organisation")
+	id, err := ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
@@ -50,7 +49,7 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form)
 	_, _, e4 := h.Accounts.Authorize(ctx, u, id, accounts.ViewWallet)
 	vm.CanInvite, vm.CanRemove, vm.CanBudget, vm.CanWallet = e1 == nil && !org.Personal, e2 == nil, e3 == nil, e4 == nil
 	if vm.Budget.Values == nil {
-		vm.Budget = form(c)
+		vm.Budget = ReadForm(c)
 		if org.MonthlyBudgetFen != nil {
 			vm.Budget.Values["monthly_budget"] = pricing.FenToYuanString(*org.MonthlyBudgetFen)
 		}
@@ -59,7 +58,7 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form)
 		}
 	}
 	if vm.Invite.Values == nil {
-		vm.Invite = form(c)
+		vm.Invite = ReadForm(c)
 	}
 	if vm.CanInvite {
 		invs, err := h.Accounts.PendingInvitations(ctx, u, id)
@@ -80,81 +79,68 @@ func (h *Handler) OrgShow(c echo.Context) error {
 
 // OrgInvite is POST /orgs/{id}/invitations.
 func (h *Handler) OrgInvite(c echo.Context) error {
-	id, err := parseID(c, "id", "organisation")
+	id, err := ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
-	f := form(c, "email", "role")
+	f := ReadForm(c, "email", "role")
 	if err := h.Accounts.Invite(c.Request().Context(), CurrentUser(c), id, f.Get("email"), f.Get("role")); err != nil {
 		if msg, ok := throttled(c, err); ok {
 			f.Errors["email"] = msg
 			return h.orgPage(c, http.StatusTooManyRequests, f, views.Form{})
 		}
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return h.orgPage(c, http.StatusUnprocessableEntity, f, views.Form{})
 		}
 		return err
 	}
-	h.flash(c, "org.invited", f.Get("email"))
-	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
+	h.Flash(c, "org.invited", f.Get("email"))
+	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // OrgRevokeInvitation is POST /orgs/{id}/invitations/{iid}/revoke.
 func (h *Handler) OrgRevokeInvitation(c echo.Context) error {
-	id, err := parseID(c, "id", "organisation")
+	id, err := ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
-	iid, err := parseID(c, "iid", "invitation")
+	iid, err := ParseID(c, "iid", "invitation")
 	if err != nil {
 		return err
 	}
 	if err := h.Accounts.RevokeInvitation(c.Request().Context(), CurrentUser(c), id, iid); err != nil {
 		return err
 	}
-	h.flash(c, "org.invitation_revoked")
-	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
+	h.Flash(c, "org.invitation_revoked")
+	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // OrgRemoveMember is POST /orgs/{id}/members/{uid}/remove.
 func (h *Handler) OrgRemoveMember(c echo.Context) error {
-	id, err := parseID(c, "id", "organisation")
+	id, err := ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
-	uid, err := parseID(c, "uid", "member")
+	uid, err := ParseID(c, "uid", "member")
 	if err != nil {
 		return err
 	}
 	if err := h.Accounts.RemoveMember(c.Request().Context(), CurrentUser(c), id, uid); err != nil {
 		return err
 	}
-	h.flash(c, "org.removed")
-	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
-}
-
-// yuanField parses an optional yuan amount field into fen (nil when empty).
-func yuanField(f views.Form, name string) (*int64, *apperr.Error) {
-	s := strings.TrimSpace(f.Get(name))
-	if s == "" {
-		return nil, nil
-	}
-	fen, ok := pricing.ParseYuan(s)
-	if !ok {
-		return nil, &apperr.Error{Code: apperr.EINVALID, Field: name, Key: "err.amount"}
-	}
-	return &fen, nil
+	h.Flash(c, "org.removed")
+	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // OrgBudget is POST /orgs/{id}/budget: a lab's monthly budget and cap.
 func (h *Handler) OrgBudget(c echo.Context) error {
-	id, err := parseID(c, "id", "organisation")
+	id, err := ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
-	f := form(c, "monthly_budget", "member_cap")
-	budget, e1 := yuanField(f, "monthly_budget")
-	cap, e2 := yuanField(f, "member_cap")
+	f := ReadForm(c, "monthly_budget", "member_cap")
+	budget, e1 := YuanField(f, "monthly_budget")
+	cap, e2 := YuanField(f, "member_cap")
 	var fe accounts.FieldErrors
 	for _, e := range []*apperr.Error{e1, e2} {
 		if e != nil {
@@ -171,35 +157,35 @@ func (h *Handler) OrgBudget(c echo.Context) error {
 		err = fe
 	}
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return h.orgPage(c, http.StatusUnprocessableEntity, views.Form{}, f)
 		}
 		return err
 	}
-	h.flash(c, "lab.budget_saved")
-	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
+	h.Flash(c, "lab.budget_saved")
+	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // LabApplyForm is GET /labs/apply.
 func (h *Handler) LabApplyForm(c echo.Context) error {
-	return Render(c, http.StatusOK, pages.LabApplyPage(ViewCtx(c), form(c)))
+	return Render(c, http.StatusOK, pages.LabApplyPage(ViewCtx(c), ReadForm(c)))
 }
 
 // LabApply is POST /labs/apply.
 func (h *Handler) LabApply(c echo.Context) error {
-	f := form(c, "institution", "lab_name", "supervisor", "email_domain", "edu_email")
+	f := ReadForm(c, "institution", "lab_name", "supervisor", "email_domain", "edu_email")
 	org, err := h.Accounts.ApplyLab(c.Request().Context(), CurrentUser(c), accounts.LabApplication{
 		Institution: f.Get("institution"), LabName: f.Get("lab_name"), Supervisor: f.Get("supervisor"),
 		EmailDomain: f.Get("email_domain"), EduEmail: f.Get("edu_email"),
 	})
 	if err != nil {
-		if f, ok := withErrors(c, f, err); ok {
+		if f, ok := WithErrors(c, f, err); ok {
 			return Render(c, http.StatusUnprocessableEntity, pages.LabApplyPage(ViewCtx(c), f))
 		}
 		return err
 	}
-	h.flash(c, "lab.applied", f.Get("edu_email"))
-	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
+	h.Flash(c, "lab.applied", f.Get("edu_email"))
+	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // LabConfirm is GET /labs/confirm?token=: the link mailed to a lab member's
@@ -209,8 +195,8 @@ func (h *Handler) LabConfirm(c echo.Context) error {
 	if err != nil {
 		return linkFailed(c, err)
 	}
-	h.flash(c, "lab.confirmed_flash")
-	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
+	h.Flash(c, "lab.confirmed_flash")
+	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // InviteShow is GET /invitations/accept?token=.
@@ -221,7 +207,7 @@ func (h *Handler) InviteShow(c echo.Context) error {
 // InvitationAccept is POST /invitations/{iid}/accept: an invitation to the
 // user's verified address, accepted from the account page.
 func (h *Handler) InvitationAccept(c echo.Context) error {
-	iid, err := parseID(c, "iid", "invitation")
+	iid, err := ParseID(c, "iid", "invitation")
 	if err != nil {
 		return err
 	}
@@ -229,8 +215,8 @@ func (h *Handler) InvitationAccept(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.flash(c, "invite.joined", org.Name)
-	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
+	h.Flash(c, "invite.joined", org.Name)
+	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // InviteAccept is POST /invitations/accept.
@@ -239,6 +225,6 @@ func (h *Handler) InviteAccept(c echo.Context) error {
 	if err != nil {
 		return linkFailed(c, err)
 	}
-	h.flash(c, "invite.joined", org.Name)
-	return seeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
+	h.Flash(c, "invite.joined", org.Name)
+	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }

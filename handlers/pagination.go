@@ -11,36 +11,36 @@ import (
 	"suanli/offers"
 )
 
-// apiPage is the page a list endpoint of the API answers: ?page= (from
+// APIPage is the page a list endpoint of the API answers: ?page= (from
 // 1) and ?per_page= (default 50, at most 200), as GET /api/v1/offers.
-type apiPage struct {
+type APIPage struct {
 	Page    int
 	PerPage int
 }
 
 // Offset is how many items the earlier pages hold.
-func (p apiPage) Offset() int { return (p.Page - 1) * p.PerPage }
+func (p APIPage) Offset() int { return (p.Page - 1) * p.PerPage }
 
-// slice returns the page's part of n items as [lo, hi).
-func (p apiPage) slice(n int) (lo, hi int) {
+// Slice returns the page's part of n items as [lo, hi).
+func (p APIPage) Slice(n int) (lo, hi int) {
 	lo = min(p.Offset(), n)
 	return lo, min(lo+p.PerPage, n)
 }
 
-// maxPage bounds page so that the offset stays far from overflow.
-const maxPage = 1_000_000
+// MaxPage bounds page so that the offset stays far from overflow.
+const MaxPage = 1_000_000
 
-// pageParams reads page and per_page; either out of range is a 400
+// PageParams reads page and per_page; either out of range is a 400
 // naming the parameter.
-func pageParams(c echo.Context) (apiPage, error) {
-	p := apiPage{Page: 1, PerPage: offers.DefaultPerPage}
+func PageParams(c echo.Context) (APIPage, error) {
+	p := APIPage{Page: 1, PerPage: offers.DefaultPerPage}
 	for _, q := range []struct {
 		name   string
 		hi     int
 		dst    *int
 		detail string
 	}{
-		{"page", maxPage, &p.Page, "page must be an integer from 1 to " + strconv.Itoa(maxPage)},
+		{"page", MaxPage, &p.Page, "page must be an integer from 1 to " + strconv.Itoa(MaxPage)},
 		{"per_page", offers.MaxPerPage, &p.PerPage, "per_page must be an integer from 1 to " + strconv.Itoa(offers.MaxPerPage)},
 	} {
 		s := strings.TrimSpace(c.QueryParam(q.name))
@@ -59,7 +59,7 @@ func pageParams(c echo.Context) (apiPage, error) {
 // within refuses a page past the last one, as GET /api/v1/offers does:
 // a client that walks pages learns it went too far instead of reading an
 // empty page as "no more". Page 1 of an empty list is an empty list.
-func (p apiPage) within(total int64) error {
+func (p APIPage) within(total int64) error {
 	if p.Page == 1 || int64(p.Offset()) < total {
 		return nil
 	}

@@ -126,7 +126,7 @@ func apiDatacenter(d models.Datacenter) APIProviderDatacenter {
 // APIProviderDatacenterCreate is POST /api/v1/provider/datacenters.
 func (h *Handler) APIProviderDatacenterCreate(c echo.Context) error {
 	var in datacenterBody
-	if err := jsonDecoder(c).Decode(&in); err != nil {
+	if err := JSONDecoder(c).Decode(&in); err != nil {
 		return badBody(err, `{"provider_id"?:N,"name":"…","name_en"?:"…","city":"chengdu","district"?:"…","tier"?:"Tier III","uplink_gbps"?:N}`)
 	}
 	pid, err := h.callerProvider(c, in.ProviderID, nil)
@@ -158,7 +158,7 @@ func (h *Handler) APIProviderDatacentersList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pg, err := pageParams(c)
+	pg, err := PageParams(c)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (h *Handler) APIProviderDatacentersList(c echo.Context) error {
 	if err := pg.within(int64(len(all))); err != nil {
 		return err
 	}
-	lo, hi := pg.slice(len(all))
+	lo, hi := pg.Slice(len(all))
 	dcs := all[lo:hi]
 	out := make([]APIProviderDatacenter, len(dcs))
 	for i, d := range dcs {
@@ -259,7 +259,7 @@ type nodeBody struct {
 // one-time registration token and the commands that start its agent.
 func (h *Handler) APIProviderNodeCreate(c echo.Context) error {
 	var in nodeBody
-	if err := jsonDecoder(c).Decode(&in); err != nil {
+	if err := JSONDecoder(c).Decode(&in); err != nil {
 		return badBody(err, `{"datacenter_id":N,"name":"gpu-host-1"}`)
 	}
 	ctx := c.Request().Context()
@@ -285,7 +285,7 @@ func (h *Handler) APIProviderNodesList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pg, err := pageParams(c)
+	pg, err := PageParams(c)
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (h *Handler) APIProviderNodesList(c echo.Context) error {
 	if err := pg.within(int64(len(all))); err != nil {
 		return err
 	}
-	lo, hi := pg.slice(len(all))
+	lo, hi := pg.Slice(len(all))
 	nodes := all[lo:hi]
 	out := make([]APIProviderNode, len(nodes))
 	for i, s := range nodes {
@@ -311,7 +311,7 @@ func (h *Handler) APIProviderNodesList(c echo.Context) error {
 // APIProviderNodeShow is GET /api/v1/provider/nodes/{id}: live status,
 // GPUs with their NVML verdicts, incidents and offers.
 func (h *Handler) APIProviderNodeShow(c echo.Context) error {
-	id, err := parseID(c, "id", "node")
+	id, err := ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
@@ -424,7 +424,7 @@ type offerBody struct {
 // another GPU model than the node's agent reports is refused with 422.
 func (h *Handler) APIProviderOfferCreate(c echo.Context) error {
 	var in offerBody
-	if err := jsonDecoder(c).Decode(&in); err != nil {
+	if err := JSONDecoder(c).Decode(&in); err != nil {
 		return badBody(err, `{"node_id":N,"gpu":"<catalogue slug>","gpus":N,"price_per_gpu_hour_fen":N,…}`)
 	}
 	if in.Status != "" && in.Status != models.OfferListed && in.Status != models.OfferPaused {
@@ -453,7 +453,7 @@ func (h *Handler) APIProviderOffersList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pg, err := pageParams(c)
+	pg, err := PageParams(c)
 	if err != nil {
 		return err
 	}
@@ -464,7 +464,7 @@ func (h *Handler) APIProviderOffersList(c echo.Context) error {
 	if err := pg.within(int64(len(all))); err != nil {
 		return err
 	}
-	lo, hi := pg.slice(len(all))
+	lo, hi := pg.Slice(len(all))
 	offers := all[lo:hi]
 	out := make([]APIProviderOffer, len(offers))
 	for i, o := range offers {
@@ -475,7 +475,7 @@ func (h *Handler) APIProviderOffersList(c echo.Context) error {
 
 // APIProviderOfferShow is GET /api/v1/provider/offers/{id}.
 func (h *Handler) APIProviderOfferShow(c echo.Context) error {
-	id, err := parseID(c, "id", "offer")
+	id, err := ParseID(c, "id", "offer")
 	if err != nil {
 		return err
 	}
@@ -532,12 +532,12 @@ type offerPatchBody struct {
 // APIProviderOfferUpdate is PATCH /api/v1/provider/offers/{id}: a partial
 // update; {"status":"paused"} pauses the offer, {"status":"listed"} lists it.
 func (h *Handler) APIProviderOfferUpdate(c echo.Context) error {
-	id, err := parseID(c, "id", "offer")
+	id, err := ParseID(c, "id", "offer")
 	if err != nil {
 		return err
 	}
 	var in offerPatchBody
-	if err := jsonDecoder(c).Decode(&in); err != nil {
+	if err := JSONDecoder(c).Decode(&in); err != nil {
 		return badBody(err, `{"price_per_gpu_hour_fen"?:N,"gpus"?:N,"status"?:"listed"|"paused",…}`)
 	}
 	ctx := c.Request().Context()

@@ -83,7 +83,7 @@ func (h *Handler) ProviderStatementCSV(c echo.Context) error {
 	if monthErr != "" {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "month", Message: "want YYYY-MM", Key: "provider.err.month"}
 	}
-	w, err := csvAttachment(c, "suanli-statement-"+st.Provider.Slug+"-"+st.Month+".csv",
+	w, err := CSVAttachment(c, "suanli-statement-"+st.Provider.Slug+"-"+st.Month+".csv",
 		"month", "rental_id", "gpu_model", "gpus", "start_asia_shanghai", "end_asia_shanghai",
 		"gross_cny", "commission_cny", "sla_credit_cny", "net_cny")
 	if err != nil {
@@ -92,13 +92,13 @@ func (h *Handler) ProviderStatementCSV(c echo.Context) error {
 	for _, l := range st.Lines {
 		end := ""
 		if !l.End.IsZero() {
-			end = csvTime(l.End)
+			end = CSVTime(l.End)
 		}
-		_ = w.Write([]string{st.Month, strconv.FormatInt(l.RentalID, 10), csvText(l.GPUModel), strconv.Itoa(l.GPUs),
-			csvTime(l.Start), end, csvYuan(l.GrossFen), csvYuan(l.CommissionFen), csvYuan(l.SLACreditFen), csvYuan(l.NetFen - l.SLACreditFen)})
+		_ = w.Write([]string{st.Month, strconv.FormatInt(l.RentalID, 10), CSVText(l.GPUModel), strconv.Itoa(l.GPUs),
+			CSVTime(l.Start), end, CSVYuan(l.GrossFen), CSVYuan(l.CommissionFen), CSVYuan(l.SLACreditFen), CSVYuan(l.NetFen - l.SLACreditFen)})
 	}
-	_ = w.Write([]string{st.Month, "total", "", "", "", "", csvYuan(st.GrossFen), csvYuan(st.CommissionFen), csvYuan(st.SLACreditFen), csvYuan(st.NetFen)})
-	_ = w.Write([]string{st.Month, "payable_balance_now", "", "", "", "", "", "", "", csvYuan(st.PayableBalanceFen)})
+	_ = w.Write([]string{st.Month, "total", "", "", "", "", CSVYuan(st.GrossFen), CSVYuan(st.CommissionFen), CSVYuan(st.SLACreditFen), CSVYuan(st.NetFen)})
+	_ = w.Write([]string{st.Month, "payable_balance_now", "", "", "", "", "", "", "", CSVYuan(st.PayableBalanceFen)})
 	w.Flush()
 	return w.Error()
 }
@@ -135,7 +135,7 @@ func (h *Handler) ProviderConnectReturn(c echo.Context) error {
 		if _, err := h.Payouts.RefreshConnect(c.Request().Context(), shell.Provider.ID); err != nil {
 			return err
 		}
-		h.flash(c, "provider.connect.updated")
+		h.Flash(c, "provider.connect.updated")
 	}
 	return c.Redirect(http.StatusSeeOther, c.Echo().Reverse(routenames.ProviderEarnings, shell.PID()))
 }

@@ -38,7 +38,7 @@ func (h *Handler) ProviderNodes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.nodesVM(c, acc, shell, form(c))
+	vm, err := h.nodesVM(c, acc, shell, ReadForm(c))
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (h *Handler) ProviderNodesLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.nodesVM(c, acc, shell, form(c))
+	vm, err := h.nodesVM(c, acc, shell, ReadForm(c))
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (h *Handler) ProviderNodeCreate(c echo.Context) error {
 		return err
 	}
 	ctx, u := c.Request().Context(), CurrentUser(c)
-	f := form(c, "datacenter_id", "name")
+	f := ReadForm(c, "datacenter_id", "name")
 	dcID, perr := strconv.ParseInt(strings.TrimSpace(f.Get("datacenter_id")), 10, 64)
 	if perr != nil && f.Get("datacenter_id") != "" {
 		dcID = -1 // not a datacentre of this provider: the market says so
@@ -117,7 +117,7 @@ func (h *Handler) ProviderNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := parseID(c, "id", "node")
+	id, err := ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (h *Handler) ProviderNodeLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := parseID(c, "id", "node")
+	id, err := ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (h *Handler) ProviderNodeStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := parseID(c, "id", "node")
+	id, err := ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
@@ -168,10 +168,10 @@ func (h *Handler) ProviderNodeStatus(c echo.Context) error {
 		if key == "" {
 			key = "provider.saved"
 		}
-		h.flash(c, key)
-		return seeOther(c, c.Echo().Reverse(routenames.ProviderNodesShow, shell.PID(), strconv.FormatInt(id, 10)))
+		h.Flash(c, key)
+		return SeeOther(c, c.Echo().Reverse(routenames.ProviderNodesShow, shell.PID(), strconv.FormatInt(id, 10)))
 	}
-	f := form(c)
+	f := ReadForm(c)
 	code, err := providerFormError(c, &f, err, nil)
 	if err != nil {
 		return err
@@ -186,13 +186,13 @@ func (h *Handler) ProviderNodeToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := parseID(c, "id", "node")
+	id, err := ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
 	token, err := h.Providers.RenewNodeToken(c.Request().Context(), CurrentUser(c), shell.Provider.ID, id)
 	if err != nil {
-		f := form(c)
+		f := ReadForm(c)
 		code, err := providerFormError(c, &f, err, nil)
 		if err != nil {
 			return err

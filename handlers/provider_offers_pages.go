@@ -35,7 +35,7 @@ const (
 
 // offerForm reads the offer form.
 func offerForm(c echo.Context) views.Form {
-	f := form(c, offerFormFields...)
+	f := ReadForm(c, offerFormFields...)
 	if fv, err := c.FormParams(); err == nil {
 		f.Values["sla_tiers"] = strings.Join(fv["sla_tiers"], ",")
 	}
@@ -74,7 +74,7 @@ func parseOfferNumbers(c echo.Context, f *views.Form) offerNumbers {
 		name string
 		dst  **int64
 	}{{"weekly_price", &n.weekly}, {"monthly_price", &n.monthly}} {
-		v, e := yuanField(*f, p.name)
+		v, e := YuanField(*f, p.name)
 		if e != nil {
 			f.Errors[p.name] = vc.T("provider.err.yuan")
 		}
@@ -143,7 +143,7 @@ func (h *Handler) ProviderOfferNew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c)
+	f := ReadForm(c)
 	for k, v := range map[string]string{"vcpu_per_gpu": "8", "ram_gb_per_gpu": "64", "disk_gb": "500", "min_duration_min": "1",
 		"offpeak_discount_pct": "0", "student_discount_pct": "0", "sla_tiers": "standard,premium", "node_id": c.QueryParam("node_id")} {
 		f.Values[k] = v
@@ -185,8 +185,8 @@ func (h *Handler) ProviderOfferCreate(c echo.Context) error {
 			OffpeakDiscountPct: n.offpeak, StudentDiscountPct: n.student, MinDurationS: n.minDurS, SLATiers: n.tiers, Paused: f.Get("paused") != "",
 		})
 		if err == nil {
-			h.flash(c, "provider.offer.created")
-			return seeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
+			h.Flash(c, "provider.offer.created")
+			return SeeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, offerAliases); err != nil {
 			return err
@@ -201,7 +201,7 @@ func (h *Handler) ProviderOfferCreate(c echo.Context) error {
 
 // offerFromPath loads the provider's offer :id.
 func (h *Handler) providerOfferFromPath(c echo.Context, shell pages.ProviderShell) (*models.Offer, error) {
-	id, err := parseID(c, "id", "offer")
+	id, err := ParseID(c, "id", "offer")
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func (h *Handler) ProviderOfferEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c)
+	f := ReadForm(c)
 	for k, v := range map[string]string{"max_gpus": strconv.Itoa(o.MaxGPUs), "vcpu_per_gpu": strconv.Itoa(o.VCPUPerGPU),
 		"ram_gb_per_gpu": strconv.Itoa(o.RAMGBPerGPU), "disk_gb": strconv.Itoa(o.DiskGB), "price": pricing.FenToYuanString(o.PricePerGPUHourFen),
 		"offpeak_discount_pct": strconv.Itoa(o.OffpeakDiscountPct), "student_discount_pct": strconv.Itoa(o.StudentDiscountPct),
@@ -261,8 +261,8 @@ func (h *Handler) ProviderOfferUpdate(c echo.Context) error {
 			StudentDiscountPct: optInt(f, "student_discount_pct", n.student), MinDurationS: optInt(f, "min_duration_min", n.minDurS), SLATiers: &tiers,
 		})
 		if err == nil {
-			h.flash(c, "provider.offer.saved")
-			return seeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
+			h.Flash(c, "provider.offer.saved")
+			return SeeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, offerAliases); err != nil {
 			return err
@@ -290,13 +290,13 @@ func (h *Handler) ProviderOfferStatus(c echo.Context) error {
 	_, err = h.Providers.UpdateOffer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, o.ID, providers.OfferPatch{Status: &st})
 	if err == nil {
 		if st == models.OfferPaused {
-			h.flash(c, "provider.offer.paused")
+			h.Flash(c, "provider.offer.paused")
 		} else {
-			h.flash(c, "provider.offer.listed")
+			h.Flash(c, "provider.offer.listed")
 		}
-		return seeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
+		return SeeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
 	}
-	f := form(c)
+	f := ReadForm(c)
 	code, err := providerFormError(c, &f, err, nil)
 	if err != nil {
 		return err

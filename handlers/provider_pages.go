@@ -26,7 +26,7 @@ import (
 // providerAccount loads the provider named by :pid as the user sees it
 // (ENOTFOUND for anyone outside it) and the portal frame for the tab.
 func (h *Handler) providerAccount(c echo.Context, tab string) (*providers.Account, pages.ProviderShell, error) {
-	pid, err := parseID(c, "pid", "provider")
+	pid, err := ParseID(c, "pid", "provider")
 	if err != nil {
 		return nil, pages.ProviderShell{}, err
 	}
@@ -132,7 +132,7 @@ func (h *Handler) ProviderHome(c echo.Context) error {
 	if len(accs) == 1 {
 		return c.Redirect(http.StatusSeeOther, c.Echo().Reverse(routenames.ProviderDashboard, strconv.FormatInt(accs[0].Provider.ID, 10)))
 	}
-	f := form(c)
+	f := ReadForm(c)
 	if u := CurrentUser(c); len(accs) == 0 {
 		f.Values["contact_name"], f.Values["contact_email"] = u.Name, u.Email
 	}
@@ -143,11 +143,11 @@ func (h *Handler) ProviderHome(c echo.Context) error {
 // pending until a platform admin verifies it.
 func (h *Handler) ProviderSignup(c echo.Context) error {
 	ctx := c.Request().Context()
-	f := form(c, profileFields...)
+	f := ReadForm(c, profileFields...)
 	acc, err := h.Providers.SignUp(ctx, CurrentUser(c), profileOf(f))
 	if err == nil {
-		h.flash(c, "provider.signed_up")
-		return seeOther(c, c.Echo().Reverse(routenames.ProviderDashboard, strconv.FormatInt(acc.Provider.ID, 10)))
+		h.Flash(c, "provider.signed_up")
+		return SeeOther(c, c.Echo().Reverse(routenames.ProviderDashboard, strconv.FormatInt(acc.Provider.ID, 10)))
 	}
 	status, err := providerFormError(c, &f, err, nil)
 	if err != nil {
@@ -189,7 +189,7 @@ func (h *Handler) ProviderProfile(c echo.Context) error {
 		return err
 	}
 	p := acc.Provider
-	f := form(c)
+	f := ReadForm(c)
 	for k, v := range map[string]string{"company_name": acc.Org.Name, "contact_name": p.ContactName, "contact_phone": p.ContactPhone,
 		"contact_email": p.ContactEmail, "licence_no": p.LicenceNo, "bank_name": p.BankName, "bank_account_name": p.BankAccountName,
 		"bank_account_no": p.BankAccountNo} {
@@ -204,11 +204,11 @@ func (h *Handler) ProviderProfileSave(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c, profileFields...)
+	f := ReadForm(c, profileFields...)
 	err = h.Providers.UpdateProfile(c.Request().Context(), CurrentUser(c), acc.Provider.ID, profileOf(f))
 	if err == nil {
-		h.flash(c, "provider.saved")
-		return seeOther(c, c.Echo().Reverse(routenames.ProviderProfile, shell.PID()))
+		h.Flash(c, "provider.saved")
+		return SeeOther(c, c.Echo().Reverse(routenames.ProviderProfile, shell.PID()))
 	}
 	status, err := providerFormError(c, &f, err, nil)
 	if err != nil {
@@ -259,7 +259,7 @@ func (h *Handler) ProviderDatacenters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.datacentersVM(c, acc, shell, form(c))
+	vm, err := h.datacentersVM(c, acc, shell, ReadForm(c))
 	if err != nil {
 		return err
 	}
@@ -272,14 +272,14 @@ func (h *Handler) ProviderDatacenterCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c, dcFields()...)
+	f := ReadForm(c, dcFields()...)
 	in := datacenterInput(c, &f)
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
 		_, err := h.Providers.CreateDatacenter(c.Request().Context(), CurrentUser(c), acc.Provider.ID, in)
 		if err == nil {
-			h.flash(c, "provider.dc.created")
-			return seeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
+			h.Flash(c, "provider.dc.created")
+			return SeeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, nil); err != nil {
 			return err
@@ -295,7 +295,7 @@ func (h *Handler) ProviderDatacenterCreate(c echo.Context) error {
 // datacenterFromPath finds the datacentre :id among the provider's
 // (ENOTFOUND when it is not one of them).
 func datacenterFromPath(c echo.Context, vm *pages.ProviderDatacentersVM) error {
-	id, err := parseID(c, "id", "datacentre")
+	id, err := ParseID(c, "id", "datacentre")
 	if err != nil {
 		return err
 	}
@@ -314,7 +314,7 @@ func (h *Handler) ProviderDatacenterEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.datacentersVM(c, acc, shell, form(c))
+	vm, err := h.datacentersVM(c, acc, shell, ReadForm(c))
 	if err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func (h *Handler) ProviderDatacenterUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c, dcFields()...)
+	f := ReadForm(c, dcFields()...)
 	vm, err := h.datacentersVM(c, acc, shell, f)
 	if err != nil {
 		return err
@@ -353,8 +353,8 @@ func (h *Handler) ProviderDatacenterUpdate(c echo.Context) error {
 	if len(f.Errors) == 0 {
 		err := h.Providers.UpdateDatacenter(c.Request().Context(), CurrentUser(c), acc.Provider.ID, vm.Editing.ID, in)
 		if err == nil {
-			h.flash(c, "provider.saved")
-			return seeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
+			h.Flash(c, "provider.saved")
+			return SeeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, nil); err != nil {
 			return err

@@ -118,7 +118,7 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 	if in.OrgID != 0 {
 		orgParam = strconv.FormatInt(in.OrgID, 10)
 	}
-	org, err := h.apiOrg(c, accounts.Rent, orgParam)
+	org, err := h.APIOrg(c, accounts.Rent, orgParam)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 // APIRentalCreate is POST /api/v1/rentals.
 func (h *Handler) APIRentalCreate(c echo.Context) error {
 	var in rentBody
-	if err := jsonDecoder(c).Decode(&in); err != nil {
+	if err := JSONDecoder(c).Decode(&in); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body",
 			Message: `want JSON {"offer_id":N,"gpus":N,"sla":"standard"|"premium","term":"on_demand"|"week"|"month","ssh_public_key":"ssh-ed25519 …"}`}
 	}
@@ -212,11 +212,11 @@ func (h *Handler) APIRentalStop(c echo.Context) error {
 // APIRentalsList is GET /api/v1/rentals (?org_id=, page, per_page): live
 // rentals first, then the rest, newest first.
 func (h *Handler) APIRentalsList(c echo.Context) error {
-	org, err := h.apiOrg(c, accounts.ViewRentals, c.QueryParam("org_id"))
+	org, err := h.APIOrg(c, accounts.ViewRentals, c.QueryParam("org_id"))
 	if err != nil {
 		return err
 	}
-	pg, err := pageParams(c)
+	pg, err := PageParams(c)
 	if err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func (h *Handler) APIRentalChange(c echo.Context) error {
 		GPUs    int   `json:"gpus"`
 		Confirm bool  `json:"confirm"`
 	}
-	if err := jsonDecoder(c).Decode(&in); err != nil {
+	if err := JSONDecoder(c).Decode(&in); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: `want JSON {"offer_id":N,"gpus":N,"confirm":true|false}`}
 	}
 	q, d, err := h.changeRental(c, rentals.ChangeInput{OfferID: in.OfferID, GPUs: in.GPUs}, in.Confirm)

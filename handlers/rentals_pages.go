@@ -33,7 +33,7 @@ func (h *Handler) RentNew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c, rentFields...)
+	f := ReadForm(c, rentFields...)
 	f.Values["ssh_public_key"] = "" // a GET never carries it
 	vm, err := h.rentVM(c, row, f)
 	if err != nil {
@@ -54,7 +54,7 @@ func (h *Handler) RentCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c, rentFields...)
+	f := ReadForm(c, rentFields...)
 	in := rentBody{OfferID: row.ID, SLA: f.Get("sla"), Term: f.Get("term"), SSHPublicKey: f.Get("ssh_public_key"), AutoRenew: f.Get("auto_renew") != ""}
 	status := http.StatusUnprocessableEntity
 	var rentErr error
@@ -69,8 +69,8 @@ func (h *Handler) RentCreate(c echo.Context) error {
 		in.OrgID = orgID
 		var r *models.Rental
 		if r, rentErr = h.rent(c, in); rentErr == nil {
-			h.flash(c, "rental.requested_flash", r.ID)
-			return seeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(r.ID, 10)))
+			h.Flash(c, "rental.requested_flash", r.ID)
+			return SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(r.ID, 10)))
 		}
 		status, rentErr = h.rentFormError(c, &f, rentErr)
 		if rentErr != nil {
@@ -320,7 +320,7 @@ func (h *Handler) RentalShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if vm.Change, err = h.changeVM(c, d, m, vm.StudentPrices, form(c), nil, false); err != nil {
+	if vm.Change, err = h.changeVM(c, d, m, vm.StudentPrices, ReadForm(c), nil, false); err != nil {
 		return err
 	}
 	if err := h.rentalSLA(c, &vm); err != nil {
@@ -362,8 +362,8 @@ func (h *Handler) RentalStop(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.flash(c, "rental.stop_flash", d.Rental.ID)
-	return seeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
+	h.Flash(c, "rental.stop_flash", d.Rental.ID)
+	return SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
 }
 
 // changeFields are the switch / resize form's fields.
@@ -430,7 +430,7 @@ func gpuName(slug string) string { return catalog.GPUName(slug) }
 // that is no longer running), and changes nothing.
 func (h *Handler) RentalChange(c echo.Context) error {
 	vc := ViewCtx(c)
-	f := form(c, changeFields...)
+	f := ReadForm(c, changeFields...)
 	confirm := c.FormValue("confirm") == "1"
 	var in rentals.ChangeInput
 	if s := strings.TrimSpace(f.Get("offer_id")); s != "" {
@@ -464,8 +464,8 @@ func (h *Handler) RentalChange(c echo.Context) error {
 		return err // not found, or not theirs to change
 	}
 	if err == nil && confirm {
-		h.flash(c, "change.flash", d.Rental.ID)
-		return seeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
+		h.Flash(c, "change.flash", d.Rental.ID)
+		return SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
 	}
 	// The viewer's membership, for the section (the renter or an admin).
 	m, err2 := h.DB.MembershipOf(c.Request().Context(), d.Rental.OrgID, CurrentUser(c).ID)

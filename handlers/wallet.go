@@ -43,7 +43,7 @@ func ledgerFilter(c echo.Context) (models.LedgerFilter, error) {
 
 func (h *Handler) walletVM(c echo.Context, org *models.Org) (pages.WalletVM, error) {
 	ctx := c.Request().Context()
-	vm := pages.WalletVM{Org: *org, CardConfigured: h.Wallet.Gateway != nil, Filter: form(c, "kind", "from", "to"), Bank: h.Bank}
+	vm := pages.WalletVM{Org: *org, CardConfigured: h.Wallet.Gateway != nil, Filter: ReadForm(c, "kind", "from", "to"), Bank: h.Bank}
 	var err error
 	if vm.BalanceFen, err = h.DB.WalletBalance(ctx, org.ID); err != nil {
 		return vm, err
@@ -59,7 +59,7 @@ func (h *Handler) walletVM(c echo.Context, org *models.Org) (pages.WalletVM, err
 	}
 	f, ferr := ledgerFilter(c)
 	if ferr != nil {
-		if ff, ok := withErrors(c, vm.Filter, ferr); ok {
+		if ff, ok := WithErrors(c, vm.Filter, ferr); ok {
 			vm.Filter = ff
 		}
 		f = models.LedgerFilter{Limit: 500}
@@ -67,8 +67,8 @@ func (h *Handler) walletVM(c echo.Context, org *models.Org) (pages.WalletVM, err
 	if vm.Ledger, err = h.DB.WalletLedger(ctx, org.ID, f); err != nil {
 		return vm, err
 	}
-	vm.Topup, vm.Refund = form(c), form(c)
-	vm.Billing = form(c)
+	vm.Topup, vm.Refund = ReadForm(c), ReadForm(c)
+	vm.Billing = ReadForm(c)
 	vm.Billing.Values["invoice_title"], vm.Billing.Values["tax_id"] = org.InvoiceTitle, org.TaxID
 	if org.HourlyCapFen != nil {
 		vm.Billing.Values["hourly_cap"] = pricing.FenToYuanString(*org.HourlyCapFen)
@@ -110,11 +110,11 @@ func (h *Handler) WalletMine(c echo.Context) error {
 			break
 		}
 	}
-	return seeOther(c, c.Echo().Reverse(routenames.WalletShow, strconv.FormatInt(id, 10)))
+	return SeeOther(c, c.Echo().Reverse(routenames.WalletShow, strconv.FormatInt(id, 10)))
 }
 
 func (h *Handler) authorizeOrg(c echo.Context, a accounts.Action) (*models.Org, error) {
-	id, err := parseID(c, "id", "organisation")
+	id, err := ParseID(c, "id", "organisation")
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +129,8 @@ func (h *Handler) WalletTopup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c, "amount", "method")
-	fen, e := yuanField(f, "amount")
+	f := ReadForm(c, "amount", "method")
+	fen, e := YuanField(f, "amount")
 	if e != nil || fen == nil {
 		f.Errors["amount"] = ViewCtx(c).T("err.amount")
 	} else {
@@ -139,13 +139,13 @@ func (h *Handler) WalletTopup(c echo.Context) error {
 			if url != "" {
 				return c.Redirect(http.StatusSeeOther, url)
 			}
-			return seeOther(c, c.Echo().Reverse(routenames.TopupsShow, strconv.FormatInt(t.ID, 10)))
+			return SeeOther(c, c.Echo().Reverse(routenames.TopupsShow, strconv.FormatInt(t.ID, 10)))
 		}
 		if ae, ok := apperr.As(err); ok && ae.Field == "amount_fen" {
 			ae.Field = "amount"
 		}
 		var handled bool
-		if f, handled = withErrors(c, f, err); !handled {
+		if f, handled = WithErrors(c, f, err); !handled {
 			if ae, ok := apperr.As(err); ok && ae.Key != "" && ae.Code != apperr.EINTERNAL {
 				f.Errors["method"] = ViewCtx(c).T(ae.Key, ae.Args...)
 			} else {
@@ -173,8 +173,8 @@ func (h *Handler) WalletRefund(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c, "refund_amount")
-	fen, e := yuanField(f, "refund_amount")
+	f := ReadForm(c, "refund_amount")
+	fen, e := YuanField(f, "refund_amount")
 	if e != nil || fen == nil || *fen == 0 {
 		f.Errors["refund_amount"] = ViewCtx(c).T("err.amount")
 	} else if _, err := h.Wallet.RequestRefund(c.Request().Context(), CurrentUser(c), org.ID, *fen); err != nil {
@@ -182,12 +182,12 @@ func (h *Handler) WalletRefund(c echo.Context) error {
 			ae.Field = "refund_amount"
 		}
 		var handled bool
-		if f, handled = withErrors(c, f, err); !handled {
+		if f, handled = WithErrors(c, f, err); !handled {
 			return err
 		}
 	} else {
-		h.flash(c, "wallet.refund_requested")
-		return seeOther(c, c.Echo().Reverse(routenames.WalletShow, c.Param("id")))
+		h.Flash(c, "wallet.refund_requested")
+		return SeeOther(c, c.Echo().Reverse(routenames.WalletShow, c.Param("id")))
 	}
 	return h.walletWithErrors(c, org, func(vm *pages.WalletVM) { vm.Refund = f })
 }
@@ -199,20 +199,20 @@ func (h *Handler) WalletBilling(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := form(c, "invoice_title", "tax_id", "hourly_cap")
-	capFen, e := yuanField(f, "hourly_cap")
+	f := ReadForm(c, "invoice_title", "tax_id", "hourly_cap")
+	capFen, e := YuanField(f, "hourly_cap")
 	if e != nil {
 		f.Errors["hourly_cap"] = ViewCtx(c).T("err.amount")
 	} else if err := h.Accounts.SetBilling(c.Request().Context(), CurrentUser(c), org.ID, accounts.Billing{
 		InvoiceTitle: f.Get("invoice_title"), TaxID: f.Get("tax_id"), HourlyCapFen: capFen,
 	}); err != nil {
 		var handled bool
-		if f, handled = withErrors(c, f, err); !handled {
+		if f, handled = WithErrors(c, f, err); !handled {
 			return err
 		}
 	} else {
-		h.flash(c, "wallet.billing_saved")
-		return seeOther(c, c.Echo().Reverse(routenames.WalletShow, c.Param("id")))
+		h.Flash(c, "wallet.billing_saved")
+		return SeeOther(c, c.Echo().Reverse(routenames.WalletShow, c.Param("id")))
 	}
 	return h.walletWithErrors(c, org, func(vm *pages.WalletVM) { vm.Billing = f })
 }
@@ -231,7 +231,7 @@ func (h *Handler) WalletCSV(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := csvAttachment(c, "suanli-ledger-"+strconv.FormatInt(org.ID, 10)+".csv",
+	w, err := CSVAttachment(c, "suanli-ledger-"+strconv.FormatInt(org.ID, 10)+".csv",
 		"entry_id", "time_asia_shanghai", "kind", "memo", "amount_cny", "topup_id")
 	if err != nil {
 		return err
@@ -241,7 +241,7 @@ func (h *Handler) WalletCSV(c echo.Context) error {
 		if l.TopupID != nil {
 			topup = strconv.FormatInt(*l.TopupID, 10)
 		}
-		_ = w.Write([]string{strconv.FormatInt(l.EntryID, 10), csvTime(l.CreatedAt), l.Kind, csvText(l.Memo), csvYuan(l.AmountFen), topup})
+		_ = w.Write([]string{strconv.FormatInt(l.EntryID, 10), CSVTime(l.CreatedAt), l.Kind, CSVText(l.Memo), CSVYuan(l.AmountFen), topup})
 	}
 	w.Flush()
 	return w.Error()
@@ -250,7 +250,7 @@ func (h *Handler) WalletCSV(c echo.Context) error {
 // TopupShow is GET /topups/{id}: the status of a top-up, the bank details
 // for a transfer, and the printable receipt once paid.
 func (h *Handler) TopupShow(c echo.Context) error {
-	id, err := parseID(c, "id", "top-up")
+	id, err := ParseID(c, "id", "top-up")
 	if err != nil {
 		return err
 	}
@@ -299,33 +299,9 @@ func (h *Handler) StripeWebhook(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]bool{"received": true})
 }
 
-// apiOrg returns the organisation an API call is about: ?org_id= or the
-// caller's personal organisation.
-func (h *Handler) apiOrg(c echo.Context, a accounts.Action, orgParam string) (*models.Org, error) {
-	ctx := c.Request().Context()
-	u := CurrentUser(c)
-	if orgParam == "" {
-		orgs, err := h.DB.OrgsOfUser(ctx, u.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, om := range orgs {
-			if om.Org.Personal {
-				orgParam = strconv.FormatInt(om.Org.ID, 10)
-			}
-		}
-	}
-	id, err := strconv.ParseInt(orgParam, 10, 64)
-	if err != nil || id <= 0 {
-		return nil, &apperr.Error{Code: apperr.EINVALID, Field: "org_id", Message: "org_id must be an organisation id"}
-	}
-	org, _, err := h.Accounts.Authorize(ctx, u, id, a)
-	return org, err
-}
-
 // APIWallet is GET /api/v1/wallet.
 func (h *Handler) APIWallet(c echo.Context) error {
-	org, err := h.apiOrg(c, accounts.ViewWallet, c.QueryParam("org_id"))
+	org, err := h.APIOrg(c, accounts.ViewWallet, c.QueryParam("org_id"))
 	if err != nil {
 		return err
 	}
@@ -343,7 +319,7 @@ func (h *Handler) APIWallet(c echo.Context) error {
 
 // APIWalletLedger is GET /api/v1/wallet/ledger (?kind, from, to, page, per_page).
 func (h *Handler) APIWalletLedger(c echo.Context) error {
-	org, err := h.apiOrg(c, accounts.ViewWallet, c.QueryParam("org_id"))
+	org, err := h.APIOrg(c, accounts.ViewWallet, c.QueryParam("org_id"))
 	if err != nil {
 		return err
 	}
@@ -351,7 +327,7 @@ func (h *Handler) APIWalletLedger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pg, err := pageParams(c)
+	pg, err := PageParams(c)
 	if err != nil {
 		return err
 	}
@@ -381,7 +357,7 @@ func (h *Handler) APITopupCreate(c echo.Context) error {
 		Method    string `json:"method"`
 		OrgID     int64  `json:"org_id"`
 	}
-	dec := jsonDecoder(c)
+	dec := JSONDecoder(c)
 	if err := dec.Decode(&in); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want JSON {\"amount_fen\":N,\"method\":\"stripe\"|\"bank_transfer\"}"}
 	}
@@ -389,7 +365,7 @@ func (h *Handler) APITopupCreate(c echo.Context) error {
 	if in.OrgID != 0 {
 		orgParam = strconv.FormatInt(in.OrgID, 10)
 	}
-	org, err := h.apiOrg(c, accounts.TopUp, orgParam)
+	org, err := h.APIOrg(c, accounts.TopUp, orgParam)
 	if err != nil {
 		return err
 	}
