@@ -8,7 +8,7 @@ import (
 	"suanli/offers"
 	"suanli/tco"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/tcopages"
 )
 
 // TCO is GET /tco: buying GPUs against renting the cheapest live offers.
@@ -41,7 +41,7 @@ func (h *Handler) TCO(c echo.Context) error {
 	}
 	refCapex, refRunning := tco.Reference()
 	shown := raw.Get("shown_gpu")
-	vm := pages.TCOVM{
+	vm := tcopages.TCOVM{
 		Plan: tcoPlanVM(plan), Fields: tco.Fields, Errors: fieldMessages(Lang(c), errs), Raw: raw,
 		ModelChanged: shown != "" && shown != q.Model.Slug,
 		RefCapexFen:  refCapex, RefRunningFen: refRunning,
@@ -51,23 +51,23 @@ func (h *Handler) TCO(c echo.Context) error {
 	vc.Path = canonical
 	if IsHTMX(c) {
 		c.Response().Header().Set("HX-Push-Url", canonical)
-		return Render(c, http.StatusOK, pages.TCOResults(vc, vm, true))
+		return Render(c, http.StatusOK, tcopages.TCOResults(vc, vm, true))
 	}
-	return Render(c, http.StatusOK, pages.TCOPage(vc, vm))
+	return Render(c, http.StatusOK, tcopages.TCOPage(vc, vm))
 }
 
 // tcoPlanVM maps a computed comparison to the calculator's view model.
-func tcoPlanVM(p tco.Plan) pages.TCOPlan {
+func tcoPlanVM(p tco.Plan) tcopages.TCOPlan {
 	from := func(s string) string {
 		switch s {
 		case tco.FromOffer:
-			return pages.TCOFromOffer
+			return tcopages.TCOFromOffer
 		case tco.FromEntered:
-			return pages.TCOFromEntered
+			return tcopages.TCOFromEntered
 		}
 		return s
 	}
-	return pages.TCOPlan{
+	return tcopages.TCOPlan{
 		Model: p.Query.Model, Asked: p.Query.Input,
 		OnDemandFen: p.Query.OnDemandFen, OffpeakDiscountPct: p.Query.OffpeakDiscountPct, MonthlyFen: p.Query.MonthlyFen,
 		Student: p.Student, Listed: p.Offers.Listed,
@@ -79,11 +79,11 @@ func tcoPlanVM(p tco.Plan) pages.TCOPlan {
 
 // tcoOfferVM maps a live offer to what the calculator shows of it (nil
 // for none).
-func tcoOfferVM(o *offers.Listed) *pages.TCOOffer {
+func tcoOfferVM(o *offers.Listed) *tcopages.TCOOffer {
 	if o == nil {
 		return nil
 	}
-	v := &pages.TCOOffer{
+	v := &tcopages.TCOOffer{
 		ID: o.ID, PricePerGPUHourFen: o.PricePerGPUHourFen, MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen,
 		OffpeakDiscountPct: o.OffpeakDiscountPct, StudentDiscountPct: o.StudentDiscountPct,
 		Demo: o.Demo, Synthetic: o.Synthetic,

@@ -1,4 +1,7 @@
-package pages
+// Package tcopages renders the own-versus-rent calculator (GET /tco):
+// its form, its results fragment and its chart, from plain view models
+// the handler builds.
+package tcopages
 
 import (
 	"fmt"
