@@ -331,3 +331,52 @@ func TestArchitectureRulesCatch(t *testing.T) {
 		t.Error("no rule holds for _test files")
 	}
 }
+
+// maxPackageLines is the most hand-written lines a package may hold: its
+// non-test .go files (generated _templ.go files excepted) and its .templ
+// sources. A package that outgrows it has become more than one concern;
+// split it along its seams instead of raising the limit.
+const maxPackageLines = 3000
+
+// TestArchitecturePackageSize fails on a package that holds more than
+// maxPackageLines hand-written lines.
+func TestArchitecturePackageSize(t *testing.T) {
+	lines := map[string]int{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
+				return filepath.SkipDir // another module
+			}
+			return nil
+		}
+		handWritten := strings.HasSuffix(name, ".templ") ||
+			strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") && !strings.HasSuffix(name, "_templ.go")
+		if !handWritten {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines[filepath.ToSlash(filepath.Dir(path))] += strings.Count(string(b), "\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) < 20 {
+		t.Fatalf("counted only %d packages: is the test running in the module root?", len(lines))
+	}
+	for dir, n := range lines {
+		if n > maxPackageLines {
+			t.Errorf("package %s holds %d hand-written lines, more than %d: split it along its seams", dir, n, maxPackageLines)
+		}
+	}
+}
