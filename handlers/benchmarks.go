@@ -136,7 +136,7 @@ func (h *Handler) APINodeBenchmarks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := pg.within(total); err != nil {
+	if err := pg.Within(total); err != nil {
 		return err
 	}
 	out := struct {

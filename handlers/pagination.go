@@ -56,10 +56,10 @@ func PageParams(c echo.Context) (APIPage, error) {
 	return p, nil
 }
 
-// within refuses a page past the last one, as GET /api/v1/offers does:
+// Within refuses a page past the last one, as GET /api/v1/offers does:
 // a client that walks pages learns it went too far instead of reading an
 // empty page as "no more". Page 1 of an empty list is an empty list.
-func (p APIPage) within(total int64) error {
+func (p APIPage) Within(total int64) error {
 	if p.Page == 1 || int64(p.Offset()) < total {
 		return nil
 	}

@@ -167,7 +167,7 @@ func (h *Handler) APIProviderDatacentersList(c echo.Context) error {
 		return err
 	}
 	// A provider has few datacentres: the page is cut from all of them.
-	if err := pg.within(int64(len(all))); err != nil {
+	if err := pg.Within(int64(len(all))); err != nil {
 		return err
 	}
 	lo, hi := pg.Slice(len(all))
@@ -293,7 +293,7 @@ func (h *Handler) APIProviderNodesList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := pg.within(int64(len(all))); err != nil {
+	if err := pg.Within(int64(len(all))); err != nil {
 		return err
 	}
 	lo, hi := pg.Slice(len(all))
@@ -461,7 +461,7 @@ func (h *Handler) APIProviderOffersList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := pg.within(int64(len(all))); err != nil {
+	if err := pg.Within(int64(len(all))); err != nil {
 		return err
 	}
 	lo, hi := pg.Slice(len(all))

@@ -341,7 +341,7 @@ func (h *Handler) APIWalletLedger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := pg.within(total); err != nil {
+	if err := pg.Within(total); err != nil {
 		return err
 	}
 	if lines == nil {
