@@ -7,6 +7,7 @@ import (
 
 	"suanli/agent"
 	"suanli/handlers"
+	"suanli/handlers/provider"
 	"suanli/routenames"
 	"suanli/static"
 )
@@ -20,6 +21,7 @@ type route struct {
 
 // routes is the one route table of the application.
 func routes(h *handlers.Handler, m *metrics) []route {
+	ph := &provider.Handler{Handler: h}
 	return []route{
 		{"GET", "/", routenames.Home, h.OffersList, public},
 		{"GET", "/offers", routenames.OffersList, h.OffersList, public},
@@ -104,45 +106,45 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/admin/audit.csv", routenames.AdminAuditCSV, h.AdminAuditCSV, admin},
 
 		// Provider portal pages (/provider/…).
-		{"GET", "/provider", routenames.ProviderHome, h.ProviderHome, user},
-		{"POST", "/provider/signup", routenames.ProviderSignup, h.ProviderSignup, user},
-		{"GET", "/provider/:pid", routenames.ProviderDashboard, h.ProviderDashboard, user},
-		{"GET", "/provider/:pid/profile", routenames.ProviderProfile, h.ProviderProfile, user},
-		{"POST", "/provider/:pid/profile", routenames.ProviderProfilePost, h.ProviderProfileSave, user},
-		{"GET", "/provider/:pid/datacenters", routenames.ProviderDatacenters, h.ProviderDatacenters, user},
-		{"POST", "/provider/:pid/datacenters", routenames.ProviderDatacentersCreate, h.ProviderDatacenterCreate, user},
-		{"GET", "/provider/:pid/datacenters/:id/edit", routenames.ProviderDatacentersEdit, h.ProviderDatacenterEdit, user},
-		{"POST", "/provider/:pid/datacenters/:id", routenames.ProviderDatacentersUpdate, h.ProviderDatacenterUpdate, user},
-		{"GET", "/provider/:pid/nodes", routenames.ProviderNodes, h.ProviderNodes, user},
-		{"GET", "/provider/:pid/nodes/live", routenames.ProviderNodesLive, h.ProviderNodesLive, user},
-		{"POST", "/provider/:pid/nodes", routenames.ProviderNodesCreate, h.ProviderNodeCreate, user},
-		{"GET", "/provider/:pid/nodes/:id", routenames.ProviderNodesShow, h.ProviderNode, user},
-		{"GET", "/provider/:pid/nodes/:id/live", routenames.ProviderNodesLiveOne, h.ProviderNodeLive, user},
-		{"POST", "/provider/:pid/nodes/:id/status", routenames.ProviderNodesStatus, h.ProviderNodeStatus, user},
-		{"POST", "/provider/:pid/nodes/:id/token", routenames.ProviderNodesToken, h.ProviderNodeToken, user},
-		{"GET", "/provider/:pid/offers", routenames.ProviderOffers, h.ProviderOffers, user},
-		{"GET", "/provider/:pid/offers/new", routenames.ProviderOffersNew, h.ProviderOfferNew, user},
-		{"POST", "/provider/:pid/offers", routenames.ProviderOffersCreate, h.ProviderOfferCreate, user},
-		{"GET", "/provider/:pid/offers/:id/edit", routenames.ProviderOffersEdit, h.ProviderOfferEdit, user},
-		{"POST", "/provider/:pid/offers/:id", routenames.ProviderOffersUpdate, h.ProviderOfferUpdate, user},
-		{"POST", "/provider/:pid/offers/:id/status", routenames.ProviderOffersStatus, h.ProviderOfferStatus, user},
-		{"GET", "/provider/:pid/capacity", routenames.ProviderCapacity, h.ProviderCapacity, user},
-		{"GET", "/provider/:pid/earnings", routenames.ProviderEarnings, h.ProviderEarnings, user},
-		{"GET", "/provider/:pid/earnings/statement", routenames.ProviderStatement, h.ProviderStatement, user},
-		{"GET", "/provider/:pid/earnings/statement.csv", routenames.ProviderStatementCSV, h.ProviderStatementCSV, user},
-		{"POST", "/provider/:pid/connect", routenames.ProviderConnect, h.ProviderConnect, user},
-		{"GET", "/provider/:pid/connect/return", routenames.ProviderConnectReturn, h.ProviderConnectReturn, user},
+		{"GET", "/provider", routenames.ProviderHome, ph.ProviderHome, user},
+		{"POST", "/provider/signup", routenames.ProviderSignup, ph.ProviderSignup, user},
+		{"GET", "/provider/:pid", routenames.ProviderDashboard, ph.ProviderDashboard, user},
+		{"GET", "/provider/:pid/profile", routenames.ProviderProfile, ph.ProviderProfile, user},
+		{"POST", "/provider/:pid/profile", routenames.ProviderProfilePost, ph.ProviderProfileSave, user},
+		{"GET", "/provider/:pid/datacenters", routenames.ProviderDatacenters, ph.ProviderDatacenters, user},
+		{"POST", "/provider/:pid/datacenters", routenames.ProviderDatacentersCreate, ph.ProviderDatacenterCreate, user},
+		{"GET", "/provider/:pid/datacenters/:id/edit", routenames.ProviderDatacentersEdit, ph.ProviderDatacenterEdit, user},
+		{"POST", "/provider/:pid/datacenters/:id", routenames.ProviderDatacentersUpdate, ph.ProviderDatacenterUpdate, user},
+		{"GET", "/provider/:pid/nodes", routenames.ProviderNodes, ph.ProviderNodes, user},
+		{"GET", "/provider/:pid/nodes/live", routenames.ProviderNodesLive, ph.ProviderNodesLive, user},
+		{"POST", "/provider/:pid/nodes", routenames.ProviderNodesCreate, ph.ProviderNodeCreate, user},
+		{"GET", "/provider/:pid/nodes/:id", routenames.ProviderNodesShow, ph.ProviderNode, user},
+		{"GET", "/provider/:pid/nodes/:id/live", routenames.ProviderNodesLiveOne, ph.ProviderNodeLive, user},
+		{"POST", "/provider/:pid/nodes/:id/status", routenames.ProviderNodesStatus, ph.ProviderNodeStatus, user},
+		{"POST", "/provider/:pid/nodes/:id/token", routenames.ProviderNodesToken, ph.ProviderNodeToken, user},
+		{"GET", "/provider/:pid/offers", routenames.ProviderOffers, ph.ProviderOffers, user},
+		{"GET", "/provider/:pid/offers/new", routenames.ProviderOffersNew, ph.ProviderOfferNew, user},
+		{"POST", "/provider/:pid/offers", routenames.ProviderOffersCreate, ph.ProviderOfferCreate, user},
+		{"GET", "/provider/:pid/offers/:id/edit", routenames.ProviderOffersEdit, ph.ProviderOfferEdit, user},
+		{"POST", "/provider/:pid/offers/:id", routenames.ProviderOffersUpdate, ph.ProviderOfferUpdate, user},
+		{"POST", "/provider/:pid/offers/:id/status", routenames.ProviderOffersStatus, ph.ProviderOfferStatus, user},
+		{"GET", "/provider/:pid/capacity", routenames.ProviderCapacity, ph.ProviderCapacity, user},
+		{"GET", "/provider/:pid/earnings", routenames.ProviderEarnings, ph.ProviderEarnings, user},
+		{"GET", "/provider/:pid/earnings/statement", routenames.ProviderStatement, ph.ProviderStatement, user},
+		{"GET", "/provider/:pid/earnings/statement.csv", routenames.ProviderStatementCSV, ph.ProviderStatementCSV, user},
+		{"POST", "/provider/:pid/connect", routenames.ProviderConnect, ph.ProviderConnect, user},
+		{"GET", "/provider/:pid/connect/return", routenames.ProviderConnectReturn, ph.ProviderConnectReturn, user},
 
 		// Provider API (/api/v1/provider/…), with the same API tokens.
-		{"GET", "/api/v1/provider/datacenters", routenames.APIProviderDatacentersList, h.APIProviderDatacentersList, user},
-		{"POST", "/api/v1/provider/datacenters", routenames.APIProviderDatacentersCreate, h.APIProviderDatacenterCreate, user},
-		{"GET", "/api/v1/provider/nodes", routenames.APIProviderNodesList, h.APIProviderNodesList, user},
-		{"POST", "/api/v1/provider/nodes", routenames.APIProviderNodesCreate, h.APIProviderNodeCreate, user},
-		{"GET", "/api/v1/provider/nodes/:id", routenames.APIProviderNodesShow, h.APIProviderNodeShow, user},
-		{"GET", "/api/v1/provider/offers", routenames.APIProviderOffersList, h.APIProviderOffersList, user},
-		{"POST", "/api/v1/provider/offers", routenames.APIProviderOffersCreate, h.APIProviderOfferCreate, user},
-		{"GET", "/api/v1/provider/offers/:id", routenames.APIProviderOffersShow, h.APIProviderOfferShow, user},
-		{"PATCH", "/api/v1/provider/offers/:id", routenames.APIProviderOffersUpdate, h.APIProviderOfferUpdate, user},
+		{"GET", "/api/v1/provider/datacenters", routenames.APIProviderDatacentersList, ph.APIProviderDatacentersList, user},
+		{"POST", "/api/v1/provider/datacenters", routenames.APIProviderDatacentersCreate, ph.APIProviderDatacenterCreate, user},
+		{"GET", "/api/v1/provider/nodes", routenames.APIProviderNodesList, ph.APIProviderNodesList, user},
+		{"POST", "/api/v1/provider/nodes", routenames.APIProviderNodesCreate, ph.APIProviderNodeCreate, user},
+		{"GET", "/api/v1/provider/nodes/:id", routenames.APIProviderNodesShow, ph.APIProviderNodeShow, user},
+		{"GET", "/api/v1/provider/offers", routenames.APIProviderOffersList, ph.APIProviderOffersList, user},
+		{"POST", "/api/v1/provider/offers", routenames.APIProviderOffersCreate, ph.APIProviderOfferCreate, user},
+		{"GET", "/api/v1/provider/offers/:id", routenames.APIProviderOffersShow, ph.APIProviderOfferShow, user},
+		{"PATCH", "/api/v1/provider/offers/:id", routenames.APIProviderOffersUpdate, ph.APIProviderOfferUpdate, user},
 
 		// The API's OpenAPI document, and its reference page rendered from it.
 		{"GET", "/api/v1/openapi.json", routenames.APIOpenAPI, h.APIOpenAPI, public},

@@ -1,4 +1,4 @@
-package handlers
+package provider
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/providers"
 )
@@ -47,7 +48,7 @@ func (h *Handler) callerProvider(c echo.Context, named int64, from func() (int64
 			return 0, err
 		}
 	}
-	mine, err := h.Providers.Mine(c.Request().Context(), CurrentUser(c))
+	mine, err := h.Providers.Mine(c.Request().Context(), handlers.CurrentUser(c))
 	if err != nil {
 		return 0, err
 	}
@@ -126,7 +127,7 @@ func apiDatacenter(d models.Datacenter) APIProviderDatacenter {
 // APIProviderDatacenterCreate is POST /api/v1/provider/datacenters.
 func (h *Handler) APIProviderDatacenterCreate(c echo.Context) error {
 	var in datacenterBody
-	if err := JSONDecoder(c).Decode(&in); err != nil {
+	if err := handlers.JSONDecoder(c).Decode(&in); err != nil {
 		return badBody(err, `{"provider_id"?:N,"name":"…","name_en"?:"…","city":"chengdu","district"?:"…","tier"?:"Tier III","uplink_gbps"?:N}`)
 	}
 	pid, err := h.callerProvider(c, in.ProviderID, nil)
@@ -142,7 +143,7 @@ func (h *Handler) APIProviderDatacenterCreate(c echo.Context) error {
 	if districtEN == "" {
 		districtEN = in.District
 	}
-	dc, err := h.Providers.CreateDatacenter(c.Request().Context(), CurrentUser(c), pid, providers.DatacenterInput{
+	dc, err := h.Providers.CreateDatacenter(c.Request().Context(), handlers.CurrentUser(c), pid, providers.DatacenterInput{
 		NameZH: in.Name, NameEN: in.NameEN, City: in.City, DistrictZH: in.District, DistrictEN: districtEN,
 		Tier: in.Tier, UplinkGbps: in.UplinkGbps, Latencies: lats})
 	if err != nil {
@@ -158,11 +159,11 @@ func (h *Handler) APIProviderDatacentersList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pg, err := PageParams(c)
+	pg, err := handlers.PageParams(c)
 	if err != nil {
 		return err
 	}
-	all, err := h.Providers.Datacenters(c.Request().Context(), CurrentUser(c), pid)
+	all, err := h.Providers.Datacenters(c.Request().Context(), handlers.CurrentUser(c), pid)
 	if err != nil {
 		return err
 	}
@@ -259,7 +260,7 @@ type nodeBody struct {
 // one-time registration token and the commands that start its agent.
 func (h *Handler) APIProviderNodeCreate(c echo.Context) error {
 	var in nodeBody
-	if err := JSONDecoder(c).Decode(&in); err != nil {
+	if err := handlers.JSONDecoder(c).Decode(&in); err != nil {
 		return badBody(err, `{"datacenter_id":N,"name":"gpu-host-1"}`)
 	}
 	ctx := c.Request().Context()
@@ -267,7 +268,7 @@ func (h *Handler) APIProviderNodeCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, tok, err := h.Providers.AddNode(ctx, CurrentUser(c), pid, providers.NodeInput{DatacenterID: in.DatacenterID, Name: in.Name})
+	n, tok, err := h.Providers.AddNode(ctx, handlers.CurrentUser(c), pid, providers.NodeInput{DatacenterID: in.DatacenterID, Name: in.Name})
 	if err != nil {
 		return err
 	}
@@ -285,11 +286,11 @@ func (h *Handler) APIProviderNodesList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pg, err := PageParams(c)
+	pg, err := handlers.PageParams(c)
 	if err != nil {
 		return err
 	}
-	all, err := h.Providers.Nodes(c.Request().Context(), CurrentUser(c), pid)
+	all, err := h.Providers.Nodes(c.Request().Context(), handlers.CurrentUser(c), pid)
 	if err != nil {
 		return err
 	}
@@ -311,7 +312,7 @@ func (h *Handler) APIProviderNodesList(c echo.Context) error {
 // APIProviderNodeShow is GET /api/v1/provider/nodes/{id}: live status,
 // GPUs with their NVML verdicts, incidents and offers.
 func (h *Handler) APIProviderNodeShow(c echo.Context) error {
-	id, err := ParseID(c, "id", "node")
+	id, err := handlers.ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
@@ -320,7 +321,7 @@ func (h *Handler) APIProviderNodeShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.Providers.Node(ctx, CurrentUser(c), pid, id)
+	d, err := h.Providers.Node(ctx, handlers.CurrentUser(c), pid, id)
 	if err != nil {
 		return err
 	}
@@ -424,7 +425,7 @@ type offerBody struct {
 // another GPU model than the node's agent reports is refused with 422.
 func (h *Handler) APIProviderOfferCreate(c echo.Context) error {
 	var in offerBody
-	if err := JSONDecoder(c).Decode(&in); err != nil {
+	if err := handlers.JSONDecoder(c).Decode(&in); err != nil {
 		return badBody(err, `{"node_id":N,"gpu":"<catalogue slug>","gpus":N,"price_per_gpu_hour_fen":N,…}`)
 	}
 	if in.Status != "" && in.Status != models.OfferListed && in.Status != models.OfferPaused {
@@ -435,7 +436,7 @@ func (h *Handler) APIProviderOfferCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := h.Providers.CreateOffer(ctx, CurrentUser(c), pid, providers.OfferInput{NodeID: in.NodeID, GPU: in.GPU, MaxGPUs: in.GPUs,
+	o, err := h.Providers.CreateOffer(ctx, handlers.CurrentUser(c), pid, providers.OfferInput{NodeID: in.NodeID, GPU: in.GPU, MaxGPUs: in.GPUs,
 		VCPUPerGPU: in.VCPUPerGPU, RAMGBPerGPU: in.RAMGBPerGPU, DiskGB: in.DiskGB, Interconnect: in.Interconnect,
 		PricePerGPUHourFen: in.PricePerGPUHourFen, WeeklyPricePerGPUFen: in.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: in.MonthlyPricePerGPUFen,
 		OffpeakDiscountPct: in.OffpeakDiscountPct, StudentDiscountPct: in.StudentDiscountPct, MinDurationS: in.MinDurationS,
@@ -453,11 +454,11 @@ func (h *Handler) APIProviderOffersList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pg, err := PageParams(c)
+	pg, err := handlers.PageParams(c)
 	if err != nil {
 		return err
 	}
-	all, err := h.Providers.Offers(c.Request().Context(), CurrentUser(c), pid)
+	all, err := h.Providers.Offers(c.Request().Context(), handlers.CurrentUser(c), pid)
 	if err != nil {
 		return err
 	}
@@ -475,7 +476,7 @@ func (h *Handler) APIProviderOffersList(c echo.Context) error {
 
 // APIProviderOfferShow is GET /api/v1/provider/offers/{id}.
 func (h *Handler) APIProviderOfferShow(c echo.Context) error {
-	id, err := ParseID(c, "id", "offer")
+	id, err := handlers.ParseID(c, "id", "offer")
 	if err != nil {
 		return err
 	}
@@ -484,7 +485,7 @@ func (h *Handler) APIProviderOfferShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := h.Providers.Offer(ctx, CurrentUser(c), pid, id)
+	o, err := h.Providers.Offer(ctx, handlers.CurrentUser(c), pid, id)
 	if err != nil {
 		return err
 	}
@@ -532,12 +533,12 @@ type offerPatchBody struct {
 // APIProviderOfferUpdate is PATCH /api/v1/provider/offers/{id}: a partial
 // update; {"status":"paused"} pauses the offer, {"status":"listed"} lists it.
 func (h *Handler) APIProviderOfferUpdate(c echo.Context) error {
-	id, err := ParseID(c, "id", "offer")
+	id, err := handlers.ParseID(c, "id", "offer")
 	if err != nil {
 		return err
 	}
 	var in offerPatchBody
-	if err := JSONDecoder(c).Decode(&in); err != nil {
+	if err := handlers.JSONDecoder(c).Decode(&in); err != nil {
 		return badBody(err, `{"price_per_gpu_hour_fen"?:N,"gpus"?:N,"status"?:"listed"|"paused",…}`)
 	}
 	ctx := c.Request().Context()
@@ -554,7 +555,7 @@ func (h *Handler) APIProviderOfferUpdate(c echo.Context) error {
 	if in.MonthlyPricePerGPUFen.Set {
 		patch.MonthlyPricePerGPUFen = &in.MonthlyPricePerGPUFen.V
 	}
-	o, err := h.Providers.UpdateOffer(ctx, CurrentUser(c), pid, id, patch)
+	o, err := h.Providers.UpdateOffer(ctx, handlers.CurrentUser(c), pid, id, patch)
 	if err != nil {
 		return err
 	}

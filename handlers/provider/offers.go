@@ -1,4 +1,4 @@
-package handlers
+package provider
 
 import (
 	"net/http"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/providers"
@@ -35,7 +36,7 @@ const (
 
 // offerForm reads the offer form.
 func offerForm(c echo.Context) views.Form {
-	f := ReadForm(c, offerFormFields...)
+	f := handlers.ReadForm(c, offerFormFields...)
 	if fv, err := c.FormParams(); err == nil {
 		f.Values["sla_tiers"] = strings.Join(fv["sla_tiers"], ",")
 	}
@@ -52,7 +53,7 @@ type offerNumbers struct {
 }
 
 func parseOfferNumbers(c echo.Context, f *views.Form) offerNumbers {
-	vc := ViewCtx(c)
+	vc := handlers.ViewCtx(c)
 	n := offerNumbers{maxGPUs: intField(c, f, "max_gpus"), vcpu: intField(c, f, "vcpu_per_gpu"), ram: intField(c, f, "ram_gb_per_gpu"),
 		disk: intField(c, f, "disk_gb"), offpeak: intField(c, f, "offpeak_discount_pct"), student: intField(c, f, "student_discount_pct")}
 	if s := strings.TrimSpace(f.Get("min_duration_min")); s != "" {
@@ -74,7 +75,7 @@ func parseOfferNumbers(c echo.Context, f *views.Form) offerNumbers {
 		name string
 		dst  **int64
 	}{{"weekly_price", &n.weekly}, {"monthly_price", &n.monthly}} {
-		v, e := YuanField(*f, p.name)
+		v, e := handlers.YuanField(*f, p.name)
 		if e != nil {
 			f.Errors[p.name] = vc.T("provider.err.yuan")
 		}
@@ -109,11 +110,11 @@ func (h *Handler) ProviderOffers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.ProviderOffersPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.ProviderOffersPage(handlers.ViewCtx(c), vm))
 }
 
 func (h *Handler) offersVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell) (pages.ProviderOffersVM, error) {
-	ctx, u := c.Request().Context(), CurrentUser(c)
+	ctx, u := c.Request().Context(), handlers.CurrentUser(c)
 	vm := pages.ProviderOffersVM{Shell: shell, NodeNames: map[int64]string{}, Refusal: map[int64]string{}}
 	var err error
 	if vm.Offers, err = h.Providers.Offers(ctx, u, acc.Provider.ID); err != nil {
@@ -127,7 +128,7 @@ func (h *Handler) offersVM(c echo.Context, acc *providers.Account, shell pages.P
 }
 
 func (h *Handler) offerFormVM(c echo.Context, shell pages.ProviderShell, o *models.Offer, f views.Form) (pages.ProviderOfferFormVM, error) {
-	nodes, err := h.Providers.Nodes(c.Request().Context(), CurrentUser(c), shell.Provider.ID)
+	nodes, err := h.Providers.Nodes(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID)
 	live := nodes[:0:0]
 	for _, n := range nodes {
 		if n.Node.Status != models.NodeRemoved {
@@ -143,7 +144,7 @@ func (h *Handler) ProviderOfferNew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c)
+	f := handlers.ReadForm(c)
 	for k, v := range map[string]string{"vcpu_per_gpu": "8", "ram_gb_per_gpu": "64", "disk_gb": "500", "min_duration_min": "1",
 		"offpeak_discount_pct": "0", "student_discount_pct": "0", "sla_tiers": "standard,premium", "node_id": c.QueryParam("node_id")} {
 		f.Values[k] = v
@@ -161,7 +162,7 @@ func (h *Handler) ProviderOfferNew(c echo.Context) error {
 			}
 		}
 	}
-	return Render(c, http.StatusOK, pages.ProviderOfferFormPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderOfferCreate is POST /provider/{pid}/offers. A model that is not
@@ -179,14 +180,14 @@ func (h *Handler) ProviderOfferCreate(c echo.Context) error {
 	}
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
-		_, err := h.Providers.CreateOffer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, providers.OfferInput{
+		_, err := h.Providers.CreateOffer(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, providers.OfferInput{
 			NodeID: nodeID, GPU: f.Get("gpu"), MaxGPUs: n.maxGPUs, VCPUPerGPU: n.vcpu, RAMGBPerGPU: n.ram, DiskGB: n.disk,
 			Interconnect: f.Get("interconnect"), PricePerGPUHourFen: n.price, WeeklyPricePerGPUFen: n.weekly, MonthlyPricePerGPUFen: n.monthly,
 			OffpeakDiscountPct: n.offpeak, StudentDiscountPct: n.student, MinDurationS: n.minDurS, SLATiers: n.tiers, Paused: f.Get("paused") != "",
 		})
 		if err == nil {
 			h.Flash(c, "provider.offer.created")
-			return SeeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
+			return handlers.SeeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, offerAliases); err != nil {
 			return err
@@ -196,16 +197,16 @@ func (h *Handler) ProviderOfferCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, status, pages.ProviderOfferFormPage(ViewCtx(c), vm))
+	return handlers.Render(c, status, pages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
 }
 
 // offerFromPath loads the provider's offer :id.
 func (h *Handler) providerOfferFromPath(c echo.Context, shell pages.ProviderShell) (*models.Offer, error) {
-	id, err := ParseID(c, "id", "offer")
+	id, err := handlers.ParseID(c, "id", "offer")
 	if err != nil {
 		return nil, err
 	}
-	return h.Providers.Offer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, id)
+	return h.Providers.Offer(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, id)
 }
 
 // ProviderOfferEdit is GET /provider/{pid}/offers/{id}/edit.
@@ -218,7 +219,7 @@ func (h *Handler) ProviderOfferEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c)
+	f := handlers.ReadForm(c)
 	for k, v := range map[string]string{"max_gpus": strconv.Itoa(o.MaxGPUs), "vcpu_per_gpu": strconv.Itoa(o.VCPUPerGPU),
 		"ram_gb_per_gpu": strconv.Itoa(o.RAMGBPerGPU), "disk_gb": strconv.Itoa(o.DiskGB), "price": pricing.FenToYuanString(o.PricePerGPUHourFen),
 		"offpeak_discount_pct": strconv.Itoa(o.OffpeakDiscountPct), "student_discount_pct": strconv.Itoa(o.StudentDiscountPct),
@@ -235,7 +236,7 @@ func (h *Handler) ProviderOfferEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.ProviderOfferFormPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderOfferUpdate is POST /provider/{pid}/offers/{id}: every field but
@@ -254,7 +255,7 @@ func (h *Handler) ProviderOfferUpdate(c echo.Context) error {
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
 		tiers := n.tiers
-		_, err := h.Providers.UpdateOffer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, o.ID, providers.OfferPatch{
+		_, err := h.Providers.UpdateOffer(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, o.ID, providers.OfferPatch{
 			MaxGPUs: optInt(f, "max_gpus", n.maxGPUs), VCPUPerGPU: optInt(f, "vcpu_per_gpu", n.vcpu), RAMGBPerGPU: optInt(f, "ram_gb_per_gpu", n.ram),
 			DiskGB: optInt(f, "disk_gb", n.disk), PricePerGPUHourFen: &n.price,
 			WeeklyPricePerGPUFen: &n.weekly, MonthlyPricePerGPUFen: &n.monthly, OffpeakDiscountPct: optInt(f, "offpeak_discount_pct", n.offpeak),
@@ -262,7 +263,7 @@ func (h *Handler) ProviderOfferUpdate(c echo.Context) error {
 		})
 		if err == nil {
 			h.Flash(c, "provider.offer.saved")
-			return SeeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
+			return handlers.SeeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, offerAliases); err != nil {
 			return err
@@ -272,7 +273,7 @@ func (h *Handler) ProviderOfferUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, status, pages.ProviderOfferFormPage(ViewCtx(c), vm))
+	return handlers.Render(c, status, pages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderOfferStatus is POST /provider/{pid}/offers/{id}/status: pause
@@ -287,16 +288,16 @@ func (h *Handler) ProviderOfferStatus(c echo.Context) error {
 		return err
 	}
 	st := c.FormValue("status")
-	_, err = h.Providers.UpdateOffer(c.Request().Context(), CurrentUser(c), shell.Provider.ID, o.ID, providers.OfferPatch{Status: &st})
+	_, err = h.Providers.UpdateOffer(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, o.ID, providers.OfferPatch{Status: &st})
 	if err == nil {
 		if st == models.OfferPaused {
 			h.Flash(c, "provider.offer.paused")
 		} else {
 			h.Flash(c, "provider.offer.listed")
 		}
-		return SeeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
+		return handlers.SeeOther(c, c.Echo().Reverse(routenames.ProviderOffers, shell.PID()))
 	}
-	f := ReadForm(c)
+	f := handlers.ReadForm(c)
 	code, err := providerFormError(c, &f, err, nil)
 	if err != nil {
 		return err
@@ -306,5 +307,5 @@ func (h *Handler) ProviderOfferStatus(c echo.Context) error {
 		return err
 	}
 	vm.Refusal[o.ID] = f.Err("_form")
-	return Render(c, code, pages.ProviderOffersPage(ViewCtx(c), vm))
+	return handlers.Render(c, code, pages.ProviderOffersPage(handlers.ViewCtx(c), vm))
 }

@@ -1,4 +1,4 @@
-package handlers
+package provider
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
+	"suanli/handlers"
 	"suanli/providers"
 	"suanli/routenames"
 	"suanli/views/pages"
@@ -19,20 +20,20 @@ func (h *Handler) ProviderCapacity(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	capa, err := h.Providers.Capacity(c.Request().Context(), CurrentUser(c), acc.Provider.ID)
+	capa, err := h.Providers.Capacity(c.Request().Context(), handlers.CurrentUser(c), acc.Provider.ID)
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.ProviderCapacityPage(ViewCtx(c), pages.ProviderCapacityVM{Shell: shell, C: *capa}))
+	return handlers.Render(c, http.StatusOK, pages.ProviderCapacityPage(handlers.ViewCtx(c), pages.ProviderCapacityVM{Shell: shell, C: *capa}))
 }
 
 // statement loads the month's statement (?month=YYYY-MM). A month that
 // does not parse gives the current one and its message, with 422.
 func (h *Handler) statement(c echo.Context, acc *providers.Account) (*providers.Statement, string, error) {
-	ctx, u := c.Request().Context(), CurrentUser(c)
+	ctx, u := c.Request().Context(), handlers.CurrentUser(c)
 	st, err := h.Providers.Statement(ctx, u, acc.Provider.ID, strings.TrimSpace(c.QueryParam("month")))
 	if code := apperr.Code(err); code == apperr.EINVALID {
-		msg := ViewCtx(c).T("provider.err.month")
+		msg := handlers.ViewCtx(c).T("provider.err.month")
 		st, err = h.Providers.Statement(ctx, u, acc.Provider.ID, "")
 		return st, msg, err
 	}
@@ -55,7 +56,7 @@ func (h *Handler) earnings(c echo.Context, print bool) error {
 	if monthErr != "" {
 		status = http.StatusUnprocessableEntity
 	}
-	return Render(c, status, pages.ProviderEarningsPage(ViewCtx(c), pages.ProviderEarningsVM{Shell: shell, S: *st,
+	return handlers.Render(c, status, pages.ProviderEarningsPage(handlers.ViewCtx(c), pages.ProviderEarningsVM{Shell: shell, S: *st,
 		Connect: h.connectAvailable(), Print: print, MonthError: monthErr}))
 }
 
@@ -83,7 +84,7 @@ func (h *Handler) ProviderStatementCSV(c echo.Context) error {
 	if monthErr != "" {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "month", Message: "want YYYY-MM", Key: "provider.err.month"}
 	}
-	w, err := CSVAttachment(c, "suanli-statement-"+st.Provider.Slug+"-"+st.Month+".csv",
+	w, err := handlers.CSVAttachment(c, "suanli-statement-"+st.Provider.Slug+"-"+st.Month+".csv",
 		"month", "rental_id", "gpu_model", "gpus", "start_asia_shanghai", "end_asia_shanghai",
 		"gross_cny", "commission_cny", "sla_credit_cny", "net_cny")
 	if err != nil {
@@ -92,13 +93,13 @@ func (h *Handler) ProviderStatementCSV(c echo.Context) error {
 	for _, l := range st.Lines {
 		end := ""
 		if !l.End.IsZero() {
-			end = CSVTime(l.End)
+			end = handlers.CSVTime(l.End)
 		}
-		_ = w.Write([]string{st.Month, strconv.FormatInt(l.RentalID, 10), CSVText(l.GPUModel), strconv.Itoa(l.GPUs),
-			CSVTime(l.Start), end, CSVYuan(l.GrossFen), CSVYuan(l.CommissionFen), CSVYuan(l.SLACreditFen), CSVYuan(l.NetFen - l.SLACreditFen)})
+		_ = w.Write([]string{st.Month, strconv.FormatInt(l.RentalID, 10), handlers.CSVText(l.GPUModel), strconv.Itoa(l.GPUs),
+			handlers.CSVTime(l.Start), end, handlers.CSVYuan(l.GrossFen), handlers.CSVYuan(l.CommissionFen), handlers.CSVYuan(l.SLACreditFen), handlers.CSVYuan(l.NetFen - l.SLACreditFen)})
 	}
-	_ = w.Write([]string{st.Month, "total", "", "", "", "", CSVYuan(st.GrossFen), CSVYuan(st.CommissionFen), CSVYuan(st.SLACreditFen), CSVYuan(st.NetFen)})
-	_ = w.Write([]string{st.Month, "payable_balance_now", "", "", "", "", "", "", "", CSVYuan(st.PayableBalanceFen)})
+	_ = w.Write([]string{st.Month, "total", "", "", "", "", handlers.CSVYuan(st.GrossFen), handlers.CSVYuan(st.CommissionFen), handlers.CSVYuan(st.SLACreditFen), handlers.CSVYuan(st.NetFen)})
+	_ = w.Write([]string{st.Month, "payable_balance_now", "", "", "", "", "", "", "", handlers.CSVYuan(st.PayableBalanceFen)})
 	w.Flush()
 	return w.Error()
 }
@@ -115,7 +116,7 @@ func (h *Handler) ProviderConnect(c echo.Context) error {
 		return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "Stripe Connect is not available; payouts go by bank transfer", Key: "err.connect_unavailable"}
 	}
 	base := strings.TrimRight(h.Providers.BaseURL, "/")
-	url, err := h.Payouts.ConnectOnboard(c.Request().Context(), CurrentUser(c), shell.Provider.ID,
+	url, err := h.Payouts.ConnectOnboard(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID,
 		base+c.Echo().Reverse(routenames.ProviderConnectReturn, shell.PID()), base+c.Echo().Reverse(routenames.ProviderEarnings, shell.PID()))
 	if err != nil {
 		return err

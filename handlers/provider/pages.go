@@ -1,4 +1,8 @@
-package handlers
+// Package provider holds the provider portal's handlers (/provider/…):
+// onboarding, the profile, datacentres, nodes, offers, capacity and
+// earnings, and the provider API (/api/v1/provider/…). Rules live in
+// providers.Service; these bind, call and render.
+package provider
 
 import (
 	"errors"
@@ -10,6 +14,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/catalog"
+	"suanli/handlers"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/providers"
@@ -18,19 +23,23 @@ import (
 	"suanli/views/pages"
 )
 
-// The provider portal's pages (/provider/…): onboarding, the profile and
-// the datacentres here; nodes, offers, capacity and earnings in the other
-// provider_*_pages.go files. Rules live in providers.Service; these bind,
-// call and render.
+// Handler is the provider portal's and provider API's handlers: the
+// shared handlers.Handler (its database, providers.Service and payouts),
+// with this area's methods; web mounts them on the route table.
+type Handler struct{ *handlers.Handler }
+
+// The portal's pages: onboarding, the profile and the datacentres here;
+// nodes, offers, capacity and earnings in nodes.go, offers.go and
+// earnings.go.
 
 // providerAccount loads the provider named by :pid as the user sees it
 // (ENOTFOUND for anyone outside it) and the portal frame for the tab.
 func (h *Handler) providerAccount(c echo.Context, tab string) (*providers.Account, pages.ProviderShell, error) {
-	pid, err := ParseID(c, "pid", "provider")
+	pid, err := handlers.ParseID(c, "pid", "provider")
 	if err != nil {
 		return nil, pages.ProviderShell{}, err
 	}
-	acc, err := h.Providers.Account(c.Request().Context(), CurrentUser(c), pid)
+	acc, err := h.Providers.Account(c.Request().Context(), handlers.CurrentUser(c), pid)
 	if err != nil {
 		return nil, pages.ProviderShell{}, err
 	}
@@ -93,8 +102,8 @@ func providerFormError(c echo.Context, f *views.Form, err error, aliases map[str
 // errText is an error's message in the reader's language (its English
 // message when its key has no translation).
 func errText(c echo.Context, ae *apperr.Error) string {
-	if ae.Key != "" && locales.Has(Lang(c), ae.Key) {
-		return locales.T(Lang(c), ae.Key, ae.Args...)
+	if ae.Key != "" && locales.Has(handlers.Lang(c), ae.Key) {
+		return locales.T(handlers.Lang(c), ae.Key, ae.Args...)
 	}
 	return ae.Message
 }
@@ -108,7 +117,7 @@ func intField(c echo.Context, f *views.Form, name string) int {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 || n > 1<<30 {
-		f.Errors[name] = ViewCtx(c).T("provider.err.whole")
+		f.Errors[name] = handlers.ViewCtx(c).T("provider.err.whole")
 		return 0
 	}
 	return n
@@ -125,39 +134,39 @@ func profileOf(f views.Form) providers.Profile {
 // ProviderHome is GET /provider: the portal of the user's provider, the
 // choice among several, or the onboarding form when there is none.
 func (h *Handler) ProviderHome(c echo.Context) error {
-	accs, err := h.Providers.Mine(c.Request().Context(), CurrentUser(c))
+	accs, err := h.Providers.Mine(c.Request().Context(), handlers.CurrentUser(c))
 	if err != nil {
 		return err
 	}
 	if len(accs) == 1 {
 		return c.Redirect(http.StatusSeeOther, c.Echo().Reverse(routenames.ProviderDashboard, strconv.FormatInt(accs[0].Provider.ID, 10)))
 	}
-	f := ReadForm(c)
-	if u := CurrentUser(c); len(accs) == 0 {
+	f := handlers.ReadForm(c)
+	if u := handlers.CurrentUser(c); len(accs) == 0 {
 		f.Values["contact_name"], f.Values["contact_email"] = u.Name, u.Email
 	}
-	return Render(c, http.StatusOK, pages.ProviderChoosePage(ViewCtx(c), pages.ProviderChooseVM{Accounts: accs, Form: f}))
+	return handlers.Render(c, http.StatusOK, pages.ProviderChoosePage(handlers.ViewCtx(c), pages.ProviderChooseVM{Accounts: accs, Form: f}))
 }
 
 // ProviderSignup is POST /provider/signup: a provider organisation,
 // pending until a platform admin verifies it.
 func (h *Handler) ProviderSignup(c echo.Context) error {
 	ctx := c.Request().Context()
-	f := ReadForm(c, profileFields...)
-	acc, err := h.Providers.SignUp(ctx, CurrentUser(c), profileOf(f))
+	f := handlers.ReadForm(c, profileFields...)
+	acc, err := h.Providers.SignUp(ctx, handlers.CurrentUser(c), profileOf(f))
 	if err == nil {
 		h.Flash(c, "provider.signed_up")
-		return SeeOther(c, c.Echo().Reverse(routenames.ProviderDashboard, strconv.FormatInt(acc.Provider.ID, 10)))
+		return handlers.SeeOther(c, c.Echo().Reverse(routenames.ProviderDashboard, strconv.FormatInt(acc.Provider.ID, 10)))
 	}
 	status, err := providerFormError(c, &f, err, nil)
 	if err != nil {
 		return err
 	}
-	accs, err := h.Providers.Mine(ctx, CurrentUser(c))
+	accs, err := h.Providers.Mine(ctx, handlers.CurrentUser(c))
 	if err != nil {
 		return err
 	}
-	return Render(c, status, pages.ProviderChoosePage(ViewCtx(c), pages.ProviderChooseVM{Accounts: accs, Form: f}))
+	return handlers.Render(c, status, pages.ProviderChoosePage(handlers.ViewCtx(c), pages.ProviderChooseVM{Accounts: accs, Form: f}))
 }
 
 // ProviderDashboard is GET /provider/{pid}: status, counts and next steps.
@@ -166,7 +175,7 @@ func (h *Handler) ProviderDashboard(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, u := c.Request().Context(), CurrentUser(c)
+	ctx, u := c.Request().Context(), handlers.CurrentUser(c)
 	vm := pages.ProviderDashboardVM{Shell: shell, Now: h.DB.Now()}
 	dcs, err := h.Providers.Datacenters(ctx, u, acc.Provider.ID)
 	if err != nil {
@@ -179,7 +188,7 @@ func (h *Handler) ProviderDashboard(c echo.Context) error {
 	if vm.Offers, err = h.Providers.Offers(ctx, u, acc.Provider.ID); err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.ProviderDashboardPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.ProviderDashboardPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderProfile is GET /provider/{pid}/profile.
@@ -189,13 +198,13 @@ func (h *Handler) ProviderProfile(c echo.Context) error {
 		return err
 	}
 	p := acc.Provider
-	f := ReadForm(c)
+	f := handlers.ReadForm(c)
 	for k, v := range map[string]string{"company_name": acc.Org.Name, "contact_name": p.ContactName, "contact_phone": p.ContactPhone,
 		"contact_email": p.ContactEmail, "licence_no": p.LicenceNo, "bank_name": p.BankName, "bank_account_name": p.BankAccountName,
 		"bank_account_no": p.BankAccountNo} {
 		f.Values[k] = v
 	}
-	return Render(c, http.StatusOK, pages.ProviderProfilePage(ViewCtx(c), pages.ProviderProfileVM{Shell: shell, Form: f}))
+	return handlers.Render(c, http.StatusOK, pages.ProviderProfilePage(handlers.ViewCtx(c), pages.ProviderProfileVM{Shell: shell, Form: f}))
 }
 
 // ProviderProfileSave is POST /provider/{pid}/profile.
@@ -204,17 +213,17 @@ func (h *Handler) ProviderProfileSave(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, profileFields...)
-	err = h.Providers.UpdateProfile(c.Request().Context(), CurrentUser(c), acc.Provider.ID, profileOf(f))
+	f := handlers.ReadForm(c, profileFields...)
+	err = h.Providers.UpdateProfile(c.Request().Context(), handlers.CurrentUser(c), acc.Provider.ID, profileOf(f))
 	if err == nil {
 		h.Flash(c, "provider.saved")
-		return SeeOther(c, c.Echo().Reverse(routenames.ProviderProfile, shell.PID()))
+		return handlers.SeeOther(c, c.Echo().Reverse(routenames.ProviderProfile, shell.PID()))
 	}
 	status, err := providerFormError(c, &f, err, nil)
 	if err != nil {
 		return err
 	}
-	return Render(c, status, pages.ProviderProfilePage(ViewCtx(c), pages.ProviderProfileVM{Shell: shell, Form: f}))
+	return handlers.Render(c, status, pages.ProviderProfilePage(handlers.ViewCtx(c), pages.ProviderProfileVM{Shell: shell, Form: f}))
 }
 
 // dcFields are the datacentre form's fields (one declared latency per city).
@@ -239,7 +248,7 @@ func datacenterInput(c echo.Context, f *views.Form) providers.DatacenterInput {
 		}
 		ms, err := strconv.ParseFloat(s, 64)
 		if err != nil || ms != ms {
-			f.Errors[name] = ViewCtx(c).T("provider.err.ms")
+			f.Errors[name] = handlers.ViewCtx(c).T("provider.err.ms")
 			continue
 		}
 		in.Latencies = append(in.Latencies, providers.DeclaredLatency{FromCity: city.Slug, RTTms: ms})
@@ -248,7 +257,7 @@ func datacenterInput(c echo.Context, f *views.Form) providers.DatacenterInput {
 }
 
 func (h *Handler) datacentersVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell, f views.Form) (pages.ProviderDatacentersVM, error) {
-	dcs, err := h.Providers.Datacenters(c.Request().Context(), CurrentUser(c), acc.Provider.ID)
+	dcs, err := h.Providers.Datacenters(c.Request().Context(), handlers.CurrentUser(c), acc.Provider.ID)
 	return pages.ProviderDatacentersVM{Shell: shell, Datacenters: dcs, Form: f}, err
 }
 
@@ -259,11 +268,11 @@ func (h *Handler) ProviderDatacenters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.datacentersVM(c, acc, shell, ReadForm(c))
+	vm, err := h.datacentersVM(c, acc, shell, handlers.ReadForm(c))
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.ProviderDatacentersPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.ProviderDatacentersPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderDatacenterCreate is POST /provider/{pid}/datacenters.
@@ -272,14 +281,14 @@ func (h *Handler) ProviderDatacenterCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, dcFields()...)
+	f := handlers.ReadForm(c, dcFields()...)
 	in := datacenterInput(c, &f)
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
-		_, err := h.Providers.CreateDatacenter(c.Request().Context(), CurrentUser(c), acc.Provider.ID, in)
+		_, err := h.Providers.CreateDatacenter(c.Request().Context(), handlers.CurrentUser(c), acc.Provider.ID, in)
 		if err == nil {
 			h.Flash(c, "provider.dc.created")
-			return SeeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
+			return handlers.SeeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, nil); err != nil {
 			return err
@@ -289,13 +298,13 @@ func (h *Handler) ProviderDatacenterCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, status, pages.ProviderDatacentersPage(ViewCtx(c), vm))
+	return handlers.Render(c, status, pages.ProviderDatacentersPage(handlers.ViewCtx(c), vm))
 }
 
 // datacenterFromPath finds the datacentre :id among the provider's
 // (ENOTFOUND when it is not one of them).
 func datacenterFromPath(c echo.Context, vm *pages.ProviderDatacentersVM) error {
-	id, err := ParseID(c, "id", "datacentre")
+	id, err := handlers.ParseID(c, "id", "datacentre")
 	if err != nil {
 		return err
 	}
@@ -314,7 +323,7 @@ func (h *Handler) ProviderDatacenterEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.datacentersVM(c, acc, shell, ReadForm(c))
+	vm, err := h.datacentersVM(c, acc, shell, handlers.ReadForm(c))
 	if err != nil {
 		return err
 	}
@@ -331,7 +340,7 @@ func (h *Handler) ProviderDatacenterEdit(c echo.Context) error {
 			vm.Form.Values["latency_"+l.FromCity] = strconv.FormatFloat(l.RTTms, 'f', -1, 64)
 		}
 	}
-	return Render(c, http.StatusOK, pages.ProviderDatacentersPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.ProviderDatacentersPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderDatacenterUpdate is POST /provider/{pid}/datacenters/{id}.
@@ -340,7 +349,7 @@ func (h *Handler) ProviderDatacenterUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, dcFields()...)
+	f := handlers.ReadForm(c, dcFields()...)
 	vm, err := h.datacentersVM(c, acc, shell, f)
 	if err != nil {
 		return err
@@ -351,15 +360,15 @@ func (h *Handler) ProviderDatacenterUpdate(c echo.Context) error {
 	in := datacenterInput(c, &f)
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
-		err := h.Providers.UpdateDatacenter(c.Request().Context(), CurrentUser(c), acc.Provider.ID, vm.Editing.ID, in)
+		err := h.Providers.UpdateDatacenter(c.Request().Context(), handlers.CurrentUser(c), acc.Provider.ID, vm.Editing.ID, in)
 		if err == nil {
 			h.Flash(c, "provider.saved")
-			return SeeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
+			return handlers.SeeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
 		}
 		if status, err = providerFormError(c, &f, err, nil); err != nil {
 			return err
 		}
 	}
 	vm.Form = f
-	return Render(c, status, pages.ProviderDatacentersPage(ViewCtx(c), vm))
+	return handlers.Render(c, status, pages.ProviderDatacentersPage(handlers.ViewCtx(c), vm))
 }

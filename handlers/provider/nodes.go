@@ -1,4 +1,4 @@
-package handlers
+package provider
 
 import (
 	"net/http"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/providers"
 	"suanli/routenames"
@@ -15,7 +16,7 @@ import (
 )
 
 func (h *Handler) nodesVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell, f views.Form) (pages.ProviderNodesVM, error) {
-	ctx, u := c.Request().Context(), CurrentUser(c)
+	ctx, u := c.Request().Context(), handlers.CurrentUser(c)
 	vm := pages.ProviderNodesVM{Shell: shell, Form: f, Now: h.DB.Now()}
 	var err error
 	if vm.Nodes, err = h.Providers.Nodes(ctx, u, acc.Provider.ID); err != nil {
@@ -38,11 +39,11 @@ func (h *Handler) ProviderNodes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.nodesVM(c, acc, shell, ReadForm(c))
+	vm, err := h.nodesVM(c, acc, shell, handlers.ReadForm(c))
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.ProviderNodesPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.ProviderNodesPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderNodesLive is GET /provider/{pid}/nodes/live: the node list alone,
@@ -52,11 +53,11 @@ func (h *Handler) ProviderNodesLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.nodesVM(c, acc, shell, ReadForm(c))
+	vm, err := h.nodesVM(c, acc, shell, handlers.ReadForm(c))
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.ProviderNodesLive(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.ProviderNodesLive(handlers.ViewCtx(c), vm))
 }
 
 // ProviderNodeCreate is POST /provider/{pid}/nodes: the node is made and
@@ -67,8 +68,8 @@ func (h *Handler) ProviderNodeCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, u := c.Request().Context(), CurrentUser(c)
-	f := ReadForm(c, "datacenter_id", "name")
+	ctx, u := c.Request().Context(), handlers.CurrentUser(c)
+	f := handlers.ReadForm(c, "datacenter_id", "name")
 	dcID, perr := strconv.ParseInt(strings.TrimSpace(f.Get("datacenter_id")), 10, 64)
 	if perr != nil && f.Get("datacenter_id") != "" {
 		dcID = -1 // not a datacentre of this provider: the market says so
@@ -85,12 +86,12 @@ func (h *Handler) ProviderNodeCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, status, pages.ProviderNodesPage(ViewCtx(c), vm))
+	return handlers.Render(c, status, pages.ProviderNodesPage(handlers.ViewCtx(c), vm))
 }
 
 // nodeVM loads the node :id of the provider for its page.
 func (h *Handler) nodeVM(c echo.Context, shell pages.ProviderShell, nodeID int64) (pages.ProviderNodeVM, error) {
-	d, err := h.Providers.Node(c.Request().Context(), CurrentUser(c), shell.Provider.ID, nodeID)
+	d, err := h.Providers.Node(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, nodeID)
 	if err != nil {
 		return pages.ProviderNodeVM{}, err
 	}
@@ -108,7 +109,7 @@ func (h *Handler) renderNode(c echo.Context, shell pages.ProviderShell, nodeID i
 		vm.Token, vm.Install = token, h.Providers.InstallCommands(&vm.D.Node, token)
 	}
 	vm.Refusal = refusal
-	return Render(c, status, pages.ProviderNodePage(ViewCtx(c), vm))
+	return handlers.Render(c, status, pages.ProviderNodePage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderNode is GET /provider/{pid}/nodes/{id}.
@@ -117,7 +118,7 @@ func (h *Handler) ProviderNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := ParseID(c, "id", "node")
+	id, err := handlers.ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func (h *Handler) ProviderNodeLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := ParseID(c, "id", "node")
+	id, err := handlers.ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ func (h *Handler) ProviderNodeLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.ProviderNodeLive(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.ProviderNodeLive(handlers.ViewCtx(c), vm))
 }
 
 // nodeStatusFlash is the message after a node status change.
@@ -157,21 +158,21 @@ func (h *Handler) ProviderNodeStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := ParseID(c, "id", "node")
+	id, err := handlers.ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
 	status := c.FormValue("status")
-	err = h.Providers.SetNodeStatus(c.Request().Context(), CurrentUser(c), shell.Provider.ID, id, status)
+	err = h.Providers.SetNodeStatus(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, id, status)
 	if err == nil {
 		key := nodeStatusFlash[models.NodeStatus(status)]
 		if key == "" {
 			key = "provider.saved"
 		}
 		h.Flash(c, key)
-		return SeeOther(c, c.Echo().Reverse(routenames.ProviderNodesShow, shell.PID(), strconv.FormatInt(id, 10)))
+		return handlers.SeeOther(c, c.Echo().Reverse(routenames.ProviderNodesShow, shell.PID(), strconv.FormatInt(id, 10)))
 	}
-	f := ReadForm(c)
+	f := handlers.ReadForm(c)
 	code, err := providerFormError(c, &f, err, nil)
 	if err != nil {
 		return err
@@ -186,13 +187,13 @@ func (h *Handler) ProviderNodeToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := ParseID(c, "id", "node")
+	id, err := handlers.ParseID(c, "id", "node")
 	if err != nil {
 		return err
 	}
-	token, err := h.Providers.RenewNodeToken(c.Request().Context(), CurrentUser(c), shell.Provider.ID, id)
+	token, err := h.Providers.RenewNodeToken(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, id)
 	if err != nil {
-		f := ReadForm(c)
+		f := handlers.ReadForm(c)
 		code, err := providerFormError(c, &f, err, nil)
 		if err != nil {
 			return err
