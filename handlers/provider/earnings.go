@@ -11,7 +11,7 @@ import (
 	"suanli/handlers"
 	"suanli/providers"
 	"suanli/routenames"
-	"suanli/views/pages"
+	"suanli/views/providerpages"
 )
 
 // ProviderCapacity is GET /provider/{pid}/capacity.
@@ -24,7 +24,7 @@ func (h *Handler) ProviderCapacity(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderCapacityPage(handlers.ViewCtx(c), pages.ProviderCapacityVM{Shell: shell, C: *capa}))
+	return handlers.Render(c, http.StatusOK, providerpages.ProviderCapacityPage(handlers.ViewCtx(c), providerpages.ProviderCapacityVM{Shell: shell, From: capa.From, Nodes: capacityVM(capa)}))
 }
 
 // statement loads the month's statement (?month=YYYY-MM). A month that
@@ -56,7 +56,7 @@ func (h *Handler) earnings(c echo.Context, print bool) error {
 	if monthErr != "" {
 		status = http.StatusUnprocessableEntity
 	}
-	return handlers.Render(c, status, pages.ProviderEarningsPage(handlers.ViewCtx(c), pages.ProviderEarningsVM{Shell: shell, S: *st,
+	return handlers.Render(c, status, providerpages.ProviderEarningsPage(handlers.ViewCtx(c), providerpages.ProviderEarningsVM{Shell: shell, S: statementVM(st, handlers.Lang(c)),
 		Connect: h.connectAvailable(), Print: print, MonthError: monthErr}))
 }
 
@@ -116,7 +116,7 @@ func (h *Handler) ProviderConnect(c echo.Context) error {
 		return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "Stripe Connect is not available; payouts go by bank transfer", Key: "err.connect_unavailable"}
 	}
 	base := strings.TrimRight(h.Providers.BaseURL, "/")
-	url, err := h.Payouts.ConnectOnboard(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID,
+	url, err := h.Payouts.ConnectOnboard(c.Request().Context(), handlers.CurrentUser(c), shell.ProviderID,
 		base+c.Echo().Reverse(routenames.ProviderConnectReturn, shell.PID()), base+c.Echo().Reverse(routenames.ProviderEarnings, shell.PID()))
 	if err != nil {
 		return err
@@ -133,7 +133,7 @@ func (h *Handler) ProviderConnectReturn(c echo.Context) error {
 		return err
 	}
 	if h.connectAvailable() {
-		if _, err := h.Payouts.RefreshConnect(c.Request().Context(), shell.Provider.ID); err != nil {
+		if _, err := h.Payouts.RefreshConnect(c.Request().Context(), shell.ProviderID); err != nil {
 			return err
 		}
 		h.Flash(c, "provider.connect.updated")

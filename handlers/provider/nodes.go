@@ -12,21 +12,23 @@ import (
 	"suanli/providers"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/providerpages"
 )
 
-func (h *Handler) nodesVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell, f views.Form) (pages.ProviderNodesVM, error) {
+func (h *Handler) nodesVM(c echo.Context, acc *providers.Account, shell providerpages.ProviderShell, f views.Form) (providerpages.ProviderNodesVM, error) {
 	ctx, u := c.Request().Context(), handlers.CurrentUser(c)
-	vm := pages.ProviderNodesVM{Shell: shell, Form: f, Now: h.DB.Now()}
-	var err error
-	if vm.Nodes, err = h.Providers.Nodes(ctx, u, acc.Provider.ID); err != nil {
+	lang := handlers.Lang(c)
+	vm := providerpages.ProviderNodesVM{Shell: shell, Form: f, Now: h.DB.Now()}
+	nodes, err := h.Providers.Nodes(ctx, u, acc.Provider.ID)
+	if err != nil {
 		return vm, err
 	}
+	vm.Nodes = nodeRowsVM(nodes, lang)
 	dcs, err := h.Providers.Datacenters(ctx, u, acc.Provider.ID)
 	// New nodes go into the provider's own datacentres only.
 	for _, d := range dcs {
 		if !d.Shared {
-			vm.Datacenters = append(vm.Datacenters, d)
+			vm.Datacenters = append(vm.Datacenters, datacenterVM(d, lang))
 		}
 	}
 	return vm, err
@@ -43,7 +45,7 @@ func (h *Handler) ProviderNodes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderNodesPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, providerpages.ProviderNodesPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderNodesLive is GET /provider/{pid}/nodes/live: the node list alone,
@@ -57,7 +59,7 @@ func (h *Handler) ProviderNodesLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderNodesLive(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, providerpages.ProviderNodesLive(handlers.ViewCtx(c), vm))
 }
 
 // ProviderNodeCreate is POST /provider/{pid}/nodes: the node is made and
@@ -86,30 +88,34 @@ func (h *Handler) ProviderNodeCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, status, pages.ProviderNodesPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, status, providerpages.ProviderNodesPage(handlers.ViewCtx(c), vm))
 }
 
-// nodeVM loads the node :id of the provider for its page.
-func (h *Handler) nodeVM(c echo.Context, shell pages.ProviderShell, nodeID int64) (pages.ProviderNodeVM, error) {
-	d, err := h.Providers.Node(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, nodeID)
+// nodeVM loads the node :id of the provider for its page, with the
+// node's record (its install commands are made from it).
+func (h *Handler) nodeVM(c echo.Context, shell providerpages.ProviderShell, nodeID int64) (providerpages.ProviderNodeVM, *providers.NodeDetail, error) {
+	d, err := h.Providers.Node(c.Request().Context(), handlers.CurrentUser(c), shell.ProviderID, nodeID)
 	if err != nil {
-		return pages.ProviderNodeVM{}, err
+		return providerpages.ProviderNodeVM{}, nil, err
 	}
-	return pages.ProviderNodeVM{Shell: shell, D: *d, Now: h.DB.Now()}, nil
+	vm := providerpages.ProviderNodeVM{Shell: shell, Now: h.DB.Now()}
+	nodeDetailVM(&vm, d, handlers.Lang(c))
+	return vm, d, nil
 }
 
 // renderNode renders the node's page, with its new token and the install
 // commands when token is not empty, and a refused change's reason.
-func (h *Handler) renderNode(c echo.Context, shell pages.ProviderShell, nodeID int64, token, refusal string, status int) error {
-	vm, err := h.nodeVM(c, shell, nodeID)
+func (h *Handler) renderNode(c echo.Context, shell providerpages.ProviderShell, nodeID int64, token, refusal string, status int) error {
+	vm, d, err := h.nodeVM(c, shell, nodeID)
 	if err != nil {
 		return err
 	}
 	if token != "" {
-		vm.Token, vm.Install = token, h.Providers.InstallCommands(&vm.D.Node, token)
+		ic := h.Providers.InstallCommands(&d.Node, token)
+		vm.Token, vm.Install = token, providerpages.InstallCommands{Shell: ic.Shell, Systemd: ic.Systemd, Docker: ic.Docker}
 	}
 	vm.Refusal = refusal
-	return handlers.Render(c, status, pages.ProviderNodePage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, status, providerpages.ProviderNodePage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderNode is GET /provider/{pid}/nodes/{id}.
@@ -136,11 +142,11 @@ func (h *Handler) ProviderNodeLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.nodeVM(c, shell, id)
+	vm, _, err := h.nodeVM(c, shell, id)
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderNodeLive(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, providerpages.ProviderNodeLive(handlers.ViewCtx(c), vm))
 }
 
 // nodeStatusFlash is the message after a node status change.
@@ -163,7 +169,7 @@ func (h *Handler) ProviderNodeStatus(c echo.Context) error {
 		return err
 	}
 	status := c.FormValue("status")
-	err = h.Providers.SetNodeStatus(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, id, status)
+	err = h.Providers.SetNodeStatus(c.Request().Context(), handlers.CurrentUser(c), shell.ProviderID, id, status)
 	if err == nil {
 		key := nodeStatusFlash[models.NodeStatus(status)]
 		if key == "" {
@@ -191,7 +197,7 @@ func (h *Handler) ProviderNodeToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	token, err := h.Providers.RenewNodeToken(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, id)
+	token, err := h.Providers.RenewNodeToken(c.Request().Context(), handlers.CurrentUser(c), shell.ProviderID, id)
 	if err != nil {
 		f := handlers.ReadForm(c)
 		code, err := providerFormError(c, &f, err, nil)

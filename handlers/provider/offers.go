@@ -13,7 +13,7 @@ import (
 	"suanli/providers"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/providerpages"
 )
 
 // offerFormFields are the offer form's fields; sla_tiers is repeatable
@@ -110,16 +110,17 @@ func (h *Handler) ProviderOffers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderOffersPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, providerpages.ProviderOffersPage(handlers.ViewCtx(c), vm))
 }
 
-func (h *Handler) offersVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell) (pages.ProviderOffersVM, error) {
+func (h *Handler) offersVM(c echo.Context, acc *providers.Account, shell providerpages.ProviderShell) (providerpages.ProviderOffersVM, error) {
 	ctx, u := c.Request().Context(), handlers.CurrentUser(c)
-	vm := pages.ProviderOffersVM{Shell: shell, NodeNames: map[int64]string{}, Refusal: map[int64]string{}}
-	var err error
-	if vm.Offers, err = h.Providers.Offers(ctx, u, acc.Provider.ID); err != nil {
+	vm := providerpages.ProviderOffersVM{Shell: shell, NodeNames: map[int64]string{}, Refusal: map[int64]string{}}
+	offers, err := h.Providers.Offers(ctx, u, acc.Provider.ID)
+	if err != nil {
 		return vm, err
 	}
+	vm.Offers = offersVM(offers)
 	nodes, err := h.Providers.Nodes(ctx, u, acc.Provider.ID)
 	for _, n := range nodes {
 		vm.NodeNames[n.Node.ID] = n.Node.Name
@@ -127,15 +128,20 @@ func (h *Handler) offersVM(c echo.Context, acc *providers.Account, shell pages.P
 	return vm, err
 }
 
-func (h *Handler) offerFormVM(c echo.Context, shell pages.ProviderShell, o *models.Offer, f views.Form) (pages.ProviderOfferFormVM, error) {
-	nodes, err := h.Providers.Nodes(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID)
+func (h *Handler) offerFormVM(c echo.Context, shell providerpages.ProviderShell, o *models.Offer, f views.Form) (providerpages.ProviderOfferFormVM, error) {
+	nodes, err := h.Providers.Nodes(c.Request().Context(), handlers.CurrentUser(c), shell.ProviderID)
 	live := nodes[:0:0]
 	for _, n := range nodes {
 		if n.Node.Status != models.NodeRemoved {
 			live = append(live, n)
 		}
 	}
-	return pages.ProviderOfferFormVM{Shell: shell, Offer: o, Nodes: live, Form: f}, err
+	vm := providerpages.ProviderOfferFormVM{Shell: shell, Nodes: nodeRowsVM(live, handlers.Lang(c)), Form: f}
+	if o != nil {
+		ov := offerVM(*o)
+		vm.Offer = &ov
+	}
+	return vm, err
 }
 
 // ProviderOfferNew is GET /provider/{pid}/offers/new (?node_id= preselects a node).
@@ -162,7 +168,7 @@ func (h *Handler) ProviderOfferNew(c echo.Context) error {
 			}
 		}
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, providerpages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderOfferCreate is POST /provider/{pid}/offers. A model that is not
@@ -180,7 +186,7 @@ func (h *Handler) ProviderOfferCreate(c echo.Context) error {
 	}
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
-		_, err := h.Providers.CreateOffer(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, providers.OfferInput{
+		_, err := h.Providers.CreateOffer(c.Request().Context(), handlers.CurrentUser(c), shell.ProviderID, providers.OfferInput{
 			NodeID: nodeID, GPU: f.Get("gpu"), MaxGPUs: n.maxGPUs, VCPUPerGPU: n.vcpu, RAMGBPerGPU: n.ram, DiskGB: n.disk,
 			Interconnect: f.Get("interconnect"), PricePerGPUHourFen: n.price, WeeklyPricePerGPUFen: n.weekly, MonthlyPricePerGPUFen: n.monthly,
 			OffpeakDiscountPct: n.offpeak, StudentDiscountPct: n.student, MinDurationS: n.minDurS, SLATiers: n.tiers, Paused: f.Get("paused") != "",
@@ -197,16 +203,16 @@ func (h *Handler) ProviderOfferCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, status, pages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, status, providerpages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
 }
 
 // offerFromPath loads the provider's offer :id.
-func (h *Handler) providerOfferFromPath(c echo.Context, shell pages.ProviderShell) (*models.Offer, error) {
+func (h *Handler) providerOfferFromPath(c echo.Context, shell providerpages.ProviderShell) (*models.Offer, error) {
 	id, err := handlers.ParseID(c, "id", "offer")
 	if err != nil {
 		return nil, err
 	}
-	return h.Providers.Offer(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, id)
+	return h.Providers.Offer(c.Request().Context(), handlers.CurrentUser(c), shell.ProviderID, id)
 }
 
 // ProviderOfferEdit is GET /provider/{pid}/offers/{id}/edit.
@@ -236,7 +242,7 @@ func (h *Handler) ProviderOfferEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, providerpages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderOfferUpdate is POST /provider/{pid}/offers/{id}: every field but
@@ -255,7 +261,7 @@ func (h *Handler) ProviderOfferUpdate(c echo.Context) error {
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
 		tiers := n.tiers
-		_, err := h.Providers.UpdateOffer(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, o.ID, providers.OfferPatch{
+		_, err := h.Providers.UpdateOffer(c.Request().Context(), handlers.CurrentUser(c), shell.ProviderID, o.ID, providers.OfferPatch{
 			MaxGPUs: optInt(f, "max_gpus", n.maxGPUs), VCPUPerGPU: optInt(f, "vcpu_per_gpu", n.vcpu), RAMGBPerGPU: optInt(f, "ram_gb_per_gpu", n.ram),
 			DiskGB: optInt(f, "disk_gb", n.disk), PricePerGPUHourFen: &n.price,
 			WeeklyPricePerGPUFen: &n.weekly, MonthlyPricePerGPUFen: &n.monthly, OffpeakDiscountPct: optInt(f, "offpeak_discount_pct", n.offpeak),
@@ -273,7 +279,7 @@ func (h *Handler) ProviderOfferUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, status, pages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, status, providerpages.ProviderOfferFormPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderOfferStatus is POST /provider/{pid}/offers/{id}/status: pause
@@ -288,7 +294,7 @@ func (h *Handler) ProviderOfferStatus(c echo.Context) error {
 		return err
 	}
 	st := c.FormValue("status")
-	_, err = h.Providers.UpdateOffer(c.Request().Context(), handlers.CurrentUser(c), shell.Provider.ID, o.ID, providers.OfferPatch{Status: &st})
+	_, err = h.Providers.UpdateOffer(c.Request().Context(), handlers.CurrentUser(c), shell.ProviderID, o.ID, providers.OfferPatch{Status: &st})
 	if err == nil {
 		if st == models.OfferPaused {
 			h.Flash(c, "provider.offer.paused")
@@ -307,5 +313,5 @@ func (h *Handler) ProviderOfferStatus(c echo.Context) error {
 		return err
 	}
 	vm.Refusal[o.ID] = f.Err("_form")
-	return handlers.Render(c, code, pages.ProviderOffersPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, code, providerpages.ProviderOffersPage(handlers.ViewCtx(c), vm))
 }

@@ -16,11 +16,10 @@ import (
 	"suanli/catalog"
 	"suanli/handlers"
 	"suanli/locales"
-	"suanli/models"
 	"suanli/providers"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/providerpages"
 )
 
 // Handler is the provider portal's and provider API's handlers: the
@@ -34,26 +33,21 @@ type Handler struct{ *handlers.Handler }
 
 // providerAccount loads the provider named by :pid as the user sees it
 // (ENOTFOUND for anyone outside it) and the portal frame for the tab.
-func (h *Handler) providerAccount(c echo.Context, tab string) (*providers.Account, pages.ProviderShell, error) {
+func (h *Handler) providerAccount(c echo.Context, tab string) (*providers.Account, providerpages.ProviderShell, error) {
 	pid, err := handlers.ParseID(c, "pid", "provider")
 	if err != nil {
-		return nil, pages.ProviderShell{}, err
+		return nil, providerpages.ProviderShell{}, err
 	}
 	acc, err := h.Providers.Account(c.Request().Context(), handlers.CurrentUser(c), pid)
 	if err != nil {
-		return nil, pages.ProviderShell{}, err
+		return nil, providerpages.ProviderShell{}, err
 	}
-	return acc, providerShell(acc, tab), nil
-}
-
-func providerShell(acc *providers.Account, tab string) pages.ProviderShell {
-	return pages.ProviderShell{Provider: acc.Provider, Org: acc.Org, Role: acc.Role, Tab: tab,
-		CanManage: acc.CanWrite() && acc.Org.Status != models.OrgRejected && acc.Org.SuspendedAt == nil}
+	return acc, providerShell(acc, tab, handlers.Lang(c)), nil
 }
 
 // providerWriter is providerAccount for a change: anyone who may look but
 // not change is refused (403) before the input is read.
-func (h *Handler) providerWriter(c echo.Context, tab string) (*providers.Account, pages.ProviderShell, error) {
+func (h *Handler) providerWriter(c echo.Context, tab string) (*providers.Account, providerpages.ProviderShell, error) {
 	acc, shell, err := h.providerAccount(c, tab)
 	if err == nil && !shell.CanManage {
 		err = apperr.Errorf(apperr.EFORBIDDEN, "only the provider's owners and admins may change this")
@@ -145,7 +139,7 @@ func (h *Handler) ProviderHome(c echo.Context) error {
 	if u := handlers.CurrentUser(c); len(accs) == 0 {
 		f.Values["contact_name"], f.Values["contact_email"] = u.Name, u.Email
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderChoosePage(handlers.ViewCtx(c), pages.ProviderChooseVM{Accounts: accs, Form: f}))
+	return handlers.Render(c, http.StatusOK, providerpages.ProviderChoosePage(handlers.ViewCtx(c), providerpages.ProviderChooseVM{Accounts: accountsVM(accs, handlers.Lang(c)), Form: f}))
 }
 
 // ProviderSignup is POST /provider/signup: a provider organisation,
@@ -166,7 +160,7 @@ func (h *Handler) ProviderSignup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, status, pages.ProviderChoosePage(handlers.ViewCtx(c), pages.ProviderChooseVM{Accounts: accs, Form: f}))
+	return handlers.Render(c, status, providerpages.ProviderChoosePage(handlers.ViewCtx(c), providerpages.ProviderChooseVM{Accounts: accountsVM(accs, handlers.Lang(c)), Form: f}))
 }
 
 // ProviderDashboard is GET /provider/{pid}: status, counts and next steps.
@@ -176,19 +170,23 @@ func (h *Handler) ProviderDashboard(c echo.Context) error {
 		return err
 	}
 	ctx, u := c.Request().Context(), handlers.CurrentUser(c)
-	vm := pages.ProviderDashboardVM{Shell: shell, Now: h.DB.Now()}
+	vm := providerpages.ProviderDashboardVM{Shell: shell, Now: h.DB.Now()}
 	dcs, err := h.Providers.Datacenters(ctx, u, acc.Provider.ID)
 	if err != nil {
 		return err
 	}
 	vm.Datacenters = len(dcs)
-	if vm.Nodes, err = h.Providers.Nodes(ctx, u, acc.Provider.ID); err != nil {
+	nodes, err := h.Providers.Nodes(ctx, u, acc.Provider.ID)
+	if err != nil {
 		return err
 	}
-	if vm.Offers, err = h.Providers.Offers(ctx, u, acc.Provider.ID); err != nil {
+	vm.Nodes = nodeRowsVM(nodes, handlers.Lang(c))
+	offers, err := h.Providers.Offers(ctx, u, acc.Provider.ID)
+	if err != nil {
 		return err
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderDashboardPage(handlers.ViewCtx(c), vm))
+	vm.Offers = len(offers)
+	return handlers.Render(c, http.StatusOK, providerpages.ProviderDashboardPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderProfile is GET /provider/{pid}/profile.
@@ -204,7 +202,7 @@ func (h *Handler) ProviderProfile(c echo.Context) error {
 		"bank_account_no": p.BankAccountNo} {
 		f.Values[k] = v
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderProfilePage(handlers.ViewCtx(c), pages.ProviderProfileVM{Shell: shell, Form: f}))
+	return handlers.Render(c, http.StatusOK, providerpages.ProviderProfilePage(handlers.ViewCtx(c), providerpages.ProviderProfileVM{Shell: shell, Form: f}))
 }
 
 // ProviderProfileSave is POST /provider/{pid}/profile.
@@ -223,7 +221,7 @@ func (h *Handler) ProviderProfileSave(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, status, pages.ProviderProfilePage(handlers.ViewCtx(c), pages.ProviderProfileVM{Shell: shell, Form: f}))
+	return handlers.Render(c, status, providerpages.ProviderProfilePage(handlers.ViewCtx(c), providerpages.ProviderProfileVM{Shell: shell, Form: f}))
 }
 
 // dcFields are the datacentre form's fields (one declared latency per city).
@@ -256,9 +254,21 @@ func datacenterInput(c echo.Context, f *views.Form) providers.DatacenterInput {
 	return in
 }
 
-func (h *Handler) datacentersVM(c echo.Context, acc *providers.Account, shell pages.ProviderShell, f views.Form) (pages.ProviderDatacentersVM, error) {
-	dcs, err := h.Providers.Datacenters(c.Request().Context(), handlers.CurrentUser(c), acc.Provider.ID)
-	return pages.ProviderDatacentersVM{Shell: shell, Datacenters: dcs, Form: f}, err
+// datacenters loads the provider's datacentres.
+func (h *Handler) datacenters(c echo.Context, acc *providers.Account) ([]providers.DatacenterView, error) {
+	return h.Providers.Datacenters(c.Request().Context(), handlers.CurrentUser(c), acc.Provider.ID)
+}
+
+// datacentersPage renders the datacentres' page: the list, and the form
+// for editing (nil: a new one).
+func datacentersPage(c echo.Context, status int, shell providerpages.ProviderShell, dcs []providers.DatacenterView, editing *providers.DatacenterView, f views.Form) error {
+	lang := handlers.Lang(c)
+	vm := providerpages.ProviderDatacentersVM{Shell: shell, Datacenters: datacentersVM(dcs, lang), Form: f, Tiers: providers.DatacenterTiers}
+	if editing != nil {
+		d := datacenterVM(*editing, lang)
+		vm.Editing = &d
+	}
+	return handlers.Render(c, status, providerpages.ProviderDatacentersPage(handlers.ViewCtx(c), vm))
 }
 
 // ProviderDatacenters is GET /provider/{pid}/datacenters: the list and the
@@ -268,11 +278,11 @@ func (h *Handler) ProviderDatacenters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.datacentersVM(c, acc, shell, handlers.ReadForm(c))
+	dcs, err := h.datacenters(c, acc)
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderDatacentersPage(handlers.ViewCtx(c), vm))
+	return datacentersPage(c, http.StatusOK, shell, dcs, nil, handlers.ReadForm(c))
 }
 
 // ProviderDatacenterCreate is POST /provider/{pid}/datacenters.
@@ -294,27 +304,26 @@ func (h *Handler) ProviderDatacenterCreate(c echo.Context) error {
 			return err
 		}
 	}
-	vm, err := h.datacentersVM(c, acc, shell, f)
+	dcs, err := h.datacenters(c, acc)
 	if err != nil {
 		return err
 	}
-	return handlers.Render(c, status, pages.ProviderDatacentersPage(handlers.ViewCtx(c), vm))
+	return datacentersPage(c, status, shell, dcs, nil, f)
 }
 
 // datacenterFromPath finds the datacentre :id among the provider's
 // (ENOTFOUND when it is not one of them).
-func datacenterFromPath(c echo.Context, vm *pages.ProviderDatacentersVM) error {
+func datacenterFromPath(c echo.Context, dcs []providers.DatacenterView) (*providers.DatacenterView, error) {
 	id, err := handlers.ParseID(c, "id", "datacentre")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for i := range vm.Datacenters {
-		if vm.Datacenters[i].ID == id {
-			vm.Editing = &vm.Datacenters[i]
-			return nil
+	for i := range dcs {
+		if dcs[i].ID == id {
+			return &dcs[i], nil
 		}
 	}
-	return apperr.NotFound("datacentre")
+	return nil, apperr.NotFound("datacentre")
 }
 
 // ProviderDatacenterEdit is GET /provider/{pid}/datacenters/{id}/edit.
@@ -323,24 +332,25 @@ func (h *Handler) ProviderDatacenterEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm, err := h.datacentersVM(c, acc, shell, handlers.ReadForm(c))
+	dcs, err := h.datacenters(c, acc)
 	if err != nil {
 		return err
 	}
-	if err := datacenterFromPath(c, &vm); err != nil {
+	d, err := datacenterFromPath(c, dcs)
+	if err != nil {
 		return err
 	}
-	d := vm.Editing
+	f := handlers.ReadForm(c)
 	for k, v := range map[string]string{"name": d.NameZH, "name_en": d.NameEN, "city": d.City, "district": d.DistrictZH,
 		"district_en": d.DistrictEN, "tier": d.Tier, "uplink_gbps": strconv.Itoa(d.UplinkGbps)} {
-		vm.Form.Values[k] = v
+		f.Values[k] = v
 	}
 	for _, l := range d.Latencies {
 		if l.Source == providers.LatencyDeclared {
-			vm.Form.Values["latency_"+l.FromCity] = strconv.FormatFloat(l.RTTms, 'f', -1, 64)
+			f.Values["latency_"+l.FromCity] = strconv.FormatFloat(l.RTTms, 'f', -1, 64)
 		}
 	}
-	return handlers.Render(c, http.StatusOK, pages.ProviderDatacentersPage(handlers.ViewCtx(c), vm))
+	return datacentersPage(c, http.StatusOK, shell, dcs, d, f)
 }
 
 // ProviderDatacenterUpdate is POST /provider/{pid}/datacenters/{id}.
@@ -350,17 +360,18 @@ func (h *Handler) ProviderDatacenterUpdate(c echo.Context) error {
 		return err
 	}
 	f := handlers.ReadForm(c, dcFields()...)
-	vm, err := h.datacentersVM(c, acc, shell, f)
+	dcs, err := h.datacenters(c, acc)
 	if err != nil {
 		return err
 	}
-	if err := datacenterFromPath(c, &vm); err != nil {
+	d, err := datacenterFromPath(c, dcs)
+	if err != nil {
 		return err
 	}
 	in := datacenterInput(c, &f)
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
-		err := h.Providers.UpdateDatacenter(c.Request().Context(), handlers.CurrentUser(c), acc.Provider.ID, vm.Editing.ID, in)
+		err := h.Providers.UpdateDatacenter(c.Request().Context(), handlers.CurrentUser(c), acc.Provider.ID, d.ID, in)
 		if err == nil {
 			h.Flash(c, "provider.saved")
 			return handlers.SeeOther(c, c.Echo().Reverse(routenames.ProviderDatacenters, shell.PID()))
@@ -369,6 +380,5 @@ func (h *Handler) ProviderDatacenterUpdate(c echo.Context) error {
 			return err
 		}
 	}
-	vm.Form = f
-	return handlers.Render(c, status, pages.ProviderDatacentersPage(handlers.ViewCtx(c), vm))
+	return datacentersPage(c, status, shell, dcs, d, f)
 }
