@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"net/http"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/routenames"
 	"suanli/views/pages"
@@ -41,7 +42,7 @@ func (h *Handler) AdminJobs(c echo.Context) error {
 	if vm.Failed, err = h.DB.FailedJobs(ctx, failedJobsShown); err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.AdminJobsPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.AdminJobsPage(handlers.ViewCtx(c), vm))
 }
 
 // AdminOutbox is GET /admin/outbox?page=: the mail outbox, newest first.
@@ -53,5 +54,5 @@ func (h *Handler) AdminOutbox(c echo.Context) error {
 	}
 	vm := pages.AdminOutboxVM{Mails: mails, Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminOutbox, nil)),
 		BaseURL: strings.TrimRight(h.Accounts.BaseURL, "/")}
-	return Render(c, http.StatusOK, pages.AdminOutboxPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.AdminOutboxPage(handlers.ViewCtx(c), vm))
 }

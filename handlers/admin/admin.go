@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/routenames"
@@ -58,7 +59,7 @@ func (h *Handler) AdminHome(c echo.Context) error {
 	if vm.OrgNames, err = h.DB.OrgNames(ctx, orgIDs(vm)); err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.AdminPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, pages.AdminPage(handlers.ViewCtx(c), vm))
 }
 
 // adminQueueLimit is the most rows of one queue the hub shows.
@@ -77,50 +78,50 @@ func orgIDs(vm pages.AdminVM) []int64 {
 
 // AdminConfirmTopup is POST /admin/topups/{id}/confirm with received=¥ amount.
 func (h *Handler) AdminConfirmTopup(c echo.Context) error {
-	id, err := ParseID(c, "id", "top-up")
+	id, err := handlers.ParseID(c, "id", "top-up")
 	if err != nil {
 		return err
 	}
 	fen, ok := pricing.ParseYuan(strings.TrimSpace(c.FormValue("received")))
 	if !ok || fen == 0 {
 		h.Flash(c, "err.amount")
-		return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
+		return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 	}
-	if err := h.Wallet.ConfirmBankTransfer(c.Request().Context(), CurrentUser(c), id, fen); err != nil {
+	if err := h.Wallet.ConfirmBankTransfer(c.Request().Context(), handlers.CurrentUser(c), id, fen); err != nil {
 		return err
 	}
 	h.Flash(c, "admin.topup_confirmed")
-	return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }
 
 // AdminRefundPaid is POST /admin/refunds/{id}/paid: a bank refund paid
 // out, or a failed Stripe refund retried.
 func (h *Handler) AdminRefundPaid(c echo.Context) error {
-	id, err := ParseID(c, "id", "refund")
+	id, err := handlers.ParseID(c, "id", "refund")
 	if err != nil {
 		return err
 	}
-	if err := h.Wallet.SettleRefund(c.Request().Context(), CurrentUser(c), id); err != nil {
+	if err := h.Wallet.SettleRefund(c.Request().Context(), handlers.CurrentUser(c), id); err != nil {
 		return err
 	}
 	h.Flash(c, "admin.refund_paid")
-	return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }
 
 // AdminReview is POST /admin/orgs/{id}/review with decision=approve|reject.
 func (h *Handler) AdminReview(c echo.Context) error {
-	id, err := ParseID(c, "id", "application")
+	id, err := handlers.ParseID(c, "id", "application")
 	if err != nil {
 		return err
 	}
 	approve := c.FormValue("decision") == "approve"
-	if err := h.Accounts.Review(c.Request().Context(), CurrentUser(c), id, approve, c.FormValue("reason")); err != nil {
-		if _, ok := WithErrors(c, ReadForm(c), err); ok {
+	if err := h.Accounts.Review(c.Request().Context(), handlers.CurrentUser(c), id, approve, c.FormValue("reason")); err != nil {
+		if _, ok := handlers.WithErrors(c, handlers.ReadForm(c), err); ok {
 			h.Flash(c, "admin.reason_required")
-			return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
+			return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 		}
 		return err
 	}
 	h.Flash(c, "admin.reviewed")
-	return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }
