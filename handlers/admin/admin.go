@@ -10,7 +10,7 @@ import (
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/routenames"
-	"suanli/views/pages"
+	"suanli/views/adminpages"
 )
 
 // AdminHome is GET /admin: the console's hub, every queue with its size
@@ -22,7 +22,8 @@ func (h *Handler) AdminHome(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminVM{Pending: pending}
+	lang := handlers.Lang(c)
+	vm := adminpages.AdminVM{Pending: orgVMs(pending)}
 	var providerOrgs, pendingOrgs []int64
 	for _, o := range pending {
 		pendingOrgs = append(pendingOrgs, o.ID)
@@ -30,42 +31,56 @@ func (h *Handler) AdminHome(c echo.Context) error {
 			providerOrgs = append(providerOrgs, o.ID)
 		}
 	}
-	if vm.Applicants, err = h.DB.ApplicantsOfOrgs(ctx, pendingOrgs); err != nil {
+	applicants, err := h.DB.ApplicantsOfOrgs(ctx, pendingOrgs)
+	if err != nil {
 		return err
 	}
-	if vm.Providers, err = h.DB.ProvidersOfOrgs(ctx, providerOrgs); err != nil {
+	vm.Applicants = applicantVMs(applicants)
+	providers, err := h.DB.ProvidersOfOrgs(ctx, providerOrgs)
+	if err != nil {
 		return err
 	}
-	if vm.BankTopups, err = h.DB.PendingBankTopups(ctx); err != nil {
+	vm.Providers = providerVMs(providers)
+	topups, err := h.DB.PendingBankTopups(ctx)
+	if err != nil {
 		return err
 	}
-	if vm.BankRefunds, err = h.DB.PendingRefunds(ctx); err != nil {
+	vm.BankTopups = topupVMs(topups)
+	refunds, err := h.DB.PendingRefunds(ctx)
+	if err != nil {
 		return err
 	}
-	if vm.Flagged, err = h.DB.FlaggedStripeEvents(ctx); err != nil {
+	vm.BankRefunds = refundVMs(refunds)
+	flagged, err := h.DB.FlaggedStripeEvents(ctx)
+	if err != nil {
 		return err
 	}
-	if vm.Incidents, err = h.DB.OpenIncidents(ctx, adminQueueLimit); err != nil {
+	vm.Flagged = stripeEventVMs(flagged)
+	incidents, err := h.DB.OpenIncidents(ctx, adminQueueLimit)
+	if err != nil {
 		return err
 	}
+	vm.Incidents = incidentVMs(incidents, lang)
 	if vm.Counts.Incidents, err = h.DB.CountOpenIncidents(ctx); err != nil {
 		return err
 	}
 	// Stripe transfers finish on their own; bank ones wait for an admin.
-	if vm.Payouts, vm.Counts.Payouts, err = h.DB.Payouts(ctx, models.PayoutFilter{Status: models.PayoutPending, Method: models.PayoutBank, PerPage: adminQueueLimit}); err != nil {
+	payouts, n, err := h.DB.Payouts(ctx, models.PayoutFilter{Status: models.PayoutPending, Method: models.PayoutBank, PerPage: adminQueueLimit})
+	if err != nil {
 		return err
 	}
+	vm.Payouts, vm.Counts.Payouts = payoutVMs(payouts, lang), n
 	vm.Counts.Verify, vm.Counts.BankTopups, vm.Counts.Refunds, vm.Counts.Flagged = len(vm.Pending), len(vm.BankTopups), len(vm.BankRefunds), len(vm.Flagged)
 	if vm.OrgNames, err = h.DB.OrgNames(ctx, orgIDs(vm)); err != nil {
 		return err
 	}
-	return handlers.Render(c, http.StatusOK, pages.AdminPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, adminpages.AdminPage(handlers.ViewCtx(c), vm))
 }
 
 // adminQueueLimit is the most rows of one queue the hub shows.
 const adminQueueLimit = 100
 
-func orgIDs(vm pages.AdminVM) []int64 {
+func orgIDs(vm adminpages.AdminVM) []int64 {
 	var ids []int64
 	for _, t := range vm.BankTopups {
 		ids = append(ids, t.OrgID)

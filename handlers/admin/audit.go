@@ -16,7 +16,7 @@ import (
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/adminpages"
 )
 
 // auditFields are the audit log's filters, as query parameters.
@@ -94,21 +94,22 @@ func (h *Handler) AdminAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminAuditVM{Filter: f, Entries: entries}
-	if vm.Actors, err = h.auditActors(c, entries); err != nil {
+	actors, err := h.auditActors(c, entries)
+	if err != nil {
 		return err
 	}
+	vm := adminpages.AdminAuditVM{Filter: f, Entries: auditEntryVMs(entries, actors)}
 	values := url.Values{}
 	for _, n := range auditFields {
 		values.Set(n, f.Get(n))
 	}
-	vm.Pager = pages.NewPager(af.Page, models.AdminPerPage, total, pageLinker(c, routenames.AdminAudit, values))
+	vm.Pager = adminpages.NewPager(af.Page, models.AdminPerPage, total, pageLinker(c, routenames.AdminAudit, values))
 	vm.CSVURL = pageLinker(c, routenames.AdminAuditCSV, values)(1)
 	status := http.StatusOK
 	if len(f.Errors) > 0 {
 		status = http.StatusUnprocessableEntity
 	}
-	return handlers.Render(c, status, pages.AdminAuditPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, status, adminpages.AdminAuditPage(handlers.ViewCtx(c), vm))
 }
 
 // auditCSVMax is the most entries one export holds.

@@ -14,29 +14,31 @@ import (
 	"suanli/providers"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/adminpages"
 )
+
+// payoutStatuses are the payout page's status filters ("" is all).
+var payoutStatuses = []string{"", models.PayoutPending, models.PayoutPaid, models.PayoutFailed}
 
 // AdminPayouts is GET /admin/payouts?status=&page=: payouts, newest first.
 func (h *Handler) AdminPayouts(c echo.Context) error {
 	status := c.QueryParam("status")
-	if !slices.Contains(pages.PayoutStatuses, status) {
+	if !slices.Contains(payoutStatuses, status) {
 		status = ""
 	}
 	return h.renderAdminPayouts(c, http.StatusOK, status, pageParam(c), views.Form{}, 0)
 }
 
 func (h *Handler) renderAdminPayouts(c echo.Context, code int, status string, page int, f views.Form, errID int64) error {
-	vm := pages.AdminPayoutsVM{Status: status, Form: f, ErrID: errID, Unavailable: h.Payouts == nil,
+	vm := adminpages.AdminPayoutsVM{Status: status, Statuses: payoutStatuses, Form: f, ErrID: errID, Unavailable: h.Payouts == nil,
 		RunPeriod: providers.PayoutPeriod(h.DB.Now())}
-	var total int64
-	var err error
-	vm.Rows, total, err = h.DB.Payouts(c.Request().Context(), models.PayoutFilter{Status: status, Page: page, PerPage: models.AdminPerPage})
+	rows, total, err := h.DB.Payouts(c.Request().Context(), models.PayoutFilter{Status: status, Page: page, PerPage: models.AdminPerPage})
 	if err != nil {
 		return err
 	}
-	vm.Pager = pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminPayouts, url.Values{"status": {status}}))
-	return handlers.Render(c, code, pages.AdminPayoutsPage(handlers.ViewCtx(c), vm))
+	vm.Rows = payoutVMs(rows, handlers.Lang(c))
+	vm.Pager = adminpages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminPayouts, url.Values{"status": {status}}))
+	return handlers.Render(c, code, adminpages.AdminPayoutsPage(handlers.ViewCtx(c), vm))
 }
 
 // AdminPayoutsRun is POST /admin/payouts/run with period=YYYY-MM: the

@@ -13,7 +13,7 @@ import (
 	"suanli/models"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/adminpages"
 )
 
 // maxQueryLen caps a search or filter value; longer input is cut, not refused.
@@ -69,10 +69,10 @@ func (h *Handler) renderAdminUsers(c echo.Context, status int, q string, page in
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminUsersVM{Q: q, Users: users, Self: handlers.CurrentUser(c).ID, Form: f, ErrID: errID,
-		Pager:             pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminUsers, url.Values{"q": {q}})),
+	vm := adminpages.AdminUsersVM{Q: q, Users: userVMs(users), Self: handlers.CurrentUser(c).ID, Form: f, ErrID: errID,
+		Pager:             adminpages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminUsers, url.Values{"q": {q}})),
 		DefaultOrgsPerDay: strconv.Itoa(accounts.DefaultOrgsPerDay), MaxOrgsPerDay: strconv.Itoa(accounts.MaxOrgsPerDay)}
-	return handlers.Render(c, status, pages.AdminUsersPage(handlers.ViewCtx(c), vm))
+	return handlers.Render(c, status, adminpages.AdminUsersPage(handlers.ViewCtx(c), vm))
 }
 
 // AdminOrgs is GET /admin/orgs?q=&page=: organisations by name.
@@ -85,9 +85,9 @@ func (h *Handler) renderAdminOrgs(c echo.Context, status int, q string, page int
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminOrgsVM{Q: q, Orgs: orgs, Form: f, ErrID: errID,
-		Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminOrgs, url.Values{"q": {q}}))}
-	return handlers.Render(c, status, pages.AdminOrgsPage(handlers.ViewCtx(c), vm))
+	vm := adminpages.AdminOrgsVM{Q: q, Orgs: orgVMs(orgs), Form: f, ErrID: errID,
+		Pager: adminpages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminOrgs, url.Values{"q": {q}}))}
+	return handlers.Render(c, status, adminpages.AdminOrgsPage(handlers.ViewCtx(c), vm))
 }
 
 // AdminOrgsPerDay is POST /admin/users/{id}/orgs-per-day: how many
