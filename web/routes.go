@@ -7,6 +7,7 @@ import (
 
 	"suanli/agent"
 	"suanli/handlers"
+	adminconsole "suanli/handlers/admin"
 	"suanli/handlers/provider"
 	"suanli/routenames"
 	"suanli/static"
@@ -22,6 +23,9 @@ type route struct {
 // routes is the one route table of the application.
 func routes(h *handlers.Handler, m *metrics) []route {
 	ph := &provider.Handler{Handler: h}
+	// The admin console's handlers (package admin; the access level of its
+	// routes is also called admin, hence the import's name).
+	ah := &adminconsole.Handler{Handler: h}
 	return []route{
 		{"GET", "/", routenames.Home, h.OffersList, public},
 		{"GET", "/offers", routenames.OffersList, h.OffersList, public},
@@ -84,26 +88,26 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/rentals/:id/stop", routenames.RentalsStop, h.RentalStop, user},
 		{"POST", "/rentals/:id/change", routenames.RentalsChange, h.RentalChange, user},
 
-		{"GET", "/admin", routenames.AdminHome, h.AdminHome, admin},
-		{"POST", "/admin/topups/:id/confirm", routenames.AdminTopupsConfirm, h.AdminConfirmTopup, admin},
-		{"POST", "/admin/refunds/:id/paid", routenames.AdminRefundsPaid, h.AdminRefundPaid, admin},
-		{"POST", "/admin/orgs/:id/review", routenames.AdminReview, h.AdminReview, admin},
+		{"GET", "/admin", routenames.AdminHome, ah.AdminHome, admin},
+		{"POST", "/admin/topups/:id/confirm", routenames.AdminTopupsConfirm, ah.AdminConfirmTopup, admin},
+		{"POST", "/admin/refunds/:id/paid", routenames.AdminRefundsPaid, ah.AdminRefundPaid, admin},
+		{"POST", "/admin/orgs/:id/review", routenames.AdminReview, ah.AdminReview, admin},
 		// Admin console (queues, users and organisations, payouts, jobs, audit log).
-		{"GET", "/admin/users", routenames.AdminUsers, h.AdminUsers, admin},
-		{"POST", "/admin/users/:id/suspend", routenames.AdminUsersSuspend, h.AdminSuspendUser, admin},
-		{"POST", "/admin/users/:id/unsuspend", routenames.AdminUsersUnsuspend, h.AdminUnsuspendUser, admin},
-		{"POST", "/admin/users/:id/orgs-per-day", routenames.AdminUsersOrgsPerDay, h.AdminOrgsPerDay, admin},
-		{"GET", "/admin/orgs", routenames.AdminOrgs, h.AdminOrgs, admin},
-		{"POST", "/admin/orgs/:id/suspend", routenames.AdminOrgsSuspend, h.AdminSuspendOrg, admin},
-		{"POST", "/admin/orgs/:id/unsuspend", routenames.AdminOrgsUnsuspend, h.AdminUnsuspendOrg, admin},
-		{"GET", "/admin/payouts", routenames.AdminPayouts, h.AdminPayouts, admin},
-		{"POST", "/admin/payouts/run", routenames.AdminPayoutsRun, h.AdminPayoutsRun, admin},
-		{"POST", "/admin/payouts/:id/paid", routenames.AdminPayoutsPaid, h.AdminPayoutPaid, admin},
-		{"POST", "/admin/payouts/:id/failed", routenames.AdminPayoutsFailed, h.AdminPayoutFailed, admin},
-		{"GET", "/admin/outbox", routenames.AdminOutbox, h.AdminOutbox, admin},
-		{"GET", "/admin/jobs", routenames.AdminJobs, h.AdminJobs, admin},
-		{"GET", "/admin/audit", routenames.AdminAudit, h.AdminAudit, admin},
-		{"GET", "/admin/audit.csv", routenames.AdminAuditCSV, h.AdminAuditCSV, admin},
+		{"GET", "/admin/users", routenames.AdminUsers, ah.AdminUsers, admin},
+		{"POST", "/admin/users/:id/suspend", routenames.AdminUsersSuspend, ah.AdminSuspendUser, admin},
+		{"POST", "/admin/users/:id/unsuspend", routenames.AdminUsersUnsuspend, ah.AdminUnsuspendUser, admin},
+		{"POST", "/admin/users/:id/orgs-per-day", routenames.AdminUsersOrgsPerDay, ah.AdminOrgsPerDay, admin},
+		{"GET", "/admin/orgs", routenames.AdminOrgs, ah.AdminOrgs, admin},
+		{"POST", "/admin/orgs/:id/suspend", routenames.AdminOrgsSuspend, ah.AdminSuspendOrg, admin},
+		{"POST", "/admin/orgs/:id/unsuspend", routenames.AdminOrgsUnsuspend, ah.AdminUnsuspendOrg, admin},
+		{"GET", "/admin/payouts", routenames.AdminPayouts, ah.AdminPayouts, admin},
+		{"POST", "/admin/payouts/run", routenames.AdminPayoutsRun, ah.AdminPayoutsRun, admin},
+		{"POST", "/admin/payouts/:id/paid", routenames.AdminPayoutsPaid, ah.AdminPayoutPaid, admin},
+		{"POST", "/admin/payouts/:id/failed", routenames.AdminPayoutsFailed, ah.AdminPayoutFailed, admin},
+		{"GET", "/admin/outbox", routenames.AdminOutbox, ah.AdminOutbox, admin},
+		{"GET", "/admin/jobs", routenames.AdminJobs, ah.AdminJobs, admin},
+		{"GET", "/admin/audit", routenames.AdminAudit, ah.AdminAudit, admin},
+		{"GET", "/admin/audit.csv", routenames.AdminAuditCSV, ah.AdminAuditCSV, admin},
 
 		// Provider portal pages (/provider/…).
 		{"GET", "/provider", routenames.ProviderHome, ph.ProviderHome, user},

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"net/http"
@@ -9,10 +9,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/adminpages"
 )
 
 // maxQueryLen caps a search or filter value; longer input is cut, not refused.
@@ -34,7 +35,7 @@ func pageParam(c echo.Context) int {
 	if err != nil || n < 1 {
 		return 1
 	}
-	return min(n, MaxPage)
+	return min(n, handlers.MaxPage)
 }
 
 // pageLinker returns a function that links to a page of the list at
@@ -68,10 +69,10 @@ func (h *Handler) renderAdminUsers(c echo.Context, status int, q string, page in
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminUsersVM{Q: q, Users: users, Self: CurrentUser(c).ID, Form: f, ErrID: errID,
-		Pager:             pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminUsers, url.Values{"q": {q}})),
+	vm := adminpages.AdminUsersVM{Q: q, Users: userVMs(users), Self: handlers.CurrentUser(c).ID, Form: f, ErrID: errID,
+		Pager:             adminpages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminUsers, url.Values{"q": {q}})),
 		DefaultOrgsPerDay: strconv.Itoa(accounts.DefaultOrgsPerDay), MaxOrgsPerDay: strconv.Itoa(accounts.MaxOrgsPerDay)}
-	return Render(c, status, pages.AdminUsersPage(ViewCtx(c), vm))
+	return handlers.Render(c, status, adminpages.AdminUsersPage(handlers.ViewCtx(c), vm))
 }
 
 // AdminOrgs is GET /admin/orgs?q=&page=: organisations by name.
@@ -84,19 +85,19 @@ func (h *Handler) renderAdminOrgs(c echo.Context, status int, q string, page int
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminOrgsVM{Q: q, Orgs: orgs, Form: f, ErrID: errID,
-		Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminOrgs, url.Values{"q": {q}}))}
-	return Render(c, status, pages.AdminOrgsPage(ViewCtx(c), vm))
+	vm := adminpages.AdminOrgsVM{Q: q, Orgs: orgVMs(orgs), Form: f, ErrID: errID,
+		Pager: adminpages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminOrgs, url.Values{"q": {q}}))}
+	return handlers.Render(c, status, adminpages.AdminOrgsPage(handlers.ViewCtx(c), vm))
 }
 
 // AdminOrgsPerDay is POST /admin/users/{id}/orgs-per-day: how many
 // organisations the user may create a day (per_day empty: the default).
 func (h *Handler) AdminOrgsPerDay(c echo.Context) error {
-	id, err := ParseID(c, "id", "user")
+	id, err := handlers.ParseID(c, "id", "user")
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, "per_day", "q")
+	f := handlers.ReadForm(c, "per_day", "q")
 	var n *int
 	if v := strings.TrimSpace(f.Get("per_day")); v != "" {
 		k, err := strconv.Atoi(v)
@@ -105,14 +106,14 @@ func (h *Handler) AdminOrgsPerDay(c echo.Context) error {
 		}
 		n = &k
 	}
-	if err := h.Accounts.SetOrgsPerDay(c.Request().Context(), CurrentUser(c), id, n); err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
+	if err := h.Accounts.SetOrgsPerDay(c.Request().Context(), handlers.CurrentUser(c), id, n); err != nil {
+		if f, ok := handlers.WithErrors(c, f, err); ok {
 			return h.renderAdminUsers(c, http.StatusUnprocessableEntity, strings.TrimSpace(f.Get("q")), 1, f, id)
 		}
 		return err
 	}
 	h.Flash(c, "admin.user_orgs_per_day_set")
-	return SeeOther(c, pageLinker(c, routenames.AdminUsers, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+	return handlers.SeeOther(c, pageLinker(c, routenames.AdminUsers, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
 }
 
 // AdminSuspendUser is POST /admin/users/{id}/suspend with a reason.
@@ -126,25 +127,25 @@ func (h *Handler) AdminUnsuspendUser(c echo.Context) error {
 }
 
 func (h *Handler) adminSuspendUser(c echo.Context, suspend bool) error {
-	id, err := ParseID(c, "id", "user")
+	id, err := handlers.ParseID(c, "id", "user")
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, "reason", "q")
-	ctx, admin := c.Request().Context(), CurrentUser(c)
+	f := handlers.ReadForm(c, "reason", "q")
+	ctx, admin := c.Request().Context(), handlers.CurrentUser(c)
 	if suspend {
 		err = h.Accounts.SuspendUser(ctx, admin, id, f.Get("reason"))
 	} else {
 		err = h.Accounts.UnsuspendUser(ctx, admin, id, f.Get("reason"))
 	}
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
+		if f, ok := handlers.WithErrors(c, f, err); ok {
 			return h.renderAdminUsers(c, http.StatusUnprocessableEntity, strings.TrimSpace(f.Get("q")), 1, f, id)
 		}
 		return err
 	}
 	h.Flash(c, map[bool]string{true: "admin.user_suspended", false: "admin.user_unsuspended"}[suspend])
-	return SeeOther(c, pageLinker(c, routenames.AdminUsers, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+	return handlers.SeeOther(c, pageLinker(c, routenames.AdminUsers, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
 }
 
 // AdminSuspendOrg is POST /admin/orgs/{id}/suspend with a reason.
@@ -158,24 +159,24 @@ func (h *Handler) AdminUnsuspendOrg(c echo.Context) error {
 }
 
 func (h *Handler) adminSuspendOrg(c echo.Context, suspend bool) error {
-	id, err := ParseID(c, "id", "organisation")
+	id, err := handlers.ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, "reason", "q")
-	ctx, admin := c.Request().Context(), CurrentUser(c)
+	f := handlers.ReadForm(c, "reason", "q")
+	ctx, admin := c.Request().Context(), handlers.CurrentUser(c)
 	if suspend {
 		err = h.Accounts.SuspendOrg(ctx, admin, id, f.Get("reason"))
 	} else {
 		err = h.Accounts.UnsuspendOrg(ctx, admin, id, f.Get("reason"))
 	}
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
+		if f, ok := handlers.WithErrors(c, f, err); ok {
 			return h.renderAdminOrgs(c, http.StatusUnprocessableEntity, strings.TrimSpace(f.Get("q")), 1, f, id)
 		}
 		return err
 	}
 	// The flash keys are the audit actions' own names.
 	h.Flash(c, map[bool]string{true: accounts.AuditOrgSuspended, false: accounts.AuditOrgUnsuspended}[suspend])
-	return SeeOther(c, pageLinker(c, routenames.AdminOrgs, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
+	return handlers.SeeOther(c, pageLinker(c, routenames.AdminOrgs, url.Values{"q": {strings.TrimSpace(f.Get("q"))}})(1))
 }

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"encoding/csv"
@@ -11,11 +11,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/adminpages"
 )
 
 // auditFields are the audit log's filters, as query parameters.
@@ -31,7 +32,7 @@ func (h *Handler) auditFilter(c echo.Context) (models.AuditFilter, views.Form, e
 		f.Values[n] = queryValue(c, n)
 	}
 	af := models.AuditFilter{Action: f.Get("action"), Subject: f.Get("subject"), Page: pageParam(c), PerPage: models.AdminPerPage}
-	vc := ViewCtx(c)
+	vc := handlers.ViewCtx(c)
 	for _, n := range []string{"from", "to"} {
 		s := f.Get(n)
 		if s == "" {
@@ -93,21 +94,22 @@ func (h *Handler) AdminAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminAuditVM{Filter: f, Entries: entries}
-	if vm.Actors, err = h.auditActors(c, entries); err != nil {
+	actors, err := h.auditActors(c, entries)
+	if err != nil {
 		return err
 	}
+	vm := adminpages.AdminAuditVM{Filter: f, Entries: auditEntryVMs(entries, actors)}
 	values := url.Values{}
 	for _, n := range auditFields {
 		values.Set(n, f.Get(n))
 	}
-	vm.Pager = pages.NewPager(af.Page, models.AdminPerPage, total, pageLinker(c, routenames.AdminAudit, values))
+	vm.Pager = adminpages.NewPager(af.Page, models.AdminPerPage, total, pageLinker(c, routenames.AdminAudit, values))
 	vm.CSVURL = pageLinker(c, routenames.AdminAuditCSV, values)(1)
 	status := http.StatusOK
 	if len(f.Errors) > 0 {
 		status = http.StatusUnprocessableEntity
 	}
-	return Render(c, status, pages.AdminAuditPage(ViewCtx(c), vm))
+	return handlers.Render(c, status, adminpages.AdminAuditPage(handlers.ViewCtx(c), vm))
 }
 
 // auditCSVMax is the most entries one export holds.
@@ -148,7 +150,7 @@ func (h *Handler) AdminAuditCSV(c echo.Context) error {
 		}
 		if w == nil {
 			name := "suanli-audit-" + h.DB.Now().In(pricing.Shanghai).Format("20060102-150405") + ".csv"
-			if w, err = CSVAttachment(c, name, "id", "time_asia_shanghai", "actor_id", "actor_email", "actor_ip", "action", "subject", "amount_cny", "detail"); err != nil {
+			if w, err = handlers.CSVAttachment(c, name, "id", "time_asia_shanghai", "actor_id", "actor_email", "actor_ip", "action", "subject", "amount_cny", "detail"); err != nil {
 				return nil // the client went away
 			}
 		}
@@ -160,10 +162,10 @@ func (h *Handler) AdminAuditCSV(c echo.Context) error {
 			}
 			amount := ""
 			if e.AmountFen != nil {
-				amount = CSVYuan(*e.AmountFen)
+				amount = handlers.CSVYuan(*e.AmountFen)
 			}
-			_ = w.Write([]string{strconv.FormatInt(e.ID, 10), CSVTime(e.At), actorID,
-				CSVText(email), CSVText(e.ActorIP), CSVText(e.Action), CSVText(e.Subject), amount, CSVText(e.Detail)})
+			_ = w.Write([]string{strconv.FormatInt(e.ID, 10), handlers.CSVTime(e.At), actorID,
+				handlers.CSVText(email), handlers.CSVText(e.ActorIP), handlers.CSVText(e.Action), handlers.CSVText(e.Subject), amount, handlers.CSVText(e.Detail)})
 		}
 		if len(entries) < af.PerPage {
 			break

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"net/http"
@@ -7,9 +7,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/routenames"
-	"suanli/views/pages"
+	"suanli/views/adminpages"
 )
 
 // riverStates are River's job states in the order the job page shows them.
@@ -26,7 +27,7 @@ func (h *Handler) AdminJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminJobsVM{Counts: map[string]map[string]int64{}, States: slices.Clone(riverStates)}
+	vm := adminpages.AdminJobsVM{Counts: map[string]map[string]int64{}, States: slices.Clone(riverStates)}
 	for _, jc := range counts {
 		if vm.Counts[jc.Kind] == nil {
 			vm.Counts[jc.Kind] = map[string]int64{}
@@ -38,10 +39,12 @@ func (h *Handler) AdminJobs(c echo.Context) error {
 			vm.States = append(vm.States, jc.State)
 		}
 	}
-	if vm.Failed, err = h.DB.FailedJobs(ctx, failedJobsShown); err != nil {
+	failed, err := h.DB.FailedJobs(ctx, failedJobsShown)
+	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.AdminJobsPage(ViewCtx(c), vm))
+	vm.Failed = failedJobVMs(failed)
+	return handlers.Render(c, http.StatusOK, adminpages.AdminJobsPage(handlers.ViewCtx(c), vm))
 }
 
 // AdminOutbox is GET /admin/outbox?page=: the mail outbox, newest first.
@@ -51,7 +54,7 @@ func (h *Handler) AdminOutbox(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminOutboxVM{Mails: mails, Pager: pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminOutbox, nil)),
+	vm := adminpages.AdminOutboxVM{Mails: mailVMs(mails), Pager: adminpages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminOutbox, nil)),
 		BaseURL: strings.TrimRight(h.Accounts.BaseURL, "/")}
-	return Render(c, http.StatusOK, pages.AdminOutboxPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, adminpages.AdminOutboxPage(handlers.ViewCtx(c), vm))
 }

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"log/slog"
@@ -9,33 +9,36 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/providers"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/adminpages"
 )
+
+// payoutStatuses are the payout page's status filters ("" is all).
+var payoutStatuses = []string{"", models.PayoutPending, models.PayoutPaid, models.PayoutFailed}
 
 // AdminPayouts is GET /admin/payouts?status=&page=: payouts, newest first.
 func (h *Handler) AdminPayouts(c echo.Context) error {
 	status := c.QueryParam("status")
-	if !slices.Contains(pages.PayoutStatuses, status) {
+	if !slices.Contains(payoutStatuses, status) {
 		status = ""
 	}
 	return h.renderAdminPayouts(c, http.StatusOK, status, pageParam(c), views.Form{}, 0)
 }
 
 func (h *Handler) renderAdminPayouts(c echo.Context, code int, status string, page int, f views.Form, errID int64) error {
-	vm := pages.AdminPayoutsVM{Status: status, Form: f, ErrID: errID, Unavailable: h.Payouts == nil,
+	vm := adminpages.AdminPayoutsVM{Status: status, Statuses: payoutStatuses, Form: f, ErrID: errID, Unavailable: h.Payouts == nil,
 		RunPeriod: providers.PayoutPeriod(h.DB.Now())}
-	var total int64
-	var err error
-	vm.Rows, total, err = h.DB.Payouts(c.Request().Context(), models.PayoutFilter{Status: status, Page: page, PerPage: models.AdminPerPage})
+	rows, total, err := h.DB.Payouts(c.Request().Context(), models.PayoutFilter{Status: status, Page: page, PerPage: models.AdminPerPage})
 	if err != nil {
 		return err
 	}
-	vm.Pager = pages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminPayouts, url.Values{"status": {status}}))
-	return Render(c, code, pages.AdminPayoutsPage(ViewCtx(c), vm))
+	vm.Rows = payoutVMs(rows, handlers.Lang(c))
+	vm.Pager = adminpages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminPayouts, url.Values{"status": {status}}))
+	return handlers.Render(c, code, adminpages.AdminPayoutsPage(handlers.ViewCtx(c), vm))
 }
 
 // AdminPayoutsRun is POST /admin/payouts/run with period=YYYY-MM: the
@@ -44,10 +47,10 @@ func (h *Handler) AdminPayoutsRun(c echo.Context) error {
 	if h.Payouts == nil {
 		return apperr.Errorf(apperr.EUNAVAILABLE, "payouts are not configured")
 	}
-	f := ReadForm(c, "period")
+	f := handlers.ReadForm(c, "period")
 	n, err := h.Payouts.Run(c.Request().Context(), f.Get("period"))
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
+		if f, ok := handlers.WithErrors(c, f, err); ok {
 			if f.Errors["period"] == "" {
 				f.Errors["period"] = f.Errors["_form"]
 			}
@@ -60,10 +63,10 @@ func (h *Handler) AdminPayoutsRun(c echo.Context) error {
 		// say: the transfers wait for the next run): say so, keep the log.
 		slog.Error("payout run partly failed", "period", f.Get("period"), "created", n, "err", err)
 		h.Flash(c, "admin.payouts.run_partial", n, f.Get("period"))
-		return SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
+		return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 	}
 	h.Flash(c, "admin.payouts.ran", n, f.Get("period"))
-	return SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 }
 
 // AdminPayoutPaid is POST /admin/payouts/{id}/paid with bank_reference:
@@ -79,33 +82,33 @@ func (h *Handler) AdminPayoutFailed(c echo.Context) error {
 }
 
 func (h *Handler) adminPayoutMark(c echo.Context, paid bool) error {
-	id, err := ParseID(c, "id", "payout")
+	id, err := handlers.ParseID(c, "id", "payout")
 	if err != nil {
 		return err
 	}
 	if h.Payouts == nil {
 		return apperr.Errorf(apperr.EUNAVAILABLE, "payouts are not configured")
 	}
-	ctx, admin := c.Request().Context(), CurrentUser(c)
+	ctx, admin := c.Request().Context(), handlers.CurrentUser(c)
 	var f views.Form
 	if paid {
-		f = ReadForm(c, "bank_reference")
+		f = handlers.ReadForm(c, "bank_reference")
 		err = h.Payouts.MarkPaid(ctx, admin, id, f.Get("bank_reference"))
 	} else {
-		f = ReadForm(c, "reason")
+		f = handlers.ReadForm(c, "reason")
 		err = h.Payouts.MarkFailed(ctx, admin, id, f.Get("reason"))
 	}
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
+		if f, ok := handlers.WithErrors(c, f, err); ok {
 			return h.renderAdminPayouts(c, http.StatusUnprocessableEntity, models.PayoutPending, 1, f, id)
 		}
 		if apperr.Code(err) == apperr.ECONFLICT {
 			// Another admin (or the run) got there first: nothing changed.
 			h.Flash(c, "admin.payout.not_pending", id)
-			return SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
+			return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 		}
 		return err
 	}
 	h.Flash(c, map[bool]string{true: "admin.payout.marked_paid", false: "admin.payout.marked_failed"}[paid], id)
-	return SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts)+"?status="+models.PayoutPending)
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts)+"?status="+models.PayoutPending)
 }

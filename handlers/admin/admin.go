@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"net/http"
@@ -6,10 +6,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/routenames"
-	"suanli/views/pages"
+	"suanli/views/adminpages"
 )
 
 // AdminHome is GET /admin: the console's hub, every queue with its size
@@ -21,7 +22,8 @@ func (h *Handler) AdminHome(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.AdminVM{Pending: pending}
+	lang := handlers.Lang(c)
+	vm := adminpages.AdminVM{Pending: orgVMs(pending)}
 	var providerOrgs, pendingOrgs []int64
 	for _, o := range pending {
 		pendingOrgs = append(pendingOrgs, o.ID)
@@ -29,42 +31,56 @@ func (h *Handler) AdminHome(c echo.Context) error {
 			providerOrgs = append(providerOrgs, o.ID)
 		}
 	}
-	if vm.Applicants, err = h.DB.ApplicantsOfOrgs(ctx, pendingOrgs); err != nil {
+	applicants, err := h.DB.ApplicantsOfOrgs(ctx, pendingOrgs)
+	if err != nil {
 		return err
 	}
-	if vm.Providers, err = h.DB.ProvidersOfOrgs(ctx, providerOrgs); err != nil {
+	vm.Applicants = applicantVMs(applicants)
+	providers, err := h.DB.ProvidersOfOrgs(ctx, providerOrgs)
+	if err != nil {
 		return err
 	}
-	if vm.BankTopups, err = h.DB.PendingBankTopups(ctx); err != nil {
+	vm.Providers = providerVMs(providers)
+	topups, err := h.DB.PendingBankTopups(ctx)
+	if err != nil {
 		return err
 	}
-	if vm.BankRefunds, err = h.DB.PendingRefunds(ctx); err != nil {
+	vm.BankTopups = topupVMs(topups)
+	refunds, err := h.DB.PendingRefunds(ctx)
+	if err != nil {
 		return err
 	}
-	if vm.Flagged, err = h.DB.FlaggedStripeEvents(ctx); err != nil {
+	vm.BankRefunds = refundVMs(refunds)
+	flagged, err := h.DB.FlaggedStripeEvents(ctx)
+	if err != nil {
 		return err
 	}
-	if vm.Incidents, err = h.DB.OpenIncidents(ctx, adminQueueLimit); err != nil {
+	vm.Flagged = stripeEventVMs(flagged)
+	incidents, err := h.DB.OpenIncidents(ctx, adminQueueLimit)
+	if err != nil {
 		return err
 	}
+	vm.Incidents = incidentVMs(incidents, lang)
 	if vm.Counts.Incidents, err = h.DB.CountOpenIncidents(ctx); err != nil {
 		return err
 	}
 	// Stripe transfers finish on their own; bank ones wait for an admin.
-	if vm.Payouts, vm.Counts.Payouts, err = h.DB.Payouts(ctx, models.PayoutFilter{Status: models.PayoutPending, Method: models.PayoutBank, PerPage: adminQueueLimit}); err != nil {
+	payouts, n, err := h.DB.Payouts(ctx, models.PayoutFilter{Status: models.PayoutPending, Method: models.PayoutBank, PerPage: adminQueueLimit})
+	if err != nil {
 		return err
 	}
+	vm.Payouts, vm.Counts.Payouts = payoutVMs(payouts, lang), n
 	vm.Counts.Verify, vm.Counts.BankTopups, vm.Counts.Refunds, vm.Counts.Flagged = len(vm.Pending), len(vm.BankTopups), len(vm.BankRefunds), len(vm.Flagged)
 	if vm.OrgNames, err = h.DB.OrgNames(ctx, orgIDs(vm)); err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.AdminPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, adminpages.AdminPage(handlers.ViewCtx(c), vm))
 }
 
 // adminQueueLimit is the most rows of one queue the hub shows.
 const adminQueueLimit = 100
 
-func orgIDs(vm pages.AdminVM) []int64 {
+func orgIDs(vm adminpages.AdminVM) []int64 {
 	var ids []int64
 	for _, t := range vm.BankTopups {
 		ids = append(ids, t.OrgID)
@@ -77,50 +93,50 @@ func orgIDs(vm pages.AdminVM) []int64 {
 
 // AdminConfirmTopup is POST /admin/topups/{id}/confirm with received=¥ amount.
 func (h *Handler) AdminConfirmTopup(c echo.Context) error {
-	id, err := ParseID(c, "id", "top-up")
+	id, err := handlers.ParseID(c, "id", "top-up")
 	if err != nil {
 		return err
 	}
 	fen, ok := pricing.ParseYuan(strings.TrimSpace(c.FormValue("received")))
 	if !ok || fen == 0 {
 		h.Flash(c, "err.amount")
-		return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
+		return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 	}
-	if err := h.Wallet.ConfirmBankTransfer(c.Request().Context(), CurrentUser(c), id, fen); err != nil {
+	if err := h.Wallet.ConfirmBankTransfer(c.Request().Context(), handlers.CurrentUser(c), id, fen); err != nil {
 		return err
 	}
 	h.Flash(c, "admin.topup_confirmed")
-	return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }
 
 // AdminRefundPaid is POST /admin/refunds/{id}/paid: a bank refund paid
 // out, or a failed Stripe refund retried.
 func (h *Handler) AdminRefundPaid(c echo.Context) error {
-	id, err := ParseID(c, "id", "refund")
+	id, err := handlers.ParseID(c, "id", "refund")
 	if err != nil {
 		return err
 	}
-	if err := h.Wallet.SettleRefund(c.Request().Context(), CurrentUser(c), id); err != nil {
+	if err := h.Wallet.SettleRefund(c.Request().Context(), handlers.CurrentUser(c), id); err != nil {
 		return err
 	}
 	h.Flash(c, "admin.refund_paid")
-	return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }
 
 // AdminReview is POST /admin/orgs/{id}/review with decision=approve|reject.
 func (h *Handler) AdminReview(c echo.Context) error {
-	id, err := ParseID(c, "id", "application")
+	id, err := handlers.ParseID(c, "id", "application")
 	if err != nil {
 		return err
 	}
 	approve := c.FormValue("decision") == "approve"
-	if err := h.Accounts.Review(c.Request().Context(), CurrentUser(c), id, approve, c.FormValue("reason")); err != nil {
-		if _, ok := WithErrors(c, ReadForm(c), err); ok {
+	if err := h.Accounts.Review(c.Request().Context(), handlers.CurrentUser(c), id, approve, c.FormValue("reason")); err != nil {
+		if _, ok := handlers.WithErrors(c, handlers.ReadForm(c), err); ok {
 			h.Flash(c, "admin.reason_required")
-			return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
+			return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 		}
 		return err
 	}
 	h.Flash(c, "admin.reviewed")
-	return SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminHome))
 }

@@ -1,11 +1,15 @@
-package pages
+// Package adminpages renders the platform admin console (/admin/...):
+// the hub with its queues, users, organisations, payouts, the mail
+// outbox, River's jobs and the audit log, from plain view models that
+// handlers/admin builds.
+package adminpages
 
 import (
 	"regexp"
-	"strconv"
 	"strings"
+	"time"
 
-	"suanli/models"
+	"suanli/locales"
 	"suanli/routenames"
 	"suanli/views"
 )
@@ -47,20 +51,107 @@ type AdminVM struct {
 	Counts AdminCounts
 	// Pending are the labs and providers to verify, oldest first;
 	// Providers holds the providers' profiles by organisation id.
-	Pending   []models.Org
-	Providers map[int64]models.Provider
+	Pending   []Org
+	Providers map[int64]ProviderProfile
 	// Applicants are the pending organisations' owners, by organisation id.
-	Applicants map[int64]models.Applicant
+	Applicants map[int64]Applicant
 	// Bank transfers to confirm, refunds to pay, flagged payment events.
-	BankTopups  []models.Topup
-	BankRefunds []models.Refund
-	Flagged     []models.StripeEvent
+	BankTopups  []Topup
+	BankRefunds []Refund
+	Flagged     []StripeEvent
 	// Incidents are the open incidents, oldest first.
-	Incidents []models.OpenIncident
+	Incidents []Incident
 	// Payouts are bank payouts waiting for their bank reference.
-	Payouts []models.PayoutRow
+	Payouts []Payout
 	// OrgNames names the organisations the queues mention.
 	OrgNames map[int64]string
+}
+
+// Org is an organisation as the hub's review cards and the organisations
+// page show it.
+type Org struct {
+	ID   int64
+	Kind string // team, lab or provider
+	Name string
+	// Personal marks a user's own one-person organisation.
+	Personal bool
+	// Status is the review status (active, pending, approved, rejected).
+	Status string
+	// Institution, Supervisor and EmailDomain are a lab's application.
+	Institution, Supervisor, EmailDomain string
+	// SuspendedAt is set while a platform admin has suspended it.
+	SuspendedAt *time.Time
+}
+
+// Applicant is a pending organisation's owner: the account and, for a
+// lab, the institutional address and whether its link was opened.
+type Applicant struct {
+	Name, Email string
+	// Verified: the account's email address is confirmed.
+	Verified    bool
+	EduEmail    string
+	ConfirmedAt *time.Time
+}
+
+// ProviderProfile is a provider's onboarding profile: licence, contact,
+// and the bank account bank-transfer payouts go to.
+type ProviderProfile struct {
+	LicenceNo                                string
+	ContactName, ContactPhone, ContactEmail  string
+	BankName, BankAccountName, BankAccountNo string
+}
+
+// Topup is a bank transfer waiting for an admin to confirm it arrived.
+type Topup struct {
+	ID, OrgID int64
+	Reference string
+	AmountFen int64
+}
+
+// Refund is a refund to pay out (bank) or to retry (Stripe).
+type Refund struct {
+	ID, OrgID int64
+	AmountFen int64
+	Method    string
+}
+
+// StripeEvent is a flagged Stripe event.
+type StripeEvent struct {
+	ID, Type, Note string
+	ReceivedAt     time.Time
+}
+
+// Incident is an open incident with its node and provider.
+type Incident struct {
+	ID       int64
+	OpenedAt time.Time
+	NodeID   int64
+	NodeName string
+	// ProviderName is in the reader's language.
+	ProviderName string
+	// GPUID is 0 for the whole node.
+	GPUID int64
+	Kind  string
+	// Reasons is English; ReasonsMsg the same as a message (zero: none).
+	Reasons    string
+	ReasonsMsg locales.Msg
+}
+
+// Payout is one row of a payout list.
+type Payout struct {
+	ID int64
+	// ProviderName is in the reader's language.
+	ProviderName     string
+	Period           string // YYYY-MM
+	AmountFen        int64
+	Method, Status   string
+	BankReference    string
+	StripeTransferID string
+	Failure          string
+	PaidAt           *time.Time
+	// AwaitsBank is a pending bank payout: it gets the mark-paid and
+	// mark-failed forms.
+	AwaitsBank bool
 }
 
 // Pager is where a paginated list is: the page, how many pages, and the
@@ -94,7 +185,7 @@ func NewPager(page, per int, total int64, url func(page int) string) Pager {
 // AdminUsersVM is the users page: a search and one page of its results.
 type AdminUsersVM struct {
 	Q     string
-	Users []models.User
+	Users []User
 	Pager Pager
 	// Self is the admin looking (who may not suspend themselves).
 	Self int64
@@ -106,12 +197,19 @@ type AdminUsersVM struct {
 	DefaultOrgsPerDay, MaxOrgsPerDay string
 }
 
-// orgsPerDay is a user's own organisations-per-day limit, "" for the default.
-func orgsPerDay(n *int) string {
-	if n == nil {
-		return ""
-	}
-	return strconv.Itoa(*n)
+// User is one row of the users page.
+type User struct {
+	ID          int64
+	Email, Name string
+	// PlatformAdmin and Verified are shown as badges.
+	PlatformAdmin bool
+	Verified      bool
+	CreatedAt     time.Time
+	// SuspendedAt is set while a platform admin has suspended the user.
+	SuspendedAt *time.Time
+	// OrgsPerDay is the user's own organisations-per-day limit, "" for
+	// the default.
+	OrgsPerDay string
 }
 
 // orphanErr returns a refused suspension's message when its row has no
@@ -131,7 +229,7 @@ func (vm AdminUsersVM) orphanErr() string {
 // AdminOrgsVM is the organisations page: a search and one page of its results.
 type AdminOrgsVM struct {
 	Q     string
-	Orgs  []models.Org
+	Orgs  []Org
 	Pager Pager
 	// Form is a refused suspension's values and messages, for the row ErrID.
 	Form  views.Form
@@ -155,8 +253,10 @@ func (vm AdminOrgsVM) orphanErr() string {
 // AdminPayoutsVM is the payouts page: filtered by status, one page.
 type AdminPayoutsVM struct {
 	Status string
-	Rows   []models.PayoutRow
-	Pager  Pager
+	// Statuses are the status filters ("" is all).
+	Statuses []string
+	Rows     []Payout
+	Pager    Pager
 	// RunPeriod is the month "run payouts" pays (YYYY-MM, the last one).
 	RunPeriod string
 	// Form is a refused mark-paid or mark-failed form, for the payout ErrID.
@@ -180,16 +280,22 @@ func (vm AdminPayoutsVM) orphanErr() string {
 	return views.Or(vm.Form.Err("bank_reference"), vm.Form.Err("reason"))
 }
 
-// PayoutStatuses are the payout page's status filters ("" is all).
-var PayoutStatuses = []string{"", models.PayoutPending, models.PayoutPaid, models.PayoutFailed}
-
 // AdminOutboxVM is the mail outbox, one page.
 type AdminOutboxVM struct {
-	Mails []models.OutboxMail
+	Mails []Mail
 	Pager Pager
 	// BaseURL is the site's address as mails write it (no trailing slash):
 	// links to it are made clickable.
 	BaseURL string
+}
+
+// Mail is one message of the outbox.
+type Mail struct {
+	ToAddr, Subject, Body string
+	CreatedAt             time.Time
+	// SentAt is nil while the mail waits; LastError is the last failure.
+	SentAt    *time.Time
+	LastError string
 }
 
 // MailPart is a piece of an outbox mail's body: text, or (Href set) a link.
@@ -245,7 +351,19 @@ type AdminJobsVM struct {
 	States []string
 	// Counts is by kind, then state.
 	Counts map[string]map[string]int64
-	Failed []models.FailedJob
+	Failed []FailedJob
+}
+
+// FailedJob is a job that failed at least once, with its latest error.
+type FailedJob struct {
+	ID                   int64
+	Kind, State          string
+	Attempt, MaxAttempts int
+	ScheduledAt          time.Time
+	FinalizedAt          *time.Time
+	// LastError is the latest attempt's error; ErrorCount counts them all.
+	LastError  string
+	ErrorCount int
 }
 
 // Count returns the number of jobs of the kind in the state.
@@ -254,23 +372,35 @@ func (vm AdminJobsVM) Count(kind, state string) int64 { return vm.Counts[kind][s
 // AdminAuditVM is the audit log page: the filter, one page of entries.
 type AdminAuditVM struct {
 	Filter  views.Form
-	Entries []models.AuditEntry
-	// Actors names the users who acted, by id.
-	Actors map[int64]models.User
-	Pager  Pager
+	Entries []AuditEntry
+	Pager   Pager
 	// CSVURL exports the same filter.
 	CSVURL string
 }
 
-// actorLabel names an entry's actor: the system, or the user's email and id.
-func (vm AdminAuditVM) actorLabel(vc views.Ctx, e models.AuditEntry) string {
-	if e.ActorID == nil {
+// AuditEntry is one line of the audit log.
+type AuditEntry struct {
+	ID int64
+	At time.Time
+	// Actor names who acted: the user's email and id, or "#id" for a
+	// user no longer found; "" is the system.
+	Actor     string
+	ActorIP   string
+	Action    string
+	Subject   string
+	AmountFen *int64
+	// Detail is English (or what a person typed); DetailMsg the same as
+	// a message, for the reader's language (zero: Detail as it is).
+	Detail    string
+	DetailMsg locales.Msg
+}
+
+// actorLabel names an entry's actor: the system, or the user.
+func actorLabel(vc views.Ctx, e AuditEntry) string {
+	if e.Actor == "" {
 		return vc.T("admin.audit.system")
 	}
-	if u, ok := vm.Actors[*e.ActorID]; ok {
-		return u.Email + " (#" + strconv.FormatInt(u.ID, 10) + ")"
-	}
-	return "#" + strconv.FormatInt(*e.ActorID, 10)
+	return e.Actor
 }
 
 // fenOrDash formats an optional amount.
