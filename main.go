@@ -37,7 +37,7 @@ import (
 	"suanli/payments"
 	"suanli/providers"
 	"suanli/rentals"
-	"suanli/views/pages"
+	"suanli/views/accountpages"
 	"suanli/web"
 	"suanli/workers"
 )
@@ -430,11 +430,11 @@ func walletService(db *models.DB, cfg config.Config) *billing.Wallet {
 
 // bankDetails are the configured transfer details, or clearly marked
 // example ones.
-func bankDetails(cfg config.Config) pages.BankDetails {
+func bankDetails(cfg config.Config) accountpages.BankDetails {
 	if cfg.BankAccount == "" {
-		return pages.BankDetails{Bank: "示例银行 Example Bank", AccountName: "算力示例账户 Suanli Example Account", Account: "0000 0000 0000 0000", Demo: true}
+		return accountpages.BankDetails{Bank: "示例银行 Example Bank", AccountName: "算力示例账户 Suanli Example Account", Account: "0000 0000 0000 0000", Demo: true}
 	}
-	return pages.BankDetails{Bank: cfg.BankName, AccountName: cfg.BankAccountName, Account: cfg.BankAccount}
+	return accountpages.BankDetails{Bank: cfg.BankName, AccountName: cfg.BankAccountName, Account: cfg.BankAccount}
 }
 
 // workerOptions configures the queue; with SMTP_URL set it delivers mail.

@@ -21,7 +21,7 @@ import (
 	"suanli/models"
 	"suanli/rentals"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/accountpages"
 )
 
 // Handler carries the dependencies every handler needs; main and web set it.
@@ -34,7 +34,7 @@ type Handler struct {
 	// StripeWebhookSecret verifies POST /webhooks/stripe (empty: no webhook).
 	StripeWebhookSecret string
 	// Bank is the platform's account that bank transfers go to.
-	Bank pages.BankDetails
+	Bank accountpages.BankDetails
 	// Rentals runs rentals and talks to node agents.
 	Rentals *rentals.Service
 	// Providers is the provider portal's and provider API's market side.
@@ -42,6 +42,15 @@ type Handler struct {
 	// Payouts pays providers and runs Stripe Connect onboarding.
 	Payouts *providers.Payouts
 }
+
+// SessionUserKey is the session key of the logged-in user's id, and
+// SessionEpochKey of the user's session epoch at login: a session whose
+// epoch is older than the user's has been ended (a password change or
+// reset, "log out other sessions").
+const (
+	SessionUserKey  = "user_id"
+	SessionEpochKey = "epoch"
+)
 
 // Context keys set by the web layer's middleware.
 const (

@@ -26,11 +26,11 @@ func (h *Handler) LangSwitch(c echo.Context) error {
 		Name: LangCookie, Value: lang, Path: "/", MaxAge: int((365 * 24 * time.Hour).Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.IsTLS(),
 	})
-	return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
+	return c.Redirect(http.StatusSeeOther, SafeNext(c.QueryParam("next")))
 }
 
-// safeNext keeps redirects on this site: a local absolute path only.
-func safeNext(next string) string {
+// SafeNext keeps redirects on this site: a local absolute path only.
+func SafeNext(next string) string {
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
 		return "/"
 	}

@@ -21,6 +21,7 @@ import (
 	"suanli/dbtest"
 	"suanli/fleet"
 	"suanli/handlers"
+	"suanli/handlers/account"
 	"suanli/models"
 	"suanli/routenames"
 )
@@ -210,7 +211,7 @@ func TestBodiesOverTheirRouteLimitAre413(t *testing.T) {
 			{"the JSON API", "/api/v1/rentals", "application/json", token, 64 << 10, true},
 			{"a heartbeat", agent.PathHeartbeat, "application/json", cred, agent.MaxHeartbeatBytes, true},
 			{"a task result", "/agent/v1/tasks/1/result", "application/json", cred, agent.MaxResultBytes, true},
-			{"a webhook", "/webhooks/stripe", "application/json", "", handlers.MaxWebhookBytes, true},
+			{"a webhook", "/webhooks/stripe", "application/json", "", account.MaxWebhookBytes, true},
 		}
 		for _, tc := range cases {
 			header := http.Header{"Content-Type": {tc.ctype}, "Accept-Language": {"en"}}

@@ -24,7 +24,7 @@ import (
 	"suanli/offers"
 	"suanli/providers"
 	"suanli/rentals"
-	"suanli/views/pages"
+	"suanli/views/accountpages"
 	"suanli/web"
 	"suanli/workers"
 )
@@ -152,6 +152,6 @@ func testHandler(db *models.DB, ix *offers.Index) *handlers.Handler {
 		Rentals:   rentals,
 		Providers: &providers.Service{DB: db, Rentals: rentals, BaseURL: "http://suanli.test"},
 		Payouts:   &providers.Payouts{DB: db},
-		Bank:      pages.BankDetails{Bank: "Test Bank", AccountName: "Suanli", Account: "6222 0000", Demo: true},
+		Bank:      accountpages.BankDetails{Bank: "Test Bank", AccountName: "Suanli", Account: "6222 0000", Demo: true},
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"suanli/agent"
 	"suanli/apperr"
-	"suanli/handlers"
+	"suanli/handlers/account"
 )
 
 // Request bodies are bounded per route: forms and the JSON API take
@@ -25,7 +25,7 @@ const defaultBodyLimit = 64 << 10
 var bodyLimits = map[string]int64{
 	"agent.heartbeat": agent.MaxHeartbeatBytes,
 	"agent.result":    agent.MaxResultBytes,
-	"webhooks.stripe": handlers.MaxWebhookBytes,
+	"webhooks.stripe": account.MaxWebhookBytes,
 }
 
 // bodyLimit is the most a request to the named route may send.

@@ -7,6 +7,7 @@ import (
 
 	"suanli/agent"
 	"suanli/handlers"
+	"suanli/handlers/account"
 	adminconsole "suanli/handlers/admin"
 	"suanli/handlers/provider"
 	"suanli/routenames"
@@ -22,6 +23,7 @@ type route struct {
 
 // routes is the one route table of the application.
 func routes(h *handlers.Handler, m *metrics) []route {
+	acc := &account.Handler{Handler: h}
 	ph := &provider.Handler{Handler: h}
 	// The admin console's handlers (package admin; the access level of its
 	// routes is also called admin, hence the import's name).
@@ -39,46 +41,46 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/tco", routenames.TCO, h.TCO, public},
 		{"GET", "/lang/:lang", routenames.LangSwitch, h.LangSwitch, public},
 
-		{"GET", "/signup", routenames.AuthSignup, h.SignupForm, public},
-		{"POST", "/signup", routenames.AuthSignupPost, h.Signup, public},
-		{"GET", "/login", routenames.AuthLogin, h.LoginForm, public},
-		{"POST", "/login", routenames.AuthLoginPost, h.Login, public},
-		{"POST", "/logout", routenames.AuthLogout, h.Logout, public},
-		{"GET", "/verify", routenames.AuthVerify, h.Verify, public},
-		{"POST", "/verify", routenames.AuthVerifyPost, h.VerifyPassword, public},
-		{"GET", "/password/forgot", routenames.PasswordForgot, h.ForgotForm, public},
-		{"POST", "/password/forgot", routenames.PasswordForgotPost, h.Forgot, public},
-		{"GET", "/password/reset", routenames.PasswordReset, h.ResetForm, public},
-		{"POST", "/password/reset", routenames.PasswordResetPost, h.Reset, public},
+		{"GET", "/signup", routenames.AuthSignup, acc.SignupForm, public},
+		{"POST", "/signup", routenames.AuthSignupPost, acc.Signup, public},
+		{"GET", "/login", routenames.AuthLogin, acc.LoginForm, public},
+		{"POST", "/login", routenames.AuthLoginPost, acc.Login, public},
+		{"POST", "/logout", routenames.AuthLogout, acc.Logout, public},
+		{"GET", "/verify", routenames.AuthVerify, acc.Verify, public},
+		{"POST", "/verify", routenames.AuthVerifyPost, acc.VerifyPassword, public},
+		{"GET", "/password/forgot", routenames.PasswordForgot, acc.ForgotForm, public},
+		{"POST", "/password/forgot", routenames.PasswordForgotPost, acc.Forgot, public},
+		{"GET", "/password/reset", routenames.PasswordReset, acc.ResetForm, public},
+		{"POST", "/password/reset", routenames.PasswordResetPost, acc.Reset, public},
 
-		{"GET", "/account", routenames.AccountShow, h.AccountShow, user},
-		{"POST", "/account/password", routenames.AccountPassword, h.AccountPassword, user},
-		{"POST", "/account/verify", routenames.AccountResend, h.AccountResend, user},
-		{"POST", "/account/sessions/end", routenames.AccountSessionsEnd, h.AccountEndSessions, user},
-		{"POST", "/account/tokens", routenames.TokensCreate, h.TokenCreate, user},
-		{"POST", "/account/tokens/:id/revoke", routenames.TokensRevoke, h.TokenRevoke, user},
-		{"POST", "/orgs", routenames.OrgsCreate, h.OrgCreate, user},
-		{"GET", "/orgs/:id", routenames.OrgsShow, h.OrgShow, user},
-		{"POST", "/orgs/:id/invitations", routenames.OrgsInvite, h.OrgInvite, user},
-		{"POST", "/orgs/:id/invitations/:iid/revoke", routenames.OrgsInvitationsRevoke, h.OrgRevokeInvitation, user},
-		{"POST", "/orgs/:id/members/:uid/remove", routenames.OrgsMembersRemove, h.OrgRemoveMember, user},
-		{"POST", "/orgs/:id/budget", routenames.OrgsBudget, h.OrgBudget, user},
-		{"GET", "/labs/apply", routenames.LabsApply, h.LabApplyForm, user},
-		{"POST", "/labs/apply", routenames.LabsApplyPost, h.LabApply, user},
-		{"GET", "/labs/confirm", routenames.LabsConfirm, h.LabConfirm, user},
-		{"GET", "/invitations/accept", routenames.InvitationsAccept, h.InviteShow, user},
-		{"POST", "/invitations/accept", routenames.InvitationsAcceptPost, h.InviteAccept, user},
-		{"POST", "/invitations/:iid/accept", routenames.InvitationsAcceptID, h.InvitationAccept, user},
+		{"GET", "/account", routenames.AccountShow, acc.AccountShow, user},
+		{"POST", "/account/password", routenames.AccountPassword, acc.AccountPassword, user},
+		{"POST", "/account/verify", routenames.AccountResend, acc.AccountResend, user},
+		{"POST", "/account/sessions/end", routenames.AccountSessionsEnd, acc.AccountEndSessions, user},
+		{"POST", "/account/tokens", routenames.TokensCreate, acc.TokenCreate, user},
+		{"POST", "/account/tokens/:id/revoke", routenames.TokensRevoke, acc.TokenRevoke, user},
+		{"POST", "/orgs", routenames.OrgsCreate, acc.OrgCreate, user},
+		{"GET", "/orgs/:id", routenames.OrgsShow, acc.OrgShow, user},
+		{"POST", "/orgs/:id/invitations", routenames.OrgsInvite, acc.OrgInvite, user},
+		{"POST", "/orgs/:id/invitations/:iid/revoke", routenames.OrgsInvitationsRevoke, acc.OrgRevokeInvitation, user},
+		{"POST", "/orgs/:id/members/:uid/remove", routenames.OrgsMembersRemove, acc.OrgRemoveMember, user},
+		{"POST", "/orgs/:id/budget", routenames.OrgsBudget, acc.OrgBudget, user},
+		{"GET", "/labs/apply", routenames.LabsApply, acc.LabApplyForm, user},
+		{"POST", "/labs/apply", routenames.LabsApplyPost, acc.LabApply, user},
+		{"GET", "/labs/confirm", routenames.LabsConfirm, acc.LabConfirm, user},
+		{"GET", "/invitations/accept", routenames.InvitationsAccept, acc.InviteShow, user},
+		{"POST", "/invitations/accept", routenames.InvitationsAcceptPost, acc.InviteAccept, user},
+		{"POST", "/invitations/:iid/accept", routenames.InvitationsAcceptID, acc.InvitationAccept, user},
 
 		// The navigation's wallet: the user's own, by redirect.
-		{"GET", "/wallet", routenames.WalletMine, h.WalletMine, user},
-		{"GET", "/orgs/:id/wallet", routenames.WalletShow, h.WalletShow, user},
-		{"POST", "/orgs/:id/wallet/topups", routenames.WalletTopup, h.WalletTopup, user},
-		{"POST", "/orgs/:id/wallet/refunds", routenames.WalletRefund, h.WalletRefund, user},
-		{"POST", "/orgs/:id/billing", routenames.OrgsBilling, h.WalletBilling, user},
-		{"GET", "/orgs/:id/wallet/ledger.csv", routenames.WalletCSV, h.WalletCSV, user},
-		{"GET", "/topups/:id", routenames.TopupsShow, h.TopupShow, user},
-		{"POST", "/webhooks/stripe", routenames.WebhooksStripe, h.StripeWebhook, public},
+		{"GET", "/wallet", routenames.WalletMine, acc.WalletMine, user},
+		{"GET", "/orgs/:id/wallet", routenames.WalletShow, acc.WalletShow, user},
+		{"POST", "/orgs/:id/wallet/topups", routenames.WalletTopup, acc.WalletTopup, user},
+		{"POST", "/orgs/:id/wallet/refunds", routenames.WalletRefund, acc.WalletRefund, user},
+		{"POST", "/orgs/:id/billing", routenames.OrgsBilling, acc.WalletBilling, user},
+		{"GET", "/orgs/:id/wallet/ledger.csv", routenames.WalletCSV, acc.WalletCSV, user},
+		{"GET", "/topups/:id", routenames.TopupsShow, acc.TopupShow, user},
+		{"POST", "/webhooks/stripe", routenames.WebhooksStripe, acc.StripeWebhook, public},
 
 		{"GET", "/offers/:id/rent", routenames.RentalsNew, h.RentNew, user},
 		{"POST", "/offers/:id/rent", routenames.RentalsCreate, h.RentCreate, user},
@@ -157,10 +159,10 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/api/v1/offers", routenames.APIOffersList, h.APIOffersList, public},
 		{"GET", "/api/v1/offers/:id", routenames.APIOffersShow, h.APIOfferShow, public},
 		{"GET", "/api/v1/offers/:id/quote", routenames.APIOffersQuote, h.APIOfferQuote, public},
-		{"GET", "/api/v1/me", routenames.APIMe, h.APIMe, user},
-		{"GET", "/api/v1/wallet", routenames.APIWallet, h.APIWallet, user},
-		{"GET", "/api/v1/wallet/ledger", routenames.APIWalletLedger, h.APIWalletLedger, user},
-		{"POST", "/api/v1/wallet/topups", routenames.APIWalletTopups, h.APITopupCreate, user},
+		{"GET", "/api/v1/me", routenames.APIMe, acc.APIMe, user},
+		{"GET", "/api/v1/wallet", routenames.APIWallet, acc.APIWallet, user},
+		{"GET", "/api/v1/wallet/ledger", routenames.APIWalletLedger, acc.APIWalletLedger, user},
+		{"POST", "/api/v1/wallet/topups", routenames.APIWalletTopups, acc.APITopupCreate, user},
 		{"GET", "/api/v1/rentals", routenames.APIRentalsList, h.APIRentalsList, user},
 		{"POST", "/api/v1/rentals", routenames.APIRentalsCreate, h.APIRentalCreate, user},
 		{"GET", "/api/v1/rentals/:id", routenames.APIRentalsShow, h.APIRentalShow, user},

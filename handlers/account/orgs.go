@@ -1,8 +1,9 @@
-package handlers
+package account
 
 import (
 	"net/http"
 	"strconv"
+	"suanli/handlers"
 
 	"github.com/labstack/echo/v4"
 
@@ -11,45 +12,47 @@ import (
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/accountpages"
 )
 
 // OrgCreate is POST /orgs: a team, or a provider awaiting verification.
 func (h *Handler) OrgCreate(c echo.Context) error {
-	f := ReadForm(c, "name", "kind")
-	org, err := h.Accounts.CreateOrg(c.Request().Context(), CurrentUser(c), f.Get("kind"), f.Get("name"))
+	f := handlers.ReadForm(c, "name", "kind")
+	org, err := h.Accounts.CreateOrg(c.Request().Context(), handlers.CurrentUser(c), f.Get("kind"), f.Get("name"))
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
-			return h.accountPage(c, http.StatusUnprocessableEntity, pages.AccountVM{Org: f})
+		if f, ok := handlers.WithErrors(c, f, err); ok {
+			return h.accountPage(c, http.StatusUnprocessableEntity, accountpages.AccountVM{Org: f})
 		}
 		return err
 	}
-	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // orgPage renders an organisation for a user allowed to view it.
 func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form) error {
-	id, err := ParseID(c, "id", "organisation")
+	id, err := handlers.ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	u := CurrentUser(c)
+	u := handlers.CurrentUser(c)
 	org, me, err := h.Accounts.Authorize(ctx, u, id, accounts.ViewOrg)
 	if err != nil {
 		return err
 	}
-	vm := pages.OrgVM{Org: *org, Me: me, Invite: invite, Budget: budget}
-	if vm.Members, err = h.DB.MembersOf(ctx, id); err != nil {
+	vm := accountpages.OrgVM{Org: orgVM(org), Me: meVM(me), Invite: invite, Budget: budget}
+	members, err := h.DB.MembersOf(ctx, id)
+	if err != nil {
 		return err
 	}
+	vm.Members = memberRows(members)
 	_, _, e1 := h.Accounts.Authorize(ctx, u, id, accounts.InviteMembers)
 	_, _, e2 := h.Accounts.Authorize(ctx, u, id, accounts.RemoveMembers)
 	_, _, e3 := h.Accounts.Authorize(ctx, u, id, accounts.SetBudget)
 	_, _, e4 := h.Accounts.Authorize(ctx, u, id, accounts.ViewWallet)
 	vm.CanInvite, vm.CanRemove, vm.CanBudget, vm.CanWallet = e1 == nil && !org.Personal, e2 == nil, e3 == nil, e4 == nil
 	if vm.Budget.Values == nil {
-		vm.Budget = ReadForm(c)
+		vm.Budget = handlers.ReadForm(c)
 		if org.MonthlyBudgetFen != nil {
 			vm.Budget.Values["monthly_budget"] = pricing.FenToYuanString(*org.MonthlyBudgetFen)
 		}
@@ -58,7 +61,7 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form)
 		}
 	}
 	if vm.Invite.Values == nil {
-		vm.Invite = ReadForm(c)
+		vm.Invite = handlers.ReadForm(c)
 	}
 	if vm.CanInvite {
 		invs, err := h.Accounts.PendingInvitations(ctx, u, id)
@@ -66,10 +69,10 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form)
 			return err
 		}
 		for _, inv := range invs {
-			vm.Invitations = append(vm.Invitations, pages.InvitationRow{ID: inv.ID, Email: inv.Email, Role: inv.Role, ExpiresAt: inv.ExpiresAt})
+			vm.Invitations = append(vm.Invitations, accountpages.InvitationRow{ID: inv.ID, Email: inv.Email, Role: inv.Role, ExpiresAt: inv.ExpiresAt})
 		}
 	}
-	return Render(c, status, pages.OrgPage(ViewCtx(c), vm))
+	return handlers.Render(c, status, accountpages.OrgPage(handlers.ViewCtx(c), vm))
 }
 
 // OrgShow is GET /orgs/{id}: members, invitations and, for labs, budget.
@@ -79,68 +82,68 @@ func (h *Handler) OrgShow(c echo.Context) error {
 
 // OrgInvite is POST /orgs/{id}/invitations.
 func (h *Handler) OrgInvite(c echo.Context) error {
-	id, err := ParseID(c, "id", "organisation")
+	id, err := handlers.ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, "email", "role")
-	if err := h.Accounts.Invite(c.Request().Context(), CurrentUser(c), id, f.Get("email"), f.Get("role")); err != nil {
+	f := handlers.ReadForm(c, "email", "role")
+	if err := h.Accounts.Invite(c.Request().Context(), handlers.CurrentUser(c), id, f.Get("email"), f.Get("role")); err != nil {
 		if msg, ok := throttled(c, err); ok {
 			f.Errors["email"] = msg
 			return h.orgPage(c, http.StatusTooManyRequests, f, views.Form{})
 		}
-		if f, ok := WithErrors(c, f, err); ok {
+		if f, ok := handlers.WithErrors(c, f, err); ok {
 			return h.orgPage(c, http.StatusUnprocessableEntity, f, views.Form{})
 		}
 		return err
 	}
 	h.Flash(c, "org.invited", f.Get("email"))
-	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // OrgRevokeInvitation is POST /orgs/{id}/invitations/{iid}/revoke.
 func (h *Handler) OrgRevokeInvitation(c echo.Context) error {
-	id, err := ParseID(c, "id", "organisation")
+	id, err := handlers.ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
-	iid, err := ParseID(c, "iid", "invitation")
+	iid, err := handlers.ParseID(c, "iid", "invitation")
 	if err != nil {
 		return err
 	}
-	if err := h.Accounts.RevokeInvitation(c.Request().Context(), CurrentUser(c), id, iid); err != nil {
+	if err := h.Accounts.RevokeInvitation(c.Request().Context(), handlers.CurrentUser(c), id, iid); err != nil {
 		return err
 	}
 	h.Flash(c, "org.invitation_revoked")
-	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // OrgRemoveMember is POST /orgs/{id}/members/{uid}/remove.
 func (h *Handler) OrgRemoveMember(c echo.Context) error {
-	id, err := ParseID(c, "id", "organisation")
+	id, err := handlers.ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
-	uid, err := ParseID(c, "uid", "member")
+	uid, err := handlers.ParseID(c, "uid", "member")
 	if err != nil {
 		return err
 	}
-	if err := h.Accounts.RemoveMember(c.Request().Context(), CurrentUser(c), id, uid); err != nil {
+	if err := h.Accounts.RemoveMember(c.Request().Context(), handlers.CurrentUser(c), id, uid); err != nil {
 		return err
 	}
 	h.Flash(c, "org.removed")
-	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // OrgBudget is POST /orgs/{id}/budget: a lab's monthly budget and cap.
 func (h *Handler) OrgBudget(c echo.Context) error {
-	id, err := ParseID(c, "id", "organisation")
+	id, err := handlers.ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, "monthly_budget", "member_cap")
-	budget, e1 := YuanField(f, "monthly_budget")
-	cap, e2 := YuanField(f, "member_cap")
+	f := handlers.ReadForm(c, "monthly_budget", "member_cap")
+	budget, e1 := handlers.YuanField(f, "monthly_budget")
+	cap, e2 := handlers.YuanField(f, "member_cap")
 	var fe accounts.FieldErrors
 	for _, e := range []*apperr.Error{e1, e2} {
 		if e != nil {
@@ -148,83 +151,83 @@ func (h *Handler) OrgBudget(c echo.Context) error {
 		}
 	}
 	if len(fe) == 0 {
-		err = h.Accounts.SetLabBudget(c.Request().Context(), CurrentUser(c), id, budget, cap)
+		err = h.Accounts.SetLabBudget(c.Request().Context(), handlers.CurrentUser(c), id, budget, cap)
 	} else {
 		// Authorise before saying anything about the input.
-		if _, _, aerr := h.Accounts.Authorize(c.Request().Context(), CurrentUser(c), id, accounts.SetBudget); aerr != nil {
+		if _, _, aerr := h.Accounts.Authorize(c.Request().Context(), handlers.CurrentUser(c), id, accounts.SetBudget); aerr != nil {
 			return aerr
 		}
 		err = fe
 	}
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
+		if f, ok := handlers.WithErrors(c, f, err); ok {
 			return h.orgPage(c, http.StatusUnprocessableEntity, views.Form{}, f)
 		}
 		return err
 	}
 	h.Flash(c, "lab.budget_saved")
-	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
 }
 
 // LabApplyForm is GET /labs/apply.
 func (h *Handler) LabApplyForm(c echo.Context) error {
-	return Render(c, http.StatusOK, pages.LabApplyPage(ViewCtx(c), ReadForm(c)))
+	return handlers.Render(c, http.StatusOK, accountpages.LabApplyPage(handlers.ViewCtx(c), handlers.ReadForm(c)))
 }
 
 // LabApply is POST /labs/apply.
 func (h *Handler) LabApply(c echo.Context) error {
-	f := ReadForm(c, "institution", "lab_name", "supervisor", "email_domain", "edu_email")
-	org, err := h.Accounts.ApplyLab(c.Request().Context(), CurrentUser(c), accounts.LabApplication{
+	f := handlers.ReadForm(c, "institution", "lab_name", "supervisor", "email_domain", "edu_email")
+	org, err := h.Accounts.ApplyLab(c.Request().Context(), handlers.CurrentUser(c), accounts.LabApplication{
 		Institution: f.Get("institution"), LabName: f.Get("lab_name"), Supervisor: f.Get("supervisor"),
 		EmailDomain: f.Get("email_domain"), EduEmail: f.Get("edu_email"),
 	})
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
-			return Render(c, http.StatusUnprocessableEntity, pages.LabApplyPage(ViewCtx(c), f))
+		if f, ok := handlers.WithErrors(c, f, err); ok {
+			return handlers.Render(c, http.StatusUnprocessableEntity, accountpages.LabApplyPage(handlers.ViewCtx(c), f))
 		}
 		return err
 	}
 	h.Flash(c, "lab.applied", f.Get("edu_email"))
-	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // LabConfirm is GET /labs/confirm?token=: the link mailed to a lab member's
 // institutional address, opened while logged in as that member.
 func (h *Handler) LabConfirm(c echo.Context) error {
-	org, err := h.Accounts.ConfirmLabAddress(c.Request().Context(), CurrentUser(c), c.QueryParam("token"))
+	org, err := h.Accounts.ConfirmLabAddress(c.Request().Context(), handlers.CurrentUser(c), c.QueryParam("token"))
 	if err != nil {
 		return linkFailed(c, err)
 	}
 	h.Flash(c, "lab.confirmed_flash")
-	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // InviteShow is GET /invitations/accept?token=.
 func (h *Handler) InviteShow(c echo.Context) error {
-	return Render(c, http.StatusOK, pages.InvitePage(ViewCtx(c), c.QueryParam("token")))
+	return handlers.Render(c, http.StatusOK, accountpages.InvitePage(handlers.ViewCtx(c), c.QueryParam("token")))
 }
 
 // InvitationAccept is POST /invitations/{iid}/accept: an invitation to the
 // user's verified address, accepted from the account page.
 func (h *Handler) InvitationAccept(c echo.Context) error {
-	iid, err := ParseID(c, "iid", "invitation")
+	iid, err := handlers.ParseID(c, "iid", "invitation")
 	if err != nil {
 		return err
 	}
-	org, err := h.Accounts.AcceptInvitation(c.Request().Context(), CurrentUser(c), iid)
+	org, err := h.Accounts.AcceptInvitation(c.Request().Context(), handlers.CurrentUser(c), iid)
 	if err != nil {
 		return err
 	}
 	h.Flash(c, "invite.joined", org.Name)
-	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }
 
 // InviteAccept is POST /invitations/accept.
 func (h *Handler) InviteAccept(c echo.Context) error {
-	org, err := h.Accounts.AcceptInvite(c.Request().Context(), CurrentUser(c), c.FormValue("token"))
+	org, err := h.Accounts.AcceptInvite(c.Request().Context(), handlers.CurrentUser(c), c.FormValue("token"))
 	if err != nil {
 		return linkFailed(c, err)
 	}
 	h.Flash(c, "invite.joined", org.Name)
-	return SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, strconv.FormatInt(org.ID, 10)))
 }

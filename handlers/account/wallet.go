@@ -1,10 +1,11 @@
-package handlers
+package account
 
 import (
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
+	"suanli/handlers"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -15,7 +16,7 @@ import (
 	"suanli/payments"
 	"suanli/pricing"
 	"suanli/routenames"
-	"suanli/views/pages"
+	"suanli/views/accountpages"
 )
 
 // ledgerFilter reads the ledger filters (kind, from, to as dates in
@@ -41,9 +42,9 @@ func ledgerFilter(c echo.Context) (models.LedgerFilter, error) {
 	return f, nil
 }
 
-func (h *Handler) walletVM(c echo.Context, org *models.Org) (pages.WalletVM, error) {
+func (h *Handler) walletVM(c echo.Context, org *models.Org) (accountpages.WalletVM, error) {
 	ctx := c.Request().Context()
-	vm := pages.WalletVM{Org: *org, CardConfigured: h.Wallet.Gateway != nil, Filter: ReadForm(c, "kind", "from", "to"), Bank: h.Bank}
+	vm := accountpages.WalletVM{Org: orgVM(org), Kinds: models.LedgerKinds, CardConfigured: h.Wallet.Gateway != nil, Filter: handlers.ReadForm(c, "kind", "from", "to"), Bank: h.Bank}
 	var err error
 	if vm.BalanceFen, err = h.DB.WalletBalance(ctx, org.ID); err != nil {
 		return vm, err
@@ -51,29 +52,35 @@ func (h *Handler) walletVM(c echo.Context, org *models.Org) (pages.WalletVM, err
 	if vm.RefundableFen, err = h.Wallet.Refundable(ctx, org.ID); err != nil {
 		return vm, err
 	}
-	if vm.Topups, err = h.DB.TopupsOf(ctx, org.ID, 20); err != nil {
+	topups, err := h.DB.TopupsOf(ctx, org.ID, 20)
+	if err != nil {
 		return vm, err
 	}
-	if vm.Refunds, err = h.DB.RefundsOf(ctx, org.ID); err != nil {
+	vm.Topups = topupRows(topups)
+	refunds, err := h.DB.RefundsOf(ctx, org.ID)
+	if err != nil {
 		return vm, err
 	}
+	vm.Refunds = refundRows(refunds)
 	f, ferr := ledgerFilter(c)
 	if ferr != nil {
-		if ff, ok := WithErrors(c, vm.Filter, ferr); ok {
+		if ff, ok := handlers.WithErrors(c, vm.Filter, ferr); ok {
 			vm.Filter = ff
 		}
 		f = models.LedgerFilter{Limit: 500}
 	}
-	if vm.Ledger, err = h.DB.WalletLedger(ctx, org.ID, f); err != nil {
+	ledger, err := h.DB.WalletLedger(ctx, org.ID, f)
+	if err != nil {
 		return vm, err
 	}
-	vm.Topup, vm.Refund = ReadForm(c), ReadForm(c)
-	vm.Billing = ReadForm(c)
+	vm.Ledger = ledgerRows(ledger)
+	vm.Topup, vm.Refund = handlers.ReadForm(c), handlers.ReadForm(c)
+	vm.Billing = handlers.ReadForm(c)
 	vm.Billing.Values["invoice_title"], vm.Billing.Values["tax_id"] = org.InvoiceTitle, org.TaxID
 	if org.HourlyCapFen != nil {
 		vm.Billing.Values["hourly_cap"] = pricing.FenToYuanString(*org.HourlyCapFen)
 	}
-	_, _, berr := h.Accounts.Authorize(c.Request().Context(), CurrentUser(c), org.ID, accounts.ManageBilling)
+	_, _, berr := h.Accounts.Authorize(c.Request().Context(), handlers.CurrentUser(c), org.ID, accounts.ManageBilling)
 	vm.CanManage = berr == nil
 	return vm, nil
 }
@@ -88,7 +95,7 @@ func (h *Handler) WalletShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.WalletPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusOK, accountpages.WalletPage(handlers.ViewCtx(c), vm))
 }
 
 // WalletMine is GET /wallet, the wallet in the navigation: it sends the
@@ -96,7 +103,7 @@ func (h *Handler) WalletShow(c echo.Context) error {
 // to their first organisation's if they have none; the console lists the
 // others.
 func (h *Handler) WalletMine(c echo.Context) error {
-	oms, err := h.DB.OrgsOfUser(c.Request().Context(), CurrentUser(c).ID)
+	oms, err := h.DB.OrgsOfUser(c.Request().Context(), handlers.CurrentUser(c).ID)
 	if err != nil {
 		return err
 	}
@@ -110,15 +117,15 @@ func (h *Handler) WalletMine(c echo.Context) error {
 			break
 		}
 	}
-	return SeeOther(c, c.Echo().Reverse(routenames.WalletShow, strconv.FormatInt(id, 10)))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.WalletShow, strconv.FormatInt(id, 10)))
 }
 
 func (h *Handler) authorizeOrg(c echo.Context, a accounts.Action) (*models.Org, error) {
-	id, err := ParseID(c, "id", "organisation")
+	id, err := handlers.ParseID(c, "id", "organisation")
 	if err != nil {
 		return nil, err
 	}
-	org, _, err := h.Accounts.Authorize(c.Request().Context(), CurrentUser(c), id, a)
+	org, _, err := h.Accounts.Authorize(c.Request().Context(), handlers.CurrentUser(c), id, a)
 	return org, err
 }
 
@@ -129,42 +136,42 @@ func (h *Handler) WalletTopup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, "amount", "method")
-	fen, e := YuanField(f, "amount")
+	f := handlers.ReadForm(c, "amount", "method")
+	fen, e := handlers.YuanField(f, "amount")
 	if e != nil || fen == nil {
-		f.Errors["amount"] = ViewCtx(c).T("err.amount")
+		f.Errors["amount"] = handlers.ViewCtx(c).T("err.amount")
 	} else {
-		t, url, err := h.Wallet.StartTopup(c.Request().Context(), CurrentUser(c), org.ID, *fen, f.Get("method"), Lang(c))
+		t, url, err := h.Wallet.StartTopup(c.Request().Context(), handlers.CurrentUser(c), org.ID, *fen, f.Get("method"), handlers.Lang(c))
 		if err == nil {
 			if url != "" {
 				return c.Redirect(http.StatusSeeOther, url)
 			}
-			return SeeOther(c, c.Echo().Reverse(routenames.TopupsShow, strconv.FormatInt(t.ID, 10)))
+			return handlers.SeeOther(c, c.Echo().Reverse(routenames.TopupsShow, strconv.FormatInt(t.ID, 10)))
 		}
 		if ae, ok := apperr.As(err); ok && ae.Field == "amount_fen" {
 			ae.Field = "amount"
 		}
 		var handled bool
-		if f, handled = WithErrors(c, f, err); !handled {
+		if f, handled = handlers.WithErrors(c, f, err); !handled {
 			if ae, ok := apperr.As(err); ok && ae.Key != "" && ae.Code != apperr.EINTERNAL {
-				f.Errors["method"] = ViewCtx(c).T(ae.Key, ae.Args...)
+				f.Errors["method"] = handlers.ViewCtx(c).T(ae.Key, ae.Args...)
 			} else {
 				return err
 			}
 		}
 	}
-	return h.walletWithErrors(c, org, func(vm *pages.WalletVM) { vm.Topup = f })
+	return h.walletWithErrors(c, org, func(vm *accountpages.WalletVM) { vm.Topup = f })
 }
 
 // walletWithErrors renders the wallet page again, 422, with one form's
 // values and messages.
-func (h *Handler) walletWithErrors(c echo.Context, org *models.Org, set func(vm *pages.WalletVM)) error {
+func (h *Handler) walletWithErrors(c echo.Context, org *models.Org, set func(vm *accountpages.WalletVM)) error {
 	vm, err := h.walletVM(c, org)
 	if err != nil {
 		return err
 	}
 	set(&vm)
-	return Render(c, http.StatusUnprocessableEntity, pages.WalletPage(ViewCtx(c), vm))
+	return handlers.Render(c, http.StatusUnprocessableEntity, accountpages.WalletPage(handlers.ViewCtx(c), vm))
 }
 
 // WalletRefund is POST /orgs/{id}/wallet/refunds.
@@ -173,23 +180,23 @@ func (h *Handler) WalletRefund(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, "refund_amount")
-	fen, e := YuanField(f, "refund_amount")
+	f := handlers.ReadForm(c, "refund_amount")
+	fen, e := handlers.YuanField(f, "refund_amount")
 	if e != nil || fen == nil || *fen == 0 {
-		f.Errors["refund_amount"] = ViewCtx(c).T("err.amount")
-	} else if _, err := h.Wallet.RequestRefund(c.Request().Context(), CurrentUser(c), org.ID, *fen); err != nil {
+		f.Errors["refund_amount"] = handlers.ViewCtx(c).T("err.amount")
+	} else if _, err := h.Wallet.RequestRefund(c.Request().Context(), handlers.CurrentUser(c), org.ID, *fen); err != nil {
 		if ae, ok := apperr.As(err); ok && ae.Field == "amount_fen" {
 			ae.Field = "refund_amount"
 		}
 		var handled bool
-		if f, handled = WithErrors(c, f, err); !handled {
+		if f, handled = handlers.WithErrors(c, f, err); !handled {
 			return err
 		}
 	} else {
 		h.Flash(c, "wallet.refund_requested")
-		return SeeOther(c, c.Echo().Reverse(routenames.WalletShow, c.Param("id")))
+		return handlers.SeeOther(c, c.Echo().Reverse(routenames.WalletShow, c.Param("id")))
 	}
-	return h.walletWithErrors(c, org, func(vm *pages.WalletVM) { vm.Refund = f })
+	return h.walletWithErrors(c, org, func(vm *accountpages.WalletVM) { vm.Refund = f })
 }
 
 // WalletBilling is POST /orgs/{id}/billing: invoice details and the
@@ -199,22 +206,22 @@ func (h *Handler) WalletBilling(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := ReadForm(c, "invoice_title", "tax_id", "hourly_cap")
-	capFen, e := YuanField(f, "hourly_cap")
+	f := handlers.ReadForm(c, "invoice_title", "tax_id", "hourly_cap")
+	capFen, e := handlers.YuanField(f, "hourly_cap")
 	if e != nil {
-		f.Errors["hourly_cap"] = ViewCtx(c).T("err.amount")
-	} else if err := h.Accounts.SetBilling(c.Request().Context(), CurrentUser(c), org.ID, accounts.Billing{
+		f.Errors["hourly_cap"] = handlers.ViewCtx(c).T("err.amount")
+	} else if err := h.Accounts.SetBilling(c.Request().Context(), handlers.CurrentUser(c), org.ID, accounts.Billing{
 		InvoiceTitle: f.Get("invoice_title"), TaxID: f.Get("tax_id"), HourlyCapFen: capFen,
 	}); err != nil {
 		var handled bool
-		if f, handled = WithErrors(c, f, err); !handled {
+		if f, handled = handlers.WithErrors(c, f, err); !handled {
 			return err
 		}
 	} else {
 		h.Flash(c, "wallet.billing_saved")
-		return SeeOther(c, c.Echo().Reverse(routenames.WalletShow, c.Param("id")))
+		return handlers.SeeOther(c, c.Echo().Reverse(routenames.WalletShow, c.Param("id")))
 	}
-	return h.walletWithErrors(c, org, func(vm *pages.WalletVM) { vm.Billing = f })
+	return h.walletWithErrors(c, org, func(vm *accountpages.WalletVM) { vm.Billing = f })
 }
 
 // WalletCSV is GET /orgs/{id}/wallet/ledger.csv: the filtered ledger.
@@ -231,7 +238,7 @@ func (h *Handler) WalletCSV(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := CSVAttachment(c, "suanli-ledger-"+strconv.FormatInt(org.ID, 10)+".csv",
+	w, err := handlers.CSVAttachment(c, "suanli-ledger-"+strconv.FormatInt(org.ID, 10)+".csv",
 		"entry_id", "time_asia_shanghai", "kind", "memo", "amount_cny", "topup_id")
 	if err != nil {
 		return err
@@ -241,7 +248,7 @@ func (h *Handler) WalletCSV(c echo.Context) error {
 		if l.TopupID != nil {
 			topup = strconv.FormatInt(*l.TopupID, 10)
 		}
-		_ = w.Write([]string{strconv.FormatInt(l.EntryID, 10), CSVTime(l.CreatedAt), l.Kind, CSVText(l.Memo), CSVYuan(l.AmountFen), topup})
+		_ = w.Write([]string{strconv.FormatInt(l.EntryID, 10), handlers.CSVTime(l.CreatedAt), l.Kind, handlers.CSVText(l.Memo), handlers.CSVYuan(l.AmountFen), topup})
 	}
 	w.Flush()
 	return w.Error()
@@ -250,7 +257,7 @@ func (h *Handler) WalletCSV(c echo.Context) error {
 // TopupShow is GET /topups/{id}: the status of a top-up, the bank details
 // for a transfer, and the printable receipt once paid.
 func (h *Handler) TopupShow(c echo.Context) error {
-	id, err := ParseID(c, "id", "top-up")
+	id, err := handlers.ParseID(c, "id", "top-up")
 	if err != nil {
 		return err
 	}
@@ -259,13 +266,13 @@ func (h *Handler) TopupShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	org, _, err := h.Accounts.Authorize(ctx, CurrentUser(c), t.OrgID, accounts.ViewWallet)
+	org, _, err := h.Accounts.Authorize(ctx, handlers.CurrentUser(c), t.OrgID, accounts.ViewWallet)
 	if code := apperr.Code(err); code == apperr.ENOTFOUND || code == apperr.EFORBIDDEN {
 		return apperr.NotFound("top-up") // another organisation's top-up does not exist for you
 	} else if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.TopupPage(ViewCtx(c), pages.TopupVM{Topup: *t, Org: *org, Returned: c.QueryParam("return"), Bank: h.Bank}))
+	return handlers.Render(c, http.StatusOK, accountpages.TopupPage(handlers.ViewCtx(c), accountpages.TopupVM{Topup: topupVM(t), Org: orgVM(org), Returned: c.QueryParam("return"), Bank: h.Bank}))
 }
 
 // MaxWebhookBytes is the most a webhook body may be (Stripe's events are
@@ -327,7 +334,7 @@ func (h *Handler) APIWalletLedger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pg, err := PageParams(c)
+	pg, err := handlers.PageParams(c)
 	if err != nil {
 		return err
 	}
@@ -357,7 +364,7 @@ func (h *Handler) APITopupCreate(c echo.Context) error {
 		Method    string `json:"method"`
 		OrgID     int64  `json:"org_id"`
 	}
-	dec := JSONDecoder(c)
+	dec := handlers.JSONDecoder(c)
 	if err := dec.Decode(&in); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want JSON {\"amount_fen\":N,\"method\":\"stripe\"|\"bank_transfer\"}"}
 	}
@@ -369,7 +376,7 @@ func (h *Handler) APITopupCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, url, err := h.Wallet.StartTopup(c.Request().Context(), CurrentUser(c), org.ID, in.AmountFen, in.Method, Lang(c))
+	t, url, err := h.Wallet.StartTopup(c.Request().Context(), handlers.CurrentUser(c), org.ID, in.AmountFen, in.Method, handlers.Lang(c))
 	if err != nil {
 		return err
 	}

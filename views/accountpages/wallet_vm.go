@@ -1,12 +1,12 @@
-package pages
+package accountpages
 
 import (
 	"net/url"
 	"strings"
 
 	"suanli/locales"
-	"suanli/models"
 	"suanli/views"
+	"time"
 )
 
 // BankDetails is where bank transfers (对公转账) go.
@@ -20,12 +20,14 @@ type BankDetails struct {
 
 // WalletVM is the wallet page's view model.
 type WalletVM struct {
-	Org            models.Org
-	BalanceFen     int64
-	RefundableFen  int64
-	Topups         []models.Topup
-	Refunds        []models.Refund
-	Ledger         []models.LedgerLine
+	Org           Org
+	BalanceFen    int64
+	RefundableFen int64
+	Topups        []Topup
+	Refunds       []Refund
+	Ledger        []LedgerLine
+	// Kinds are the ledger's entry kinds, for the filter.
+	Kinds          []string
 	Topup, Refund  views.Form
 	Filter         views.Form
 	CardConfigured bool
@@ -37,10 +39,36 @@ type WalletVM struct {
 
 // TopupVM is a top-up's status and receipt page.
 type TopupVM struct {
-	Topup    models.Topup
-	Org      models.Org
+	Topup    Topup
+	Org      Org
 	Returned string // "success" or "cancel" when back from Stripe
 	Bank     BankDetails
+}
+
+// Topup is a top-up as the wallet and receipt pages show it.
+type Topup struct {
+	ID                        int64
+	Reference, Method, Status string
+	AmountFen                 int64
+	// ReceivedFen is what arrived, when it differs from what was asked.
+	ReceivedFen *int64
+	PaidAt      *time.Time
+	Note        string
+}
+
+// Refund is a refund line on the wallet page.
+type Refund struct {
+	AmountFen      int64
+	Method, Status string
+}
+
+// LedgerLine is one entry of the wallet's ledger.
+type LedgerLine struct {
+	CreatedAt time.Time
+	Kind      string
+	Memo      string
+	MemoMsg   locales.Msg
+	AmountFen int64
 }
 
 func signedYuan(fen int64) string {
@@ -50,7 +78,7 @@ func signedYuan(fen int64) string {
 	return views.Yuan(fen)
 }
 
-func receivedOr(t models.Topup) int64 {
+func receivedOr(t Topup) int64 {
 	if t.ReceivedFen != nil {
 		return *t.ReceivedFen
 	}
@@ -74,7 +102,7 @@ func csvQuery(f views.Form) string {
 // memoText is a ledger line's memo in the reader's language: its message,
 // or the stored memo of a line from before messages were stored, unless
 // that only repeats the line's kind ("trial credit" after "Trial credit").
-func memoText(vc views.Ctx, l models.LedgerLine) string {
+func memoText(vc views.Ctx, l LedgerLine) string {
 	if !l.MemoMsg.IsZero() {
 		return l.MemoMsg.Text(vc.Lang)
 	}

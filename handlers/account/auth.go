@@ -1,10 +1,11 @@
-package handlers
+package account
 
 import (
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"suanli/handlers"
 
 	"github.com/labstack/echo/v4"
 
@@ -12,16 +13,10 @@ import (
 	"suanli/apperr"
 	"suanli/models"
 	"suanli/routenames"
-	"suanli/views/pages"
+	"suanli/views/accountpages"
 )
 
-// SessionUserKey is the session key of the logged-in user's id, and
-// SessionEpochKey of the user's session epoch at login: a session whose
-// epoch is older than the user's has been ended (a password change or
-// reset, "log out other sessions").
 const (
-	SessionUserKey  = "user_id"
-	SessionEpochKey = "epoch"
 	// afterVerifyKey keeps, in a visitor's session, where to continue once
 	// the verification link has been opened (an invitation, say).
 	afterVerifyKey = "after_verify"
@@ -38,45 +33,45 @@ func (h *Handler) logIn(c echo.Context, u *models.User) error {
 	if err := h.Sessions.RenewToken(ctx); err != nil {
 		return err
 	}
-	h.Sessions.Put(ctx, SessionUserKey, u.ID)
-	h.Sessions.Put(ctx, SessionEpochKey, u.SessionEpoch)
+	h.Sessions.Put(ctx, handlers.SessionUserKey, u.ID)
+	h.Sessions.Put(ctx, handlers.SessionEpochKey, u.SessionEpoch)
 	return nil
 }
 
 // SignupForm is GET /signup (?next= is where to continue once verified).
 func (h *Handler) SignupForm(c echo.Context) error {
-	f := ReadForm(c, "next")
-	f.Values["next"] = safeNext(c.QueryParam("next"))
-	return Render(c, http.StatusOK, pages.SignupPage(ViewCtx(c), f))
+	f := handlers.ReadForm(c, "next")
+	f.Values["next"] = handlers.SafeNext(c.QueryParam("next"))
+	return handlers.Render(c, http.StatusOK, accountpages.SignupPage(handlers.ViewCtx(c), f))
 }
 
 // Signup is POST /signup. It answers "check your email" whether the
 // address is new (a verification link, which logs the user in) or already
 // has an account (its owner is told), so that sign-up reveals nothing.
 func (h *Handler) Signup(c echo.Context) error {
-	f := ReadForm(c, "email", "name", "lang", "next")
+	f := handlers.ReadForm(c, "email", "name", "lang", "next")
 	created, err := h.Accounts.SignUp(c.Request().Context(), accounts.SignUpInput{
 		Email: f.Get("email"), Password: c.FormValue("password"), Name: f.Get("name"), Lang: f.Get("lang"), IP: c.RealIP(),
 	})
 	if msg, ok := throttled(c, err); ok {
 		f.Errors["_form"] = msg
-		return Render(c, http.StatusTooManyRequests, pages.SignupPage(ViewCtx(c), f))
+		return handlers.Render(c, http.StatusTooManyRequests, accountpages.SignupPage(handlers.ViewCtx(c), f))
 	}
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
-			return Render(c, http.StatusUnprocessableEntity, pages.SignupPage(ViewCtx(c), f))
+		if f, ok := handlers.WithErrors(c, f, err); ok {
+			return handlers.Render(c, http.StatusUnprocessableEntity, accountpages.SignupPage(handlers.ViewCtx(c), f))
 		}
 		return err
 	}
-	if next := safeNext(f.Get("next")); next != "/" {
+	if next := handlers.SafeNext(f.Get("next")); next != "/" {
 		h.Sessions.Put(c.Request().Context(), afterVerifyKey, next)
 	}
 	if created != nil {
 		h.Sessions.Put(c.Request().Context(), signedUpKey, created.ID)
 	}
-	vc := ViewCtx(c)
+	vc := handlers.ViewCtx(c)
 	email, _ := accounts.CheckEmail("email", f.Get("email"))
-	return Render(c, http.StatusOK, pages.MessagePage(vc, http.StatusOK, vc.T("signup.check_title"), vc.T("signup.check_lead", email), "", ""))
+	return handlers.Render(c, http.StatusOK, accountpages.MessagePage(vc, http.StatusOK, vc.T("signup.check_title"), vc.T("signup.check_lead", email), "", ""))
 }
 
 // linkFailed answers a one-time link that is invalid, used or expired
@@ -86,8 +81,8 @@ func linkFailed(c echo.Context, err error) error {
 	if !ok || ae.Code != apperr.EINVALID {
 		return err
 	}
-	vc := ViewCtx(c)
-	return Render(c, http.StatusBadRequest, pages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key, ae.Args...), vc.T("nav.account"), c.Echo().Reverse(routenames.AccountShow)))
+	vc := handlers.ViewCtx(c)
+	return handlers.Render(c, http.StatusBadRequest, accountpages.MessagePage(vc, http.StatusBadRequest, vc.T("verify.failed"), vc.T(ae.Key, ae.Args...), vc.T("nav.account"), c.Echo().Reverse(routenames.AccountShow)))
 }
 
 // throttled reports whether err is a throttle; if so it sets Retry-After
@@ -99,35 +94,35 @@ func throttled(c echo.Context, err error) (string, bool) {
 	}
 	secs := int(th.RetryAfter.Seconds() + 0.5)
 	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-	return ViewCtx(c).T(th.MessageKey(), (secs+59)/60), true
+	return handlers.ViewCtx(c).T(th.MessageKey(), (secs+59)/60), true
 }
 
 // LoginForm is GET /login.
 func (h *Handler) LoginForm(c echo.Context) error {
-	f := ReadForm(c, "next")
-	f.Values["next"] = safeNext(c.QueryParam("next"))
-	return Render(c, http.StatusOK, pages.LoginPage(ViewCtx(c), f))
+	f := handlers.ReadForm(c, "next")
+	f.Values["next"] = handlers.SafeNext(c.QueryParam("next"))
+	return handlers.Render(c, http.StatusOK, accountpages.LoginPage(handlers.ViewCtx(c), f))
 }
 
 // Login is POST /login, throttled per account and per address.
 func (h *Handler) Login(c echo.Context) error {
-	f := ReadForm(c, "email", "next")
+	f := handlers.ReadForm(c, "email", "next")
 	u, err := h.Accounts.Login(c.Request().Context(), f.Get("email"), c.FormValue("password"), c.RealIP())
 	if msg, ok := throttled(c, err); ok {
 		f.Errors["_form"] = msg
-		return Render(c, http.StatusTooManyRequests, pages.LoginPage(ViewCtx(c), f))
+		return handlers.Render(c, http.StatusTooManyRequests, accountpages.LoginPage(handlers.ViewCtx(c), f))
 	}
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
+		if f, ok := handlers.WithErrors(c, f, err); ok {
 			f.Errors["_form"], f.Errors["password"] = f.Errors["password"], ""
-			return Render(c, http.StatusUnprocessableEntity, pages.LoginPage(ViewCtx(c), f))
+			return handlers.Render(c, http.StatusUnprocessableEntity, accountpages.LoginPage(handlers.ViewCtx(c), f))
 		}
 		return err
 	}
 	if err := h.logIn(c, u); err != nil {
 		return err
 	}
-	return SeeOther(c, safeNext(f.Get("next")))
+	return handlers.SeeOther(c, handlers.SafeNext(f.Get("next")))
 }
 
 // Logout is POST /logout.
@@ -135,7 +130,7 @@ func (h *Handler) Logout(c echo.Context) error {
 	if err := h.Sessions.Destroy(c.Request().Context()); err != nil {
 		return err
 	}
-	return SeeOther(c, "/")
+	return handlers.SeeOther(c, "/")
 }
 
 // Verify is GET /verify?token=: the link in the verification mail. In the
@@ -151,12 +146,12 @@ func (h *Handler) Verify(c echo.Context) error {
 	if err != nil {
 		return linkFailed(c, err)
 	}
-	cur := CurrentUser(c)
+	cur := handlers.CurrentUser(c)
 	own := (cur != nil && cur.ID == uid) || (cur == nil && h.Sessions.GetInt64(ctx, signedUpKey) == uid)
 	if !own {
-		f := ReadForm(c)
+		f := handlers.ReadForm(c)
 		f.Values["token"] = token
-		return Render(c, http.StatusOK, pages.VerifyPasswordPage(ViewCtx(c), f))
+		return handlers.Render(c, http.StatusOK, accountpages.VerifyPasswordPage(handlers.ViewCtx(c), f))
 	}
 	u, err := h.Accounts.VerifyEmail(ctx, token)
 	if err != nil {
@@ -169,14 +164,14 @@ func (h *Handler) Verify(c echo.Context) error {
 // verification link was opened away from the sign-up; it verifies the
 // address, sets the password and logs in here.
 func (h *Handler) VerifyPassword(c echo.Context) error {
-	f := ReadForm(c, "token")
+	f := handlers.ReadForm(c, "token")
 	u, err := h.Accounts.VerifyWithPassword(c.Request().Context(), f.Get("token"), c.FormValue("password"))
 	if err != nil {
 		if ae, ok := apperr.As(err); ok && ae.Field == "token" {
 			return linkFailed(c, err)
 		}
-		if f, ok := WithErrors(c, f, err); ok {
-			return Render(c, http.StatusUnprocessableEntity, pages.VerifyPasswordPage(ViewCtx(c), f))
+		if f, ok := handlers.WithErrors(c, f, err); ok {
+			return handlers.Render(c, http.StatusUnprocessableEntity, accountpages.VerifyPasswordPage(handlers.ViewCtx(c), f))
 		}
 		return err
 	}
@@ -192,11 +187,11 @@ func (h *Handler) verified(c echo.Context, u *models.User) error {
 	if err := h.logIn(c, u); err != nil {
 		return err
 	}
-	c.Set(UserKey, u) // the page is drawn for the user as they are now: verified
-	vc := ViewCtx(c)
+	c.Set(handlers.UserKey, u) // the page is drawn for the user as they are now: verified
+	vc := handlers.ViewCtx(c)
 	label, link := vc.T("nav.offers"), c.Echo().Reverse(routenames.OffersList)
 	if next != "" {
-		label, link = vc.T("verify.continue"), safeNext(next)
+		label, link = vc.T("verify.continue"), handlers.SafeNext(next)
 	} else if invs, err := h.Accounts.InvitationsForMe(ctx, u); err != nil {
 		// The address is verified already: the page says so all the same,
 		// and the account page lists the invitations.
@@ -206,47 +201,47 @@ func (h *Handler) verified(c echo.Context, u *models.User) error {
 		// lists the invitations to accept.
 		label, link = vc.T("verify.to_invitations", len(invs)), c.Echo().Reverse(routenames.AccountShow)+"#invitations"
 	}
-	return Render(c, http.StatusOK, pages.MessagePage(vc, http.StatusOK, vc.T("verify.done"), vc.T("verify.done_lead", u.Email), label, link))
+	return handlers.Render(c, http.StatusOK, accountpages.MessagePage(vc, http.StatusOK, vc.T("verify.done"), vc.T("verify.done_lead", u.Email), label, link))
 }
 
 // ForgotForm is GET /password/forgot.
 func (h *Handler) ForgotForm(c echo.Context) error {
-	return Render(c, http.StatusOK, pages.ForgotPage(ViewCtx(c), ReadForm(c), false))
+	return handlers.Render(c, http.StatusOK, accountpages.ForgotPage(handlers.ViewCtx(c), handlers.ReadForm(c), false))
 }
 
 // Forgot is POST /password/forgot; it answers the same whether or not the
 // address has an account.
 func (h *Handler) Forgot(c echo.Context) error {
-	f := ReadForm(c, "email")
+	f := handlers.ReadForm(c, "email")
 	err := h.Accounts.RequestPasswordReset(c.Request().Context(), f.Get("email"), c.RealIP())
 	if msg, ok := throttled(c, err); ok {
 		f.Errors["email"] = msg
-		return Render(c, http.StatusTooManyRequests, pages.ForgotPage(ViewCtx(c), f, false))
+		return handlers.Render(c, http.StatusTooManyRequests, accountpages.ForgotPage(handlers.ViewCtx(c), f, false))
 	}
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
-			return Render(c, http.StatusUnprocessableEntity, pages.ForgotPage(ViewCtx(c), f, false))
+		if f, ok := handlers.WithErrors(c, f, err); ok {
+			return handlers.Render(c, http.StatusUnprocessableEntity, accountpages.ForgotPage(handlers.ViewCtx(c), f, false))
 		}
 		return err
 	}
-	return Render(c, http.StatusOK, pages.ForgotPage(ViewCtx(c), f, true))
+	return handlers.Render(c, http.StatusOK, accountpages.ForgotPage(handlers.ViewCtx(c), f, true))
 }
 
 // ResetForm is GET /password/reset?token=.
 func (h *Handler) ResetForm(c echo.Context) error {
-	f := ReadForm(c)
+	f := handlers.ReadForm(c)
 	f.Values["token"] = c.QueryParam("token")
-	return Render(c, http.StatusOK, pages.ResetPage(ViewCtx(c), f))
+	return handlers.Render(c, http.StatusOK, accountpages.ResetPage(handlers.ViewCtx(c), f))
 }
 
 // Reset is POST /password/reset: sets the password, which ends every
 // session of the user, and logs in here.
 func (h *Handler) Reset(c echo.Context) error {
-	f := ReadForm(c, "token")
+	f := handlers.ReadForm(c, "token")
 	u, err := h.Accounts.ResetPassword(c.Request().Context(), f.Get("token"), c.FormValue("password"))
 	if err != nil {
-		if f, ok := WithErrors(c, f, err); ok {
-			return Render(c, http.StatusUnprocessableEntity, pages.ResetPage(ViewCtx(c), f))
+		if f, ok := handlers.WithErrors(c, f, err); ok {
+			return handlers.Render(c, http.StatusUnprocessableEntity, accountpages.ResetPage(handlers.ViewCtx(c), f))
 		}
 		return err
 	}
@@ -254,5 +249,5 @@ func (h *Handler) Reset(c echo.Context) error {
 		return err
 	}
 	h.Flash(c, "reset.done")
-	return SeeOther(c, c.Echo().Reverse(routenames.AccountShow))
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.AccountShow))
 }
