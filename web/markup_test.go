@@ -34,6 +34,11 @@ func markupProblems(page string) []string {
 	var walk func(n *html.Node, inLabel *html.Node)
 	walk = func(n *html.Node, inLabel *html.Node) {
 		if n.Type == html.ElementNode {
+			// templ writes this class for a value it cannot turn into one
+			// (a named string type): the element silently loses its style.
+			if strings.Contains(htmlAttr(n, "class"), "--templ-css-class-unknown-type") {
+				problems = append(problems, fmt.Sprintf("<%s> has a class templ could not render: %q", n.Data, htmlAttr(n, "class")))
+			}
 			if id := htmlAttr(n, "id"); id != "" {
 				if _, dup := ids[id]; dup {
 					problems = append(problems, fmt.Sprintf("id %q is used twice", id))

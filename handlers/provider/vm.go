@@ -141,7 +141,7 @@ func nodeDetailVM(vm *providerpages.ProviderNodeVM, d *providers.NodeDetail, lan
 	}
 	for _, r := range d.Rentals {
 		vm.Rentals = append(vm.Rentals, providerpages.Rental{ID: r.ID, GPUs: r.GPUs, SLA: r.SLA,
-			Status: providerpages.RentalStatus(r.Status), CreatedAt: r.CreatedAt})
+			Status: string(r.Status), CreatedAt: r.CreatedAt})
 	}
 	vm.Offers = offersVM(d.Offers)
 }

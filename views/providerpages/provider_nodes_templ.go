@@ -1635,9 +1635,9 @@ func ProviderNodePage(vc views.Ctx, vm ProviderNodeVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var101 string
-					templ_7745c5c3_Var101, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("rental.status." + string(r.Status)))
+					templ_7745c5c3_Var101, templ_7745c5c3_Err = templ.JoinStringErrs(vc.T("rental.status." + r.Status))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/providerpages/provider_nodes.templ`, Line: 188, Col: 106}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/providerpages/provider_nodes.templ`, Line: 188, Col: 98}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var101))
 					if templ_7745c5c3_Err != nil {
@@ -1650,7 +1650,7 @@ func ProviderNodePage(vc views.Ctx, vm ProviderNodeVM) templ.Component {
 					var templ_7745c5c3_Var102 string
 					templ_7745c5c3_Var102, templ_7745c5c3_Err = templ.JoinStringErrs(shMinute(r.CreatedAt))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/providerpages/provider_nodes.templ`, Line: 188, Col: 159}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/providerpages/provider_nodes.templ`, Line: 188, Col: 151}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var102))
 					if templ_7745c5c3_Err != nil {

@@ -186,18 +186,12 @@ type Report struct {
 	MeasuredAt   time.Time
 }
 
-// RentalStatus is a rental's status. It is a named type, not a string,
-// because the node page's status chip has always been given it as such,
-// which templ renders as its unknown-type class: the page's HTML is kept
-// as it was.
-type RentalStatus string
-
 // Rental is a rental on a node.
 type Rental struct {
 	ID        int64
 	GPUs      int
 	SLA       string
-	Status    RentalStatus
+	Status    string
 	CreatedAt time.Time
 }
 
