@@ -21,6 +21,7 @@ import (
 	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/pricing"
 	"suanli/providers"
 )
@@ -178,7 +179,7 @@ func admin(ctx context.Context, args []string) error {
 			}); err != nil {
 				return err
 			}
-			bal, err := db.WalletBalance(ctx, org)
+			bal, err := ledger.WalletBalance(ctx, db, org)
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 	"suanli/dbtest"
 	"suanli/migrations"
 	"suanli/models"
+	"suanli/models/ledger"
 )
 
 // `suanli admin backup --out F` on SQLite copies a live database: a seeded
@@ -48,7 +49,7 @@ func TestAdminBackupSQLiteWhileWriting(t *testing.T) {
 	credits := func(db *models.DB) int64 {
 		t.Helper()
 		var n int64
-		if err := db.R.Model(&models.LedgerTxn{}).Where("kind = ?", "backup_test").Count(&n).Error; err != nil {
+		if err := db.R.Model(&ledger.LedgerTxn{}).Where("kind = ?", "backup_test").Count(&n).Error; err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -110,11 +111,11 @@ func TestAdminBackupSQLiteWhileWriting(t *testing.T) {
 	if got < before || got > after || after <= got {
 		t.Errorf("copy holds %d credits; %d before the backup and %d after it (writes must continue past it)", got, before, after)
 	}
-	problems, err := cp.LedgerCheck(ctx)
+	problems, err := ledger.LedgerCheck(ctx, cp)
 	if err != nil || len(problems) > 0 {
 		t.Errorf("ledger of the copy: %v %v", problems, err)
 	}
-	bal, err := cp.WalletBalance(ctx, org)
+	bal, err := ledger.WalletBalance(ctx, cp, org)
 	if err != nil || bal < got*100 {
 		t.Errorf("wallet balance in the copy %d (%v), want at least the %d credits of 100 fen", bal, err, got)
 	}

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"suanli/models"
+	"suanli/models/ledger"
 )
 
 // The reliability rule: the server killed (SIGKILL) while a rental
@@ -113,7 +114,7 @@ func crashDuringProvisioning(t *testing.T, bin, seen, sent string, after time.Du
 	launched := countTasks(t, db, r.ID, "launch", true)
 	stops := countTasks(t, db, r.ID, "stop", false)
 	var charged int64
-	if err := db.R.Model(&models.LedgerTxn{}).Where("rental_id = ?", r.ID).Count(&charged).Error; err != nil {
+	if err := db.R.Model(&ledger.LedgerTxn{}).Where("rental_id = ?", r.ID).Count(&charged).Error; err != nil {
 		t.Fatal(err)
 	}
 	switch r.Status {
@@ -169,7 +170,7 @@ func crashDuringProvisioning(t *testing.T, bin, seen, sent string, after time.Du
 	}
 	// Money: the ledger balances, and the wallet paid exactly what the
 	// rental was billed (nothing, unless it ran through a meter pass).
-	problems, err := db.LedgerCheck(ctx)
+	problems, err := ledger.LedgerCheck(ctx, db)
 	if err != nil || len(problems) > 0 {
 		t.Errorf("ledger: %v %v", problems, err)
 	}
@@ -177,7 +178,7 @@ func crashDuringProvisioning(t *testing.T, bin, seen, sent string, after time.Du
 	if err != nil || len(orgs) == 0 {
 		t.Fatalf("renter's organisations: %v", err)
 	}
-	if bal, _ := db.WalletBalance(ctx, orgs[0].Org.ID); bal != creditFen-r.BilledFen {
+	if bal, _ := ledger.WalletBalance(ctx, db, orgs[0].Org.ID); bal != creditFen-r.BilledFen {
 		t.Errorf("wallet %d fen after a rental billed %d, want %d", bal, r.BilledFen, creditFen-r.BilledFen)
 	}
 }

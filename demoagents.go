@@ -12,6 +12,7 @@ import (
 	"suanli/agent"
 	"suanli/gpu"
 	"suanli/models"
+	"suanli/models/demodata"
 	"suanli/rentals"
 )
 
@@ -22,7 +23,7 @@ import (
 // simulated. A removed demo node stays removed: it gets no agent and no
 // credential.
 func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, rentals *rentals.Service, server string) (int, error) {
-	nodes, err := db.DemoNodesToRun(ctx)
+	nodes, err := demodata.DemoNodesToRun(ctx, db)
 	if err != nil {
 		return 0, err
 	}
@@ -35,7 +36,7 @@ func startDemoAgents(ctx context.Context, wg *sync.WaitGroup, db *models.DB, ren
 		pingURL = strings.TrimRight(rentals.BaseURL, "/") + agent.PathPing
 	}
 	for _, n := range nodes {
-		uuids, err := db.GPUUUIDsOfNode(ctx, n.ID)
+		uuids, err := demodata.GPUUUIDsOfNode(ctx, db, n.ID)
 		if err != nil {
 			return 0, err
 		}

@@ -33,6 +33,7 @@ import (
 	"suanli/metrics"
 	"suanli/migrations"
 	"suanli/models"
+	"suanli/models/platform"
 	"suanli/offers"
 	"suanli/payments"
 	"suanli/providers"
@@ -473,5 +474,5 @@ func hubRelay(db *models.DB, rentals *rentals.Service) *fleet.HubRelay {
 	if db.PGX == nil {
 		return nil
 	}
-	return fleet.RelayOverPostgres(rentals.Hub, models.NewNotifyRelay(db.PGX, fleet.HubChannel))
+	return fleet.RelayOverPostgres(rentals.Hub, platform.NewNotifyRelay(db.PGX, fleet.HubChannel))
 }

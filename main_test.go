@@ -14,6 +14,7 @@ import (
 	"suanli/dbtest"
 	"suanli/migrations"
 	"suanli/models"
+	"suanli/models/ledger"
 )
 
 // withoutOwnSettings clears, for the test, the environment variables
@@ -190,10 +191,10 @@ func TestAdminCreateUserAndToken(t *testing.T) {
 	if err := admin(ctx, []string{"credit", "--data-dir", dir, "--email", "ops@example.com", "--fen", "-5", "--reason", "x"}); err == nil {
 		t.Error("a negative credit was accepted")
 	}
-	if bal, _ := db.WalletBalance(ctx, orgs[0].Org.ID); bal != 5000 {
+	if bal, _ := ledger.WalletBalance(ctx, db, orgs[0].Org.ID); bal != 5000 {
 		t.Errorf("balance after admin credit: %d", bal)
 	}
-	lines, _ := db.WalletLedger(ctx, orgs[0].Org.ID, models.LedgerFilter{})
+	lines, _ := ledger.WalletLedger(ctx, db, orgs[0].Org.ID, models.LedgerFilter{})
 	if len(lines) != 1 || lines[0].Kind != "promo_credit" || lines[0].Memo != "launch promotion" {
 		t.Errorf("ledger %+v", lines)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/pricing"
 )
 
@@ -759,7 +760,7 @@ func checkRentals(t *testing.T, db *models.DB, ids []int64, mustRun bool) {
 		}
 		var paid int64
 		if err := db.R.Raw(`SELECT COALESCE(SUM(e.amount_fen), 0) FROM ledger_entries e JOIN ledger_txns x ON x.id = e.txn_id
-			JOIN ledger_accounts a ON a.id = e.account_id WHERE x.rental_id = ? AND a.kind = ?`, r.ID, models.AccWallet).Scan(&paid).Error; err != nil {
+			JOIN ledger_accounts a ON a.id = e.account_id WHERE x.rental_id = ? AND a.kind = ?`, r.ID, ledger.AccWallet).Scan(&paid).Error; err != nil {
 			t.Fatal(err)
 		}
 		if -paid != r.BilledFen {
@@ -775,7 +776,7 @@ func checkRentals(t *testing.T, db *models.DB, ids []int64, mustRun bool) {
 func checkLedger(t *testing.T, db *models.DB, ids []int64) {
 	t.Helper()
 	ctx := context.Background()
-	if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
+	if problems, err := ledger.LedgerCheck(ctx, db); err != nil || len(problems) > 0 {
 		t.Errorf("ledger: %v %v", problems, err)
 	}
 	var billed int64
@@ -790,7 +791,7 @@ func checkLedger(t *testing.T, db *models.DB, ids []int64) {
 	if err != nil || len(orgs) == 0 {
 		t.Fatalf("renter's organisations: %v", err)
 	}
-	if bal, _ := db.WalletBalance(ctx, orgs[0].Org.ID); bal != soCreditFen-billed {
+	if bal, _ := ledger.WalletBalance(ctx, db, orgs[0].Org.ID); bal != soCreditFen-billed {
 		t.Errorf("wallet %d fen after rentals billed %d, want %d", bal, billed, soCreditFen-billed)
 	}
 }

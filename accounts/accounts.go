@@ -21,6 +21,7 @@ import (
 	"suanli/billing"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
 )
 
 // Service carries what the account rules need.
@@ -405,7 +406,7 @@ func (s *Service) grantTrial(tx *gorm.DB, userID int64, now time.Time) error {
 	}
 	key := fmt.Sprintf("trial:user:%d", userID)
 	err = billing.CreditPromo(tx, orgID, s.TrialCreditFen, "trial_credit", "trial credit", &key, nil, now, locales.M("memo.trial_credit"))
-	if errors.Is(err, models.ErrDuplicate) {
+	if errors.Is(err, ledger.ErrDuplicate) {
 		return nil
 	}
 	return err

@@ -12,6 +12,7 @@ import (
 	"suanli/apperr"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/ledger"
 )
 
 type fixture struct {
@@ -93,7 +94,7 @@ func TestSignUpVerifyAndLogin(t *testing.T) {
 			t.Errorf("a used link must fail: %v", err)
 		}
 		// The trial credit: once, to the personal organisation, as promotional credit.
-		if bal, _ := db.WalletBalance(ctx, orgs[0].Org.ID); bal != 2000 {
+		if bal, _ := ledger.WalletBalance(ctx, db, orgs[0].Org.ID); bal != 2000 {
 			t.Errorf("trial credit: balance %d, want 2000", bal)
 		}
 		if err := f.s.ResendVerification(ctx, u); err != nil {
@@ -102,7 +103,7 @@ func TestSignUpVerifyAndLogin(t *testing.T) {
 		if _, err := f.s.VerifyEmail(ctx, f.link(u.Email, "/verify")); err != nil {
 			t.Fatal(err)
 		}
-		if bal, _ := db.WalletBalance(ctx, orgs[0].Org.ID); bal != 2000 {
+		if bal, _ := ledger.WalletBalance(ctx, db, orgs[0].Org.ID); bal != 2000 {
 			t.Errorf("a second verification granted more: %d", bal)
 		}
 		if _, err := f.s.Login(ctx, "LI.WEI@example.com", "tianfu-gpu-2026!", "10.0.0.1"); err != nil {

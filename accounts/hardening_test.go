@@ -14,6 +14,7 @@ import (
 	"suanli/audit"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/providers"
 )
 
@@ -40,7 +41,7 @@ func walletTotal(t *testing.T, db *models.DB, userID int64) int64 {
 	}
 	var sum int64
 	for _, o := range orgs {
-		b, err := db.WalletBalance(context.Background(), o.Org.ID)
+		b, err := ledger.WalletBalance(context.Background(), db, o.Org.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

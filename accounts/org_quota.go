@@ -7,6 +7,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/models"
+	"suanli/models/platform"
 )
 
 // Organisations cost nothing to create, so a user may create only so many:
@@ -22,7 +23,7 @@ const (
 // organisation the user may not create now. It locks the user's row in tx
 // first, so that requests racing each other are counted one after another.
 func CheckOrgQuota(tx *gorm.DB, userID int64, field string, now time.Time) error {
-	u, err := models.UserForUpdate(tx, userID)
+	u, err := platform.UserForUpdate(tx, userID)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"suanli/audit"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/platform"
 )
 
 // CreateOrg creates a team (active at once) or a provider (pending until
@@ -450,7 +451,7 @@ func (s *Service) SetOrgsPerDay(ctx context.Context, admin *models.User, userID 
 		return FieldErrors{invalid("orgs_per_day", "err.orgs_per_day", MaxOrgsPerDay)}
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if _, err := models.UserForUpdate(tx, userID); err != nil {
+		if _, err := platform.UserForUpdate(tx, userID); err != nil {
 			return err
 		}
 		if err := models.SetOrgsPerDay(tx, userID, n); err != nil {

@@ -14,6 +14,7 @@ import (
 	"suanli/audit"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/platform"
 )
 
 // Suspension: a platform admin stops a user (their sessions and API
@@ -85,7 +86,7 @@ func (s *Service) setUserSuspended(ctx context.Context, admin *models.User, user
 		return err
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		u, err := models.UserForUpdate(tx, userID)
+		u, err := platform.UserForUpdate(tx, userID)
 		if err != nil {
 			return err
 		}
@@ -98,7 +99,7 @@ func (s *Service) setUserSuspended(ctx context.Context, admin *models.User, user
 			at := s.DB.Now().UTC()
 			action, when = AuditUserSuspended, &at
 		}
-		if err := models.SetUserSuspended(tx, u.ID, when); err != nil {
+		if err := platform.SetUserSuspended(tx, u.ID, when); err != nil {
 			return err
 		}
 		slog.Info(action, "user", u.ID, "by", admin.ID)
@@ -126,7 +127,7 @@ func (s *Service) setOrgSuspended(ctx context.Context, admin *models.User, orgID
 		return err
 	}
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		o, err := models.OrgForUpdate(tx, orgID)
+		o, err := platform.OrgForUpdate(tx, orgID)
 		if err != nil {
 			return err
 		}
@@ -139,7 +140,7 @@ func (s *Service) setOrgSuspended(ctx context.Context, admin *models.User, orgID
 			at := s.DB.Now().UTC()
 			action, when = AuditOrgSuspended, &at
 		}
-		if err := models.SetOrgSuspended(tx, o.ID, when); err != nil {
+		if err := platform.SetOrgSuspended(tx, o.ID, when); err != nil {
 			return err
 		}
 		slog.Info(action, "org", o.ID, "by", admin.ID)

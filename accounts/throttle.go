@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"suanli/models"
+	"suanli/models/platform"
 )
 
 // Throttles on actions that mail someone or create an account, counted in
@@ -34,7 +34,7 @@ const (
 	throttleWindow  = time.Hour
 )
 
-// Throttle kinds (models.ThrottleEvent.Kind).
+// Throttle kinds (platform.ThrottleEvent.Kind).
 const (
 	throttleSignupIP    = "signup_ip"
 	throttleSignupEmail = "signup_email"
@@ -67,7 +67,7 @@ func checkRatesIn(tx *gorm.DB, now time.Time, rates ...rate) error {
 		if r.subject == "" {
 			continue
 		}
-		n, oldest, err := models.CountThrottleIn(tx, r.kind, r.subject, now.Add(-throttleWindow))
+		n, oldest, err := platform.CountThrottleIn(tx, r.kind, r.subject, now.Add(-throttleWindow))
 		if err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func takeRates(tx *gorm.DB, now time.Time, rates ...rate) error {
 	}
 	slices.SortFunc(keys, func(a, b rate) int { return strings.Compare(a.kind+":"+a.subject, b.kind+":"+b.subject) })
 	for _, r := range keys {
-		if err := models.LockThrottle(tx, r.kind, r.subject); err != nil {
+		if err := platform.LockThrottle(tx, r.kind, r.subject); err != nil {
 			return err
 		}
 	}
@@ -102,7 +102,7 @@ func takeRates(tx *gorm.DB, now time.Time, rates ...rate) error {
 		return err
 	}
 	for _, r := range keys {
-		if err := models.RecordThrottle(tx, r.kind, now, r.subject); err != nil {
+		if err := platform.RecordThrottle(tx, r.kind, now, r.subject); err != nil {
 			return err
 		}
 	}

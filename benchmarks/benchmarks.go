@@ -20,6 +20,7 @@ import (
 	"suanli/catalog"
 	"suanli/fleet"
 	"suanli/models"
+	"suanli/models/supply"
 )
 
 // Benchmarks run on a node's idle, healthy GPUs: after its GPUs first
@@ -75,7 +76,7 @@ func request(tx *gorm.DB, nodeID int64, trigger string, now time.Time) (int64, e
 	default:
 		return 0, apperr.Invalid("trigger", "unknown benchmark trigger "+trigger)
 	}
-	n, err := models.NodeByIDTx(tx, nodeID)
+	n, err := supply.NodeByIDTx(tx, nodeID)
 	if err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return 0, apperr.NotFound(fmt.Sprintf("node %d", nodeID))
@@ -85,14 +86,14 @@ func request(tx *gorm.DB, nodeID int64, trigger string, now time.Time) (int64, e
 	if n.Health != models.NodeHealthy {
 		return 0, ErrNoIdleGPUs
 	}
-	open, err := models.OpenBenchmarkTask(tx, nodeID, now.Add(-openBenchmarkFor))
+	open, err := supply.OpenBenchmarkTask(tx, nodeID, now.Add(-openBenchmarkFor))
 	if err == nil {
 		return open.ID, nil
 	}
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
 		return 0, err
 	}
-	uuids, err := models.IdleHealthyGPUUUIDs(tx, nodeID)
+	uuids, err := supply.IdleHealthyGPUUUIDs(tx, nodeID)
 	if err != nil {
 		return 0, err
 	}
@@ -111,7 +112,7 @@ func request(tx *gorm.DB, nodeID int64, trigger string, now time.Time) (int64, e
 // database has them (the gpu_models table, kept equal to the catalogue
 // compiled into the binary), or from the catalogue itself.
 func nominalOf(tx *gorm.DB, slug string) (agent.Nominal, error) {
-	m, err := models.GPUModelRecordBySlug(tx, slug)
+	m, err := supply.GPUModelRecordBySlug(tx, slug)
 	if err == nil {
 		return agent.Nominal{Model: m.Slug, Name: m.Name, BF16TFLOPS: m.BF16TFLOPS, FP16TFLOPS: m.FP16TFLOPS,
 			MemBWGBps: float64(m.MemBWGBps), NVLinkGBps: m.NVLinkGBps, TDPW: m.TDPW}, nil
@@ -139,7 +140,7 @@ const retryBenchmarkAfter = 24 * time.Hour
 // nodes were asked.
 func Schedule(ctx context.Context, s *fleet.Fleet) (int, error) {
 	now := s.DB.Now().UTC()
-	nodes, err := s.DB.NodesDueForBenchmark(ctx, now.Add(-WeeklyAfter), now.Add(-retryBenchmarkAfter))
+	nodes, err := supply.NodesDueForBenchmark(ctx, s.DB, now.Add(-WeeklyAfter), now.Add(-retryBenchmarkAfter))
 	if err != nil {
 		return 0, err
 	}
@@ -158,7 +159,7 @@ func Schedule(ctx context.Context, s *fleet.Fleet) (int, error) {
 
 // scheduledTrigger is why the schedule asks a node for a run: its first
 // (after its GPUs were verified) or its weekly one.
-func scheduledTrigger(n models.BenchmarkDue) string {
+func scheduledTrigger(n supply.BenchmarkDue) string {
 	if n.LatestReportID == nil {
 		return models.BenchVerified
 	}
@@ -177,9 +178,9 @@ func Store(tx *gorm.DB, t *models.AgentTask, res agent.Result, now time.Time) er
 	var run agent.BenchmarkReport
 	if err := json.Unmarshal(res.Detail, &run); err != nil || len(res.Detail) == 0 {
 		slog.Warn("benchmark result without a readable report", "task", t.ID, "node", t.NodeID, "err", err)
-		return models.FailAgentTaskResult(tx, t.ID)
+		return supply.FailAgentTaskResult(tx, t.ID)
 	}
-	n, err := models.NodeByIDTx(tx, t.NodeID)
+	n, err := supply.NodeByIDTx(tx, t.NodeID)
 	if err != nil {
 		return err
 	}
@@ -206,7 +207,7 @@ func Store(tx *gorm.DB, t *models.AgentTask, res agent.Result, now time.Time) er
 		BF16TFLOPS: h.BF16TFLOPS, FP16TFLOPS: h.FP16TFLOPS, MemBWGBps: h.MemBWGBps, PctOfNominal: h.PctOfNominal,
 		PeakTempC: h.PeakTempC, MeasuredAt: measured, CreatedAt: now,
 	}
-	return models.InsertReport(tx, r)
+	return supply.InsertReport(tx, r)
 }
 
 // triggerOfKey reads the trigger out of a benchmark task's idempotency key

@@ -4,14 +4,15 @@ import (
 	"testing"
 
 	"suanli/models"
+	"suanli/models/supply"
 )
 
 func TestScheduledTrigger(t *testing.T) {
-	if tr := scheduledTrigger(models.BenchmarkDue{ID: 1}); tr != models.BenchVerified {
+	if tr := scheduledTrigger(supply.BenchmarkDue{ID: 1}); tr != models.BenchVerified {
 		t.Errorf("no report yet: %s", tr)
 	}
 	id := int64(9)
-	if tr := scheduledTrigger(models.BenchmarkDue{ID: 1, LatestReportID: &id}); tr != models.BenchWeekly {
+	if tr := scheduledTrigger(supply.BenchmarkDue{ID: 1, LatestReportID: &id}); tr != models.BenchWeekly {
 		t.Errorf("with a report: %s", tr)
 	}
 }

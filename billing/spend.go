@@ -9,6 +9,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/pricing"
 )
 
@@ -120,5 +121,5 @@ func limitErr(key string, limit, spent int64) error {
 
 // spent sums the organisation's charges since the time (one member's, if userID ≠ 0).
 func spent(tx *gorm.DB, orgID, userID int64, since time.Time) (int64, error) {
-	return models.WalletDebitsSince(tx, orgID, ChargeKind, userID, since)
+	return ledger.WalletDebitsSince(tx, orgID, ChargeKind, userID, since)
 }

@@ -11,6 +11,7 @@ import (
 	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/ledger"
 )
 
 func TestSpendLimits(t *testing.T) {
@@ -22,9 +23,9 @@ func TestSpendLimits(t *testing.T) {
 		charge := func(org, user, fen int64, at time.Time) {
 			t.Helper()
 			err := db.Tx(ctx, func(tx *gorm.DB) error {
-				return models.Post(tx, &models.LedgerTxn{Kind: billing.ChargeKind, CreatedBy: &user, CreatedAt: at},
-					models.Leg{Kind: models.AccWallet, OrgID: org, AmountFen: -fen},
-					models.Leg{Kind: models.AccProviderPayable, OrgID: 99, AmountFen: fen})
+				return ledger.Post(tx, &ledger.LedgerTxn{Kind: billing.ChargeKind, CreatedBy: &user, CreatedAt: at},
+					ledger.Leg{Kind: ledger.AccWallet, OrgID: org, AmountFen: -fen},
+					ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: 99, AmountFen: fen})
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"suanli/audit"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/payments"
 	"suanli/pricing"
 )
@@ -29,7 +30,7 @@ const (
 // Wallet holds the money rules: top-ups, their fulfilment from Stripe's
 // webhooks or an admin's confirmation of a bank transfer, promotional
 // credits and refunds. Every movement is a balanced ledger transaction
-// (models.Post).
+// (ledger.Post).
 type Wallet struct {
 	DB *models.DB
 	// Gateway is Stripe, or nil when card payments are not configured.
@@ -73,11 +74,11 @@ func (w *Wallet) StartTopup(ctx context.Context, u *models.User, orgID, amountFe
 	})
 	if err != nil {
 		slog.Error("stripe checkout failed", "topup", t.ID, "err", err)
-		_ = w.DB.FailTopup(ctx, t.ID, "checkout could not be created")
+		_ = ledger.FailTopup(ctx, w.DB, t.ID, "checkout could not be created")
 		return nil, "", &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "the payment provider did not answer; nothing was charged", Key: "err.provider_down"}
 	}
 	t.CheckoutSessionID = &sess
-	if err := w.DB.SetCheckoutSession(ctx, t.ID, sess); err != nil {
+	if err := ledger.SetCheckoutSession(ctx, w.DB, t.ID, sess); err != nil {
 		return nil, "", err
 	}
 	return t, url, nil
@@ -133,7 +134,7 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev payments.Event) error
 	}
 	err := w.DB.Tx(ctx, func(tx *gorm.DB) error {
 		rec := &models.StripeEvent{ID: ev.ID, Type: ev.Type, ReceivedAt: w.DB.Now().UTC()}
-		created, err := models.InsertStripeEvent(tx, rec)
+		created, err := ledger.InsertStripeEvent(tx, rec)
 		if err != nil {
 			return err
 		}
@@ -151,11 +152,11 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev payments.Event) error
 				return w.flag(tx, rec, nil, "no top-up for this session")
 			}
 			rec.TopupID = &t.ID
-			if err := models.SetStripeEventTopup(tx, rec.ID, t.ID); err != nil {
+			if err := ledger.SetStripeEventTopup(tx, rec.ID, t.ID); err != nil {
 				return err
 			}
 			if ev.Type == payments.EventAsyncPaymentFailed {
-				return models.FailPendingTopup(tx, t.ID)
+				return ledger.FailPendingTopup(tx, t.ID)
 			}
 			if ev.Type == payments.EventCheckoutCompleted && !s.Paid {
 				return nil // async methods: wait for async_payment_succeeded
@@ -164,7 +165,7 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev payments.Event) error
 				return w.flag(tx, rec, t, fmt.Sprintf("paid %d %s, top-up is %d cny", s.AmountTotal, s.Currency, t.AmountFen))
 			}
 			// A webhook is the system acting, whoever the request claims to be.
-			return fulfil(audit.AsSystem(ctx), tx, t, t.AmountFen, models.AccPaymentClearing, s.PaymentIntentID, nil, w.DB.Now().UTC())
+			return fulfil(audit.AsSystem(ctx), tx, t, t.AmountFen, ledger.AccPaymentClearing, s.PaymentIntentID, nil, w.DB.Now().UTC())
 		case payments.EventChargeRefunded:
 			c := ev.Charge
 			if c == nil {
@@ -173,7 +174,7 @@ func (w *Wallet) HandleStripeEvent(ctx context.Context, ev payments.Event) error
 			if c.PaymentIntentID == "" {
 				return nil
 			}
-			t, err := models.LockTopupByPaymentIntent(tx, c.PaymentIntentID)
+			t, err := ledger.LockTopupByPaymentIntent(tx, c.PaymentIntentID)
 			if err != nil {
 				return nil // not ours
 			}
@@ -202,7 +203,7 @@ func topupOfSession(tx *gorm.DB, s *payments.CheckoutSession) (*models.Topup, er
 	if err != nil {
 		return nil, err
 	}
-	t, err := models.LockTopup(tx, id)
+	t, err := ledger.LockTopup(tx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -215,11 +216,11 @@ func topupOfSession(tx *gorm.DB, s *payments.CheckoutSession) (*models.Topup, er
 // flag records that an event needs an admin, and credits nothing.
 func (w *Wallet) flag(tx *gorm.DB, rec *models.StripeEvent, t *models.Topup, note string) error {
 	slog.Warn("stripe event flagged", "event", rec.ID, "note", note)
-	if err := models.FlagStripeEvent(tx, rec.ID, note); err != nil {
+	if err := ledger.FlagStripeEvent(tx, rec.ID, note); err != nil {
 		return err
 	}
 	if t != nil && t.Status == models.TopupPending {
-		return models.FlagTopup(tx, t.ID, note)
+		return ledger.FlagTopup(tx, t.ID, note)
 	}
 	return nil
 }
@@ -229,16 +230,16 @@ func fulfil(ctx context.Context, tx *gorm.DB, t *models.Topup, amount int64, fro
 	if t.Status != models.TopupPending {
 		return nil // already paid (or failed): nothing more to credit
 	}
-	err := models.Post(tx, &models.LedgerTxn{Kind: "topup", Memo: t.Reference, IdemKey: topupKey(t.ID), TopupID: &t.ID, CreatedBy: by, CreatedAt: when},
-		models.Leg{Kind: from, AmountFen: -amount},
-		models.Leg{Kind: models.AccWallet, OrgID: t.OrgID, AmountFen: amount})
-	if errors.Is(err, models.ErrDuplicate) {
+	err := ledger.Post(tx, &ledger.LedgerTxn{Kind: "topup", Memo: t.Reference, IdemKey: topupKey(t.ID), TopupID: &t.ID, CreatedBy: by, CreatedAt: when},
+		ledger.Leg{Kind: from, AmountFen: -amount},
+		ledger.Leg{Kind: ledger.AccWallet, OrgID: t.OrgID, AmountFen: amount})
+	if errors.Is(err, ledger.ErrDuplicate) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if err := models.MarkTopupPaid(tx, t.ID, amount, pi, by, when); err != nil {
+	if err := ledger.MarkTopupPaid(tx, t.ID, amount, pi, by, when); err != nil {
 		return err
 	}
 	return audit.Record(ctx, tx, audit.TopupConfirmed, fmt.Sprintf("topup:%d", t.ID), audit.Fen(amount), fmt.Sprintf("%s %s to org %d via %s", t.Method, t.Reference, t.OrgID, from),
@@ -255,14 +256,14 @@ func (w *Wallet) ConfirmBankTransfer(ctx context.Context, admin *models.User, to
 		return apperr.Field("received", "err.topup_limits", "0.01", pricing.FenToYuanString(MaxTopupFen))
 	}
 	return w.DB.Tx(ctx, func(tx *gorm.DB) error {
-		t, err := models.LockTopup(tx, topupID)
+		t, err := ledger.LockTopup(tx, topupID)
 		if err != nil {
 			return err
 		}
 		if t.Method != models.MethodBank || t.Status != models.TopupPending {
 			return apperr.Errorf(apperr.ECONFLICT, "this top-up is not a pending bank transfer")
 		}
-		return fulfil(ctx, tx, t, receivedFen, models.AccBankClearing, "", &admin.ID, w.DB.Now().UTC())
+		return fulfil(ctx, tx, t, receivedFen, ledger.AccBankClearing, "", &admin.ID, w.DB.Now().UTC())
 	})
 }
 
@@ -274,27 +275,27 @@ func CreditPromo(tx *gorm.DB, orgID, fen int64, kind, reason string, key *string
 	if fen <= 0 {
 		return apperr.Field("fen", "err.amount")
 	}
-	txn := &models.LedgerTxn{Kind: kind, Memo: reason, IdemKey: key, CreatedBy: by, CreatedAt: now}
+	txn := &ledger.LedgerTxn{Kind: kind, Memo: reason, IdemKey: key, CreatedBy: by, CreatedAt: now}
 	if len(msg) > 0 {
 		txn.MemoMsg = msg[0]
 	}
-	return models.Post(tx, txn,
-		models.Leg{Kind: models.AccPromoCredit, AmountFen: -fen},
-		models.Leg{Kind: models.AccWallet, OrgID: orgID, AmountFen: fen})
+	return ledger.Post(tx, txn,
+		ledger.Leg{Kind: ledger.AccPromoCredit, AmountFen: -fen},
+		ledger.Leg{Kind: ledger.AccWallet, OrgID: orgID, AmountFen: fen})
 }
 
 // Refundable is how much of a wallet may be paid back as cash: never
 // promotional credit, never more than was paid in and not yet refunded.
 func (w *Wallet) Refundable(ctx context.Context, orgID int64) (int64, error) {
-	bal, err := w.DB.WalletBalance(ctx, orgID)
+	bal, err := ledger.WalletBalance(ctx, w.DB, orgID)
 	if err != nil {
 		return 0, err
 	}
-	promo, err := w.DB.WalletCreditsOfKinds(ctx, orgID, promotionalKinds)
+	promo, err := ledger.WalletCreditsOfKinds(ctx, w.DB, orgID, promotionalKinds)
 	if err != nil {
 		return 0, err
 	}
-	paid, err := w.DB.PaidNotRefunded(ctx, orgID)
+	paid, err := ledger.PaidNotRefunded(ctx, w.DB, orgID)
 	if err != nil {
 		return 0, err
 	}
@@ -327,7 +328,7 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 	now := w.DB.Now().UTC()
 	err = w.DB.Tx(ctx, func(tx *gorm.DB) error {
 		// Locked, so two refund requests at once cannot both take the same money.
-		paid, err := models.RefundableTopups(tx, orgID)
+		paid, err := ledger.RefundableTopups(tx, orgID)
 		if err != nil {
 			return err
 		}
@@ -338,24 +339,24 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 			}
 			part := min(left, *t.ReceivedFen-t.RefundedFen)
 			left -= part
-			r := models.Refund{OrgID: orgID, UserID: u.ID, TopupID: &t.ID, AmountFen: part, Method: t.Method, Status: models.RefundPending, CreatedAt: now}
-			if err := models.InsertRefund(tx, &r); err != nil {
+			r := models.Refund{OrgID: orgID, UserID: u.ID, TopupID: &t.ID, AmountFen: part, Method: t.Method, Status: ledger.RefundPending, CreatedAt: now}
+			if err := ledger.InsertRefund(tx, &r); err != nil {
 				return err
 			}
-			clearing := models.AccPaymentClearing
+			clearing := ledger.AccPaymentClearing
 			if t.Method == models.MethodBank {
-				clearing = models.AccBankClearing
+				clearing = ledger.AccBankClearing
 			}
-			if err := models.Post(tx, &models.LedgerTxn{Kind: "refund", Memo: t.Reference, TopupID: &t.ID, CreatedBy: &u.ID, CreatedAt: now},
-				models.Leg{Kind: models.AccWallet, OrgID: orgID, AmountFen: -part},
-				models.Leg{Kind: clearing, AmountFen: part}); err != nil {
+			if err := ledger.Post(tx, &ledger.LedgerTxn{Kind: "refund", Memo: t.Reference, TopupID: &t.ID, CreatedBy: &u.ID, CreatedAt: now},
+				ledger.Leg{Kind: ledger.AccWallet, OrgID: orgID, AmountFen: -part},
+				ledger.Leg{Kind: clearing, AmountFen: part}); err != nil {
 				return err
 			}
 			if err := audit.Record(ctx, tx, audit.RefundAsked, fmt.Sprintf("refund:%d", r.ID), audit.Fen(part), fmt.Sprintf("org %d, %s payment %s", orgID, t.Method, t.Reference),
 				locales.M("audit.refund_asked", orgID, locales.M("audit.method."+t.Method), t.Reference)); err != nil {
 				return err
 			}
-			if err := models.AddTopupRefunded(tx, t.ID, part); err != nil {
+			if err := ledger.AddTopupRefunded(tx, t.ID, part); err != nil {
 				return err
 			}
 			refunds = append(refunds, r)
@@ -402,14 +403,14 @@ func (w *Wallet) refundAtStripe(ctx context.Context, r *models.Refund) error {
 	}
 	done := w.DB.Now().UTC()
 	if err := w.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := models.RefundPaidAtStripe(tx, r.ID, id, done); err != nil {
+		if err := ledger.RefundPaidAtStripe(tx, r.ID, id, done); err != nil {
 			return err
 		}
 		return audit.Record(ctx, tx, audit.RefundPaid, fmt.Sprintf("refund:%d", r.ID), audit.Fen(r.AmountFen), "stripe "+id, locales.M("audit.refund_stripe", id))
 	}); err != nil {
 		return err
 	}
-	r.Status, r.StripeRefundID, r.DoneAt = models.RefundDone, &id, &done
+	r.Status, r.StripeRefundID, r.DoneAt = ledger.RefundDone, &id, &done
 	return nil
 }
 
@@ -419,7 +420,7 @@ func (w *Wallet) SettleRefund(ctx context.Context, admin *models.User, refundID 
 	if admin == nil || !admin.PlatformAdmin {
 		return apperr.Errorf(apperr.EFORBIDDEN, "platform admins only")
 	}
-	r, err := w.DB.PendingRefund(ctx, refundID)
+	r, err := ledger.PendingRefund(ctx, w.DB, refundID)
 	if err != nil {
 		return err
 	}
@@ -431,7 +432,7 @@ func (w *Wallet) SettleRefund(ctx context.Context, admin *models.User, refundID 
 		return nil
 	}
 	return w.DB.Tx(ctx, func(tx *gorm.DB) error {
-		changed, err := models.FinishPendingRefund(tx, r.ID, w.DB.Now().UTC())
+		changed, err := ledger.FinishPendingRefund(tx, r.ID, w.DB.Now().UTC())
 		if err != nil || !changed {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/payments"
 	"suanli/stripemock"
 )
@@ -39,9 +40,9 @@ func TestPendingRefundsAreSettledByAnAdmin(t *testing.T) {
 				if err := models.InsertTopup(tx, &tp); err != nil {
 					return err
 				}
-				return models.Post(tx, &models.LedgerTxn{Kind: "topup", TopupID: &tp.ID, CreatedAt: now},
-					models.Leg{Kind: models.AccPaymentClearing, AmountFen: -*tp.ReceivedFen},
-					models.Leg{Kind: models.AccWallet, OrgID: org, AmountFen: *tp.ReceivedFen})
+				return ledger.Post(tx, &ledger.LedgerTxn{Kind: "topup", TopupID: &tp.ID, CreatedAt: now},
+					ledger.Leg{Kind: ledger.AccPaymentClearing, AmountFen: -*tp.ReceivedFen},
+					ledger.Leg{Kind: ledger.AccWallet, OrgID: org, AmountFen: *tp.ReceivedFen})
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -57,7 +58,7 @@ func TestPendingRefundsAreSettledByAnAdmin(t *testing.T) {
 		if len(pending) != 2 {
 			t.Fatalf("pending refunds %+v, want the card and the bank refund", pending)
 		}
-		if bal, _ := db.WalletBalance(ctx, org); bal != 3000 {
+		if bal, _ := ledger.WalletBalance(ctx, db, org); bal != 3000 {
 			t.Errorf("balance %d, want 3000", bal)
 		}
 		up := &billing.Wallet{DB: db, Gateway: payments.NewStripe("sk_test_settle", mock)}
@@ -81,7 +82,7 @@ func TestPendingRefundsAreSettledByAnAdmin(t *testing.T) {
 				t.Errorf("refund %+v not finished", r)
 			}
 		}
-		if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
+		if problems, err := ledger.LedgerCheck(ctx, db); err != nil || len(problems) > 0 {
 			t.Errorf("ledger: %v %v", problems, err)
 		}
 	})

@@ -17,6 +17,7 @@ import (
 
 	"suanli/catalog"
 	"suanli/models"
+	"suanli/models/demodata"
 )
 
 //go:embed datacentres.csv
@@ -184,7 +185,7 @@ const DemoProviderSlug = "demo-tianfu-compute"
 // SeedDemo loads the demo market unless it is already there. It is
 // idempotent: a second call changes nothing.
 func SeedDemo(ctx context.Context, db *models.DB) error {
-	exists, err := db.ProviderExists(ctx, DemoProviderSlug)
+	exists, err := demodata.ProviderExists(ctx, db, DemoProviderSlug)
 	if err != nil {
 		return err
 	}
@@ -196,21 +197,21 @@ func SeedDemo(ctx context.Context, db *models.DB) error {
 	if err != nil {
 		return err
 	}
-	seed := &models.MarketSeed{Providers: append([]models.Provider(nil), demoProviders...), Datacenters: dcs, Latencies: lat}
+	seed := &demodata.MarketSeed{Providers: append([]models.Provider(nil), demoProviders...), Datacenters: dcs, Latencies: lat}
 	perDC := map[string]int{}
 	for _, l := range demoListings {
 		perDC[l.dc]++
 		name := fmt.Sprintf("%s-%s-%02d", l.dc, l.gpu, perDC[l.dc])
 		seed.Listings = append(seed.Listings, build(l, name, true, false))
 	}
-	if err := db.CreateMarket(ctx, seed); err != nil {
+	if err := demodata.CreateMarket(ctx, db, seed); err != nil {
 		return fmt.Errorf("seed demo: %w", err)
 	}
 	slog.Info("demo data seeded", "providers", len(seed.Providers), "datacentres", len(dcs), "offers", len(seed.Listings))
 	return nil
 }
 
-func build(l listing, nodeName string, demo, synthetic bool) models.Listing {
+func build(l listing, nodeName string, demo, synthetic bool) demodata.Listing {
 	node := models.Node{Name: nodeName, GPUModel: l.gpu, Status: "active", Demo: demo, Synthetic: synthetic}
 	var gpus []models.GPU
 	for i := 0; i < l.gpus; i++ {
@@ -233,7 +234,7 @@ func build(l listing, nodeName string, demo, synthetic bool) models.Listing {
 		OffpeakDiscountPct: l.offpeak, StudentDiscountPct: l.student,
 		AvailableGPUs: l.gpus - l.busy, Status: models.OfferListed, Demo: demo, Synthetic: synthetic,
 	}
-	return models.Listing{ProviderSlug: l.provider, DatacenterSlug: l.dc, Node: node, GPUs: gpus, Offer: offer}
+	return demodata.Listing{ProviderSlug: l.provider, DatacenterSlug: l.dc, Node: node, GPUs: gpus, Offer: offer}
 }
 
 // yuan converts a price in yuan to fen, rounding to the nearest fen.
@@ -266,7 +267,7 @@ func SeedScale(ctx context.Context, db *models.DB, n int) error {
 	if err != nil {
 		return err
 	}
-	first, err := db.CountSyntheticProviders(ctx)
+	first, err := demodata.CountSyntheticProviders(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -274,15 +275,15 @@ func SeedScale(ctx context.Context, db *models.DB, n int) error {
 	rng := rand.New(rand.NewPCG(uint64(first), uint64(n)))
 	const perProvider = 1000
 	const chunk = 10000 // offers per transaction, to bound memory and lock time
-	seed := &models.MarketSeed{Datacenters: dcs, Latencies: lat}
+	seed := &demodata.MarketSeed{Datacenters: dcs, Latencies: lat}
 	flush := func() error {
 		if len(seed.Listings) == 0 && len(seed.Providers) == 0 {
 			return nil
 		}
-		if err := db.CreateMarket(ctx, seed); err != nil {
+		if err := demodata.CreateMarket(ctx, db, seed); err != nil {
 			return err
 		}
-		seed = &models.MarketSeed{}
+		seed = &demodata.MarketSeed{}
 		return nil
 	}
 	var prov string

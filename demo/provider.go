@@ -11,6 +11,7 @@ import (
 	"suanli/accounts"
 	"suanli/apperr"
 	"suanli/models"
+	"suanli/models/demodata"
 )
 
 // ProviderEmail is the demo's provider user: the owner of the first demo
@@ -59,7 +60,7 @@ func SeedProvider(ctx context.Context, s *accounts.Service) (Login, error) {
 	}
 	now := s.DB.Now().UTC()
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		return models.LinkDemoProvider(tx, models.DemoProviderOwner{
+		return demodata.LinkDemoProvider(tx, demodata.DemoProviderOwner{
 			UserID: u.ID, OrgID: org.ID, Slug: demoProviderSlug,
 			ContactName: demoProviderContact, ContactEmail: ProviderEmail,
 			LicenceNo: "DEMO-0000000000000000", BankName: "示例银行 Example Bank",

@@ -20,6 +20,8 @@ import (
 	"suanli/gpu"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/supply"
 	"suanli/offers"
 	"suanli/reqlog"
 )
@@ -49,20 +51,20 @@ func NewNodeToken(prefix string) string {
 // IssueRegistrationToken gives a node a new one-time registration token
 // (replacing any unused one) and returns it; the server keeps its hash.
 func (f *Fleet) IssueRegistrationToken(ctx context.Context, nodeID int64) (string, error) {
-	return f.setNodeToken(ctx, nodeID, f.DB.SetNodeRegTokenHash, "snr_")
+	return f.setNodeToken(ctx, nodeID, supply.SetNodeRegTokenHash, "snr_")
 }
 
 // IssueCredential sets and returns a node credential directly, without a
 // registration step: for the agents that serve --demo runs in-process.
 func (f *Fleet) IssueCredential(ctx context.Context, nodeID int64) (string, error) {
-	return f.setNodeToken(ctx, nodeID, f.DB.SetNodeCredHash, "snc_")
+	return f.setNodeToken(ctx, nodeID, supply.SetNodeCredHash, "snc_")
 }
 
 // setNodeToken stores the hash of a new token with set and returns the
 // token.
-func (f *Fleet) setNodeToken(ctx context.Context, nodeID int64, set func(ctx context.Context, nodeID int64, hash string) (bool, error), prefix string) (string, error) {
+func (f *Fleet) setNodeToken(ctx context.Context, nodeID int64, set func(ctx context.Context, db *models.DB, nodeID int64, hash string) (bool, error), prefix string) (string, error) {
 	tok := NewNodeToken(prefix)
-	found, err := set(ctx, nodeID, HashNodeToken(tok))
+	found, err := set(ctx, f.DB, nodeID, HashNodeToken(tok))
 	if err != nil {
 		return "", err
 	}
@@ -77,7 +79,7 @@ func (f *Fleet) NodeByCredential(ctx context.Context, bearer string) (*models.No
 	if bearer == "" {
 		return nil, ErrBadNodeToken
 	}
-	n, err := models.NodeByCredHash(f.DB.R.WithContext(ctx), HashNodeToken(bearer))
+	n, err := supply.NodeByCredHash(f.DB.R.WithContext(ctx), HashNodeToken(bearer))
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrBadNodeToken
 	}
@@ -138,9 +140,9 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 		Driver: hb.Host.DriverVersion, CUDA: hb.Host.CUDADriverVersion, NVMLInitError: hb.Host.InitError, SimModel: hb.Host.Model, PingURL: hb.PingURL})
 	var nodeID int64
 	err := f.DB.Tx(ctx, func(tx *gorm.DB) error {
-		n, err := models.NodeByCredHash(tx, h)
+		n, err := supply.NodeByCredHash(tx, h)
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			n, err = models.NodeByRegTokenHash(tx, h)
+			n, err = supply.NodeByRegTokenHash(tx, h)
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return ErrBadNodeToken
 			}
@@ -150,7 +152,7 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 			// The registration token is used up; the credential replaces it.
 			reply.Credential = NewNodeToken("snc_")
 			ch := HashNodeToken(reply.Credential)
-			if err := models.ExchangeRegToken(tx, n.ID, ch); err != nil {
+			if err := supply.ExchangeRegToken(tx, n.ID, ch); err != nil {
 				return err
 			}
 		} else if err != nil {
@@ -158,7 +160,7 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 		}
 		nodeID = n.ID
 		reqlog.Set(ctx, "node_id", n.ID)
-		if err := models.RecordNodeHeartbeat(tx, n.ID, models.NodeHeartbeat{
+		if err := supply.RecordNodeHeartbeat(tx, n.ID, supply.NodeHeartbeat{
 			At: now, Health: nodeHealthOf(hb.Host), Simulated: hb.Host.Simulated, AgentInfo: string(info), PingURL: offers.CleanPingURL(hb.PingURL),
 		}); err != nil {
 			return err
@@ -173,7 +175,7 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 				return err
 			}
 		}
-		if err := models.RefreshNodeAvailability(tx, n.ID, now); err != nil {
+		if err := supply.RefreshNodeAvailability(tx, n.ID, now); err != nil {
 			return err
 		}
 		// Offers waiting for this node's GPUs are listed once they show.
@@ -238,13 +240,13 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 			}
 			return nil
 		}
-		if err := models.SetNodeGPUModel(tx, n.ID, slug); err != nil {
+		if err := supply.SetNodeGPUModel(tx, n.ID, slug); err != nil {
 			return err
 		}
 		n.GPUModel = slug
 		slog.Info("node model detected from NVML", "node", n.ID, "gpu", slug)
 	}
-	have, err := models.GPUsOfNode(tx, n.ID)
+	have, err := supply.GPUsOfNode(tx, n.ID)
 	if err != nil {
 		return err
 	}
@@ -264,7 +266,7 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 			if health != models.GPUHealthy {
 				row.State = models.GPUUnhealthy
 			}
-			if err := models.InsertGPU(tx, &row); err != nil {
+			if err := supply.InsertGPU(tx, &row); err != nil {
 				return gpuConflict(err, g)
 			}
 			continue
@@ -272,9 +274,9 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 		if !readingStale(cur, g, health, reasons, now) {
 			continue
 		}
-		up := models.GPUReading{UUID: g.UUID, Name: g.Name, PCIBusID: g.PCIBusID, MemoryMiB: int64(g.MemoryTotalMiB),
+		up := supply.GPUReading{UUID: g.UUID, Name: g.Name, PCIBusID: g.PCIBusID, MemoryMiB: int64(g.MemoryTotalMiB),
 			Health: health, Reasons: reasons, ReasonsMsg: rmsg, Telemetry: string(tel), CheckedAt: now}
-		if err := models.RecordGPUReading(tx, cur.ID, up); err != nil {
+		if err := supply.RecordGPUReading(tx, cur.ID, up); err != nil {
 			return gpuConflict(err, g)
 		}
 		if err := f.applyGPUHealth(tx, cur, health, reasons, rmsg, now); err != nil {
@@ -283,7 +285,7 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 	}
 	for idx, g := range byIdx {
 		if !seen[idx] && g.Health != models.GPUMissing {
-			if err := models.MarkGPUMissing(tx, g.ID, "not reported by NVML (fallen off the bus?)", locales.Lines(locales.M("check.not_reported")), now); err != nil {
+			if err := supply.MarkGPUMissing(tx, g.ID, "not reported by NVML (fallen off the bus?)", locales.Lines(locales.M("check.not_reported")), now); err != nil {
 				return err
 			}
 			if err := f.applyGPUHealth(tx, g, models.GPUMissing, "not reported by NVML", locales.Lines(locales.M("check.not_reported")), now); err != nil {
@@ -298,7 +300,7 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 // (two agents sharing a state file, a GPU moved without deregistering) or
 // whose indexes repeat into a clear 409 for the agent, not a server error.
 func gpuConflict(err error, g gpu.Info) error {
-	if models.IsUniqueViolation(err) {
+	if ledger.IsUniqueViolation(err) {
 		return &apperr.Error{Code: apperr.ECONFLICT,
 			Message: fmt.Sprintf("GPU %d (%s) is already registered, to another node or twice in this report", g.Index, g.UUID)}
 	}
@@ -318,13 +320,13 @@ func (f *Fleet) applyGPUHealth(tx *gorm.DB, g *models.GPU, health models.GPUHeal
 		}
 	}
 	if m.release {
-		return models.ReleaseRecoveredGPU(tx, g.ID)
+		return supply.ReleaseRecoveredGPU(tx, g.ID)
 	}
 	if m.failing {
 		if _, err := OpenIncident(tx, g.NodeID, g.ID, models.IncidentGPUFailing, reasons, now, msg); err != nil {
 			return err
 		}
-		return models.HoldFailingGPU(tx, g.ID)
+		return supply.HoldFailingGPU(tx, g.ID)
 	}
 	return nil
 }
@@ -358,40 +360,40 @@ func healthMoveOf(g *models.GPU, health models.GPUHealth) healthMove {
 const FlapWindow = 10 * time.Minute
 
 // OpenIncident makes sure an incident of the kind is open for the node
-// (and GPU) and returns its id (see models.EnsureIncident and FlapWindow);
+// (and GPU) and returns its id (see supply.EnsureIncident and FlapWindow);
 // msg, when given, is the reasons as a message.
 func OpenIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time, msg ...locales.Msg) (int64, error) {
-	return models.EnsureIncident(tx, nodeID, gpuID, kind, reasons, now, FlapWindow, msg...)
+	return supply.EnsureIncident(tx, nodeID, gpuID, kind, reasons, now, FlapWindow, msg...)
 }
 
 // CloseIncidents closes, in tx, the node's (gpuID 0) or GPU's open
-// incidents of the kind (see models.CloseIncidents).
+// incidents of the kind (see supply.CloseIncidents).
 func CloseIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time) error {
-	return models.CloseIncidents(tx, nodeID, gpuID, kind, now)
+	return supply.CloseIncidents(tx, nodeID, gpuID, kind, now)
 }
 
 // EnqueueTask adds a task for a node's agent in tx unless one with the
 // same key exists, and returns its id. The caller signals the hub after
 // the commit.
 func EnqueueTask(tx *gorm.DB, nodeID int64, rentalID *int64, key string, t agent.Task, now time.Time) (int64, error) {
-	id, found, err := models.AgentTaskIDByKey(tx, key)
+	id, found, err := supply.AgentTaskIDByKey(tx, key)
 	if err != nil || found {
 		return id, err
 	}
 	row := models.AgentTask{NodeID: nodeID, RentalID: rentalID, Kind: t.Kind, IdemKey: key, Payload: "{}", Status: models.TaskQueued, CreatedAt: now}
-	if err := models.InsertAgentTask(tx, &row); err != nil {
+	if err := supply.InsertAgentTask(tx, &row); err != nil {
 		return 0, err
 	}
 	t.ID = row.ID
 	p, _ := json.Marshal(t)
-	return row.ID, models.SetAgentTaskPayload(tx, row.ID, string(p))
+	return row.ID, supply.SetAgentTaskPayload(tx, row.ID, string(p))
 }
 
 // ExpireTasks withdraws a rental's verify and launch tasks on a node that
 // the rental is leaving, so an agent that comes back later never runs
 // them (the stop task sent with them covers anything already launched).
 func ExpireTasks(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
-	return models.ExpireAgentTasks(tx, rentalID, nodeID, []string{agent.TaskVerify, agent.TaskLaunch},
+	return supply.ExpireAgentTasks(tx, rentalID, nodeID, []string{agent.TaskVerify, agent.TaskLaunch},
 		`{"ok":false,"error":"withdrawn: the rental moved on"}`, now)
 }
 
@@ -436,7 +438,7 @@ const ResendAfter = 15 * time.Second
 func (f *Fleet) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, error) {
 	now := f.DB.Now().UTC()
 	resendBefore := now.Add(-ResendAfter)
-	rows, err := f.DB.DueAgentTasks(ctx, nodeID, resendBefore, 20)
+	rows, err := supply.DueAgentTasks(ctx, f.DB, nodeID, resendBefore, 20)
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +448,7 @@ func (f *Fleet) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, erro
 	var out []agent.Task
 	err = f.DB.Tx(ctx, func(tx *gorm.DB) error {
 		for _, r := range rows {
-			taken, err := models.MarkAgentTaskSent(tx, r.ID, nodeID, resendBefore, now)
+			taken, err := supply.MarkAgentTaskSent(tx, r.ID, nodeID, resendBefore, now)
 			if err != nil {
 				return err
 			}

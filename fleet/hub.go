@@ -66,7 +66,7 @@ func (h *Hub) wake(key string) {
 const HubChannel = "suanli_hub"
 
 // Notifier carries short messages between the processes on one
-// database: models.NotifyRelay, over PostgreSQL's LISTEN/NOTIFY on
+// database: platform.NotifyRelay, over PostgreSQL's LISTEN/NOTIFY on
 // HubChannel.
 type Notifier interface {
 	// Send passes payload to the other processes, best effort.
@@ -87,7 +87,7 @@ type HubRelay struct {
 }
 
 // RelayOverPostgres makes h's signals reach every process through n (a
-// models.NotifyRelay on HubChannel) and returns the relay; call Run to
+// platform.NotifyRelay on HubChannel) and returns the relay; call Run to
 // receive theirs.
 func RelayOverPostgres(h *Hub, n Notifier) *HubRelay {
 	r := &HubRelay{hub: h, n: n}

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/gpu"
 	"suanli/models"
-	"time"
-
-	"gorm.io/gorm"
+	"suanli/models/supply"
 )
 
 // Listing notes of offers that wait for their node.
@@ -28,7 +30,7 @@ type NodeInventory struct {
 // InventoryOf reads, in tx, what the node's agent has reported (see
 // NodeInventory).
 func InventoryOf(tx *gorm.DB, n *models.Node) (NodeInventory, error) {
-	gpus, err := models.GPUsOfNode(tx, n.ID)
+	gpus, err := supply.GPUsOfNode(tx, n.ID)
 	if err != nil {
 		return NodeInventory{}, err
 	}
@@ -87,14 +89,14 @@ func ListingOf(tx *gorm.DB, o *models.Offer, n *models.Node) (bool, string, erro
 // listed (the offers version is bumped); the others get a note saying
 // what is still missing. The heartbeat calls it after recording GPUs.
 func SettleAwaitingOffers(tx *gorm.DB, nodeID int64, now time.Time) error {
-	offers, err := models.OffersAwaitingNode(tx, nodeID)
+	offers, err := supply.OffersAwaitingNode(tx, nodeID)
 	if err != nil {
 		return err
 	}
 	if len(offers) == 0 {
 		return nil
 	}
-	n, err := models.NodeByIDTx(tx, nodeID)
+	n, err := supply.NodeByIDTx(tx, nodeID)
 	if err != nil {
 		return err
 	}
@@ -108,7 +110,7 @@ func SettleAwaitingOffers(tx *gorm.DB, nodeID int64, now time.Time) error {
 		if awaiting == o.AwaitingNode && note == o.ListingNote {
 			continue
 		}
-		if err := models.SetOfferListing(tx, o.ID, awaiting, note, now); err != nil {
+		if err := supply.SetOfferListing(tx, o.ID, awaiting, note, now); err != nil {
 			return err
 		}
 		if !awaiting {

@@ -9,6 +9,7 @@ import (
 	"suanli/agent"
 	"suanli/benchmarks"
 	"suanli/models"
+	"suanli/models/supply"
 	"suanli/routenames"
 	"suanli/views/pages"
 )
@@ -31,7 +32,7 @@ func (h *Handler) benchmarkFromPath(c echo.Context) (*pages.BenchmarkVM, error) 
 		return nil, err
 	}
 	ctx := c.Request().Context()
-	r, err := h.DB.ReportByID(ctx, id)
+	r, err := supply.ReportByID(ctx, h.DB, id)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func (h *Handler) benchmarkFromPath(c echo.Context) (*pages.BenchmarkVM, error) 
 	if vm.Run, err = r.Run(); err != nil {
 		return nil, err
 	}
-	s, err := h.DB.BenchmarkSubjectOf(ctx, r.NodeID)
+	s, err := supply.BenchmarkSubjectOf(ctx, h.DB, r.NodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +65,11 @@ func (h *Handler) NodeBenchmarks(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	s, err := h.DB.BenchmarkSubjectOf(ctx, id)
+	s, err := supply.BenchmarkSubjectOf(ctx, h.DB, id)
 	if err != nil {
 		return err
 	}
-	rs, err := h.DB.ReportsOfNode(ctx, id, nodeReportsShown)
+	rs, err := supply.ReportsOfNode(ctx, h.DB, id, nodeReportsShown)
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func (h *Handler) APINodeBenchmarks(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := h.DB.BenchmarkSubjectOf(ctx, id); err != nil {
+	if _, err := supply.BenchmarkSubjectOf(ctx, h.DB, id); err != nil {
 		return err
 	}
 	pg, err := PageParams(c)

@@ -14,6 +14,7 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/offers"
 	"suanli/pricing"
 	"suanli/rentals"
@@ -174,7 +175,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (pag
 		if !om.Org.Usable() {
 			continue
 		}
-		bal, err := h.DB.WalletBalance(ctx, om.Org.ID)
+		bal, err := ledger.WalletBalance(ctx, h.DB, om.Org.ID)
 		if err != nil {
 			return vm, err
 		}
@@ -243,7 +244,7 @@ func (h *Handler) Console(c echo.Context) error {
 	}
 	now := h.DB.Now().UTC()
 	for _, om := range oms {
-		bal, err := h.DB.WalletBalance(ctx, om.Org.ID)
+		bal, err := ledger.WalletBalance(ctx, h.DB, om.Org.ID)
 		if err != nil {
 			return err
 		}

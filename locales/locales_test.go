@@ -11,7 +11,7 @@ import (
 
 	"suanli/catalog"
 	"suanli/locales"
-	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/offers"
 )
 
@@ -81,7 +81,7 @@ func TestEveryKeyUsedExists(t *testing.T) {
 		used["org.kind."+k] = true
 	}
 	used["org.pending_lab"], used["org.pending_provider"] = true, true
-	for _, k := range models.LedgerKinds {
+	for _, k := range ledger.LedgerKinds {
 		used["ledger.kind."+k] = true
 	}
 	for _, k := range []string{"pending", "paid", "failed", "flagged"} {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"suanli/models"
+	"suanli/models/platform"
 )
 
 // Collector is a Prometheus collector of the market's state, read from the
@@ -113,7 +114,7 @@ func (m *Collector) read(ctx context.Context) ([]prometheus.Metric, error) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...))
 	}
-	rentals, err := m.DB.RentalsByStatus(ctx)
+	rentals, err := platform.RentalsByStatus(ctx, m.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -128,14 +129,14 @@ func (m *Collector) read(ctx context.Context) ([]prometheus.Metric, error) {
 			gauge(descRentals, 0, string(s))
 		}
 	}
-	gpus, err := m.DB.GPUsByModelCityState(ctx)
+	gpus, err := platform.GPUsByModelCityState(ctx, m.DB)
 	if err != nil {
 		return nil, err
 	}
 	for _, g := range gpus {
 		gauge(descGPUs, float64(g.N), g.Model, g.City, g.State)
 	}
-	topups, err := m.DB.TopupTotals(ctx)
+	topups, err := platform.TopupTotals(ctx, m.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func (m *Collector) read(ctx context.Context) ([]prometheus.Metric, error) {
 		return nil, err
 	}
 	out = append(out, hb...)
-	jobs, err := m.DB.JobsByKindState(ctx)
+	jobs, err := platform.JobsByKindState(ctx, m.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -171,14 +172,14 @@ func (m *Collector) readLedger(ctx context.Context) error {
 	var upTo int64
 	var err error
 	if m.LedgerSettle > 0 {
-		upTo, err = m.DB.LedgerSettledID(ctx, m.DB.Now().Add(-m.LedgerSettle))
+		upTo, err = platform.LedgerSettledID(ctx, m.DB, m.DB.Now().Add(-m.LedgerSettle))
 	} else {
-		upTo, err = m.DB.LedgerMaxID(ctx)
+		upTo, err = platform.LedgerMaxID(ctx, m.DB)
 	}
 	if err != nil {
 		return err
 	}
-	vol, err := m.DB.LedgerVolume(ctx, m.ledgerTo, upTo)
+	vol, err := platform.LedgerVolume(ctx, m.DB, m.ledgerTo, upTo)
 	if err != nil {
 		return err
 	}
@@ -199,14 +200,14 @@ func (m *Collector) readLedger(ctx context.Context) error {
 // it and node counts by health.
 func (m *Collector) heartbeats(ctx context.Context) ([]prometheus.Metric, error) {
 	byHealth := map[models.NodeHealth]int64{models.NodeUnknown: 0, models.NodeHealthy: 0, models.NodeSilent: 0, models.NodeNoNVML: 0}
-	counts, err := m.DB.NodesByHealth(ctx)
+	counts, err := platform.NodesByHealth(ctx, m.DB)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range counts {
 		byHealth[models.NodeHealth(c.Status)] = c.N
 	}
-	ages, err := m.DB.NodeHeartbeatAges(ctx, m.DB.Now(), heartbeatBuckets)
+	ages, err := platform.NodeHeartbeatAges(ctx, m.DB, m.DB.Now(), heartbeatBuckets)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"suanli/dbtest"
 	"suanli/migrations"
 	"suanli/models"
+	"suanli/models/ledger"
 )
 
 // A database from before 00009 may hold a provider payable below zero (a
@@ -33,12 +34,12 @@ func TestUpgradeMovesANegativePayableToTheReceivable(t *testing.T) {
 			// Provider 7: refunded ¥88 after its ¥88 was paid out. Provider 9
 			// already owed ¥1 and is ¥3 below zero. Provider 8 is fine.
 			now := db.Now().UTC()
-			accounts := []models.LedgerAccount{
-				{Kind: models.AccProviderPayable, OrgID: 7, BalanceFen: -8800},
-				{Kind: models.AccProviderPayable, OrgID: 8, BalanceFen: 500},
-				{Kind: models.AccProviderPayable, OrgID: 9, BalanceFen: -300},
-				{Kind: models.AccProviderReceivable, OrgID: 9, BalanceFen: -100},
-				{Kind: models.AccPlatformRevenue, BalanceFen: 8700},
+			accounts := []ledger.LedgerAccount{
+				{Kind: ledger.AccProviderPayable, OrgID: 7, BalanceFen: -8800},
+				{Kind: ledger.AccProviderPayable, OrgID: 8, BalanceFen: 500},
+				{Kind: ledger.AccProviderPayable, OrgID: 9, BalanceFen: -300},
+				{Kind: ledger.AccProviderReceivable, OrgID: 9, BalanceFen: -100},
+				{Kind: ledger.AccPlatformRevenue, BalanceFen: 8700},
 			}
 			for i := range accounts {
 				accounts[i].CreatedAt = now
@@ -46,32 +47,32 @@ func TestUpgradeMovesANegativePayableToTheReceivable(t *testing.T) {
 			if err := db.W.Create(&accounts).Error; err != nil {
 				t.Fatal(err)
 			}
-			txn := models.LedgerTxn{Kind: "rental_refund", CreatedAt: now}
+			txn := ledger.LedgerTxn{Kind: "rental_refund", CreatedAt: now}
 			if err := db.W.Create(&txn).Error; err != nil {
 				t.Fatal(err)
 			}
 			for _, a := range accounts {
-				if err := db.W.Create(&models.LedgerEntry{TxnID: txn.ID, AccountID: a.ID, AmountFen: a.BalanceFen, CreatedAt: now}).Error; err != nil {
+				if err := db.W.Create(&ledger.LedgerEntry{TxnID: txn.ID, AccountID: a.ID, AmountFen: a.BalanceFen, CreatedAt: now}).Error; err != nil {
 					t.Fatal(err)
 				}
 			}
-			if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) == 0 {
+			if problems, err := ledger.LedgerCheck(ctx, db); err != nil || len(problems) == 0 {
 				t.Fatalf("before the upgrade the check finds nothing: %v %v", problems, err)
 			}
 
 			if _, err := migrations.Up(ctx, dialect, db.SQL); err != nil {
 				t.Fatal(err)
 			}
-			if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) != 0 {
+			if problems, err := ledger.LedgerCheck(ctx, db); err != nil || len(problems) != 0 {
 				t.Fatalf("after the upgrade: %v %v", problems, err)
 			}
 			want := map[[2]any]int64{
-				{models.AccProviderPayable, int64(7)}: 0, {models.AccProviderReceivable, int64(7)}: -8800,
-				{models.AccProviderPayable, int64(8)}: 500,
-				{models.AccProviderPayable, int64(9)}: 0, {models.AccProviderReceivable, int64(9)}: -400,
+				{ledger.AccProviderPayable, int64(7)}: 0, {ledger.AccProviderReceivable, int64(7)}: -8800,
+				{ledger.AccProviderPayable, int64(8)}: 500,
+				{ledger.AccProviderPayable, int64(9)}: 0, {ledger.AccProviderReceivable, int64(9)}: -400,
 			}
 			for k, fen := range want {
-				var a models.LedgerAccount
+				var a ledger.LedgerAccount
 				if err := db.W.Where("kind = ? AND org_id = ?", k[0], k[1]).First(&a).Error; err != nil {
 					t.Fatalf("%v: %v", k, err)
 				}
@@ -80,11 +81,11 @@ func TestUpgradeMovesANegativePayableToTheReceivable(t *testing.T) {
 				}
 			}
 			var n int64
-			db.W.Model(&models.LedgerAccount{}).Where("kind = ? AND org_id = ?", models.AccProviderReceivable, 8).Count(&n)
+			db.W.Model(&ledger.LedgerAccount{}).Where("kind = ? AND org_id = ?", ledger.AccProviderReceivable, 8).Count(&n)
 			if n != 0 {
 				t.Errorf("a provider that owed nothing got a receivable")
 			}
-			var moved []models.LedgerTxn
+			var moved []ledger.LedgerTxn
 			db.W.Where("kind = ?", "owed_moved").Order("id").Find(&moved)
 			if len(moved) != 2 || moved[0].MemoMsg.Key != "memo.owed_moved" {
 				t.Errorf("moved: %+v", moved)

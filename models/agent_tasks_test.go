@@ -6,6 +6,7 @@ import (
 	"suanli/apperr"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/supply"
 )
 
 func TestAgentTaskReads(t *testing.T) {
@@ -15,24 +16,24 @@ func TestAgentTaskReads(t *testing.T) {
 		if err := db.W.Create(task).Error; err != nil {
 			t.Fatal(err)
 		}
-		if got, err := db.AgentTaskByKey(w.ctx, "r1/a1/verify"); err != nil || got.ID != task.ID {
+		if got, err := supply.AgentTaskByKey(w.ctx, db, "r1/a1/verify"); err != nil || got.ID != task.ID {
 			t.Errorf("by key: %v", err)
 		}
-		if _, err := db.AgentTaskByKey(w.ctx, "nope"); apperr.Code(err) != apperr.ENOTFOUND {
+		if _, err := supply.AgentTaskByKey(w.ctx, db, "nope"); apperr.Code(err) != apperr.ENOTFOUND {
 			t.Errorf("unknown key: %v", err)
 		}
-		if got, err := db.AgentTaskByID(w.ctx, task.ID); err != nil || got.IdemKey != task.IdemKey {
+		if got, err := supply.AgentTaskByID(w.ctx, db, task.ID); err != nil || got.IdemKey != task.IdemKey {
 			t.Errorf("by id: %v", err)
 		}
-		if _, err := db.AgentTaskByID(w.ctx, 1<<40); apperr.Code(err) != apperr.ENOTFOUND {
+		if _, err := supply.AgentTaskByID(w.ctx, db, 1<<40); apperr.Code(err) != apperr.ENOTFOUND {
 			t.Errorf("unknown id: %v", err)
 		}
-		got, err := models.NodeTask(db.W, w.offer.NodeID, task.ID)
+		got, err := supply.NodeTask(db.W, w.offer.NodeID, task.ID)
 		if err != nil || got.ID != task.ID {
 			t.Fatalf("node's task: %v", err)
 		}
 		// Another node's task is as good as missing.
-		if _, err := models.NodeTask(db.W, w.offer.NodeID+1, task.ID); apperr.Code(err) != apperr.ENOTFOUND {
+		if _, err := supply.NodeTask(db.W, w.offer.NodeID+1, task.ID); apperr.Code(err) != apperr.ENOTFOUND {
 			t.Errorf("another node's task: %v", err)
 		}
 	})
@@ -45,13 +46,13 @@ func TestFinishAgentTask(t *testing.T) {
 		if err := db.W.Create(task).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := models.FinishAgentTask(db.W, task, true, `{"ok":true}`, w.now); err != nil {
+		if err := supply.FinishAgentTask(db.W, task, true, `{"ok":true}`, w.now); err != nil {
 			t.Fatal(err)
 		}
 		if task.Status != models.TaskDone || task.OK == nil || !*task.OK || task.Result != `{"ok":true}` || task.DoneAt == nil {
 			t.Errorf("task in memory %+v", task)
 		}
-		got, _ := db.AgentTaskByID(w.ctx, task.ID)
+		got, _ := supply.AgentTaskByID(w.ctx, db, task.ID)
 		if got.Status != models.TaskDone || got.OK == nil || !*got.OK || got.Result != `{"ok":true}` || got.DoneAt == nil || !got.DoneAt.Equal(w.now) {
 			t.Errorf("stored task %+v", got)
 		}

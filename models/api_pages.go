@@ -8,14 +8,6 @@ import (
 // The paginated reads of the API's list endpoints: one page of rows and
 // the number of rows on every page together.
 
-// CountWalletLedger counts the wallet entries f matches (f.Limit and
-// f.Offset aside).
-func (db *DB) CountWalletLedger(ctx context.Context, orgID int64, f LedgerFilter) (int64, error) {
-	var n int64
-	err := db.walletLedgerQuery(ctx, orgID, f).Count(&n).Error
-	return n, err
-}
-
 // RentalsPage returns one page of an organisation's rentals, live ones
 // first and then the rest, newest first within each, and how many it has.
 func (db *DB) RentalsPage(ctx context.Context, orgID int64, offset, limit int) ([]Rental, int64, error) {
@@ -40,7 +32,7 @@ func (db *DB) ReportsOfNodePage(ctx context.Context, nodeID int64, offset, limit
 		return nil, 0, err
 	}
 	var rs []BenchmarkReport
-	err := db.R.WithContext(ctx).Select(reportSummaryColumns).Where("node_id = ?", nodeID).
+	err := db.R.WithContext(ctx).Select(ReportSummaryColumns).Where("node_id = ?", nodeID).
 		Order("measured_at DESC, id DESC").Offset(offset).Limit(limit).Find(&rs).Error
 	return rs, n, err
 }

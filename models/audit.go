@@ -98,7 +98,7 @@ func (db *DB) AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, int64,
 	if err := q.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	page, per := clampPage(f.Page, f.PerPage, 500)
+	page, per := ClampPage(f.Page, f.PerPage, 500)
 	var out []AuditEntry
 	err := q.Order("at DESC, id DESC").Offset((page - 1) * per).Limit(per).Find(&out).Error
 	return out, total, err

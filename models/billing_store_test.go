@@ -11,6 +11,7 @@ import (
 	"suanli/apperr"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/ledger"
 )
 
 // storeOwner creates a user owning a personal team, in the models' own
@@ -69,13 +70,13 @@ func TestTopupStore(t *testing.T) {
 		}
 
 		a := mk(models.MethodStripe)
-		if err := db.SetCheckoutSession(ctx, a.ID, "cs_a"); err != nil {
+		if err := ledger.SetCheckoutSession(ctx, db, a.ID, "cs_a"); err != nil {
 			t.Fatal(err)
 		}
 		if got := storedTopup(t, db, a.ID); got.CheckoutSessionID == nil || *got.CheckoutSessionID != "cs_a" {
 			t.Errorf("session %v", got.CheckoutSessionID)
 		}
-		if err := db.FailTopup(ctx, a.ID, "no checkout"); err != nil {
+		if err := ledger.FailTopup(ctx, db, a.ID, "no checkout"); err != nil {
 			t.Fatal(err)
 		}
 		if got := storedTopup(t, db, a.ID); got.Status != models.TopupFailed || got.Note != "no checkout" {
@@ -85,10 +86,10 @@ func TestTopupStore(t *testing.T) {
 		// Only a pending top-up fails on a failed payment.
 		b := mk(models.MethodStripe)
 		storeTx(t, db, func(tx *gorm.DB) error {
-			if err := models.MarkTopupPaid(tx, b.ID, 9000, "pi_b", &u.ID, now); err != nil {
+			if err := ledger.MarkTopupPaid(tx, b.ID, 9000, "pi_b", &u.ID, now); err != nil {
 				return err
 			}
-			return models.FailPendingTopup(tx, b.ID)
+			return ledger.FailPendingTopup(tx, b.ID)
 		})
 		got := storedTopup(t, db, b.ID)
 		if got.Status != models.TopupPaid || got.ReceivedFen == nil || *got.ReceivedFen != 9000 || got.PaymentIntentID == nil || *got.PaymentIntentID != "pi_b" ||
@@ -96,58 +97,58 @@ func TestTopupStore(t *testing.T) {
 			t.Errorf("paid top-up %+v", got)
 		}
 		c := mk(models.MethodStripe)
-		storeTx(t, db, func(tx *gorm.DB) error { return models.FailPendingTopup(tx, c.ID) })
+		storeTx(t, db, func(tx *gorm.DB) error { return ledger.FailPendingTopup(tx, c.ID) })
 		if got := storedTopup(t, db, c.ID); got.Status != models.TopupFailed {
 			t.Errorf("pending top-up after a failed payment: %s", got.Status)
 		}
 
 		// Paid without a payment intent or an admin leaves those unset.
 		d := mk(models.MethodBank)
-		storeTx(t, db, func(tx *gorm.DB) error { return models.MarkTopupPaid(tx, d.ID, 100, "", nil, now) })
+		storeTx(t, db, func(tx *gorm.DB) error { return ledger.MarkTopupPaid(tx, d.ID, 100, "", nil, now) })
 		if got := storedTopup(t, db, d.ID); got.Status != models.TopupPaid || got.PaymentIntentID != nil || got.ConfirmedBy != nil {
 			t.Errorf("bank top-up %+v", got)
 		}
 
 		e := mk(models.MethodStripe)
-		storeTx(t, db, func(tx *gorm.DB) error { return models.FlagTopup(tx, e.ID, "paid 1 usd") })
+		storeTx(t, db, func(tx *gorm.DB) error { return ledger.FlagTopup(tx, e.ID, "paid 1 usd") })
 		if got := storedTopup(t, db, e.ID); got.Status != models.TopupFlagged || got.Note != "paid 1 usd" {
 			t.Errorf("flagged top-up %+v", got)
 		}
 
 		storeTx(t, db, func(tx *gorm.DB) error {
-			got, err := models.LockTopup(tx, b.ID)
+			got, err := ledger.LockTopup(tx, b.ID)
 			if err != nil || got.ID != b.ID {
 				return fmt.Errorf("lock by id: %+v %v", got, err)
 			}
-			got, err = models.LockTopupByPaymentIntent(tx, "pi_b")
+			got, err = ledger.LockTopupByPaymentIntent(tx, "pi_b")
 			if err != nil || got.ID != b.ID {
 				return fmt.Errorf("lock by payment intent: %+v %v", got, err)
 			}
-			if _, err := models.LockTopupByPaymentIntent(tx, "pi_other"); apperr.Code(err) != apperr.ENOTFOUND {
+			if _, err := ledger.LockTopupByPaymentIntent(tx, "pi_other"); apperr.Code(err) != apperr.ENOTFOUND {
 				return fmt.Errorf("another payment intent: %v", err)
 			}
-			if _, err := models.LockTopup(tx, 9999); apperr.Code(err) != apperr.ENOTFOUND {
+			if _, err := ledger.LockTopup(tx, 9999); apperr.Code(err) != apperr.ENOTFOUND {
 				return fmt.Errorf("missing top-up: %v", err)
 			}
-			return models.AddTopupRefunded(tx, b.ID, 4000)
+			return ledger.AddTopupRefunded(tx, b.ID, 4000)
 		})
 		if got := storedTopup(t, db, b.ID); got.RefundedFen != 4000 {
 			t.Errorf("refunded %d, want 4000", got.RefundedFen)
 		}
 		// Paid and not refunded: b's 5000 left and d's 100.
-		if fen, err := db.PaidNotRefunded(ctx, o.ID); err != nil || fen != 5100 {
+		if fen, err := ledger.PaidNotRefunded(ctx, db, o.ID); err != nil || fen != 5100 {
 			t.Errorf("paid not refunded %d %v, want 5100", fen, err)
 		}
 		// Newest first, only those with money left.
 		storeTx(t, db, func(tx *gorm.DB) error {
-			ts, err := models.RefundableTopups(tx, o.ID)
+			ts, err := ledger.RefundableTopups(tx, o.ID)
 			if err != nil || len(ts) != 2 || ts[0].ID != d.ID || ts[1].ID != b.ID {
 				return fmt.Errorf("refundable %+v %v", ts, err)
 			}
-			return models.AddTopupRefunded(tx, d.ID, 100)
+			return ledger.AddTopupRefunded(tx, d.ID, 100)
 		})
 		storeTx(t, db, func(tx *gorm.DB) error {
-			ts, err := models.RefundableTopups(tx, o.ID)
+			ts, err := ledger.RefundableTopups(tx, o.ID)
 			if err != nil || len(ts) != 1 || ts[0].ID != b.ID {
 				return fmt.Errorf("refundable after d: %+v %v", ts, err)
 			}
@@ -168,17 +169,17 @@ func TestStripeEventStore(t *testing.T) {
 			return &models.StripeEvent{ID: "evt_1", Type: "checkout.session.completed", ReceivedAt: time.Now().UTC()}
 		}
 		storeTx(t, db, func(tx *gorm.DB) error {
-			created, err := models.InsertStripeEvent(tx, ev())
+			created, err := ledger.InsertStripeEvent(tx, ev())
 			if err != nil || !created {
 				return fmt.Errorf("first insert: %v %v", created, err)
 			}
-			if err := models.SetStripeEventTopup(tx, "evt_1", tp.ID); err != nil {
+			if err := ledger.SetStripeEventTopup(tx, "evt_1", tp.ID); err != nil {
 				return err
 			}
-			return models.FlagStripeEvent(tx, "evt_1", "needs a look")
+			return ledger.FlagStripeEvent(tx, "evt_1", "needs a look")
 		})
 		storeTx(t, db, func(tx *gorm.DB) error {
-			created, err := models.InsertStripeEvent(tx, ev())
+			created, err := ledger.InsertStripeEvent(tx, ev())
 			if err != nil || created {
 				return fmt.Errorf("second insert: %v %v", created, err)
 			}
@@ -197,24 +198,24 @@ func TestRefundStore(t *testing.T) {
 		ctx := context.Background()
 		u, o := storeOwner(t, db, "refunds@example.com")
 		now := time.Now().UTC().Truncate(time.Second)
-		card := &models.Refund{OrgID: o.ID, UserID: u.ID, AmountFen: 100, Method: models.MethodStripe, Status: models.RefundPending, CreatedAt: now}
-		bank := &models.Refund{OrgID: o.ID, UserID: u.ID, AmountFen: 200, Method: models.MethodBank, Status: models.RefundPending, CreatedAt: now}
+		card := &models.Refund{OrgID: o.ID, UserID: u.ID, AmountFen: 100, Method: models.MethodStripe, Status: ledger.RefundPending, CreatedAt: now}
+		bank := &models.Refund{OrgID: o.ID, UserID: u.ID, AmountFen: 200, Method: models.MethodBank, Status: ledger.RefundPending, CreatedAt: now}
 		storeTx(t, db, func(tx *gorm.DB) error {
-			if err := models.InsertRefund(tx, card); err != nil {
+			if err := ledger.InsertRefund(tx, card); err != nil {
 				return err
 			}
-			return models.InsertRefund(tx, bank)
+			return ledger.InsertRefund(tx, bank)
 		})
-		if r, err := db.PendingRefund(ctx, card.ID); err != nil || r.AmountFen != 100 {
+		if r, err := ledger.PendingRefund(ctx, db, card.ID); err != nil || r.AmountFen != 100 {
 			t.Fatalf("pending refund %+v %v", r, err)
 		}
-		storeTx(t, db, func(tx *gorm.DB) error { return models.RefundPaidAtStripe(tx, card.ID, "re_1", now) })
-		if _, err := db.PendingRefund(ctx, card.ID); apperr.Code(err) != apperr.ENOTFOUND {
+		storeTx(t, db, func(tx *gorm.DB) error { return ledger.RefundPaidAtStripe(tx, card.ID, "re_1", now) })
+		if _, err := ledger.PendingRefund(ctx, db, card.ID); apperr.Code(err) != apperr.ENOTFOUND {
 			t.Errorf("a done refund is still pending: %v", err)
 		}
 		for i, want := range []bool{true, false} {
 			storeTx(t, db, func(tx *gorm.DB) error {
-				changed, err := models.FinishPendingRefund(tx, bank.ID, now)
+				changed, err := ledger.FinishPendingRefund(tx, bank.ID, now)
 				if err != nil || changed != want {
 					return fmt.Errorf("finish #%d: %v %v", i, changed, err)
 				}
@@ -226,7 +227,7 @@ func TestRefundStore(t *testing.T) {
 			t.Fatalf("refunds %+v %v", rs, err)
 		}
 		for _, r := range rs {
-			if r.Status != models.RefundDone || r.DoneAt == nil || (r.Method == models.MethodStripe && (r.StripeRefundID == nil || *r.StripeRefundID != "re_1")) {
+			if r.Status != ledger.RefundDone || r.DoneAt == nil || (r.Method == models.MethodStripe && (r.StripeRefundID == nil || *r.StripeRefundID != "re_1")) {
 				t.Errorf("refund %+v not done", r)
 			}
 		}
@@ -243,9 +244,9 @@ func TestWalletSumsByKind(t *testing.T) {
 		now := time.Now().UTC()
 		postKind := func(kind string, fen int64, by *int64, at time.Time) {
 			storeTx(t, db, func(tx *gorm.DB) error {
-				return models.Post(tx, &models.LedgerTxn{Kind: kind, CreatedBy: by, CreatedAt: at},
-					models.Leg{Kind: models.AccPromoCredit, AmountFen: -fen},
-					models.Leg{Kind: models.AccWallet, OrgID: o.ID, AmountFen: fen})
+				return ledger.Post(tx, &ledger.LedgerTxn{Kind: kind, CreatedBy: by, CreatedAt: at},
+					ledger.Leg{Kind: ledger.AccPromoCredit, AmountFen: -fen},
+					ledger.Leg{Kind: ledger.AccWallet, OrgID: o.ID, AmountFen: fen})
 			})
 		}
 		postKind("promo_credit", 300, nil, now)
@@ -254,7 +255,7 @@ func TestWalletSumsByKind(t *testing.T) {
 		postKind("charge", -100, &u.ID, now.Add(-2*time.Hour))
 		postKind("charge", -40, &u.ID, now)
 		postKind("charge", -60, &other.ID, now)
-		if fen, err := db.WalletCreditsOfKinds(ctx, o.ID, []string{"promo_credit", "trial_credit", "sla_credit"}); err != nil || fen != 500 {
+		if fen, err := ledger.WalletCreditsOfKinds(ctx, db, o.ID, []string{"promo_credit", "trial_credit", "sla_credit"}); err != nil || fen != 500 {
 			t.Errorf("promotional credits %d %v, want 500", fen, err)
 		}
 		storeTx(t, db, func(tx *gorm.DB) error {
@@ -263,7 +264,7 @@ func TestWalletSumsByKind(t *testing.T) {
 				since time.Time
 				want  int64
 			}{{0, now.Add(-3 * time.Hour), 200}, {0, now.Add(-time.Hour), 100}, {u.ID, now.Add(-time.Hour), 40}, {other.ID, now.Add(-time.Hour), 60}} {
-				if fen, err := models.WalletDebitsSince(tx, o.ID, "charge", c.user, c.since); err != nil || fen != c.want {
+				if fen, err := ledger.WalletDebitsSince(tx, o.ID, "charge", c.user, c.since); err != nil || fen != c.want {
 					return fmt.Errorf("debits by %d since %v: %d %v, want %d", c.user, c.since, fen, err, c.want)
 				}
 			}

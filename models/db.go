@@ -18,6 +18,7 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 )
 
@@ -186,4 +187,26 @@ func Attempt(tx *gorm.DB, name string, fn func() error, undo func(error) bool) e
 		}
 	}
 	return err
+}
+
+// AdminPerPage is the console's page size.
+const AdminPerPage = 50
+
+// ClampPage bounds a page number and size: page from 1 (and at most a
+// million, so the offset stays in range), size from 1 to maxPer, default
+// AdminPerPage.
+func ClampPage(page, per, maxPer int) (int, int) {
+	page = min(max(page, 1), 1_000_000)
+	if per <= 0 {
+		per = AdminPerPage
+	}
+	return page, min(per, maxPer)
+}
+
+// LockRow adds FOR UPDATE on PostgreSQL (SQLite's one writer needs none).
+func LockRow(tx *gorm.DB) *gorm.DB {
+	if tx.Dialector.Name() == "postgres" {
+		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	return tx
 }

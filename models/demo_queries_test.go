@@ -12,6 +12,7 @@ import (
 	"suanli/demo"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/demodata"
 )
 
 func TestLinkDemoProvider(t *testing.T) {
@@ -21,7 +22,7 @@ func TestLinkDemoProvider(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now().UTC().Truncate(time.Second)
-		owner := func(email string) models.DemoProviderOwner {
+		owner := func(email string) demodata.DemoProviderOwner {
 			t.Helper()
 			u := &models.User{Email: email, Name: "owner", Lang: locales.ZH, PasswordHash: "x", CreatedAt: now}
 			org := &models.Org{Kind: models.OrgProvider, Name: email, Status: models.OrgPending, CreatedAt: now}
@@ -33,12 +34,12 @@ func TestLinkDemoProvider(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			return models.DemoProviderOwner{UserID: u.ID, OrgID: org.ID, Slug: demo.DemoProviderSlug,
+			return demodata.DemoProviderOwner{UserID: u.ID, OrgID: org.ID, Slug: demo.DemoProviderSlug,
 				ContactName: "陈晓", ContactEmail: email, LicenceNo: "DEMO-1", BankName: "Bank",
 				BankAccountName: "Tianfu", BankAccountNo: "0000"}
 		}
 		o := owner("first@demo.test")
-		if err := db.Tx(ctx, func(tx *gorm.DB) error { return models.LinkDemoProvider(tx, o, now) }); err != nil {
+		if err := db.Tx(ctx, func(tx *gorm.DB) error { return demodata.LinkDemoProvider(tx, o, now) }); err != nil {
 			t.Fatal(err)
 		}
 		u, err := db.UserByID(ctx, o.UserID)
@@ -59,7 +60,7 @@ func TestLinkDemoProvider(t *testing.T) {
 		}
 		// A provider some organisation owns already is not handed over again.
 		o2 := owner("second@demo.test")
-		if err := db.Tx(ctx, func(tx *gorm.DB) error { return models.LinkDemoProvider(tx, o2, now) }); err != nil {
+		if err := db.Tx(ctx, func(tx *gorm.DB) error { return demodata.LinkDemoProvider(tx, o2, now) }); err != nil {
 			t.Fatal(err)
 		}
 		db.R.Where("slug = ?", demo.DemoProviderSlug).First(&p)
@@ -77,7 +78,7 @@ func TestDemoNodesToRun(t *testing.T) {
 		}
 		var all []models.Node
 		db.R.Where("demo").Order("id").Find(&all)
-		ns, err := db.DemoNodesToRun(ctx)
+		ns, err := demodata.DemoNodesToRun(ctx, db)
 		if err != nil || len(ns) != len(all) || len(ns) < 2 {
 			t.Fatalf("%d nodes (%v), want %d", len(ns), err, len(all))
 		}
@@ -91,7 +92,7 @@ func TestDemoNodesToRun(t *testing.T) {
 		if err := db.W.Model(&models.Node{}).Where("id = ?", ns[1].ID).Update("demo", false).Error; err != nil {
 			t.Fatal(err)
 		}
-		after, err := db.DemoNodesToRun(ctx)
+		after, err := demodata.DemoNodesToRun(ctx, db)
 		if err != nil || len(after) != len(ns)-2 || after[0].ID == ns[0].ID || after[0].ID == ns[1].ID {
 			t.Errorf("after removing one: %d nodes, first %d (%v)", len(after), after[0].ID, err)
 		}
@@ -105,11 +106,11 @@ func TestGPUUUIDsOfNode(t *testing.T) {
 		for _, g := range gs {
 			want = append(want, g.UUID)
 		}
-		got, err := db.GPUUUIDsOfNode(context.Background(), n.ID)
+		got, err := demodata.GPUUUIDsOfNode(context.Background(), db, n.ID)
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("UUIDs %v (%v), want %v", got, err, want)
 		}
-		if got, err := db.GPUUUIDsOfNode(context.Background(), 1<<40); err != nil || len(got) != 0 {
+		if got, err := demodata.GPUUUIDsOfNode(context.Background(), db, 1<<40); err != nil || len(got) != 0 {
 			t.Errorf("missing node: %v, %v", got, err)
 		}
 	})

@@ -14,6 +14,8 @@ import (
 	"suanli/demo"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/supply"
 )
 
 // seededNode seeds the demo market and returns its first demo node and
@@ -68,38 +70,38 @@ func TestNodeTokenHashes(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
 		n, _ := seededNode(t, db)
-		if found, err := db.SetNodeRegTokenHash(ctx, n.ID, "reg-1"); err != nil || !found {
+		if found, err := supply.SetNodeRegTokenHash(ctx, db, n.ID, "reg-1"); err != nil || !found {
 			t.Fatalf("registration token: found %v, %v", found, err)
 		}
-		if found, err := db.SetNodeRegTokenHash(ctx, 1<<40, "reg-x"); err != nil || found {
+		if found, err := supply.SetNodeRegTokenHash(ctx, db, 1<<40, "reg-x"); err != nil || found {
 			t.Errorf("registration token of a missing node: found %v, %v", found, err)
 		}
-		got, err := models.NodeByRegTokenHash(db.R, "reg-1")
+		got, err := supply.NodeByRegTokenHash(db.R, "reg-1")
 		if err != nil || got.ID != n.ID {
 			t.Fatalf("by registration token: node %d, %v; want %d", got.ID, err, n.ID)
 		}
-		if _, err := models.NodeByCredHash(db.R, "cred-1"); !errors.Is(err, gorm.ErrRecordNotFound) {
+		if _, err := supply.NodeByCredHash(db.R, "cred-1"); !errors.Is(err, gorm.ErrRecordNotFound) {
 			t.Errorf("credential before the exchange: %v", err)
 		}
-		if err := models.ExchangeRegToken(db.W, n.ID, "cred-1"); err != nil {
+		if err := supply.ExchangeRegToken(db.W, n.ID, "cred-1"); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := models.NodeByCredHash(db.R, "cred-1"); err != nil || got.ID != n.ID {
+		if got, err := supply.NodeByCredHash(db.R, "cred-1"); err != nil || got.ID != n.ID {
 			t.Errorf("by credential: node %d, %v; want %d", got.ID, err, n.ID)
 		}
-		if _, err := models.NodeByRegTokenHash(db.R, "reg-1"); !errors.Is(err, gorm.ErrRecordNotFound) {
+		if _, err := supply.NodeByRegTokenHash(db.R, "reg-1"); !errors.Is(err, gorm.ErrRecordNotFound) {
 			t.Errorf("registration token still usable after the exchange: %v", err)
 		}
-		if found, err := db.SetNodeCredHash(ctx, n.ID, "cred-2"); err != nil || !found {
+		if found, err := supply.SetNodeCredHash(ctx, db, n.ID, "cred-2"); err != nil || !found {
 			t.Fatalf("credential: found %v, %v", found, err)
 		}
-		if found, err := db.SetNodeCredHash(ctx, 1<<40, "cred-x"); err != nil || found {
+		if found, err := supply.SetNodeCredHash(ctx, db, 1<<40, "cred-x"); err != nil || found {
 			t.Errorf("credential of a missing node: found %v, %v", found, err)
 		}
-		if _, err := models.NodeByCredHash(db.R, "cred-1"); !errors.Is(err, gorm.ErrRecordNotFound) {
+		if _, err := supply.NodeByCredHash(db.R, "cred-1"); !errors.Is(err, gorm.ErrRecordNotFound) {
 			t.Errorf("replaced credential still accepted: %v", err)
 		}
-		if got, err := models.NodeByCredHash(db.R, "cred-2"); err != nil || got.ID != n.ID {
+		if got, err := supply.NodeByCredHash(db.R, "cred-2"); err != nil || got.ID != n.ID {
 			t.Errorf("by new credential: node %d, %v", got.ID, err)
 		}
 	})
@@ -109,11 +111,11 @@ func TestRecordNodeHeartbeatAndModel(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		n, _ := seededNode(t, db)
 		now := time.Now().UTC().Truncate(time.Second)
-		hb := models.NodeHeartbeat{At: now, Health: models.NodeNoNVML, Simulated: true, AgentInfo: `{"version":"1"}`, PingURL: "https://node.example/ping"}
-		if err := models.RecordNodeHeartbeat(db.W, n.ID, hb); err != nil {
+		hb := supply.NodeHeartbeat{At: now, Health: models.NodeNoNVML, Simulated: true, AgentInfo: `{"version":"1"}`, PingURL: "https://node.example/ping"}
+		if err := supply.RecordNodeHeartbeat(db.W, n.ID, hb); err != nil {
 			t.Fatal(err)
 		}
-		got, err := models.NodeByIDTx(db.R, n.ID)
+		got, err := supply.NodeByIDTx(db.R, n.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,19 +125,19 @@ func TestRecordNodeHeartbeatAndModel(t *testing.T) {
 		}
 		// Zero values are written too: a node that stops simulating says so.
 		hb.Simulated, hb.Health, hb.PingURL = false, models.NodeHealthy, ""
-		if err := models.RecordNodeHeartbeat(db.W, n.ID, hb); err != nil {
+		if err := supply.RecordNodeHeartbeat(db.W, n.ID, hb); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ = models.NodeByIDTx(db.R, n.ID); got.Simulated || got.Health != models.NodeHealthy || got.PingURL != "" {
+		if got, _ = supply.NodeByIDTx(db.R, n.ID); got.Simulated || got.Health != models.NodeHealthy || got.PingURL != "" {
 			t.Errorf("after second heartbeat: simulated %v, health %s, ping %q", got.Simulated, got.Health, got.PingURL)
 		}
-		if err := models.SetNodeGPUModel(db.W, n.ID, "h200-sxm"); err != nil {
+		if err := supply.SetNodeGPUModel(db.W, n.ID, "h200-sxm"); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ = models.NodeByIDTx(db.R, n.ID); got.GPUModel != "h200-sxm" {
+		if got, _ = supply.NodeByIDTx(db.R, n.ID); got.GPUModel != "h200-sxm" {
 			t.Errorf("model %q, want h200-sxm", got.GPUModel)
 		}
-		if _, err := models.NodeByIDTx(db.R, 1<<40); !errors.Is(err, gorm.ErrRecordNotFound) {
+		if _, err := supply.NodeByIDTx(db.R, 1<<40); !errors.Is(err, gorm.ErrRecordNotFound) {
 			t.Errorf("missing node: %v", err)
 		}
 	})
@@ -144,7 +146,7 @@ func TestRecordNodeHeartbeatAndModel(t *testing.T) {
 func TestGPUReadings(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		n, seeded := seededNode(t, db)
-		gs, err := models.GPUsOfNode(db.R, n.ID)
+		gs, err := supply.GPUsOfNode(db.R, n.ID)
 		if err != nil || len(gs) != len(seeded) {
 			t.Fatalf("%d GPUs (%v), want %d", len(gs), err, len(seeded))
 		}
@@ -156,21 +158,21 @@ func TestGPUReadings(t *testing.T) {
 		now := time.Now().UTC().Truncate(time.Second)
 		added := models.GPU{NodeID: n.ID, Idx: len(gs), UUID: "GPU-added", GPUModel: n.GPUModel, State: models.GPUUnhealthy,
 			Health: models.GPUFailing, Reasons: "xid 79", Telemetry: "{}", CheckedAt: &now}
-		if err := models.InsertGPU(db.W, &added); err != nil || added.ID == 0 {
+		if err := supply.InsertGPU(db.W, &added); err != nil || added.ID == 0 {
 			t.Fatalf("insert: id %d, %v", added.ID, err)
 		}
 		again := added
 		again.ID, again.Idx = 0, len(gs)+1
-		if err := models.InsertGPU(db.W, &again); !models.IsUniqueViolation(err) {
+		if err := supply.InsertGPU(db.W, &again); !ledger.IsUniqueViolation(err) {
 			t.Errorf("a UUID twice: %v, want a unique violation", err)
 		}
 		msg := locales.Lines(locales.M("check.not_reported"))
-		r := models.GPUReading{UUID: "GPU-renamed", Name: "NVIDIA H100 80GB HBM3", PCIBusID: "0000:17:00.0", MemoryMiB: 81559,
+		r := supply.GPUReading{UUID: "GPU-renamed", Name: "NVIDIA H100 80GB HBM3", PCIBusID: "0000:17:00.0", MemoryMiB: 81559,
 			Health: models.GPUHealthy, Reasons: "", ReasonsMsg: msg, Telemetry: `{"temperature_c":40}`, CheckedAt: now}
-		if err := models.RecordGPUReading(db.W, added.ID, r); err != nil {
+		if err := supply.RecordGPUReading(db.W, added.ID, r); err != nil {
 			t.Fatal(err)
 		}
-		gs, _ = models.GPUsOfNode(db.R, n.ID)
+		gs, _ = supply.GPUsOfNode(db.R, n.ID)
 		got := gs[len(gs)-1]
 		if got.ID != added.ID || got.UUID != r.UUID || got.Name != r.Name || got.PCIBusID != r.PCIBusID || got.MemoryMiB != r.MemoryMiB ||
 			got.Health != models.GPUHealthy || got.Reasons != "" || got.ReasonsMsg.Key != msg.Key || got.Telemetry != r.Telemetry ||
@@ -180,14 +182,14 @@ func TestGPUReadings(t *testing.T) {
 		if got.State != models.GPUUnhealthy {
 			t.Errorf("a reading changed the state to %s", got.State)
 		}
-		if err := models.RecordGPUReading(db.W, added.ID, models.GPUReading{UUID: gs[0].UUID, Telemetry: "{}", CheckedAt: now}); !models.IsUniqueViolation(err) {
+		if err := supply.RecordGPUReading(db.W, added.ID, supply.GPUReading{UUID: gs[0].UUID, Telemetry: "{}", CheckedAt: now}); !ledger.IsUniqueViolation(err) {
 			t.Errorf("another GPU's UUID: %v, want a unique violation", err)
 		}
 		later := now.Add(time.Minute)
-		if err := models.MarkGPUMissing(db.W, added.ID, "gone", msg, later); err != nil {
+		if err := supply.MarkGPUMissing(db.W, added.ID, "gone", msg, later); err != nil {
 			t.Fatal(err)
 		}
-		gs, _ = models.GPUsOfNode(db.R, n.ID)
+		gs, _ = supply.GPUsOfNode(db.R, n.ID)
 		if got := gs[len(gs)-1]; got.Health != models.GPUMissing || got.Reasons != "gone" || got.CheckedAt == nil || !got.CheckedAt.Equal(later) || got.UUID != r.UUID {
 			t.Errorf("after missing: %+v", got)
 		}
@@ -200,7 +202,7 @@ func TestGPUStateFollowsVerdicts(t *testing.T) {
 		n, gs := seededNode(t, db)
 		state := func(id int64) models.GPUState {
 			t.Helper()
-			all, err := models.GPUsOfNode(db.R, n.ID)
+			all, err := supply.GPUsOfNode(db.R, n.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +220,7 @@ func TestGPUStateFollowsVerdicts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := models.HoldFailingGPU(db.W, a.ID); err != nil {
+		if err := supply.HoldFailingGPU(db.W, a.ID); err != nil {
 			t.Fatal(err)
 		}
 		if s := state(a.ID); s != models.GPUUnhealthy {
@@ -227,13 +229,13 @@ func TestGPUStateFollowsVerdicts(t *testing.T) {
 		if err := db.SetGPUState(ctx, b.UUID, models.GPUBusy); err != nil {
 			t.Fatal(err)
 		}
-		if err := models.HoldFailingGPU(db.W, b.ID); err != nil {
+		if err := supply.HoldFailingGPU(db.W, b.ID); err != nil {
 			t.Fatal(err)
 		}
 		if s := state(b.ID); s != models.GPUBusy {
 			t.Errorf("failing busy GPU: %s, want busy until its rental moves", s)
 		}
-		if err := models.ReleaseRecoveredGPU(db.W, b.ID); err != nil {
+		if err := supply.ReleaseRecoveredGPU(db.W, b.ID); err != nil {
 			t.Fatal(err)
 		}
 		if s := state(b.ID); s != models.GPUBusy {
@@ -245,7 +247,7 @@ func TestGPUStateFollowsVerdicts(t *testing.T) {
 		if err := db.W.Create(&hold).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := models.ReleaseRecoveredGPU(db.W, a.ID); err != nil {
+		if err := supply.ReleaseRecoveredGPU(db.W, a.ID); err != nil {
 			t.Fatal(err)
 		}
 		if s := state(a.ID); s != models.GPUUnhealthy {
@@ -254,7 +256,7 @@ func TestGPUStateFollowsVerdicts(t *testing.T) {
 		if err := db.W.Model(&hold).Update("released_at", time.Now().UTC()).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := models.ReleaseRecoveredGPU(db.W, a.ID); err != nil {
+		if err := supply.ReleaseRecoveredGPU(db.W, a.ID); err != nil {
 			t.Fatal(err)
 		}
 		if s := state(a.ID); s != models.GPUFree {
@@ -266,7 +268,7 @@ func TestGPUStateFollowsVerdicts(t *testing.T) {
 func TestOffersAwaitingNode(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		n, _ := seededNode(t, db)
-		if os, err := models.OffersAwaitingNode(db.R, n.ID); err != nil || len(os) != 0 {
+		if os, err := supply.OffersAwaitingNode(db.R, n.ID); err != nil || len(os) != 0 {
 			t.Fatalf("seeded offers awaiting: %d, %v", len(os), err)
 		}
 		var o models.Offer
@@ -274,17 +276,17 @@ func TestOffersAwaitingNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now().UTC().Truncate(time.Second)
-		if err := models.SetOfferListing(db.W, o.ID, true, "waiting", now); err != nil {
+		if err := supply.SetOfferListing(db.W, o.ID, true, "waiting", now); err != nil {
 			t.Fatal(err)
 		}
-		os, err := models.OffersAwaitingNode(db.R, n.ID)
+		os, err := supply.OffersAwaitingNode(db.R, n.ID)
 		if err != nil || len(os) != 1 || os[0].ID != o.ID || os[0].ListingNote != "waiting" || !os[0].UpdatedAt.Equal(now) {
 			t.Fatalf("awaiting: %+v, %v", os, err)
 		}
-		if err := models.SetOfferListing(db.W, o.ID, false, "", now); err != nil {
+		if err := supply.SetOfferListing(db.W, o.ID, false, "", now); err != nil {
 			t.Fatal(err)
 		}
-		if os, err := models.OffersAwaitingNode(db.R, n.ID); err != nil || len(os) != 0 {
+		if os, err := supply.OffersAwaitingNode(db.R, n.ID); err != nil || len(os) != 0 {
 			t.Errorf("after listing: %d awaiting, %v", len(os), err)
 		}
 	})
@@ -295,49 +297,49 @@ func TestAgentTaskQueue(t *testing.T) {
 		ctx := context.Background()
 		n, _ := seededNode(t, db)
 		now := time.Now().UTC().Truncate(time.Second)
-		if _, found, err := models.AgentTaskIDByKey(db.R, "k1"); err != nil || found {
+		if _, found, err := supply.AgentTaskIDByKey(db.R, "k1"); err != nil || found {
 			t.Fatalf("before insert: found %v, %v", found, err)
 		}
 		add := func(key, kind string, rentalID *int64) models.AgentTask {
 			t.Helper()
 			row := models.AgentTask{NodeID: n.ID, RentalID: rentalID, Kind: kind, IdemKey: key, Payload: "{}", Status: models.TaskQueued, CreatedAt: now}
-			if err := models.InsertAgentTask(db.W, &row); err != nil || row.ID == 0 {
+			if err := supply.InsertAgentTask(db.W, &row); err != nil || row.ID == 0 {
 				t.Fatalf("insert %s: id %d, %v", key, row.ID, err)
 			}
 			return row
 		}
 		t1 := add("k1", agent.TaskBenchmark, nil)
-		if id, found, err := models.AgentTaskIDByKey(db.R, "k1"); err != nil || !found || id != t1.ID {
+		if id, found, err := supply.AgentTaskIDByKey(db.R, "k1"); err != nil || !found || id != t1.ID {
 			t.Errorf("by key: %d %v %v, want %d", id, found, err, t1.ID)
 		}
-		if err := models.SetAgentTaskPayload(db.W, t1.ID, `{"id":1}`); err != nil {
+		if err := supply.SetAgentTaskPayload(db.W, t1.ID, `{"id":1}`); err != nil {
 			t.Fatal(err)
 		}
 		t2 := add("k2", agent.TaskBenchmark, nil)
-		due, err := db.DueAgentTasks(ctx, n.ID, now.Add(-time.Minute), 20)
+		due, err := supply.DueAgentTasks(ctx, db, n.ID, now.Add(-time.Minute), 20)
 		if err != nil || len(due) != 2 || due[0].ID != t1.ID || due[1].ID != t2.ID || due[0].Payload != `{"id":1}` {
 			t.Fatalf("due: %+v, %v", due, err)
 		}
-		if due, _ := db.DueAgentTasks(ctx, n.ID, now.Add(-time.Minute), 1); len(due) != 1 || due[0].ID != t1.ID {
+		if due, _ := supply.DueAgentTasks(ctx, db, n.ID, now.Add(-time.Minute), 1); len(due) != 1 || due[0].ID != t1.ID {
 			t.Errorf("limit 1: %+v", due)
 		}
-		if taken, err := models.MarkAgentTaskSent(db.W, t1.ID, n.ID, now.Add(-time.Minute), now); err != nil || !taken {
+		if taken, err := supply.MarkAgentTaskSent(db.W, t1.ID, n.ID, now.Add(-time.Minute), now); err != nil || !taken {
 			t.Fatalf("send: %v %v", taken, err)
 		}
-		if taken, err := models.MarkAgentTaskSent(db.W, t1.ID, n.ID, now.Add(-time.Minute), now); err != nil || taken {
+		if taken, err := supply.MarkAgentTaskSent(db.W, t1.ID, n.ID, now.Add(-time.Minute), now); err != nil || taken {
 			t.Errorf("second send of a task just sent: %v %v", taken, err)
 		}
-		if due, _ := db.DueAgentTasks(ctx, n.ID, now.Add(-time.Minute), 20); len(due) != 1 || due[0].ID != t2.ID {
+		if due, _ := supply.DueAgentTasks(ctx, db, n.ID, now.Add(-time.Minute), 20); len(due) != 1 || due[0].ID != t2.ID {
 			t.Errorf("due after sending one: %+v", due)
 		}
 		// Sent without a result before resendBefore: due again.
-		if due, _ := db.DueAgentTasks(ctx, n.ID, now.Add(time.Minute), 20); len(due) != 2 {
+		if due, _ := supply.DueAgentTasks(ctx, db, n.ID, now.Add(time.Minute), 20); len(due) != 2 {
 			t.Errorf("due for resending: %+v", due)
 		}
-		if taken, err := models.MarkAgentTaskSent(db.W, t1.ID, n.ID, now.Add(time.Minute), now.Add(time.Second)); err != nil || !taken {
+		if taken, err := supply.MarkAgentTaskSent(db.W, t1.ID, n.ID, now.Add(time.Minute), now.Add(time.Second)); err != nil || !taken {
 			t.Errorf("resend: %v %v", taken, err)
 		}
-		if due, _ := db.DueAgentTasks(ctx, n.ID+1, now.Add(time.Minute), 20); len(due) != 0 {
+		if due, _ := supply.DueAgentTasks(ctx, db, n.ID+1, now.Add(time.Minute), 20); len(due) != 0 {
 			t.Errorf("another node's due tasks: %+v", due)
 		}
 
@@ -346,7 +348,7 @@ func TestAgentTaskQueue(t *testing.T) {
 		launch := add("l", agent.TaskLaunch, &r.ID)
 		stop := add("s", agent.TaskStop, &r.ID)
 		const result = `{"ok":false,"error":"withdrawn"}`
-		if err := models.ExpireAgentTasks(db.W, r.ID, n.ID, []string{agent.TaskVerify, agent.TaskLaunch}, result, now); err != nil {
+		if err := supply.ExpireAgentTasks(db.W, r.ID, n.ID, []string{agent.TaskVerify, agent.TaskLaunch}, result, now); err != nil {
 			t.Fatal(err)
 		}
 		var rows []models.AgentTask

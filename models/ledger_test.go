@@ -12,19 +12,20 @@ import (
 
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/ledger"
 )
 
-func post(db *models.DB, key *string, legs ...models.Leg) error {
+func post(db *models.DB, key *string, legs ...ledger.Leg) error {
 	return db.Tx(context.Background(), func(tx *gorm.DB) error {
-		return models.Post(tx, &models.LedgerTxn{Kind: "test", IdemKey: key, CreatedAt: time.Now().UTC()}, legs...)
+		return ledger.Post(tx, &ledger.LedgerTxn{Kind: "test", IdemKey: key, CreatedAt: time.Now().UTC()}, legs...)
 	})
 }
 
 func TestPostRefusesWhatDoesNotBalance(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
-		w := func(n int64) models.Leg { return models.Leg{Kind: models.AccWallet, OrgID: 7, AmountFen: n} }
-		p := func(n int64) models.Leg { return models.Leg{Kind: models.AccPromoCredit, AmountFen: n} }
+		w := func(n int64) ledger.Leg { return ledger.Leg{Kind: ledger.AccWallet, OrgID: 7, AmountFen: n} }
+		p := func(n int64) ledger.Leg { return ledger.Leg{Kind: ledger.AccPromoCredit, AmountFen: n} }
 		if err := post(db, nil, w(100), p(-99)); err == nil {
 			t.Error("unbalanced transaction posted")
 		}
@@ -38,20 +39,20 @@ func TestPostRefusesWhatDoesNotBalance(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A wallet never goes below zero; the failed posting leaves nothing.
-		if err := post(db, nil, w(-101), p(101)); !errors.Is(err, models.ErrInsufficientFunds) {
+		if err := post(db, nil, w(-101), p(101)); !errors.Is(err, ledger.ErrInsufficientFunds) {
 			t.Errorf("overdraw: %v", err)
 		}
 		key := "once"
 		if err := post(db, &key, w(50), p(-50)); err != nil {
 			t.Fatal(err)
 		}
-		if err := post(db, &key, w(50), p(-50)); !errors.Is(err, models.ErrDuplicate) {
+		if err := post(db, &key, w(50), p(-50)); !errors.Is(err, ledger.ErrDuplicate) {
 			t.Errorf("second once-only posting: %v", err)
 		}
-		if bal, _ := db.WalletBalance(ctx, 7); bal != 150 {
+		if bal, _ := ledger.WalletBalance(ctx, db, 7); bal != 150 {
 			t.Errorf("balance %d, want 150", bal)
 		}
-		if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
+		if problems, err := ledger.LedgerCheck(ctx, db); err != nil || len(problems) > 0 {
 			t.Errorf("ledger check: %v %v", problems, err)
 		}
 	})
@@ -63,7 +64,7 @@ func TestPostRefusesWhatDoesNotBalance(t *testing.T) {
 func TestConcurrentPostings(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
-		if err := post(db, nil, models.Leg{Kind: models.AccWallet, OrgID: 1, AmountFen: 1000}, models.Leg{Kind: models.AccPromoCredit, AmountFen: -1000}); err != nil {
+		if err := post(db, nil, ledger.Leg{Kind: ledger.AccWallet, OrgID: 1, AmountFen: 1000}, ledger.Leg{Kind: ledger.AccPromoCredit, AmountFen: -1000}); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -78,7 +79,7 @@ func TestConcurrentPostings(t *testing.T) {
 				if i%3 == 0 {
 					amt = -amt // a charge
 				}
-				err := post(db, nil, models.Leg{Kind: models.AccWallet, OrgID: 1, AmountFen: amt}, models.Leg{Kind: models.AccPlatformRevenue, AmountFen: -amt})
+				err := post(db, nil, ledger.Leg{Kind: ledger.AccWallet, OrgID: 1, AmountFen: amt}, ledger.Leg{Kind: ledger.AccPlatformRevenue, AmountFen: -amt})
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -90,16 +91,16 @@ func TestConcurrentPostings(t *testing.T) {
 			}(i)
 		}
 		wg.Wait()
-		bal, err := db.WalletBalance(ctx, 1)
+		bal, err := ledger.WalletBalance(ctx, db, 1)
 		if err != nil || bal != want || errs != 0 {
 			t.Errorf("balance %d (%v), want %d; %d errors", bal, err, want, errs)
 		}
 		var n int64
-		db.R.Model(&models.LedgerTxn{}).Count(&n)
+		db.R.Model(&ledger.LedgerTxn{}).Count(&n)
 		if n != 101 {
 			t.Errorf("%d transactions, want 101", n)
 		}
-		if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
+		if problems, err := ledger.LedgerCheck(ctx, db); err != nil || len(problems) > 0 {
 			t.Errorf("ledger check: %v %v", problems, err)
 		}
 	})
@@ -113,43 +114,43 @@ func TestConcurrentPostings(t *testing.T) {
 func TestEveryAccountKindKeepsItsSign(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
-		leg := func(kind string, org, n int64) models.Leg { return models.Leg{Kind: kind, OrgID: org, AmountFen: n} }
-		rev := func(n int64) models.Leg { return leg(models.AccPlatformRevenue, 0, n) }
+		leg := func(kind string, org, n int64) ledger.Leg { return ledger.Leg{Kind: kind, OrgID: org, AmountFen: n} }
+		rev := func(n int64) ledger.Leg { return leg(ledger.AccPlatformRevenue, 0, n) }
 		for _, c := range []struct {
 			name string
-			legs []models.Leg
+			legs []ledger.Leg
 		}{
-			{"payable below zero", []models.Leg{leg(models.AccProviderPayable, 3, -1), rev(1)}},
-			{"unearned below zero", []models.Leg{leg(models.AccProviderUnearned, 3, -1), rev(1)}},
-			{"receivable above zero", []models.Leg{leg(models.AccProviderReceivable, 3, 1), rev(-1)}},
-			{"promotional credit above zero", []models.Leg{leg(models.AccPromoCredit, 0, 1), rev(-1)}},
+			{"payable below zero", []ledger.Leg{leg(ledger.AccProviderPayable, 3, -1), rev(1)}},
+			{"unearned below zero", []ledger.Leg{leg(ledger.AccProviderUnearned, 3, -1), rev(1)}},
+			{"receivable above zero", []ledger.Leg{leg(ledger.AccProviderReceivable, 3, 1), rev(-1)}},
+			{"promotional credit above zero", []ledger.Leg{leg(ledger.AccPromoCredit, 0, 1), rev(-1)}},
 		} {
-			if err := post(db, nil, c.legs...); !errors.Is(err, models.ErrBalanceSign) {
+			if err := post(db, nil, c.legs...); !errors.Is(err, ledger.ErrBalanceSign) {
 				t.Errorf("%s: %v, want ErrBalanceSign", c.name, err)
 			}
 		}
 		var n int64
-		db.R.Model(&models.LedgerEntry{}).Count(&n)
+		db.R.Model(&ledger.LedgerEntry{}).Count(&n)
 		if n != 0 {
 			t.Fatalf("refused postings left %d entries", n)
 		}
 		// Within their signs the same accounts move; revenue goes negative.
-		if err := post(db, nil, leg(models.AccProviderReceivable, 3, -500), rev(-100), leg(models.AccProviderPayable, 3, 600)); err != nil {
+		if err := post(db, nil, leg(ledger.AccProviderReceivable, 3, -500), rev(-100), leg(ledger.AccProviderPayable, 3, 600)); err != nil {
 			t.Fatal(err)
 		}
-		if err := post(db, nil, leg(models.AccProviderPayable, 3, -600), leg(models.AccPaymentClearing, 0, 600)); err != nil {
+		if err := post(db, nil, leg(ledger.AccProviderPayable, 3, -600), leg(ledger.AccPaymentClearing, 0, 600)); err != nil {
 			t.Fatal(err)
 		}
-		if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
+		if problems, err := ledger.LedgerCheck(ctx, db); err != nil || len(problems) > 0 {
 			t.Fatalf("ledger check: %v %v", problems, err)
 		}
 		// A balance written around Post (and its entries, so they agree).
-		if err := post(db, nil, leg(models.AccPromoCredit, 0, -40), leg(models.AccWallet, 9, 40)); err != nil {
+		if err := post(db, nil, leg(ledger.AccPromoCredit, 0, -40), leg(ledger.AccWallet, 9, 40)); err != nil {
 			t.Fatal(err)
 		}
-		db.W.Exec("UPDATE ledger_accounts SET balance_fen = 40 WHERE kind = ?", models.AccPromoCredit)
+		db.W.Exec("UPDATE ledger_accounts SET balance_fen = 40 WHERE kind = ?", ledger.AccPromoCredit)
 		db.W.Exec("UPDATE ledger_entries SET amount_fen = 40 WHERE amount_fen = -40")
-		problems, err := db.LedgerCheck(ctx)
+		problems, err := ledger.LedgerCheck(ctx, db)
 		if err != nil {
 			t.Fatal(err)
 		}

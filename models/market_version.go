@@ -19,3 +19,8 @@ func (db *DB) OffersVersion(ctx context.Context) (int64, error) {
 func bumpOffersVersion(tx *gorm.DB) error {
 	return tx.Exec(`UPDATE market_versions SET version = version + 1 WHERE name = 'offers'`).Error
 }
+
+// BumpOffersVersion moves the offers version in tx, so that the in-memory
+// offer index reloads: for changes to what offers show that do not touch
+// the offers table (a node's latest benchmark report, say).
+func BumpOffersVersion(tx *gorm.DB) error { return bumpOffersVersion(tx) }

@@ -7,6 +7,8 @@ import (
 
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/rentalstore"
 	"suanli/pricing"
 )
 
@@ -25,25 +27,25 @@ func TestClaimMeterInterval(t *testing.T) {
 		r := w.rental(t, db, models.RentalRunning, pricing.OnDemand)
 		running(t, db, r, w.now)
 		to := w.now.Add(time.Minute)
-		ok, err := models.ClaimMeterInterval(db.W, r.ID, w.now, to, 17, 5, "", to)
+		ok, err := ledger.ClaimMeterInterval(db.W, r.ID, w.now, to, 17, 5, "", to)
 		if err != nil || !ok {
 			t.Fatalf("claim: %v, %v", ok, err)
 		}
 		// A second pass that read the same billed-until second loses.
-		if ok, err := models.ClaimMeterInterval(db.W, r.ID, w.now, to, 17, 5, "", to); err != nil || ok {
+		if ok, err := ledger.ClaimMeterInterval(db.W, r.ID, w.now, to, 17, 5, "", to); err != nil || ok {
 			t.Errorf("claimed the same interval twice: %v, %v", ok, err)
 		}
 		to2 := to.Add(time.Minute)
-		if ok, _ := models.ClaimMeterInterval(db.W, r.ID, to, to2, 3, 1, "balance exhausted", to2); !ok {
+		if ok, _ := ledger.ClaimMeterInterval(db.W, r.ID, to, to2, 3, 1, "balance exhausted", to2); !ok {
 			t.Error("next interval not claimed")
 		}
-		got, _ := models.ReadRental(db.W, r.ID)
+		got, _ := rentalstore.ReadRental(db.W, r.ID)
 		if got.BilledFen != 20 || got.CarryNum != 1 || !got.BilledUntil.Equal(to2) || got.StopReason != "balance exhausted" {
 			t.Errorf("after two claims %+v", got)
 		}
 		// Not running: nothing is claimed.
-		models.MoveRental(db.W, r.ID, models.RentalStopping, []models.RentalStatus{models.RentalRunning}, models.RentalMove{}, to2)
-		if ok, _ := models.ClaimMeterInterval(db.W, r.ID, to2, to2.Add(time.Minute), 1, 0, "", to2); ok {
+		rentalstore.MoveRental(db.W, r.ID, models.RentalStopping, []models.RentalStatus{models.RentalRunning}, rentalstore.RentalMove{}, to2)
+		if ok, _ := ledger.ClaimMeterInterval(db.W, r.ID, to2, to2.Add(time.Minute), 1, 0, "", to2); ok {
 			t.Error("claimed a stopping rental's interval")
 		}
 	})
@@ -56,20 +58,20 @@ func TestClaimMeterIntervals(t *testing.T) {
 		b := w.rental(t, db, models.RentalRunning, pricing.OnDemand)
 		running(t, db, a, w.now)
 		running(t, db, b, w.now)
-		models.ClaimMeterInterval(db.W, b.ID, w.now, w.now, 0, 0, "spending limit reached", w.now)
+		ledger.ClaimMeterInterval(db.W, b.ID, w.now, w.now, 0, 0, "spending limit reached", w.now)
 		to := w.now.Add(time.Minute)
-		if ok, err := models.ClaimMeterIntervals(db.W, nil, to); err != nil || !ok {
+		if ok, err := ledger.ClaimMeterIntervals(db.W, nil, to); err != nil || !ok {
 			t.Errorf("no claims: %v, %v", ok, err)
 		}
-		ok, err := models.ClaimMeterIntervals(db.W, []models.MeterClaim{
+		ok, err := ledger.ClaimMeterIntervals(db.W, []ledger.MeterClaim{
 			{RentalID: a.ID, Prev: w.now, To: to, Carry: 7, Fen: 11, Stop: "balance exhausted"},
 			{RentalID: b.ID, Prev: w.now, To: to, Carry: 2, Fen: 4},
 		}, to)
 		if err != nil || !ok {
 			t.Fatalf("claims: %v, %v", ok, err)
 		}
-		ga, _ := models.ReadRental(db.W, a.ID)
-		gb, _ := models.ReadRental(db.W, b.ID)
+		ga, _ := rentalstore.ReadRental(db.W, a.ID)
+		gb, _ := rentalstore.ReadRental(db.W, b.ID)
 		if ga.BilledFen != 11 || ga.CarryNum != 7 || !ga.BilledUntil.Equal(to) || ga.StopReason != "balance exhausted" || !ga.UpdatedAt.Equal(to) {
 			t.Errorf("a %+v", ga)
 		}
@@ -79,7 +81,7 @@ func TestClaimMeterIntervals(t *testing.T) {
 		}
 		// b was billed meanwhile from what this batch read: the batch says so.
 		to2 := to.Add(time.Minute)
-		ok, err = models.ClaimMeterIntervals(db.W, []models.MeterClaim{
+		ok, err = ledger.ClaimMeterIntervals(db.W, []ledger.MeterClaim{
 			{RentalID: a.ID, Prev: to, To: to2, Fen: 1},
 			{RentalID: b.ID, Prev: w.now, To: to2, Fen: 1},
 		}, to2)
@@ -96,71 +98,71 @@ func TestMeterPassQueries(t *testing.T) {
 		w.rental(t, db, models.RentalRunning, pricing.Week)
 		w.rental(t, db, models.RentalStopped, pricing.OnDemand)
 		b := w.rental(t, db, models.RentalRunning, pricing.OnDemand)
-		ids, err := db.RunningOnDemandIDs(w.ctx, 0, 10)
+		ids, err := ledger.RunningOnDemandIDs(w.ctx, db, 0, 10)
 		if err != nil || len(ids) != 2 || ids[0] != a.ID || ids[1] != b.ID {
 			t.Fatalf("running on demand %v (%v), want [%d %d]", ids, err, a.ID, b.ID)
 		}
-		if ids, _ := db.RunningOnDemandIDs(w.ctx, a.ID, 10); len(ids) != 1 || ids[0] != b.ID {
+		if ids, _ := ledger.RunningOnDemandIDs(w.ctx, db, a.ID, 10); len(ids) != 1 || ids[0] != b.ID {
 			t.Errorf("after a: %v", ids)
 		}
-		if ids, _ := db.RunningOnDemandIDs(w.ctx, 0, 1); len(ids) != 1 || ids[0] != a.ID {
+		if ids, _ := ledger.RunningOnDemandIDs(w.ctx, db, 0, 1); len(ids) != 1 || ids[0] != a.ID {
 			t.Errorf("limit 1: %v", ids)
 		}
-		rs, err := models.RunningOnDemandBetween(db.W, a.ID, b.ID)
+		rs, err := ledger.RunningOnDemandBetween(db.W, a.ID, b.ID)
 		if err != nil || len(rs) != 2 || rs[0].ID != a.ID || rs[1].ID != b.ID {
 			t.Errorf("between: %v (%v)", rs, err)
 		}
 
 		// Money: a top-up of 500 fen into the renter's wallet.
-		if err := models.Post(db.W, &models.LedgerTxn{Kind: "topup", CreatedAt: w.now},
-			models.Leg{Kind: models.AccPaymentClearing, AmountFen: -500},
-			models.Leg{Kind: models.AccWallet, OrgID: w.org.ID, AmountFen: 500}); err != nil {
+		if err := ledger.Post(db.W, &ledger.LedgerTxn{Kind: "topup", CreatedAt: w.now},
+			ledger.Leg{Kind: ledger.AccPaymentClearing, AmountFen: -500},
+			ledger.Leg{Kind: ledger.AccWallet, OrgID: w.org.ID, AmountFen: 500}); err != nil {
 			t.Fatal(err)
 		}
-		if bal, err := models.OrgWalletBalance(db.W, w.org.ID); err != nil || bal != 500 {
+		if bal, err := ledger.OrgWalletBalance(db.W, w.org.ID); err != nil || bal != 500 {
 			t.Errorf("balance %d (%v)", bal, err)
 		}
-		if bal, err := models.OrgWalletBalance(db.W, 1<<40); err != nil || bal != 0 {
+		if bal, err := ledger.OrgWalletBalance(db.W, 1<<40); err != nil || bal != 0 {
 			t.Errorf("no wallet: %d (%v)", bal, err)
 		}
-		bals, err := models.WalletBalances(db.W, []int64{w.org.ID, 1 << 40})
+		bals, err := ledger.WalletBalances(db.W, []int64{w.org.ID, 1 << 40})
 		if err != nil || len(bals) != 1 || bals[w.org.ID] != 500 {
 			t.Errorf("balances %v (%v)", bals, err)
 		}
-		limited, err := models.OrgsWithSpendLimits(db.W, []int64{w.org.ID})
+		limited, err := ledger.OrgsWithSpendLimits(db.W, []int64{w.org.ID})
 		if err != nil || len(limited) != 0 {
 			t.Errorf("limited without a limit: %v (%v)", limited, err)
 		}
 		db.W.Model(&models.Org{}).Where("id = ?", w.org.ID).Update("hourly_cap_fen", 100)
-		limited, _ = models.OrgsWithSpendLimits(db.W, []int64{w.org.ID})
+		limited, _ = ledger.OrgsWithSpendLimits(db.W, []int64{w.org.ID})
 		if o := limited[w.org.ID]; o == nil || o.HourlyCapFen == nil || *o.HourlyCapFen != 100 {
 			t.Errorf("limited %v", limited)
 		}
 
-		if ok, err := models.MarkLowBalanceMailed(db.W, a.ID); err != nil || !ok {
+		if ok, err := ledger.MarkLowBalanceMailed(db.W, a.ID); err != nil || !ok {
 			t.Errorf("first mail: %v, %v", ok, err)
 		}
-		if ok, _ := models.MarkLowBalanceMailed(db.W, a.ID); ok {
+		if ok, _ := ledger.MarkLowBalanceMailed(db.W, a.ID); ok {
 			t.Error("mailed twice")
 		}
 
 		// A charge of 120 fen for a: the wallet pays, the provider and the platform share it.
-		if err := models.Post(db.W, &models.LedgerTxn{Kind: "charge", RentalID: &a.ID, CreatedAt: w.now},
-			models.Leg{Kind: models.AccWallet, OrgID: w.org.ID, AmountFen: -120},
-			models.Leg{Kind: models.AccProviderPayable, OrgID: a.ProviderID, AmountFen: 100},
-			models.Leg{Kind: models.AccPlatformRevenue, AmountFen: 20}); err != nil {
+		if err := ledger.Post(db.W, &ledger.LedgerTxn{Kind: "charge", RentalID: &a.ID, CreatedAt: w.now},
+			ledger.Leg{Kind: ledger.AccWallet, OrgID: w.org.ID, AmountFen: -120},
+			ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: a.ProviderID, AmountFen: 100},
+			ledger.Leg{Kind: ledger.AccPlatformRevenue, AmountFen: 20}); err != nil {
 			t.Fatal(err)
 		}
-		key := models.TermKey(a.ID, 1)
+		key := ledger.TermKey(a.ID, 1)
 		if key != "term/r"+strconv.FormatInt(a.ID, 10)+"/1" {
 			t.Errorf("term key %q", key)
 		}
-		if err := models.Post(db.W, &models.LedgerTxn{Kind: "charge", RentalID: &a.ID, IdemKey: &key, CreatedAt: w.now},
-			models.Leg{Kind: models.AccWallet, OrgID: w.org.ID, AmountFen: -30},
-			models.Leg{Kind: models.AccProviderUnearned, OrgID: a.ProviderID, AmountFen: 30}); err != nil {
+		if err := ledger.Post(db.W, &ledger.LedgerTxn{Kind: "charge", RentalID: &a.ID, IdemKey: &key, CreatedAt: w.now},
+			ledger.Leg{Kind: ledger.AccWallet, OrgID: w.org.ID, AmountFen: -30},
+			ledger.Leg{Kind: ledger.AccProviderUnearned, OrgID: a.ProviderID, AmountFen: 30}); err != nil {
 			t.Fatal(err)
 		}
-		sums, err := models.RentalAccountSums(db.W, a.ID)
+		sums, err := ledger.RentalAccountSums(db.W, a.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +170,7 @@ func TestMeterPassQueries(t *testing.T) {
 		for _, s := range sums {
 			got[s.Kind] += s.Fen
 		}
-		want := map[string]int64{models.AccWallet: -150, models.AccProviderPayable: 100, models.AccPlatformRevenue: 20, models.AccProviderUnearned: 30}
+		want := map[string]int64{ledger.AccWallet: -150, ledger.AccProviderPayable: 100, ledger.AccPlatformRevenue: 20, ledger.AccProviderUnearned: 30}
 		if len(got) != len(want) {
 			t.Errorf("sums %v, want %v", got, want)
 		}
@@ -177,31 +179,31 @@ func TestMeterPassQueries(t *testing.T) {
 				t.Errorf("sum %s: %d, want %d", k, got[k], v)
 			}
 		}
-		if n, err := models.TermsPaid(db.W, a.ID); err != nil || n != 1 {
+		if n, err := ledger.TermsPaid(db.W, a.ID); err != nil || n != 1 {
 			t.Errorf("terms paid %d (%v), want 1", n, err)
 		}
-		if n, _ := models.TermsPaid(db.W, b.ID); n != 0 {
+		if n, _ := ledger.TermsPaid(db.W, b.ID); n != 0 {
 			t.Errorf("b's terms paid %d", n)
 		}
 
-		if err := models.SetRentalBilledFen(db.W, a.ID, 150); err != nil {
+		if err := ledger.SetRentalBilledFen(db.W, a.ID, 150); err != nil {
 			t.Fatal(err)
 		}
 		db.W.Model(&models.Rental{}).Where("id = ?", a.ID).Update("earned_fen", 30)
-		if r, _ := models.ReadRental(db.W, a.ID); r.BilledFen != 150 || r.EarnedFen != 30 {
+		if r, _ := rentalstore.ReadRental(db.W, a.ID); r.BilledFen != 150 || r.EarnedFen != 30 {
 			t.Errorf("billed %d earned %d", r.BilledFen, r.EarnedFen)
 		}
-		if err := models.ClearRentalMoney(db.W, a.ID); err != nil {
+		if err := ledger.ClearRentalMoney(db.W, a.ID); err != nil {
 			t.Fatal(err)
 		}
-		if r, _ := models.ReadRental(db.W, a.ID); r.BilledFen != 0 || r.EarnedFen != 0 {
+		if r, _ := rentalstore.ReadRental(db.W, a.ID); r.BilledFen != 0 || r.EarnedFen != 0 {
 			t.Errorf("cleared: billed %d earned %d", r.BilledFen, r.EarnedFen)
 		}
 		end := w.now.Add(24 * time.Hour)
-		if err := models.SetRentalEndsAt(db.W, b.ID, end); err != nil {
+		if err := ledger.SetRentalEndsAt(db.W, b.ID, end); err != nil {
 			t.Fatal(err)
 		}
-		if r, _ := models.ReadRental(db.W, b.ID); r.EndsAt == nil || !r.EndsAt.Equal(end) {
+		if r, _ := rentalstore.ReadRental(db.W, b.ID); r.EndsAt == nil || !r.EndsAt.Equal(end) {
 			t.Errorf("ends at %v", r.EndsAt)
 		}
 	})

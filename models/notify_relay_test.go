@@ -7,6 +7,7 @@ import (
 
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/platform"
 )
 
 func TestNotifyRelay(t *testing.T) {
@@ -15,7 +16,7 @@ func TestNotifyRelay(t *testing.T) {
 			t.Skip("LISTEN/NOTIFY is PostgreSQL's; on SQLite one process does everything")
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		a, b := models.NewNotifyRelay(db.PGX, "suanli_test_relay"), models.NewNotifyRelay(db.PGX, "suanli_test_relay")
+		a, b := platform.NewNotifyRelay(db.PGX, "suanli_test_relay"), platform.NewNotifyRelay(db.PGX, "suanli_test_relay")
 		got := make(chan string, 100)
 		done := make(chan struct{})
 		go func() { a.Run(ctx, func(p string) { got <- p }); close(done) }()

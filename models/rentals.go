@@ -304,7 +304,7 @@ func LiveOnDemandRentals(tx *gorm.DB, orgID, except int64) ([]Rental, error) {
 // by a meter pass's claim; a missing rental is ENOTFOUND.
 func RentalForUpdate(tx *gorm.DB, id int64) (Rental, error) {
 	var r Rental
-	err := lockRow(tx).First(&r, id).Error
+	err := LockRow(tx).First(&r, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return r, apperr.NotFound("rental")
 	}

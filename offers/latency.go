@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"suanli/models"
+	"suanli/models/supply"
 )
 
 // MaxPingURLs is how many of a datacentre's ping endpoints a page hands
@@ -54,7 +55,7 @@ func PingOrigin(pingURL string) string {
 // heard from lately, most recent heartbeat first, without repeats and at
 // most MaxPingURLs of them (none is not an error).
 func PingURLs(ctx context.Context, db *models.DB, datacenterID int64) ([]string, error) {
-	raw, err := db.RecentPingURLs(ctx, datacenterID, db.Now().UTC().Add(-pingFresh), 20)
+	raw, err := supply.RecentPingURLs(ctx, db, datacenterID, db.Now().UTC().Add(-pingFresh), 20)
 	if err != nil {
 		return nil, err
 	}

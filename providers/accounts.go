@@ -13,6 +13,8 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/supply"
 	"suanli/rentals"
 )
 
@@ -153,7 +155,7 @@ func slugify(name, prefix string) string {
 }
 
 // uniqueSlug returns base, or base-2, base-3… whichever taken (such as
-// models.ProviderSlugTaken) says is free.
+// supply.ProviderSlugTaken) says is free.
 func uniqueSlug(tx *gorm.DB, taken func(tx *gorm.DB, slug string) (bool, error), base string) (string, error) {
 	for i := 1; i < 1000; i++ {
 		s := base
@@ -179,7 +181,7 @@ func uniqueSlug(tx *gorm.DB, taken func(tx *gorm.DB, slug string) (bool, error),
 func (p *Service) txWithSlug(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	var err error
 	for range 5 {
-		if err = p.DB.Tx(ctx, fn); err == nil || !models.IsUniqueViolation(err) {
+		if err = p.DB.Tx(ctx, fn); err == nil || !ledger.IsUniqueViolation(err) {
 			return err
 		}
 	}
@@ -232,13 +234,13 @@ func (p *Service) create(ctx context.Context, u *models.User, prof Profile, stat
 		if err := models.AddMember(tx, &models.Membership{OrgID: acc.Org.ID, UserID: u.ID, Role: models.RoleOwner, CreatedAt: now}); err != nil {
 			return err
 		}
-		slug, err := uniqueSlug(tx, models.ProviderSlugTaken, slugify(prof.CompanyName, "provider"))
+		slug, err := uniqueSlug(tx, supply.ProviderSlugTaken, slugify(prof.CompanyName, "provider"))
 		if err != nil {
 			return err
 		}
 		acc.Provider = models.Provider{Slug: slug, NameZH: prof.CompanyName, NameEN: prof.CompanyName, CreatedAt: now, OrgID: &acc.Org.ID}
 		applyProfile(&acc.Provider, prof)
-		return models.InsertProvider(tx, &acc.Provider)
+		return supply.InsertProvider(tx, &acc.Provider)
 	})
 	if err != nil {
 		return nil, err
@@ -265,7 +267,7 @@ func (p *Service) Mine(ctx context.Context, u *models.User) ([]Account, error) {
 		if om.Org.Kind != models.OrgProvider {
 			continue
 		}
-		pr, err := models.ProviderByOrg(p.DB.R.WithContext(ctx), om.Org.ID)
+		pr, err := supply.ProviderByOrg(p.DB.R.WithContext(ctx), om.Org.ID)
 		if apperr.Code(err) == apperr.ENOTFOUND {
 			continue // an organisation made by hand without a provider row
 		}
@@ -293,7 +295,7 @@ func (p *Service) access(ctx context.Context, u *models.User, providerID int64, 
 	if u == nil {
 		return nil, errProviderNotFound()
 	}
-	pr, err := models.ProviderByIDIn(p.DB.R.WithContext(ctx), providerID)
+	pr, err := supply.ProviderByIDIn(p.DB.R.WithContext(ctx), providerID)
 	if apperr.Code(err) == apperr.ENOTFOUND || (err == nil && pr.OrgID == nil) {
 		return nil, errProviderNotFound()
 	}
@@ -348,10 +350,10 @@ func (p *Service) UpdateProfile(ctx context.Context, u *models.User, providerID 
 		pr := acc.Provider
 		applyProfile(&pr, prof)
 		pr.NameZH, pr.NameEN = prof.CompanyName, prof.CompanyName
-		if err := models.SetProviderProfile(tx, &pr); err != nil {
+		if err := supply.SetProviderProfile(tx, &pr); err != nil {
 			return err
 		}
-		if err := models.RenameOrg(tx, acc.Org.ID, prof.CompanyName); err != nil {
+		if err := supply.RenameOrg(tx, acc.Org.ID, prof.CompanyName); err != nil {
 			return err
 		}
 		// The offer list shows provider names.
@@ -488,10 +490,10 @@ func (p *Service) CreateDatacenter(ctx context.Context, u *models.User, provider
 	err = p.txWithSlug(ctx, func(tx *gorm.DB) error {
 		dc.ID = 0
 		base := acc.Provider.Slug + "-" + slugify(dc.NameEN, in.City)
-		if dc.Slug, err = uniqueSlug(tx, models.DatacenterSlugTaken, base); err != nil {
+		if dc.Slug, err = uniqueSlug(tx, supply.DatacenterSlugTaken, base); err != nil {
 			return err
 		}
-		if err := models.InsertDatacenter(tx, dc); err != nil {
+		if err := supply.InsertDatacenter(tx, dc); err != nil {
 			return err
 		}
 		return replaceDeclaredLatencies(tx, dc.ID, in.Latencies)
@@ -509,7 +511,7 @@ func replaceDeclaredLatencies(tx *gorm.DB, dcID int64, ls []DeclaredLatency) err
 	for i, l := range ls {
 		figures[i] = models.DatacenterLatency{FromCity: l.FromCity, RTTms: l.RTTms}
 	}
-	return models.ReplaceLatencies(tx, dcID, LatencyDeclared, figures)
+	return supply.ReplaceLatencies(tx, dcID, LatencyDeclared, figures)
 }
 
 // UpdateDatacenter changes a datacentre of the provider (owners and admins).
@@ -518,7 +520,7 @@ func (p *Service) UpdateDatacenter(ctx context.Context, u *models.User, provider
 	if err != nil {
 		return err
 	}
-	if _, err := models.DatacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, dcID); err != nil {
+	if _, err := supply.DatacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, dcID); err != nil {
 		return err
 	}
 	in, err = checkDatacenter(in)
@@ -529,7 +531,7 @@ func (p *Service) UpdateDatacenter(ctx context.Context, u *models.User, provider
 		in.NameEN = in.NameZH
 	}
 	return p.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := models.SetDatacenterDetails(tx, &models.Datacenter{ID: dcID, NameZH: in.NameZH, NameEN: in.NameEN, City: in.City,
+		if err := supply.SetDatacenterDetails(tx, &models.Datacenter{ID: dcID, NameZH: in.NameZH, NameEN: in.NameEN, City: in.City,
 			DistrictZH: in.DistrictZH, DistrictEN: in.DistrictEN, Region: cityRegions[in.City], Tier: in.Tier, UplinkGbps: in.UplinkGbps}); err != nil {
 			return err
 		}
@@ -547,7 +549,7 @@ func (p *Service) Datacenters(ctx context.Context, u *models.User, providerID in
 	if err != nil {
 		return nil, err
 	}
-	dcs, err := p.DB.DatacentersOfProvider(ctx, acc.Provider.ID)
+	dcs, err := supply.DatacentersOfProvider(ctx, p.DB, acc.Provider.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -558,11 +560,11 @@ func (p *Service) Datacenters(ctx context.Context, u *models.User, providerID in
 	for i, dc := range dcs {
 		ids[i] = dc.ID
 	}
-	lats, err := p.DB.LatenciesOf(ctx, ids)
+	lats, err := supply.LatenciesOf(ctx, p.DB, ids)
 	if err != nil {
 		return nil, err
 	}
-	counts, err := p.DB.ProviderNodeCounts(ctx, acc.Provider.ID, ids)
+	counts, err := supply.ProviderNodeCounts(ctx, p.DB, acc.Provider.ID, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -585,16 +587,16 @@ func (p *Service) Datacenters(ctx context.Context, u *models.User, providerID in
 // ProviderOfNode returns the provider id of a node, so that an API call
 // naming only the node can be authorised; ENOTFOUND when there is none.
 func (p *Service) ProviderOfNode(ctx context.Context, nodeID int64) (int64, error) {
-	return p.DB.NodeProviderID(ctx, nodeID)
+	return supply.NodeProviderID(ctx, p.DB, nodeID)
 }
 
 // ProviderOfOffer returns the provider id of an offer; ENOTFOUND when there is none.
 func (p *Service) ProviderOfOffer(ctx context.Context, offerID int64) (int64, error) {
-	return p.DB.OfferProviderID(ctx, offerID)
+	return supply.OfferProviderID(ctx, p.DB, offerID)
 }
 
 // ProviderOfDatacenter returns the provider id of a provider's datacentre;
 // ENOTFOUND for a missing one or a shared demo one.
 func (p *Service) ProviderOfDatacenter(ctx context.Context, dcID int64) (int64, error) {
-	return p.DB.DatacenterProviderID(ctx, dcID)
+	return supply.DatacenterProviderID(ctx, p.DB, dcID)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"suanli/models"
+	"suanli/models/supply"
 	"suanli/pricing"
 )
 
@@ -44,19 +45,19 @@ func (p *Service) Capacity(ctx context.Context, u *models.User, providerID int64
 	now := p.DB.Now().UTC()
 	l := now.In(pricing.Shanghai)
 	out := &Capacity{From: time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, pricing.Shanghai)}
-	nodes, err := p.DB.WorkingNodesOfProvider(ctx, acc.Provider.ID)
+	nodes, err := supply.WorkingNodesOfProvider(ctx, p.DB, acc.Provider.ID)
 	if err != nil {
 		return nil, err
 	}
 	for _, n := range nodes {
 		c := NodeCapacity{Node: n}
-		gpus, err := p.DB.GPUsOfNode(ctx, n.ID)
+		gpus, err := supply.NodeGPUs(ctx, p.DB, n.ID)
 		if err != nil {
 			return nil, err
 		}
 		c.Total = len(gpus)
 		// Which live rental holds each GPU, and on which term.
-		term, err := p.DB.HeldGPUTerms(ctx, n.ID)
+		term, err := supply.HeldGPUTerms(ctx, p.DB, n.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +73,7 @@ func (p *Service) Capacity(ctx context.Context, u *models.User, providerID int64
 				c.Free++
 			}
 		}
-		terms, err := p.DB.LiveRentalsOfTerms(ctx, n.ID, []pricing.Term{pricing.Week, pricing.Month})
+		terms, err := supply.LiveRentalsOfTerms(ctx, p.DB, n.ID, []pricing.Term{pricing.Week, pricing.Month})
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +103,7 @@ func (p *Service) utilisation(ctx context.Context, n models.Node, gpus int, now 
 	if gpus == 0 || !now.After(from) {
 		return 0, nil
 	}
-	rows, err := p.DB.GPUHoldsBetween(ctx, n.ID, from, now)
+	rows, err := supply.GPUHoldsBetween(ctx, p.DB, n.ID, from, now)
 	if err != nil {
 		return 0, err
 	}

@@ -7,6 +7,8 @@ import (
 
 	"suanli/apperr"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/supply"
 	"suanli/pricing"
 	"suanli/sla"
 )
@@ -71,7 +73,7 @@ func (p *Service) Statement(ctx context.Context, u *models.User, providerID int6
 		return nil, err
 	}
 	st := &Statement{Provider: acc.Provider, Month: m, From: from, To: to}
-	legs, err := p.DB.EarningLegs(ctx, acc.Provider.ID, from, to)
+	legs, err := supply.EarningLegs(ctx, p.DB, acc.Provider.ID, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -86,18 +88,18 @@ func (p *Service) Statement(ctx context.Context, u *models.User, providerID int6
 		}
 		// The provider's side is its payable and what it owes (the part of
 		// a debit a payout had already taken).
-		provider := l.AccKind == models.AccProviderPayable || l.AccKind == models.AccProviderReceivable
+		provider := l.AccKind == ledger.AccProviderPayable || l.AccKind == ledger.AccProviderReceivable
 		switch {
 		case l.TxnKind == sla.CreditKind && provider:
 			line.SLACreditFen -= l.AmountFen
 		case provider:
 			line.NetFen += l.AmountFen
-		case l.AccKind == models.AccPlatformRevenue:
+		case l.AccKind == ledger.AccPlatformRevenue:
 			line.CommissionFen += l.AmountFen
 		}
 	}
 	if len(ids) > 0 {
-		rentals, err := p.DB.RentalsWithModel(ctx, ids)
+		rentals, err := supply.RentalsWithModel(ctx, p.DB, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -122,17 +124,17 @@ func (p *Service) Statement(ctx context.Context, u *models.User, providerID int6
 		st.NetFen += line.NetFen - line.SLACreditFen
 	}
 	sort.Slice(st.Lines, func(i, j int) bool { return st.Lines[i].RentalID < st.Lines[j].RentalID })
-	if st.PayableBalanceFen, err = p.DB.PayableBalance(ctx, acc.Provider.ID); err != nil {
+	if st.PayableBalanceFen, err = ledger.PayableBalance(ctx, p.DB, acc.Provider.ID); err != nil {
 		return nil, err
 	}
-	if st.UnearnedFen, err = p.DB.AccountBalance(ctx, models.AccProviderUnearned, acc.Provider.ID); err != nil {
+	if st.UnearnedFen, err = ledger.AccountBalance(ctx, p.DB, ledger.AccProviderUnearned, acc.Provider.ID); err != nil {
 		return nil, err
 	}
-	if st.OwedFen, err = p.DB.AccountBalance(ctx, models.AccProviderReceivable, acc.Provider.ID); err != nil {
+	if st.OwedFen, err = ledger.AccountBalance(ctx, p.DB, ledger.AccProviderReceivable, acc.Provider.ID); err != nil {
 		return nil, err
 	}
 	st.OwedFen = -st.OwedFen
-	if st.Payouts, err = p.DB.PayoutsOfProvider(ctx, acc.Provider.ID); err != nil {
+	if st.Payouts, err = ledger.PayoutsOfProvider(ctx, p.DB, acc.Provider.ID); err != nil {
 		return nil, err
 	}
 	// Months from the provider's sign-up to now, newest first.

@@ -11,6 +11,7 @@ import (
 	"suanli/apperr"
 	"suanli/fleet"
 	"suanli/models"
+	"suanli/models/supply"
 	"suanli/rentals"
 )
 
@@ -84,7 +85,7 @@ func (p *Service) AddNode(ctx context.Context, u *models.User, providerID int64,
 	}
 	if in.DatacenterID == 0 {
 		errs = append(errs, apperr.Field("datacenter_id", "providers.err.required"))
-	} else if _, err := models.DatacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, in.DatacenterID); err != nil {
+	} else if _, err := supply.DatacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, in.DatacenterID); err != nil {
 		if apperr.Code(err) != apperr.ENOTFOUND {
 			return nil, "", err
 		}
@@ -101,7 +102,7 @@ func (p *Service) AddNode(ctx context.Context, u *models.User, providerID int64,
 	err = p.DB.Tx(ctx, func(tx *gorm.DB) error {
 		// A name taken, also by a node added at the same time (a double
 		// click), is refused.
-		created, err := models.InsertNode(tx, n)
+		created, err := supply.InsertNode(tx, n)
 		if err != nil {
 			return err
 		}
@@ -125,7 +126,7 @@ func (p *Service) RenewNodeToken(ctx context.Context, u *models.User, providerID
 	if err != nil {
 		return "", err
 	}
-	n, err := models.NodeOf(p.DB.R.WithContext(ctx), acc.Provider.ID, nodeID)
+	n, err := supply.NodeOf(p.DB.R.WithContext(ctx), acc.Provider.ID, nodeID)
 	if err != nil {
 		return "", err
 	}
@@ -166,7 +167,7 @@ func (p *Service) SetNodeStatus(ctx context.Context, u *models.User, providerID,
 	}
 	now := p.DB.Now().UTC()
 	return p.DB.Tx(ctx, func(tx *gorm.DB) error {
-		n, err := models.NodeOf(tx, acc.Provider.ID, nodeID)
+		n, err := supply.NodeOf(tx, acc.Provider.ID, nodeID)
 		if err != nil {
 			return err
 		}
@@ -177,7 +178,7 @@ func (p *Service) SetNodeStatus(ctx context.Context, u *models.User, providerID,
 			return apperr.Errorf(apperr.ECONFLICT, "node %s is removed; add it again as a new node", n.Name)
 		}
 		if to == models.NodeRemoved {
-			live, err := models.LiveRentalsOnNode(tx, n.ID)
+			live, err := supply.LiveRentalsOnNode(tx, n.ID)
 			if err != nil {
 				return err
 			}
@@ -189,10 +190,10 @@ func (p *Service) SetNodeStatus(ctx context.Context, u *models.User, providerID,
 			// open incidents close (the admin console's queue would list
 			// them for ever); its GPUs free their UUIDs for the same host
 			// added again.
-			if err := models.RemoveNode(tx, n.ID, now); err != nil {
+			if err := supply.RemoveNode(tx, n.ID, now); err != nil {
 				return err
 			}
-		} else if err := models.SetNodeStatus(tx, n.ID, to); err != nil {
+		} else if err := supply.SetNodeStatus(tx, n.ID, to); err != nil {
 			return err
 		}
 		slog.Info("node status", "provider", acc.Provider.ID, "node", n.ID, "from", n.Status, "to", to, "user", u.ID)
@@ -214,7 +215,7 @@ func (p *Service) Nodes(ctx context.Context, u *models.User, providerID int64) (
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := p.DB.NodesOfProvider(ctx, acc.Provider.ID)
+	nodes, err := supply.NodesOfProvider(ctx, p.DB, acc.Provider.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +228,7 @@ func (p *Service) Nodes(ctx context.Context, u *models.User, providerID int64) (
 	for i, n := range nodes {
 		ids[i], dcIDs[i] = n.ID, n.DatacenterID
 	}
-	dcs, err := p.DB.DatacentersByIDs(ctx, dcIDs)
+	dcs, err := supply.DatacentersByIDs(ctx, p.DB, dcIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -235,11 +236,11 @@ func (p *Service) Nodes(ctx context.Context, u *models.User, providerID int64) (
 	for _, dc := range dcs {
 		dcByID[dc.ID] = dc
 	}
-	states, err := p.DB.NodeGPUStateCounts(ctx, ids)
+	states, err := supply.NodeGPUStateCounts(ctx, p.DB, ids)
 	if err != nil {
 		return nil, err
 	}
-	live, err := p.DB.LiveRentalCounts(ctx, ids)
+	live, err := supply.LiveRentalCounts(ctx, p.DB, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -285,29 +286,29 @@ func (p *Service) Node(ctx context.Context, u *models.User, providerID, nodeID i
 	if err != nil {
 		return nil, err
 	}
-	n, err := models.NodeOf(p.DB.R.WithContext(ctx), acc.Provider.ID, nodeID)
+	n, err := supply.NodeOf(p.DB.R.WithContext(ctx), acc.Provider.ID, nodeID)
 	if err != nil {
 		return nil, err
 	}
 	d := &NodeDetail{Node: *n}
-	dc, err := p.DB.DatacenterByID(ctx, n.DatacenterID)
+	dc, err := supply.DatacenterByID(ctx, p.DB, n.DatacenterID)
 	if err != nil {
 		return nil, err
 	}
 	d.Datacenter = *dc
-	if d.GPUs, err = p.DB.GPUsOfNode(ctx, n.ID); err != nil {
+	if d.GPUs, err = supply.NodeGPUs(ctx, p.DB, n.ID); err != nil {
 		return nil, err
 	}
-	if d.Incidents, err = p.DB.IncidentsOfNode(ctx, n.ID, 50); err != nil {
+	if d.Incidents, err = supply.IncidentsOfNode(ctx, p.DB, n.ID, 50); err != nil {
 		return nil, err
 	}
-	if d.Reports, err = p.DB.BenchmarkReportsOfNode(ctx, n.ID, 20); err != nil {
+	if d.Reports, err = supply.BenchmarkReportsOfNode(ctx, p.DB, n.ID, 20); err != nil {
 		return nil, err
 	}
-	if d.Rentals, err = p.DB.RentalsOfNode(ctx, n.ID, 100); err != nil {
+	if d.Rentals, err = supply.RentalsOfNode(ctx, p.DB, n.ID, 100); err != nil {
 		return nil, err
 	}
-	if d.Offers, err = p.DB.OffersOfNode(ctx, n.ID); err != nil {
+	if d.Offers, err = supply.OffersOfNode(ctx, p.DB, n.ID); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -12,6 +12,7 @@ import (
 	"suanli/catalog"
 	"suanli/fleet"
 	"suanli/models"
+	"suanli/models/supply"
 	"suanli/pricing"
 )
 
@@ -166,7 +167,7 @@ func (p *Service) CreateOffer(ctx context.Context, u *models.User, providerID in
 			_, err := checkOffer(in, nil, 0)
 			return withField(err, apperr.Field("node_id", "providers.err.required"))
 		}
-		n, err := models.NodeOf(tx, acc.Provider.ID, in.NodeID)
+		n, err := supply.NodeOf(tx, acc.Provider.ID, in.NodeID)
 		if apperr.Code(err) == apperr.ENOTFOUND {
 			_, err := checkOffer(in, nil, 0)
 			return withField(err, apperr.Field("node_id", "providers.err.node"))
@@ -199,10 +200,10 @@ func (p *Service) CreateOffer(ctx context.Context, u *models.User, providerID in
 		if o.AwaitingNode, o.ListingNote, err = fleet.ListingOf(tx, o, n); err != nil {
 			return err
 		}
-		if err := models.InsertOffer(tx, o); err != nil {
+		if err := supply.InsertOffer(tx, o); err != nil {
 			return err
 		}
-		if err := models.RefreshNodeAvailability(tx, n.ID, now); err != nil {
+		if err := supply.RefreshNodeAvailability(tx, n.ID, now); err != nil {
 			return err
 		}
 		return models.BumpOffersVersion(tx)
@@ -235,11 +236,11 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 	now := p.DB.Now().UTC()
 	var o *models.Offer
 	err = p.DB.Tx(ctx, func(tx *gorm.DB) error {
-		o, err = models.OfferOf(tx, acc.Provider.ID, offerID)
+		o, err = supply.OfferOf(tx, acc.Provider.ID, offerID)
 		if err != nil {
 			return err
 		}
-		n, err := models.NodeOf(tx, acc.Provider.ID, o.NodeID)
+		n, err := supply.NodeOf(tx, acc.Provider.ID, o.NodeID)
 		if err != nil {
 			return err
 		}
@@ -322,10 +323,10 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 				return err
 			}
 		}
-		if err := models.SetOfferTerms(tx, &next, relisted); err != nil {
+		if err := supply.SetOfferTerms(tx, &next, relisted); err != nil {
 			return err
 		}
-		stored, err := models.OfferOf(tx, o.ProviderID, o.ID)
+		stored, err := supply.OfferOf(tx, o.ProviderID, o.ID)
 		if err != nil {
 			return err
 		}
@@ -346,7 +347,7 @@ func (p *Service) decorated(ctx context.Context, acc *Account, o *models.Offer) 
 	if o.Status != models.OfferListed || o.AwaitingNode {
 		return o, nil
 	}
-	n, err := models.NodeOf(p.DB.R.WithContext(ctx), o.ProviderID, o.NodeID)
+	n, err := supply.NodeOf(p.DB.R.WithContext(ctx), o.ProviderID, o.NodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -381,11 +382,11 @@ func (p *Service) Offers(ctx context.Context, u *models.User, providerID int64) 
 	if err != nil {
 		return nil, err
 	}
-	offers, err := p.DB.OffersOfProvider(ctx, acc.Provider.ID)
+	offers, err := supply.OffersOfProvider(ctx, p.DB, acc.Provider.ID)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := p.DB.NodesOfProvider(ctx, acc.Provider.ID)
+	nodes, err := supply.NodesOfProvider(ctx, p.DB, acc.Provider.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -407,7 +408,7 @@ func (p *Service) Offer(ctx context.Context, u *models.User, providerID, offerID
 	if err != nil {
 		return nil, err
 	}
-	o, err := models.OfferOf(p.DB.R.WithContext(ctx), acc.Provider.ID, offerID)
+	o, err := supply.OfferOf(p.DB.R.WithContext(ctx), acc.Provider.ID, offerID)
 	if err != nil {
 		return nil, err
 	}

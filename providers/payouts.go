@@ -17,6 +17,8 @@ import (
 	"suanli/audit"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/supply"
 	"suanli/payments"
 	"suanli/pricing"
 	"suanli/rentals"
@@ -82,7 +84,7 @@ func (p *Payouts) Run(ctx context.Context, period string) (created int, err erro
 	if err := checkPeriod(period, now); err != nil {
 		return 0, err
 	}
-	provs, err := p.DB.PayableProviders(ctx)
+	provs, err := ledger.PayableProviders(ctx, p.DB)
 	if err != nil {
 		return 0, err
 	}
@@ -108,17 +110,17 @@ func (p *Payouts) Run(ctx context.Context, period string) (created int, err erro
 // bank transfer.
 func (p *Payouts) method(pr *models.Provider) (method, clearing string) {
 	if p.Connect != nil && pr.StripeAccountID != "" && pr.StripePayoutsEnabled {
-		return models.PayoutStripe, models.AccPaymentClearing
+		return models.PayoutStripe, ledger.AccPaymentClearing
 	}
-	return models.PayoutBank, models.AccBankClearing
+	return models.PayoutBank, ledger.AccBankClearing
 }
 
 // clearingOf is the clearing account a payout's money went to.
 func clearingOf(po *models.Payout) string {
 	if po.Method == models.PayoutStripe {
-		return models.AccPaymentClearing
+		return ledger.AccPaymentClearing
 	}
-	return models.AccBankClearing
+	return ledger.AccBankClearing
 }
 
 // create records one provider's payout for the period, if it has none
@@ -130,22 +132,22 @@ func (p *Payouts) create(ctx context.Context, pr *models.Provider, period string
 		// The balance read under the lock is what is paid: charges and
 		// SLA credits posted meanwhile wait for it, so a payout never
 		// exceeds the balance.
-		bal, err := models.LockPayable(tx, pr.ID)
+		bal, err := ledger.LockPayable(tx, pr.ID)
 		if err != nil || bal <= 0 {
 			return err
 		}
 		// What the provider owes (SLA credits and refunds its payable could
 		// not cover) is taken off first; only the rest is paid.
-		owed, err := models.LockBalance(tx, models.AccProviderReceivable, pr.ID)
+		owed, err := ledger.LockBalance(tx, ledger.AccProviderReceivable, pr.ID)
 		if err != nil {
 			return err
 		}
 		if offset := min(bal, max(-owed, 0)); offset > 0 {
-			if err := models.Post(tx, &models.LedgerTxn{Kind: rentals.ReceivableOffsetKind, CreatedAt: now,
+			if err := ledger.Post(tx, &ledger.LedgerTxn{Kind: rentals.ReceivableOffsetKind, CreatedAt: now,
 				Memo:    fmt.Sprintf("provider %d: %s owed to the platform offset before the %s payout", pr.ID, pricing.FenToYuanString(offset), period),
 				MemoMsg: locales.M("memo.receivable_offset", pricing.FenToYuanString(offset), period)},
-				models.Leg{Kind: models.AccProviderPayable, OrgID: pr.ID, AmountFen: -offset},
-				models.Leg{Kind: models.AccProviderReceivable, OrgID: pr.ID, AmountFen: offset}); err != nil {
+				ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: pr.ID, AmountFen: -offset},
+				ledger.Leg{Kind: ledger.AccProviderReceivable, OrgID: pr.ID, AmountFen: offset}); err != nil {
 				return err
 			}
 			if err := audit.Record(ctx, tx, audit.PayoutOffset, fmt.Sprintf("provider:%d", pr.ID), audit.Fen(offset), fmt.Sprintf("%s: offset what the provider owed", period),
@@ -157,29 +159,29 @@ func (p *Payouts) create(ctx context.Context, pr *models.Provider, period string
 			}
 		}
 		po := &models.Payout{ProviderID: pr.ID, Period: period, AmountFen: bal, Method: method, Status: models.PayoutPending, CreatedAt: now}
-		ok, err := models.InsertPayout(tx, po)
+		ok, err := ledger.InsertPayout(tx, po)
 		if err != nil || !ok {
 			return err
 		}
 		key := fmt.Sprintf("payout:%d:%s", pr.ID, period)
-		txn := &models.LedgerTxn{Kind: PayoutKind, IdemKey: &key, CreatedAt: now,
+		txn := &ledger.LedgerTxn{Kind: PayoutKind, IdemKey: &key, CreatedAt: now,
 			Memo:    fmt.Sprintf("payout #%d to provider %d for %s (%s)", po.ID, pr.ID, period, method),
 			MemoMsg: locales.M("memo.payout", po.ID, period, locales.M("admin.payout.method."+method))}
-		if err := models.Post(tx, txn,
-			models.Leg{Kind: models.AccProviderPayable, OrgID: pr.ID, AmountFen: -bal},
-			models.Leg{Kind: clearing, AmountFen: bal}); err != nil {
+		if err := ledger.Post(tx, txn,
+			ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: pr.ID, AmountFen: -bal},
+			ledger.Leg{Kind: clearing, AmountFen: bal}); err != nil {
 			// ErrDuplicate too: the payout row was new, so a posted key
 			// means something is wrong; roll the payout back.
 			return err
 		}
-		if _, err := models.UpdatePayout(tx, po.ID, models.PayoutPending, map[string]any{"txn_id": txn.ID}); err != nil {
+		if _, err := ledger.UpdatePayout(tx, po.ID, models.PayoutPending, map[string]any{"txn_id": txn.ID}); err != nil {
 			return err
 		}
 		created = true
 		return audit.Record(ctx, tx, audit.PayoutCreated, payoutSubject(po.ID), audit.Fen(bal), fmt.Sprintf("provider %d, %s, %s", pr.ID, period, method),
 			locales.M("audit.payout_created", pr.ID, period, locales.M("admin.payout.method."+method)))
 	})
-	if err != nil && models.IsUniqueViolation(err) {
+	if err != nil && ledger.IsUniqueViolation(err) {
 		// Another run recorded it between our check and our insert.
 		return false, nil
 	}
@@ -196,7 +198,7 @@ func (p *Payouts) transferPending(ctx context.Context) error {
 	if p.Connect == nil {
 		return nil
 	}
-	pending, err := p.DB.PendingStripePayouts(ctx)
+	pending, err := ledger.PendingStripePayouts(ctx, p.DB)
 	if err != nil {
 		return err
 	}
@@ -215,7 +217,7 @@ func (p *Payouts) transferPending(ctx context.Context) error {
 // the payout (the money goes back to payable); a network error or a 5xx
 // leaves it pending for the next run.
 func (p *Payouts) transfer(ctx context.Context, po *models.Payout) error {
-	pr, err := models.ProviderByIDIn(p.DB.R.WithContext(ctx), po.ProviderID)
+	pr, err := supply.ProviderByIDIn(p.DB.R.WithContext(ctx), po.ProviderID)
 	if err != nil {
 		return err
 	}
@@ -236,7 +238,7 @@ func (p *Payouts) transfer(ctx context.Context, po *models.Payout) error {
 	}
 	now := p.DB.Now().UTC()
 	return p.DB.Tx(ctx, func(tx *gorm.DB) error {
-		ok, err := models.UpdatePayout(tx, po.ID, models.PayoutPending,
+		ok, err := ledger.UpdatePayout(tx, po.ID, models.PayoutPending,
 			map[string]any{"status": models.PayoutPaid, "stripe_transfer_id": id, "paid_at": now})
 		if err != nil || !ok {
 			return err
@@ -250,23 +252,23 @@ func (p *Payouts) transfer(ctx context.Context, po *models.Payout) error {
 func (p *Payouts) fail(ctx context.Context, payoutID int64, reason string, by *int64) error {
 	now := p.DB.Now().UTC()
 	return p.DB.Tx(ctx, func(tx *gorm.DB) error {
-		po, err := models.PayoutForUpdate(tx, payoutID)
+		po, err := ledger.PayoutForUpdate(tx, payoutID)
 		if err != nil {
 			return err
 		}
 		if po.Status != models.PayoutPending {
 			return apperr.Errorf(apperr.ECONFLICT, "payout #%d is %s, not pending", po.ID, po.Status)
 		}
-		if _, err := models.UpdatePayout(tx, po.ID, models.PayoutPending, map[string]any{"status": models.PayoutFailed, "failure": reason}); err != nil {
+		if _, err := ledger.UpdatePayout(tx, po.ID, models.PayoutPending, map[string]any{"status": models.PayoutFailed, "failure": reason}); err != nil {
 			return err
 		}
 		key := fmt.Sprintf("payout_return:%d", po.ID)
-		err = models.Post(tx, &models.LedgerTxn{Kind: PayoutReturnKind, IdemKey: &key, CreatedBy: by, CreatedAt: now,
+		err = ledger.Post(tx, &ledger.LedgerTxn{Kind: PayoutReturnKind, IdemKey: &key, CreatedBy: by, CreatedAt: now,
 			Memo:    fmt.Sprintf("payout #%d to provider %d failed: %s", po.ID, po.ProviderID, reason),
 			MemoMsg: locales.M("memo.payout_failed", po.ID, reason)},
-			models.Leg{Kind: clearingOf(po), AmountFen: -po.AmountFen},
-			models.Leg{Kind: models.AccProviderPayable, OrgID: po.ProviderID, AmountFen: po.AmountFen})
-		if err != nil && !errors.Is(err, models.ErrDuplicate) {
+			ledger.Leg{Kind: clearingOf(po), AmountFen: -po.AmountFen},
+			ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: po.ProviderID, AmountFen: po.AmountFen})
+		if err != nil && !errors.Is(err, ledger.ErrDuplicate) {
 			return err
 		}
 		return audit.Record(ctx, tx, audit.PayoutFailed, payoutSubject(po.ID), audit.Fen(po.AmountFen), reason)
@@ -286,14 +288,14 @@ func (p *Payouts) MarkPaid(ctx context.Context, admin *models.User, payoutID int
 	}
 	now := p.DB.Now().UTC()
 	return p.DB.Tx(ctx, func(tx *gorm.DB) error {
-		po, err := models.PayoutForUpdate(tx, payoutID)
+		po, err := ledger.PayoutForUpdate(tx, payoutID)
 		if err != nil {
 			return err
 		}
 		if po.Method != models.PayoutBank || po.Status != models.PayoutPending {
 			return apperr.Errorf(apperr.ECONFLICT, "payout #%d is not a pending bank transfer", po.ID)
 		}
-		if _, err := models.UpdatePayout(tx, po.ID, models.PayoutPending,
+		if _, err := ledger.UpdatePayout(tx, po.ID, models.PayoutPending,
 			map[string]any{"status": models.PayoutPaid, "bank_reference": ref, "paid_by": admin.ID, "paid_at": now}); err != nil {
 			return err
 		}
@@ -355,7 +357,7 @@ func (p *Payouts) ConnectOnboard(ctx context.Context, u *models.User, providerID
 		err = p.DB.Tx(ctx, func(tx *gorm.DB) error {
 			// Only if no account was stored meanwhile (two clicks at once):
 			// the first stored account is the provider's.
-			stored, err := models.SetProviderStripeAccount(tx, pr.ID, id)
+			stored, err := supply.SetProviderStripeAccount(tx, pr.ID, id)
 			if err != nil || !stored {
 				return err
 			}
@@ -364,7 +366,7 @@ func (p *Payouts) ConnectOnboard(ctx context.Context, u *models.User, providerID
 		if err != nil {
 			return "", err
 		}
-		if pr, err = p.DB.ProviderByID(ctx, pr.ID); err != nil {
+		if pr, err = supply.ProviderByID(ctx, p.DB, pr.ID); err != nil {
 			return "", err
 		}
 		if pr.StripeAccountID != id {
@@ -385,7 +387,7 @@ func (p *Payouts) providerFor(ctx context.Context, u *models.User, providerID in
 	if u == nil {
 		return nil, errProviderNotFound()
 	}
-	pr, err := p.DB.ProviderByID(ctx, providerID)
+	pr, err := supply.ProviderByID(ctx, p.DB, providerID)
 	if apperr.Code(err) == apperr.ENOTFOUND || (err == nil && pr.OrgID == nil) {
 		return nil, errProviderNotFound()
 	}
@@ -410,7 +412,7 @@ func (p *Payouts) providerFor(ctx context.Context, u *models.User, providerID in
 // provider returns from onboarding, or on Stripe's account.updated).
 // A provider without an account is returned as it is.
 func (p *Payouts) RefreshConnect(ctx context.Context, providerID int64) (*models.Provider, error) {
-	pr, err := p.DB.ProviderByID(ctx, providerID)
+	pr, err := supply.ProviderByID(ctx, p.DB, providerID)
 	if apperr.Code(err) == apperr.ENOTFOUND {
 		return nil, errProviderNotFound()
 	}
@@ -425,7 +427,7 @@ func (p *Payouts) RefreshConnect(ctx context.Context, providerID int64) (*models
 		return nil, connectDown(err)
 	}
 	if err := p.DB.Tx(ctx, func(tx *gorm.DB) error {
-		return models.SetProviderConnect(tx, pr.ID, pr.StripeAccountID, charges, payouts)
+		return ledger.SetProviderConnect(tx, pr.ID, pr.StripeAccountID, charges, payouts)
 	}); err != nil {
 		return nil, err
 	}

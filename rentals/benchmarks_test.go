@@ -16,6 +16,7 @@ import (
 	"suanli/benchmarks"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/supply"
 )
 
 // The H100 SXM's nominal dense BF16 rate in the catalogue.
@@ -170,7 +171,7 @@ func TestBenchmarkReportOfARealRun(t *testing.T) {
 		if after, _ := db.OffersVersion(r.ctx); after <= before {
 			t.Errorf("offers version %d → %d: the offer index would not reload", before, after)
 		}
-		latest, err := db.LatestReports(r.ctx, []int64{nodeID, nodeID + 1000})
+		latest, err := supply.LatestReports(r.ctx, db, []int64{nodeID, nodeID + 1000})
 		if err != nil || len(latest) != 1 || latest[nodeID].ID != rep.ID || latest[nodeID].PctOfNominal == nil {
 			t.Errorf("LatestReports: %+v %v", latest, err)
 		}

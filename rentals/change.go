@@ -13,6 +13,8 @@ import (
 	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/rentalstore"
 	"suanli/pricing"
 )
 
@@ -128,7 +130,7 @@ func (s *Service) Change(ctx context.Context, u *models.User, org *models.Org, m
 	}
 	now := s.DB.Now().UTC()
 	need := pricing.HourFen(next.Rate(), now)
-	bal, err := s.DB.WalletBalance(ctx, r.OrgID)
+	bal, err := ledger.WalletBalance(ctx, s.DB, r.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +173,7 @@ func (s *Service) Change(ctx context.Context, u *models.User, org *models.Org, m
 		if cur.Status == models.RentalStopped {
 			status = models.RentalProvisioning
 		}
-		if err := models.SwitchRental(tx, &next, status, now); err != nil {
+		if err := rentalstore.SwitchRental(tx, &next, status, now); err != nil {
 			return err
 		}
 		from, _ := s.DB.OfferByID(ctx, r.OfferID)

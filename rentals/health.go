@@ -13,6 +13,9 @@ import (
 	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/rentalstore"
+	"suanli/models/supply"
 	"suanli/pricing"
 )
 
@@ -37,26 +40,26 @@ func (s *Service) Watch(ctx context.Context) (WatchResult, error) {
 	var silent []models.Node
 	if now.Sub(s.Started) >= s.silentAfter() {
 		var err error
-		if silent, err = s.DB.SilentNodes(ctx, now.Add(-s.silentAfter())); err != nil {
+		if silent, err = rentalstore.SilentNodes(ctx, s.DB, now.Add(-s.silentAfter())); err != nil {
 			return res, err
 		}
 	}
 	for _, n := range silent {
 		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-			ok, err := models.MarkNodeSilent(tx, n.ID, n.Health)
+			ok, err := rentalstore.MarkNodeSilent(tx, n.ID, n.Health)
 			if err != nil || !ok {
 				return err
 			}
 			if n.Status == models.NodeRemoved {
 				// Its agent is turned away: retired, not an outage.
-				return models.RefreshNodeAvailability(tx, n.ID, now)
+				return supply.RefreshNodeAvailability(tx, n.ID, now)
 			}
 			if _, err := fleet.OpenIncident(tx, n.ID, 0, models.IncidentNodeSilent,
 				fmt.Sprintf("no heartbeat since %s", n.LastHeartbeatAt.UTC().Format(time.RFC3339)), now,
 				locales.M("incident.no_heartbeat", shTime(*n.LastHeartbeatAt))); err != nil {
 				return err
 			}
-			return models.RefreshNodeAvailability(tx, n.ID, now)
+			return supply.RefreshNodeAvailability(tx, n.ID, now)
 		})
 		if err != nil {
 			return res, err
@@ -65,7 +68,7 @@ func (s *Service) Watch(ctx context.Context) (WatchResult, error) {
 		slog.Warn("node silent", "node", n.ID, "last_heartbeat", n.LastHeartbeatAt)
 	}
 	// Running rentals on a silent node or a failing GPU.
-	hits, err := s.DB.RentalsOnFailures(ctx)
+	hits, err := rentalstore.RentalsOnFailures(ctx, s.DB)
 	if err != nil {
 		return res, err
 	}
@@ -95,7 +98,7 @@ func (s *Service) Watch(ctx context.Context) (WatchResult, error) {
 		}
 	}
 	// Stops the agent never confirmed.
-	stuck, err := s.DB.UnconfirmedStops(ctx, now.Add(-StopGrace))
+	stuck, err := rentalstore.UnconfirmedStops(ctx, s.DB, now.Add(-StopGrace))
 	if err != nil {
 		return res, err
 	}
@@ -111,7 +114,7 @@ func (s *Service) Watch(ctx context.Context) (WatchResult, error) {
 		res.Finished++
 	}
 	// Terms at their end: release a stopped term's GPUs, renew or stop a running one.
-	ended, err := s.DB.EndedTerms(ctx, now)
+	ended, err := rentalstore.EndedTerms(ctx, s.DB, now)
 	if err != nil {
 		return res, err
 	}
@@ -140,7 +143,7 @@ func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 	if renew && r.NodeID != nil {
 		// A draining node accepts no new rentals, and a renewal is a new
 		// term: renewing there would keep the node from ever draining.
-		status, err := s.DB.NodeStatus(ctx, *r.NodeID)
+		status, err := rentalstore.NodeStatus(ctx, s.DB, *r.NodeID)
 		if err != nil {
 			return false, err
 		}
@@ -156,7 +159,7 @@ func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 	if renew {
 		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 			// The terms paid so far (a free rental's refund keeps them counted).
-			n, err := models.TermsPaid(tx, r.ID)
+			n, err := ledger.TermsPaid(tx, r.ID)
 			if err != nil {
 				return err
 			}
@@ -164,7 +167,7 @@ func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 				return err
 			}
 			end := pricing.TermEnd(r.Term, *r.EndsAt)
-			if err := models.SetRentalEndsAt(tx, r.ID, end); err != nil {
+			if err := ledger.SetRentalEndsAt(tx, r.ID, end); err != nil {
 				return err
 			}
 			return models.AddRentalEvent(tx, r.ID, now, "renewed", end.Format(time.RFC3339), nil)
@@ -172,7 +175,7 @@ func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 		if err == nil {
 			return true, nil
 		}
-		if !errors.Is(err, models.ErrInsufficientFunds) {
+		if !errors.Is(err, ledger.ErrInsufficientFunds) {
 			return false, err
 		}
 	}
@@ -211,7 +214,7 @@ func (s *Service) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 				return err
 			}
 		}
-		up := models.RentalMove{DownSince: &now}
+		up := rentalstore.RentalMove{DownSince: &now}
 		if free {
 			up.Free = new(true)
 		}

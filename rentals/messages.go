@@ -7,7 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/locales"
-	"suanli/models"
+	"suanli/models/supply"
 	"suanli/pricing"
 )
 
@@ -19,7 +19,7 @@ import (
 // nodeLabel names a node in a renter's timeline: by its name, or its
 // number when it has none.
 func nodeLabel(tx *gorm.DB, id int64) string {
-	if name := models.NodeName(tx, id); name != "" {
+	if name := supply.NodeName(tx, id); name != "" {
 		return name
 	}
 	return "#" + strconv.FormatInt(id, 10)

@@ -14,6 +14,7 @@ import (
 	"suanli/billing"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/pricing"
 )
 
@@ -29,21 +30,21 @@ func commissionOn(before, fen int64) int64 {
 // chargeLegs splits an on-demand charge of fen after before fen already
 // billed to the rental: the wallet pays, the provider earns the amount
 // less the platform's commission (see commissionOn).
-func chargeLegs(r *models.Rental, before, fen int64) []models.Leg {
-	return shareLegs(models.Leg{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: -fen}, r.ProviderID, before, fen)
+func chargeLegs(r *models.Rental, before, fen int64) []ledger.Leg {
+	return shareLegs(ledger.Leg{Kind: ledger.AccWallet, OrgID: r.OrgID, AmountFen: -fen}, r.ProviderID, before, fen)
 }
 
 // shareLegs are the legs that take fen from the account of from and give
 // it to the provider's payable (keyed by provider id) less the platform's
 // commission (commissionOn, after before fen of the rental's).
-func shareLegs(from models.Leg, providerID, before, fen int64) []models.Leg {
+func shareLegs(from ledger.Leg, providerID, before, fen int64) []ledger.Leg {
 	commission := commissionOn(before, fen)
-	legs := []models.Leg{from}
+	legs := []ledger.Leg{from}
 	if fen-commission != 0 {
-		legs = append(legs, models.Leg{Kind: models.AccProviderPayable, OrgID: providerID, AmountFen: fen - commission})
+		legs = append(legs, ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: providerID, AmountFen: fen - commission})
 	}
 	if commission != 0 {
-		legs = append(legs, models.Leg{Kind: models.AccPlatformRevenue, AmountFen: commission})
+		legs = append(legs, ledger.Leg{Kind: ledger.AccPlatformRevenue, AmountFen: commission})
 	}
 	return legs
 }
@@ -51,12 +52,12 @@ func shareLegs(from models.Leg, providerID, before, fen int64) []models.Leg {
 // postCharge posts one on-demand charge of fen for a rental in tx, before
 // fen having been billed to it already.
 func postCharge(tx *gorm.DB, r *models.Rental, before, fen int64, now time.Time) error {
-	return models.Post(tx, chargeTxn(r, now), chargeLegs(r, before, fen)...)
+	return ledger.Post(tx, chargeTxn(r, now), chargeLegs(r, before, fen)...)
 }
 
 // chargeTxn is the ledger transaction of an on-demand charge.
-func chargeTxn(r *models.Rental, now time.Time) *models.LedgerTxn {
-	return &models.LedgerTxn{Kind: billing.ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), MemoMsg: locales.M("memo.rental", r.ID),
+func chargeTxn(r *models.Rental, now time.Time) *ledger.LedgerTxn {
+	return &ledger.LedgerTxn{Kind: billing.ChargeKind, Memo: fmt.Sprintf("rental #%d", r.ID), MemoMsg: locales.M("memo.rental", r.ID),
 		RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
 }
 
@@ -67,21 +68,21 @@ func (s *Service) chargeTerm(tx *gorm.DB, r *models.Rental, now time.Time, n int
 	if r.TermPriceFen == nil || *r.TermPriceFen == 0 {
 		return nil
 	}
-	key := models.TermKey(r.ID, n)
+	key := ledger.TermKey(r.ID, n)
 	price := *r.TermPriceFen
-	txn := &models.LedgerTxn{Kind: billing.ChargeKind, Memo: fmt.Sprintf("rental #%d: %s term %d", r.ID, r.Term, n), IdemKey: &key,
+	txn := &ledger.LedgerTxn{Kind: billing.ChargeKind, Memo: fmt.Sprintf("rental #%d: %s term %d", r.ID, r.Term, n), IdemKey: &key,
 		MemoMsg: locales.M("memo.term", r.ID, termMsg(r.Term), n), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
-	err := models.Post(tx, txn,
-		models.Leg{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: -price},
-		models.Leg{Kind: models.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: price})
-	if errors.Is(err, models.ErrDuplicate) {
+	err := ledger.Post(tx, txn,
+		ledger.Leg{Kind: ledger.AccWallet, OrgID: r.OrgID, AmountFen: -price},
+		ledger.Leg{Kind: ledger.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: price})
+	if errors.Is(err, ledger.ErrDuplicate) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	r.BilledFen += price
-	return models.SetRentalBilledFen(tx, r.ID, r.BilledFen)
+	return ledger.SetRentalBilledFen(tx, r.ID, r.BilledFen)
 }
 
 // meterAmount is what a running on-demand rental owes from its last
@@ -118,7 +119,7 @@ func meterAmount(r *models.Rental, now time.Time, final bool) (to time.Time, fen
 // job rescued while the first still runs, a stop during a meter pass),
 // exactly one bills an interval. It reports whether this one did.
 func claimInterval(tx *gorm.DB, r *models.Rental, to time.Time, fen, carry int64, stop string, now time.Time) (bool, error) {
-	ok, err := models.ClaimMeterInterval(tx, r.ID, *r.BilledUntil, to, fen, carry, stop, now)
+	ok, err := ledger.ClaimMeterInterval(tx, r.ID, *r.BilledUntil, to, fen, carry, stop, now)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -148,10 +149,10 @@ func clip(fen, balance, headroom int64) (int64, string) {
 var errMeterRace = errors.New("meter: another pass billed some of these rentals; retrying")
 
 // claimAll claims many rentals' intervals (as claimInterval does one;
-// see models.ClaimMeterIntervals). If any rental was claimed by someone
+// see ledger.ClaimMeterIntervals). If any rental was claimed by someone
 // else, the batch fails with errMeterRace.
-func claimAll(tx *gorm.DB, cs []models.MeterClaim, now time.Time) error {
-	ok, err := models.ClaimMeterIntervals(tx, cs, now)
+func claimAll(tx *gorm.DB, cs []ledger.MeterClaim, now time.Time) error {
+	ok, err := ledger.ClaimMeterIntervals(tx, cs, now)
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (s *Service) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final b
 	if !ok {
 		return nil
 	}
-	bal, err := models.OrgWalletBalance(tx, r.OrgID)
+	bal, err := ledger.OrgWalletBalance(tx, r.OrgID)
 	if err != nil {
 		return err
 	}
@@ -237,7 +238,7 @@ func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 	now := s.DB.Now().UTC()
 	var lastID int64
 	for {
-		ids, err := s.DB.RunningOnDemandIDs(ctx, lastID, meterBatch)
+		ids, err := ledger.RunningOnDemandIDs(ctx, s.DB, lastID, meterBatch)
 		if err != nil {
 			return res, err
 		}
@@ -258,7 +259,7 @@ func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 			billed, balances, n, fenSum = nil, map[int64]int64{}, 0, 0
 			err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 				// Read inside the transaction: what another pass billed meanwhile is seen.
-				rs, err := models.RunningOnDemandBetween(tx, ids[0], lastID)
+				rs, err := ledger.RunningOnDemandBetween(tx, ids[0], lastID)
 				if err != nil {
 					return err
 				}
@@ -266,16 +267,16 @@ func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 				for _, r := range rs {
 					orgs = append(orgs, r.OrgID)
 				}
-				if balances, err = models.WalletBalances(tx, orgs); err != nil {
+				if balances, err = ledger.WalletBalances(tx, orgs); err != nil {
 					return err
 				}
 				// Spending limits: only organisations that have one are read.
-				limited, err := models.OrgsWithSpendLimits(tx, orgs)
+				limited, err := ledger.OrgsWithSpendLimits(tx, orgs)
 				if err != nil {
 					return err
 				}
-				var posts []models.Posting
-				var claims []models.MeterClaim
+				var posts []ledger.Posting
+				var claims []ledger.MeterClaim
 				for i := range rs {
 					r := &rs[i]
 					to, fen, carry, ok := meterAmount(r, now, false)
@@ -308,10 +309,10 @@ func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 							}
 						}
 					} else {
-						claims = append(claims, models.MeterClaim{RentalID: r.ID, Prev: *r.BilledUntil, To: to, Carry: carry, Fen: fen, Stop: stop})
+						claims = append(claims, ledger.MeterClaim{RentalID: r.ID, Prev: *r.BilledUntil, To: to, Carry: carry, Fen: fen, Stop: stop})
 						r.BilledUntil, r.CarryNum, r.BilledFen, r.StopReason = &to, carry, r.BilledFen+fen, cmp.Or(stop, r.StopReason)
 						if fen > 0 {
-							posts = append(posts, models.Posting{
+							posts = append(posts, ledger.Posting{
 								Txn:  chargeTxn(r, now),
 								Legs: chargeLegs(r, before, fen)})
 						}
@@ -324,7 +325,7 @@ func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 				if err := claimAll(tx, claims, now); err != nil {
 					return err
 				}
-				return models.PostMany(tx, posts)
+				return ledger.PostMany(tx, posts)
 			})
 			if !errors.Is(err, errMeterRace) || attempt == meterRaceRetries {
 				break
@@ -363,7 +364,7 @@ func (s *Service) afterMeter(ctx context.Context, billed []models.Rental, balanc
 			continue
 		}
 		if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-			ok, err := models.MarkLowBalanceMailed(tx, r.ID)
+			ok, err := ledger.MarkLowBalanceMailed(tx, r.ID)
 			if err != nil || !ok {
 				return err
 			}
@@ -385,25 +386,25 @@ func (s *Service) afterMeter(ctx context.Context, billed []models.Rental, balanc
 // GPUs failed in its first minutes is free): each account gets back
 // exactly what it was charged.
 func refundRental(tx *gorm.DB, r *models.Rental, now time.Time) error {
-	sums, err := models.RentalAccountSums(tx, r.ID)
+	sums, err := ledger.RentalAccountSums(tx, r.ID)
 	if err != nil {
 		return err
 	}
-	var legs []models.Leg
+	var legs []ledger.Leg
 	// The provider's side (payable and receivable together) is reversed
 	// as one amount, so that neither account crosses zero on the way.
 	provider := map[int64]int64{}
 	for _, s := range sums {
 		switch {
 		case s.Fen == 0:
-		case s.Kind == models.AccProviderPayable || s.Kind == models.AccProviderReceivable:
+		case s.Kind == ledger.AccProviderPayable || s.Kind == ledger.AccProviderReceivable:
 			provider[s.OrgID] += s.Fen
 		default:
-			legs = append(legs, models.Leg{Kind: s.Kind, OrgID: s.OrgID, AmountFen: -s.Fen})
+			legs = append(legs, ledger.Leg{Kind: s.Kind, OrgID: s.OrgID, AmountFen: -s.Fen})
 		}
 	}
 	for id, fen := range provider {
-		var side []models.Leg
+		var side []ledger.Leg
 		var err error
 		if fen > 0 {
 			// What the provider was paid for the rental comes back from its
@@ -421,16 +422,16 @@ func refundRental(tx *gorm.DB, r *models.Rental, now time.Time) error {
 	// The rental's page shows what it cost: nothing, now; and the provider
 	// has earned nothing of its term.
 	r.BilledFen, r.EarnedFen = 0, 0
-	if err := models.ClearRentalMoney(tx, r.ID); err != nil {
+	if err := ledger.ClearRentalMoney(tx, r.ID); err != nil {
 		return err
 	}
 	if len(legs) == 0 {
 		return nil
 	}
 	key := fmt.Sprintf("rental_refund/r%d", r.ID)
-	err = models.Post(tx, &models.LedgerTxn{Kind: "rental_refund", Memo: fmt.Sprintf("rental #%d: GPUs failed within %s, the rental is free", r.ID, FreeIfFailsWithin),
+	err = ledger.Post(tx, &ledger.LedgerTxn{Kind: "rental_refund", Memo: fmt.Sprintf("rental #%d: GPUs failed within %s, the rental is free", r.ID, FreeIfFailsWithin),
 		MemoMsg: locales.M("memo.rental_refund", r.ID, int(FreeIfFailsWithin/time.Minute)), IdemKey: &key, RentalID: &r.ID, CreatedAt: now}, legs...)
-	if errors.Is(err, models.ErrDuplicate) {
+	if errors.Is(err, ledger.ErrDuplicate) {
 		return nil
 	}
 	return err

@@ -13,6 +13,7 @@ import (
 	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/pricing"
 	"suanli/providers"
 	"suanli/rentals"
@@ -48,7 +49,7 @@ func (r *rig) payable(providerID int64) {
 // account is the balance of a ledger account.
 func (r *rig) account(kind string, orgID int64) int64 {
 	r.t.Helper()
-	b, err := r.db.AccountBalance(r.ctx, kind, orgID)
+	b, err := ledger.AccountBalance(r.ctx, r.db, kind, orgID)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -107,10 +108,10 @@ func TestTermRevenueIsEarnedAsTheTermRuns(t *testing.T) {
 		rt := r.mustRent(o.ID, 1, weekTerm)
 		run := r.waitStatus(rt.ID, models.RentalRunning)
 		price := *run.TermPriceFen
-		if got := r.account(models.AccProviderPayable, o.ProviderID); got != 0 {
+		if got := r.account(ledger.AccProviderPayable, o.ProviderID); got != 0 {
 			t.Errorf("the provider's payable holds %d fen as the term starts, want 0: nothing of it is earned yet", got)
 		}
-		if got := r.account(models.AccProviderUnearned, o.ProviderID); got != price {
+		if got := r.account(ledger.AccProviderUnearned, o.ProviderID); got != price {
 			t.Errorf("unearned %d fen, want the term's price %d", got, price)
 		}
 
@@ -127,7 +128,7 @@ func TestTermRevenueIsEarnedAsTheTermRuns(t *testing.T) {
 		if got := r.rental(rt.ID).EarnedFen; got != earned {
 			t.Errorf("earned %d fen of %d half-way, want %d", got, price, earned)
 		}
-		payable := r.account(models.AccProviderPayable, o.ProviderID)
+		payable := r.account(ledger.AccProviderPayable, o.ProviderID)
 		if payable != netOf(earned) {
 			t.Errorf("payable %d fen half-way, want %d (%d earned less the commission)", payable, netOf(earned), earned)
 		}
@@ -153,13 +154,13 @@ func TestTermRevenueIsEarnedAsTheTermRuns(t *testing.T) {
 		if got := r.rental(rt.ID).EarnedFen; got != price {
 			t.Errorf("earned %d fen after the term's end, want all %d", got, price)
 		}
-		if got := r.legSum(rt.ID, models.AccProviderUnearned); got != 0 {
+		if got := r.legSum(rt.ID, ledger.AccProviderUnearned); got != 0 {
 			t.Errorf("the rental leaves %d fen unearned after its end", got)
 		}
-		if got, want := r.legSum(rt.ID, models.AccPlatformRevenue), price*rentals.CommissionPct/100; got != want {
+		if got, want := r.legSum(rt.ID, ledger.AccPlatformRevenue), price*rentals.CommissionPct/100; got != want {
 			t.Errorf("commission on the term %d fen, want %d (12%% of %d)", got, want, price)
 		}
-		if got := r.account(models.AccProviderPayable, o.ProviderID); got != netOf(price)-ps[0].AmountFen {
+		if got := r.account(ledger.AccProviderPayable, o.ProviderID); got != netOf(price)-ps[0].AmountFen {
 			t.Errorf("payable after the term %d fen, want %d", got, netOf(price)-ps[0].AmountFen)
 		}
 		r.checkLedger()
@@ -192,7 +193,7 @@ func TestARefundAfterAPayoutIsOwedNotANegativePayable(t *testing.T) {
 		r.clock.Freeze()
 		jump := r.clock.Advance(5 * time.Minute)
 		r.meter()
-		earned := r.account(models.AccProviderPayable, o.ProviderID)
+		earned := r.account(ledger.AccProviderPayable, o.ProviderID)
 		if earned != netOf(-r.walletSum(rt.ID)) || earned <= 0 {
 			t.Fatalf("payable %d fen after five minutes, want the on-demand use's %d", earned, netOf(-r.walletSum(rt.ID)))
 		}
@@ -227,13 +228,13 @@ func TestARefundAfterAPayoutIsOwedNotANegativePayable(t *testing.T) {
 		if r.balance() != r.fund {
 			t.Errorf("balance %d after the refunds, want all %d back", r.balance(), r.fund)
 		}
-		if got := r.account(models.AccProviderPayable, o.ProviderID); got != 0 {
+		if got := r.account(ledger.AccProviderPayable, o.ProviderID); got != 0 {
 			t.Errorf("payable %d fen after the refund, want 0", got)
 		}
-		if got := r.account(models.AccProviderUnearned, o.ProviderID); got != 0 {
+		if got := r.account(ledger.AccProviderUnearned, o.ProviderID); got != 0 {
 			t.Errorf("unearned %d fen after the term's refund, want 0", got)
 		}
-		if got := r.account(models.AccProviderReceivable, o.ProviderID); got != -earned {
+		if got := r.account(ledger.AccProviderReceivable, o.ProviderID); got != -earned {
 			t.Errorf("the provider owes %d fen, want the %d fen it was paid", -got, earned)
 		}
 		r.checkLedger()
@@ -245,7 +246,7 @@ func TestARefundAfterAPayoutIsOwedNotANegativePayable(t *testing.T) {
 		r.waitStatus(od.ID, models.RentalRunning)
 		r.clock.Advance(2 * time.Hour)
 		r.meter()
-		bal := r.account(models.AccProviderPayable, o.ProviderID)
+		bal := r.account(ledger.AccProviderPayable, o.ProviderID)
 		if bal <= earned {
 			t.Fatalf("payable %d after two hours, want more than the %d owed", bal, earned)
 		}
@@ -253,7 +254,7 @@ func TestARefundAfterAPayoutIsOwedNotANegativePayable(t *testing.T) {
 		if len(ps) != 2 || ps[1].AmountFen != bal-earned {
 			t.Errorf("payouts %+v, want a second one of %d (%d less the %d owed)", ps, bal-earned, bal, earned)
 		}
-		if got := r.account(models.AccProviderReceivable, o.ProviderID); got != 0 {
+		if got := r.account(ledger.AccProviderReceivable, o.ProviderID); got != 0 {
 			t.Errorf("still owed %d fen after the offset", -got)
 		}
 		r.checkLedger()
@@ -278,8 +279,8 @@ func TestCommissionIsTwelvePercentOverTheRental(t *testing.T) {
 			r.meter()
 		}
 		paid := -r.walletSum(rt.ID)
-		commission := r.legSum(rt.ID, models.AccPlatformRevenue)
-		payable := r.legSum(rt.ID, models.AccProviderPayable)
+		commission := r.legSum(rt.ID, ledger.AccPlatformRevenue)
+		payable := r.legSum(rt.ID, ledger.AccProviderPayable)
 		if paid < 500 {
 			t.Fatalf("the renter paid %d fen in 90 minutes", paid)
 		}
@@ -329,9 +330,9 @@ func limitHourly(err error) bool {
 
 // charges are the rental's charge transactions (a term's earnings, moved
 // as it runs, are transactions of the rental too).
-func (r *rig) charges(rentalID int64) []models.LedgerTxn {
+func (r *rig) charges(rentalID int64) []ledger.LedgerTxn {
 	r.t.Helper()
-	var out []models.LedgerTxn
+	var out []ledger.LedgerTxn
 	for _, t := range r.txns(rentalID) {
 		if t.Kind == billing.ChargeKind {
 			out = append(out, t)
@@ -370,7 +371,7 @@ func TestSLACreditAfterAPayoutIsOwed(t *testing.T) {
 		if got := f.payable(pr.ID); got != 0 {
 			t.Errorf("payable %d fen after a credit it could not cover, want 0", got)
 		}
-		owed, err := db.AccountBalance(f.ctx, models.AccProviderReceivable, pr.ID)
+		owed, err := ledger.AccountBalance(f.ctx, db, ledger.AccProviderReceivable, pr.ID)
 		if err != nil || owed != -credit {
 			t.Errorf("owed %d fen (%v), want the %d fen credit", -owed, err, credit)
 		}
@@ -385,7 +386,7 @@ func TestSLACreditAfterAPayoutIsOwed(t *testing.T) {
 		if ps := f.payouts(pr.ID); len(ps) != 2 || ps[0].AmountFen != 440_000-credit {
 			t.Errorf("November's payout: %+v, want %d fen (¥4,400 less the %d owed)", ps, 440_000-credit, credit)
 		}
-		if got, _ := db.AccountBalance(f.ctx, models.AccProviderReceivable, pr.ID); got != 0 {
+		if got, _ := ledger.AccountBalance(f.ctx, db, ledger.AccProviderReceivable, pr.ID); got != 0 {
 			t.Errorf("still owed %d fen", -got)
 		}
 		f.ledgerBalanced()

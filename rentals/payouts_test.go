@@ -16,6 +16,7 @@ import (
 	"suanli/audit"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/payments"
 	"suanli/providers"
 	"suanli/stripemock"
@@ -95,7 +96,7 @@ func (f *payoutFixture) earn(pr *models.Provider, grossFen int64, at time.Time) 
 
 func (f *payoutFixture) payable(providerID int64) int64 {
 	f.t.Helper()
-	b, err := f.db.PayableBalance(f.ctx, providerID)
+	b, err := ledger.PayableBalance(f.ctx, f.db, providerID)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func (f *payoutFixture) payable(providerID int64) int64 {
 
 func (f *payoutFixture) payouts(providerID int64) []models.Payout {
 	f.t.Helper()
-	ps, err := f.db.PayoutsOfProvider(f.ctx, providerID)
+	ps, err := ledger.PayoutsOfProvider(f.ctx, f.db, providerID)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func (f *payoutFixture) payouts(providerID int64) []models.Payout {
 func (f *payoutFixture) txnCount(kind string) int64 {
 	f.t.Helper()
 	var n int64
-	if err := f.db.R.Model(&models.LedgerTxn{}).Where("kind = ?", kind).Count(&n).Error; err != nil {
+	if err := f.db.R.Model(&ledger.LedgerTxn{}).Where("kind = ?", kind).Count(&n).Error; err != nil {
 		f.t.Fatal(err)
 	}
 	return n
@@ -200,7 +201,7 @@ func TestMonthlyPayoutIsPayableAfterCommissionAndSLACredits(t *testing.T) {
 		}
 		var clearing int64
 		db.R.Raw(`SELECT e.amount_fen FROM ledger_entries e JOIN ledger_accounts a ON a.id = e.account_id
-			WHERE e.txn_id = ? AND a.kind = ?`, *ps[0].TxnID, models.AccBankClearing).Scan(&clearing)
+			WHERE e.txn_id = ? AND a.kind = ?`, *ps[0].TxnID, ledger.AccBankClearing).Scan(&clearing)
 		if clearing != 865_000 {
 			t.Errorf("bank clearing got %d fen, want 865,000", clearing)
 		}
@@ -319,7 +320,7 @@ func TestStripePayoutTransfersAndFailures(t *testing.T) {
 		f := newPayoutFixture(t, db)
 		connect := func(acct string) *models.Provider {
 			pr, _ := f.provider(true)
-			if err := db.Tx(f.ctx, func(tx *gorm.DB) error { return models.SetProviderConnect(tx, pr.ID, acct, true, true) }); err != nil {
+			if err := db.Tx(f.ctx, func(tx *gorm.DB) error { return ledger.SetProviderConnect(tx, pr.ID, acct, true, true) }); err != nil {
 				t.Fatal(err)
 			}
 			f.earn(pr, 100_000, sh(2026, 10, 10, 12, 0))
@@ -385,7 +386,7 @@ func TestStripePayoutThroughStripeMock(t *testing.T) {
 	db := dbtest.SQLite(t)
 	f := newPayoutFixture(t, db)
 	pr, _ := f.provider(true)
-	if err := db.Tx(f.ctx, func(tx *gorm.DB) error { return models.SetProviderConnect(tx, pr.ID, "acct_1", true, true) }); err != nil {
+	if err := db.Tx(f.ctx, func(tx *gorm.DB) error { return ledger.SetProviderConnect(tx, pr.ID, "acct_1", true, true) }); err != nil {
 		t.Fatal(err)
 	}
 	f.earn(pr, 100_000, sh(2026, 10, 10, 12, 0))
@@ -445,7 +446,7 @@ func TestMarkPayoutPaidOrFailed(t *testing.T) {
 		if err := p.MarkPaid(actx, admin, pa.ID, " ICBC-20261105-0001 "); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := db.PayoutByID(f.ctx, pa.ID)
+		got, _ := ledger.PayoutByID(f.ctx, db, pa.ID)
 		if got.Status != models.PayoutPaid || got.BankReference != "ICBC-20261105-0001" || got.PaidBy == nil || *got.PaidBy != admin.ID {
 			t.Errorf("paid: %+v", got)
 		}
@@ -471,11 +472,11 @@ func TestMarkPayoutPaidOrFailed(t *testing.T) {
 		if f.payable(b.ID) != 44_000 {
 			t.Errorf("after the failure: payable %d, want 44,000 back", f.payable(b.ID))
 		}
-		rows, total, err := db.Payouts(f.ctx, models.PayoutFilter{Status: models.PayoutFailed})
+		rows, total, err := ledger.Payouts(f.ctx, db, ledger.PayoutFilter{Status: models.PayoutFailed})
 		if err != nil || total != 1 || rows[0].ID != pb.ID || rows[0].ProviderName("en") == "" {
 			t.Errorf("list of failed: %+v %d %v", rows, total, err)
 		}
-		if rows, total, _ := db.Payouts(f.ctx, models.PayoutFilter{}); total != 2 || len(rows) != 2 {
+		if rows, total, _ := ledger.Payouts(f.ctx, db, ledger.PayoutFilter{}); total != 2 || len(rows) != 2 {
 			t.Errorf("list: %d", total)
 		}
 		f.ledgerBalanced()

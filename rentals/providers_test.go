@@ -16,6 +16,7 @@ import (
 	"suanli/fleet"
 	"suanli/gpu"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/offers"
 	"suanli/providers"
 	"suanli/rentals"
@@ -458,25 +459,25 @@ func TestProviderCapacityAndStatement(t *testing.T) {
 		// with a ¥1.50 SLA credit; rental 2 charged ¥50.00 and refunded;
 		// ¥10.00 charged last month.
 		now := f.clock.Now()
-		post := func(kind string, rentalID int64, at time.Time, legs ...models.Leg) {
+		post := func(kind string, rentalID int64, at time.Time, legs ...ledger.Leg) {
 			t.Helper()
 			if err := db.Tx(f.ctx, func(tx *gorm.DB) error {
-				return models.Post(tx, &models.LedgerTxn{Kind: kind, RentalID: &rentalID, CreatedAt: at}, legs...)
+				return ledger.Post(tx, &ledger.LedgerTxn{Kind: kind, RentalID: &rentalID, CreatedAt: at}, legs...)
 			}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		charge := func(rentalID, fen int64, at time.Time) {
-			post("charge", rentalID, at, models.Leg{Kind: models.AccWallet, OrgID: f.org.ID, AmountFen: -fen},
-				models.Leg{Kind: models.AccProviderPayable, OrgID: pid, AmountFen: fen - fen*12/100},
-				models.Leg{Kind: models.AccPlatformRevenue, AmountFen: fen * 12 / 100})
+			post("charge", rentalID, at, ledger.Leg{Kind: ledger.AccWallet, OrgID: f.org.ID, AmountFen: -fen},
+				ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: pid, AmountFen: fen - fen*12/100},
+				ledger.Leg{Kind: ledger.AccPlatformRevenue, AmountFen: fen * 12 / 100})
 		}
 		charge(onDemand.ID, 10000, now)
 		charge(term.ID, 5000, now)
-		post("rental_refund", term.ID, now, models.Leg{Kind: models.AccWallet, OrgID: f.org.ID, AmountFen: 5000},
-			models.Leg{Kind: models.AccProviderPayable, OrgID: pid, AmountFen: -4400}, models.Leg{Kind: models.AccPlatformRevenue, AmountFen: -600})
-		post(sla.CreditKind, onDemand.ID, now, models.Leg{Kind: models.AccWallet, OrgID: f.org.ID, AmountFen: 150},
-			models.Leg{Kind: models.AccProviderPayable, OrgID: pid, AmountFen: -150})
+		post("rental_refund", term.ID, now, ledger.Leg{Kind: ledger.AccWallet, OrgID: f.org.ID, AmountFen: 5000},
+			ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: pid, AmountFen: -4400}, ledger.Leg{Kind: ledger.AccPlatformRevenue, AmountFen: -600})
+		post(sla.CreditKind, onDemand.ID, now, ledger.Leg{Kind: ledger.AccWallet, OrgID: f.org.ID, AmountFen: 150},
+			ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: pid, AmountFen: -150})
 		charge(onDemand.ID, 1000, st.From.Add(-time.Hour).UTC())
 
 		st, err = f.p.Statement(f.ctx, f.owner, pid, "")

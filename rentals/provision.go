@@ -20,6 +20,9 @@ import (
 	"suanli/gpu"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/rentalstore"
+	"suanli/models/supply"
 	"suanli/pricing"
 )
 
@@ -89,7 +92,7 @@ func (s *Service) Provision(ctx context.Context, id int64) (time.Duration, error
 		case models.RentalPending:
 			now := s.DB.Now().UTC()
 			if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-				_, err := setStatus(tx, r.ID, models.RentalProvisioning, now, []models.RentalStatus{models.RentalPending}, models.RentalMove{Attempts: new(1)})
+				_, err := setStatus(tx, r.ID, models.RentalProvisioning, now, []models.RentalStatus{models.RentalPending}, rentalstore.RentalMove{Attempts: new(1)})
 				return err
 			}); err != nil {
 				return 0, err
@@ -122,7 +125,7 @@ func (s *Service) Provision(ctx context.Context, id int64) (time.Duration, error
 // the rental settled; wait how long to pause when waiting for an agent.
 func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done bool, wait time.Duration, err error) {
 	now := s.DB.Now().UTC()
-	gpus, err := s.DB.HeldGPUs(ctx, r.ID)
+	gpus, err := rentalstore.HeldGPUs(ctx, s.DB, r.ID)
 	if err != nil {
 		return false, 0, err
 	}
@@ -176,7 +179,7 @@ func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done boo
 // ensureTask returns the task with the key, creating it (and waking the
 // node's long-poll) when it does not exist yet.
 func (s *Service) ensureTask(ctx context.Context, nodeID int64, r *models.Rental, key string, t agent.Task) (*models.AgentTask, error) {
-	have, err := s.DB.AgentTaskByKey(ctx, key)
+	have, err := supply.AgentTaskByKey(ctx, s.DB, key)
 	if err == nil {
 		return have, nil
 	}
@@ -193,7 +196,7 @@ func (s *Service) ensureTask(ctx context.Context, nodeID int64, r *models.Rental
 		return nil, err
 	}
 	s.Hub.Signal(fleet.NodeKey(nodeID))
-	return s.DB.AgentTaskByID(ctx, id)
+	return supply.AgentTaskByID(ctx, s.DB, id)
 }
 
 // waitTask waits (briefly) for a task's result and says how long to pause
@@ -222,11 +225,11 @@ func (s *Service) failChecks(ctx context.Context, r *models.Rental, nodeID int64
 			reasons = append(reasons, uuid+": "+strings.Join(v.Reasons, "; "))
 			msg := fleet.ReasonsMsg(v)
 			failing[uuid] = msg
-			g, err := models.GPUByUUID(tx, uuid)
+			g, err := rentalstore.GPUByUUID(tx, uuid)
 			if err != nil {
 				continue
 			}
-			if err := models.MarkGPUFailing(tx, g.ID, strings.Join(v.Reasons, "\n"), msg, now); err != nil {
+			if err := rentalstore.MarkGPUFailing(tx, g.ID, strings.Join(v.Reasons, "\n"), msg, now); err != nil {
 				return err
 			}
 			if _, err := fleet.OpenIncident(tx, nodeID, g.ID, models.IncidentGPUFailing, strings.Join(v.Reasons, "\n"), now, msg); err != nil {
@@ -263,7 +266,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 	var settled bool
 	var wake []int64
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		cur, err := models.ReadRental(tx, r.ID)
+		cur, err := rentalstore.ReadRental(tx, r.ID)
 		if err != nil {
 			return err
 		}
@@ -276,7 +279,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				return err
 			}
 		}
-		held, err := models.HeldRentalGPUs(tx, r.ID)
+		held, err := rentalstore.HeldRentalGPUs(tx, r.ID)
 		if err != nil {
 			return err
 		}
@@ -294,12 +297,12 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				return err
 			}
 		}
-		offer, err := models.ReadOffer(tx, r.OfferID)
+		offer, err := rentalstore.ReadOffer(tx, r.OfferID)
 		if err != nil {
 			return err
 		}
 		// Candidates: the offer's node first, then siblings, never a node tried before.
-		cands, err := models.CandidateNodes(tx, &offer, r.ID)
+		cands, err := rentalstore.CandidateNodes(tx, &offer, r.ID)
 		if err != nil {
 			return err
 		}
@@ -315,7 +318,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				if err != nil {
 					return err
 				}
-				return models.SetRentalAttempts(tx, r.ID, cur.Attempts+1, now)
+				return rentalstore.SetRentalAttempts(tx, r.ID, cur.Attempts+1, now)
 			}
 		}
 		settled = true
@@ -327,7 +330,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				msg = locales.M("event.failed_after", whyMsg)
 			}
 			if _, err := setStatus(tx, r.ID, models.RentalFailed, now, []models.RentalStatus{models.RentalProvisioning},
-				models.RentalMove{Failure: &reason, FailureMsg: &msg, StoppedAt: &now}); err != nil {
+				rentalstore.RentalMove{Failure: &reason, FailureMsg: &msg, StoppedAt: &now}); err != nil {
 				return err
 			}
 			return models.AddRentalEvent(tx, r.ID, now, "failed", reason, nil, msg)
@@ -337,7 +340,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 			return err
 		}
 		if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalMigrating},
-			models.RentalMove{StoppedAt: &now, StopReason: new("no healthy node to move to")}); err != nil {
+			rentalstore.RentalMove{StoppedAt: &now, StopReason: new("no healthy node to move to")}); err != nil {
 			return err
 		}
 		return models.AddRentalEvent(tx, r.ID, now, "stopped", "no healthy node to move to", nil, locales.M("rental.stop_reason.no_node"))
@@ -359,7 +362,7 @@ func (s *Service) endDowntime(tx *gorm.DB, r *models.Rental, now time.Time) erro
 	secs := int64(now.Sub(*r.DownSince) / time.Second)
 	r.DowntimeSecs += secs
 	r.DownSince = nil
-	return models.EndRentalDowntime(tx, r.ID, r.DowntimeSecs)
+	return rentalstore.EndRentalDowntime(tx, r.ID, r.DowntimeSecs)
 }
 
 // markRunning hands the GPUs over: the access details and checks are
@@ -371,7 +374,7 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 	access, _ := json.Marshal(lres.Access)
 	var stopTerm bool
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		cur, err := models.ReadRental(tx, r.ID)
+		cur, err := rentalstore.ReadRental(tx, r.ID)
 		if err != nil {
 			return err
 		}
@@ -387,7 +390,7 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		}
 		// Billing counts whole seconds from this one.
 		sec := now.Truncate(time.Second)
-		up := models.RentalMove{Access: new(string(access)), Checks: new(string(checks)), NodeID: &nodeID, BilledUntil: &sec}
+		up := rentalstore.RentalMove{Access: new(string(access)), Checks: new(string(checks)), NodeID: &nodeID, BilledUntil: &sec}
 		if cur.RunningSince == nil {
 			up.RunningSince = &sec
 		}
@@ -406,13 +409,13 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		}
 		if cur.Term != pricing.OnDemand && cur.EndsAt == nil {
 			if err := s.chargeTerm(tx, &cur, now, 1); err != nil {
-				if !errors.Is(err, models.ErrInsufficientFunds) {
+				if !errors.Is(err, ledger.ErrInsufficientFunds) {
 					return err
 				}
 				stopTerm = true
 				why := "the balance did not cover the term's price; nothing was charged"
 				msg := locales.M("event.term_unpaid")
-				if err := models.FailUnpaidTerm(tx, r.ID, why, msg, now); err != nil {
+				if err := rentalstore.FailUnpaidTerm(tx, r.ID, why, msg, now); err != nil {
 					return err
 				}
 				if err := models.AddRentalEvent(tx, r.ID, now, "failed", why, nil, msg); err != nil {

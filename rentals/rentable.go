@@ -3,14 +3,17 @@ package rentals
 import (
 	"context"
 	"fmt"
+
 	"suanli/apperr"
 	"suanli/models"
+	"suanli/models/rentalstore"
+	"suanli/models/supply"
 )
 
 // rentableOffer refuses renting an offer whose node is draining or removed,
 // or whose provider is not approved, with a message saying so.
 func rentableOffer(ctx context.Context, db *models.DB, o *models.Offer) error {
-	n, err := db.NodeByID(ctx, o.NodeID)
+	n, err := rentalstore.NodeByID(ctx, db, o.NodeID)
 	if err != nil {
 		return err
 	}
@@ -18,7 +21,7 @@ func rentableOffer(ctx context.Context, db *models.DB, o *models.Offer) error {
 		return &apperr.Error{Code: apperr.ECONFLICT, Key: "providers.err.node_not_renting", Args: []any{n.Status},
 			Message: fmt.Sprintf("this offer's node is %s and takes no new rentals", n.Status)}
 	}
-	ok, err := models.ProviderApproved(db.R.WithContext(ctx), o.ProviderID)
+	ok, err := supply.ProviderApproved(db.R.WithContext(ctx), o.ProviderID)
 	if err != nil {
 		return err
 	}

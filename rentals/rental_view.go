@@ -6,6 +6,7 @@ import (
 
 	"suanli/agent"
 	"suanli/models"
+	"suanli/models/rentalstore"
 	"suanli/pricing"
 )
 
@@ -49,7 +50,7 @@ func (s *Service) Detail(ctx context.Context, id int64) (*RentalDetail, error) {
 		return nil, err
 	}
 	if r.NodeID != nil {
-		if d.Node, err = s.DB.NodeByID(ctx, *r.NodeID); err != nil {
+		if d.Node, err = rentalstore.NodeByID(ctx, s.DB, *r.NodeID); err != nil {
 			return nil, err
 		}
 	}

@@ -22,6 +22,10 @@ import (
 	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/platform"
+	"suanli/models/rentalstore"
+	"suanli/models/supply"
 	"suanli/offers"
 	"suanli/pricing"
 )
@@ -185,7 +189,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 	if term != pricing.OnDemand {
 		r.TermPriceFen = &need
 	}
-	bal, err := s.DB.WalletBalance(ctx, org.ID)
+	bal, err := ledger.WalletBalance(ctx, s.DB, org.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +204,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		if org.MonthlyBudgetFen != nil || org.MemberCapFen != nil || org.HourlyCapFen != nil {
 			// Again with the organisation locked: two rents at once must not
 			// both fit under a limit that only one fits under.
-			locked, err := models.OrgForUpdate(tx, org.ID)
+			locked, err := platform.OrgForUpdate(tx, org.ID)
 			if err != nil {
 				return err
 			}
@@ -208,7 +212,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 				return err
 			}
 		}
-		if err := models.InsertRental(tx, r); err != nil {
+		if err := rentalstore.InsertRental(tx, r); err != nil {
 			return err
 		}
 		if err := reserveGPUs(tx, r, o.NodeID, o.GPUModel, now); err != nil {
@@ -233,14 +237,14 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 // leaves too few rows changed), and the unique index on live rental GPUs
 // backs it up.
 func reserveGPUs(tx *gorm.DB, r *models.Rental, nodeID int64, model string, now time.Time) error {
-	ids, err := models.FreeGPUsOnNode(tx, nodeID, model, r.GPUs)
+	ids, err := rentalstore.FreeGPUsOnNode(tx, nodeID, model, r.GPUs)
 	if err != nil {
 		return err
 	}
 	if len(ids) < r.GPUs {
 		return ErrNoFreeGPUs
 	}
-	taken, err := models.TakeGPUs(tx, ids)
+	taken, err := rentalstore.TakeGPUs(tx, ids)
 	if err != nil {
 		return err
 	}
@@ -248,30 +252,30 @@ func reserveGPUs(tx *gorm.DB, r *models.Rental, nodeID int64, model string, now 
 		return ErrNoFreeGPUs
 	}
 	for _, id := range ids {
-		if err := models.AttachRentalGPU(tx, r.ID, id, nodeID, now); err != nil {
-			if models.IsUniqueViolation(err) {
+		if err := rentalstore.AttachRentalGPU(tx, r.ID, id, nodeID, now); err != nil {
+			if ledger.IsUniqueViolation(err) {
 				return ErrNoFreeGPUs
 			}
 			return err
 		}
 	}
-	if err := models.SetRentalNode(tx, r.ID, nodeID, now); err != nil {
+	if err := rentalstore.SetRentalNode(tx, r.ID, nodeID, now); err != nil {
 		return err
 	}
 	r.NodeID = &nodeID
-	return models.RefreshNodeAvailability(tx, nodeID, now)
+	return supply.RefreshNodeAvailability(tx, nodeID, now)
 }
 
 // releaseGPUs lets go of every GPU the rental holds (see
-// models.ReleasedGPUState) and refreshes the availability of the offers
+// rentalstore.ReleasedGPUState) and refreshes the availability of the offers
 // on their nodes.
 func releaseGPUs(tx *gorm.DB, rentalID int64, now time.Time) error {
-	nodes, err := models.ReleaseRentalGPUs(tx, rentalID, now)
+	nodes, err := rentalstore.ReleaseRentalGPUs(tx, rentalID, now)
 	if err != nil {
 		return err
 	}
 	for _, n := range nodes {
-		if err := models.RefreshNodeAvailability(tx, n, now); err != nil {
+		if err := supply.RefreshNodeAvailability(tx, n, now); err != nil {
 			return err
 		}
 	}
@@ -290,13 +294,13 @@ func (s *Service) enqueueProvision(ctx context.Context, tx *gorm.DB, rentalID in
 // the from statuses, and reports whether it did. A move the transition
 // table (models.RentalStatus.CanMoveTo) does not allow is a programming
 // error, refused before anything is written.
-func setStatus(tx *gorm.DB, id int64, to models.RentalStatus, now time.Time, from []models.RentalStatus, extra models.RentalMove) (bool, error) {
+func setStatus(tx *gorm.DB, id int64, to models.RentalStatus, now time.Time, from []models.RentalStatus, extra rentalstore.RentalMove) (bool, error) {
 	for _, f := range from {
 		if !f.CanMoveTo(to) {
 			return false, fmt.Errorf("rental %d: status %s cannot move to %s", id, f, to)
 		}
 	}
-	return models.MoveRental(tx, id, to, from, extra, now)
+	return rentalstore.MoveRental(tx, id, to, from, extra, now)
 }
 
 // CanStop reports whether the user may stop the rental: its renter, or an
@@ -346,7 +350,7 @@ func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Re
 			}
 		}
 		if _, err := setStatus(tx, r.ID, models.RentalStopping, now, models.LiveRentalStatuses,
-			models.RentalMove{StoppedAt: &now, StopReason: &reason}); err != nil {
+			rentalstore.RentalMove{StoppedAt: &now, StopReason: &reason}); err != nil {
 			return err
 		}
 		if err := models.AddRentalEvent(tx, r.ID, now, "stop_requested", reason, nil); err != nil {
@@ -375,7 +379,7 @@ func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Re
 // finishStop completes a stopping rental in tx: on demand its GPUs are
 // released; a term rental keeps them until its term ends.
 func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
-	r, err := models.ReadRental(tx, rentalID)
+	r, err := rentalstore.ReadRental(tx, rentalID)
 	if err != nil {
 		return err
 	}
@@ -387,7 +391,7 @@ func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time)
 			return err
 		}
 	}
-	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalStopping}, models.RentalMove{}); err != nil {
+	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalStopping}, rentalstore.RentalMove{}); err != nil {
 		return err
 	}
 	return models.AddRentalEvent(tx, r.ID, now, "stopped", "", nil)

@@ -13,6 +13,7 @@ import (
 	"suanli/demo"
 	"suanli/fleet"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/pricing"
 	"suanli/rentals"
 )
@@ -70,7 +71,7 @@ func benchMeterPass(b *testing.B, db *models.DB) {
 	if billed != fen {
 		b.Errorf("rentals billed %d fen, the passes reported %d", billed, fen)
 	}
-	if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
+	if problems, err := ledger.LedgerCheck(ctx, db); err != nil || len(problems) > 0 {
 		b.Errorf("ledger after %d passes: %v %v", passes, err, problems[:min(len(problems), 5)])
 	}
 }
@@ -103,20 +104,20 @@ func seedMeterFleet(b *testing.B, db *models.DB, billedUntil time.Time) {
 		if err := tx.CreateInBatches(orgs, 500).Error; err != nil {
 			return err
 		}
-		txn := models.LedgerTxn{Kind: "promo_credit", Memo: "meter benchmark funding", CreatedAt: at}
+		txn := ledger.LedgerTxn{Kind: "promo_credit", Memo: "meter benchmark funding", CreatedAt: at}
 		if err := tx.Create(&txn).Error; err != nil {
 			return err
 		}
-		accs := []models.LedgerAccount{{Kind: models.AccPromoCredit, BalanceFen: -int64(nOrgs) * benchWalletFen, CreatedAt: at}}
+		accs := []ledger.LedgerAccount{{Kind: ledger.AccPromoCredit, BalanceFen: -int64(nOrgs) * benchWalletFen, CreatedAt: at}}
 		for _, o := range orgs {
-			accs = append(accs, models.LedgerAccount{Kind: models.AccWallet, OrgID: o.ID, BalanceFen: benchWalletFen, CreatedAt: at})
+			accs = append(accs, ledger.LedgerAccount{Kind: ledger.AccWallet, OrgID: o.ID, BalanceFen: benchWalletFen, CreatedAt: at})
 		}
 		if err := tx.CreateInBatches(accs, 500).Error; err != nil {
 			return err
 		}
-		entries := make([]models.LedgerEntry, len(accs))
+		entries := make([]ledger.LedgerEntry, len(accs))
 		for i, a := range accs {
-			entries[i] = models.LedgerEntry{TxnID: txn.ID, AccountID: a.ID, AmountFen: a.BalanceFen, CreatedAt: at}
+			entries[i] = ledger.LedgerEntry{TxnID: txn.ID, AccountID: a.ID, AmountFen: a.BalanceFen, CreatedAt: at}
 		}
 		if err := tx.CreateInBatches(entries, 500).Error; err != nil {
 			return err
@@ -135,7 +136,7 @@ func seedMeterFleet(b *testing.B, db *models.DB, billedUntil time.Time) {
 	if err != nil {
 		b.Fatalf("seed the meter fleet: %v", err)
 	}
-	if problems, err := db.LedgerCheck(ctx); err != nil || len(problems) > 0 {
+	if problems, err := ledger.LedgerCheck(ctx, db); err != nil || len(problems) > 0 {
 		b.Fatalf("ledger after seeding: %v %v", err, problems)
 	}
 }

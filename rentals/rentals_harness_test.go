@@ -26,6 +26,8 @@ import (
 	"suanli/gpu"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/models/demodata"
+	"suanli/models/ledger"
 	"suanli/offers"
 	"suanli/pricing"
 	"suanli/providers"
@@ -247,7 +249,7 @@ func (r *rig) addSibling(o models.Offer, n int) int64 {
 		r.t.Fatal(err)
 	}
 	name := fmt.Sprintf("sibling-of-%d", o.NodeID)
-	l := models.Listing{ProviderSlug: slugs.Provider, DatacenterSlug: slugs.Datacenter,
+	l := demodata.Listing{ProviderSlug: slugs.Provider, DatacenterSlug: slugs.Datacenter,
 		Node: models.Node{Name: name, GPUModel: o.GPUModel, Status: "active", Health: models.NodeUnknown, AgentInfo: "{}"}}
 	for i := range n {
 		l.GPUs = append(l.GPUs, models.GPU{Idx: i, UUID: fmt.Sprintf("GPU-5b1b11e0-0000-4000-8000-%06d%06d", o.NodeID, i),
@@ -256,7 +258,7 @@ func (r *rig) addSibling(o models.Offer, n int) int64 {
 	sib := o
 	sib.ID, sib.MaxGPUs, sib.AvailableGPUs = 0, n, n
 	l.Offer = sib
-	if err := r.db.CreateMarket(r.ctx, &models.MarketSeed{Listings: []models.Listing{l}}); err != nil {
+	if err := demodata.CreateMarket(r.ctx, r.db, &demodata.MarketSeed{Listings: []demodata.Listing{l}}); err != nil {
 		r.t.Fatal(err)
 	}
 	var id int64
@@ -491,7 +493,7 @@ func (r *rig) gpu(id int64) models.GPU {
 // balance is the renter's wallet balance.
 func (r *rig) balance() int64 {
 	r.t.Helper()
-	b, err := r.db.WalletBalance(r.ctx, r.org.ID)
+	b, err := ledger.WalletBalance(r.ctx, r.db, r.org.ID)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -504,16 +506,16 @@ func (r *rig) walletSum(rentalID int64) int64 {
 	r.t.Helper()
 	var sum int64
 	if err := r.db.R.Raw(`SELECT COALESCE(SUM(e.amount_fen), 0) FROM ledger_entries e JOIN ledger_txns t ON t.id = e.txn_id
-		JOIN ledger_accounts a ON a.id = e.account_id WHERE t.rental_id = ? AND a.kind = ?`, rentalID, models.AccWallet).Scan(&sum).Error; err != nil {
+		JOIN ledger_accounts a ON a.id = e.account_id WHERE t.rental_id = ? AND a.kind = ?`, rentalID, ledger.AccWallet).Scan(&sum).Error; err != nil {
 		r.t.Fatal(err)
 	}
 	return sum
 }
 
 // txns are the rental's ledger transactions.
-func (r *rig) txns(rentalID int64) []models.LedgerTxn {
+func (r *rig) txns(rentalID int64) []ledger.LedgerTxn {
 	r.t.Helper()
-	var ts []models.LedgerTxn
+	var ts []ledger.LedgerTxn
 	if err := r.db.R.Where("rental_id = ?", rentalID).Order("id").Find(&ts).Error; err != nil {
 		r.t.Fatal(err)
 	}
@@ -535,7 +537,7 @@ func (r *rig) emptyTxns(rentalID int64) int64 {
 // checkLedger fails the test unless the whole ledger balances.
 func (r *rig) checkLedger() {
 	r.t.Helper()
-	problems, err := r.db.LedgerCheck(r.ctx)
+	problems, err := ledger.LedgerCheck(r.ctx, r.db)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"suanli/dbtest"
 	"suanli/gpu"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/pricing"
 	"suanli/rentals"
 )
@@ -175,7 +176,7 @@ func TestLastFreeGPUGoesToExactlyOneRenter(t *testing.T) {
 		// the code does; a released hold does not count.
 		now := r.clock.Now()
 		err = db.W.Create(&models.RentalGPU{RentalID: apiWinner, GPUID: gs[0].ID, NodeID: o.NodeID, AttachedAt: now}).Error
-		if err == nil || !models.IsUniqueViolation(err) {
+		if err == nil || !ledger.IsUniqueViolation(err) {
 			t.Errorf("a second live hold of GPU %d: %v, want a unique violation", gs[0].ID, err)
 		}
 		if err := db.W.Create(&models.RentalGPU{RentalID: apiWinner, GPUID: gs[0].ID, NodeID: o.NodeID, AttachedAt: now, ReleasedAt: &now}).Error; err != nil {
@@ -278,7 +279,7 @@ func TestRentalRunsAfterNVMLChecksAndStops(t *testing.T) {
 			t.Errorf("balance %d, want %d", b, r.fund-want)
 		}
 		var payable int64
-		db.R.Model(&models.LedgerAccount{}).Where("kind = ? AND org_id = ?", models.AccProviderPayable, o.ProviderID).Select("balance_fen").Scan(&payable)
+		db.R.Model(&ledger.LedgerAccount{}).Where("kind = ? AND org_id = ?", ledger.AccProviderPayable, o.ProviderID).Select("balance_fen").Scan(&payable)
 		if payable != want-want*rentals.CommissionPct/100 {
 			t.Errorf("the provider earned %d fen of %d, want all but the %d%% commission", payable, want, rentals.CommissionPct)
 		}
@@ -985,9 +986,9 @@ func TestTermRentals(t *testing.T) {
 			// The wallet is emptied while the checks run.
 			bal := r.balance()
 			if err := db.Tx(r.ctx, func(tx *gorm.DB) error {
-				return models.Post(tx, &models.LedgerTxn{Kind: "promo_credit", Memo: "credit withdrawn", CreatedAt: r.clock.Now()},
-					models.Leg{Kind: models.AccWallet, OrgID: r.org.ID, AmountFen: -bal},
-					models.Leg{Kind: models.AccPromoCredit, AmountFen: bal})
+				return ledger.Post(tx, &ledger.LedgerTxn{Kind: "promo_credit", Memo: "credit withdrawn", CreatedAt: r.clock.Now()},
+					ledger.Leg{Kind: ledger.AccWallet, OrgID: r.org.ID, AmountFen: -bal},
+					ledger.Leg{Kind: ledger.AccPromoCredit, AmountFen: bal})
 			}); err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,8 @@ import (
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/rentalstore"
 	"suanli/pricing"
 	"suanli/rentals"
 	"suanli/sla"
@@ -94,10 +96,10 @@ func (f *slaFixture) event(r *models.Rental, at time.Time, kind string) {
 func (f *slaFixture) charge(r *models.Rental, fen int64, at time.Time) {
 	f.t.Helper()
 	commission := fen * rentals.CommissionPct / 100
-	err := models.Post(f.db.W, &models.LedgerTxn{Kind: billing.ChargeKind, Memo: "test charge", RentalID: &r.ID, CreatedAt: at},
-		models.Leg{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: -fen},
-		models.Leg{Kind: models.AccProviderPayable, OrgID: r.ProviderID, AmountFen: fen - commission},
-		models.Leg{Kind: models.AccPlatformRevenue, AmountFen: commission})
+	err := ledger.Post(f.db.W, &ledger.LedgerTxn{Kind: billing.ChargeKind, Memo: "test charge", RentalID: &r.ID, CreatedAt: at},
+		ledger.Leg{Kind: ledger.AccWallet, OrgID: r.OrgID, AmountFen: -fen},
+		ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: r.ProviderID, AmountFen: fen - commission},
+		ledger.Leg{Kind: ledger.AccPlatformRevenue, AmountFen: commission})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func (f *slaFixture) settle() sla.Result {
 
 func (f *slaFixture) credits(r *models.Rental) map[string]models.SLACredit {
 	f.t.Helper()
-	cs, err := f.db.SLACreditsOfRental(f.ctx, r.ID)
+	cs, err := rentalstore.SLACreditsOfRental(f.ctx, f.db, r.ID)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -136,16 +138,16 @@ func (f *slaFixture) credits(r *models.Rental) map[string]models.SLACredit {
 
 func (f *slaFixture) balance() int64 {
 	f.t.Helper()
-	b, err := f.db.WalletBalance(f.ctx, f.org.ID)
+	b, err := ledger.WalletBalance(f.ctx, f.db, f.org.ID)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return b
 }
 
-func (f *slaFixture) slaTxns(r *models.Rental) []models.LedgerTxn {
+func (f *slaFixture) slaTxns(r *models.Rental) []ledger.LedgerTxn {
 	f.t.Helper()
-	var ts []models.LedgerTxn
+	var ts []ledger.LedgerTxn
 	if err := f.db.R.Where("rental_id = ? AND kind = ?", r.ID, sla.CreditKind).Find(&ts).Error; err != nil {
 		f.t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func (f *slaFixture) slaTxns(r *models.Rental) []models.LedgerTxn {
 
 func (f *slaFixture) ledgerBalanced() {
 	f.t.Helper()
-	problems, err := f.db.LedgerCheck(f.ctx)
+	problems, err := ledger.LedgerCheck(f.ctx, f.db)
 	if err != nil || len(problems) > 0 {
 		f.t.Fatalf("ledger: %v %v", problems, err)
 	}
@@ -237,7 +239,7 @@ func TestSLACreditForAnIncidentIsPostedOnce(t *testing.T) {
 		}
 		var payable int64
 		db.R.Raw(`SELECT e.amount_fen FROM ledger_entries e JOIN ledger_accounts a ON a.id = e.account_id
-			WHERE e.txn_id = ? AND a.kind = ?`, *nov.TxnID, models.AccProviderPayable).Scan(&payable)
+			WHERE e.txn_id = ? AND a.kind = ?`, *nov.TxnID, ledger.AccProviderPayable).Scan(&payable)
 		if payable != -120_000 {
 			t.Errorf("the provider's payable moved by %d, want −120,000", payable)
 		}
@@ -253,7 +255,7 @@ func TestSLACreditForAnIncidentIsPostedOnce(t *testing.T) {
 		if res.Recorded != 1 || again.Rentals != 0 || dec.PeriodSecs != 34*3600 || dec.BilledFen != 3_000 || dec.CreditFen != 0 {
 			t.Errorf("final: first %+v, again %+v, December %+v", res, again, dec)
 		}
-		if due, err := db.SLADue(f.ctx, sh(2026, 12, 1, 0, 0), "2026-11"); err != nil || len(due) != 0 {
+		if due, err := rentalstore.SLADue(f.ctx, db, sh(2026, 12, 1, 0, 0), "2026-11"); err != nil || len(due) != 0 {
 			t.Errorf("still due: %v %v", due, err)
 		}
 		f.ledgerBalanced()

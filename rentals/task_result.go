@@ -3,12 +3,14 @@ package rentals
 import (
 	"context"
 	"encoding/json"
+
+	"gorm.io/gorm"
+
 	"suanli/agent"
 	"suanli/benchmarks"
 	"suanli/fleet"
 	"suanli/models"
-
-	"gorm.io/gorm"
+	"suanli/models/supply"
 )
 
 // TaskResult records an agent's result for one of its node's tasks. A
@@ -18,7 +20,7 @@ func (s *Service) TaskResult(ctx context.Context, nodeID, taskID int64, res agen
 	body, _ := json.Marshal(res)
 	now := s.DB.Now().UTC()
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		t, err := models.NodeTask(tx, nodeID, taskID)
+		t, err := supply.NodeTask(tx, nodeID, taskID)
 		if err != nil {
 			return err
 		}
@@ -26,7 +28,7 @@ func (s *Service) TaskResult(ctx context.Context, nodeID, taskID int64, res agen
 			return nil
 		}
 		ok := res.OK
-		if err := models.FinishAgentTask(tx, t, ok, string(body), now); err != nil {
+		if err := supply.FinishAgentTask(tx, t, ok, string(body), now); err != nil {
 			return err
 		}
 		if t.Kind == agent.TaskStop && t.RentalID != nil {

@@ -9,6 +9,7 @@ import (
 
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/pricing"
 )
 
@@ -67,8 +68,8 @@ func hourShare(r *models.Rental) int64 {
 // earnLegs moves fen of a term rental's price from the provider's unearned
 // account to its payable, the commission on it (carried over the rental's
 // earned total, as charges carry theirs) to platform revenue.
-func earnLegs(r *models.Rental, before, fen int64) []models.Leg {
-	return shareLegs(models.Leg{Kind: models.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: -fen}, r.ProviderID, before, fen)
+func earnLegs(r *models.Rental, before, fen int64) []ledger.Leg {
+	return shareLegs(ledger.Leg{Kind: ledger.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: -fen}, r.ProviderID, before, fen)
 }
 
 // earnBatch is how many term rentals one earning transaction moves.
@@ -90,7 +91,7 @@ func (s *Service) EarnTerms(ctx context.Context) (n int, fen int64, err error) {
 				return err
 			}
 			more = len(rs) == earnBatch
-			var posts []models.Posting
+			var posts []ledger.Posting
 			for i := range rs {
 				r := &rs[i]
 				after = r.ID
@@ -109,14 +110,14 @@ func (s *Service) EarnTerms(ctx context.Context) (n int, fen int64, err error) {
 				if !ok {
 					continue // another pass moved it first
 				}
-				posts = append(posts, models.Posting{
-					Txn: &models.LedgerTxn{Kind: TermEarnedKind, Memo: fmt.Sprintf("rental #%d: %s term earned", r.ID, r.Term),
+				posts = append(posts, ledger.Posting{
+					Txn: &ledger.LedgerTxn{Kind: TermEarnedKind, Memo: fmt.Sprintf("rental #%d: %s term earned", r.ID, r.Term),
 						MemoMsg: locales.M("memo.term_earned", r.ID, termMsg(r.Term)), RentalID: &r.ID, CreatedAt: now},
 					Legs: earnLegs(r, r.EarnedFen, d)})
 				n++
 				fen += d
 			}
-			return models.PostMany(tx, posts)
+			return ledger.PostMany(tx, posts)
 		})
 		if err != nil || !more {
 			return n, fen, err
@@ -127,7 +128,7 @@ func (s *Service) EarnTerms(ctx context.Context) (n int, fen int64, err error) {
 // mergeLegs sums legs on the same account and drops those that come to
 // zero (a refund's receivable leg meets the receivable the rental's own
 // earlier debits left).
-func mergeLegs(legs []models.Leg) []models.Leg {
+func mergeLegs(legs []ledger.Leg) []ledger.Leg {
 	type key struct {
 		kind string
 		org  int64
@@ -141,10 +142,10 @@ func mergeLegs(legs []models.Leg) []models.Leg {
 		}
 		sum[k] += l.AmountFen
 	}
-	out := make([]models.Leg, 0, len(order))
+	out := make([]ledger.Leg, 0, len(order))
 	for _, k := range order {
 		if sum[k] != 0 {
-			out = append(out, models.Leg{Kind: k.kind, OrgID: k.org, AmountFen: sum[k]})
+			out = append(out, ledger.Leg{Kind: k.kind, OrgID: k.org, AmountFen: sum[k]})
 		}
 	}
 	return out
@@ -153,21 +154,21 @@ func mergeLegs(legs []models.Leg) []models.Leg {
 // providerCreditLegs are the legs that give a provider fen back (the
 // reversal of an SLA credit it paid): first what it owes the platform is
 // forgiven, read under lock in tx, then the rest goes to its payable.
-func providerCreditLegs(tx *gorm.DB, providerID, fen int64) ([]models.Leg, error) {
+func providerCreditLegs(tx *gorm.DB, providerID, fen int64) ([]ledger.Leg, error) {
 	if fen <= 0 {
 		return nil, nil
 	}
-	recv, err := models.LockBalance(tx, models.AccProviderReceivable, providerID)
+	recv, err := ledger.LockBalance(tx, ledger.AccProviderReceivable, providerID)
 	if err != nil {
 		return nil, err
 	}
 	toReceivable := min(max(-recv, 0), fen)
-	var legs []models.Leg
+	var legs []ledger.Leg
 	if toReceivable > 0 {
-		legs = append(legs, models.Leg{Kind: models.AccProviderReceivable, OrgID: providerID, AmountFen: toReceivable})
+		legs = append(legs, ledger.Leg{Kind: ledger.AccProviderReceivable, OrgID: providerID, AmountFen: toReceivable})
 	}
 	if rest := fen - toReceivable; rest > 0 {
-		legs = append(legs, models.Leg{Kind: models.AccProviderPayable, OrgID: providerID, AmountFen: rest})
+		legs = append(legs, ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: providerID, AmountFen: rest})
 	}
 	return legs, nil
 }

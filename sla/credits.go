@@ -14,6 +14,8 @@ import (
 	"suanli/billing"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/rentalstore"
 	"suanli/pricing"
 )
 
@@ -120,7 +122,7 @@ func clipInterval(iv interval, from, to time.Time) (interval, bool) {
 
 // billedIn is what a rental's wallet paid for [from, to): charges posted
 // in it, and term payments pro rata over the term each pays for.
-func billedIn(r *models.Rental, charges []models.RentalCharge, from, to time.Time) int64 {
+func billedIn(r *models.Rental, charges []rentalstore.RentalCharge, from, to time.Time) int64 {
 	var fen int64
 	for _, c := range charges {
 		if c.IdemKey != nil && strings.HasPrefix(*c.IdemKey, "term/") {
@@ -145,7 +147,7 @@ func rentalEnded(r *models.Rental) bool {
 
 // computeSLA computes a rental's SLA for the month with the key, as of
 // now (a month not yet over is computed up to now).
-func computeSLA(r *models.Rental, events []models.RentalEvent, charges []models.RentalCharge, month string, now time.Time) Computation {
+func computeSLA(r *models.Rental, events []models.RentalEvent, charges []rentalstore.RentalCharge, month string, now time.Time) Computation {
 	start, _ := time.ParseInLocation("2006-01", month, pricing.Shanghai)
 	ps, pe := start.UTC(), start.AddDate(0, 1, 0).UTC()
 	tier, ok := pricing.TierByName(r.SLA)
@@ -228,7 +230,7 @@ func Settle(ctx context.Context, db *models.DB) (Result, error) {
 	now := db.Now().UTC()
 	_, cur, _ := Month(now)
 	prev, _, _ := Month(cur.Add(-time.Second))
-	ids, err := db.SLADue(ctx, cur, prev)
+	ids, err := rentalstore.SLADue(ctx, db, cur, prev)
 	if err != nil {
 		return res, err
 	}
@@ -250,22 +252,22 @@ func Settle(ctx context.Context, db *models.DB) (Result, error) {
 func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (recorded, credits int, fen int64, err error) {
 	err = db.Tx(ctx, func(tx *gorm.DB) error {
 		recorded, credits, fen = 0, 0, 0
-		r, err := models.ReadRental(tx, id)
+		r, err := rentalstore.ReadRental(tx, id)
 		if err != nil {
 			return err
 		}
 		if r.Free || r.RunningSince == nil {
 			return nil
 		}
-		done, err := models.SLAPeriodsOfRental(tx, r.ID)
+		done, err := rentalstore.SLAPeriodsOfRental(tx, r.ID)
 		if err != nil {
 			return err
 		}
-		events, err := models.RentalEventsTx(tx, r.ID)
+		events, err := rentalstore.RentalEventsTx(tx, r.ID)
 		if err != nil {
 			return err
 		}
-		charges, err := models.RentalCharges(tx, r.ID)
+		charges, err := rentalstore.RentalCharges(tx, r.ID)
 		if err != nil {
 			return err
 		}
@@ -276,7 +278,7 @@ func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (
 			c := computeSLA(&r, events, charges, month, now)
 			row := &models.SLACredit{RentalID: r.ID, Period: month, Tier: c.Tier.Name, PeriodSecs: c.PeriodSecs, DowntimeSecs: c.DowntimeSecs,
 				UptimePct: c.UptimePct, CreditPct: c.CreditPct, BilledFen: c.BilledFen, CreditFen: c.CreditFen, CreatedAt: now}
-			ok, err := models.InsertSLACredit(tx, row)
+			ok, err := rentalstore.InsertSLACredit(tx, row)
 			if err != nil {
 				return err
 			}
@@ -291,7 +293,7 @@ func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (
 			if err != nil {
 				return err
 			}
-			if err := models.SetSLACreditTxn(tx, row.ID, txnID); err != nil {
+			if err := rentalstore.SetSLACreditTxn(tx, row.ID, txnID); err != nil {
 				return err
 			}
 			if err := audit.Record(ctx, tx, audit.SLACredit, fmt.Sprintf("rental:%d", r.ID), audit.Fen(c.CreditFen), fmt.Sprintf("%s: uptime %.4f%%, %d%% credit; provider %d pays", month, c.UptimePct, c.CreditPct, r.ProviderID),
@@ -311,7 +313,7 @@ func settleRental(ctx context.Context, db *models.DB, id int64, now time.Time) (
 // transaction's id: the wallet gets it, the provider's payable pays it.
 func postSLACredit(tx *gorm.DB, r *models.Rental, c *Computation, now time.Time) (int64, error) {
 	key := fmt.Sprintf("sla/r%d/%s", r.ID, c.Period)
-	txn := &models.LedgerTxn{Kind: CreditKind, IdemKey: &key, RentalID: &r.ID, CreatedAt: now,
+	txn := &ledger.LedgerTxn{Kind: CreditKind, IdemKey: &key, RentalID: &r.ID, CreatedAt: now,
 		Memo:    fmt.Sprintf("rental #%d: SLA credit for %s (%s tier, uptime %.4f%%, %d%%)", r.ID, c.Period, c.Tier.Name, c.UptimePct, c.CreditPct),
 		MemoMsg: locales.M("memo.sla_credit", r.ID, c.Period, locales.M("sla.tier."+c.Tier.Name), c.UptimePct, c.CreditPct)}
 	// The provider pays from its payable; what a payout already took is
@@ -320,9 +322,9 @@ func postSLACredit(tx *gorm.DB, r *models.Rental, c *Computation, now time.Time)
 	if err != nil {
 		return 0, err
 	}
-	err = models.Post(tx, txn, append([]models.Leg{{Kind: models.AccWallet, OrgID: r.OrgID, AmountFen: c.CreditFen}}, debit...)...)
-	if errors.Is(err, models.ErrDuplicate) {
-		return models.LedgerTxnIDByKey(tx, key)
+	err = ledger.Post(tx, txn, append([]ledger.Leg{{Kind: ledger.AccWallet, OrgID: r.OrgID, AmountFen: c.CreditFen}}, debit...)...)
+	if errors.Is(err, ledger.ErrDuplicate) {
+		return rentalstore.LedgerTxnIDByKey(tx, key)
 	}
 	return txn.ID, err
 }
@@ -357,11 +359,11 @@ func OfRental(ctx context.Context, db *models.DB, r *models.Rental, events []mod
 	if r.RunningSince == nil || r.Free {
 		return out, nil
 	}
-	rows, err := db.SLACreditsOfRental(ctx, r.ID)
+	rows, err := rentalstore.SLACreditsOfRental(ctx, db, r.ID)
 	if err != nil {
 		return nil, err
 	}
-	charges, err := models.RentalCharges(db.R.WithContext(ctx), r.ID)
+	charges, err := rentalstore.RentalCharges(db.R.WithContext(ctx), r.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"suanli/models"
+	"suanli/models/rentalstore"
 )
 
 // Reliability: each node's uptime over the last UptimeWindow, measured
@@ -129,15 +130,15 @@ func totalSecs(ivs []interval) float64 {
 // and not every pass.
 func RefreshUptime(ctx context.Context, db *models.DB) (int, error) {
 	now := db.Now().UTC()
-	ns, err := db.NodesForUptime(ctx)
+	ns, err := rentalstore.NodesForUptime(ctx, db)
 	if err != nil || len(ns) == 0 {
 		return 0, err
 	}
-	incs, err := db.IncidentsOverlapping(ctx, now.Add(-UptimeWindow), now)
+	incs, err := rentalstore.IncidentsOverlapping(ctx, db, now.Add(-UptimeWindow), now)
 	if err != nil {
 		return 0, err
 	}
-	ups := make([]models.NodeUptime, 0, len(ns))
+	ups := make([]rentalstore.NodeUptime, 0, len(ns))
 	bump := false
 	for _, n := range ns {
 		from := now.Add(-UptimeWindow)
@@ -148,9 +149,9 @@ func RefreshUptime(ctx context.Context, db *models.DB) (int, error) {
 		if n.Uptime30dPct == nil || math.Round(*n.Uptime30dPct*100) != math.Round(pct*100) {
 			bump = true
 		}
-		ups = append(ups, models.NodeUptime{NodeID: n.ID, Pct: pct})
+		ups = append(ups, rentalstore.NodeUptime{NodeID: n.ID, Pct: pct})
 	}
-	return len(ups), db.SetNodeUptimes(ctx, ups, now, bump)
+	return len(ups), rentalstore.SetNodeUptimes(ctx, db, ups, now, bump)
 }
 
 // Uptime is a datacentre's 30-day uptime: the GPU-weighted average of its
@@ -166,7 +167,7 @@ type Uptime struct {
 // DatacenterUptime returns a datacentre's 30-day uptime from its nodes'
 // stored figures (see RefreshUptime).
 func DatacenterUptime(ctx context.Context, db *models.DB, datacenterID int64) (Uptime, error) {
-	ns, err := db.DatacenterNodeUptimes(ctx, datacenterID)
+	ns, err := rentalstore.DatacenterNodeUptimes(ctx, db, datacenterID)
 	if err != nil {
 		return Uptime{}, err
 	}

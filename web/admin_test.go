@@ -21,6 +21,7 @@ import (
 	"suanli/handlers"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/providers"
 	"suanli/routenames"
 )
@@ -357,7 +358,7 @@ func TestAdminPayouts(t *testing.T) {
 	admin := loggedIn(a, "platform admin", mustUser(t, a.db, "root@suanli.example", "Pat Platform", true))
 	po := seedPayout(t, a.db, "2026-10", 880000)
 	status := func(id int64) *models.Payout {
-		p, err := a.db.PayoutByID(ctx, id)
+		p, err := ledger.PayoutByID(ctx, a.db, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -459,13 +460,13 @@ func TestAdminPayoutRunWithStripeDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := db.Tx(ctx, func(tx *gorm.DB) error {
-			if err := models.SetProviderConnect(tx, acc.Provider.ID, "acct_1", true, true); err != nil {
+			if err := ledger.SetProviderConnect(tx, acc.Provider.ID, "acct_1", true, true); err != nil {
 				return err
 			}
-			return models.Post(tx, &models.LedgerTxn{Kind: billing.ChargeKind, Memo: "test earnings", CreatedAt: time.Now()},
-				models.Leg{Kind: models.AccPromoCredit, AmountFen: -10_000},
-				models.Leg{Kind: models.AccProviderPayable, OrgID: acc.Provider.ID, AmountFen: 8_800},
-				models.Leg{Kind: models.AccPlatformRevenue, AmountFen: 1_200})
+			return ledger.Post(tx, &ledger.LedgerTxn{Kind: billing.ChargeKind, Memo: "test earnings", CreatedAt: time.Now()},
+				ledger.Leg{Kind: ledger.AccPromoCredit, AmountFen: -10_000},
+				ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: acc.Provider.ID, AmountFen: 8_800},
+				ledger.Leg{Kind: ledger.AccPlatformRevenue, AmountFen: 1_200})
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -476,7 +477,7 @@ func TestAdminPayoutRunWithStripeDown(t *testing.T) {
 			_, body = admin.do("GET", res.Header.Get("Location"), nil)
 			contains(t, body, html.EscapeString(locales.T(locales.EN, "admin.payouts.run_partial", created, period)))
 		}
-		ps, err := db.PayoutsOfProvider(ctx, acc.Provider.ID)
+		ps, err := ledger.PayoutsOfProvider(ctx, db, acc.Provider.ID)
 		must(t, err == nil && len(ps) == 1 && ps[0].Status == models.PayoutPending && ps[0].Method == models.PayoutStripe,
 			"the payout after two runs with Stripe down: %+v %v", ps, err)
 	})

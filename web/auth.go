@@ -13,6 +13,7 @@ import (
 	"suanli/apperr"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/models/platform"
 	"suanli/reqlog"
 	"suanli/routenames"
 )
@@ -22,7 +23,7 @@ import (
 // served over HTTPS.
 func NewSessions(db *models.DB, secure bool) *scs.SessionManager {
 	sm := scs.New()
-	sm.Store = models.SessionStore{DB: db}
+	sm.Store = platform.SessionStore{DB: db}
 	sm.Lifetime = 30 * 24 * time.Hour
 	sm.IdleTimeout = 7 * 24 * time.Hour
 	sm.Cookie.Name = "suanli_session"

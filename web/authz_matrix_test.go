@@ -22,6 +22,7 @@ import (
 	"suanli/apperr"
 	"suanli/billing"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/routenames"
 )
 
@@ -491,7 +492,7 @@ var matrix = []matrixRow{
 	{route: routenames.AdminTopupsConfirm, params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} }, form: url.Values{"received": {"100"}},
 		want: platformPost,
 		after: func(t *testing.T, f *matrixFixture) {
-			bal, err := f.a.db.WalletBalance(context.Background(), f.orgA.ID)
+			bal, err := ledger.WalletBalance(context.Background(), f.a.db, f.orgA.ID)
 			must(t, err == nil && bal == 10000, "org A's balance after the admin confirmed ¥100: %d %v", bal, err)
 		}},
 	{route: routenames.AdminRefundsPaid, params: func(*matrixFixture) []any { return []any{"999999"} },

@@ -26,6 +26,8 @@ import (
 	"suanli/handlers"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/demodata"
+	"suanli/models/ledger"
 	"suanli/pricing"
 	"suanli/providers"
 	"suanli/rentals"
@@ -445,7 +447,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 		t.Fatal(err)
 	}
 	var slaTxns int64
-	db.R.Model(&models.LedgerTxn{}).Where("kind = ? AND rental_id = ?", "sla_credit", m.moved).Count(&slaTxns)
+	db.R.Model(&ledger.LedgerTxn{}).Where("kind = ? AND rental_id = ?", "sla_credit", m.moved).Count(&slaTxns)
 	must(t, slaTxns == 1, "the moved rental got %d SLA credits, want 1", slaTxns)
 
 	// A rental whose only node fails the NVML checks: it fails, and
@@ -492,7 +494,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 	if err := h.Payouts.MarkPaid(actx, adminUser, po.ID, "CMB-20261201-0001"); err != nil {
 		t.Fatal(err)
 	}
-	problems, err := db.LedgerCheck(ctx)
+	problems, err := ledger.LedgerCheck(ctx, db)
 	must(t, err == nil && len(problems) == 0, "ledger: %v %v", problems, err)
 	return m
 }
@@ -546,7 +548,7 @@ func addSiblingNode(t *testing.T, db *models.DB, o models.Offer, n int) int64 {
 		t.Fatal(err)
 	}
 	name := fmt.Sprintf("cd-tianfu-swpark-rtx-4090-%02d", 90+n)
-	l := models.Listing{ProviderSlug: slugs.Provider, DatacenterSlug: slugs.Datacenter,
+	l := demodata.Listing{ProviderSlug: slugs.Provider, DatacenterSlug: slugs.Datacenter,
 		Node: models.Node{Name: name, GPUModel: o.GPUModel, Status: "active", Demo: true, Health: models.NodeUnknown, AgentInfo: "{}"}}
 	for i := range n {
 		l.GPUs = append(l.GPUs, models.GPU{Idx: i, UUID: fmt.Sprintf("GPU-5b1b11e0-0000-4000-8000-%06d%06d", o.NodeID, i),
@@ -555,7 +557,7 @@ func addSiblingNode(t *testing.T, db *models.DB, o models.Offer, n int) int64 {
 	sib := o
 	sib.ID, sib.MaxGPUs, sib.AvailableGPUs = 0, n, n
 	l.Offer = sib
-	if err := db.CreateMarket(context.Background(), &models.MarketSeed{Listings: []models.Listing{l}}); err != nil {
+	if err := demodata.CreateMarket(context.Background(), db, &demodata.MarketSeed{Listings: []demodata.Listing{l}}); err != nil {
 		t.Fatal(err)
 	}
 	var id int64

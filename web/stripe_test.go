@@ -18,6 +18,7 @@ import (
 	"suanli/dbtest"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/payments"
 	"suanli/routenames"
 	"suanli/stripemock"
@@ -107,7 +108,7 @@ type topupResp struct {
 
 func (a *app) balance(org int64) int64 {
 	a.t.Helper()
-	b, err := a.db.WalletBalance(context.Background(), org)
+	b, err := ledger.WalletBalance(context.Background(), a.db, org)
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func testStripeTopupAndWebhooks(t *testing.T, db *models.DB) {
 	t5, _ := a.db.TopupByID(context.Background(), tp5.ID)
 	must(t, t5.Status == models.TopupFailed, "top-up 5 is %s", t5.Status)
 
-	if problems, err := a.db.LedgerCheck(context.Background()); err != nil || len(problems) > 0 {
+	if problems, err := ledger.LedgerCheck(context.Background(), a.db); err != nil || len(problems) > 0 {
 		t.Errorf("ledger: %v %v", problems, err)
 	}
 	// The API shows the balance.
@@ -214,7 +215,7 @@ func testStripeTopupAndWebhooks(t *testing.T, db *models.DB) {
 	// More than was paid in cannot be refunded.
 	res, body = owner.post(a.url(routenames.WalletRefund, org), url.Values{"refund_amount": {"1000"}})
 	must(t, res.StatusCode == 422 && strings.Contains(body, "At most ¥115"), "over-refund: %d", res.StatusCode)
-	if problems, err := a.db.LedgerCheck(context.Background()); err != nil || len(problems) > 0 {
+	if problems, err := ledger.LedgerCheck(context.Background(), a.db); err != nil || len(problems) > 0 {
 		t.Errorf("ledger: %v %v", problems, err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"suanli/models"
+	"suanli/models/ledger"
 )
 
 // The wallet's ledger CSV: a byte order mark (spreadsheets read Chinese
@@ -25,9 +25,9 @@ func TestWalletLedgerCSV(t *testing.T) {
 	}
 	org := orgs[0].Org.ID
 	err = a.db.Tx(ctx, func(tx *gorm.DB) error {
-		return models.Post(tx, &models.LedgerTxn{Kind: "promo_credit", Memo: "=HYPERLINK(\"x\")", CreatedAt: a.db.Now().UTC()},
-			models.Leg{Kind: models.AccWallet, OrgID: org, AmountFen: 1250},
-			models.Leg{Kind: models.AccPromoCredit, AmountFen: -1250})
+		return ledger.Post(tx, &ledger.LedgerTxn{Kind: "promo_credit", Memo: "=HYPERLINK(\"x\")", CreatedAt: a.db.Now().UTC()},
+			ledger.Leg{Kind: ledger.AccWallet, OrgID: org, AmountFen: 1250},
+			ledger.Leg{Kind: ledger.AccPromoCredit, AmountFen: -1250})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/pricing"
 	"suanli/providers"
 	"suanli/workers"
@@ -54,10 +55,10 @@ func TestPayoutsJobRunsOnDemand(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := db.Tx(ctx, func(tx *gorm.DB) error {
-			return models.Post(tx, &models.LedgerTxn{Kind: billing.ChargeKind, Memo: "test earnings", CreatedAt: time.Now()},
-				models.Leg{Kind: models.AccPromoCredit, AmountFen: -10_000},
-				models.Leg{Kind: models.AccProviderPayable, OrgID: acc.Provider.ID, AmountFen: 8_800},
-				models.Leg{Kind: models.AccPlatformRevenue, AmountFen: 1_200})
+			return ledger.Post(tx, &ledger.LedgerTxn{Kind: billing.ChargeKind, Memo: "test earnings", CreatedAt: time.Now()},
+				ledger.Leg{Kind: ledger.AccPromoCredit, AmountFen: -10_000},
+				ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: acc.Provider.ID, AmountFen: 8_800},
+				ledger.Leg{Kind: ledger.AccPlatformRevenue, AmountFen: 1_200})
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +76,7 @@ func TestPayoutsJobRunsOnDemand(t *testing.T) {
 		}
 		deadline := time.After(30 * time.Second)
 		for {
-			ps, err := db.PayoutsOfProvider(ctx, acc.Provider.ID)
+			ps, err := ledger.PayoutsOfProvider(ctx, db, acc.Provider.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

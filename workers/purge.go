@@ -8,6 +8,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"suanli/models"
+	"suanli/models/platform"
 )
 
 // PurgeArgs asks for expired sessions and old login failures to be deleted.
@@ -24,7 +25,7 @@ type PurgeWorker struct {
 
 // Work implements river.Worker.
 func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error {
-	n, err := w.DB.PurgeExpiredSessions(ctx)
+	n, err := platform.PurgeExpiredSessions(ctx, w.DB)
 	if err != nil {
 		return err
 	}
@@ -33,7 +34,7 @@ func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error
 		return err
 	}
 	// So do counted sign-ups and mails (the longest window is a day).
-	if err := w.DB.PurgeThrottleEvents(ctx, w.DB.Now().UTC().Add(-48*time.Hour)); err != nil {
+	if err := platform.PurgeThrottleEvents(ctx, w.DB, w.DB.Now().UTC().Add(-48*time.Hour)); err != nil {
 		return err
 	}
 	if n > 0 {

@@ -2,6 +2,7 @@ package account
 
 import (
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/views/accountpages"
 )
 
@@ -82,7 +83,7 @@ func refundRows(rs []models.Refund) []accountpages.Refund {
 	return out
 }
 
-func ledgerRows(ls []models.LedgerLine) []accountpages.LedgerLine {
+func ledgerRows(ls []ledger.LedgerLine) []accountpages.LedgerLine {
 	out := make([]accountpages.LedgerLine, len(ls))
 	for i, l := range ls {
 		out[i] = accountpages.LedgerLine{CreatedAt: l.CreatedAt, Kind: l.Kind, Memo: l.Memo, MemoMsg: l.MemoMsg, AmountFen: l.AmountFen}

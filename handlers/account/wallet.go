@@ -5,14 +5,15 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"suanli/handlers"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
 	"suanli/apperr"
+	"suanli/handlers"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/payments"
 	"suanli/pricing"
 	"suanli/routenames"
@@ -23,7 +24,7 @@ import (
 // Asia/Shanghai); bad values are EINVALID naming the parameter.
 func ledgerFilter(c echo.Context) (models.LedgerFilter, error) {
 	f := models.LedgerFilter{Kind: c.QueryParam("kind"), Limit: 500}
-	if f.Kind != "" && !slices.Contains(models.LedgerKinds, f.Kind) {
+	if f.Kind != "" && !slices.Contains(ledger.LedgerKinds, f.Kind) {
 		return f, &apperr.Error{Code: apperr.EINVALID, Field: "kind", Message: "unknown kind", Key: "err.ledger_kind"}
 	}
 	for _, p := range []struct {
@@ -44,9 +45,9 @@ func ledgerFilter(c echo.Context) (models.LedgerFilter, error) {
 
 func (h *Handler) walletVM(c echo.Context, org *models.Org) (accountpages.WalletVM, error) {
 	ctx := c.Request().Context()
-	vm := accountpages.WalletVM{Org: orgVM(org), Kinds: models.LedgerKinds, CardConfigured: h.Wallet.Gateway != nil, Filter: handlers.ReadForm(c, "kind", "from", "to"), Bank: h.Bank}
+	vm := accountpages.WalletVM{Org: orgVM(org), Kinds: ledger.LedgerKinds, CardConfigured: h.Wallet.Gateway != nil, Filter: handlers.ReadForm(c, "kind", "from", "to"), Bank: h.Bank}
 	var err error
-	if vm.BalanceFen, err = h.DB.WalletBalance(ctx, org.ID); err != nil {
+	if vm.BalanceFen, err = ledger.WalletBalance(ctx, h.DB, org.ID); err != nil {
 		return vm, err
 	}
 	if vm.RefundableFen, err = h.Wallet.Refundable(ctx, org.ID); err != nil {
@@ -69,7 +70,7 @@ func (h *Handler) walletVM(c echo.Context, org *models.Org) (accountpages.Wallet
 		}
 		f = models.LedgerFilter{Limit: 500}
 	}
-	ledger, err := h.DB.WalletLedger(ctx, org.ID, f)
+	ledger, err := ledger.WalletLedger(ctx, h.DB, org.ID, f)
 	if err != nil {
 		return vm, err
 	}
@@ -234,7 +235,7 @@ func (h *Handler) WalletCSV(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lines, err := h.DB.WalletLedger(c.Request().Context(), org.ID, f)
+	lines, err := ledger.WalletLedger(c.Request().Context(), h.DB, org.ID, f)
 	if err != nil {
 		return err
 	}
@@ -313,7 +314,7 @@ func (h *Handler) APIWallet(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	bal, err := h.DB.WalletBalance(ctx, org.ID)
+	bal, err := ledger.WalletBalance(ctx, h.DB, org.ID)
 	if err != nil {
 		return err
 	}
@@ -340,11 +341,11 @@ func (h *Handler) APIWalletLedger(c echo.Context) error {
 	}
 	f.Limit, f.Offset = pg.PerPage, pg.Offset()
 	ctx := c.Request().Context()
-	lines, err := h.DB.WalletLedger(ctx, org.ID, f)
+	lines, err := ledger.WalletLedger(ctx, h.DB, org.ID, f)
 	if err != nil {
 		return err
 	}
-	total, err := h.DB.CountWalletLedger(ctx, org.ID, f)
+	total, err := ledger.CountWalletLedger(ctx, h.DB, org.ID, f)
 	if err != nil {
 		return err
 	}
@@ -352,7 +353,7 @@ func (h *Handler) APIWalletLedger(c echo.Context) error {
 		return err
 	}
 	if lines == nil {
-		lines = []models.LedgerLine{}
+		lines = []ledger.LedgerLine{}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "entries": lines, "currency": "cny", "total": total, "page": pg.Page, "per_page": pg.PerPage})
 }

@@ -8,6 +8,8 @@ import (
 
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/platform"
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views/adminpages"
@@ -31,12 +33,12 @@ func (h *Handler) AdminHome(c echo.Context) error {
 			providerOrgs = append(providerOrgs, o.ID)
 		}
 	}
-	applicants, err := h.DB.ApplicantsOfOrgs(ctx, pendingOrgs)
+	applicants, err := platform.ApplicantsOfOrgs(ctx, h.DB, pendingOrgs)
 	if err != nil {
 		return err
 	}
 	vm.Applicants = applicantVMs(applicants)
-	providers, err := h.DB.ProvidersOfOrgs(ctx, providerOrgs)
+	providers, err := platform.ProvidersOfOrgs(ctx, h.DB, providerOrgs)
 	if err != nil {
 		return err
 	}
@@ -56,22 +58,22 @@ func (h *Handler) AdminHome(c echo.Context) error {
 		return err
 	}
 	vm.Flagged = stripeEventVMs(flagged)
-	incidents, err := h.DB.OpenIncidents(ctx, adminQueueLimit)
+	incidents, err := platform.OpenIncidents(ctx, h.DB, adminQueueLimit)
 	if err != nil {
 		return err
 	}
 	vm.Incidents = incidentVMs(incidents, lang)
-	if vm.Counts.Incidents, err = h.DB.CountOpenIncidents(ctx); err != nil {
+	if vm.Counts.Incidents, err = platform.CountOpenIncidents(ctx, h.DB); err != nil {
 		return err
 	}
 	// Stripe transfers finish on their own; bank ones wait for an admin.
-	payouts, n, err := h.DB.Payouts(ctx, models.PayoutFilter{Status: models.PayoutPending, Method: models.PayoutBank, PerPage: adminQueueLimit})
+	payouts, n, err := ledger.Payouts(ctx, h.DB, ledger.PayoutFilter{Status: models.PayoutPending, Method: models.PayoutBank, PerPage: adminQueueLimit})
 	if err != nil {
 		return err
 	}
 	vm.Payouts, vm.Counts.Payouts = payoutVMs(payouts, lang), n
 	vm.Counts.Verify, vm.Counts.BankTopups, vm.Counts.Refunds, vm.Counts.Flagged = len(vm.Pending), len(vm.BankTopups), len(vm.BankRefunds), len(vm.Flagged)
-	if vm.OrgNames, err = h.DB.OrgNames(ctx, orgIDs(vm)); err != nil {
+	if vm.OrgNames, err = platform.OrgNames(ctx, h.DB, orgIDs(vm)); err != nil {
 		return err
 	}
 	return handlers.Render(c, http.StatusOK, adminpages.AdminPage(handlers.ViewCtx(c), vm))

@@ -13,6 +13,7 @@ import (
 	"suanli/apperr"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/models/platform"
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views"
@@ -80,7 +81,7 @@ func (h *Handler) auditActors(c echo.Context, entries []models.AuditEntry) (map[
 			ids = append(ids, *e.ActorID)
 		}
 	}
-	return h.DB.UsersByIDs(c.Request().Context(), ids)
+	return platform.UsersByIDs(c.Request().Context(), h.DB, ids)
 }
 
 // AdminAudit is GET /admin/audit: the audit log, newest first, filtered

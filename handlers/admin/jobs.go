@@ -9,6 +9,7 @@ import (
 
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/models/platform"
 	"suanli/routenames"
 	"suanli/views/adminpages"
 )
@@ -23,7 +24,7 @@ const failedJobsShown = 50
 // of each kind are in each state, and the latest failures with their errors.
 func (h *Handler) AdminJobs(c echo.Context) error {
 	ctx := c.Request().Context()
-	counts, err := h.DB.JobCounts(ctx)
+	counts, err := platform.JobCounts(ctx, h.DB)
 	if err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func (h *Handler) AdminJobs(c echo.Context) error {
 			vm.States = append(vm.States, jc.State)
 		}
 	}
-	failed, err := h.DB.FailedJobs(ctx, failedJobsShown)
+	failed, err := platform.FailedJobs(ctx, h.DB, failedJobsShown)
 	if err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func (h *Handler) AdminJobs(c echo.Context) error {
 // AdminOutbox is GET /admin/outbox?page=: the mail outbox, newest first.
 func (h *Handler) AdminOutbox(c echo.Context) error {
 	page := pageParam(c)
-	mails, total, err := h.DB.OutboxPage(c.Request().Context(), page, models.AdminPerPage)
+	mails, total, err := platform.OutboxPage(c.Request().Context(), h.DB, page, models.AdminPerPage)
 	if err != nil {
 		return err
 	}

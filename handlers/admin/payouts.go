@@ -11,6 +11,7 @@ import (
 	"suanli/apperr"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/providers"
 	"suanli/routenames"
 	"suanli/views"
@@ -32,7 +33,7 @@ func (h *Handler) AdminPayouts(c echo.Context) error {
 func (h *Handler) renderAdminPayouts(c echo.Context, code int, status string, page int, f views.Form, errID int64) error {
 	vm := adminpages.AdminPayoutsVM{Status: status, Statuses: payoutStatuses, Form: f, ErrID: errID, Unavailable: h.Payouts == nil,
 		RunPeriod: providers.PayoutPeriod(h.DB.Now())}
-	rows, total, err := h.DB.Payouts(c.Request().Context(), models.PayoutFilter{Status: status, Page: page, PerPage: models.AdminPerPage})
+	rows, total, err := ledger.Payouts(c.Request().Context(), h.DB, ledger.PayoutFilter{Status: status, Page: page, PerPage: models.AdminPerPage})
 	if err != nil {
 		return err
 	}

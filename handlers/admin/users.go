@@ -11,6 +11,7 @@ import (
 	"suanli/accounts"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/models/platform"
 	"suanli/routenames"
 	"suanli/views"
 	"suanli/views/adminpages"
@@ -65,7 +66,7 @@ func (h *Handler) AdminUsers(c echo.Context) error {
 }
 
 func (h *Handler) renderAdminUsers(c echo.Context, status int, q string, page int, f views.Form, errID int64) error {
-	users, total, err := h.DB.SearchUsers(c.Request().Context(), q, page, models.AdminPerPage)
+	users, total, err := platform.SearchUsers(c.Request().Context(), h.DB, q, page, models.AdminPerPage)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func (h *Handler) AdminOrgs(c echo.Context) error {
 }
 
 func (h *Handler) renderAdminOrgs(c echo.Context, status int, q string, page int, f views.Form, errID int64) error {
-	orgs, total, err := h.DB.SearchOrgs(c.Request().Context(), q, page, models.AdminPerPage)
+	orgs, total, err := platform.SearchOrgs(c.Request().Context(), h.DB, q, page, models.AdminPerPage)
 	if err != nil {
 		return err
 	}

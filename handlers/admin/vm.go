@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"suanli/models"
+	"suanli/models/ledger"
+	"suanli/models/platform"
 	"suanli/views/adminpages"
 )
 
@@ -19,7 +21,7 @@ func orgVMs(orgs []models.Org) []adminpages.Org {
 	return out
 }
 
-func applicantVMs(aps map[int64]models.Applicant) map[int64]adminpages.Applicant {
+func applicantVMs(aps map[int64]platform.Applicant) map[int64]adminpages.Applicant {
 	out := make(map[int64]adminpages.Applicant, len(aps))
 	for id, a := range aps {
 		out[id] = adminpages.Applicant{Name: a.Name, Email: a.Email, Verified: a.EmailVerifiedAt != nil,
@@ -64,7 +66,7 @@ func stripeEventVMs(es []models.StripeEvent) []adminpages.StripeEvent {
 
 // incidentVMs names each incident's provider in lang (Chinese when it
 // has no English name).
-func incidentVMs(ins []models.OpenIncident, lang string) []adminpages.Incident {
+func incidentVMs(ins []platform.OpenIncident, lang string) []adminpages.Incident {
 	out := make([]adminpages.Incident, 0, len(ins))
 	for _, in := range ins {
 		name := in.ProviderNameZH
@@ -79,7 +81,7 @@ func incidentVMs(ins []models.OpenIncident, lang string) []adminpages.Incident {
 
 // payoutVMs names each payout's provider in lang; a pending bank payout
 // is the one an admin marks paid or failed.
-func payoutVMs(rows []models.PayoutRow, lang string) []adminpages.Payout {
+func payoutVMs(rows []ledger.PayoutRow, lang string) []adminpages.Payout {
 	out := make([]adminpages.Payout, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, adminpages.Payout{ID: r.ID, ProviderName: r.ProviderName(lang), Period: r.Period, AmountFen: r.AmountFen,
@@ -111,7 +113,7 @@ func mailVMs(ms []models.OutboxMail) []adminpages.Mail {
 	return out
 }
 
-func failedJobVMs(js []models.FailedJob) []adminpages.FailedJob {
+func failedJobVMs(js []platform.FailedJob) []adminpages.FailedJob {
 	out := make([]adminpages.FailedJob, 0, len(js))
 	for _, j := range js {
 		out = append(out, adminpages.FailedJob{ID: j.ID, Kind: j.Kind, State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts,

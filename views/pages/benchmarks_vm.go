@@ -10,6 +10,7 @@ import (
 
 	"suanli/agent"
 	"suanli/models"
+	"suanli/models/supply"
 	"suanli/pricing"
 	"suanli/views"
 	"suanli/views/charts"
@@ -21,7 +22,7 @@ type BenchmarkVM struct {
 	Report  models.BenchmarkReport
 	Nominal agent.Nominal
 	Run     agent.BenchmarkReport
-	Subject models.BenchmarkSubject
+	Subject supply.BenchmarkSubject
 	// Measured[i] is the measured figure of Run.Loads[i], if it has one.
 	Measured []BenchMeasured
 	// PeakTempC is the highest GPU temperature sampled during the run
@@ -38,7 +39,7 @@ type BenchMeasured struct {
 
 // NodeBenchmarksVM is a node's report history, newest first.
 type NodeBenchmarksVM struct {
-	Subject models.BenchmarkSubject
+	Subject supply.BenchmarkSubject
 	Reports []models.BenchmarkReport
 }
 
@@ -437,7 +438,7 @@ func benchTrigger(vc views.Ctx, trigger string) string {
 	return views.LabelOr(vc, "bench.trigger."+trigger, trigger)
 }
 
-func benchNodeTitle(vc views.Ctx, s models.BenchmarkSubject, gpuName string, gpus int) string {
+func benchNodeTitle(vc views.Ctx, s supply.BenchmarkSubject, gpuName string, gpus int) string {
 	return vc.T("bench.node_title", gpuName, gpus, s.Node.Name)
 }
 

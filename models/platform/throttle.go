@@ -1,10 +1,12 @@
-package models
+package platform
 
 import (
 	"context"
 	"time"
 
 	"gorm.io/gorm"
+
+	"suanli/models"
 )
 
 // ThrottleEvent is one counted attempt of a throttled action (a sign-up
@@ -18,7 +20,7 @@ type ThrottleEvent struct {
 
 // CountThrottle counts the attempts of a kind for a subject since the time
 // given, and returns the oldest of them (zero when none).
-func (db *DB) CountThrottle(ctx context.Context, kind, subject string, since time.Time) (int64, time.Time, error) {
+func CountThrottle(ctx context.Context, db *models.DB, kind, subject string, since time.Time) (int64, time.Time, error) {
 	return CountThrottleIn(db.W.WithContext(ctx), kind, subject, since)
 }
 
@@ -62,6 +64,6 @@ func RecordThrottle(tx *gorm.DB, kind string, at time.Time, subjects ...string) 
 }
 
 // PurgeThrottleEvents deletes attempts older than the time given.
-func (db *DB) PurgeThrottleEvents(ctx context.Context, before time.Time) error {
+func PurgeThrottleEvents(ctx context.Context, db *models.DB, before time.Time) error {
 	return db.W.WithContext(ctx).Where("at < ?", before).Delete(&ThrottleEvent{}).Error
 }

@@ -1,10 +1,12 @@
-package models
+package platform
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"time"
+
+	"suanli/models"
 )
 
 // The aggregate queries behind the Prometheus gauges (metrics.Collector). Each
@@ -18,7 +20,7 @@ type StatusCount struct {
 }
 
 // RentalsByStatus counts rentals by status (rentals_status index).
-func (db *DB) RentalsByStatus(ctx context.Context) ([]StatusCount, error) {
+func RentalsByStatus(ctx context.Context, db *models.DB) ([]StatusCount, error) {
 	var out []StatusCount
 	err := db.R.WithContext(ctx).Raw(`SELECT status, COUNT(*) AS n FROM rentals GROUP BY status ORDER BY status`).Scan(&out).Error
 	return out, err
@@ -32,11 +34,11 @@ type GPUStateCount struct {
 
 // GPUsByModelCityState counts the GPUs of nodes that are not removed by
 // catalogue model, datacentre city and state (free, busy, unhealthy).
-func (db *DB) GPUsByModelCityState(ctx context.Context) ([]GPUStateCount, error) {
+func GPUsByModelCityState(ctx context.Context, db *models.DB) ([]GPUStateCount, error) {
 	var out []GPUStateCount
 	err := db.R.WithContext(ctx).Raw(`SELECT g.gpu_model AS model, d.city AS city, g.state AS state, COUNT(*) AS n
 		FROM gpus g JOIN nodes n ON n.id = g.node_id JOIN datacenters d ON d.id = n.datacenter_id
-		WHERE n.status <> ? GROUP BY g.gpu_model, d.city, g.state ORDER BY 1, 2, 3`, NodeRemoved).Scan(&out).Error
+		WHERE n.status <> ? GROUP BY g.gpu_model, d.city, g.state ORDER BY 1, 2, 3`, models.NodeRemoved).Scan(&out).Error
 	return out, err
 }
 
@@ -48,7 +50,7 @@ type TopupTotal struct {
 
 // TopupTotals counts top-ups and sums their amounts by method and status
 // (topups_status index).
-func (db *DB) TopupTotals(ctx context.Context) ([]TopupTotal, error) {
+func TopupTotals(ctx context.Context, db *models.DB) ([]TopupTotal, error) {
 	var out []TopupTotal
 	err := db.R.WithContext(ctx).Raw(`SELECT method, status, COUNT(*) AS n, COALESCE(SUM(amount_fen), 0) AS fen
 		FROM topups GROUP BY method, status ORDER BY method, status`).Scan(&out).Error
@@ -67,7 +69,7 @@ type LedgerKindFen struct {
 // Transaction ids are handed out before commit, so on PostgreSQL a newer
 // id can be visible while an older one is still open; counting only up to
 // a settled id never skips one.
-func (db *DB) LedgerSettledID(ctx context.Context, t time.Time) (int64, error) {
+func LedgerSettledID(ctx context.Context, db *models.DB, t time.Time) (int64, error) {
 	var ids []int64
 	err := db.R.WithContext(ctx).Raw(`SELECT id FROM ledger_txns WHERE created_at < ? ORDER BY id DESC LIMIT 1`, t.UTC()).Scan(&ids).Error
 	if err != nil || len(ids) == 0 {
@@ -77,7 +79,7 @@ func (db *DB) LedgerSettledID(ctx context.Context, t time.Time) (int64, error) {
 }
 
 // LedgerMaxID is the newest ledger transaction's id (0 when none).
-func (db *DB) LedgerMaxID(ctx context.Context) (int64, error) {
+func LedgerMaxID(ctx context.Context, db *models.DB) (int64, error) {
 	var ids []int64
 	err := db.R.WithContext(ctx).Raw(`SELECT COALESCE(MAX(id), 0) FROM ledger_txns`).Scan(&ids).Error
 	if err != nil || len(ids) == 0 {
@@ -91,7 +93,7 @@ func (db *DB) LedgerMaxID(ctx context.Context) (int64, error) {
 // entries are what it moved). It reads only that range of the
 // ledger_entries_txn index, so a caller that remembers upTo adds up the
 // whole ledger once and then only what is new.
-func (db *DB) LedgerVolume(ctx context.Context, after, upTo int64) ([]LedgerKindFen, error) {
+func LedgerVolume(ctx context.Context, db *models.DB, after, upTo int64) ([]LedgerKindFen, error) {
 	var out []LedgerKindFen
 	if upTo <= after {
 		return nil, nil
@@ -103,9 +105,9 @@ func (db *DB) LedgerVolume(ctx context.Context, after, upTo int64) ([]LedgerKind
 }
 
 // NodesByHealth counts the nodes that are not removed by health.
-func (db *DB) NodesByHealth(ctx context.Context) ([]StatusCount, error) {
+func NodesByHealth(ctx context.Context, db *models.DB) ([]StatusCount, error) {
 	var out []StatusCount
-	err := db.R.WithContext(ctx).Raw(`SELECT health AS status, COUNT(*) AS n FROM nodes WHERE status <> ? GROUP BY health ORDER BY health`, NodeRemoved).Scan(&out).Error
+	err := db.R.WithContext(ctx).Raw(`SELECT health AS status, COUNT(*) AS n FROM nodes WHERE status <> ? GROUP BY health ORDER BY health`, models.NodeRemoved).Scan(&out).Error
 	return out, err
 }
 
@@ -122,7 +124,7 @@ type HeartbeatAges struct {
 
 // NodeHeartbeatAges computes HeartbeatAges in the database: one pass over
 // the nodes, however many there are (a synthetic market has one per offer).
-func (db *DB) NodeHeartbeatAges(ctx context.Context, now time.Time, bounds []float64) (HeartbeatAges, error) {
+func NodeHeartbeatAges(ctx context.Context, db *models.DB, now time.Time, bounds []float64) (HeartbeatAges, error) {
 	age := `(julianday(?) - julianday(last_heartbeat_at)) * 86400.0`
 	if db.Dialect == "postgres" {
 		age = `EXTRACT(EPOCH FROM (CAST(? AS TIMESTAMPTZ) - last_heartbeat_at))`
@@ -133,7 +135,7 @@ func (db *DB) NodeHeartbeatAges(ctx context.Context, now time.Time, bounds []flo
 		fmt.Fprintf(&b, `, COALESCE(SUM(CASE WHEN age <= %g THEN 1 ELSE 0 END), 0)`, x)
 	}
 	b.WriteString(` FROM (SELECT health, ` + age + ` AS age FROM nodes WHERE last_heartbeat_at IS NOT NULL AND status <> ?) ages`)
-	row := db.R.WithContext(ctx).Raw(b.String(), NodeSilent, now.UTC(), NodeRemoved).Row()
+	row := db.R.WithContext(ctx).Raw(b.String(), models.NodeSilent, now.UTC(), models.NodeRemoved).Row()
 	h := HeartbeatAges{AtMost: make([]int64, len(bounds))}
 	dest := []any{&h.Count, &h.SumSeconds, &h.OldestActive}
 	for i := range h.AtMost {
@@ -155,7 +157,7 @@ type JobStateCount struct {
 // discarded by kind (completed jobs are left out: River keeps them a day
 // and they are counted as they finish by the worker metrics). River's
 // state index covers the filter.
-func (db *DB) JobsByKindState(ctx context.Context) ([]JobStateCount, error) {
+func JobsByKindState(ctx context.Context, db *models.DB) ([]JobStateCount, error) {
 	var out []JobStateCount
 	err := db.R.WithContext(ctx).Raw(`SELECT kind, state, COUNT(*) AS n FROM river_job
 		WHERE state IN ('available', 'scheduled', 'retryable', 'running', 'discarded')

@@ -1,4 +1,4 @@
-package models
+package rentalstore
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/locales"
+	"suanli/models"
 	"suanli/pricing"
 )
 
@@ -26,7 +27,7 @@ func FreeGPUsOnNode(tx *gorm.DB, nodeID int64, model string, n int) ([]int64, er
 	var ids []int64
 	err := tx.Raw(`SELECT g.id FROM gpus g JOIN nodes n ON n.id = g.node_id
 		WHERE g.node_id = ? AND g.gpu_model = ? AND g.state = ? AND g.health = ? AND n.health = ? AND n.status = ?
-		ORDER BY g.idx LIMIT ?`+lock, nodeID, model, GPUFree, GPUHealthy, NodeHealthy, NodeActive, n).Scan(&ids).Error
+		ORDER BY g.idx LIMIT ?`+lock, nodeID, model, models.GPUFree, models.GPUHealthy, models.NodeHealthy, models.NodeActive, n).Scan(&ids).Error
 	return ids, err
 }
 
@@ -34,7 +35,7 @@ func FreeGPUsOnNode(tx *gorm.DB, nodeID int64, model string, n int) ([]int64, er
 // how many it took: fewer than asked means a concurrent rent took some
 // first.
 func TakeGPUs(tx *gorm.DB, ids []int64) (int64, error) {
-	res := tx.Model(&GPU{}).Where("id IN ? AND state = ?", ids, GPUFree).Update("state", GPUBusy)
+	res := tx.Model(&models.GPU{}).Where("id IN ? AND state = ?", ids, models.GPUFree).Update("state", models.GPUBusy)
 	return res.RowsAffected, res.Error
 }
 
@@ -42,31 +43,31 @@ func TakeGPUs(tx *gorm.DB, ids []int64) (int64, error) {
 // GPU already held by a live rental breaks the unique index on live
 // rental GPUs: see IsUniqueViolation.
 func AttachRentalGPU(tx *gorm.DB, rentalID, gpuID, nodeID int64, at time.Time) error {
-	return tx.Create(&RentalGPU{RentalID: rentalID, GPUID: gpuID, NodeID: nodeID, AttachedAt: at}).Error
+	return tx.Create(&models.RentalGPU{RentalID: rentalID, GPUID: gpuID, NodeID: nodeID, AttachedAt: at}).Error
 }
 
 // InsertRental creates a rental in tx.
-func InsertRental(tx *gorm.DB, r *Rental) error { return tx.Create(r).Error }
+func InsertRental(tx *gorm.DB, r *models.Rental) error { return tx.Create(r).Error }
 
 // SetRentalNode records in tx the node whose GPUs the rental holds.
 func SetRentalNode(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
-	return tx.Model(&Rental{}).Where("id = ?", rentalID).Updates(map[string]any{"node_id": nodeID, "updated_at": now}).Error
+	return tx.Model(&models.Rental{}).Where("id = ?", rentalID).Updates(map[string]any{"node_id": nodeID, "updated_at": now}).Error
 }
 
 // HeldRentalGPUs returns, in tx, the rental GPU rows not yet released.
-func HeldRentalGPUs(tx *gorm.DB, rentalID int64) ([]RentalGPU, error) {
-	var held []RentalGPU
+func HeldRentalGPUs(tx *gorm.DB, rentalID int64) ([]models.RentalGPU, error) {
+	var held []models.RentalGPU
 	err := tx.Where("rental_id = ? AND released_at IS NULL", rentalID).Find(&held).Error
 	return held, err
 }
 
 // ReleasedGPUState is the state a GPU takes when a rental lets go of it:
 // unhealthy if its last verdict failed (or it went missing), else free.
-func ReleasedGPUState(health GPUHealth) GPUState {
-	if health == GPUFailing || health == GPUMissing {
-		return GPUUnhealthy
+func ReleasedGPUState(health models.GPUHealth) models.GPUState {
+	if health == models.GPUFailing || health == models.GPUMissing {
+		return models.GPUUnhealthy
 	}
-	return GPUFree
+	return models.GPUFree
 }
 
 // ReleaseRentalGPUs lets go, in tx, of every GPU the rental holds: the
@@ -88,12 +89,12 @@ func ReleaseRentalGPUs(tx *gorm.DB, rentalID int64, now time.Time) ([]int64, err
 			nodes = append(nodes, h.NodeID)
 		}
 	}
-	if err := tx.Model(&RentalGPU{}).Where("rental_id = ? AND released_at IS NULL", rentalID).Update("released_at", now).Error; err != nil {
+	if err := tx.Model(&models.RentalGPU{}).Where("rental_id = ? AND released_at IS NULL", rentalID).Update("released_at", now).Error; err != nil {
 		return nil, err
 	}
 	// ReleasedGPUState, in one statement for all of them.
 	if err := tx.Exec(`UPDATE gpus SET state = CASE WHEN health IN (?, ?) THEN ? ELSE ? END WHERE id IN ? AND state = ?`,
-		GPUFailing, GPUMissing, GPUUnhealthy, GPUFree, ids, GPUBusy).Error; err != nil {
+		models.GPUFailing, models.GPUMissing, models.GPUUnhealthy, models.GPUFree, ids, models.GPUBusy).Error; err != nil {
 		return nil, err
 	}
 	return nodes, nil
@@ -101,8 +102,8 @@ func ReleaseRentalGPUs(tx *gorm.DB, rentalID int64, now time.Time) ([]int64, err
 
 // HeldGPUs returns the GPUs the rental holds now, by index. It reads on
 // the write handle: provisioning reads what it has just written.
-func (db *DB) HeldGPUs(ctx context.Context, rentalID int64) ([]GPU, error) {
-	var gs []GPU
+func HeldGPUs(ctx context.Context, db *models.DB, rentalID int64) ([]models.GPU, error) {
+	var gs []models.GPU
 	err := db.W.WithContext(ctx).Raw(`SELECT g.* FROM gpus g JOIN rental_gpus rg ON rg.gpu_id = g.id
 		WHERE rg.rental_id = ? AND rg.released_at IS NULL ORDER BY g.idx`, rentalID).Scan(&gs).Error
 	return gs, err
@@ -175,10 +176,10 @@ func (m RentalMove) fields() map[string]any {
 // if it still has one of the from statuses, and reports whether it did
 // (a stop that committed meanwhile wins). Whether the move is allowed at
 // all (RentalStatus.CanMoveTo) is the caller's rule.
-func MoveRental(tx *gorm.DB, id int64, to RentalStatus, from []RentalStatus, m RentalMove, now time.Time) (bool, error) {
+func MoveRental(tx *gorm.DB, id int64, to models.RentalStatus, from []models.RentalStatus, m RentalMove, now time.Time) (bool, error) {
 	up := m.fields()
 	up["status"], up["updated_at"] = to, now
-	res := tx.Model(&Rental{}).Where("id = ? AND status IN ?", id, from).Updates(up)
+	res := tx.Model(&models.Rental{}).Where("id = ? AND status IN ?", id, from).Updates(up)
 	return res.RowsAffected == 1, res.Error
 }
 
@@ -186,28 +187,28 @@ func MoveRental(tx *gorm.DB, id int64, to RentalStatus, from []RentalStatus, m R
 // the balance did not pay (running → failed, see rentalTransitions): its
 // term end is cleared and why recorded.
 func FailUnpaidTerm(tx *gorm.DB, id int64, why string, msg locales.Msg, now time.Time) error {
-	return tx.Model(&Rental{}).Where("id = ? AND status = ?", id, RentalRunning).Updates(map[string]any{"status": RentalFailed, "ends_at": nil,
+	return tx.Model(&models.Rental{}).Where("id = ? AND status = ?", id, models.RentalRunning).Updates(map[string]any{"status": models.RentalFailed, "ends_at": nil,
 		"failure": why, "failure_msg": msg, "stopped_at": now, "updated_at": now}).Error
 }
 
 // SetRentalAttempts records in tx how many nodes a rental's provisioning
 // has tried.
 func SetRentalAttempts(tx *gorm.DB, id int64, attempts int, now time.Time) error {
-	return tx.Model(&Rental{}).Where("id = ?", id).Updates(map[string]any{"attempts": attempts, "updated_at": now}).Error
+	return tx.Model(&models.Rental{}).Where("id = ?", id).Updates(map[string]any{"attempts": attempts, "updated_at": now}).Error
 }
 
 // EndRentalDowntime records in tx a rental's total downtime and that it
 // is no longer down.
 func EndRentalDowntime(tx *gorm.DB, id, downtimeSecs int64) error {
-	return tx.Model(&Rental{}).Where("id = ?", id).Updates(map[string]any{"downtime_secs": downtimeSecs, "down_since": nil}).Error
+	return tx.Model(&models.Rental{}).Where("id = ?", id).Updates(map[string]any{"downtime_secs": downtimeSecs, "down_since": nil}).Error
 }
 
 // SwitchRental writes in tx a switched or resized rental's new terms
 // (offer, provider, GPUs, price, attempts, from next) and its new status,
 // and clears what its last stop left (stopped_at, stop_reason, the low
 // balance mail).
-func SwitchRental(tx *gorm.DB, next *Rental, status RentalStatus, now time.Time) error {
-	return tx.Model(&Rental{}).Where("id = ?", next.ID).Updates(map[string]any{
+func SwitchRental(tx *gorm.DB, next *models.Rental, status models.RentalStatus, now time.Time) error {
+	return tx.Model(&models.Rental{}).Where("id = ?", next.ID).Updates(map[string]any{
 		"offer_id": next.OfferID, "provider_id": next.ProviderID, "gpus": next.GPUs,
 		"price_per_gpu_hour_fen": next.PricePerGPUHourFen, "offpeak_pct": next.OffpeakPct, "student_pct": next.StudentPct,
 		"attempts": next.Attempts, "status": status, "stopped_at": nil, "stop_reason": "", "low_balance_mailed": false, "updated_at": now,
@@ -216,8 +217,8 @@ func SwitchRental(tx *gorm.DB, next *Rental, status RentalStatus, now time.Time)
 
 // ReadRental reads a rental in tx (without locking it); a missing rental
 // is ENOTFOUND.
-func ReadRental(tx *gorm.DB, id int64) (Rental, error) {
-	var r Rental
+func ReadRental(tx *gorm.DB, id int64) (models.Rental, error) {
+	var r models.Rental
 	err := tx.First(&r, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return r, apperr.NotFound("rental")
@@ -226,8 +227,8 @@ func ReadRental(tx *gorm.DB, id int64) (Rental, error) {
 }
 
 // ReadOffer reads an offer in tx; a missing offer is ENOTFOUND.
-func ReadOffer(tx *gorm.DB, id int64) (Offer, error) {
-	var o Offer
+func ReadOffer(tx *gorm.DB, id int64) (models.Offer, error) {
+	var o models.Offer
 	err := tx.First(&o, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return o, apperr.NotFound("offer")
@@ -236,8 +237,8 @@ func ReadOffer(tx *gorm.DB, id int64) (Offer, error) {
 }
 
 // NodeByID returns a node; a missing node is ENOTFOUND.
-func (db *DB) NodeByID(ctx context.Context, id int64) (*Node, error) {
-	var n Node
+func NodeByID(ctx context.Context, db *models.DB, id int64) (*models.Node, error) {
+	var n models.Node
 	err := db.R.WithContext(ctx).First(&n, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.NotFound("node")
@@ -248,19 +249,19 @@ func (db *DB) NodeByID(ctx context.Context, id int64) (*Node, error) {
 // CandidateNodes returns, in tx, the nodes a rental may move to: healthy
 // and active, of the offer's provider, datacentre and GPU model, never
 // one the rental has held GPUs on; the offer's own node first, then by id.
-func CandidateNodes(tx *gorm.DB, o *Offer, rentalID int64) ([]int64, error) {
+func CandidateNodes(tx *gorm.DB, o *models.Offer, rentalID int64) ([]int64, error) {
 	var cands []int64
 	err := tx.Raw(`SELECT n.id FROM nodes n WHERE n.provider_id = ? AND n.datacenter_id = ? AND n.gpu_model = ?
 		AND n.health = ? AND n.status = ?
 		AND n.id NOT IN (SELECT node_id FROM rental_gpus WHERE rental_id = ?)
-		ORDER BY CASE WHEN n.id = ? THEN 0 ELSE 1 END, n.id`, o.ProviderID, o.DatacenterID, o.GPUModel, NodeHealthy, NodeActive, rentalID, o.NodeID).
+		ORDER BY CASE WHEN n.id = ? THEN 0 ELSE 1 END, n.id`, o.ProviderID, o.DatacenterID, o.GPUModel, models.NodeHealthy, models.NodeActive, rentalID, o.NodeID).
 		Scan(&cands).Error
 	return cands, err
 }
 
 // GPUByUUID reads a GPU in tx by its UUID; an unknown one is ENOTFOUND.
-func GPUByUUID(tx *gorm.DB, uuid string) (*GPU, error) {
-	var g GPU
+func GPUByUUID(tx *gorm.DB, uuid string) (*models.GPU, error) {
+	var g models.GPU
 	err := tx.Where("uuid = ?", uuid).First(&g).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.NotFound("gpu")
@@ -271,24 +272,24 @@ func GPUByUUID(tx *gorm.DB, uuid string) (*GPU, error) {
 // MarkGPUFailing records in tx that a GPU failed its checks at now, with
 // the reasons (one per line) and the same as a message.
 func MarkGPUFailing(tx *gorm.DB, gpuID int64, reasons string, msg locales.Msg, now time.Time) error {
-	return tx.Model(&GPU{}).Where("id = ?", gpuID).Updates(map[string]any{
-		"health": GPUFailing, "reasons": reasons, "reasons_msg": msg, "checked_at": now}).Error
+	return tx.Model(&models.GPU{}).Where("id = ?", gpuID).Updates(map[string]any{
+		"health": models.GPUFailing, "reasons": reasons, "reasons_msg": msg, "checked_at": now}).Error
 }
 
 // SilentNodes returns the nodes still counted as heard (healthy or
 // without NVML) whose last heartbeat is before before. It reads on the
 // write handle, as the health pass that changes them does.
-func (db *DB) SilentNodes(ctx context.Context, before time.Time) ([]Node, error) {
-	var ns []Node
-	err := db.W.WithContext(ctx).Where("health IN ? AND last_heartbeat_at < ?", []NodeHealth{NodeHealthy, NodeNoNVML}, before).Find(&ns).Error
+func SilentNodes(ctx context.Context, db *models.DB, before time.Time) ([]models.Node, error) {
+	var ns []models.Node
+	err := db.W.WithContext(ctx).Where("health IN ? AND last_heartbeat_at < ?", []models.NodeHealth{models.NodeHealthy, models.NodeNoNVML}, before).Find(&ns).Error
 	return ns, err
 }
 
 // MarkNodeSilent sets a node's health to silent in tx, only if it still
 // has the health from, and reports whether it did (a heartbeat that came
 // in meanwhile wins).
-func MarkNodeSilent(tx *gorm.DB, nodeID int64, from NodeHealth) (bool, error) {
-	res := tx.Model(&Node{}).Where("id = ? AND health = ?", nodeID, from).Update("health", NodeSilent)
+func MarkNodeSilent(tx *gorm.DB, nodeID int64, from models.NodeHealth) (bool, error) {
+	res := tx.Model(&models.Node{}).Where("id = ? AND health = ?", nodeID, from).Update("health", models.NodeSilent)
 	return res.RowsAffected > 0, res.Error
 }
 
@@ -309,23 +310,23 @@ type RentalOnFailure struct {
 // holding a failing or missing GPU, a row per failure (a rental may come
 // more than once; silent nodes first). It reads on the write handle, as
 // the health pass that moves them does.
-func (db *DB) RentalsOnFailures(ctx context.Context) ([]RentalOnFailure, error) {
+func RentalsOnFailures(ctx context.Context, db *models.DB) ([]RentalOnFailure, error) {
 	var hits []RentalOnFailure
 	err := db.W.WithContext(ctx).Raw(`SELECT r.id AS rental_id, n.id AS node_id, 0 AS gpu_id, 'node silent' AS reasons, '' AS reasons_msg
 		FROM rentals r JOIN nodes n ON n.id = r.node_id WHERE r.status = ? AND n.health = ?
 		UNION ALL
 		SELECT r.id, g.node_id, g.id, g.reasons, g.reasons_msg FROM rentals r JOIN rental_gpus rg ON rg.rental_id = r.id AND rg.released_at IS NULL
 		JOIN gpus g ON g.id = rg.gpu_id WHERE r.status = ? AND g.health IN (?, ?)`,
-		RentalRunning, NodeSilent, RentalRunning, GPUFailing, GPUMissing).Scan(&hits).Error
+		models.RentalRunning, models.NodeSilent, models.RentalRunning, models.GPUFailing, models.GPUMissing).Scan(&hits).Error
 	return hits, err
 }
 
 // UnconfirmedStops returns the ids of rentals stopping since before
 // stoppedBefore (their agent never confirmed). It reads on the write
 // handle, as the health pass that finishes them does.
-func (db *DB) UnconfirmedStops(ctx context.Context, stoppedBefore time.Time) ([]int64, error) {
+func UnconfirmedStops(ctx context.Context, db *models.DB, stoppedBefore time.Time) ([]int64, error) {
 	var ids []int64
-	err := db.W.WithContext(ctx).Model(&Rental{}).Where("status = ? AND stopped_at < ?", RentalStopping, stoppedBefore).Pluck("id", &ids).Error
+	err := db.W.WithContext(ctx).Model(&models.Rental{}).Where("status = ? AND stopped_at < ?", models.RentalStopping, stoppedBefore).Pluck("id", &ids).Error
 	return ids, err
 }
 
@@ -333,17 +334,17 @@ func (db *DB) UnconfirmedStops(ctx context.Context, stoppedBefore time.Time) ([]
 // that still need the health pass: running ones (to renew or stop) and
 // stopped ones still holding GPUs (to release them). It reads on the
 // write handle.
-func (db *DB) EndedTerms(ctx context.Context, now time.Time) ([]Rental, error) {
-	var rs []Rental
+func EndedTerms(ctx context.Context, db *models.DB, now time.Time) ([]models.Rental, error) {
+	var rs []models.Rental
 	err := db.W.WithContext(ctx).Where("term <> ? AND ends_at <= ? AND (status = ? OR (status = ? AND EXISTS (SELECT 1 FROM rental_gpus rg WHERE rg.rental_id = rentals.id AND rg.released_at IS NULL)))",
-		pricing.OnDemand, now, RentalRunning, RentalStopped).Find(&rs).Error
+		pricing.OnDemand, now, models.RentalRunning, models.RentalStopped).Find(&rs).Error
 	return rs, err
 }
 
 // NodeStatus returns a node's status (NodeActive, draining, removed); a
 // missing node has the empty status. It reads on the write handle.
-func (db *DB) NodeStatus(ctx context.Context, nodeID int64) (NodeStatus, error) {
+func NodeStatus(ctx context.Context, db *models.DB, nodeID int64) (models.NodeStatus, error) {
 	var status string // gorm plucks one value into a plain string only
-	err := db.W.WithContext(ctx).Model(&Node{}).Where("id = ?", nodeID).Pluck("status", &status).Error
-	return NodeStatus(status), err
+	err := db.W.WithContext(ctx).Model(&models.Node{}).Where("id = ?", nodeID).Pluck("status", &status).Error
+	return models.NodeStatus(status), err
 }

@@ -1,4 +1,4 @@
-package models
+package platform
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"suanli/models"
 )
 
 // SessionStore keeps scs sessions in the database, so any replica serves
 // any request. It implements scs.CtxStore.
-type SessionStore struct{ DB *DB }
+type SessionStore struct{ DB *models.DB }
 
 type sessionRow struct {
 	Token  string `gorm:"primaryKey"`
@@ -61,7 +63,7 @@ func (s SessionStore) Commit(token string, b []byte, expiry time.Time) error {
 func (s SessionStore) Delete(token string) error { return s.DeleteCtx(context.Background(), token) }
 
 // PurgeExpiredSessions deletes sessions past their expiry.
-func (db *DB) PurgeExpiredSessions(ctx context.Context) (int64, error) {
+func PurgeExpiredSessions(ctx context.Context, db *models.DB) (int64, error) {
 	res := db.W.WithContext(ctx).Where("expiry <= ?", db.Now().UTC()).Delete(&sessionRow{})
 	return res.RowsAffected, res.Error
 }

@@ -1,4 +1,4 @@
-package models
+package supply
 
 import (
 	"context"
@@ -7,14 +7,15 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/agent"
+	"suanli/models"
 )
 
 // OpenBenchmarkTask returns a node's newest benchmark task created after
 // since that has no result yet, in tx; gorm.ErrRecordNotFound when none is
 // out.
-func OpenBenchmarkTask(tx *gorm.DB, nodeID int64, since time.Time) (AgentTask, error) {
-	var t AgentTask
-	err := tx.Where("node_id = ? AND kind = ? AND status <> ? AND created_at > ?", nodeID, agent.TaskBenchmark, TaskDone, since).
+func OpenBenchmarkTask(tx *gorm.DB, nodeID int64, since time.Time) (models.AgentTask, error) {
+	var t models.AgentTask
+	err := tx.Where("node_id = ? AND kind = ? AND status <> ? AND created_at > ?", nodeID, agent.TaskBenchmark, models.TaskDone, since).
 		Order("id DESC").First(&t).Error
 	return t, err
 }
@@ -23,15 +24,15 @@ func OpenBenchmarkTask(tx *gorm.DB, nodeID int64, since time.Time) (AgentTask, e
 // pass their checks, in index order, in tx: the ones a benchmark may load.
 func IdleHealthyGPUUUIDs(tx *gorm.DB, nodeID int64) ([]string, error) {
 	var uuids []string
-	err := tx.Model(&GPU{}).Where("node_id = ? AND state = ? AND health = ?", nodeID, GPUFree, GPUHealthy).
+	err := tx.Model(&models.GPU{}).Where("node_id = ? AND state = ? AND health = ?", nodeID, models.GPUFree, models.GPUHealthy).
 		Order("idx").Pluck("uuid", &uuids).Error
 	return uuids, err
 }
 
 // GPUModelRecordBySlug returns the catalogue model as the database has it,
 // in tx; gorm.ErrRecordNotFound when the table lacks it.
-func GPUModelRecordBySlug(tx *gorm.DB, slug string) (GPUModelRecord, error) {
-	var m GPUModelRecord
+func GPUModelRecordBySlug(tx *gorm.DB, slug string) (models.GPUModelRecord, error) {
+	var m models.GPUModelRecord
 	err := tx.Where("slug = ?", slug).First(&m).Error
 	return m, err
 }
@@ -46,14 +47,14 @@ type BenchmarkDue struct {
 // NodesDueForBenchmark returns, by id, the healthy nodes with an idle
 // healthy GPU whose latest report is missing or measured before
 // reportBefore, leaving out those sent a benchmark task after taskSince.
-func (db *DB) NodesDueForBenchmark(ctx context.Context, reportBefore, taskSince time.Time) ([]BenchmarkDue, error) {
+func NodesDueForBenchmark(ctx context.Context, db *models.DB, reportBefore, taskSince time.Time) ([]BenchmarkDue, error) {
 	var nodes []BenchmarkDue
 	err := db.R.WithContext(ctx).Raw(`SELECT n.id, n.latest_report_id FROM nodes n
 		LEFT JOIN benchmark_reports r ON r.id = n.latest_report_id
 		WHERE n.health = ? AND (n.latest_report_id IS NULL OR r.measured_at < ?)
 		AND EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = n.id AND g.state = ? AND g.health = ?)
 		AND NOT EXISTS (SELECT 1 FROM agent_tasks t WHERE t.node_id = n.id AND t.kind = ? AND t.created_at > ?)
-		ORDER BY n.id`, NodeHealthy, reportBefore, GPUFree, GPUHealthy,
+		ORDER BY n.id`, models.NodeHealthy, reportBefore, models.GPUFree, models.GPUHealthy,
 		agent.TaskBenchmark, taskSince).Scan(&nodes).Error
 	return nodes, err
 }
@@ -61,5 +62,5 @@ func (db *DB) NodesDueForBenchmark(ctx context.Context, reportBefore, taskSince 
 // FailAgentTaskResult records, in tx, that a task's result is a failure
 // after all (it said it succeeded, but what it brought cannot be read).
 func FailAgentTaskResult(tx *gorm.DB, id int64) error {
-	return tx.Model(&AgentTask{}).Where("id = ?", id).Update("ok", false).Error
+	return tx.Model(&models.AgentTask{}).Where("id = ?", id).Update("ok", false).Error
 }

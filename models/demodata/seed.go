@@ -1,4 +1,4 @@
-package models
+package demodata
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"suanli/models"
 )
 
 // Listing is a node with its GPUs and the offer that lists them, as the
@@ -13,39 +15,39 @@ import (
 type Listing struct {
 	ProviderSlug   string
 	DatacenterSlug string
-	Node           Node
-	GPUs           []GPU
-	Offer          Offer
+	Node           models.Node
+	GPUs           []models.GPU
+	Offer          models.Offer
 }
 
 // MarketSeed is a batch of market records to create in one transaction.
 type MarketSeed struct {
-	Providers []Provider
+	Providers []models.Provider
 	// Datacenters are created unless one with the same slug exists.
-	Datacenters []Datacenter
+	Datacenters []models.Datacenter
 	// Latencies by datacentre slug; each row's DatacenterID is filled in.
-	Latencies map[string][]DatacenterLatency
+	Latencies map[string][]models.DatacenterLatency
 	Listings  []Listing
 }
 
 // ProviderExists reports whether a provider with the slug exists.
-func (db *DB) ProviderExists(ctx context.Context, slug string) (bool, error) {
+func ProviderExists(ctx context.Context, db *models.DB, slug string) (bool, error) {
 	var n int64
-	err := db.R.WithContext(ctx).Model(&Provider{}).Where("slug = ?", slug).Count(&n).Error
+	err := db.R.WithContext(ctx).Model(&models.Provider{}).Where("slug = ?", slug).Count(&n).Error
 	return n > 0, err
 }
 
 // CountSyntheticProviders returns how many synthetic providers exist, so a
 // second --scale run names its providers after the first run's.
-func (db *DB) CountSyntheticProviders(ctx context.Context) (int64, error) {
+func CountSyntheticProviders(ctx context.Context, db *models.DB) (int64, error) {
 	var n int64
-	err := db.R.WithContext(ctx).Model(&Provider{}).Where("synthetic").Count(&n).Error
+	err := db.R.WithContext(ctx).Model(&models.Provider{}).Where("synthetic").Count(&n).Error
 	return n, err
 }
 
 // CreateMarket creates the seed's records in one transaction (all or
 // nothing) and bumps the offers version.
-func (db *DB) CreateMarket(ctx context.Context, s *MarketSeed) error {
+func CreateMarket(ctx context.Context, db *models.DB, s *MarketSeed) error {
 	const batch = 500
 	now := db.Now().UTC()
 	return db.Tx(ctx, func(tx *gorm.DB) error {
@@ -59,14 +61,14 @@ func (db *DB) CreateMarket(ctx context.Context, s *MarketSeed) error {
 			}
 		}
 		dcIDs := map[string]int64{}
-		var dcs []Datacenter
+		var dcs []models.Datacenter
 		if err := tx.Select("id", "slug").Find(&dcs).Error; err != nil {
 			return err
 		}
 		for _, d := range dcs {
 			dcIDs[d.Slug] = d.ID
 		}
-		var lats []DatacenterLatency
+		var lats []models.DatacenterLatency
 		for slug, ls := range s.Latencies {
 			id, ok := dcIDs[slug]
 			if !ok {
@@ -91,14 +93,14 @@ func (db *DB) CreateMarket(ctx context.Context, s *MarketSeed) error {
 			}
 		}
 		provIDs := map[string]int64{}
-		var provs []Provider
+		var provs []models.Provider
 		if err := tx.Select("id", "slug").Find(&provs).Error; err != nil {
 			return err
 		}
 		for _, p := range provs {
 			provIDs[p.Slug] = p.ID
 		}
-		nodes := make([]Node, len(s.Listings))
+		nodes := make([]models.Node, len(s.Listings))
 		for i, l := range s.Listings {
 			pid, ok := provIDs[l.ProviderSlug]
 			if !ok {
@@ -112,7 +114,7 @@ func (db *DB) CreateMarket(ctx context.Context, s *MarketSeed) error {
 			n.ProviderID, n.DatacenterID, n.CreatedAt = pid, did, now
 			if n.Health == "" {
 				// The column's default: gorm writes the empty string.
-				n.Health = NodeUnknown
+				n.Health = models.NodeUnknown
 			}
 			nodes[i] = n
 		}
@@ -121,8 +123,8 @@ func (db *DB) CreateMarket(ctx context.Context, s *MarketSeed) error {
 				return fmt.Errorf("nodes: %w", err)
 			}
 		}
-		var gpus []GPU
-		offers := make([]Offer, len(s.Listings))
+		var gpus []models.GPU
+		offers := make([]models.Offer, len(s.Listings))
 		for i := range s.Listings {
 			l := &s.Listings[i]
 			l.Node = nodes[i]
@@ -148,6 +150,6 @@ func (db *DB) CreateMarket(ctx context.Context, s *MarketSeed) error {
 		for i := range s.Listings {
 			s.Listings[i].Offer = offers[i]
 		}
-		return bumpOffersVersion(tx)
+		return models.BumpOffersVersion(tx)
 	})
 }

@@ -1,10 +1,12 @@
-package models
+package demodata
 
 import (
 	"context"
 	"time"
 
 	"gorm.io/gorm"
+
+	"suanli/models"
 )
 
 // DemoProviderOwner is the account that takes over a seeded demo
@@ -22,15 +24,15 @@ type DemoProviderOwner struct {
 // demo has no reviewer) and the provider, unless another organisation
 // owns it already, becomes the organisation's with the details given.
 func LinkDemoProvider(tx *gorm.DB, o DemoProviderOwner, now time.Time) error {
-	if err := tx.Model(&User{}).Where("id = ?", o.UserID).Update("email_verified_at", now).Error; err != nil {
+	if err := tx.Model(&models.User{}).Where("id = ?", o.UserID).Update("email_verified_at", now).Error; err != nil {
 		return err
 	}
-	if err := tx.Model(&Org{}).Where("id = ?", o.OrgID).Updates(map[string]any{
-		"status": OrgApproved, "status_reason": "demo", "reviewed_at": now,
+	if err := tx.Model(&models.Org{}).Where("id = ?", o.OrgID).Updates(map[string]any{
+		"status": models.OrgApproved, "status_reason": "demo", "reviewed_at": now,
 	}).Error; err != nil {
 		return err
 	}
-	return tx.Model(&Provider{}).Where("slug = ? AND org_id IS NULL", o.Slug).Updates(map[string]any{
+	return tx.Model(&models.Provider{}).Where("slug = ? AND org_id IS NULL", o.Slug).Updates(map[string]any{
 		"org_id": o.OrgID, "contact_name": o.ContactName, "contact_email": o.ContactEmail,
 		"licence_no": o.LicenceNo, "bank_name": o.BankName,
 		"bank_account_name": o.BankAccountName, "bank_account_no": o.BankAccountNo,
@@ -39,15 +41,15 @@ func LinkDemoProvider(tx *gorm.DB, o DemoProviderOwner, now time.Time) error {
 
 // DemoNodesToRun returns the demo nodes that are not removed, by id: the
 // ones a --demo run gives a simulated agent.
-func (db *DB) DemoNodesToRun(ctx context.Context) ([]Node, error) {
-	var ns []Node
-	err := db.R.WithContext(ctx).Where("demo AND status <> ?", NodeRemoved).Order("id").Find(&ns).Error
+func DemoNodesToRun(ctx context.Context, db *models.DB) ([]models.Node, error) {
+	var ns []models.Node
+	err := db.R.WithContext(ctx).Where("demo AND status <> ?", models.NodeRemoved).Order("id").Find(&ns).Error
 	return ns, err
 }
 
 // GPUUUIDsOfNode returns the UUIDs of a node's GPUs in index order.
-func (db *DB) GPUUUIDsOfNode(ctx context.Context, nodeID int64) ([]string, error) {
+func GPUUUIDsOfNode(ctx context.Context, db *models.DB, nodeID int64) ([]string, error) {
 	var uuids []string
-	err := db.R.WithContext(ctx).Model(&GPU{}).Where("node_id = ?", nodeID).Order("idx").Pluck("uuid", &uuids).Error
+	err := db.R.WithContext(ctx).Model(&models.GPU{}).Where("node_id = ?", nodeID).Order("idx").Pluck("uuid", &uuids).Error
 	return uuids, err
 }

@@ -1,4 +1,4 @@
-package models
+package ledger
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/models"
 )
 
 // PayableProvider is a verified provider with its payable balance.
 type PayableProvider struct {
-	Provider
+	models.Provider
 	BalanceFen int64
 }
 
@@ -20,13 +21,13 @@ type PayableProvider struct {
 // suspended provider's money waits in its payable account), with a
 // positive payable balance. Demo and synthetic providers have no
 // organisation and are never paid.
-func (db *DB) PayableProviders(ctx context.Context) ([]PayableProvider, error) {
+func PayableProviders(ctx context.Context, db *models.DB) ([]PayableProvider, error) {
 	var out []PayableProvider
 	err := db.W.WithContext(ctx).Raw(`SELECT p.*, a.balance_fen FROM providers p
 		JOIN orgs o ON o.id = p.org_id
 		JOIN ledger_accounts a ON a.kind = ? AND a.org_id = p.id
 		WHERE o.kind = ? AND o.status = ? AND o.suspended_at IS NULL AND a.balance_fen > 0
-		ORDER BY p.id`, AccProviderPayable, OrgProvider, OrgApproved).Scan(&out).Error
+		ORDER BY p.id`, AccProviderPayable, models.OrgProvider, models.OrgApproved).Scan(&out).Error
 	return out, err
 }
 
@@ -42,7 +43,7 @@ func LockPayable(tx *gorm.DB, providerID int64) (int64, error) {
 // another. No account is a zero balance.
 func LockBalance(tx *gorm.DB, kind string, orgID int64) (int64, error) {
 	var a LedgerAccount
-	err := lockRow(tx).Where("kind = ? AND org_id = ?", kind, orgID).First(&a).Error
+	err := models.LockRow(tx).Where("kind = ? AND org_id = ?", kind, orgID).First(&a).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return 0, nil
 	}
@@ -50,7 +51,7 @@ func LockBalance(tx *gorm.DB, kind string, orgID int64) (int64, error) {
 }
 
 // AccountBalance returns an account's balance (0 without an account).
-func (db *DB) AccountBalance(ctx context.Context, kind string, orgID int64) (int64, error) {
+func AccountBalance(ctx context.Context, db *models.DB, kind string, orgID int64) (int64, error) {
 	var a LedgerAccount
 	err := db.W.WithContext(ctx).Where("kind = ? AND org_id = ?", kind, orgID).First(&a).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -60,17 +61,17 @@ func (db *DB) AccountBalance(ctx context.Context, kind string, orgID int64) (int
 }
 
 // PayableBalance returns a provider's payable balance (0 without an account).
-func (db *DB) PayableBalance(ctx context.Context, providerID int64) (int64, error) {
-	return db.AccountBalance(ctx, AccProviderPayable, providerID)
+func PayableBalance(ctx context.Context, db *models.DB, providerID int64) (int64, error) {
+	return AccountBalance(ctx, db, AccProviderPayable, providerID)
 }
 
 // InsertPayout records a payout in tx; created is false when the
 // provider already has one for the period (the unique key decides, so
 // two runs at once record one). The insert runs in a savepoint so that a
 // refused one leaves the caller's transaction usable on PostgreSQL.
-func InsertPayout(tx *gorm.DB, p *Payout) (created bool, err error) {
+func InsertPayout(tx *gorm.DB, p *models.Payout) (created bool, err error) {
 	var n int64
-	if err := tx.Model(&Payout{}).Where("provider_id = ? AND period = ?", p.ProviderID, p.Period).Count(&n).Error; err != nil {
+	if err := tx.Model(&models.Payout{}).Where("provider_id = ? AND period = ?", p.ProviderID, p.Period).Count(&n).Error; err != nil {
 		return false, err
 	}
 	if n > 0 {
@@ -84,9 +85,9 @@ func InsertPayout(tx *gorm.DB, p *Payout) (created bool, err error) {
 }
 
 // PayoutForUpdate returns a payout in tx, locked on PostgreSQL, or ENOTFOUND.
-func PayoutForUpdate(tx *gorm.DB, id int64) (*Payout, error) {
-	var p Payout
-	err := lockRow(tx).First(&p, id).Error
+func PayoutForUpdate(tx *gorm.DB, id int64) (*models.Payout, error) {
+	var p models.Payout
+	err := models.LockRow(tx).First(&p, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.NotFound("payout")
 	}
@@ -94,7 +95,7 @@ func PayoutForUpdate(tx *gorm.DB, id int64) (*Payout, error) {
 }
 
 // PayoutByID returns a payout, or ENOTFOUND.
-func (db *DB) PayoutByID(ctx context.Context, id int64) (*Payout, error) {
+func PayoutByID(ctx context.Context, db *models.DB, id int64) (*models.Payout, error) {
 	return PayoutForUpdate(db.W.WithContext(ctx).Session(&gorm.Session{}), id)
 }
 
@@ -102,22 +103,22 @@ func (db *DB) PayoutByID(ctx context.Context, id int64) (*Payout, error) {
 // from; changed is false when it no longer has it (another admin or run
 // got there first).
 func UpdatePayout(tx *gorm.DB, id int64, from string, fields map[string]any) (changed bool, err error) {
-	res := tx.Model(&Payout{}).Where("id = ? AND status = ?", id, from).Updates(fields)
+	res := tx.Model(&models.Payout{}).Where("id = ? AND status = ?", id, from).Updates(fields)
 	return res.RowsAffected == 1, res.Error
 }
 
 // PendingStripePayouts returns Stripe payouts not yet transferred: a run
 // cut short between recording a payout and Stripe's answer leaves them,
 // and the next run sends them (with the same idempotency key).
-func (db *DB) PendingStripePayouts(ctx context.Context) ([]Payout, error) {
-	var out []Payout
-	err := db.W.WithContext(ctx).Where("method = ? AND status = ?", PayoutStripe, PayoutPending).Order("id").Find(&out).Error
+func PendingStripePayouts(ctx context.Context, db *models.DB) ([]models.Payout, error) {
+	var out []models.Payout
+	err := db.W.WithContext(ctx).Where("method = ? AND status = ?", models.PayoutStripe, models.PayoutPending).Order("id").Find(&out).Error
 	return out, err
 }
 
 // PayoutRow is a payout with its provider's names, for lists.
 type PayoutRow struct {
-	Payout
+	models.Payout
 	ProviderNameZH string `gorm:"column:provider_name_zh"`
 	ProviderNameEN string `gorm:"column:provider_name_en"`
 }
@@ -141,7 +142,7 @@ type PayoutFilter struct {
 }
 
 // Payouts returns one page of payouts, newest first, and how many match.
-func (db *DB) Payouts(ctx context.Context, f PayoutFilter) ([]PayoutRow, int64, error) {
+func Payouts(ctx context.Context, db *models.DB, f PayoutFilter) ([]PayoutRow, int64, error) {
 	q := db.R.WithContext(ctx).Table("payouts").Joins("JOIN providers ON providers.id = payouts.provider_id")
 	if f.Status != "" {
 		q = q.Where("payouts.status = ?", f.Status)
@@ -159,7 +160,7 @@ func (db *DB) Payouts(ctx context.Context, f PayoutFilter) ([]PayoutRow, int64, 
 	if err := q.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	page, per := clampPage(f.Page, f.PerPage, 500)
+	page, per := models.ClampPage(f.Page, f.PerPage, 500)
 	var out []PayoutRow
 	err := q.Select("payouts.*, providers.name_zh AS provider_name_zh, providers.name_en AS provider_name_en").
 		Order("payouts.created_at DESC, payouts.id DESC").Offset((page - 1) * per).Limit(per).Scan(&out).Error
@@ -167,8 +168,8 @@ func (db *DB) Payouts(ctx context.Context, f PayoutFilter) ([]PayoutRow, int64, 
 }
 
 // PayoutsOfProvider returns a provider's payouts, newest period first.
-func (db *DB) PayoutsOfProvider(ctx context.Context, providerID int64) ([]Payout, error) {
-	var out []Payout
+func PayoutsOfProvider(ctx context.Context, db *models.DB, providerID int64) ([]models.Payout, error) {
+	var out []models.Payout
 	err := db.R.WithContext(ctx).Where("provider_id = ?", providerID).Order("period DESC, id DESC").Find(&out).Error
 	return out, err
 }
@@ -176,7 +177,7 @@ func (db *DB) PayoutsOfProvider(ctx context.Context, providerID int64) ([]Payout
 // SetProviderConnect stores a provider's Stripe Connect account and its
 // capabilities in tx.
 func SetProviderConnect(tx *gorm.DB, providerID int64, accountID string, charges, payouts bool) error {
-	return tx.Model(&Provider{}).Where("id = ?", providerID).Updates(map[string]any{
+	return tx.Model(&models.Provider{}).Where("id = ?", providerID).Updates(map[string]any{
 		"stripe_account_id": accountID, "stripe_charges_enabled": charges, "stripe_payouts_enabled": payouts,
 	}).Error
 }

@@ -1,4 +1,4 @@
-package models
+package ledger
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/models"
 	"suanli/pricing"
 )
 
@@ -22,7 +23,7 @@ func ClaimMeterInterval(tx *gorm.DB, rentalID int64, prev, to time.Time, fen, ca
 	if stop != "" {
 		up["stop_reason"] = stop
 	}
-	res := tx.Model(&Rental{}).Where("id = ? AND status = ? AND billed_until = ?", rentalID, RentalRunning, prev).Updates(up)
+	res := tx.Model(&models.Rental{}).Where("id = ? AND status = ? AND billed_until = ?", rentalID, models.RentalRunning, prev).Updates(up)
 	if res.Error != nil {
 		return false, res.Error
 	}
@@ -72,7 +73,7 @@ func ClaimMeterIntervals(tx *gorm.DB, cs []MeterClaim, now time.Time) (ok bool, 
 		sb.WriteString(`) UPDATE rentals SET billed_until = v.upto, carry_num = v.carry, billed_fen = rentals.billed_fen + v.fen,
 			stop_reason = CASE WHEN v.stop = '' THEN rentals.stop_reason ELSE v.stop END, updated_at = ` + cast("?", "timestamptz") + `
 			FROM v WHERE rentals.id = v.id AND rentals.status = ` + cast("?", "text") + ` AND rentals.billed_until = v.prev RETURNING rentals.id`)
-		args = append(args, now, RentalRunning)
+		args = append(args, now, models.RentalRunning)
 		var got []int64
 		if err := tx.Raw(sb.String(), args...).Scan(&got).Error; err != nil {
 			return false, err
@@ -87,18 +88,18 @@ func ClaimMeterIntervals(tx *gorm.DB, cs []MeterClaim, now time.Time) (ok bool, 
 // RunningOnDemandIDs returns up to limit ids after afterID of running
 // on-demand rentals, by id. It reads on the write handle: a meter pass
 // sees what the previous batch committed.
-func (db *DB) RunningOnDemandIDs(ctx context.Context, afterID int64, limit int) ([]int64, error) {
+func RunningOnDemandIDs(ctx context.Context, db *models.DB, afterID int64, limit int) ([]int64, error) {
 	var ids []int64
-	err := db.W.WithContext(ctx).Model(&Rental{}).Where("status = ? AND term = ? AND id > ?", RentalRunning, pricing.OnDemand, afterID).
+	err := db.W.WithContext(ctx).Model(&models.Rental{}).Where("status = ? AND term = ? AND id > ?", models.RentalRunning, pricing.OnDemand, afterID).
 		Order("id").Limit(limit).Pluck("id", &ids).Error
 	return ids, err
 }
 
 // RunningOnDemandBetween returns, in tx, the running on-demand rentals
 // with ids from fromID to toID, by id.
-func RunningOnDemandBetween(tx *gorm.DB, fromID, toID int64) ([]Rental, error) {
-	var rs []Rental
-	err := tx.Where("id BETWEEN ? AND ? AND status = ? AND term = ?", fromID, toID, RentalRunning, pricing.OnDemand).
+func RunningOnDemandBetween(tx *gorm.DB, fromID, toID int64) ([]models.Rental, error) {
+	var rs []models.Rental
+	err := tx.Where("id BETWEEN ? AND ? AND status = ? AND term = ?", fromID, toID, models.RentalRunning, pricing.OnDemand).
 		Order("id").Find(&rs).Error
 	return rs, err
 }
@@ -128,13 +129,13 @@ func OrgWalletBalance(tx *gorm.DB, orgID int64) (int64, error) {
 // OrgsWithSpendLimits returns, in tx, those of the organisations that have
 // a spending limit (a monthly budget, a member cap or an hourly cap), by
 // id: only they need their headroom read.
-func OrgsWithSpendLimits(tx *gorm.DB, orgIDs []int64) (map[int64]*Org, error) {
-	var os []Org
+func OrgsWithSpendLimits(tx *gorm.DB, orgIDs []int64) (map[int64]*models.Org, error) {
+	var os []models.Org
 	if err := tx.Where("id IN ? AND (monthly_budget_fen IS NOT NULL OR member_cap_fen IS NOT NULL OR hourly_cap_fen IS NOT NULL)", orgIDs).
 		Find(&os).Error; err != nil {
 		return nil, err
 	}
-	out := make(map[int64]*Org, len(os))
+	out := make(map[int64]*models.Org, len(os))
 	for i := range os {
 		out[os[i].ID] = &os[i]
 	}
@@ -145,19 +146,19 @@ func OrgsWithSpendLimits(tx *gorm.DB, orgIDs []int64) (map[int64]*Org, error) {
 // about a low balance, and reports whether this call did (once per
 // rental, however many passes race).
 func MarkLowBalanceMailed(tx *gorm.DB, rentalID int64) (bool, error) {
-	res := tx.Model(&Rental{}).Where("id = ? AND NOT low_balance_mailed", rentalID).Update("low_balance_mailed", true)
+	res := tx.Model(&models.Rental{}).Where("id = ? AND NOT low_balance_mailed", rentalID).Update("low_balance_mailed", true)
 	return res.RowsAffected > 0, res.Error
 }
 
 // SetRentalBilledFen records in tx what a rental has been billed in all.
 func SetRentalBilledFen(tx *gorm.DB, rentalID, fen int64) error {
-	return tx.Model(&Rental{}).Where("id = ?", rentalID).Update("billed_fen", fen).Error
+	return tx.Model(&models.Rental{}).Where("id = ?", rentalID).Update("billed_fen", fen).Error
 }
 
 // ClearRentalMoney records in tx that a rental cost nothing and earned
 // its provider nothing (its charges were refunded).
 func ClearRentalMoney(tx *gorm.DB, rentalID int64) error {
-	return tx.Model(&Rental{}).Where("id = ?", rentalID).Updates(map[string]any{"billed_fen": 0, "earned_fen": 0}).Error
+	return tx.Model(&models.Rental{}).Where("id = ?", rentalID).Updates(map[string]any{"billed_fen": 0, "earned_fen": 0}).Error
 }
 
 // RentalAccountSum is what a rental's ledger transactions moved on one
@@ -191,5 +192,5 @@ func TermsPaid(tx *gorm.DB, rentalID int64) (int64, error) {
 
 // SetRentalEndsAt records in tx when a term rental's term ends.
 func SetRentalEndsAt(tx *gorm.DB, rentalID int64, end time.Time) error {
-	return tx.Model(&Rental{}).Where("id = ?", rentalID).Update("ends_at", end).Error
+	return tx.Model(&models.Rental{}).Where("id = ?", rentalID).Update("ends_at", end).Error
 }

@@ -1,4 +1,4 @@
-package models
+package platform
 
 import (
 	"context"
@@ -8,28 +8,14 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"suanli/apperr"
+	"suanli/models"
 )
 
 // The platform admins' console reads: searching users and organisations,
 // suspending them, open incidents, the providers behind organisations,
 // the outbox by page and River's job tables.
-
-// AdminPerPage is the console's page size.
-const AdminPerPage = 50
-
-// clampPage bounds a page number and size: page from 1 (and at most a
-// million, so the offset stays in range), size from 1 to maxPer, default
-// AdminPerPage.
-func clampPage(page, per, maxPer int) (int, int) {
-	page = min(max(page, 1), 1_000_000)
-	if per <= 0 {
-		per = AdminPerPage
-	}
-	return page, min(per, maxPer)
-}
 
 // likePattern makes a case-insensitive LIKE pattern that matches q
 // anywhere, with LIKE's wildcards in q escaped (ESCAPE '\').
@@ -40,8 +26,8 @@ func likePattern(q string) string {
 
 // SearchUsers returns one page of users whose email or name contains q
 // (case-insensitive; empty q: everyone), newest first, and how many match.
-func (db *DB) SearchUsers(ctx context.Context, q string, page, per int) ([]User, int64, error) {
-	tx := db.R.WithContext(ctx).Model(&User{})
+func SearchUsers(ctx context.Context, db *models.DB, q string, page, per int) ([]models.User, int64, error) {
+	tx := db.R.WithContext(ctx).Model(&models.User{})
 	if q = strings.TrimSpace(q); q != "" {
 		p := likePattern(q)
 		tx = tx.Where(`LOWER(email) LIKE ? ESCAPE '\' OR LOWER(name) LIKE ? ESCAPE '\'`, p, p)
@@ -50,16 +36,16 @@ func (db *DB) SearchUsers(ctx context.Context, q string, page, per int) ([]User,
 	if err := tx.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	page, per = clampPage(page, per, 200)
-	var us []User
+	page, per = models.ClampPage(page, per, 200)
+	var us []models.User
 	err := tx.Order("id DESC").Offset((page - 1) * per).Limit(per).Find(&us).Error
 	return us, total, err
 }
 
 // SearchOrgs returns one page of organisations whose name contains q
 // (case-insensitive; empty q: all), newest first, and how many match.
-func (db *DB) SearchOrgs(ctx context.Context, q string, page, per int) ([]Org, int64, error) {
-	tx := db.R.WithContext(ctx).Model(&Org{})
+func SearchOrgs(ctx context.Context, db *models.DB, q string, page, per int) ([]models.Org, int64, error) {
+	tx := db.R.WithContext(ctx).Model(&models.Org{})
 	if q = strings.TrimSpace(q); q != "" {
 		tx = tx.Where(`LOWER(name) LIKE ? ESCAPE '\'`, likePattern(q))
 	}
@@ -67,59 +53,51 @@ func (db *DB) SearchOrgs(ctx context.Context, q string, page, per int) ([]Org, i
 	if err := tx.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	page, per = clampPage(page, per, 200)
-	var os []Org
+	page, per = models.ClampPage(page, per, 200)
+	var os []models.Org
 	err := tx.Order("id DESC").Offset((page - 1) * per).Limit(per).Find(&os).Error
 	return os, total, err
 }
 
 // UserForUpdate reads a user in tx, locking the row on PostgreSQL; a
 // missing user is ENOTFOUND.
-func UserForUpdate(tx *gorm.DB, id int64) (*User, error) {
-	return userWhere(lockRow(tx), "id = ?", id)
+func UserForUpdate(tx *gorm.DB, id int64) (*models.User, error) {
+	return models.UserByIDIn(models.LockRow(tx), id)
 }
 
 // OrgForUpdate reads an organisation in tx, locking the row on
 // PostgreSQL; a missing organisation is ENOTFOUND.
-func OrgForUpdate(tx *gorm.DB, id int64) (*Org, error) {
-	var o Org
-	err := lockRow(tx).Where("id = ?", id).First(&o).Error
+func OrgForUpdate(tx *gorm.DB, id int64) (*models.Org, error) {
+	var o models.Org
+	err := models.LockRow(tx).Where("id = ?", id).First(&o).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.NotFound("organisation")
 	}
 	return &o, err
 }
 
-// lockRow adds FOR UPDATE on PostgreSQL (SQLite's one writer needs none).
-func lockRow(tx *gorm.DB) *gorm.DB {
-	if tx.Dialector.Name() == "postgres" {
-		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
-	return tx
-}
-
 // SetUserSuspended sets (at non-nil) or clears (nil) a user's suspension in tx.
 func SetUserSuspended(tx *gorm.DB, userID int64, at *time.Time) error {
-	return tx.Model(&User{}).Where("id = ?", userID).Update("suspended_at", at).Error
+	return tx.Model(&models.User{}).Where("id = ?", userID).Update("suspended_at", at).Error
 }
 
 // SetOrgSuspended sets (at non-nil) or clears (nil) an organisation's suspension in tx.
 func SetOrgSuspended(tx *gorm.DB, orgID int64, at *time.Time) error {
-	if err := tx.Model(&Org{}).Where("id = ?", orgID).Update("suspended_at", at).Error; err != nil {
+	if err := tx.Model(&models.Org{}).Where("id = ?", orgID).Update("suspended_at", at).Error; err != nil {
 		return err
 	}
 	// A suspended provider's offers leave the list (and come back).
-	return bumpOffersVersion(tx)
+	return models.BumpOffersVersion(tx)
 }
 
 // ProvidersOfOrgs returns the provider profiles of the organisations, by
 // organisation id (organisations without a profile are absent).
-func (db *DB) ProvidersOfOrgs(ctx context.Context, orgIDs []int64) (map[int64]Provider, error) {
-	out := map[int64]Provider{}
+func ProvidersOfOrgs(ctx context.Context, db *models.DB, orgIDs []int64) (map[int64]models.Provider, error) {
+	out := map[int64]models.Provider{}
 	if len(orgIDs) == 0 {
 		return out, nil
 	}
-	var ps []Provider
+	var ps []models.Provider
 	if err := db.R.WithContext(ctx).Where("org_id IN ?", orgIDs).Find(&ps).Error; err != nil {
 		return nil, err
 	}
@@ -145,7 +123,7 @@ type Applicant struct {
 
 // ApplicantsOfOrgs returns the owner of each organisation, by organisation
 // id (an organisation without an owner is absent).
-func (db *DB) ApplicantsOfOrgs(ctx context.Context, orgIDs []int64) (map[int64]Applicant, error) {
+func ApplicantsOfOrgs(ctx context.Context, db *models.DB, orgIDs []int64) (map[int64]Applicant, error) {
 	out := map[int64]Applicant{}
 	if len(orgIDs) == 0 {
 		return out, nil
@@ -154,7 +132,7 @@ func (db *DB) ApplicantsOfOrgs(ctx context.Context, orgIDs []int64) (map[int64]A
 	err := db.R.WithContext(ctx).Table("memberships").
 		Select("memberships.org_id, memberships.user_id, users.name, users.email, users.email_verified_at, memberships.edu_email, memberships.confirmed_at").
 		Joins("JOIN users ON users.id = memberships.user_id").
-		Where("memberships.org_id IN ? AND memberships.role = ?", orgIDs, RoleOwner).
+		Where("memberships.org_id IN ? AND memberships.role = ?", orgIDs, models.RoleOwner).
 		Order("memberships.org_id, memberships.created_at, memberships.user_id").Scan(&rows).Error
 	if err != nil {
 		return nil, err
@@ -169,7 +147,7 @@ func (db *DB) ApplicantsOfOrgs(ctx context.Context, orgIDs []int64) (map[int64]A
 
 // OpenIncident is an incident that is not closed, with its node and provider.
 type OpenIncident struct {
-	Incident
+	models.Incident
 	NodeName       string
 	ProviderNameZH string `gorm:"column:provider_name_zh"`
 	ProviderNameEN string `gorm:"column:provider_name_en"`
@@ -177,7 +155,7 @@ type OpenIncident struct {
 
 // OpenIncidents returns the open incidents (closed_at IS NULL), oldest
 // first, at most limit.
-func (db *DB) OpenIncidents(ctx context.Context, limit int) ([]OpenIncident, error) {
+func OpenIncidents(ctx context.Context, db *models.DB, limit int) ([]OpenIncident, error) {
 	var out []OpenIncident
 	err := db.R.WithContext(ctx).Table("incidents").
 		Select("incidents.*, nodes.name AS node_name, providers.name_zh AS provider_name_zh, providers.name_en AS provider_name_en").
@@ -189,32 +167,32 @@ func (db *DB) OpenIncidents(ctx context.Context, limit int) ([]OpenIncident, err
 }
 
 // CountOpenIncidents counts the incidents that are not closed.
-func (db *DB) CountOpenIncidents(ctx context.Context) (int64, error) {
+func CountOpenIncidents(ctx context.Context, db *models.DB) (int64, error) {
 	var n int64
 	err := db.R.WithContext(ctx).Table("incidents").Where("closed_at IS NULL").Count(&n).Error
 	return n, err
 }
 
 // OutboxPage returns one page of the outbox, newest first, and its size.
-func (db *DB) OutboxPage(ctx context.Context, page, per int) ([]OutboxMail, int64, error) {
-	tx := db.R.WithContext(ctx).Model(&OutboxMail{})
+func OutboxPage(ctx context.Context, db *models.DB, page, per int) ([]models.OutboxMail, int64, error) {
+	tx := db.R.WithContext(ctx).Model(&models.OutboxMail{})
 	var total int64
 	if err := tx.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	page, per = clampPage(page, per, 200)
-	var ms []OutboxMail
+	page, per = models.ClampPage(page, per, 200)
+	var ms []models.OutboxMail
 	err := tx.Order("id DESC").Offset((page - 1) * per).Limit(per).Find(&ms).Error
 	return ms, total, err
 }
 
 // UsersByIDs returns the users with the ids, by id.
-func (db *DB) UsersByIDs(ctx context.Context, ids []int64) (map[int64]User, error) {
-	out := map[int64]User{}
+func UsersByIDs(ctx context.Context, db *models.DB, ids []int64) (map[int64]models.User, error) {
+	out := map[int64]models.User{}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	var us []User
+	var us []models.User
 	if err := db.R.WithContext(ctx).Where("id IN ?", ids).Find(&us).Error; err != nil {
 		return nil, err
 	}
@@ -225,12 +203,12 @@ func (db *DB) UsersByIDs(ctx context.Context, ids []int64) (map[int64]User, erro
 }
 
 // OrgNames returns the names of the organisations with the ids, by id.
-func (db *DB) OrgNames(ctx context.Context, ids []int64) (map[int64]string, error) {
+func OrgNames(ctx context.Context, db *models.DB, ids []int64) (map[int64]string, error) {
 	out := map[int64]string{}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	var os []Org
+	var os []models.Org
 	if err := db.R.WithContext(ctx).Select("id", "name").Where("id IN ?", ids).Find(&os).Error; err != nil {
 		return nil, err
 	}
@@ -248,7 +226,7 @@ type JobCount struct {
 }
 
 // JobCounts counts River's jobs by kind and state, by kind then state.
-func (db *DB) JobCounts(ctx context.Context) ([]JobCount, error) {
+func JobCounts(ctx context.Context, db *models.DB) ([]JobCount, error) {
 	var out []JobCount
 	err := db.R.WithContext(ctx).Raw(`SELECT kind, state, COUNT(*) AS count FROM river_job GROUP BY kind, state ORDER BY kind, state`).Scan(&out).Error
 	return out, err
@@ -290,7 +268,7 @@ func (j FailedJob) LastError() string {
 // or that failed and were then cancelled, newest first, with their errors.
 // River stores errors as jsonb[] on PostgreSQL and as a JSON array (jsonb)
 // on SQLite; both are read as JSON text here.
-func (db *DB) FailedJobs(ctx context.Context, limit int) ([]FailedJob, error) {
+func FailedJobs(ctx context.Context, db *models.DB, limit int) ([]FailedJob, error) {
 	errorsCol := "json(errors)"
 	if db.Dialect == "postgres" {
 		errorsCol = "array_to_json(errors)::text"

@@ -1,4 +1,4 @@
-package models
+package supply
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"suanli/apperr"
+	"suanli/models"
+	"suanli/models/ledger"
 	"suanli/pricing"
 )
 
@@ -31,12 +33,12 @@ func slugTaken(tx *gorm.DB, table, slug string) (bool, error) {
 
 // InsertProvider creates a provider in tx; a slug taken meanwhile is a
 // unique violation (IsUniqueViolation), for the caller to retry.
-func InsertProvider(tx *gorm.DB, p *Provider) error { return tx.Create(p).Error }
+func InsertProvider(tx *gorm.DB, p *models.Provider) error { return tx.Create(p).Error }
 
 // ProviderByIDIn returns a provider in tx (or on a pool, such as db.R),
 // or ENOTFOUND.
-func ProviderByIDIn(tx *gorm.DB, id int64) (*Provider, error) {
-	var p Provider
+func ProviderByIDIn(tx *gorm.DB, id int64) (*models.Provider, error) {
+	var p models.Provider
 	err := tx.First(&p, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.NotFound("provider")
@@ -48,14 +50,14 @@ func ProviderByIDIn(tx *gorm.DB, id int64) (*Provider, error) {
 }
 
 // ProviderByID returns a provider as last written, or ENOTFOUND.
-func (db *DB) ProviderByID(ctx context.Context, id int64) (*Provider, error) {
+func ProviderByID(ctx context.Context, db *models.DB, id int64) (*models.Provider, error) {
 	return ProviderByIDIn(db.W.WithContext(ctx), id)
 }
 
 // SetProviderProfile stores a provider's names, contact, licence and bank
 // details (the fields of p) in tx; empty values clear them.
-func SetProviderProfile(tx *gorm.DB, p *Provider) error {
-	return tx.Model(&Provider{}).Where("id = ?", p.ID).Updates(map[string]any{
+func SetProviderProfile(tx *gorm.DB, p *models.Provider) error {
+	return tx.Model(&models.Provider{}).Where("id = ?", p.ID).Updates(map[string]any{
 		"name_zh": p.NameZH, "name_en": p.NameEN,
 		"contact_name": p.ContactName, "contact_phone": p.ContactPhone, "contact_email": p.ContactEmail,
 		"licence_no": p.LicenceNo, "bank_name": p.BankName, "bank_account_name": p.BankAccountName, "bank_account_no": p.BankAccountNo,
@@ -64,26 +66,26 @@ func SetProviderProfile(tx *gorm.DB, p *Provider) error {
 
 // RenameOrg sets an organisation's name in tx.
 func RenameOrg(tx *gorm.DB, orgID int64, name string) error {
-	return tx.Model(&Org{}).Where("id = ?", orgID).Update("name", name).Error
+	return tx.Model(&models.Org{}).Where("id = ?", orgID).Update("name", name).Error
 }
 
 // SetProviderStripeAccount stores a new Stripe Connect account, without
 // capabilities yet, on a provider that has none, in tx; stored is false
 // when one was stored meanwhile (two clicks at once), which stays.
 func SetProviderStripeAccount(tx *gorm.DB, providerID int64, accountID string) (stored bool, err error) {
-	res := tx.Model(&Provider{}).Where("id = ? AND stripe_account_id = ''", providerID).
+	res := tx.Model(&models.Provider{}).Where("id = ? AND stripe_account_id = ''", providerID).
 		Updates(map[string]any{"stripe_account_id": accountID, "stripe_charges_enabled": false, "stripe_payouts_enabled": false})
 	return res.RowsAffected > 0, res.Error
 }
 
 // InsertDatacenter creates a datacentre in tx; a slug taken meanwhile is
 // a unique violation.
-func InsertDatacenter(tx *gorm.DB, dc *Datacenter) error { return tx.Create(dc).Error }
+func InsertDatacenter(tx *gorm.DB, dc *models.Datacenter) error { return tx.Create(dc).Error }
 
 // DatacenterOf returns a provider's own datacentre, or ENOTFOUND (also for
 // another provider's or a shared one).
-func DatacenterOf(tx *gorm.DB, providerID, dcID int64) (*Datacenter, error) {
-	var dc Datacenter
+func DatacenterOf(tx *gorm.DB, providerID, dcID int64) (*models.Datacenter, error) {
+	var dc models.Datacenter
 	err := tx.Where("id = ? AND provider_id = ?", dcID, providerID).First(&dc).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.NotFound("datacentre")
@@ -93,8 +95,8 @@ func DatacenterOf(tx *gorm.DB, providerID, dcID int64) (*Datacenter, error) {
 
 // SetDatacenterDetails stores a datacentre's names, place, tier and
 // uplink (the fields of dc) in tx; empty values clear them.
-func SetDatacenterDetails(tx *gorm.DB, dc *Datacenter) error {
-	return tx.Model(&Datacenter{}).Where("id = ?", dc.ID).Updates(map[string]any{
+func SetDatacenterDetails(tx *gorm.DB, dc *models.Datacenter) error {
+	return tx.Model(&models.Datacenter{}).Where("id = ?", dc.ID).Updates(map[string]any{
 		"name_zh": dc.NameZH, "name_en": dc.NameEN, "city": dc.City, "district_zh": dc.DistrictZH, "district_en": dc.DistrictEN,
 		"region": dc.Region, "tier": dc.Tier, "uplink_gbps": dc.UplinkGbps,
 	}).Error
@@ -103,13 +105,13 @@ func SetDatacenterDetails(tx *gorm.DB, dc *Datacenter) error {
 // ReplaceLatencies swaps a datacentre's figures of one source for ls
 // (whose DatacenterID and Source it sets) in tx. A city that has a figure
 // of another source keeps it: a measured figure beats a declared one.
-func ReplaceLatencies(tx *gorm.DB, dcID int64, source string, ls []DatacenterLatency) error {
-	if err := tx.Where("datacenter_id = ? AND source = ?", dcID, source).Delete(&DatacenterLatency{}).Error; err != nil {
+func ReplaceLatencies(tx *gorm.DB, dcID int64, source string, ls []models.DatacenterLatency) error {
+	if err := tx.Where("datacenter_id = ? AND source = ?", dcID, source).Delete(&models.DatacenterLatency{}).Error; err != nil {
 		return err
 	}
 	for _, l := range ls {
 		var n int64
-		if err := tx.Model(&DatacenterLatency{}).Where("datacenter_id = ? AND from_city = ?", dcID, l.FromCity).Count(&n).Error; err != nil {
+		if err := tx.Model(&models.DatacenterLatency{}).Where("datacenter_id = ? AND from_city = ?", dcID, l.FromCity).Count(&n).Error; err != nil {
 			return err
 		}
 		if n > 0 {
@@ -125,30 +127,30 @@ func ReplaceLatencies(tx *gorm.DB, dcID int64, source string, ls []DatacenterLat
 
 // DatacentersOfProvider returns the datacentres a provider created or has
 // nodes (not removed) in, oldest first.
-func (db *DB) DatacentersOfProvider(ctx context.Context, providerID int64) ([]Datacenter, error) {
-	var dcs []Datacenter
+func DatacentersOfProvider(ctx context.Context, db *models.DB, providerID int64) ([]models.Datacenter, error) {
+	var dcs []models.Datacenter
 	err := db.R.WithContext(ctx).Where("provider_id = ? OR id IN (SELECT datacenter_id FROM nodes WHERE provider_id = ? AND status <> ?)",
-		providerID, providerID, NodeRemoved).Order("id").Find(&dcs).Error
+		providerID, providerID, models.NodeRemoved).Order("id").Find(&dcs).Error
 	return dcs, err
 }
 
 // LatenciesOf returns the latency figures of the datacentres, by
 // datacentre and city.
-func (db *DB) LatenciesOf(ctx context.Context, dcIDs []int64) ([]DatacenterLatency, error) {
-	var ls []DatacenterLatency
+func LatenciesOf(ctx context.Context, db *models.DB, dcIDs []int64) ([]models.DatacenterLatency, error) {
+	var ls []models.DatacenterLatency
 	err := db.R.WithContext(ctx).Where("datacenter_id IN ?", dcIDs).Order("datacenter_id, from_city").Find(&ls).Error
 	return ls, err
 }
 
 // ProviderNodeCounts counts a provider's nodes (not removed) in each of
 // the datacentres; a datacentre without any is absent.
-func (db *DB) ProviderNodeCounts(ctx context.Context, providerID int64, dcIDs []int64) (map[int64]int, error) {
+func ProviderNodeCounts(ctx context.Context, db *models.DB, providerID int64, dcIDs []int64) (map[int64]int, error) {
 	var rows []struct {
 		DatacenterID int64
 		N            int
 	}
-	if err := db.R.WithContext(ctx).Model(&Node{}).Select("datacenter_id, COUNT(*) AS n").
-		Where("datacenter_id IN ? AND provider_id = ? AND status <> ?", dcIDs, providerID, NodeRemoved).
+	if err := db.R.WithContext(ctx).Model(&models.Node{}).Select("datacenter_id, COUNT(*) AS n").
+		Where("datacenter_id IN ? AND provider_id = ? AND status <> ?", dcIDs, providerID, models.NodeRemoved).
 		Group("datacenter_id").Scan(&rows).Error; err != nil {
 		return nil, err
 	}
@@ -160,22 +162,22 @@ func (db *DB) ProviderNodeCounts(ctx context.Context, providerID int64, dcIDs []
 }
 
 // NodeProviderID returns the provider of a node, or ENOTFOUND.
-func (db *DB) NodeProviderID(ctx context.Context, nodeID int64) (int64, error) {
-	return db.providerIDOf(ctx, "nodes", "node", nodeID)
+func NodeProviderID(ctx context.Context, db *models.DB, nodeID int64) (int64, error) {
+	return providerIDOf(ctx, db, "nodes", "node", nodeID)
 }
 
 // OfferProviderID returns the provider of an offer, or ENOTFOUND.
-func (db *DB) OfferProviderID(ctx context.Context, offerID int64) (int64, error) {
-	return db.providerIDOf(ctx, "offers", "offer", offerID)
+func OfferProviderID(ctx context.Context, db *models.DB, offerID int64) (int64, error) {
+	return providerIDOf(ctx, db, "offers", "offer", offerID)
 }
 
 // DatacenterProviderID returns the provider that created a datacentre, or
 // ENOTFOUND (also for a shared one, which no provider owns).
-func (db *DB) DatacenterProviderID(ctx context.Context, dcID int64) (int64, error) {
-	return db.providerIDOf(ctx, "datacenters", "datacentre", dcID)
+func DatacenterProviderID(ctx context.Context, db *models.DB, dcID int64) (int64, error) {
+	return providerIDOf(ctx, db, "datacenters", "datacentre", dcID)
 }
 
-func (db *DB) providerIDOf(ctx context.Context, table, what string, id int64) (int64, error) {
+func providerIDOf(ctx context.Context, db *models.DB, table, what string, id int64) (int64, error) {
 	var pid *int64
 	if err := db.R.WithContext(ctx).Table(table).Select("provider_id").Where("id = ?", id).Scan(&pid).Error; err != nil {
 		return 0, err
@@ -190,16 +192,16 @@ func (db *DB) providerIDOf(ctx context.Context, table, what string, id int64) (i
 // already has a node of that name, seen by a count or, for one added at
 // the same time (a double click), by UNIQUE (provider_id, name). On
 // PostgreSQL the latter aborts tx, so on false the caller must end it.
-func InsertNode(tx *gorm.DB, n *Node) (created bool, err error) {
+func InsertNode(tx *gorm.DB, n *models.Node) (created bool, err error) {
 	var dup int64
-	if err := tx.Model(&Node{}).Where("provider_id = ? AND name = ?", n.ProviderID, n.Name).Count(&dup).Error; err != nil {
+	if err := tx.Model(&models.Node{}).Where("provider_id = ? AND name = ?", n.ProviderID, n.Name).Count(&dup).Error; err != nil {
 		return false, err
 	}
 	if dup > 0 {
 		return false, nil
 	}
 	if err := tx.Create(n).Error; err != nil {
-		if IsUniqueViolation(err) {
+		if ledger.IsUniqueViolation(err) {
 			return false, nil
 		}
 		return false, err
@@ -208,8 +210,8 @@ func InsertNode(tx *gorm.DB, n *Node) (created bool, err error) {
 }
 
 // SetNodeStatus sets a node's status in tx (RemoveNode removes one).
-func SetNodeStatus(tx *gorm.DB, nodeID int64, status NodeStatus) error {
-	return tx.Model(&Node{}).Where("id = ?", nodeID).Update("status", status).Error
+func SetNodeStatus(tx *gorm.DB, nodeID int64, status models.NodeStatus) error {
+	return tx.Model(&models.Node{}).Where("id = ?", nodeID).Update("status", status).Error
 }
 
 // RemoveNode removes a node in tx: its agent is turned away (no tokens),
@@ -220,45 +222,45 @@ func RemoveNode(tx *gorm.DB, nodeID int64, now time.Time) error {
 	if err := tx.Exec(`UPDATE gpus SET uuid = uuid || ? WHERE node_id = ?`, fmt.Sprintf(" (removed node %d)", nodeID), nodeID).Error; err != nil {
 		return err
 	}
-	if err := tx.Model(&Offer{}).Where("node_id = ?", nodeID).
-		Updates(map[string]any{"status": OfferPaused, "listing_note": "node removed", "updated_at": now}).Error; err != nil {
+	if err := tx.Model(&models.Offer{}).Where("node_id = ?", nodeID).
+		Updates(map[string]any{"status": models.OfferPaused, "listing_note": "node removed", "updated_at": now}).Error; err != nil {
 		return err
 	}
-	if err := tx.Model(&Incident{}).Where("node_id = ? AND closed_at IS NULL", nodeID).Update("closed_at", now).Error; err != nil {
+	if err := tx.Model(&models.Incident{}).Where("node_id = ? AND closed_at IS NULL", nodeID).Update("closed_at", now).Error; err != nil {
 		return err
 	}
-	return tx.Model(&Node{}).Where("id = ?", nodeID).Updates(map[string]any{
-		"status": NodeRemoved, "removed_at": now, "reg_token_hash": nil, "cred_hash": nil,
+	return tx.Model(&models.Node{}).Where("id = ?", nodeID).Updates(map[string]any{
+		"status": models.NodeRemoved, "removed_at": now, "reg_token_hash": nil, "cred_hash": nil,
 	}).Error
 }
 
 // NodesOfProvider returns a provider's nodes, removed ones last.
-func (db *DB) NodesOfProvider(ctx context.Context, providerID int64) ([]Node, error) {
-	var nodes []Node
+func NodesOfProvider(ctx context.Context, db *models.DB, providerID int64) ([]models.Node, error) {
+	var nodes []models.Node
 	err := db.R.WithContext(ctx).Where("provider_id = ?", providerID).
-		Order(clause.OrderBy{Expression: clause.Expr{SQL: "CASE WHEN status = ? THEN 1 ELSE 0 END, id", Vars: []any{NodeRemoved}, WithoutParentheses: true}}).
+		Order(clause.OrderBy{Expression: clause.Expr{SQL: "CASE WHEN status = ? THEN 1 ELSE 0 END, id", Vars: []any{models.NodeRemoved}, WithoutParentheses: true}}).
 		Find(&nodes).Error
 	return nodes, err
 }
 
 // WorkingNodesOfProvider returns a provider's nodes that are not removed,
 // oldest first.
-func (db *DB) WorkingNodesOfProvider(ctx context.Context, providerID int64) ([]Node, error) {
-	var nodes []Node
-	err := db.R.WithContext(ctx).Where("provider_id = ? AND status <> ?", providerID, NodeRemoved).Order("id").Find(&nodes).Error
+func WorkingNodesOfProvider(ctx context.Context, db *models.DB, providerID int64) ([]models.Node, error) {
+	var nodes []models.Node
+	err := db.R.WithContext(ctx).Where("provider_id = ? AND status <> ?", providerID, models.NodeRemoved).Order("id").Find(&nodes).Error
 	return nodes, err
 }
 
 // DatacentersByIDs returns the datacentres with the ids, in no order.
-func (db *DB) DatacentersByIDs(ctx context.Context, ids []int64) ([]Datacenter, error) {
-	var dcs []Datacenter
+func DatacentersByIDs(ctx context.Context, db *models.DB, ids []int64) ([]models.Datacenter, error) {
+	var dcs []models.Datacenter
 	err := db.R.WithContext(ctx).Where("id IN ?", ids).Find(&dcs).Error
 	return dcs, err
 }
 
 // DatacenterByID returns a datacentre, or ENOTFOUND.
-func (db *DB) DatacenterByID(ctx context.Context, id int64) (*Datacenter, error) {
-	var dc Datacenter
+func DatacenterByID(ctx context.Context, db *models.DB, id int64) (*models.Datacenter, error) {
+	var dc models.Datacenter
 	err := db.R.WithContext(ctx).First(&dc, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.NotFound("datacentre")
@@ -272,26 +274,26 @@ func (db *DB) DatacenterByID(ctx context.Context, id int64) (*Datacenter, error)
 // NodeGPUStates is how many GPUs of a node are in a state.
 type NodeGPUStates struct {
 	NodeID int64
-	State  GPUState
+	State  models.GPUState
 	N      int
 }
 
 // NodeGPUStateCounts counts the GPUs of the nodes by node and state.
-func (db *DB) NodeGPUStateCounts(ctx context.Context, nodeIDs []int64) ([]NodeGPUStates, error) {
+func NodeGPUStateCounts(ctx context.Context, db *models.DB, nodeIDs []int64) ([]NodeGPUStates, error) {
 	var out []NodeGPUStates
-	err := db.R.WithContext(ctx).Model(&GPU{}).Select("node_id, state, COUNT(*) AS n").Where("node_id IN ?", nodeIDs).
+	err := db.R.WithContext(ctx).Model(&models.GPU{}).Select("node_id, state, COUNT(*) AS n").Where("node_id IN ?", nodeIDs).
 		Group("node_id, state").Scan(&out).Error
 	return out, err
 }
 
 // LiveRentalCounts counts the live rentals on each of the nodes; a node
 // without any is absent.
-func (db *DB) LiveRentalCounts(ctx context.Context, nodeIDs []int64) (map[int64]int, error) {
+func LiveRentalCounts(ctx context.Context, db *models.DB, nodeIDs []int64) (map[int64]int, error) {
 	var rows []struct {
 		NodeID int64
 		N      int
 	}
-	if err := db.R.WithContext(ctx).Model(&Rental{}).Select("node_id, COUNT(*) AS n").Where("node_id IN ? AND status IN ?", nodeIDs, LiveRentalStatuses).
+	if err := db.R.WithContext(ctx).Model(&models.Rental{}).Select("node_id, COUNT(*) AS n").Where("node_id IN ? AND status IN ?", nodeIDs, models.LiveRentalStatuses).
 		Group("node_id").Scan(&rows).Error; err != nil {
 		return nil, err
 	}
@@ -302,53 +304,53 @@ func (db *DB) LiveRentalCounts(ctx context.Context, nodeIDs []int64) (map[int64]
 	return out, nil
 }
 
-// GPUsOfNode returns a node's GPUs by index.
-func (db *DB) GPUsOfNode(ctx context.Context, nodeID int64) ([]GPU, error) {
+// NodeGPUs returns a node's GPUs by index, on the read handle.
+func NodeGPUs(ctx context.Context, db *models.DB, nodeID int64) ([]models.GPU, error) {
 	return GPUsOfNode(db.R.WithContext(ctx), nodeID)
 }
 
 // IncidentsOfNode returns a node's latest incidents, newest first.
-func (db *DB) IncidentsOfNode(ctx context.Context, nodeID int64, limit int) ([]Incident, error) {
-	var is []Incident
+func IncidentsOfNode(ctx context.Context, db *models.DB, nodeID int64, limit int) ([]models.Incident, error) {
+	var is []models.Incident
 	err := db.R.WithContext(ctx).Where("node_id = ?", nodeID).Order("opened_at DESC, id DESC").Limit(limit).Find(&is).Error
 	return is, err
 }
 
 // BenchmarkReportsOfNode returns a node's latest benchmark reports, newest first.
-func (db *DB) BenchmarkReportsOfNode(ctx context.Context, nodeID int64, limit int) ([]BenchmarkReport, error) {
-	var rs []BenchmarkReport
+func BenchmarkReportsOfNode(ctx context.Context, db *models.DB, nodeID int64, limit int) ([]models.BenchmarkReport, error) {
+	var rs []models.BenchmarkReport
 	err := db.R.WithContext(ctx).Where("node_id = ?", nodeID).Order("measured_at DESC, id DESC").Limit(limit).Find(&rs).Error
 	return rs, err
 }
 
 // RentalsOfNode returns a node's latest rentals, newest first.
-func (db *DB) RentalsOfNode(ctx context.Context, nodeID int64, limit int) ([]Rental, error) {
-	var rs []Rental
+func RentalsOfNode(ctx context.Context, db *models.DB, nodeID int64, limit int) ([]models.Rental, error) {
+	var rs []models.Rental
 	err := db.R.WithContext(ctx).Where("node_id = ?", nodeID).Order("created_at DESC, id DESC").Limit(limit).Find(&rs).Error
 	return rs, err
 }
 
 // OffersOfNode returns the offers on a node, oldest first.
-func (db *DB) OffersOfNode(ctx context.Context, nodeID int64) ([]Offer, error) {
-	var os []Offer
+func OffersOfNode(ctx context.Context, db *models.DB, nodeID int64) ([]models.Offer, error) {
+	var os []models.Offer
 	err := db.R.WithContext(ctx).Where("node_id = ?", nodeID).Order("id").Find(&os).Error
 	return os, err
 }
 
 // OffersOfProvider returns a provider's offers, newest first.
-func (db *DB) OffersOfProvider(ctx context.Context, providerID int64) ([]Offer, error) {
-	var os []Offer
+func OffersOfProvider(ctx context.Context, db *models.DB, providerID int64) ([]models.Offer, error) {
+	var os []models.Offer
 	err := db.R.WithContext(ctx).Where("provider_id = ?", providerID).Order("id DESC").Find(&os).Error
 	return os, err
 }
 
 // InsertOffer creates an offer in tx.
-func InsertOffer(tx *gorm.DB, o *Offer) error { return tx.Create(o).Error }
+func InsertOffer(tx *gorm.DB, o *models.Offer) error { return tx.Create(o).Error }
 
 // SetOfferTerms stores an offer's sizes, prices, discounts, minimum
 // duration, SLA tiers, status and update time (the fields of o) in tx,
 // and, when relisted, whether it waits for its node and why.
-func SetOfferTerms(tx *gorm.DB, o *Offer, relisted bool) error {
+func SetOfferTerms(tx *gorm.DB, o *models.Offer, relisted bool) error {
 	up := map[string]any{"max_gpus": o.MaxGPUs, "vcpu_per_gpu": o.VCPUPerGPU, "ram_gb_per_gpu": o.RAMGBPerGPU, "disk_gb": o.DiskGB,
 		"interconnect": o.Interconnect, "price_per_gpu_hour_fen": o.PricePerGPUHourFen,
 		"weekly_price_per_gpu_fen": o.WeeklyPricePerGPUFen, "monthly_price_per_gpu_fen": o.MonthlyPricePerGPUFen,
@@ -357,12 +359,12 @@ func SetOfferTerms(tx *gorm.DB, o *Offer, relisted bool) error {
 	if relisted {
 		up["awaiting_node"], up["listing_note"] = o.AwaitingNode, o.ListingNote
 	}
-	return tx.Model(&Offer{}).Where("id = ?", o.ID).Updates(up).Error
+	return tx.Model(&models.Offer{}).Where("id = ?", o.ID).Updates(up).Error
 }
 
 // HeldGPUTerms returns, for each GPU of the node a rental holds now, the
 // term of that rental.
-func (db *DB) HeldGPUTerms(ctx context.Context, nodeID int64) (map[int64]pricing.Term, error) {
+func HeldGPUTerms(ctx context.Context, db *models.DB, nodeID int64) (map[int64]pricing.Term, error) {
 	var held []struct {
 		GPUID int64 `gorm:"column:gpu_id"`
 		Term  pricing.Term
@@ -379,16 +381,16 @@ func (db *DB) HeldGPUTerms(ctx context.Context, nodeID int64) (map[int64]pricing
 }
 
 // LiveRentalsOfTerms returns the live rentals on a node with one of the terms.
-func (db *DB) LiveRentalsOfTerms(ctx context.Context, nodeID int64, terms []pricing.Term) ([]Rental, error) {
-	var rs []Rental
-	err := db.R.WithContext(ctx).Where("node_id = ? AND status IN ? AND term IN ?", nodeID, LiveRentalStatuses, terms).Find(&rs).Error
+func LiveRentalsOfTerms(ctx context.Context, db *models.DB, nodeID int64, terms []pricing.Term) ([]models.Rental, error) {
+	var rs []models.Rental
+	err := db.R.WithContext(ctx).Where("node_id = ? AND status IN ? AND term IN ?", nodeID, models.LiveRentalStatuses, terms).Find(&rs).Error
 	return rs, err
 }
 
 // GPUHoldsBetween returns a node's GPU attachments that overlap the time
 // from to to (attached before to, not released by from).
-func (db *DB) GPUHoldsBetween(ctx context.Context, nodeID int64, from, to time.Time) ([]RentalGPU, error) {
-	var rows []RentalGPU
+func GPUHoldsBetween(ctx context.Context, db *models.DB, nodeID int64, from, to time.Time) ([]models.RentalGPU, error) {
+	var rows []models.RentalGPU
 	err := db.R.WithContext(ctx).Where("node_id = ? AND (released_at IS NULL OR released_at > ?) AND attached_at < ?", nodeID, from, to).Find(&rows).Error
 	return rows, err
 }
@@ -405,7 +407,7 @@ type EarningLeg struct {
 // EarningLegs returns the entries of the provider's rentals posted from
 // from (inclusive) to to on its payable and receivable accounts and on
 // platform revenue, by rental and transaction.
-func (db *DB) EarningLegs(ctx context.Context, providerID int64, from, to time.Time) ([]EarningLeg, error) {
+func EarningLegs(ctx context.Context, db *models.DB, providerID int64, from, to time.Time) ([]EarningLeg, error) {
 	var legs []EarningLeg
 	err := db.R.WithContext(ctx).Raw(`SELECT t.rental_id AS rental_id, t.kind AS txn_kind, a.kind AS acc_kind, e.amount_fen AS amount_fen
 		FROM ledger_entries e JOIN ledger_txns t ON t.id = e.txn_id JOIN ledger_accounts a ON a.id = e.account_id
@@ -413,18 +415,18 @@ func (db *DB) EarningLegs(ctx context.Context, providerID int64, from, to time.T
 		WHERE r.provider_id = ? AND t.created_at >= ? AND t.created_at < ?
 		AND ((a.kind IN ? AND a.org_id = ?) OR a.kind = ?)
 		ORDER BY t.rental_id, t.id`,
-		providerID, from.UTC(), to.UTC(), []string{AccProviderPayable, AccProviderReceivable}, providerID, AccPlatformRevenue).Scan(&legs).Error
+		providerID, from.UTC(), to.UTC(), []string{ledger.AccProviderPayable, ledger.AccProviderReceivable}, providerID, ledger.AccPlatformRevenue).Scan(&legs).Error
 	return legs, err
 }
 
 // RentalWithModel is a rental with its offer's GPU model.
 type RentalWithModel struct {
-	Rental
+	models.Rental
 	GPUModel string `gorm:"column:gpu_model"`
 }
 
 // RentalsWithModel returns the rentals with the ids, in no order.
-func (db *DB) RentalsWithModel(ctx context.Context, ids []int64) ([]RentalWithModel, error) {
+func RentalsWithModel(ctx context.Context, db *models.DB, ids []int64) ([]RentalWithModel, error) {
 	var out []RentalWithModel
 	err := db.R.WithContext(ctx).Raw(`SELECT r.*, o.gpu_model FROM rentals r JOIN offers o ON o.id = r.offer_id WHERE r.id IN ?`, ids).Scan(&out).Error
 	return out, err

@@ -1,4 +1,4 @@
-package models
+package supply
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/locales"
+	"suanli/models"
 )
 
 // RefreshNodeAvailability recomputes, in tx, the available GPUs of the
@@ -25,7 +26,7 @@ func RefreshNodeAvailability(tx *gorm.DB, nodeID int64, now time.Time) error {
 		return res.Error
 	}
 	if res.RowsAffected > 0 {
-		return bumpOffersVersion(tx)
+		return models.BumpOffersVersion(tx)
 	}
 	return nil
 }
@@ -38,7 +39,7 @@ func RefreshNodeAvailability(tx *gorm.DB, nodeID int64, now time.Time) error {
 // flip); else a new one. msg, when given, is reasons as a message (stored
 // on a new incident).
 func EnsureIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now time.Time, reopenWithin time.Duration, msg ...locales.Msg) (int64, error) {
-	var inc Incident
+	var inc models.Incident
 	err := tx.Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).First(&inc).Error
 	if err == nil {
 		return inc.ID, nil
@@ -50,13 +51,13 @@ func EnsureIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now 
 		err := tx.Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at >= ?", nodeID, gpuID, kind, now.Add(-reopenWithin)).
 			Order("closed_at DESC, id DESC").First(&inc).Error
 		if err == nil {
-			return inc.ID, tx.Model(&Incident{}).Where("id = ?", inc.ID).Update("closed_at", nil).Error
+			return inc.ID, tx.Model(&models.Incident{}).Where("id = ?", inc.ID).Update("closed_at", nil).Error
 		}
 		if !errors.Is(err, gorm.ErrRecordNotFound) {
 			return 0, err
 		}
 	}
-	inc = Incident{NodeID: nodeID, GPUID: gpuID, Kind: kind, Reasons: reasons, OpenedAt: now}
+	inc = models.Incident{NodeID: nodeID, GPUID: gpuID, Kind: kind, Reasons: reasons, OpenedAt: now}
 	if len(msg) > 0 {
 		inc.ReasonsMsg = msg[0]
 	}
@@ -65,7 +66,7 @@ func EnsureIncident(tx *gorm.DB, nodeID, gpuID int64, kind, reasons string, now 
 
 // CloseIncidents closes, in tx, the node's (GPU's) open incidents of the kind.
 func CloseIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time) error {
-	return tx.Model(&Incident{}).Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).
+	return tx.Model(&models.Incident{}).Where("node_id = ? AND gpu_id = ? AND kind = ? AND closed_at IS NULL", nodeID, gpuID, kind).
 		Update("closed_at", now).Error
 }
 
@@ -73,7 +74,7 @@ func CloseIncidents(tx *gorm.DB, nodeID, gpuID int64, kind string, now time.Time
 // cannot be read (it labels a message, which must not fail for it).
 func NodeName(tx *gorm.DB, id int64) string {
 	var name string
-	if err := tx.Model(&Node{}).Where("id = ?", id).Pluck("name", &name).Error; err != nil {
+	if err := tx.Model(&models.Node{}).Where("id = ?", id).Pluck("name", &name).Error; err != nil {
 		return ""
 	}
 	return name
@@ -82,10 +83,10 @@ func NodeName(tx *gorm.DB, id int64) string {
 // RecentPingURLs returns the ping endpoints of a datacentre's nodes heard
 // from since the time given and not silent, most recent heartbeat first
 // (at most limit, repeats included).
-func (db *DB) RecentPingURLs(ctx context.Context, datacenterID int64, since time.Time, limit int) ([]string, error) {
+func RecentPingURLs(ctx context.Context, db *models.DB, datacenterID int64, since time.Time, limit int) ([]string, error) {
 	var raw []string
-	err := db.R.WithContext(ctx).Model(&Node{}).
-		Where("datacenter_id = ? AND ping_url <> '' AND health <> ? AND last_heartbeat_at >= ?", datacenterID, NodeSilent, since).
+	err := db.R.WithContext(ctx).Model(&models.Node{}).
+		Where("datacenter_id = ? AND ping_url <> '' AND health <> ? AND last_heartbeat_at >= ?", datacenterID, models.NodeSilent, since).
 		Order("last_heartbeat_at DESC, id").Limit(limit).Pluck("ping_url", &raw).Error
 	return raw, err
 }

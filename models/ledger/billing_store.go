@@ -1,4 +1,4 @@
-package models
+package ledger
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/models"
 )
 
 // Refund statuses: a refund is pending until the money has left (Stripe
@@ -20,26 +21,26 @@ const (
 // FailTopup marks a top-up failed with a note for its payer, outside any
 // transaction: its Checkout session could not be created, so nothing can
 // pay it.
-func (db *DB) FailTopup(ctx context.Context, topupID int64, note string) error {
-	return db.W.WithContext(ctx).Model(&Topup{}).Where("id = ?", topupID).
-		Updates(map[string]any{"status": TopupFailed, "note": note}).Error
+func FailTopup(ctx context.Context, db *models.DB, topupID int64, note string) error {
+	return db.W.WithContext(ctx).Model(&models.Topup{}).Where("id = ?", topupID).
+		Updates(map[string]any{"status": models.TopupFailed, "note": note}).Error
 }
 
 // SetCheckoutSession records the Checkout session created for a top-up,
 // which a webhook's session must then match.
-func (db *DB) SetCheckoutSession(ctx context.Context, topupID int64, sessionID string) error {
-	return db.W.WithContext(ctx).Model(&Topup{}).Where("id = ?", topupID).Update("checkout_session_id", sessionID).Error
+func SetCheckoutSession(ctx context.Context, db *models.DB, topupID int64, sessionID string) error {
+	return db.W.WithContext(ctx).Model(&models.Topup{}).Where("id = ?", topupID).Update("checkout_session_id", sessionID).Error
 }
 
 // LockTopup returns a top-up in tx, locked on PostgreSQL, or ENOTFOUND.
-func LockTopup(tx *gorm.DB, id int64) (*Topup, error) {
-	return TopupForUpdate(tx, "id = ?", id)
+func LockTopup(tx *gorm.DB, id int64) (*models.Topup, error) {
+	return models.TopupForUpdate(tx, "id = ?", id)
 }
 
 // LockTopupByPaymentIntent returns the top-up a payment intent paid, in
 // tx and locked on PostgreSQL, or ENOTFOUND (a payment that is not ours).
-func LockTopupByPaymentIntent(tx *gorm.DB, paymentIntentID string) (*Topup, error) {
-	return TopupForUpdate(tx, "payment_intent_id = ?", paymentIntentID)
+func LockTopupByPaymentIntent(tx *gorm.DB, paymentIntentID string) (*models.Topup, error) {
+	return models.TopupForUpdate(tx, "payment_intent_id = ?", paymentIntentID)
 }
 
 // InsertStripeEvent records a webhook event in tx; created is false when
@@ -47,9 +48,9 @@ func LockTopupByPaymentIntent(tx *gorm.DB, paymentIntentID string) (*Topup, erro
 // key decides) a concurrent one. A refused insert aborts the transaction
 // on PostgreSQL, so on false the caller must end it, as a duplicate
 // changes nothing anyway.
-func InsertStripeEvent(tx *gorm.DB, ev *StripeEvent) (created bool, err error) {
+func InsertStripeEvent(tx *gorm.DB, ev *models.StripeEvent) (created bool, err error) {
 	var n int64
-	if err := tx.Model(&StripeEvent{}).Where("id = ?", ev.ID).Count(&n).Error; err != nil {
+	if err := tx.Model(&models.StripeEvent{}).Where("id = ?", ev.ID).Count(&n).Error; err != nil {
 		return false, err
 	}
 	if n > 0 {
@@ -66,43 +67,43 @@ func InsertStripeEvent(tx *gorm.DB, ev *StripeEvent) (created bool, err error) {
 
 // SetStripeEventTopup links a recorded event to the top-up it is about.
 func SetStripeEventTopup(tx *gorm.DB, eventID string, topupID int64) error {
-	return tx.Model(&StripeEvent{}).Where("id = ?", eventID).Update("topup_id", topupID).Error
+	return tx.Model(&models.StripeEvent{}).Where("id = ?", eventID).Update("topup_id", topupID).Error
 }
 
 // FlagStripeEvent marks a recorded event for an admin, with why.
 func FlagStripeEvent(tx *gorm.DB, eventID, note string) error {
-	return tx.Model(&StripeEvent{}).Where("id = ?", eventID).Updates(map[string]any{"flagged": true, "note": note}).Error
+	return tx.Model(&models.StripeEvent{}).Where("id = ?", eventID).Updates(map[string]any{"flagged": true, "note": note}).Error
 }
 
 // FlagTopup marks a top-up flagged for an admin, with why; the wallet
 // flags only pending ones, so a paid top-up keeps its status.
 func FlagTopup(tx *gorm.DB, topupID int64, note string) error {
-	return tx.Model(&Topup{}).Where("id = ?", topupID).Updates(map[string]any{"status": TopupFlagged, "note": note}).Error
+	return tx.Model(&models.Topup{}).Where("id = ?", topupID).Updates(map[string]any{"status": models.TopupFlagged, "note": note}).Error
 }
 
 // FailPendingTopup marks a top-up failed in tx if it is still pending (a
 // payment that failed after the top-up was paid or flagged changes nothing).
 func FailPendingTopup(tx *gorm.DB, topupID int64) error {
-	return tx.Model(&Topup{}).Where("id = ? AND status = ?", topupID, TopupPending).Update("status", TopupFailed).Error
+	return tx.Model(&models.Topup{}).Where("id = ? AND status = ?", topupID, models.TopupPending).Update("status", models.TopupFailed).Error
 }
 
 // MarkTopupPaid records in tx that a top-up was paid: when, how much
 // arrived, and, when known, the payment intent ("" for none) and the
 // admin who confirmed it (nil for a webhook).
 func MarkTopupPaid(tx *gorm.DB, topupID, receivedFen int64, paymentIntentID string, by *int64, at time.Time) error {
-	updates := map[string]any{"status": TopupPaid, "paid_at": at, "received_fen": receivedFen}
+	updates := map[string]any{"status": models.TopupPaid, "paid_at": at, "received_fen": receivedFen}
 	if paymentIntentID != "" {
 		updates["payment_intent_id"] = paymentIntentID
 	}
 	if by != nil {
 		updates["confirmed_by"] = *by
 	}
-	return tx.Model(&Topup{}).Where("id = ?", topupID).Updates(updates).Error
+	return tx.Model(&models.Topup{}).Where("id = ?", topupID).Updates(updates).Error
 }
 
 // WalletCreditsOfKinds sums what ledger transactions of the kinds (such as
 // promotional credits) put into an organisation's wallet.
-func (db *DB) WalletCreditsOfKinds(ctx context.Context, orgID int64, txnKinds []string) (int64, error) {
+func WalletCreditsOfKinds(ctx context.Context, db *models.DB, orgID int64, txnKinds []string) (int64, error) {
 	var fen int64
 	err := db.W.WithContext(ctx).Raw(`SELECT COALESCE(SUM(e.amount_fen), 0) FROM ledger_entries e JOIN ledger_txns t ON t.id = e.txn_id
 		JOIN ledger_accounts a ON a.id = e.account_id WHERE a.kind = ? AND a.org_id = ? AND t.kind IN ?`,
@@ -112,41 +113,41 @@ func (db *DB) WalletCreditsOfKinds(ctx context.Context, orgID int64, txnKinds []
 
 // PaidNotRefunded sums what an organisation's paid top-ups brought in and
 // has not been refunded.
-func (db *DB) PaidNotRefunded(ctx context.Context, orgID int64) (int64, error) {
+func PaidNotRefunded(ctx context.Context, db *models.DB, orgID int64) (int64, error) {
 	var fen int64
 	err := db.W.WithContext(ctx).Raw(`SELECT COALESCE(SUM(received_fen - refunded_fen), 0) FROM topups WHERE org_id = ? AND status = ?`,
-		orgID, TopupPaid).Scan(&fen).Error
+		orgID, models.TopupPaid).Scan(&fen).Error
 	return fen, err
 }
 
 // RefundableTopups returns an organisation's paid top-ups with money left
 // to refund, newest first, locked on PostgreSQL (SQLite has one writer)
 // so that two refund requests at once cannot both take the same money.
-func RefundableTopups(tx *gorm.DB, orgID int64) ([]Topup, error) {
-	var ts []Topup
-	err := lockRow(tx).Where("org_id = ? AND status = ? AND received_fen > refunded_fen", orgID, TopupPaid).Order("id DESC").Find(&ts).Error
+func RefundableTopups(tx *gorm.DB, orgID int64) ([]models.Topup, error) {
+	var ts []models.Topup
+	err := models.LockRow(tx).Where("org_id = ? AND status = ? AND received_fen > refunded_fen", orgID, models.TopupPaid).Order("id DESC").Find(&ts).Error
 	return ts, err
 }
 
 // InsertRefund records a refund in tx.
-func InsertRefund(tx *gorm.DB, r *Refund) error { return tx.Create(r).Error }
+func InsertRefund(tx *gorm.DB, r *models.Refund) error { return tx.Create(r).Error }
 
 // AddTopupRefunded adds fen to what has been refunded of a top-up, in tx.
 func AddTopupRefunded(tx *gorm.DB, topupID, fen int64) error {
-	return tx.Model(&Topup{}).Where("id = ?", topupID).Update("refunded_fen", gorm.Expr("refunded_fen + ?", fen)).Error
+	return tx.Model(&models.Topup{}).Where("id = ?", topupID).Update("refunded_fen", gorm.Expr("refunded_fen + ?", fen)).Error
 }
 
 // RefundPaidAtStripe records in tx that Stripe took a refund, under its
 // Stripe id.
 func RefundPaidAtStripe(tx *gorm.DB, refundID int64, stripeRefundID string, at time.Time) error {
-	return tx.Model(&Refund{}).Where("id = ?", refundID).
+	return tx.Model(&models.Refund{}).Where("id = ?", refundID).
 		Updates(map[string]any{"status": RefundDone, "stripe_refund_id": stripeRefundID, "done_at": at}).Error
 }
 
 // PendingRefund returns a refund that is still pending, or ENOTFOUND
 // (also for one already done).
-func (db *DB) PendingRefund(ctx context.Context, id int64) (*Refund, error) {
-	var r Refund
+func PendingRefund(ctx context.Context, db *models.DB, id int64) (*models.Refund, error) {
+	var r models.Refund
 	err := db.W.WithContext(ctx).Where("id = ? AND status = ?", id, RefundPending).First(&r).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.NotFound("pending refund")
@@ -160,7 +161,7 @@ func (db *DB) PendingRefund(ctx context.Context, id int64) (*Refund, error) {
 // FinishPendingRefund marks a refund done in tx if it is still pending;
 // changed is false when another admin got there first.
 func FinishPendingRefund(tx *gorm.DB, id int64, at time.Time) (changed bool, err error) {
-	res := tx.Model(&Refund{}).Where("id = ? AND status = ?", id, RefundPending).
+	res := tx.Model(&models.Refund{}).Where("id = ? AND status = ?", id, RefundPending).
 		Updates(map[string]any{"status": RefundDone, "done_at": at})
 	return res.RowsAffected > 0, res.Error
 }
