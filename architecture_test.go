@@ -105,8 +105,16 @@ var depRules = []depRule{
 		from: under("suanli/locales", "suanli/catalog"), forbid: not(stdlib)},
 	{name: "use cases never import the edge (handlers, web, views, workers)",
 		from: isUseCase, forbid: isEdge},
+	// models/ (its leaf packages too: models/ledger, models/supply, …)
+	// is below every use case.
 	{name: "models never imports a use case or the edge",
 		from: under("suanli/models"), forbid: anyOf(isUseCase, isEdge)},
+	// The leaf packages build on models' records and DB; models itself
+	// never imports them, so the records stay one package every leaf
+	// shares and no leaf is a cycle away from another.
+	{name: "models never imports its leaf packages",
+		from:   func(pkg string) bool { return pkg == "suanli/models" },
+		forbid: func(imp string) bool { return strings.HasPrefix(imp, "suanli/models/") }},
 	{name: "nothing imports web except main",
 		from: func(pkg string) bool { return pkg != module }, forbid: under("suanli/web")},
 	// handlers/ holds what every handler shares (the Handler, form and
@@ -278,6 +286,10 @@ func TestArchitectureRulesCatch(t *testing.T) {
 		add("fleet/x.go", "suanli/views/pages"),
 		add("models/x.go", "suanli/billing"),
 		add("models/x.go", "suanli/handlers"),
+		add("models/ledger/x.go", "suanli/billing"),
+		add("models/supply/x.go", "suanli/views"),
+		add("models/x.go", "suanli/models/ledger"),
+		add("views/x.go", "suanli/models/supply"),
 		add("workers/x.go", "suanli/web"),
 		add("offers/x.go", "suanli/handlers"),
 		add("billing/x.go", "github.com/stripe/stripe-go/v76"),
@@ -302,6 +314,10 @@ func TestArchitectureRulesCatch(t *testing.T) {
 		add("handlers/x.go", "suanli/rentals"),
 		add("workers/x.go", "github.com/riverqueue/river"),
 		add("models/x.go", "gorm.io/gorm"),
+		add("models/ledger/x.go", "suanli/models"),
+		add("models/platform/x.go", "gorm.io/gorm"),
+		add("billing/x.go", "suanli/models/ledger"),
+		add("models/x_test.go", "suanli/models/rentalstore"),
 		add("rentals/x.go", "suanli/billing"),
 	}
 	bad := violations(edges, pkgOf)
