@@ -136,10 +136,6 @@ var allowList = []edge{
 	{"views/pages/account_templ.go", "suanli/models"},
 	{"views/pages/benchmarks_vm.go", "suanli/models"},
 	{"views/pages/forms.go", "suanli/models"},
-	{"views/pages/rentals_templ.go", "suanli/models"},
-	{"views/pages/rentals_vm.go", "suanli/models"},
-	{"views/pages/rentals_vm.go", "suanli/offers"},
-	{"views/pages/rentals_vm.go", "suanli/rentals"},
 	{"views/pages/wallet_templ.go", "suanli/models"},
 	{"views/pages/wallet_vm.go", "suanli/models"},
 }
