@@ -134,7 +134,6 @@ var allowList = []edge{
 	// view models built by the handlers. (A _templ.go file is generated
 	// from the .templ file of the same name: fix the .templ.)
 	{"views/pages/account_templ.go", "suanli/models"},
-	{"views/pages/benchmarks_vm.go", "suanli/models"},
 	{"views/pages/forms.go", "suanli/models"},
 	{"views/pages/wallet_templ.go", "suanli/models"},
 	{"views/pages/wallet_vm.go", "suanli/models"},
