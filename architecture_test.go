@@ -137,16 +137,7 @@ var exceptions = map[edge]string{
 // allowList holds the forbidden edges that are still being removed.
 // Delete an entry with the import it names; the test fails while an entry
 // is no longer needed. Add none.
-var allowList = []edge{
-	// views still take records and use-case results; they move to plain
-	// view models built by the handlers. (A _templ.go file is generated
-	// from the .templ file of the same name: fix the .templ.)
-	{"views/pages/benchmarks_vm.go", "suanli/models"},
-	{"views/pages/rentals_templ.go", "suanli/models"},
-	{"views/pages/rentals_vm.go", "suanli/models"},
-	{"views/pages/rentals_vm.go", "suanli/offers"},
-	{"views/pages/rentals_vm.go", "suanli/rentals"},
-}
+var allowList = []edge{}
 
 // moduleImports reads the imports of every Go file of the module below
 // root: the file's edges and its package's import path.

@@ -19,14 +19,16 @@ const nodeReportsShown = 100
 
 // BenchmarkShow is GET /benchmarks/{id}: one report, public.
 func (h *Handler) BenchmarkShow(c echo.Context) error {
-	vm, err := h.benchmarkFromPath(c)
+	b, err := h.benchmarkFromPath(c)
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.BenchmarkPage(ViewCtx(c), *vm))
+	return Render(c, http.StatusOK, pages.BenchmarkPage(ViewCtx(c), benchmarkVM(b, Lang(c))))
 }
 
-func (h *Handler) benchmarkFromPath(c echo.Context) (*pages.BenchmarkVM, error) {
+// benchmarkFromPath reads the report the path names, decoded, with the
+// node it is about.
+func (h *Handler) benchmarkFromPath(c echo.Context) (*benchmarkRead, error) {
 	id, err := ParseID(c, "id", "benchmark report")
 	if err != nil {
 		return nil, err
@@ -36,25 +38,17 @@ func (h *Handler) benchmarkFromPath(c echo.Context) (*pages.BenchmarkVM, error) 
 	if err != nil {
 		return nil, err
 	}
-	vm := &pages.BenchmarkVM{Report: *r}
-	if vm.Nominal, err = r.NominalFigures(); err != nil {
+	b := &benchmarkRead{Report: r}
+	if b.Nominal, err = r.NominalFigures(); err != nil {
 		return nil, err
 	}
-	if vm.Run, err = r.Run(); err != nil {
+	if b.Run, err = r.Run(); err != nil {
 		return nil, err
 	}
-	s, err := supply.BenchmarkSubjectOf(ctx, h.DB, r.NodeID)
-	if err != nil {
+	if b.Subject, err = supply.BenchmarkSubjectOf(ctx, h.DB, r.NodeID); err != nil {
 		return nil, err
 	}
-	vm.Subject = *s
-	vm.Measured = make([]pages.BenchMeasured, len(vm.Run.Loads))
-	for i, l := range vm.Run.Loads {
-		vm.Measured[i].Value, vm.Measured[i].OK = benchmarks.LoadMeasured(l)
-	}
-	hl := benchmarks.HeadlineOf(vm.Run, vm.Nominal)
-	vm.PeakTempC, vm.PeakTempGPU = hl.PeakTempC, hl.PeakTempGPU
-	return vm, nil
+	return b, nil
 }
 
 // NodeBenchmarks is GET /nodes/{id}/benchmarks: a node's report history
@@ -73,7 +67,7 @@ func (h *Handler) NodeBenchmarks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.NodeBenchmarksPage(ViewCtx(c), pages.NodeBenchmarksVM{Subject: *s, Reports: rs}))
+	return Render(c, http.StatusOK, pages.NodeBenchmarksPage(ViewCtx(c), nodeBenchmarksVM(s, rs, Lang(c))))
 }
 
 // APIBenchmark is a benchmark report in the JSON API: the headline
@@ -111,11 +105,11 @@ func apiBenchmark(c echo.Context, r models.BenchmarkReport, nom agent.Nominal, r
 
 // APIBenchmarkShow is GET /api/v1/benchmarks/{id}.
 func (h *Handler) APIBenchmarkShow(c echo.Context) error {
-	vm, err := h.benchmarkFromPath(c)
+	b, err := h.benchmarkFromPath(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiBenchmark(c, vm.Report, vm.Nominal, &vm.Run))
+	return c.JSON(http.StatusOK, apiBenchmark(c, *b.Report, b.Nominal, &b.Run))
 }
 
 // APINodeBenchmarks is GET /api/v1/nodes/{id}/benchmarks: a node's

@@ -119,6 +119,7 @@ func (h *Handler) OfferShow(c echo.Context) error {
 	student, _ := c.Get(StudentKey).(bool)
 	if q, err := offers.Quote(row.Offer, in, student, h.DB.Now()); err == nil {
 		vm.Quote = &q
+		vm.EarlyStopKey = offers.EarlyStopOf(q.Term).Key
 	} else if e, ok := apperr.As(err); ok && e.Code == apperr.EINVALID {
 		vm.QuoteErrors[e.Field] = locales.T(Lang(c), e.Key, e.Args...)
 	} else {

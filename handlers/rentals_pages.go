@@ -6,11 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"suanli/agent"
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/models"
@@ -20,7 +18,7 @@ import (
 	"suanli/rentals"
 	"suanli/routenames"
 	"suanli/views"
-	"suanli/views/pages"
+	"suanli/views/rentalpages"
 )
 
 // rentFields are the rent form's fields.
@@ -41,9 +39,9 @@ func (h *Handler) RentNew(c echo.Context) error {
 		return err
 	}
 	if IsHTMX(c) {
-		return Render(c, http.StatusOK, pages.RentQuote(ViewCtx(c), vm))
+		return Render(c, http.StatusOK, rentalpages.RentQuote(ViewCtx(c), vm))
 	}
-	return Render(c, http.StatusOK, pages.RentPage(ViewCtx(c), vm))
+	return Render(c, http.StatusOK, rentalpages.RentPage(ViewCtx(c), vm))
 }
 
 // RentCreate is POST /offers/{id}/rent: rent, then go to the rental's
@@ -82,7 +80,7 @@ func (h *Handler) RentCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, status, pages.RentPage(ViewCtx(c), vm))
+	return Render(c, status, rentalpages.RentPage(ViewCtx(c), vm))
 }
 
 // rentFormError puts a refused rent's message into the form: beside its
@@ -160,11 +158,12 @@ func formProblems(vc views.Ctx, f *views.Form, err error, inputs []string, place
 // and the price of the choice. Without a valid org_id the form starts
 // with the organisation whose price the offer's pages showed
 // (offers.DefaultPayer).
-func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (pages.RentVM, error) {
+func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (rentalpages.RentVM, error) {
 	ctx := c.Request().Context()
 	u := CurrentUser(c)
 	gm, _ := catalog.GPUModelBySlug(row.GPUModel)
-	vm := pages.RentVM{Offer: row, GPU: gm, Form: f, Selected: -1, Simulated: row.Demo || row.Synthetic, Unverified: !u.Verified()}
+	vm := rentalpages.RentVM{Offer: rentOfferVM(&row, Lang(c)), GPU: gm, Form: f, Selected: -1, Simulated: row.Demo || row.Synthetic, Unverified: !u.Verified(),
+		EarlyStopKey: offers.EarlyStopOf(pricing.Week).Key}
 	oms, err := h.DB.OrgsOfUser(ctx, u.ID)
 	if err != nil {
 		return vm, err
@@ -181,7 +180,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (pag
 		}
 		student := rentals.StudentPrices(&om.Org, &om.Membership)
 		price := offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
-		vm.Orgs = append(vm.Orgs, pages.RentOrg{Org: om.Org, BalanceFen: bal, Student: student, PricePerGPUHourFen: price})
+		vm.Orgs = append(vm.Orgs, rentOrgVM(&om.Org, bal, student, price))
 		prices = append(prices, price)
 		if strconv.FormatInt(om.Org.ID, 10) == want {
 			vm.Selected = len(vm.Orgs) - 1
@@ -201,10 +200,12 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (pag
 		f.Values["sla"] = pricing.Tiers[0].Name
 	}
 	if vm.Selected >= 0 {
-		f.Values["org_id"] = strconv.FormatInt(vm.Orgs[vm.Selected].Org.ID, 10)
+		f.Values["org_id"] = strconv.FormatInt(vm.Orgs[vm.Selected].ID, 10)
 	}
 	vm.Form = f
 	student := vm.Selected >= 0 && vm.Orgs[vm.Selected].Student
+	vm.Terms = rentTermsVM(&row.Offer, student)
+	vm.HourPriceFen = offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
 	now := h.DB.Now()
 	q, err := offers.Quote(row.Offer, offers.QuoteInput{GPUs: f.Get("gpus"), Term: f.Get("term"), SLA: f.Get("sla")}, student, now)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.EINVALID {
@@ -216,6 +217,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (pag
 		return vm, err
 	}
 	vm.Quote = &q
+	vm.QuoteEarlyStopKey = offers.EarlyStopOf(q.Term).Key
 	tier, _ := pricing.TierByName(f.Get("sla"))
 	if vm.NeedFen, err = rentals.StartNeeds(row.Offer, q.GPUs, q.Term, tier, student, now); err != nil {
 		return vm, err
@@ -232,7 +234,7 @@ func (h *Handler) Console(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.ConsoleVM{MultiOrg: len(oms) > 1}
+	vm := rentalpages.ConsoleVM{MultiOrg: len(oms) > 1}
 	offers := map[int64]models.OfferRow{}
 	offer := func(id int64) (models.OfferRow, error) {
 		if o, ok := offers[id]; ok {
@@ -243,12 +245,13 @@ func (h *Handler) Console(c echo.Context) error {
 		return o, err
 	}
 	now := h.DB.Now().UTC()
+	lang := Lang(c)
 	for _, om := range oms {
 		bal, err := ledger.WalletBalance(ctx, h.DB, om.Org.ID)
 		if err != nil {
 			return err
 		}
-		vm.Wallets = append(vm.Wallets, pages.WalletLink{Org: om.Org, BalanceFen: bal})
+		vm.Wallets = append(vm.Wallets, walletLinkVM(&om.Org, bal))
 		m := om.Membership
 		live, err := h.DB.RentalsOfOrg(ctx, om.Org.ID, true, 200)
 		if err != nil {
@@ -259,12 +262,12 @@ func (h *Handler) Console(c echo.Context) error {
 			if err != nil {
 				return err
 			}
-			row := consoleRow(d.Rental, d.Offer, om.Org.Name, d.CostFen, d.RateFenPerHour, d.Access, d.Simulated(),
+			row := consoleRow(d.Rental, d.Offer, lang, om.Org.Name, d.CostFen, d.RateFenPerHour, d.Access, d.Simulated(),
 				rentals.Stoppable(&d.Rental, u, &m), d.At)
 			row.CanChange = rentals.Changeable(&d.Rental, u, &m)
 			vm.Live = append(vm.Live, row)
 		}
-		past, err := h.DB.RentalsOfOrg(ctx, om.Org.ID, false, pages.HistoryLimit)
+		past, err := h.DB.RentalsOfOrg(ctx, om.Org.ID, false, rentalpages.HistoryLimit)
 		if err != nil {
 			return err
 		}
@@ -274,40 +277,38 @@ func (h *Handler) Console(c echo.Context) error {
 				return err
 			}
 			a := rentals.Access(&r)
-			vm.History = append(vm.History, consoleRow(r, o, om.Org.Name, r.BilledFen, 0, a, o.Demo || (a != nil && a.Simulated), false, now))
+			vm.History = append(vm.History, consoleRow(r, o, lang, om.Org.Name, r.BilledFen, 0, a, o.Demo || (a != nil && a.Simulated), false, now))
 		}
 	}
-	newestFirst := func(a, b pages.RentalRow) int { return b.Rental.CreatedAt.Compare(a.Rental.CreatedAt) }
+	newestFirst := func(a, b rentalpages.RentalRow) int { return b.Rental.CreatedAt.Compare(a.Rental.CreatedAt) }
 	slices.SortStableFunc(vm.Live, newestFirst)
 	slices.SortStableFunc(vm.History, newestFirst)
-	if len(vm.History) > pages.HistoryLimit {
-		vm.History = vm.History[:pages.HistoryLimit]
+	if len(vm.History) > rentalpages.HistoryLimit {
+		vm.History = vm.History[:rentalpages.HistoryLimit]
 	}
-	return Render(c, http.StatusOK, pages.ConsolePage(ViewCtx(c), vm))
-}
-
-func consoleRow(r models.Rental, o models.OfferRow, orgName string, cost, rate int64, a *agent.Access, simulated, canStop bool, at time.Time) pages.RentalRow {
-	return pages.RentalRow{Rental: r, OrgName: orgName, GPUName: gpuName(o.GPUModel), Datacenter: o.Datacenter, CostFen: cost, RateFenPerHour: rate,
-		Access: a, Simulated: simulated, CanStop: canStop, At: at}
+	return Render(c, http.StatusOK, rentalpages.ConsolePage(ViewCtx(c), vm))
 }
 
 // rentalPageVM is the rental page's view model for a rental the viewer
 // may see.
-func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership) (pages.RentalVM, error) {
+func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership) (rentalpages.RentalVM, error) {
 	org, err := h.DB.OrgByID(c.Request().Context(), d.Rental.OrgID)
 	if err != nil {
-		return pages.RentalVM{}, err
+		return rentalpages.RentalVM{}, err
 	}
 	gm, ok := catalog.GPUModelBySlug(d.Offer.GPUModel)
 	if !ok {
 		gm.Name = d.Offer.GPUModel
 	}
+	vc := ViewCtx(c)
 	name := org.Name
 	if org.Personal {
-		name = ViewCtx(c).T("rent.org_personal")
+		name = vc.T("rent.org_personal")
 	}
-	return pages.RentalVM{D: d, GPU: gm, OrgName: name, StudentPrices: rentals.StudentPrices(org, m),
-		CanStop: rentals.Stoppable(&d.Rental, CurrentUser(c), m)}, nil
+	vm := rentalDetailVM(vc, d)
+	vm.GPU, vm.OrgName, vm.StudentPrices = gm, name, rentals.StudentPrices(org, m)
+	vm.CanStop = rentals.Stoppable(&d.Rental, CurrentUser(c), m)
+	return vm, nil
 }
 
 // RentalShow is GET /rentals/{id}. Someone outside the rental's
@@ -324,10 +325,10 @@ func (h *Handler) RentalShow(c echo.Context) error {
 	if vm.Change, err = h.changeVM(c, d, m, vm.StudentPrices, ReadForm(c), nil, false); err != nil {
 		return err
 	}
-	if err := h.rentalSLA(c, &vm); err != nil {
+	if vm.SLA, err = h.rentalSLA(c, d); err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.RentalPage(ViewCtx(c), vm))
+	return Render(c, http.StatusOK, rentalpages.RentalPage(ViewCtx(c), vm))
 }
 
 // RentalLive is GET /rentals/{id}/live: the status, cost and access block
@@ -353,7 +354,7 @@ func (h *Handler) RentalLive(c echo.Context) error {
 			c.Response().Header().Set("HX-Refresh", "true")
 		}
 	}
-	return Render(c, http.StatusOK, pages.RentalLive(ViewCtx(c), vm))
+	return Render(c, http.StatusOK, rentalpages.RentalLive(ViewCtx(c), vm))
 }
 
 // RentalStop is POST /rentals/{id}/stop, for the renter and the
@@ -376,7 +377,7 @@ var changeFields = []string{"offer_id", "gpus"}
 // (a refused change shows its message even so). The offers are the
 // rental's own, then the others listed in its datacentre; the form
 // defaults to the rental as it is.
-func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership, student bool, f views.Form, q *rentals.ChangeQuote, always bool) (*pages.ChangeVM, error) {
+func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership, student bool, f views.Form, q *rentals.ChangeQuote, always bool) (*rentalpages.ChangeVM, error) {
 	r := &d.Rental
 	if !rentals.CanStop(r, CurrentUser(c), m) || !(always || r.CanChange()) {
 		return nil, nil
@@ -385,8 +386,8 @@ func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Me
 	cur := d.Offer
 	// The offers are listed at the price the change would be at (student:
 	// a lab member's student price), as its quote is.
-	ch := &pages.ChangeVM{Form: f, Quote: q, WalletURL: vc.URL(routenames.WalletShow, strconv.FormatInt(r.OrgID, 10))}
-	ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: cur.ID, GPUName: gpuName(cur.GPUModel), PricePerGPUHourFen: offers.UnitPriceFen(&cur.Offer, pricing.OnDemand, student),
+	ch := &rentalpages.ChangeVM{Form: f, Quote: changeQuoteVM(q), WalletURL: vc.URL(routenames.WalletShow, strconv.FormatInt(r.OrgID, 10))}
+	ch.Offers = append(ch.Offers, rentalpages.ChangeOffer{ID: cur.ID, GPUName: gpuName(cur.GPUModel), PricePerGPUHourFen: offers.UnitPriceFen(&cur.Offer, pricing.OnDemand, student),
 		AvailableGPUs: cur.AvailableGPUs, MaxGPUs: cur.MaxGPUs, Current: true})
 	res, err := h.Index.Search(offers.Query{DatacenterID: cur.DatacenterID, Sort: offers.SortPrice, Page: 1, PerPage: offers.MaxPerPage})
 	if err != nil {
@@ -400,7 +401,7 @@ func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Me
 		if o.ProviderID != cur.ProviderID && o.Provider != nil {
 			other = o.Provider.Name(vc.Lang)
 		}
-		ch.Offers = append(ch.Offers, pages.ChangeOffer{ID: o.ID, GPUName: gpuName(o.GPUModel), PricePerGPUHourFen: offers.UnitPriceFen(&o.Offer, pricing.OnDemand, student),
+		ch.Offers = append(ch.Offers, rentalpages.ChangeOffer{ID: o.ID, GPUName: gpuName(o.GPUModel), PricePerGPUHourFen: offers.UnitPriceFen(&o.Offer, pricing.OnDemand, student),
 			AvailableGPUs: o.AvailableGPUs, MaxGPUs: o.MaxGPUs, OtherProvider: other})
 	}
 	if ch.Form.Values == nil {
@@ -502,12 +503,12 @@ func (h *Handler) renderChange(c echo.Context, d *rentals.RentalDetail, m *model
 		return apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may change this rental")
 	}
 	vm.Change.TopUp = topUp
-	if err := h.rentalSLA(c, &vm); err != nil {
+	if vm.SLA, err = h.rentalSLA(c, d); err != nil {
 		return err
 	}
 	vc := ViewCtx(c)
 	vc.Path = c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10))
-	return Render(c, status, pages.RentalPage(vc, vm))
+	return Render(c, status, rentalpages.RentalPage(vc, vm))
 }
 
 // changeFormError puts a refused change's message into the form: beside

@@ -7,11 +7,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/fleet"
-	"suanli/models"
 	"suanli/pricing"
 	"suanli/rentals"
 	"suanli/sla"
 	"suanli/views/pages"
+	"suanli/views/rentalpages"
 )
 
 // SLAShow is GET /sla: the SLA terms, rendered from pricing.Tiers (the
@@ -25,31 +25,14 @@ func (h *Handler) SLAShow(c echo.Context) error {
 	return Render(c, http.StatusOK, pages.SLAPage(ViewCtx(c), pages.SLAVM{Tiers: pricing.Tiers, Terms: vt}))
 }
 
-// rentalSLA adds the rental page's SLA section to its view model: the
-// tier and each month's computation, recorded or as it stands.
-func (h *Handler) rentalSLA(c echo.Context, vm *pages.RentalVM) error {
-	d := vm.D
+// rentalSLA is the rental page's SLA section: the tier and each month's
+// computation, recorded or as it stands (nil for a rental without one).
+func (h *Handler) rentalSLA(c echo.Context, d *rentals.RentalDetail) (*rentalpages.RentalSLA, error) {
 	s, err := sla.OfRental(c.Request().Context(), h.DB, &d.Rental, d.Events, d.At)
 	if err != nil || s == nil {
-		return err
+		return nil, err
 	}
-	vm.SLA = rentalSLAVM(s, &d.Rental, d.At)
-	return nil
-}
-
-// rentalSLAVM maps a rental's SLA terms to the page's section at now.
-func rentalSLAVM(s *sla.RentalTerms, r *models.Rental, now time.Time) *pages.RentalSLA {
-	out := &pages.RentalSLA{Tier: s.Tier, Free: s.Free, Periods: make([]pages.SLAPeriod, 0, len(s.Periods))}
-	for i := range s.Periods {
-		p := &s.Periods[i]
-		out.Periods = append(out.Periods, pages.SLAPeriod{
-			Period: p.Period, From: p.From, To: p.To, Tier: p.Tier,
-			PeriodSecs: p.PeriodSecs, DowntimeSecs: p.DowntimeSecs, UptimePct: p.UptimePct,
-			CreditPct: p.CreditPct, BilledFen: p.BilledFen, DowntimeCostFen: p.DowntimeCostFen, CreditFen: p.CreditFen,
-			Final: p.Final, Recorded: p.Recorded, Credited: p.TxnID != nil, Open: p.Open(r, now),
-		})
-	}
-	return out
+	return rentalSLAVM(s, &d.Rental, d.At), nil
 }
 
 // uptimeVM maps a datacentre's 30-day uptime to the page's.

@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"suanli/locales"
@@ -75,4 +76,19 @@ func ShortMethod(m string) string {
 		return "bank"
 	}
 	return "stripe"
+}
+
+// TierName names an SLA tier without its figures (the SLA terms page and
+// a rental's SLA section).
+func TierName(vc Ctx, name string) string { return LabelOr(vc, "sla.tier."+name, name) }
+
+// PctFig writes a percentage figure as the SLA table states it ("99.5%").
+func PctFig(f float64) string { return Num(f) + "%" }
+
+// UptimePct writes a measured uptime to four decimals ("99.3056%"),
+// without trailing zeros.
+func UptimePct(f float64) string {
+	s := strconv.FormatFloat(f, 'f', 4, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + "%"
 }

@@ -9,20 +9,46 @@ import (
 	"time"
 
 	"suanli/agent"
-	"suanli/models"
-	"suanli/models/supply"
 	"suanli/pricing"
 	"suanli/views"
 	"suanli/views/charts"
 )
 
+// BenchReport is a stored benchmark report's headline figures (per GPU,
+// nil where the load was absent).
+type BenchReport struct {
+	ID, NodeID                          int64
+	GPUs                                int
+	Trigger                             string
+	Simulated                           bool
+	BF16TFLOPS, MemBWGBps, PctOfNominal *float64
+	PeakTempC                           *int
+	MeasuredAt                          time.Time
+	// GPUName is the model's name from the report's nominal snapshot, or
+	// its slug.
+	GPUName string
+}
+
+// BenchSubject is the node a report is about, with its datacentre and
+// provider, named in the reader's language.
+type BenchSubject struct {
+	NodeID        int64
+	NodeName      string
+	NodeGPUModel  string
+	NodeSimulated bool
+	DCSlug        string
+	DCName        string
+	DCCity        string
+	ProviderName  string
+}
+
 // BenchmarkVM is the report page's view model: the stored report with its
 // nominal snapshot and the agent's run, decoded, and the node it is about.
 type BenchmarkVM struct {
-	Report  models.BenchmarkReport
+	Report  BenchReport
 	Nominal agent.Nominal
 	Run     agent.BenchmarkReport
-	Subject supply.BenchmarkSubject
+	Subject BenchSubject
 	// Measured[i] is the measured figure of Run.Loads[i], if it has one.
 	Measured []BenchMeasured
 	// PeakTempC is the highest GPU temperature sampled during the run
@@ -39,8 +65,8 @@ type BenchMeasured struct {
 
 // NodeBenchmarksVM is a node's report history, newest first.
 type NodeBenchmarksVM struct {
-	Subject supply.BenchmarkSubject
-	Reports []models.BenchmarkReport
+	Subject BenchSubject
+	Reports []BenchReport
 }
 
 // benchMetricOrder is the order loads are shown in; any other metric follows.
@@ -438,23 +464,15 @@ func benchTrigger(vc views.Ctx, trigger string) string {
 	return views.LabelOr(vc, "bench.trigger."+trigger, trigger)
 }
 
-func benchNodeTitle(vc views.Ctx, s supply.BenchmarkSubject, gpuName string, gpus int) string {
-	return vc.T("bench.node_title", gpuName, gpus, s.Node.Name)
-}
-
-// benchGPUName is the model's name from the snapshot, or its slug.
-func benchGPUName(r models.BenchmarkReport) string {
-	if n, err := r.NominalFigures(); err == nil && n.Name != "" {
-		return n.Name
-	}
-	return r.GPUModel
+func benchNodeTitle(vc views.Ctx, s BenchSubject, gpuName string, gpus int) string {
+	return vc.T("bench.node_title", gpuName, gpus, s.NodeName)
 }
 
 func (vm NodeBenchmarksVM) gpuName() string {
 	if len(vm.Reports) > 0 {
-		return benchGPUName(vm.Reports[0])
+		return vm.Reports[0].GPUName
 	}
-	return vm.Subject.Node.GPUModel
+	return vm.Subject.NodeGPUModel
 }
 
 func benchTempPtr(t *int) string {

@@ -1,6 +1,8 @@
 package pages
 
 import (
+	"net/url"
+
 	"suanli/catalog"
 	"suanli/pricing"
 	"suanli/routenames"
@@ -21,6 +23,25 @@ type OfferVM struct {
 	Quote       *pricing.Breakdown
 	QuoteForm   views.Form
 	QuoteErrors map[string]string
+	// EarlyStopKey is the message saying what stopping the quote's term
+	// early refunds ("" without a quote).
+	EarlyStopKey string
+}
+
+// rentLink is the offer page's Rent button: the rent page with the quote
+// panel's choice of GPUs, term and tier.
+func rentLink(vc views.Ctx, vm OfferVM) string {
+	v := url.Values{}
+	for _, k := range []string{"gpus", "term", "sla"} {
+		if s := vm.QuoteForm.Get(k); s != "" && vm.QuoteErrors[k] == "" {
+			v.Set(k, s)
+		}
+	}
+	u := vc.URL(routenames.RentalsNew, views.I64(vm.Offer.ID))
+	if len(v) > 0 {
+		u += "?" + v.Encode()
+	}
+	return u
 }
 
 var quoteFields = []string{"gpus", "hours", "term", "start", "sla"}

@@ -1,24 +1,29 @@
-package pages
+// Package rentalpages renders the renter's rental pages: the rent form
+// (GET/POST /offers/{id}/rent), the console (GET /console) and a
+// rental's page with its live fragment, switch / resize section and SLA
+// section (/rentals/{id}), from plain view models that package handlers
+// builds.
+package rentalpages
 
 import (
 	"net/url"
-	"regexp"
 	"strconv"
 	"time"
 
-	"suanli/agent"
 	"suanli/catalog"
-	"suanli/models"
-	"suanli/offers"
+	"suanli/locales"
 	"suanli/pricing"
-	"suanli/rentals"
 	"suanli/routenames"
 	"suanli/views"
 )
 
 // RentOrg is an organisation the renter may pay from, with its balance.
 type RentOrg struct {
-	Org        models.Org
+	ID   int64
+	Name string
+	// Personal is true for the renter's own organisation (named
+	// "personal" in the reader's language).
+	Personal   bool
 	BalanceFen int64
 	// Student is true when renting from it gets the offer's student price
 	// (an approved lab in which the renter is a confirmed member).
@@ -27,14 +32,40 @@ type RentOrg struct {
 	PricePerGPUHourFen int64
 }
 
+// RentOffer is the offer the rent page rents, named in the reader's
+// language.
+type RentOffer struct {
+	ID                                   int64
+	DCName, DCCity, DCDistrict           string
+	ProviderName                         string
+	Status                               string
+	PricePerGPUHourFen                   int64
+	AvailableGPUs, MaxGPUs, MinDurationS int
+}
+
+// RentTerm is a billing term the offer prices, with its price per GPU
+// from the chosen organisation (per hour, week or month).
+type RentTerm struct {
+	Term     pricing.Term
+	PriceFen int64
+}
+
 // RentVM is the rent page's view model.
 type RentVM struct {
-	Offer models.OfferRow
+	Offer RentOffer
 	GPU   catalog.GPUModel
 	// Orgs are the organisations the renter may pay from, personal first;
 	// Selected indexes the chosen one (-1 when there is none).
 	Orgs     []RentOrg
 	Selected int
+	// Terms are the billing terms the offer prices, on demand first.
+	Terms []RentTerm
+	// HourPriceFen is the on-demand price per GPU-hour from the chosen
+	// organisation (the list price when none is chosen).
+	HourPriceFen int64
+	// EarlyStopKey is the message saying what stopping a week or month
+	// term early refunds; QuoteEarlyStopKey says it of the quote's term.
+	EarlyStopKey, QuoteEarlyStopKey string
 	// Form holds org_id, gpus, term, sla, ssh_public_key and auto_renew;
 	// its "_form" message is shown at the top and "balance" beside the
 	// balance.
@@ -65,18 +96,6 @@ func (vm RentVM) short() bool {
 	return ok && vm.Quote != nil && o.BalanceFen < vm.NeedFen
 }
 
-// terms lists the billing terms the offer prices, on demand first.
-func (vm RentVM) terms() []pricing.Term {
-	ts := []pricing.Term{pricing.OnDemand}
-	if vm.Offer.WeeklyPricePerGPUFen != nil {
-		ts = append(ts, pricing.Week)
-	}
-	if vm.Offer.MonthlyPricePerGPUFen != nil {
-		ts = append(ts, pricing.Month)
-	}
-	return ts
-}
-
 // termKey is the message key naming a billing term.
 func termKey(term pricing.Term) string {
 	switch term {
@@ -88,40 +107,24 @@ func termKey(term pricing.Term) string {
 	return "price.on_demand"
 }
 
-// student reports whether the chosen organisation pays student prices.
-func (vm RentVM) student() bool {
-	o, ok := vm.selected()
-	return ok && o.Student
-}
-
-// hourPrice is the on-demand price per GPU-hour from the chosen
-// organisation (the list price when none is chosen).
-func (vm RentVM) hourPrice() int64 {
-	return offers.UnitPriceFen(&vm.Offer.Offer, pricing.OnDemand, vm.student())
-}
-
 // termPrice is a term's price per GPU from the chosen organisation, for
 // the term's radio button.
-func (vm RentVM) termPrice(vc views.Ctx, term pricing.Term) string {
+func termPrice(vc views.Ctx, t RentTerm) string {
 	unit := "unit.per_gpu_hour"
-	switch term {
+	switch t.Term {
 	case pricing.Week:
 		unit = "unit.per_gpu_week"
 	case pricing.Month:
 		unit = "unit.per_gpu_month"
 	}
-	return views.Yuan(offers.UnitPriceFen(&vm.Offer.Offer, term, vm.student())) + vc.T(unit)
+	return views.Yuan(t.PriceFen) + vc.T(unit)
 }
-
-// earlyStopKey is the message saying what stopping a rental of the term
-// early refunds (nothing, for a week or month term).
-func earlyStopKey(term pricing.Term) string { return offers.EarlyStopOf(term).Key }
 
 // orgLabel names an organisation in the select, with the offer's price
 // per GPU-hour when paying from it and its balance.
 func orgLabel(vc views.Ctx, o RentOrg) string {
-	name := o.Org.Name
-	if o.Org.Personal {
+	name := o.Name
+	if o.Personal {
 		name = vc.T("rent.org_personal")
 	}
 	s := vc.T("rent.org_option", name, views.Yuan(o.PricePerGPUHourFen), views.Yuan(o.BalanceFen))
@@ -137,7 +140,7 @@ func (vm RentVM) orgWalletURL(vc views.Ctx) string {
 	if !ok {
 		return ""
 	}
-	return vc.URL(routenames.WalletShow, views.I64(o.Org.ID))
+	return vc.URL(routenames.WalletShow, views.I64(o.ID))
 }
 
 // rentURL is the rent page of an offer (its htmx requests fetch the price).
@@ -145,17 +148,75 @@ func rentURL(vc views.Ctx, offerID int64) string {
 	return vc.URL(routenames.RentalsNew, views.I64(offerID))
 }
 
+// Place is a rental's datacentre, named in the reader's language.
+type Place struct {
+	Name, City string
+}
+
+// Access is how the renter reaches a rental's workspace.
+type Access struct {
+	Host, User, Command string
+	Port                int
+	// Simulated is true when no workload really runs (a simulated agent).
+	Simulated bool
+}
+
+// Rental is a rental's figures as the console and its page show them.
+type Rental struct {
+	ID     int64
+	GPUs   int
+	Status string
+	// Running is true in the running status; Ended once it stopped or
+	// failed (settled).
+	Running, Ended bool
+	Free           bool
+	Term           pricing.Term
+	// The price agreed at the start, and its discounts.
+	PricePerGPUHourFen     int64
+	OffpeakPct, StudentPct int
+	TermPriceFen           *int64
+	AutoRenew              bool
+	SLA                    string
+	EndsAt                 *time.Time
+	RunningSince           *time.Time
+	StoppedAt              *time.Time
+	CreatedAt              time.Time
+	// DowntimeSecs is the downtime so far (not billed); RunningSecs how
+	// long it has run, less the downtime, at the view's time.
+	DowntimeSecs, RunningSecs int64
+	// Failure is why it failed, FailureMsg the same as a message (zero for
+	// rentals that failed before it was stored).
+	Failure    string
+	FailureMsg locales.Msg
+	// StopReason is why it stopped; StopReasonKey the message saying it
+	// when it is one of the platform's reasons ("" for the renter's own
+	// words, shown as they are).
+	StopReason, StopReasonKey string
+	// MinBilledS is the least it is billed for, in seconds.
+	MinBilledS int
+}
+
+// stopReason says why a rental stopped, in the reader's language when it
+// is one of the platform's reasons.
+func stopReason(vc views.Ctx, r Rental) string {
+	if r.StopReasonKey != "" {
+		return vc.T(r.StopReasonKey)
+	}
+	return r.StopReason
+}
+
 // RentalRow is one rental in the console.
 type RentalRow struct {
-	Rental     models.Rental
-	OrgName    string
-	GPUName    string
-	Datacenter *models.Datacenter
+	Rental  Rental
+	OrgName string
+	GPUName string
+	// Datacenter is nil when the offer has none.
+	Datacenter *Place
 	// CostFen is the cost so far; RateFenPerHour what an hour costs now
 	// (0 when not billing per second).
 	CostFen        int64
 	RateFenPerHour int64
-	Access         *agent.Access
+	Access         *Access
 	Simulated      bool
 	CanStop        bool
 	// CanChange is true when the viewer may switch or resize it now.
@@ -165,7 +226,10 @@ type RentalRow struct {
 
 // WalletLink is an organisation's balance on the console.
 type WalletLink struct {
-	Org        models.Org
+	OrgID   int64
+	OrgName string
+	// Personal is true for the renter's own organisation.
+	Personal   bool
 	BalanceFen int64
 }
 
@@ -183,11 +247,63 @@ type ConsoleVM struct {
 // HistoryLimit is how many settled rentals the console lists.
 const HistoryLimit = 50
 
+// Check is one NVML check of a GPU, its reading in the reader's language.
+type Check struct {
+	Name string
+	OK   bool
+	Text string
+}
+
+// CheckedGPU is a GPU's checks before hand-over.
+type CheckedGPU struct {
+	UUID   string
+	Checks []Check
+}
+
+// Checks are the NVML checks that passed before the GPUs were handed over.
+type Checks struct {
+	// Passed counts the checks that passed over every GPU.
+	Passed int
+	// GPUs are the checked GPUs in UUID order.
+	GPUs []CheckedGPU
+	At   time.Time
+}
+
+// RentalGPU is a GPU the rental holds.
+type RentalGPU struct {
+	Idx    int
+	UUID   string
+	Health string
+}
+
+// Event is a line of a rental's timeline.
+type Event struct {
+	At   time.Time
+	Kind string
+	// Detail is the event's detail in the reader's language ("" when its
+	// label already says it all).
+	Detail string
+}
+
 // RentalVM is the rental page's (and its live fragment's) view model.
 type RentalVM struct {
-	D       *rentals.RentalDetail
+	Rental  Rental
 	GPU     catalog.GPUModel
 	OrgName string
+	// Datacenter is nil when the offer has none.
+	Datacenter *Place
+	// Simulated is true when it runs on a simulated node; Billing when it
+	// accrues cost per second now.
+	Simulated, Billing bool
+	// CostFen is what it has cost up to now; RateFenPerHour what an hour
+	// costs now (0 when not billing). At is when they were read.
+	CostFen, RateFenPerHour int64
+	At                      time.Time
+	Access                  *Access
+	// Checks are nil before any passed.
+	Checks *Checks
+	GPUs   []RentalGPU
+	Events []Event
 	// StudentPrices: a change the viewer makes is at student prices
 	// (rentals.StudentPrices of the rental's organisation and the viewer).
 	StudentPrices bool
@@ -217,6 +333,18 @@ type ChangeOffer struct {
 	OtherProvider string
 }
 
+// ChangeQuote is a previewed switch / resize: the rental now and after.
+type ChangeQuote struct {
+	ToOfferID        int64
+	FromGPUs, ToGPUs int
+	// FromFenPerHour is what an hour costs now (0 when stopped);
+	// ToFenPerHour what it costs after the change, from now.
+	FromFenPerHour, ToFenPerHour int64
+	// FromPerGPUHour and ToPerGPU are the per-GPU-hour prices paid.
+	FromPerGPUHour, ToPerGPU int64
+	SameNode                 bool
+}
+
 // ChangeVM is the rental page's switch / resize section: the form and,
 // once previewed, the quote for the change with its Confirm button.
 type ChangeVM struct {
@@ -232,7 +360,7 @@ type ChangeVM struct {
 	// WalletURL is the paying organisation's wallet.
 	WalletURL string
 	// Quote is the previewed change; nil until the renter asks for one.
-	Quote *rentals.ChangeQuote
+	Quote *ChangeQuote
 	// FromName and ToName are the quote's GPU models' catalogue names.
 	FromName, ToName string
 }
@@ -265,32 +393,15 @@ func perHour(vc views.Ctx, fen int64) string { return vc.T("change.per_hour", vi
 // Seen is the state the page shows: its status and the length of its
 // timeline. The live fragment asks for a full reload when it changes.
 func (vm RentalVM) Seen() string {
-	return string(vm.D.Rental.Status) + "." + strconv.Itoa(len(vm.D.Events))
+	return vm.Rental.Status + "." + strconv.Itoa(len(vm.Events))
 }
 
 // Polling reports whether the page follows the rental's state: while it
 // is not settled.
-func (vm RentalVM) Polling() bool { return !vm.D.Rental.Status.Ended() }
+func (vm RentalVM) Polling() bool { return !vm.Rental.Ended }
 
 func (vm RentalVM) liveURL(vc views.Ctx) string {
-	return vc.URL(routenames.RentalsLive, views.I64(vm.D.Rental.ID)) + "?seen=" + url.QueryEscape(vm.Seen())
-}
-
-// runningSecs is how long a rental has run: from the start to its stop
-// (or now), less the downtime (which is not billed).
-func runningSecs(r *models.Rental, now time.Time) int64 {
-	if r.RunningSince == nil {
-		return 0
-	}
-	end := now
-	if r.StoppedAt != nil && r.StoppedAt.Before(now) {
-		end = *r.StoppedAt
-	}
-	secs := int64(end.Sub(*r.RunningSince)/time.Second) - r.DowntimeSecs
-	if r.DownSince != nil && end.After(*r.DownSince) {
-		secs -= int64(end.Sub(*r.DownSince) / time.Second)
-	}
-	return max(secs, 0)
+	return vc.URL(routenames.RentalsLive, views.I64(vm.Rental.ID)) + "?seen=" + url.QueryEscape(vm.Seen())
 }
 
 // unixMS is a time for the ticker's data attributes.
@@ -312,40 +423,17 @@ func shortUUID(u string) string {
 	return u[:12] + "…"
 }
 
-// stopReason says why a rental stopped, in the reader's language when it
-// is one of the platform's reasons.
-func stopReason(vc views.Ctx, reason string) string {
-	switch reason {
-	case rentals.StopByUser:
-		return vc.T("rental.stop_reason.user")
-	case rentals.StopBalance:
-		return vc.T("rental.stop_reason.balance")
-	case rentals.StopSpendCap:
-		return vc.T("rental.stop_reason.limit")
-	case rentals.StopTermEnded:
-		return vc.T("rental.stop_reason.term_ended")
-	case detailNoNode:
-		return vc.T("rental.stop_reason.no_node")
-	}
-	return reason
-}
-
 // checksLine sums up the checks that passed before hand-over.
-func (vm RentalVM) checksLine(vc views.Ctx) string {
-	c := vm.D.Checks
-	passed, _ := c.Passed()
-	on := vc.N("rental.checks_gpus", len(c.Verdicts))
-	if us := c.UUIDs(); len(us) == 1 {
-		on = shortUUID(us[0])
+func checksLine(vc views.Ctx, c *Checks) string {
+	on := vc.N("rental.checks_gpus", len(c.GPUs))
+	if len(c.GPUs) == 1 {
+		on = shortUUID(c.GPUs[0].UUID)
 	}
-	return vc.T("rental.checks_passed", passed, on, c.At.In(pricing.Shanghai).Format("15:04:05"))
+	return vc.T("rental.checks_passed", c.Passed, on, c.At.In(pricing.Shanghai).Format("15:04:05"))
 }
-
-// runningSecs is how long a console row's rental has run.
-func (r RentalRow) runningSecs() int64 { return runningSecs(&r.Rental, r.At) }
 
 // agreedLines lists the discounts agreed for a rental.
-func agreedLines(vc views.Ctx, r *models.Rental) []string {
+func agreedLines(vc views.Ctx, r Rental) []string {
 	var out []string
 	if r.OffpeakPct > 0 {
 		out = append(out, vc.T("quote.discount.offpeak", r.OffpeakPct))
@@ -374,11 +462,11 @@ func tableID(live bool) string {
 
 // walletName names an organisation on the console ("personal" for the
 // renter's own).
-func walletName(vc views.Ctx, o models.Org) string {
-	if o.Personal {
+func walletName(vc views.Ctx, w WalletLink) string {
+	if w.Personal {
 		return vc.T("rent.org_personal")
 	}
-	return o.Name
+	return w.OrgName
 }
 
 func yesNo(b bool) string {
@@ -386,101 +474,4 @@ func yesNo(b bool) string {
 		return "rental.yes"
 	}
 	return "rental.no"
-}
-
-// rentLink is the offer page's Rent button: the rent page with the quote
-// panel's choice of GPUs, term and tier.
-func rentLink(vc views.Ctx, vm OfferVM) string {
-	v := url.Values{}
-	for _, k := range []string{"gpus", "term", "sla"} {
-		if s := vm.QuoteForm.Get(k); s != "" && vm.QuoteErrors[k] == "" {
-			v.Set(k, s)
-		}
-	}
-	u := rentURL(vc, vm.Offer.ID)
-	if len(v) > 0 {
-		u += "?" + v.Encode()
-	}
-	return u
-}
-
-// The details market writes for some events, in English (market/
-// provision.go, rentals.go, change.go, health.go). The timeline reads them
-// back to show them in the reader's language; a detail that does not
-// match is shown as it is.
-var (
-	detailChecks     = regexp.MustCompile(`^node (\d+); (\d+) of (\d+) NVML checks passed$`)
-	detailNodeFailed = regexp.MustCompile(`^NVML checks failed on node (\d+): (.+)$`)
-	detailRequested  = regexp.MustCompile(`^(\d+) × ([a-z0-9-]+)$`)
-	detailSwitch     = regexp.MustCompile(`^([a-z0-9-]+) × (\d+) → ([a-z0-9-]+) × (\d+)$`)
-)
-
-// Fixed details market writes.
-const (
-	detailNoNode      = "no healthy node to move to"
-	detailNonePassed  = "no node passed the NVML checks; nothing was charged"
-	detailUnconfirmed = "the node's agent did not confirm the stop; GPUs released"
-)
-
-// nodeName names a node of the timeline: by its name when it is the node
-// the page shows, else by its number.
-func (vm RentalVM) nodeName(id string) string {
-	if n := vm.D.Node; n != nil && views.I64(n.ID) == id {
-		return n.Name
-	}
-	return "#" + id
-}
-
-// eventDetail is a timeline line's detail in the reader's language where
-// it is one market writes (checks passed, a node that failed them, sizes,
-// the platform's stop reasons); agents' and nodes' own words as they are.
-// It returns "" when the event's label already says it all.
-func (vm RentalVM) eventDetail(vc views.Ctx, e models.RentalEvent) string {
-	if !e.DetailMsg.IsZero() {
-		return e.DetailMsg.Text(vc.Lang)
-	}
-	d := e.Detail
-	switch e.Kind {
-	case "stop_requested":
-		return stopReason(vc, d)
-	case "running", "migrated":
-		if m := detailChecks.FindStringSubmatch(d); m != nil {
-			p, _ := strconv.Atoi(m[2])
-			t, _ := strconv.Atoi(m[3])
-			return vc.T("rental.detail.checks", vm.nodeName(m[1]), p, t)
-		}
-	case "node_failed":
-		if m := detailNodeFailed.FindStringSubmatch(d); m != nil {
-			return vc.T("rental.detail.node_failed", vm.nodeName(m[1]), m[2])
-		}
-	case "requested":
-		if m := detailRequested.FindStringSubmatch(d); m != nil {
-			return catalog.GPUName(m[2]) + " × " + m[1]
-		}
-	case "switch_requested":
-		if m := detailSwitch.FindStringSubmatch(d); m != nil {
-			return catalog.GPUName(m[1]) + " × " + m[2] + " → " + catalog.GPUName(m[3]) + " × " + m[4]
-		}
-	case "stopped":
-		if d == detailNoNode {
-			return vc.T("rental.stop_reason.no_node")
-		}
-	case "failed":
-		if d == detailNonePassed {
-			return vc.T("rental.detail.none_passed")
-		}
-	case "stop_unconfirmed":
-		if d == detailUnconfirmed {
-			return ""
-		}
-	case "not_renewed":
-		if d == rentals.DetailNodeRetiring {
-			return vc.T("rental.detail.not_renewed")
-		}
-	case "renewed":
-		if t, err := time.Parse(time.RFC3339, d); err == nil {
-			return vc.T("rental.detail.renewed", views.ShTime(t))
-		}
-	}
-	return d
 }

@@ -1,0 +1,273 @@
+package handlers
+
+import (
+	"regexp"
+	"strconv"
+	"time"
+
+	"suanli/agent"
+	"suanli/catalog"
+	"suanli/models"
+	"suanli/offers"
+	"suanli/pricing"
+	"suanli/rentals"
+	"suanli/sla"
+	"suanli/views"
+	"suanli/views/rentalpages"
+)
+
+// This file maps the market's rental records and the rentals use case's
+// results to the plain view models of views/rentalpages.
+
+// rentOfferVM maps the offer the rent page rents, named in lang.
+func rentOfferVM(o *models.OfferRow, lang string) rentalpages.RentOffer {
+	out := rentalpages.RentOffer{
+		ID: o.ID, Status: o.Status, PricePerGPUHourFen: o.PricePerGPUHourFen,
+		AvailableGPUs: o.AvailableGPUs, MaxGPUs: o.MaxGPUs, MinDurationS: o.MinDurationS,
+	}
+	if dc := o.Datacenter; dc != nil {
+		out.DCName, out.DCCity, out.DCDistrict = dc.Name(lang), dc.City, dc.District(lang)
+	}
+	if p := o.Provider; p != nil {
+		out.ProviderName = p.Name(lang)
+	}
+	return out
+}
+
+// rentOrgVM maps an organisation the renter may pay from.
+func rentOrgVM(o *models.Org, balance int64, student bool, price int64) rentalpages.RentOrg {
+	return rentalpages.RentOrg{ID: o.ID, Name: o.Name, Personal: o.Personal, BalanceFen: balance, Student: student, PricePerGPUHourFen: price}
+}
+
+// rentTermsVM lists the billing terms the offer prices, on demand first,
+// each at its price per GPU (student: a lab member's student price).
+func rentTermsVM(o *models.Offer, student bool) []rentalpages.RentTerm {
+	ts := []pricing.Term{pricing.OnDemand}
+	if o.WeeklyPricePerGPUFen != nil {
+		ts = append(ts, pricing.Week)
+	}
+	if o.MonthlyPricePerGPUFen != nil {
+		ts = append(ts, pricing.Month)
+	}
+	out := make([]rentalpages.RentTerm, len(ts))
+	for i, t := range ts {
+		out[i] = rentalpages.RentTerm{Term: t, PriceFen: offers.UnitPriceFen(o, t, student)}
+	}
+	return out
+}
+
+// placeVM names a datacentre in lang (nil for none).
+func placeVM(dc *models.Datacenter, lang string) *rentalpages.Place {
+	if dc == nil {
+		return nil
+	}
+	return &rentalpages.Place{Name: dc.Name(lang), City: dc.City}
+}
+
+// accessVM maps a rental's access (nil for none).
+func accessVM(a *agent.Access) *rentalpages.Access {
+	if a == nil {
+		return nil
+	}
+	return &rentalpages.Access{Host: a.Host, Port: a.Port, User: a.User, Command: a.Command, Simulated: a.Simulated}
+}
+
+// stopReasonKeys are the messages of the platform's stop reasons.
+var stopReasonKeys = map[string]string{
+	rentals.StopByUser:    "rental.stop_reason.user",
+	rentals.StopBalance:   "rental.stop_reason.balance",
+	rentals.StopSpendCap:  "rental.stop_reason.limit",
+	rentals.StopTermEnded: "rental.stop_reason.term_ended",
+	detailNoNode:          "rental.stop_reason.no_node",
+}
+
+// rentalFiguresVM maps a rental's record as its figures stand at now.
+func rentalFiguresVM(r *models.Rental, now time.Time) rentalpages.Rental {
+	return rentalpages.Rental{
+		ID: r.ID, GPUs: r.GPUs, Status: string(r.Status),
+		Running: r.Status == models.RentalRunning, Ended: r.Status.Ended(), Free: r.Free, Term: r.Term,
+		PricePerGPUHourFen: r.PricePerGPUHourFen, OffpeakPct: r.OffpeakPct, StudentPct: r.StudentPct,
+		TermPriceFen: r.TermPriceFen, AutoRenew: r.AutoRenew, SLA: r.SLA,
+		EndsAt: r.EndsAt, RunningSince: r.RunningSince, StoppedAt: r.StoppedAt, CreatedAt: r.CreatedAt,
+		DowntimeSecs: r.DowntimeSecs, RunningSecs: runningSecs(r, now),
+		Failure: r.Failure, FailureMsg: r.FailureMsg,
+		StopReason: r.StopReason, StopReasonKey: stopReasonKeys[r.StopReason],
+		MinBilledS: r.MinBilledS,
+	}
+}
+
+// runningSecs is how long a rental has run: from the start to its stop
+// (or now), less the downtime (which is not billed).
+func runningSecs(r *models.Rental, now time.Time) int64 {
+	if r.RunningSince == nil {
+		return 0
+	}
+	end := now
+	if r.StoppedAt != nil && r.StoppedAt.Before(now) {
+		end = *r.StoppedAt
+	}
+	secs := int64(end.Sub(*r.RunningSince)/time.Second) - r.DowntimeSecs
+	if r.DownSince != nil && end.After(*r.DownSince) {
+		secs -= int64(end.Sub(*r.DownSince) / time.Second)
+	}
+	return max(secs, 0)
+}
+
+// consoleRow maps a rental to a console row, its figures at at.
+func consoleRow(r models.Rental, o models.OfferRow, lang, orgName string, cost, rate int64, a *agent.Access, simulated, canStop bool, at time.Time) rentalpages.RentalRow {
+	return rentalpages.RentalRow{Rental: rentalFiguresVM(&r, at), OrgName: orgName, GPUName: gpuName(o.GPUModel), Datacenter: placeVM(o.Datacenter, lang),
+		CostFen: cost, RateFenPerHour: rate, Access: accessVM(a), Simulated: simulated, CanStop: canStop, At: at}
+}
+
+// walletLinkVM maps an organisation's balance on the console.
+func walletLinkVM(o *models.Org, balance int64) rentalpages.WalletLink {
+	return rentalpages.WalletLink{OrgID: o.ID, OrgName: o.Name, Personal: o.Personal, BalanceFen: balance}
+}
+
+// rentalDetailVM maps a rental's detail to its page, the checks' and
+// the timeline's words in vc's language. The caller adds the GPU model,
+// the paying organisation and what the viewer may do.
+func rentalDetailVM(vc views.Ctx, d *rentals.RentalDetail) rentalpages.RentalVM {
+	vm := rentalpages.RentalVM{
+		Rental: rentalFiguresVM(&d.Rental, d.At), Datacenter: placeVM(d.Offer.Datacenter, vc.Lang),
+		Simulated: d.Simulated(), Billing: d.Billing(), CostFen: d.CostFen, RateFenPerHour: d.RateFenPerHour, At: d.At,
+		Access: accessVM(d.Access), Checks: checksVM(d.Checks, vc.Lang),
+	}
+	for _, g := range d.GPUs {
+		vm.GPUs = append(vm.GPUs, rentalpages.RentalGPU{Idx: g.Idx, UUID: g.UUID, Health: string(g.Health)})
+	}
+	for _, e := range d.Events {
+		vm.Events = append(vm.Events, rentalpages.Event{At: e.At, Kind: e.Kind, Detail: eventDetail(vc, d.Node, e)})
+	}
+	return vm
+}
+
+// checksVM maps the checks that passed before hand-over, their readings
+// in lang (nil before any passed).
+func checksVM(c *rentals.Checks, lang string) *rentalpages.Checks {
+	if c == nil {
+		return nil
+	}
+	passed, _ := c.Passed()
+	out := &rentalpages.Checks{Passed: passed, At: c.At}
+	for _, u := range c.UUIDs() {
+		g := rentalpages.CheckedGPU{UUID: u}
+		for _, ch := range c.Verdicts[u].Checks {
+			g.Checks = append(g.Checks, rentalpages.Check{Name: ch.Name, OK: ch.OK, Text: ch.Text(lang)})
+		}
+		out.GPUs = append(out.GPUs, g)
+	}
+	return out
+}
+
+// changeQuoteVM maps a previewed change (nil for none).
+func changeQuoteVM(q *rentals.ChangeQuote) *rentalpages.ChangeQuote {
+	if q == nil {
+		return nil
+	}
+	return &rentalpages.ChangeQuote{
+		ToOfferID: q.ToOfferID, FromGPUs: q.FromGPUs, ToGPUs: q.ToGPUs,
+		FromFenPerHour: q.FromFenPerHour, ToFenPerHour: q.ToFenPerHour,
+		FromPerGPUHour: q.FromPerGPUHour, ToPerGPU: q.ToPerGPU, SameNode: q.SameNode,
+	}
+}
+
+// rentalSLAVM maps a rental's SLA terms to the page's section at now.
+func rentalSLAVM(s *sla.RentalTerms, r *models.Rental, now time.Time) *rentalpages.RentalSLA {
+	out := &rentalpages.RentalSLA{Tier: s.Tier, Free: s.Free, Periods: make([]rentalpages.SLAPeriod, 0, len(s.Periods))}
+	for i := range s.Periods {
+		p := &s.Periods[i]
+		out.Periods = append(out.Periods, rentalpages.SLAPeriod{
+			Period: p.Period, From: p.From, To: p.To, Tier: p.Tier,
+			PeriodSecs: p.PeriodSecs, DowntimeSecs: p.DowntimeSecs, UptimePct: p.UptimePct,
+			CreditPct: p.CreditPct, BilledFen: p.BilledFen, DowntimeCostFen: p.DowntimeCostFen, CreditFen: p.CreditFen,
+			Final: p.Final, Recorded: p.Recorded, Credited: p.TxnID != nil, Open: p.Open(r, now),
+		})
+	}
+	return out
+}
+
+// The details market writes for some events, in English (market/
+// provision.go, rentals.go, change.go, health.go). The timeline reads them
+// back to show them in the reader's language; a detail that does not
+// match is shown as it is.
+var (
+	detailChecks     = regexp.MustCompile(`^node (\d+); (\d+) of (\d+) NVML checks passed$`)
+	detailNodeFailed = regexp.MustCompile(`^NVML checks failed on node (\d+): (.+)$`)
+	detailRequested  = regexp.MustCompile(`^(\d+) × ([a-z0-9-]+)$`)
+	detailSwitch     = regexp.MustCompile(`^([a-z0-9-]+) × (\d+) → ([a-z0-9-]+) × (\d+)$`)
+)
+
+// Fixed details market writes.
+const (
+	detailNoNode      = "no healthy node to move to"
+	detailNonePassed  = "no node passed the NVML checks; nothing was charged"
+	detailUnconfirmed = "the node's agent did not confirm the stop; GPUs released"
+)
+
+// nodeName names a node of the timeline: by its name when it is the node
+// the page shows, else by its number.
+func nodeName(n *models.Node, id string) string {
+	if n != nil && views.I64(n.ID) == id {
+		return n.Name
+	}
+	return "#" + id
+}
+
+// eventDetail is a timeline line's detail in the reader's language where
+// it is one market writes (checks passed, a node that failed them, sizes,
+// the platform's stop reasons); agents' and nodes' own words as they are.
+// It returns "" when the event's label already says it all. node is the
+// node the page shows (nil for none).
+func eventDetail(vc views.Ctx, node *models.Node, e models.RentalEvent) string {
+	if !e.DetailMsg.IsZero() {
+		return e.DetailMsg.Text(vc.Lang)
+	}
+	d := e.Detail
+	switch e.Kind {
+	case "stop_requested":
+		if k := stopReasonKeys[d]; k != "" {
+			return vc.T(k)
+		}
+		return d
+	case "running", "migrated":
+		if m := detailChecks.FindStringSubmatch(d); m != nil {
+			p, _ := strconv.Atoi(m[2])
+			t, _ := strconv.Atoi(m[3])
+			return vc.T("rental.detail.checks", nodeName(node, m[1]), p, t)
+		}
+	case "node_failed":
+		if m := detailNodeFailed.FindStringSubmatch(d); m != nil {
+			return vc.T("rental.detail.node_failed", nodeName(node, m[1]), m[2])
+		}
+	case "requested":
+		if m := detailRequested.FindStringSubmatch(d); m != nil {
+			return catalog.GPUName(m[2]) + " × " + m[1]
+		}
+	case "switch_requested":
+		if m := detailSwitch.FindStringSubmatch(d); m != nil {
+			return catalog.GPUName(m[1]) + " × " + m[2] + " → " + catalog.GPUName(m[3]) + " × " + m[4]
+		}
+	case "stopped":
+		if d == detailNoNode {
+			return vc.T("rental.stop_reason.no_node")
+		}
+	case "failed":
+		if d == detailNonePassed {
+			return vc.T("rental.detail.none_passed")
+		}
+	case "stop_unconfirmed":
+		if d == detailUnconfirmed {
+			return ""
+		}
+	case "not_renewed":
+		if d == rentals.DetailNodeRetiring {
+			return vc.T("rental.detail.not_renewed")
+		}
+	case "renewed":
+		if t, err := time.Parse(time.RFC3339, d); err == nil {
+			return vc.T("rental.detail.renewed", views.ShTime(t))
+		}
+	}
+	return d
+}
