@@ -1,4 +1,8 @@
-// Package pages holds the page components and their view models.
+// Package pages holds the market's public pages (the offer list, an offer,
+// a datacentre, benchmark reports, the SLA and latency pages, the API
+// docs) and their plain view models; each other area has its own package
+// beside it (accountpages, providerpages, adminpages, rentalpages,
+// tcopages).
 package pages
 
 import (
