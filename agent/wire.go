@@ -16,6 +16,8 @@ const (
 	PathHeartbeat = "/agent/v1/heartbeat"
 	PathTasks     = "/agent/v1/tasks"           // GET ?wait=SECONDS: long-poll
 	PathResult    = "/agent/v1/tasks/%d/result" // POST
+	// PathProgress takes a Progress while a task runs (an image pull).
+	PathProgress = "/agent/v1/tasks/%d/progress" // POST
 )
 
 // The most the server reads of a heartbeat and of a task result; a
@@ -35,8 +37,28 @@ type Heartbeat struct {
 	Launcher     string   `json:"launcher"` // "docker", "script" or "simulated"
 	Host         gpu.Host `json:"host"`
 	// PingURL is the public URL of the agent's latency endpoint, if any.
-	PingURL string    `json:"ping_url,omitempty"`
-	SentAt  time.Time `json:"sent_at"`
+	PingURL string `json:"ping_url,omitempty"`
+	// Images are the container images present on the host (docker
+	// launcher), so the server can prefer nodes that need no pull.
+	Images []LocalImage `json:"images,omitempty"`
+	// VolumeRoot is the agent's --volume-root: set, volumes are
+	// directories under a path the provider says every node of the
+	// datacentre mounts (shared storage); empty, they are docker volumes
+	// on this node's disk (local storage).
+	VolumeRoot string    `json:"volume_root,omitempty"`
+	SentAt     time.Time `json:"sent_at"`
+}
+
+// LocalImage is a container image present on the host.
+type LocalImage struct {
+	// Refs are its repository:tag names.
+	Refs []string `json:"refs"`
+	// ID is the image id (sha256:…).
+	ID        string `json:"id"`
+	SizeBytes int64  `json:"size_bytes"`
+	// CUDAVersion is the image's CUDA_VERSION environment ("" if none):
+	// the CUDA runtime it was built for.
+	CUDAVersion string `json:"cuda_version,omitempty"`
 }
 
 // HeartbeatReply is the server's answer to a heartbeat.
@@ -53,7 +75,10 @@ type HeartbeatReply struct {
 const (
 	TaskVerify = "verify" // run the NVML checks on exactly these GPUs
 	TaskLaunch = "launch" // start the workload on these GPUs
-	TaskStop   = "stop"   // stop the workload (the workspace is kept)
+	TaskStop   = "stop"   // stop the workload (the volume is kept)
+	// TaskDeleteVolume removes a volume (and any container of the task's
+	// rental still using it), really, on the node.
+	TaskDeleteVolume = "delete_volume"
 )
 
 // Task is work for the agent.
@@ -66,10 +91,37 @@ type Task struct {
 	// rental moves to another node, so the workload resumes there.
 	WorkspaceID  string `json:"workspace_id,omitempty"`
 	SSHPublicKey string `json:"ssh_public_key,omitempty"`
-	// Image is the container image (docker launcher), if any.
+	// Image is the container image reference to run (docker launcher);
+	// the server resolves catalogue slugs before sending it.
 	Image string `json:"image,omitempty"`
+	// RegistryAuth is the base64url JSON registry credential for pulling
+	// a renter's private image (Docker's X-Registry-Auth), if any.
+	RegistryAuth string `json:"registry_auth,omitempty"`
+	// VolumeGB is the size of the rental's volume (WorkspaceID names it);
+	// the launcher applies it as a quota where the storage allows.
+	VolumeGB int `json:"volume_gb,omitempty"`
+	// Limits are the container's CPU, memory and shm limits (launch).
+	Limits *Limits `json:"limits,omitempty"`
+	// NoGPU launches the container without any GPU (无卡模式); GPUUUIDs
+	// is then empty.
+	NoGPU bool `json:"no_gpu,omitempty"`
 	// Nominal is sent with a benchmark task.
 	Nominal *Nominal `json:"nominal,omitempty"`
+}
+
+// Limits are a container's resource limits, from the offer.
+type Limits struct {
+	CPUs      int   `json:"cpus,omitempty"`
+	MemoryMiB int64 `json:"memory_mib,omitempty"`
+	ShmMiB    int64 `json:"shm_mib,omitempty"`
+}
+
+// Progress is what a running task reports before its result: Stage
+// "pull" with Pct 0–100 while an image is pulled.
+type Progress struct {
+	Stage  string `json:"stage"`
+	Pct    int    `json:"pct"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // Tasks is the long-poll's answer (empty when the wait ran out).
