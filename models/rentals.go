@@ -126,6 +126,32 @@ type Rental struct {
 	// MinBilledS is the least it is billed for, in seconds, agreed at rent
 	// from the offer's minimum duration.
 	MinBilledS int `gorm:"column:min_billed_s;default:60"`
+	// Image is the container image reference the rental runs.
+	Image string
+	// VolumeID is the volume mounted at /workspace (nil for rentals from
+	// before volumes, whose workspace was the node's).
+	VolumeID *int64
+	// ReleasedAt is set when the rental was released: stopped for good,
+	// it never starts again.
+	ReleasedAt *time.Time
+}
+
+// Released reports whether the rental was released (see ReleasedAt).
+func (r *Rental) Released() bool { return r.ReleasedAt != nil }
+
+// Startable reports whether a stopped rental can start again: on demand,
+// not released, with a volume that still exists.
+func (r *Rental) Startable(v *Volume) bool {
+	return r.Status == RentalStopped && r.ReleasedAt == nil && r.Term == pricing.OnDemand && v != nil && v.Status == VolumeActive
+}
+
+// WorkspaceKey is the name the node knows the rental's files by: its
+// volume's, or (before volumes) the rental's own workspace id.
+func (r *Rental) WorkspaceKey(v *Volume) string {
+	if v != nil {
+		return v.WorkspaceKey
+	}
+	return r.WorkspaceID
 }
 
 // RentalGPU is a GPU held by a rental; ReleasedAt nil while held.

@@ -7,7 +7,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"suanli/agent"
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/fleet"
@@ -158,7 +157,7 @@ func (s *Service) Change(ctx context.Context, u *models.User, org *models.Org, m
 		if cur.NodeID != nil {
 			oldNode = *cur.NodeID
 			if _, err := fleet.EnqueueTask(tx, oldNode, &cur.ID, fmt.Sprintf("r%d/a%d/switch-stop", cur.ID, cur.Attempts),
-				agent.Task{Kind: agent.TaskStop, RentalID: cur.ID, WorkspaceID: cur.WorkspaceID}, now); err != nil {
+				s.stopTaskOf(tx, &cur), now); err != nil {
 				return err
 			}
 		}

@@ -9,7 +9,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"suanli/agent"
 	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
@@ -235,7 +234,7 @@ func (s *Service) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 			return err
 		}
 		if _, err := fleet.EnqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/a%d/evacuate", r.ID, r.Attempts),
-			agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now); err != nil {
+			s.stopTaskOf(tx, &r), now); err != nil {
 			return err
 		}
 		if err := releaseGPUs(tx, r.ID, now); err != nil {

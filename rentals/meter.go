@@ -208,6 +208,11 @@ type MeterResult struct {
 	// Terms counts the term rentals whose providers earned EarnedFen more.
 	Terms     int
 	EarnedFen int64
+	// Volumes counts the volumes billed for storage, VolumeFen what they
+	// were billed, VolumesDeleted those deleted for not being started.
+	Volumes        int
+	VolumeFen      int64
+	VolumesDeleted int
 }
 
 // meterBatch is how many rentals one meter transaction bills.
@@ -222,13 +227,21 @@ const meterRaceRetries = 5
 // Rentals that ran out of balance or reached a spending limit are
 // stopped; a renter with less than an hour of balance left is mailed once
 // per rental. Term rentals are paid up front; the pass moves what their
-// providers have earned since the last one (EarnTerms).
+// providers have earned since the last one (EarnTerms). Volumes are
+// billed for storage (MeterVolumes), and those of rentals stopped too
+// long are deleted, after reminders (ExpireVolumes).
 func (s *Service) Meter(ctx context.Context) (MeterResult, error) {
 	res, err := s.meterOnDemand(ctx)
 	if err != nil {
 		return res, err
 	}
-	res.Terms, res.EarnedFen, err = s.EarnTerms(ctx)
+	if res.Terms, res.EarnedFen, err = s.EarnTerms(ctx); err != nil {
+		return res, err
+	}
+	if res.Volumes, res.VolumeFen, err = s.MeterVolumes(ctx); err != nil {
+		return res, err
+	}
+	res.VolumesDeleted, err = s.ExpireVolumes(ctx)
 	return res, err
 }
 

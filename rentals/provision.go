@@ -138,6 +138,14 @@ func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done boo
 	for i, g := range gpus {
 		uuids[i] = g.UUID
 	}
+	vol, err := s.RentalVolume(ctx, r)
+	if err != nil {
+		return false, 0, err
+	}
+	offer, err := s.DB.OfferByID(ctx, r.OfferID)
+	if err != nil {
+		return false, 0, err
+	}
 	base := fmt.Sprintf("r%d/a%d", r.ID, r.Attempts)
 	vt, err := s.ensureTask(ctx, nodeID, r, base+"/verify", agent.Task{Kind: agent.TaskVerify, RentalID: r.ID, GPUUUIDs: uuids})
 	if err != nil {
@@ -155,8 +163,7 @@ func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done boo
 	if !vres.OK {
 		return s.failChecks(ctx, r, nodeID, vres, now)
 	}
-	lt, err := s.ensureTask(ctx, nodeID, r, base+"/launch", agent.Task{Kind: agent.TaskLaunch, RentalID: r.ID, GPUUUIDs: uuids,
-		WorkspaceID: r.WorkspaceID, SSHPublicKey: r.SSHPublicKey})
+	lt, err := s.ensureTask(ctx, nodeID, r, base+"/launch", launchTask(r, vol, &offer.Offer, uuids))
 	if err != nil {
 		return false, 0, err
 	}
@@ -289,7 +296,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				return err
 			}
 			if _, err := fleet.EnqueueTask(tx, old, &r.ID, fmt.Sprintf("r%d/a%d/abort", r.ID, cur.Attempts),
-				agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now); err != nil {
+				s.stopTaskOf(tx, r), now); err != nil {
 				return err
 			}
 			wake = append(wake, old)
@@ -305,6 +312,13 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		cands, err := rentalstore.CandidateNodes(tx, &offer, r.ID)
 		if err != nil {
 			return err
+		}
+		if only, ok, err := volumeNode(tx, &cur); err != nil {
+			return err
+		} else if ok {
+			// The files of a local volume are on one node's disk: a start
+			// (or a rent with the volume) can only use that node.
+			cands = slices.DeleteFunc(cands, func(n int64) bool { return n != only })
 		}
 		if cur.Attempts < MaxNodeAttempts {
 			for _, n := range cands {
@@ -333,6 +347,9 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				rentalstore.RentalMove{Failure: &reason, FailureMsg: &msg, StoppedAt: &now}); err != nil {
 				return err
 			}
+			if err := s.dropPendingVolume(tx, &cur, now); err != nil {
+				return err
+			}
 			return models.AddRentalEvent(tx, r.ID, now, "failed", reason, nil, msg)
 		}
 		// Migrating with nowhere to go: the rental stops; the downtime was never billed.
@@ -341,6 +358,9 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		}
 		if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalMigrating},
 			rentalstore.RentalMove{StoppedAt: &now, StopReason: new("no healthy node to move to")}); err != nil {
+			return err
+		}
+		if err := s.keepVolume(tx, &cur, now); err != nil {
 			return err
 		}
 		return models.AddRentalEvent(tx, r.ID, now, "stopped", "no healthy node to move to", nil, locales.M("rental.stop_reason.no_node"))
@@ -385,7 +405,7 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		if from != models.RentalProvisioning && from != models.RentalMigrating {
 			// Stopped while launching: stop what was just launched too.
 			_, err := fleet.EnqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/a%d/late-stop", cur.ID, cur.Attempts),
-				agent.Task{Kind: agent.TaskStop, RentalID: cur.ID, WorkspaceID: cur.WorkspaceID}, now)
+				s.stopTaskOf(tx, &cur), now)
 			return err
 		}
 		// Billing counts whole seconds from this one.
@@ -407,6 +427,9 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 		if ok, err := setStatus(tx, r.ID, models.RentalRunning, now, []models.RentalStatus{from}, up); err != nil || !ok {
 			return err
 		}
+		if err := s.volumeRunsOn(tx, &cur, nodeID, sec); err != nil {
+			return err
+		}
 		if cur.Term != pricing.OnDemand && cur.EndsAt == nil {
 			if err := s.chargeTerm(tx, &cur, now, 1); err != nil {
 				if !errors.Is(err, ledger.ErrInsufficientFunds) {
@@ -423,7 +446,7 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 				}
 				// Give the GPUs back and stop what was launched, in the same transaction.
 				if _, err := fleet.EnqueueTask(tx, nodeID, &cur.ID, fmt.Sprintf("r%d/abort-term", cur.ID),
-					agent.Task{Kind: agent.TaskStop, RentalID: cur.ID, WorkspaceID: cur.WorkspaceID}, now); err != nil {
+					s.stopTaskOf(tx, &cur), now); err != nil {
 					return err
 				}
 				return releaseGPUs(tx, cur.ID, now)

@@ -66,6 +66,9 @@ type Service struct {
 	// SilentAfter has passed since (a server that was down itself heard
 	// no heartbeats, which says nothing about the nodes).
 	Started time.Time
+	// VolumeKeepDays is how long a stopped rental's volume is kept
+	// without a start (DefaultVolumeKeepDays if zero).
+	VolumeKeepDays int
 }
 
 func (s *Service) verifyTimeout() time.Duration { return cmp.Or(s.VerifyTimeout, 20*time.Second) }
@@ -82,6 +85,13 @@ type RentInput struct {
 	Term         pricing.Term
 	SSHPublicKey string
 	AutoRenew    bool
+	// Image is a catalogue slug or, where the offer allows, a custom
+	// image reference ("" the offer's default image).
+	Image string
+	// VolumeID mounts an existing volume of the organisation; otherwise a
+	// new volume of VolumeGB (DefaultVolumeGB if zero) is made.
+	VolumeID int64
+	VolumeGB int
 }
 
 // ErrNoFreeGPUs is returned when an offer has fewer free GPUs than asked.
@@ -200,6 +210,16 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, 0, now); err != nil {
 		return nil, err
 	}
+	if in.VolumeID == 0 {
+		if _, err := volumeSize(in.VolumeGB, &o); err != nil {
+			return nil, err
+		}
+	}
+	img, err := s.resolveImage(ctx, &o, in.Image)
+	if err != nil {
+		return nil, err
+	}
+	r.Image = img
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		if org.MonthlyBudgetFen != nil || org.MemberCapFen != nil || org.HourlyCapFen != nil {
 			// Again with the organisation locked: two rents at once must not
@@ -215,6 +235,11 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		if err := rentalstore.InsertRental(tx, r); err != nil {
 			return err
 		}
+		v, err := attachVolume(tx, r, &o, in.VolumeID, in.VolumeGB, now)
+		if err != nil {
+			return err
+		}
+		r.VolumeID = &v.ID
 		if err := reserveGPUs(tx, r, o.NodeID, o.GPUModel, now); err != nil {
 			return err
 		}
@@ -363,7 +388,7 @@ func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Re
 		if err := fleet.ExpireTasks(tx, r.ID, nodeID, now); err != nil {
 			return err
 		}
-		_, err = fleet.EnqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/stop/%d", r.ID, r.Attempts), agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}, now)
+		_, err = fleet.EnqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/stop/%d", r.ID, r.Attempts), s.stopTaskOf(tx, &r), now)
 		return err
 	})
 	if err != nil {
@@ -392,6 +417,9 @@ func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time)
 		}
 	}
 	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalStopping}, rentalstore.RentalMove{}); err != nil {
+		return err
+	}
+	if err := s.keepVolume(tx, &r, now); err != nil {
 		return err
 	}
 	return models.AddRentalEvent(tx, r.ID, now, "stopped", "", nil)

@@ -1,0 +1,104 @@
+package rentals
+
+import (
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"suanli/agent"
+	"suanli/locales"
+	"suanli/models"
+	"suanli/models/rentalstore"
+)
+
+// launchTask is what a node is asked to run for the rental: its image,
+// its volume at /workspace, the renter's key, exactly its GPUs, and the
+// offer's CPU and memory per GPU as limits (shm half the memory, as
+// PyTorch's data loaders need more than docker's 64 MB default).
+func launchTask(r *models.Rental, v *models.Volume, o *models.Offer, uuids []string) agent.Task {
+	t := agent.Task{Kind: agent.TaskLaunch, RentalID: r.ID, GPUUUIDs: uuids, WorkspaceID: r.WorkspaceKey(v),
+		SSHPublicKey: r.SSHPublicKey, Image: r.Image}
+	if v != nil {
+		t.VolumeGB = v.SizeGB
+	}
+	if o != nil && (o.VCPUPerGPU > 0 || o.RAMGBPerGPU > 0) {
+		mem := int64(o.RAMGBPerGPU) * int64(r.GPUs) * 1024
+		t.Limits = &agent.Limits{CPUs: o.VCPUPerGPU * r.GPUs, MemoryMiB: mem, ShmMiB: mem / 2}
+	}
+	return t
+}
+
+// stopTaskOf asks, in tx, the rental's node to stop its container,
+// keeping the volume (named as the node knows it).
+func (s *Service) stopTaskOf(tx *gorm.DB, r *models.Rental) agent.Task {
+	t := agent.Task{Kind: agent.TaskStop, RentalID: r.ID, WorkspaceID: r.WorkspaceID}
+	if v, err := rentalVolume(tx, r); err == nil && v != nil {
+		t.WorkspaceID = v.WorkspaceKey
+	}
+	return t
+}
+
+// volumeNode says, in tx, whether the rental can only run on one node:
+// the node whose disk holds its active local volume, unless the rental
+// is migrating (then it moves without its files; see volumeRunsOn).
+func volumeNode(tx *gorm.DB, r *models.Rental) (int64, bool, error) {
+	if r.Status == models.RentalMigrating {
+		return 0, false, nil
+	}
+	v, err := rentalVolume(tx, r)
+	if err != nil || v == nil || v.Shared() || v.Status != models.VolumeActive || v.NodeID == nil {
+		return 0, false, err
+	}
+	return *v.NodeID, true, nil
+}
+
+// volumeRunsOn records, in tx, that the rental now runs on the node at
+// sec: a pending volume becomes active (billed from sec) on that node; a
+// shared one notes the node. A local volume on another node cannot come
+// along (its files are on that node's disk): the rental gets a new empty
+// volume here, and the old one stays, listed and billed as storage,
+// until its owner deletes it or starts the rental on its node again.
+func (s *Service) volumeRunsOn(tx *gorm.DB, r *models.Rental, nodeID int64, sec time.Time) error {
+	v, err := rentalVolume(tx, r)
+	if err != nil || v == nil {
+		return err
+	}
+	switch {
+	case v.Status == models.VolumePending:
+		return rentalstore.ActivateVolume(tx, v.ID, nodeID, sec)
+	case v.Shared() || v.NodeID == nil || *v.NodeID == nodeID:
+		return rentalstore.SetVolumeNode(tx, v.ID, nodeID)
+	}
+	o, err := rentalstore.ReadOffer(tx, r.OfferID)
+	if err != nil {
+		return err
+	}
+	nv, err := newVolume(tx, &o, r.OrgID, r.UserID, v.SizeGB, "", newWorkspaceID(), sec)
+	if err != nil {
+		return err
+	}
+	nv.NodeID, nv.Status, nv.BilledUntil = &nodeID, models.VolumeActive, &sec
+	// The price stays the one the renter agreed to for the old volume.
+	nv.PricePerGBMonthFen = v.PricePerGBMonthFen
+	if err := rentalstore.InsertVolume(tx, nv); err != nil {
+		return err
+	}
+	if err := rentalstore.SetRentalVolume(tx, r.ID, nv.ID); err != nil {
+		return err
+	}
+	r.VolumeID = &nv.ID
+	return models.AddRentalEvent(tx, r.ID, sec, "files_left", fmt.Sprintf("local storage: the files of volume #%d stay on node %d; new empty volume #%d", v.ID, *v.NodeID, nv.ID), nil,
+		locales.M("event.files_left", v.ID, nodeLabel(tx, *v.NodeID), nv.ID))
+}
+
+// dropPendingVolume deletes, in tx, the volume made for a rental that
+// never ran: it was never billed.
+func (s *Service) dropPendingVolume(tx *gorm.DB, r *models.Rental, now time.Time) error {
+	v, err := rentalVolume(tx, r)
+	if err != nil || v == nil || v.Status != models.VolumePending {
+		return err
+	}
+	_, err = rentalstore.MarkVolumeDeleted(tx, v.ID, "its rental never ran", now)
+	return err
+}
