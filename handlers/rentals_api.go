@@ -34,7 +34,12 @@ type APIRental struct {
 	OffpeakDiscountPct int            `json:"offpeak_discount_pct"`
 	SLASurchargePct    int            `json:"sla_surcharge_pct"`
 	TermPriceFen       *int64         `json:"term_price_fen"`
-	Access             *agent.Access  `json:"access"`
+	Access             *APIAccess     `json:"access"`
+	Image              string         `json:"image"`
+	Volume             *APIVolume     `json:"volume"`
+	// Startable: a stopped rental that POST …/start would start again.
+	Startable  bool       `json:"startable"`
+	ReleasedAt *time.Time `json:"released_at"`
 	Checks             *APIChecks     `json:"checks"`
 	// CostFen is the cost so far (posted plus accrued since the last meter pass).
 	CostFen        int64      `json:"cost_so_far_fen"`
@@ -51,6 +56,54 @@ type APIRental struct {
 	EndsAt         *time.Time `json:"ends_at"`
 	StoppedAt      *time.Time `json:"stopped_at"`
 	Currency       string     `json:"currency"`
+}
+
+// APIAccess is how the renter reaches a rental's container: the flat
+// fields as before, and the same SSH details under ssh.
+type APIAccess struct {
+	agent.Access
+	SSH APISSH `json:"ssh"`
+}
+
+// APISSH is a rental's SSH endpoint.
+type APISSH struct {
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	User    string `json:"user"`
+	Command string `json:"command"`
+}
+
+// APIVolume is a volume in the JSON API.
+type APIVolume struct {
+	ID      int64  `json:"id"`
+	Name    string `json:"name"`
+	SizeGB  int    `json:"size_gb"`
+	Storage string `json:"storage"`
+	// NodeID is the node that holds its files (local storage), or the
+	// node it was last mounted on (shared).
+	NodeID             *int64     `json:"node_id"`
+	DatacenterID       int64      `json:"datacenter_id"`
+	OfferID            int64      `json:"offer_id"`
+	Status             string     `json:"status"`
+	PricePerGBMonthFen int64      `json:"price_per_gb_month_fen"`
+	FenPerDay          int64      `json:"fen_per_day"`
+	BilledFen          int64      `json:"billed_fen"`
+	RentalID           *int64     `json:"rental_id"`
+	DeleteAfter        *time.Time `json:"delete_after"`
+	CreatedAt          time.Time  `json:"created_at"`
+}
+
+func apiVolume(v *models.Volume, rentalID int64) *APIVolume {
+	if v == nil {
+		return nil
+	}
+	out := &APIVolume{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB, Storage: string(v.Storage), NodeID: v.NodeID, DatacenterID: v.DatacenterID,
+		OfferID: v.OfferID, Status: string(v.Status), PricePerGBMonthFen: v.PricePerGBMonthFen, FenPerDay: rentals.StorageFenPerDay(v),
+		BilledFen: v.BilledFen, DeleteAfter: v.DeleteAfter, CreatedAt: v.CreatedAt}
+	if rentalID != 0 {
+		out.RentalID = &rentalID
+	}
+	return out
 }
 
 // APIRentalNode is the node a rental runs on.
@@ -79,14 +132,20 @@ type APIEvent struct {
 
 func apiRental(d *rentals.RentalDetail) APIRental {
 	r := d.Rental
-	out := APIRental{ID: r.ID, Status: string(r.Status), OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
+	out := APIRental{ID: r.ID, Status: d.PublicStatus(), Image: r.Image, Startable: d.Startable(), ReleasedAt: r.ReleasedAt, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
 		GPUUUIDs: []string{}, SLA: r.SLA, Term: string(r.Term), AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
 		StudentDiscountPct: r.StudentPct, OffpeakDiscountPct: r.OffpeakPct, SLASurchargePct: r.SLASurchargePct, TermPriceFen: r.TermPriceFen,
-		Access: d.Access, CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,
+		CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,
 		DowntimeSecs: r.DowntimeSecs, Failure: r.Failure, StopReason: r.StopReason, Simulated: d.Simulated(), Events: []APIEvent{},
 		CreatedAt: r.CreatedAt, RunningSince: r.RunningSince, EndsAt: r.EndsAt, StoppedAt: r.StoppedAt, Currency: "cny"}
 	for _, g := range d.GPUs {
 		out.GPUUUIDs = append(out.GPUUUIDs, g.UUID)
+	}
+	if a := d.Access; a != nil && r.Status == models.RentalRunning {
+		out.Access = &APIAccess{Access: *a, SSH: APISSH{Host: a.Host, Port: a.Port, User: a.User, Command: a.Command}}
+	}
+	if d.Volume != nil {
+		out.Volume = apiVolume(d.Volume, r.ID)
 	}
 	if d.Node != nil {
 		out.Node = &APIRentalNode{ID: d.Node.ID, Name: d.Node.Name, Health: string(d.Node.Health), Simulated: d.Node.Simulated}
@@ -110,6 +169,9 @@ type rentBody struct {
 	SSHPublicKey string `json:"ssh_public_key"`
 	OrgID        int64  `json:"org_id"`
 	AutoRenew    bool   `json:"auto_renew"`
+	Image        string `json:"image"`
+	VolumeGB     int    `json:"volume_gb"`
+	VolumeID     int64  `json:"volume_id"`
 }
 
 // rent authorises the renter for the organisation and rents.
@@ -128,7 +190,8 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 		return nil, err
 	}
 	return h.Rentals.Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
-		SLA: in.SLA, Term: pricing.Term(in.Term), SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew})
+		SLA: in.SLA, Term: pricing.Term(in.Term), SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew,
+		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID})
 }
 
 // APIRentalCreate is POST /api/v1/rentals.

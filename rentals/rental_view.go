@@ -20,12 +20,26 @@ type RentalDetail struct {
 	Access *agent.Access
 	Checks *Checks
 	Events []models.RentalEvent
+	// Volume is the rental's volume (nil for rentals from before volumes).
+	Volume *models.Volume
 	// CostFen is what the rental has cost up to now: what was posted plus
 	// what accrued since the last meter pass (posted at the next one).
 	CostFen int64
 	// RateFenPerHour is what an hour costs now (0 when not billing).
 	RateFenPerHour int64
 	At             time.Time
+}
+
+// Startable reports whether the rental can start again (see
+// models.Rental.Startable).
+func (d *RentalDetail) Startable() bool { return d.Rental.Startable(d.Volume) }
+
+// PublicStatus is the status renters see: a released rental says so.
+func (d *RentalDetail) PublicStatus() string {
+	if d.Rental.Released() && d.Rental.Status == models.RentalStopped {
+		return "released"
+	}
+	return string(d.Rental.Status)
 }
 
 // Simulated reports whether the rental runs on a simulated node.
@@ -58,6 +72,9 @@ func (s *Service) Detail(ctx context.Context, id int64) (*RentalDetail, error) {
 		return nil, err
 	}
 	if d.Events, err = s.DB.RentalEvents(ctx, r.ID); err != nil {
+		return nil, err
+	}
+	if d.Volume, err = s.RentalVolume(ctx, &r); err != nil {
 		return nil, err
 	}
 	d.CostFen = r.BilledFen

@@ -423,3 +423,26 @@ func (s *Service) ExpireVolumes(ctx context.Context) (int, error) {
 	}
 	return deleted, nil
 }
+
+// LiveVolume returns a volume that is not deleted (a deleted one is
+// ENOTFOUND); the caller checks the member's right to it.
+func (s *Service) LiveVolume(ctx context.Context, id int64) (*models.Volume, error) {
+	v, err := rentalstore.VolumeByID(ctx, s.DB, id)
+	if err != nil {
+		return nil, err
+	}
+	if v.Status == models.VolumeDeleted {
+		return nil, apperr.NotFound("volume")
+	}
+	return v, nil
+}
+
+// VolumeRentals returns, for the volumes, the rental each is attached to
+// (absent: none).
+func (s *Service) VolumeRentals(ctx context.Context, vs []models.Volume) (map[int64]int64, error) {
+	ids := make([]int64, len(vs))
+	for i := range vs {
+		ids[i] = vs[i].ID
+	}
+	return rentalstore.AttachedRentals(ctx, s.DB, ids)
+}

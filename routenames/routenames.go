@@ -248,6 +248,16 @@ const (
 	APIRentalsStop = "api.rentals.stop"
 	// APIRentalsChange is POST /api/v1/rentals/:id/change.
 	APIRentalsChange = "api.rentals.change"
+	// APIRentalsStart is POST /api/v1/rentals/:id/start.
+	APIRentalsStart = "api.rentals.start"
+	// APIRentalsRelease is POST /api/v1/rentals/:id/release.
+	APIRentalsRelease = "api.rentals.release"
+	// APIVolumesList is GET /api/v1/volumes.
+	APIVolumesList = "api.volumes.list"
+	// APIVolumesCreate is POST /api/v1/volumes.
+	APIVolumesCreate = "api.volumes.create"
+	// APIVolumesDelete is DELETE /api/v1/volumes/:id.
+	APIVolumesDelete = "api.volumes.delete"
 	// BenchmarksShow is GET /benchmarks/:id.
 	BenchmarksShow = "benchmarks.show"
 	// NodesBenchmarks is GET /nodes/:id/benchmarks.

@@ -168,6 +168,11 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/api/v1/rentals/:id", routenames.APIRentalsShow, h.APIRentalShow, user},
 		{"POST", "/api/v1/rentals/:id/stop", routenames.APIRentalsStop, h.APIRentalStop, user},
 		{"POST", "/api/v1/rentals/:id/change", routenames.APIRentalsChange, h.APIRentalChange, user},
+		{"POST", "/api/v1/rentals/:id/start", routenames.APIRentalsStart, h.APIRentalStart, user},
+		{"POST", "/api/v1/rentals/:id/release", routenames.APIRentalsRelease, h.APIRentalRelease, user},
+		{"GET", "/api/v1/volumes", routenames.APIVolumesList, h.APIVolumesList, user},
+		{"POST", "/api/v1/volumes", routenames.APIVolumesCreate, h.APIVolumeCreate, user},
+		{"DELETE", "/api/v1/volumes/:id", routenames.APIVolumesDelete, h.APIVolumeDelete, user},
 
 		// Benchmark reports are public; running one on demand is for platform admins.
 		{"GET", "/benchmarks/:id", routenames.BenchmarksShow, h.BenchmarkShow, public},

@@ -196,3 +196,19 @@ func StartNodes(tx *gorm.DB, o *models.Offer) ([]int64, error) {
 		Scan(&ids).Error
 	return ids, err
 }
+
+// AttachedRentals returns, for each of the volumes attached to a rental
+// (not released, not failed), that rental's id.
+func AttachedRentals(ctx context.Context, db *models.DB, volumeIDs []int64) (map[int64]int64, error) {
+	out := map[int64]int64{}
+	if len(volumeIDs) == 0 {
+		return out, nil
+	}
+	var rows []struct{ ID, VolumeID int64 }
+	err := db.R.WithContext(ctx).Model(&models.Rental{}).Select("id, volume_id").
+		Where("volume_id IN ? AND released_at IS NULL AND status <> ?", volumeIDs, models.RentalFailed).Scan(&rows).Error
+	for _, r := range rows {
+		out[r.VolumeID] = r.ID
+	}
+	return out, err
+}
