@@ -189,6 +189,8 @@ type AgentTask struct {
 	CreatedAt time.Time
 	SentAt    *time.Time
 	DoneAt    *time.Time
+	// Progress is the last agent.Progress the agent posted (JSON), "" if none.
+	Progress string
 }
 
 // Incident kinds.

@@ -404,7 +404,9 @@ func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Re
 // finishStop completes a stopping rental in tx: on demand its GPUs are
 // released; a term rental keeps them until its term ends.
 func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
-	r, err := rentalstore.ReadRental(tx, rentalID)
+	// Locked: a release that commits meanwhile is seen (its volume gets no
+	// deletion date).
+	r, err := models.RentalForUpdate(tx, rentalID)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,16 @@ ALTER TABLE rentals ADD COLUMN released_at TIMESTAMPTZ;
 CREATE UNIQUE INDEX rentals_volume_attached ON rentals (volume_id)
     WHERE volume_id IS NOT NULL AND released_at IS NULL AND status <> 'failed';
 
+-- The new task kind (delete_volume), and an image pull's progress while
+-- a launch runs.
+ALTER TABLE agent_tasks DROP CONSTRAINT agent_tasks_kind_check;
+ALTER TABLE agent_tasks ADD CONSTRAINT agent_tasks_kind_check CHECK (kind IN ('verify', 'launch', 'stop', 'benchmark', 'delete_volume'));
+ALTER TABLE agent_tasks ADD COLUMN progress TEXT NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE agent_tasks DROP COLUMN progress;
+ALTER TABLE agent_tasks DROP CONSTRAINT agent_tasks_kind_check;
+ALTER TABLE agent_tasks ADD CONSTRAINT agent_tasks_kind_check CHECK (kind IN ('verify', 'launch', 'stop', 'benchmark'));
 DROP INDEX rentals_volume_attached;
 ALTER TABLE rentals DROP COLUMN released_at;
 ALTER TABLE rentals DROP COLUMN volume_id;

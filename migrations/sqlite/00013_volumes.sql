@@ -1,4 +1,8 @@
+-- +goose NO TRANSACTION
 -- +goose Up
+PRAGMA foreign_keys = OFF;
+BEGIN;
+
 -- A volume is an organisation's persistent storage in one datacentre,
 -- mounted at /workspace. On local storage its files live on one node
 -- (node_id); on shared storage every node of the datacentre mounts them.
@@ -44,6 +48,33 @@ ALTER TABLE rentals ADD COLUMN released_at DATETIME;
 -- A volume belongs to at most one rental that is not released or failed.
 CREATE UNIQUE INDEX rentals_volume_attached ON rentals (volume_id)
     WHERE volume_id IS NOT NULL AND released_at IS NULL AND status <> 'failed';
+
+-- agent_tasks is rebuilt for the new task kind (delete_volume) and a
+-- progress column (an image pull's progress while a launch runs); SQLite
+-- cannot change a CHECK in place, so as in 00009.
+CREATE TABLE agent_tasks_new (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    node_id    INTEGER NOT NULL REFERENCES nodes(id),
+    rental_id  INTEGER REFERENCES rentals(id),
+    kind       TEXT NOT NULL CHECK (kind IN ('verify', 'launch', 'stop', 'benchmark', 'delete_volume')),
+    idem_key   TEXT NOT NULL UNIQUE,
+    payload    TEXT NOT NULL,
+    status     TEXT NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'sent', 'done')),
+    ok         BOOLEAN,
+    result     TEXT NOT NULL DEFAULT '',
+    created_at DATETIME NOT NULL,
+    sent_at    DATETIME,
+    done_at    DATETIME,
+    progress   TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO agent_tasks_new (id, node_id, rental_id, kind, idem_key, payload, status, ok, result, created_at, sent_at, done_at)
+    SELECT id, node_id, rental_id, kind, idem_key, payload, status, ok, result, created_at, sent_at, done_at FROM agent_tasks;
+DROP TABLE agent_tasks;
+ALTER TABLE agent_tasks_new RENAME TO agent_tasks;
+CREATE INDEX agent_tasks_node ON agent_tasks (node_id, status);
+
+COMMIT;
+PRAGMA foreign_keys = ON;
 
 -- +goose Down
 DROP INDEX rentals_volume_attached;
