@@ -26,8 +26,8 @@ INSERT INTO images (slug, name, framework, framework_version, cuda_version, refe
     ('pytorch-2.7-cuda12.8', 'PyTorch 2.7.0 (CUDA 12.8, cuDNN 9)', 'PyTorch', '2.7.0', '12.8', 'pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime', FALSE, now()),
     ('tensorflow-2.17-cuda12.3', 'TensorFlow 2.17.0 (CUDA 12.3)', 'TensorFlow', '2.17.0', '12.3', 'tensorflow/tensorflow:2.17.0-gpu', FALSE, now()),
     ('cuda-12.4-runtime', 'CUDA 12.4.1 runtime (Ubuntu 22.04)', 'CUDA', '12.4.1', '12.4', 'nvidia/cuda:12.4.1-runtime-ubuntu22.04', FALSE, now()),
-    ('ubuntu-22.04', 'Ubuntu 22.04 (no CUDA)', 'Ubuntu', '22.04', '', 'ubuntu:22.04', FALSE, now()),
-    ('debian-sshd', 'Debian 12 (sshd, python3; built locally for tests)', 'Debian', '12', '', 'suanli-test/sshd:bookworm', FALSE, now());
+    ('ubuntu-22.04', 'Ubuntu 22.04', 'Ubuntu', '22.04', '', 'ubuntu:22.04', FALSE, now()),
+    ('debian-sshd', 'Debian 12 (sshd, python3)', 'Debian', '12', '', 'suanli-test/sshd:bookworm', FALSE, now());
 
 -- What an offer sells besides GPU time: whether renters may bring their
 -- own image, the storage price of its volumes and the hourly price of
