@@ -135,6 +135,9 @@ func (h *Handler) OfferShow(c echo.Context) error {
 		return err
 	}
 	vm.Images = offerImagesVM(imgs)
+	if len(imgs) > 0 {
+		vm.DriverCUDA = imgs[0].DriverCUDA
+	}
 	return Render(c, http.StatusOK, pages.OfferPage(vc, vm))
 }
 

@@ -32,6 +32,10 @@ type Image struct {
 	// its driver supports an older CUDA, or said nothing). Catalogue
 	// lists leave it true.
 	Compatible bool
+	// DriverCUDA is the CUDA version the offer's node's driver supports,
+	// as it last reported it ("" when it never did, and in catalogue
+	// lists).
+	DriverCUDA string
 }
 
 // Catalogue returns the platform's catalogue, in catalogue order.
@@ -76,7 +80,7 @@ func ForOffer(ctx context.Context, db *models.DB, offerID int64) ([]Image, error
 	}
 	out := make([]Image, len(imgs))
 	for i, im := range imgs {
-		out[i] = Image{Image: im, Compatible: Compatible(choiceOf(im), drivers[nodeID])}
+		out[i] = Image{Image: im, Compatible: Compatible(choiceOf(im), drivers[nodeID]), DriverCUDA: drivers[nodeID]}
 		if l, ok := byRef[familiar(im.Reference)]; ok {
 			out[i].Cached = true
 			if im.SizeBytes == nil && l.SizeBytes > 0 {

@@ -70,10 +70,15 @@ func TestImagesAPIAndOfferPages(t *testing.T) {
 		must(t, got.Storage == "shared" && !got.CustomImages && got.StoragePricePerGBMonthFen == 30 && got.NoGPUPricePerHourFen == 10, "api offer: %s", body)
 
 		_, page := a.get(a.url(routenames.OffersShow, o.ID), "Accept-Language", "en")
-		contains(t, page, `id="images"`, "Debian 12 (sshd, python3)", "debian-sshd", "ready (no download)", "needs a newer CUDA driver",
+		contains(t, page, `id="images"`, "Debian 12 (sshd, python3)", "debian-sshd", "ready (no download)", "needs a newer CUDA than this node&#39;s driver (CUDA 12.4)", "supports CUDA 12.4 at most",
 			"12.8", "¥0.30", "/GB·month", "¥0.10", "Custom images are not allowed", "Files follow a rental to any node of this datacentre.")
 		_, zh := a.get(a.url(routenames.OffersShow, o.ID))
 		contains(t, zh, "镜像", "已就绪（无需下载）", "/GB·月", "无卡模式", "该报价不允许自定义镜像。")
+
+		var silent models.Offer
+		must(t, db.R.Where("node_id <> ?", o.NodeID).Order("id").First(&silent).Error == nil, "another offer")
+		_, page = a.get(a.url(routenames.OffersShow, silent.ID), "Accept-Language", "en")
+		contains(t, page, "the node has not reported its CUDA driver yet")
 
 		_, page = a.get(a.url(routenames.DatacentersShow, "cd-science-city"), "Accept-Language", "en")
 		contains(t, page, `data-storage="shared"`, "Shared storage", "Files follow a rental to any node of this datacentre.")

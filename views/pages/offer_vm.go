@@ -29,6 +29,9 @@ type OfferVM struct {
 	EarlyStopKey string
 	// Images are the catalogue images the offer offers, its default first.
 	Images []OfferImage
+	// DriverCUDA is the CUDA version the offer's node's driver supports
+	// ("" until its agent reports one).
+	DriverCUDA string
 }
 
 // OfferImage is a catalogue image as the offer page lists it.
