@@ -29,6 +29,10 @@ var rttCSV []byte
 // LatencySource labels the demo latency figures wherever they are shown.
 const LatencySource = "demo: typical published city-to-city RTT"
 
+// SharedStorageDatacenter is the demo datacentre whose storage is shared
+// (its nodes mount one volume root); the others' is local.
+const SharedStorageDatacenter = "cd-science-city"
+
 // Datacenters returns the demo datacentres and their latency tables (by
 // slug), parsed from the embedded copies of the shared demo data.
 func Datacenters() ([]models.Datacenter, map[string][]models.DatacenterLatency, error) {
@@ -45,8 +49,11 @@ func Datacenters() ([]models.Datacenter, map[string][]models.DatacenterLatency, 
 		dcs = append(dcs, models.Datacenter{
 			Slug: r["slug"], NameZH: r["name_zh"], NameEN: r["name_en"], City: r["city"],
 			DistrictZH: r["district_zh"], DistrictEN: r["district_en"], Region: r["region"],
-			Tier: r["tier"], UplinkGbps: uplink, Demo: true,
+			Tier: r["tier"], UplinkGbps: uplink, Demo: true, Storage: models.StorageLocal,
 		})
+		if r["slug"] == SharedStorageDatacenter {
+			dcs[len(dcs)-1].Storage = models.StorageShared
+		}
 	}
 	rtts, err := readCSV(rttCSV)
 	if err != nil {

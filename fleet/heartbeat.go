@@ -162,8 +162,16 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 		reqlog.Set(ctx, "node_id", n.ID)
 		if err := supply.RecordNodeHeartbeat(tx, n.ID, supply.NodeHeartbeat{
 			At: now, Health: nodeHealthOf(hb.Host), Simulated: hb.Host.Simulated, AgentInfo: string(info), PingURL: offers.CleanPingURL(hb.PingURL),
+			VolumeRoot: cleanVolumeRoot(hb.VolumeRoot), CUDADriverVersion: cleanShort(hb.Host.CUDADriverVersion, 32),
 		}); err != nil {
 			return err
+		}
+		// The image list is written only when it changed: heartbeats
+		// arrive every few seconds and the list rarely does.
+		if imgs, hash := nodeImagesOf(hb.Images, now); hash != n.ImagesHash {
+			if err := models.ReplaceNodeImages(tx, n.ID, hash, imgs); err != nil {
+				return err
+			}
 		}
 		if n.Health == models.NodeSilent { // heard from again, whatever it says
 			if err := CloseIncidents(tx, n.ID, 0, models.IncidentNodeSilent, now); err != nil {

@@ -45,6 +45,17 @@ type APIOffer struct {
 	// Uptime30dPct is the node's uptime over the last 30 days in percent,
 	// null until it has been computed.
 	Uptime30dPct *float64 `json:"uptime_30d_pct"`
+	// CustomImages: renters may run their own image, besides the
+	// catalogue images the offer offers (GET /api/v1/images?offer_id=).
+	CustomImages bool `json:"custom_images"`
+	// StoragePricePerGBMonthFen is the price of a GB of volume for 30
+	// days, billed per second; NoGPUPricePerHourFen the hourly price of
+	// the container without GPUs (no-GPU mode).
+	StoragePricePerGBMonthFen int64 `json:"storage_price_per_gb_month_fen"`
+	NoGPUPricePerHourFen      int64 `json:"no_gpu_price_per_hour_fen"`
+	// Storage is the datacentre's: "local" (a volume stays on one node's
+	// disk) or "shared" (it follows a rental to any node there).
+	Storage string `json:"storage"`
 }
 
 // APIOfferBenchmark is the headline of an offer's latest benchmark report (the
@@ -128,6 +139,10 @@ func apiOffer(o models.OfferRow, student bool) APIOffer {
 		Synthetic:                 o.Synthetic,
 		UpdatedAt:                 o.UpdatedAt,
 		Uptime30dPct:              o.Uptime30dPct,
+		CustomImages:              o.CustomImages,
+		StoragePricePerGBMonthFen: o.StoragePricePerGBMonthFen,
+		NoGPUPricePerHourFen:      o.NoGPUPricePerHourFen,
+		Storage:                   string(o.Datacenter.Storage),
 	}
 	if r := o.Report; r != nil {
 		out.Benchmark = &APIOfferBenchmark{ID: r.ID, MeasuredBF16TFLOPS: r.BF16TFLOPS, PctOfNominal: r.PctOfNominal,

@@ -9,6 +9,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/catalog"
+	"suanli/images"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/offers"
@@ -128,6 +129,14 @@ func (h *Handler) OfferShow(c echo.Context) error {
 	vc := ViewCtx(c)
 	if IsHTMX(c) {
 		return Render(c, http.StatusOK, pages.QuoteResult(vc, vm, true))
+	}
+	imgs, err := images.ForOffer(c.Request().Context(), h.DB, row.ID)
+	if err != nil {
+		return err
+	}
+	vm.Images = offerImagesVM(imgs)
+	if len(imgs) > 0 {
+		vm.DriverCUDA = imgs[0].DriverCUDA
 	}
 	return Render(c, http.StatusOK, pages.OfferPage(vc, vm))
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/url"
 
+	"suanli/images"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
@@ -110,6 +111,10 @@ func offerDetailVM(o *models.OfferRow, lang string) pages.OfferDetail {
 		OfferRow: offerRowVM(o, lang), NodeID: o.NodeID, Status: o.Status,
 		VCPUPerGPU: o.VCPUPerGPU, RAMGBPerGPU: o.RAMGBPerGPU, DiskGB: o.DiskGB,
 		WeeklyPricePerGPUFen: o.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen,
+		CustomImages: o.CustomImages, StoragePricePerGBMonthFen: o.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: o.NoGPUPricePerHourFen,
+	}
+	if o.Datacenter != nil {
+		d.Storage = string(o.Datacenter.Storage)
 	}
 	if o.Provider != nil {
 		d.ProviderName = o.Provider.Name(lang)
@@ -121,6 +126,16 @@ func offerDetailVM(o *models.OfferRow, lang string) pages.OfferDetail {
 func datacenterInfoVM(dc *models.Datacenter, lang string) pages.DatacenterInfo {
 	return pages.DatacenterInfo{
 		Name: dc.Name(lang), District: dc.District(lang), City: dc.City, Region: dc.Region, Tier: dc.Tier,
-		UplinkGbps: dc.UplinkGbps, Demo: dc.Demo,
+		UplinkGbps: dc.UplinkGbps, Demo: dc.Demo, Storage: string(dc.Storage),
 	}
+}
+
+// offerImagesVM maps an offer's images to what its page lists.
+func offerImagesVM(imgs []images.Image) []pages.OfferImage {
+	out := make([]pages.OfferImage, len(imgs))
+	for i, im := range imgs {
+		out[i] = pages.OfferImage{Slug: im.Slug, Name: im.Name, CUDAVersion: im.CUDAVersion, Jupyter: im.Jupyter,
+			SizeBytes: im.SizeBytes, Cached: im.Cached, Compatible: im.Compatible}
+	}
+	return out
 }

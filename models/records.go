@@ -80,7 +80,29 @@ type Datacenter struct {
 	CreatedAt  time.Time
 	// ProviderID is the provider that created it; nil for the shared demo ones.
 	ProviderID *int64
+	// Storage says where its volumes live: StorageLocal or StorageShared.
+	Storage Storage `gorm:"default:local"`
 }
+
+// Storage is a datacentre's kind of volume storage.
+type Storage string
+
+// Storage kinds.
+const (
+	// StorageLocal: a volume lives on one node's disk; a rental whose
+	// node fails restarts elsewhere without its files.
+	StorageLocal Storage = "local"
+	// StorageShared: the provider mounts the same path on every node of
+	// the datacentre (NFS, CephFS, JuiceFS) and starts agents with
+	// --volume-root PATH; a volume follows its rental to any node there.
+	StorageShared Storage = "shared"
+)
+
+// Storages lists the storage kinds, local first.
+var Storages = []Storage{StorageLocal, StorageShared}
+
+// Valid reports whether s is a known storage kind.
+func (s Storage) Valid() bool { return slices.Contains(Storages, s) }
 
 // Name returns the datacentre's name in the language.
 func (d Datacenter) Name(lang string) string {
@@ -143,6 +165,15 @@ type Node struct {
 	UptimeUpdatedAt *time.Time
 	// PingURL is the public URL of the agent's latency endpoint, if any.
 	PingURL string
+	// VolumeRoot is the agent's --volume-root ("" when its volumes are
+	// docker volumes on the node's disk).
+	VolumeRoot string
+	// CUDADriverVersion is the newest CUDA the node's driver supports, as
+	// NVML last reported it ("12.4"); "" when it never reported one.
+	CUDADriverVersion string `gorm:"column:cuda_driver_version"`
+	// ImagesHash is the hash of the image list the agent last reported
+	// (node_images), "" for none: an unchanged list is not written again.
+	ImagesHash string
 }
 
 // NodeStatus is the provider's intent for a node (Health is what its
@@ -253,6 +284,13 @@ const (
 	OfferPaused = "paused"
 )
 
+// The prices an offer has unless its provider sets others (the columns'
+// defaults): ¥0.30 per GB-month of volume, ¥0.10 per hour without GPUs.
+const (
+	DefaultStoragePricePerGBMonthFen = 30
+	DefaultNoGPUPricePerHourFen      = 10
+)
+
 // Offer is a provider's price for renting GPUs of one node.
 type Offer struct {
 	ID           int64
@@ -284,4 +322,16 @@ type Offer struct {
 	// healthy GPUs of its model; ListingNote says what is missing.
 	AwaitingNode bool
 	ListingNote  string
+	// CustomImages allows renters to run their own image (a registry
+	// reference) besides the catalogue images the offer offers.
+	CustomImages bool
+	// StoragePricePerGBMonthFen is the price of a GB of volume for a
+	// month (30 days), billed per second; NoGPUPricePerHourFen the hourly
+	// price of the rental's container without GPUs (无卡模式).
+	StoragePricePerGBMonthFen int64 `gorm:"column:storage_price_per_gb_month_fen;default:30"`
+	NoGPUPricePerHourFen      int64 `gorm:"column:no_gpu_price_per_hour_fen;default:10"`
+	// Images are the slugs of the catalogue images the offer offers
+	// (offer_images; none: every catalogue image). Only the stores that
+	// say so fill it in; it is not a column.
+	Images []string `gorm:"-"`
 }

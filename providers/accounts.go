@@ -371,11 +371,14 @@ type DeclaredLatency struct {
 // LatencyDeclared is the source recorded for latencies a provider entered.
 const LatencyDeclared = "provider-declared"
 
-// DatacenterInput is the datacentre form.
+// DatacenterInput is the datacentre form. Storage is "local" or "shared"
+// (models.StorageLocal, models.StorageShared): empty is local for a new
+// datacentre and unchanged for an existing one.
 type DatacenterInput struct {
 	NameZH, NameEN, City, DistrictZH, DistrictEN, Tier string
 	UplinkGbps                                         int
 	Latencies                                          []DeclaredLatency
+	Storage                                            string
 }
 
 // DatacenterView is a datacentre with its latency table and node count.
@@ -423,6 +426,12 @@ func checkDatacenter(in DatacenterInput) (DatacenterInput, error) {
 		DistrictEN: cleanText(&errs, "district_en", in.DistrictEN, false),
 		Tier:       strings.TrimSpace(in.Tier),
 		UplinkGbps: in.UplinkGbps,
+		Storage:    strings.ToLower(strings.TrimSpace(in.Storage)),
+	}
+	if out.Storage == "" {
+		out.Storage = string(models.StorageLocal)
+	} else if !models.Storage(out.Storage).Valid() {
+		errs = append(errs, apperr.Field("storage", "providers.err.storage"))
 	}
 	if strings.TrimSpace(in.City) == "" {
 		errs = append(errs, apperr.Field("city", "providers.err.required"))
@@ -483,7 +492,8 @@ func (p *Service) CreateDatacenter(ctx context.Context, u *models.User, provider
 	}
 	now := p.DB.Now().UTC()
 	dc := &models.Datacenter{NameZH: in.NameZH, NameEN: in.NameEN, City: in.City, DistrictZH: in.DistrictZH, DistrictEN: in.DistrictEN,
-		Region: cityRegions[in.City], Tier: in.Tier, UplinkGbps: in.UplinkGbps, CreatedAt: now, ProviderID: &acc.Provider.ID}
+		Region: cityRegions[in.City], Tier: in.Tier, UplinkGbps: in.UplinkGbps, CreatedAt: now, ProviderID: &acc.Provider.ID,
+		Storage: models.Storage(in.Storage)}
 	if dc.NameEN == "" {
 		dc.NameEN = dc.NameZH
 	}
@@ -520,19 +530,25 @@ func (p *Service) UpdateDatacenter(ctx context.Context, u *models.User, provider
 	if err != nil {
 		return err
 	}
-	if _, err := supply.DatacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, dcID); err != nil {
+	cur, err := supply.DatacenterOf(p.DB.R.WithContext(ctx), acc.Provider.ID, dcID)
+	if err != nil {
 		return err
 	}
+	keepStorage := strings.TrimSpace(in.Storage) == ""
 	in, err = checkDatacenter(in)
 	if err != nil {
 		return err
+	}
+	if keepStorage {
+		in.Storage = string(cur.Storage)
 	}
 	if in.NameEN == "" {
 		in.NameEN = in.NameZH
 	}
 	return p.DB.Tx(ctx, func(tx *gorm.DB) error {
 		if err := supply.SetDatacenterDetails(tx, &models.Datacenter{ID: dcID, NameZH: in.NameZH, NameEN: in.NameEN, City: in.City,
-			DistrictZH: in.DistrictZH, DistrictEN: in.DistrictEN, Region: cityRegions[in.City], Tier: in.Tier, UplinkGbps: in.UplinkGbps}); err != nil {
+			DistrictZH: in.DistrictZH, DistrictEN: in.DistrictEN, Region: cityRegions[in.City], Tier: in.Tier, UplinkGbps: in.UplinkGbps,
+			Storage: models.Storage(in.Storage)}); err != nil {
 			return err
 		}
 		if err := replaceDeclaredLatencies(tx, dcID, in.Latencies); err != nil {

@@ -311,5 +311,8 @@ func (p *Service) Node(ctx context.Context, u *models.User, providerID, nodeID i
 	if d.Offers, err = supply.OffersOfNode(ctx, p.DB, n.ID); err != nil {
 		return nil, err
 	}
+	if err := withImages(p.DB.R.WithContext(ctx), ptrsOf(d.Offers)...); err != nil {
+		return nil, err
+	}
 	return d, nil
 }

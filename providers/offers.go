@@ -17,8 +17,11 @@ import (
 )
 
 // OfferInput is the offer form. Zero VCPUPerGPU, RAMGBPerGPU, DiskGB,
-// MinDurationS, an empty Interconnect and no SLATiers take defaults (8
-// vCPU, 64 GB, 500 GB, 60 s, NVLink for SXM parts else PCIe, every tier).
+// MinDurationS, an empty Interconnect, no SLATiers and nil storage and
+// no-GPU prices take defaults (8 vCPU, 64 GB, 500 GB, 60 s, NVLink for
+// SXM parts else PCIe, every tier, models.DefaultStoragePricePerGBMonthFen
+// and models.DefaultNoGPUPricePerHourFen). Images are catalogue slugs;
+// none means every catalogue image (models.ImagesOfOffer).
 type OfferInput struct {
 	NodeID                                               int64
 	GPU                                                  string
@@ -29,6 +32,9 @@ type OfferInput struct {
 	OffpeakDiscountPct, StudentDiscountPct, MinDurationS int
 	SLATiers                                             []string
 	Paused                                               bool
+	CustomImages                                         bool
+	StoragePricePerGBMonthFen, NoGPUPricePerHourFen      *int64
+	Images                                               []string
 }
 
 // OfferPatch is a partial change of an offer; nil fields stay as they are.
@@ -41,6 +47,11 @@ type OfferPatch struct {
 	OffpeakDiscountPct, StudentDiscountPct, MinDurationS *int
 	SLATiers                                             *[]string
 	Status                                               *string
+	CustomImages                                         *bool
+	StoragePricePerGBMonthFen, NoGPUPricePerHourFen      *int64
+	// Images replaces the offer's catalogue images; an empty list means
+	// every catalogue image.
+	Images *[]string
 }
 
 // Offer limits.
@@ -50,6 +61,12 @@ const (
 	MaxPricePerGPUHourFen = 1_000_000
 	MaxDiscountPct        = 90
 	MaxMinDurationS       = 30 * 24 * 3600
+	// MaxStoragePricePerGBMonthFen is ¥10 per GB-month (cloud block
+	// storage costs about a tenth of that): anything above is a typo.
+	MaxStoragePricePerGBMonthFen = 1_000
+	// MaxNoGPUPricePerHourFen is ¥100 an hour for a container without
+	// GPUs, which needs no more than a few vCPUs.
+	MaxNoGPUPricePerHourFen = 10_000
 )
 
 // checkOffer validates an offer against the node; gpuCount is the node's
@@ -115,6 +132,19 @@ func checkOffer(in OfferInput, n *models.Node, gpuCount int) (OfferInput, error)
 		errs = append(errs, err)
 	}
 	in.SLATiers = tiers
+	defFen := func(field string, v **int64, def, hi int64, key string) {
+		if *v == nil {
+			d := def
+			*v = &d
+		}
+		if **v < 0 || **v > hi {
+			errs = append(errs, apperr.Field(field, key, pricing.FenToYuanString(hi)))
+		}
+	}
+	defFen("storage_price_per_gb_month_fen", &in.StoragePricePerGBMonthFen, models.DefaultStoragePricePerGBMonthFen,
+		MaxStoragePricePerGBMonthFen, "providers.err.storage_price")
+	defFen("no_gpu_price_per_hour_fen", &in.NoGPUPricePerHourFen, models.DefaultNoGPUPricePerHourFen,
+		MaxNoGPUPricePerHourFen, "providers.err.no_gpu_price")
 	if n != nil && n.Status == models.NodeRemoved {
 		errs = append(errs, apperr.Field("node_id", "providers.err.node_removed", n.Name))
 	}
@@ -148,6 +178,64 @@ func checkTiers(in []string) ([]string, *apperr.Error) {
 	return out, nil
 }
 
+// checkImages validates the catalogue slugs an offer offers and returns
+// their ids and slugs in catalogue order (none: every catalogue image);
+// problem names the first slug the catalogue does not have.
+func checkImages(tx *gorm.DB, slugs []string) (ids []int64, clean []string, problem *apperr.Error, err error) {
+	want := map[string]bool{}
+	for _, sl := range slugs {
+		if sl = strings.TrimSpace(sl); sl != "" {
+			want[sl] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil, nil, nil, nil
+	}
+	all, err := models.CatalogueImages(tx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	known := make([]string, len(all))
+	for i, im := range all {
+		known[i] = im.Slug
+		if want[im.Slug] {
+			ids, clean = append(ids, im.ID), append(clean, im.Slug)
+			delete(want, im.Slug)
+		}
+	}
+	for _, sl := range slugs {
+		if sl = strings.TrimSpace(sl); want[sl] {
+			return nil, nil, apperr.Field("images", "providers.err.image_unknown", sl, strings.Join(known, ", ")), nil
+		}
+	}
+	return ids, clean, nil, nil
+}
+
+// withImages fills in the offers' Images from offer_images, in tx.
+func withImages(tx *gorm.DB, offers ...*models.Offer) error {
+	ids := make([]int64, len(offers))
+	for i, o := range offers {
+		ids[i] = o.ID
+	}
+	slugs, err := models.OfferImageSlugs(tx, ids)
+	if err != nil {
+		return err
+	}
+	for _, o := range offers {
+		o.Images = slugs[o.ID]
+	}
+	return nil
+}
+
+// ptrsOf points at each offer of os.
+func ptrsOf(os []models.Offer) []*models.Offer {
+	out := make([]*models.Offer, len(os))
+	for i := range os {
+		out[i] = &os[i]
+	}
+	return out
+}
+
 // CreateOffer adds an offer on one of the provider's nodes (owners and
 // admins). An offer for another model than the node's agent reports is
 // refused; on a node that has not reported yet it is kept waiting, and
@@ -163,14 +251,25 @@ func (p *Service) CreateOffer(ctx context.Context, u *models.User, providerID in
 	err = p.DB.Tx(ctx, func(tx *gorm.DB) error {
 		var n *models.Node
 		var inv fleet.NodeInventory
+		imageIDs, imageSlugs, imageProblem, err := checkImages(tx, in.Images)
+		if err != nil {
+			return err
+		}
+		// invalid adds the images' problem, if any, to the form's.
+		invalid := func(err error) error {
+			if imageProblem != nil {
+				return withField(err, imageProblem)
+			}
+			return err
+		}
 		if in.NodeID == 0 {
 			_, err := checkOffer(in, nil, 0)
-			return withField(err, apperr.Field("node_id", "providers.err.required"))
+			return invalid(withField(err, apperr.Field("node_id", "providers.err.required")))
 		}
-		n, err := supply.NodeOf(tx, acc.Provider.ID, in.NodeID)
+		n, err = supply.NodeOf(tx, acc.Provider.ID, in.NodeID)
 		if apperr.Code(err) == apperr.ENOTFOUND {
 			_, err := checkOffer(in, nil, 0)
-			return withField(err, apperr.Field("node_id", "providers.err.node"))
+			return invalid(withField(err, apperr.Field("node_id", "providers.err.node")))
 		}
 		if err != nil {
 			return err
@@ -179,8 +278,8 @@ func (p *Service) CreateOffer(ctx context.Context, u *models.User, providerID in
 			return err
 		}
 		in, err := checkOffer(in, n, inv.GPUs)
-		if err != nil {
-			return err
+		if err != nil || imageProblem != nil {
+			return invalid(err)
 		}
 		// The model must be what NVML reports on the node.
 		if inv.GPUs > 0 && n.GPUModel != in.GPU {
@@ -193,7 +292,8 @@ func (p *Service) CreateOffer(ctx context.Context, u *models.User, providerID in
 			MaxGPUs: in.MaxGPUs, VCPUPerGPU: in.VCPUPerGPU, RAMGBPerGPU: in.RAMGBPerGPU, DiskGB: in.DiskGB, Interconnect: in.Interconnect,
 			PricePerGPUHourFen: in.PricePerGPUHourFen, WeeklyPricePerGPUFen: in.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: in.MonthlyPricePerGPUFen,
 			OffpeakDiscountPct: in.OffpeakDiscountPct, StudentDiscountPct: in.StudentDiscountPct, MinDurationS: in.MinDurationS,
-			SLATiers: strings.Join(in.SLATiers, ","), Status: models.OfferListed, CreatedAt: now, UpdatedAt: now}
+			SLATiers: strings.Join(in.SLATiers, ","), Status: models.OfferListed, CreatedAt: now, UpdatedAt: now,
+			CustomImages: in.CustomImages, StoragePricePerGBMonthFen: *in.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: *in.NoGPUPricePerHourFen}
 		if in.Paused {
 			o.Status = models.OfferPaused
 		}
@@ -203,6 +303,18 @@ func (p *Service) CreateOffer(ctx context.Context, u *models.User, providerID in
 		if err := supply.InsertOffer(tx, o); err != nil {
 			return err
 		}
+		// A price of 0 is the column's default on insert (gorm leaves
+		// zero values out); free storage or no-GPU time is set after.
+		if *in.StoragePricePerGBMonthFen == 0 || *in.NoGPUPricePerHourFen == 0 {
+			o.StoragePricePerGBMonthFen, o.NoGPUPricePerHourFen = *in.StoragePricePerGBMonthFen, *in.NoGPUPricePerHourFen
+			if err := supply.SetOfferTerms(tx, o, false); err != nil {
+				return err
+			}
+		}
+		if err := models.SetOfferImages(tx, o.ID, imageIDs); err != nil {
+			return err
+		}
+		o.Images = imageSlugs
 		if err := supply.RefreshNodeAvailability(tx, n.ID, now); err != nil {
 			return err
 		}
@@ -252,7 +364,8 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 			DiskGB: o.DiskGB, Interconnect: o.Interconnect, PricePerGPUHourFen: o.PricePerGPUHourFen,
 			WeeklyPricePerGPUFen: o.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen,
 			OffpeakDiscountPct: o.OffpeakDiscountPct, StudentDiscountPct: o.StudentDiscountPct, MinDurationS: o.MinDurationS,
-			SLATiers: strings.Split(o.SLATiers, ","), Paused: o.Status == models.OfferPaused}
+			SLATiers: strings.Split(o.SLATiers, ","), Paused: o.Status == models.OfferPaused,
+			CustomImages: o.CustomImages, StoragePricePerGBMonthFen: &o.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: &o.NoGPUPricePerHourFen}
 		setInt := func(dst *int, v *int) {
 			if v != nil {
 				*dst = *v
@@ -274,6 +387,15 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 		if patch.MonthlyPricePerGPUFen != nil {
 			in.MonthlyPricePerGPUFen = *patch.MonthlyPricePerGPUFen
 		}
+		if patch.CustomImages != nil {
+			in.CustomImages = *patch.CustomImages
+		}
+		if patch.StoragePricePerGBMonthFen != nil {
+			in.StoragePricePerGBMonthFen = patch.StoragePricePerGBMonthFen
+		}
+		if patch.NoGPUPricePerHourFen != nil {
+			in.NoGPUPricePerHourFen = patch.NoGPUPricePerHourFen
+		}
 		if patch.SLATiers != nil {
 			in.SLATiers = *patch.SLATiers
 			if len(in.SLATiers) == 0 {
@@ -282,6 +404,16 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 		}
 		status := o.Status
 		var errs apperr.Fields
+		var imageIDs []int64
+		if patch.Images != nil {
+			var problem *apperr.Error
+			if imageIDs, _, problem, err = checkImages(tx, *patch.Images); err != nil {
+				return err
+			}
+			if problem != nil {
+				errs = append(errs, problem)
+			}
+		}
 		if patch.Status != nil {
 			switch *patch.Status {
 			case models.OfferListed, models.OfferPaused:
@@ -314,6 +446,7 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 		next.WeeklyPricePerGPUFen, next.MonthlyPricePerGPUFen = in.WeeklyPricePerGPUFen, in.MonthlyPricePerGPUFen
 		next.OffpeakDiscountPct, next.StudentDiscountPct, next.MinDurationS = in.OffpeakDiscountPct, in.StudentDiscountPct, in.MinDurationS
 		next.SLATiers, next.Status, next.UpdatedAt = strings.Join(in.SLATiers, ","), status, now
+		next.CustomImages, next.StoragePricePerGBMonthFen, next.NoGPUPricePerHourFen = in.CustomImages, *in.StoragePricePerGBMonthFen, *in.NoGPUPricePerHourFen
 		relisted := status == models.OfferListed && o.Status != models.OfferListed
 		if relisted {
 			// Listed again: it waits for the node like a new offer (judged
@@ -326,11 +459,19 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 		if err := supply.SetOfferTerms(tx, &next, relisted); err != nil {
 			return err
 		}
+		if patch.Images != nil {
+			if err := models.SetOfferImages(tx, o.ID, imageIDs); err != nil {
+				return err
+			}
+		}
 		stored, err := supply.OfferOf(tx, o.ProviderID, o.ID)
 		if err != nil {
 			return err
 		}
 		*o = *stored
+		if err := withImages(tx, o); err != nil {
+			return err
+		}
 		return models.BumpOffersVersion(tx)
 	})
 	if err != nil {
@@ -386,6 +527,9 @@ func (p *Service) Offers(ctx context.Context, u *models.User, providerID int64) 
 	if err != nil {
 		return nil, err
 	}
+	if err := withImages(p.DB.R.WithContext(ctx), ptrsOf(offers)...); err != nil {
+		return nil, err
+	}
 	nodes, err := supply.NodesOfProvider(ctx, p.DB, acc.Provider.ID)
 	if err != nil {
 		return nil, err
@@ -410,6 +554,9 @@ func (p *Service) Offer(ctx context.Context, u *models.User, providerID, offerID
 	}
 	o, err := supply.OfferOf(p.DB.R.WithContext(ctx), acc.Provider.ID, offerID)
 	if err != nil {
+		return nil, err
+	}
+	if err := withImages(p.DB.R.WithContext(ctx), o); err != nil {
 		return nil, err
 	}
 	return p.decorated(ctx, acc, o)

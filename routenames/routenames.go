@@ -230,6 +230,8 @@ const (
 	APIOffersShow = "api.offers.show"
 	// APIOffersQuote is GET /api/v1/offers/:id/quote.
 	APIOffersQuote = "api.offers.quote"
+	// APIImagesList is GET /api/v1/images.
+	APIImagesList = "api.images.list"
 	// APIMe is GET /api/v1/me.
 	APIMe = "api.me"
 	// APIWallet is GET /api/v1/wallet.

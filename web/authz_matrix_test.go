@@ -578,7 +578,7 @@ var publicRoutes = []string{
 	routenames.Home, routenames.OffersList, routenames.OffersShow, routenames.DatacentersShow, routenames.LangSwitch, routenames.SLA,
 	routenames.AuthSignup, routenames.AuthSignupPost, routenames.AuthLogin, routenames.AuthLoginPost, routenames.AuthLogout, routenames.AuthVerify, routenames.AuthVerifyPost,
 	routenames.PasswordForgot, routenames.PasswordForgotPost, routenames.PasswordReset, routenames.PasswordResetPost,
-	routenames.APIOffersList, routenames.APIOffersShow, routenames.APIOffersQuote, routenames.WebhooksStripe, routenames.Healthz, routenames.Readyz, routenames.Metrics, routenames.Static,
+	routenames.APIOffersList, routenames.APIOffersShow, routenames.APIOffersQuote, routenames.APIImagesList, routenames.WebhooksStripe, routenames.Healthz, routenames.Readyz, routenames.Metrics, routenames.Static,
 	routenames.BenchmarksShow, routenames.NodesBenchmarks, routenames.APIBenchmarksShow, routenames.APINodesBenchmarks,
 	routenames.TCO,
 	routenames.Ping,

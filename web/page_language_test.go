@@ -151,6 +151,7 @@ var notPages = map[string]string{
 	routenames.APIOffersList:              "JSON",
 	routenames.APIOffersShow:              "JSON",
 	routenames.APIOffersQuote:             "JSON",
+	routenames.APIImagesList:              "JSON",
 	routenames.APIMe:                      "JSON",
 	routenames.APIWallet:                  "JSON",
 	routenames.APIWalletLedger:            "JSON",

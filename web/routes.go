@@ -159,6 +159,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/api/v1/offers", routenames.APIOffersList, h.APIOffersList, public},
 		{"GET", "/api/v1/offers/:id", routenames.APIOffersShow, h.APIOfferShow, public},
 		{"GET", "/api/v1/offers/:id/quote", routenames.APIOffersQuote, h.APIOfferQuote, public},
+		{"GET", "/api/v1/images", routenames.APIImagesList, h.APIImagesList, public},
 		{"GET", "/api/v1/me", routenames.APIMe, acc.APIMe, user},
 		{"GET", "/api/v1/wallet", routenames.APIWallet, acc.APIWallet, user},
 		{"GET", "/api/v1/wallet/ledger", routenames.APIWalletLedger, acc.APIWalletLedger, user},

@@ -90,6 +90,7 @@ type datacenterBody struct {
 	Tier       string         `json:"tier"`
 	UplinkGbps int            `json:"uplink_gbps"`
 	Latencies  []apiLatencyIn `json:"latencies"`
+	Storage    string         `json:"storage"`
 }
 
 // APIProviderDatacenter is a datacentre in the provider API.
@@ -105,6 +106,7 @@ type APIProviderDatacenter struct {
 	Region     string            `json:"region"`
 	Tier       string            `json:"tier"`
 	UplinkGbps int               `json:"uplink_gbps"`
+	Storage    string            `json:"storage"`
 	Nodes      *int              `json:"nodes,omitempty"`
 	Latencies  []apiLatencyShown `json:"latencies,omitempty"`
 }
@@ -117,7 +119,7 @@ type apiLatencyShown struct {
 
 func apiDatacenter(d models.Datacenter) APIProviderDatacenter {
 	out := APIProviderDatacenter{ID: d.ID, Slug: d.Slug, Name: d.NameZH, NameEN: d.NameEN, City: d.City, District: d.DistrictZH,
-		DistrictEN: d.DistrictEN, Region: d.Region, Tier: d.Tier, UplinkGbps: d.UplinkGbps}
+		DistrictEN: d.DistrictEN, Region: d.Region, Tier: d.Tier, UplinkGbps: d.UplinkGbps, Storage: string(d.Storage)}
 	if d.ProviderID != nil {
 		out.ProviderID = *d.ProviderID
 	}
@@ -128,7 +130,7 @@ func apiDatacenter(d models.Datacenter) APIProviderDatacenter {
 func (h *Handler) APIProviderDatacenterCreate(c echo.Context) error {
 	var in datacenterBody
 	if err := handlers.JSONDecoder(c).Decode(&in); err != nil {
-		return badBody(err, `{"provider_id"?:N,"name":"…","name_en"?:"…","city":"chengdu","district"?:"…","tier"?:"Tier III","uplink_gbps"?:N}`)
+		return badBody(err, `{"provider_id"?:N,"name":"…","name_en"?:"…","city":"chengdu","district"?:"…","tier"?:"Tier III","uplink_gbps"?:N,"storage"?:"local"|"shared"}`)
 	}
 	pid, err := h.callerProvider(c, in.ProviderID, nil)
 	if err != nil {
@@ -145,7 +147,7 @@ func (h *Handler) APIProviderDatacenterCreate(c echo.Context) error {
 	}
 	dc, err := h.Providers.CreateDatacenter(c.Request().Context(), handlers.CurrentUser(c), pid, providers.DatacenterInput{
 		NameZH: in.Name, NameEN: in.NameEN, City: in.City, DistrictZH: in.District, DistrictEN: districtEN,
-		Tier: in.Tier, UplinkGbps: in.UplinkGbps, Latencies: lats})
+		Tier: in.Tier, UplinkGbps: in.UplinkGbps, Latencies: lats, Storage: in.Storage})
 	if err != nil {
 		return err
 	}
@@ -385,9 +387,18 @@ type APIProviderOffer struct {
 	ListingNote           string    `json:"listing_note"`
 	CreatedAt             time.Time `json:"created_at"`
 	UpdatedAt             time.Time `json:"updated_at"`
+	CustomImages          bool      `json:"custom_images"`
+	// StoragePricePerGBMonthFen is the volume price per GB and month;
+	// NoGPUPricePerHourFen the container's hourly price without GPUs.
+	StoragePricePerGBMonthFen int64 `json:"storage_price_per_gb_month_fen"`
+	NoGPUPricePerHourFen      int64 `json:"no_gpu_price_per_hour_fen"`
+	// Images are the catalogue slugs the offer offers; empty: every
+	// catalogue image.
+	Images []string `json:"images"`
 }
 
 func apiProviderOffer(o models.Offer) APIProviderOffer {
+	images := append([]string{}, o.Images...)
 	tiers := []string{}
 	for _, t := range strings.Split(o.SLATiers, ",") {
 		if t = strings.TrimSpace(t); t != "" {
@@ -399,7 +410,8 @@ func apiProviderOffer(o models.Offer) APIProviderOffer {
 		PricePerGPUHourFen: o.PricePerGPUHourFen, WeeklyPricePerGPUFen: o.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen,
 		OffpeakDiscountPct: o.OffpeakDiscountPct, StudentDiscountPct: o.StudentDiscountPct, MinDurationS: o.MinDurationS, SLATiers: tiers,
 		AvailableGPUs: o.AvailableGPUs, Status: o.Status, Listed: providers.OfferPublic(&o), AwaitingNode: o.AwaitingNode, ListingNote: o.ListingNote,
-		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
+		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, CustomImages: o.CustomImages,
+		StoragePricePerGBMonthFen: o.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: o.NoGPUPricePerHourFen, Images: images}
 }
 
 type offerBody struct {
@@ -419,6 +431,11 @@ type offerBody struct {
 	MinDurationS          int      `json:"min_duration_s"`
 	SLATiers              []string `json:"sla_tiers"`
 	Status                string   `json:"status"`
+	CustomImages          bool     `json:"custom_images"`
+	// Absent: the defaults (models.DefaultStoragePricePerGBMonthFen, …).
+	StoragePricePerGBMonthFen *int64   `json:"storage_price_per_gb_month_fen"`
+	NoGPUPricePerHourFen      *int64   `json:"no_gpu_price_per_hour_fen"`
+	Images                    []string `json:"images"`
 }
 
 // APIProviderOfferCreate is POST /api/v1/provider/offers. An offer for
@@ -440,7 +457,8 @@ func (h *Handler) APIProviderOfferCreate(c echo.Context) error {
 		VCPUPerGPU: in.VCPUPerGPU, RAMGBPerGPU: in.RAMGBPerGPU, DiskGB: in.DiskGB, Interconnect: in.Interconnect,
 		PricePerGPUHourFen: in.PricePerGPUHourFen, WeeklyPricePerGPUFen: in.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: in.MonthlyPricePerGPUFen,
 		OffpeakDiscountPct: in.OffpeakDiscountPct, StudentDiscountPct: in.StudentDiscountPct, MinDurationS: in.MinDurationS,
-		SLATiers: in.SLATiers, Paused: in.Status == models.OfferPaused})
+		SLATiers: in.SLATiers, Paused: in.Status == models.OfferPaused, CustomImages: in.CustomImages,
+		StoragePricePerGBMonthFen: in.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: in.NoGPUPricePerHourFen, Images: in.Images})
 	if err != nil {
 		return err
 	}
@@ -516,18 +534,22 @@ func (n *nullableFen) UnmarshalJSON(b []byte) error {
 }
 
 type offerPatchBody struct {
-	GPUs                  *int        `json:"gpus"`
-	VCPUPerGPU            *int        `json:"vcpu_per_gpu"`
-	RAMGBPerGPU           *int        `json:"ram_gb_per_gpu"`
-	DiskGB                *int        `json:"disk_gb"`
-	PricePerGPUHourFen    *int64      `json:"price_per_gpu_hour_fen"`
-	WeeklyPricePerGPUFen  nullableFen `json:"weekly_price_per_gpu_fen"`
-	MonthlyPricePerGPUFen nullableFen `json:"monthly_price_per_gpu_fen"`
-	OffpeakDiscountPct    *int        `json:"offpeak_discount_pct"`
-	StudentDiscountPct    *int        `json:"student_discount_pct"`
-	MinDurationS          *int        `json:"min_duration_s"`
-	SLATiers              *[]string   `json:"sla_tiers"`
-	Status                *string     `json:"status"`
+	GPUs                      *int        `json:"gpus"`
+	VCPUPerGPU                *int        `json:"vcpu_per_gpu"`
+	RAMGBPerGPU               *int        `json:"ram_gb_per_gpu"`
+	DiskGB                    *int        `json:"disk_gb"`
+	PricePerGPUHourFen        *int64      `json:"price_per_gpu_hour_fen"`
+	WeeklyPricePerGPUFen      nullableFen `json:"weekly_price_per_gpu_fen"`
+	MonthlyPricePerGPUFen     nullableFen `json:"monthly_price_per_gpu_fen"`
+	OffpeakDiscountPct        *int        `json:"offpeak_discount_pct"`
+	StudentDiscountPct        *int        `json:"student_discount_pct"`
+	MinDurationS              *int        `json:"min_duration_s"`
+	SLATiers                  *[]string   `json:"sla_tiers"`
+	Status                    *string     `json:"status"`
+	CustomImages              *bool       `json:"custom_images"`
+	StoragePricePerGBMonthFen *int64      `json:"storage_price_per_gb_month_fen"`
+	NoGPUPricePerHourFen      *int64      `json:"no_gpu_price_per_hour_fen"`
+	Images                    *[]string   `json:"images"`
 }
 
 // APIProviderOfferUpdate is PATCH /api/v1/provider/offers/{id}: a partial
@@ -548,7 +570,8 @@ func (h *Handler) APIProviderOfferUpdate(c echo.Context) error {
 	}
 	patch := providers.OfferPatch{MaxGPUs: in.GPUs, VCPUPerGPU: in.VCPUPerGPU, RAMGBPerGPU: in.RAMGBPerGPU, DiskGB: in.DiskGB,
 		PricePerGPUHourFen: in.PricePerGPUHourFen, OffpeakDiscountPct: in.OffpeakDiscountPct, StudentDiscountPct: in.StudentDiscountPct,
-		MinDurationS: in.MinDurationS, SLATiers: in.SLATiers, Status: in.Status}
+		MinDurationS: in.MinDurationS, SLATiers: in.SLATiers, Status: in.Status, CustomImages: in.CustomImages,
+		StoragePricePerGBMonthFen: in.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: in.NoGPUPricePerHourFen, Images: in.Images}
 	if in.WeeklyPricePerGPUFen.Set {
 		patch.WeeklyPricePerGPUFen = &in.WeeklyPricePerGPUFen.V
 	}

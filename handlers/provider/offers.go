@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/handlers"
+	"suanli/images"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/providers"
@@ -16,15 +17,17 @@ import (
 	"suanli/views/providerpages"
 )
 
-// offerFormFields are the offer form's fields; sla_tiers is repeatable
-// and kept comma-joined.
+// offerFormFields are the offer form's fields; sla_tiers and images are
+// repeatable and kept comma-joined.
 var offerFormFields = []string{"gpu", "node_id", "interconnect", "max_gpus", "vcpu_per_gpu", "ram_gb_per_gpu", "disk_gb",
-	"price", "weekly_price", "monthly_price", "offpeak_discount_pct", "student_discount_pct", "min_duration_min", "sla_tiers", "paused"}
+	"price", "weekly_price", "monthly_price", "offpeak_discount_pct", "student_discount_pct", "min_duration_min", "sla_tiers", "paused",
+	"images", "custom_images", "storage_price", "no_gpu_price"}
 
 // offerAliases rename the market's field names to the form's.
 var offerAliases = map[string]string{
 	"gpus": "max_gpus", "price_per_gpu_hour_fen": "price", "weekly_price_per_gpu_fen": "weekly_price",
 	"monthly_price_per_gpu_fen": "monthly_price", "min_duration_s": "min_duration_min", "gpu_model": "gpu",
+	"storage_price_per_gb_month_fen": "storage_price", "no_gpu_price_per_hour_fen": "no_gpu_price",
 }
 
 // The form asks for the minimum duration in whole minutes; its bounds
@@ -39,6 +42,7 @@ func offerForm(c echo.Context) views.Form {
 	f := handlers.ReadForm(c, offerFormFields...)
 	if fv, err := c.FormParams(); err == nil {
 		f.Values["sla_tiers"] = strings.Join(fv["sla_tiers"], ",")
+		f.Values["images"] = strings.Join(fv["images"], ",")
 	}
 	return f
 }
@@ -50,6 +54,10 @@ type offerNumbers struct {
 	price                                               int64
 	weekly, monthly                                     *int64
 	tiers                                               []string
+	// storage and noGPU are nil when their field is empty (the default on
+	// a new offer, unchanged on an edit).
+	storage, noGPU *int64
+	images         []string
 }
 
 func parseOfferNumbers(c echo.Context, f *views.Form) offerNumbers {
@@ -74,7 +82,7 @@ func parseOfferNumbers(c echo.Context, f *views.Form) offerNumbers {
 	for _, p := range []struct {
 		name string
 		dst  **int64
-	}{{"weekly_price", &n.weekly}, {"monthly_price", &n.monthly}} {
+	}{{"weekly_price", &n.weekly}, {"monthly_price", &n.monthly}, {"storage_price", &n.storage}, {"no_gpu_price", &n.noGPU}} {
 		v, e := handlers.YuanField(*f, p.name)
 		if e != nil {
 			f.Errors[p.name] = vc.T("provider.err.yuan")
@@ -88,6 +96,11 @@ func parseOfferNumbers(c echo.Context, f *views.Form) offerNumbers {
 	}
 	if len(n.tiers) == 0 {
 		f.Errors["sla_tiers"] = vc.T("provider.err.sla_pick")
+	}
+	for _, sl := range strings.Split(f.Get("images"), ",") {
+		if sl != "" {
+			n.images = append(n.images, sl)
+		}
 	}
 	return n
 }
@@ -141,6 +154,13 @@ func (h *Handler) offerFormVM(c echo.Context, shell providerpages.ProviderShell,
 		ov := offerVM(*o)
 		vm.Offer = &ov
 	}
+	if err != nil {
+		return vm, err
+	}
+	cat, err := images.Catalogue(c.Request().Context(), h.DB)
+	for _, im := range cat {
+		vm.Images = append(vm.Images, providerpages.ImageOption{Slug: im.Slug, Name: im.Name, CUDAVersion: im.CUDAVersion})
+	}
 	return vm, err
 }
 
@@ -152,7 +172,9 @@ func (h *Handler) ProviderOfferNew(c echo.Context) error {
 	}
 	f := handlers.ReadForm(c)
 	for k, v := range map[string]string{"vcpu_per_gpu": "8", "ram_gb_per_gpu": "64", "disk_gb": "500", "min_duration_min": "1",
-		"offpeak_discount_pct": "0", "student_discount_pct": "0", "sla_tiers": "standard,premium", "node_id": c.QueryParam("node_id")} {
+		"offpeak_discount_pct": "0", "student_discount_pct": "0", "sla_tiers": "standard,premium", "node_id": c.QueryParam("node_id"),
+		"storage_price": pricing.FenToYuanString(models.DefaultStoragePricePerGBMonthFen),
+		"no_gpu_price":  pricing.FenToYuanString(models.DefaultNoGPUPricePerHourFen)} {
 		f.Values[k] = v
 	}
 	vm, err := h.offerFormVM(c, shell, nil, f)
@@ -190,6 +212,7 @@ func (h *Handler) ProviderOfferCreate(c echo.Context) error {
 			NodeID: nodeID, GPU: f.Get("gpu"), MaxGPUs: n.maxGPUs, VCPUPerGPU: n.vcpu, RAMGBPerGPU: n.ram, DiskGB: n.disk,
 			Interconnect: f.Get("interconnect"), PricePerGPUHourFen: n.price, WeeklyPricePerGPUFen: n.weekly, MonthlyPricePerGPUFen: n.monthly,
 			OffpeakDiscountPct: n.offpeak, StudentDiscountPct: n.student, MinDurationS: n.minDurS, SLATiers: n.tiers, Paused: f.Get("paused") != "",
+			CustomImages: f.Get("custom_images") != "", StoragePricePerGBMonthFen: n.storage, NoGPUPricePerHourFen: n.noGPU, Images: n.images,
 		})
 		if err == nil {
 			h.Flash(c, "provider.offer.created")
@@ -229,8 +252,13 @@ func (h *Handler) ProviderOfferEdit(c echo.Context) error {
 	for k, v := range map[string]string{"max_gpus": strconv.Itoa(o.MaxGPUs), "vcpu_per_gpu": strconv.Itoa(o.VCPUPerGPU),
 		"ram_gb_per_gpu": strconv.Itoa(o.RAMGBPerGPU), "disk_gb": strconv.Itoa(o.DiskGB), "price": pricing.FenToYuanString(o.PricePerGPUHourFen),
 		"offpeak_discount_pct": strconv.Itoa(o.OffpeakDiscountPct), "student_discount_pct": strconv.Itoa(o.StudentDiscountPct),
-		"min_duration_min": strconv.Itoa((o.MinDurationS + 59) / 60), "sla_tiers": o.SLATiers} {
+		"min_duration_min": strconv.Itoa((o.MinDurationS + 59) / 60), "sla_tiers": o.SLATiers,
+		"images": strings.Join(o.Images, ","), "storage_price": pricing.FenToYuanString(o.StoragePricePerGBMonthFen),
+		"no_gpu_price": pricing.FenToYuanString(o.NoGPUPricePerHourFen)} {
 		f.Values[k] = v
+	}
+	if o.CustomImages {
+		f.Values["custom_images"] = "1"
 	}
 	if o.WeeklyPricePerGPUFen != nil {
 		f.Values["weekly_price"] = pricing.FenToYuanString(*o.WeeklyPricePerGPUFen)
@@ -260,12 +288,13 @@ func (h *Handler) ProviderOfferUpdate(c echo.Context) error {
 	n := parseOfferNumbers(c, &f)
 	status := http.StatusUnprocessableEntity
 	if len(f.Errors) == 0 {
-		tiers := n.tiers
+		tiers, imgs, custom := n.tiers, n.images, f.Get("custom_images") != ""
 		_, err := h.Providers.UpdateOffer(c.Request().Context(), handlers.CurrentUser(c), shell.ProviderID, o.ID, providers.OfferPatch{
 			MaxGPUs: optInt(f, "max_gpus", n.maxGPUs), VCPUPerGPU: optInt(f, "vcpu_per_gpu", n.vcpu), RAMGBPerGPU: optInt(f, "ram_gb_per_gpu", n.ram),
 			DiskGB: optInt(f, "disk_gb", n.disk), PricePerGPUHourFen: &n.price,
 			WeeklyPricePerGPUFen: &n.weekly, MonthlyPricePerGPUFen: &n.monthly, OffpeakDiscountPct: optInt(f, "offpeak_discount_pct", n.offpeak),
 			StudentDiscountPct: optInt(f, "student_discount_pct", n.student), MinDurationS: optInt(f, "min_duration_min", n.minDurS), SLATiers: &tiers,
+			CustomImages: &custom, StoragePricePerGBMonthFen: n.storage, NoGPUPricePerHourFen: n.noGPU, Images: &imgs,
 		})
 		if err == nil {
 			h.Flash(c, "provider.offer.saved")

@@ -226,7 +226,7 @@ func (h *Handler) ProviderProfileSave(c echo.Context) error {
 
 // dcFields are the datacentre form's fields (one declared latency per city).
 func dcFields() []string {
-	fs := []string{"name", "name_en", "city", "district", "district_en", "tier", "uplink_gbps"}
+	fs := []string{"name", "name_en", "city", "district", "district_en", "tier", "uplink_gbps", "storage"}
 	for _, c := range catalog.Cities() {
 		fs = append(fs, "latency_"+c.Slug)
 	}
@@ -237,7 +237,8 @@ func dcFields() []string {
 // get their message in f.
 func datacenterInput(c echo.Context, f *views.Form) providers.DatacenterInput {
 	in := providers.DatacenterInput{NameZH: f.Get("name"), NameEN: f.Get("name_en"), City: f.Get("city"),
-		DistrictZH: f.Get("district"), DistrictEN: f.Get("district_en"), Tier: f.Get("tier"), UplinkGbps: intField(c, f, "uplink_gbps")}
+		DistrictZH: f.Get("district"), DistrictEN: f.Get("district_en"), Tier: f.Get("tier"), UplinkGbps: intField(c, f, "uplink_gbps"),
+		Storage: f.Get("storage")}
 	for _, city := range catalog.Cities() {
 		name := "latency_" + city.Slug
 		s := strings.TrimSpace(f.Get(name))
@@ -342,7 +343,7 @@ func (h *Handler) ProviderDatacenterEdit(c echo.Context) error {
 	}
 	f := handlers.ReadForm(c)
 	for k, v := range map[string]string{"name": d.NameZH, "name_en": d.NameEN, "city": d.City, "district": d.DistrictZH,
-		"district_en": d.DistrictEN, "tier": d.Tier, "uplink_gbps": strconv.Itoa(d.UplinkGbps)} {
+		"district_en": d.DistrictEN, "tier": d.Tier, "uplink_gbps": strconv.Itoa(d.UplinkGbps), "storage": string(d.Storage)} {
 		f.Values[k] = v
 	}
 	for _, l := range d.Latencies {

@@ -29,7 +29,7 @@ func accountsVM(accs []providers.Account, lang string) []providerpages.ProviderA
 
 func datacenterVM(d providers.DatacenterView, lang string) providerpages.Datacenter {
 	out := providerpages.Datacenter{ID: d.ID, Name: d.Name(lang), District: d.District(lang), City: d.City, Tier: d.Tier,
-		UplinkGbps: d.UplinkGbps, Nodes: d.Nodes, Shared: d.Shared}
+		UplinkGbps: d.UplinkGbps, Nodes: d.Nodes, Shared: d.Shared, Storage: string(d.Storage)}
 	for _, l := range d.Latencies {
 		out.Latencies = append(out.Latencies, providerpages.Latency{FromCity: l.FromCity, RTTms: l.RTTms,
 			Declared: l.Source == providers.LatencyDeclared, Source: l.Source})
@@ -125,7 +125,7 @@ func offersVM(os []models.Offer) []providerpages.Offer {
 func nodeDetailVM(vm *providerpages.ProviderNodeVM, d *providers.NodeDetail, lang string) {
 	vm.Node = nodeVM(d.Node)
 	vm.Datacenter = providerpages.Datacenter{ID: d.Datacenter.ID, Name: d.Datacenter.Name(lang), District: d.Datacenter.District(lang),
-		City: d.Datacenter.City, Tier: d.Datacenter.Tier, UplinkGbps: d.Datacenter.UplinkGbps}
+		City: d.Datacenter.City, Tier: d.Datacenter.Tier, UplinkGbps: d.Datacenter.UplinkGbps, Storage: string(d.Datacenter.Storage)}
 	for _, g := range d.GPUs {
 		vm.GPUs = append(vm.GPUs, providerpages.GPU{Idx: g.Idx, Name: g.Name, GPUModel: g.GPUModel, UUID: g.UUID, MemoryMiB: g.MemoryMiB,
 			Health: string(g.Health), HealthClass: gpuHealthClass(g.Health), State: string(g.State),

@@ -72,12 +72,18 @@ type NodeHeartbeat struct {
 	// AgentInfo is the agent's self-description as JSON.
 	AgentInfo string
 	PingURL   string
+	// VolumeRoot is the agent's --volume-root; CUDADriverVersion the
+	// CUDA version its driver supports ("" without NVML).
+	VolumeRoot        string
+	CUDADriverVersion string
 }
 
-// RecordNodeHeartbeat stores a heartbeat on its node, in tx.
+// RecordNodeHeartbeat stores a heartbeat on its node, in tx (one
+// statement).
 func RecordNodeHeartbeat(tx *gorm.DB, nodeID int64, hb NodeHeartbeat) error {
 	return tx.Model(&models.Node{}).Where("id = ?", nodeID).Updates(map[string]any{
 		"last_heartbeat_at": hb.At, "health": hb.Health, "simulated": hb.Simulated, "agent_info": hb.AgentInfo, "ping_url": hb.PingURL,
+		"volume_root": hb.VolumeRoot, "cuda_driver_version": hb.CUDADriverVersion,
 	}).Error
 }
 

@@ -98,7 +98,7 @@ func DatacenterOf(tx *gorm.DB, providerID, dcID int64) (*models.Datacenter, erro
 func SetDatacenterDetails(tx *gorm.DB, dc *models.Datacenter) error {
 	return tx.Model(&models.Datacenter{}).Where("id = ?", dc.ID).Updates(map[string]any{
 		"name_zh": dc.NameZH, "name_en": dc.NameEN, "city": dc.City, "district_zh": dc.DistrictZH, "district_en": dc.DistrictEN,
-		"region": dc.Region, "tier": dc.Tier, "uplink_gbps": dc.UplinkGbps,
+		"region": dc.Region, "tier": dc.Tier, "uplink_gbps": dc.UplinkGbps, "storage": dc.Storage,
 	}).Error
 }
 
@@ -347,15 +347,17 @@ func OffersOfProvider(ctx context.Context, db *models.DB, providerID int64) ([]m
 // InsertOffer creates an offer in tx.
 func InsertOffer(tx *gorm.DB, o *models.Offer) error { return tx.Create(o).Error }
 
-// SetOfferTerms stores an offer's sizes, prices, discounts, minimum
-// duration, SLA tiers, status and update time (the fields of o) in tx,
-// and, when relisted, whether it waits for its node and why.
+// SetOfferTerms stores an offer's sizes, prices (storage and no-GPU
+// prices too), discounts, minimum duration, SLA tiers, whether it allows
+// custom images, status and update time (the fields of o) in tx, and,
+// when relisted, whether it waits for its node and why.
 func SetOfferTerms(tx *gorm.DB, o *models.Offer, relisted bool) error {
 	up := map[string]any{"max_gpus": o.MaxGPUs, "vcpu_per_gpu": o.VCPUPerGPU, "ram_gb_per_gpu": o.RAMGBPerGPU, "disk_gb": o.DiskGB,
 		"interconnect": o.Interconnect, "price_per_gpu_hour_fen": o.PricePerGPUHourFen,
 		"weekly_price_per_gpu_fen": o.WeeklyPricePerGPUFen, "monthly_price_per_gpu_fen": o.MonthlyPricePerGPUFen,
 		"offpeak_discount_pct": o.OffpeakDiscountPct, "student_discount_pct": o.StudentDiscountPct, "min_duration_s": o.MinDurationS,
-		"sla_tiers": o.SLATiers, "status": o.Status, "updated_at": o.UpdatedAt}
+		"sla_tiers": o.SLATiers, "status": o.Status, "updated_at": o.UpdatedAt, "custom_images": o.CustomImages,
+		"storage_price_per_gb_month_fen": o.StoragePricePerGBMonthFen, "no_gpu_price_per_hour_fen": o.NoGPUPricePerHourFen}
 	if relisted {
 		up["awaiting_node"], up["listing_note"] = o.AwaitingNode, o.ListingNote
 	}

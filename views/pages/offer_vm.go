@@ -2,6 +2,7 @@ package pages
 
 import (
 	"net/url"
+	"strconv"
 
 	"suanli/catalog"
 	"suanli/pricing"
@@ -26,6 +27,24 @@ type OfferVM struct {
 	// EarlyStopKey is the message saying what stopping the quote's term
 	// early refunds ("" without a quote).
 	EarlyStopKey string
+	// Images are the catalogue images the offer offers, its default first.
+	Images []OfferImage
+	// DriverCUDA is the CUDA version the offer's node's driver supports
+	// ("" until its agent reports one).
+	DriverCUDA string
+}
+
+// OfferImage is a catalogue image as the offer page lists it.
+type OfferImage struct {
+	Slug, Name string
+	// CUDAVersion is its CUDA runtime ("" for none).
+	CUDAVersion string
+	Jupyter     bool
+	// SizeBytes is nil while unknown.
+	SizeBytes *int64
+	// Cached: the offer's node has it (no pull); Compatible: the node's
+	// CUDA driver can run it.
+	Cached, Compatible bool
 }
 
 // rentLink is the offer page's Rent button: the rent page with the quote
@@ -80,6 +99,13 @@ type OfferDetail struct {
 	// WeeklyPricePerGPUFen and MonthlyPricePerGPUFen are the term prices
 	// per GPU, nil when the offer sells no such term.
 	WeeklyPricePerGPUFen, MonthlyPricePerGPUFen *int64
+	// CustomImages: renters may run their own image.
+	CustomImages bool
+	// StoragePricePerGBMonthFen is the volume price per GB and 30 days;
+	// NoGPUPricePerHourFen the hourly price without GPUs (no-GPU mode).
+	StoragePricePerGBMonthFen, NoGPUPricePerHourFen int64
+	// Storage is the datacentre's storage kind: "local" or "shared".
+	Storage string
 }
 
 type priceRow struct {
@@ -117,6 +143,23 @@ func (vm OfferVM) prices() []priceRow {
 		rows = append(rows, priceRow{"price.monthly", *o.MonthlyPricePerGPUFen, "unit.per_gpu_month"})
 	}
 	return rows
+}
+
+// storageKind is a storage kind's message suffix ("local" for anything
+// unknown: the safe thing to promise).
+func storageKind(s string) string {
+	if s == "shared" {
+		return "shared"
+	}
+	return "local"
+}
+
+// sizeText is an image's size in GB, or "—" while unknown.
+func sizeText(b *int64) string {
+	if b == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(float64(*b)/1e9, 'f', 1, 64) + " GB"
 }
 
 // measuredOr writes a measured figure with its unit, or "—" when the
@@ -170,4 +213,6 @@ type DatacenterInfo struct {
 	Name, District, City, Region, Tier string
 	UplinkGbps                         int
 	Demo                               bool
+	// Storage is "local" or "shared" (where renters' volumes live).
+	Storage string
 }

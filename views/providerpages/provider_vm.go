@@ -91,7 +91,12 @@ type Datacenter struct {
 	// not create: it is shown, not edited.
 	Shared    bool
 	Latencies []Latency
+	// Storage is its volume storage: "local" or "shared".
+	Storage string
 }
+
+// dcStorages are the storage kinds the datacentre form offers.
+var dcStorages = []string{"local", "shared"}
 
 // Latency is a round-trip time from a city to a datacentre.
 type Latency struct {
@@ -254,6 +259,15 @@ type ProviderOfferFormVM struct {
 	// Nodes are the nodes an offer may be on (not removed ones).
 	Nodes []NodeRow
 	Form  views.Form
+	// Images are the platform's catalogue, for the offer's choice.
+	Images []ImageOption
+}
+
+// ImageOption is a catalogue image an offer may offer.
+type ImageOption struct {
+	Slug, Name string
+	// CUDAVersion is its CUDA runtime ("" for none).
+	CUDAVersion string
 }
 
 // NodeCapacity is a node's GPUs now and over the next 30 days.
