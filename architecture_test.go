@@ -29,7 +29,7 @@ const module = "suanli"
 // transactions and asks models/ for every query.
 var useCases = []string{
 	"suanli/offers", "suanli/tco", "suanli/fleet", "suanli/benchmarks", "suanli/rentals", "suanli/billing",
-	"suanli/sla", "suanli/providers", "suanli/metrics", "suanli/audit", "suanli/accounts", "suanli/images",
+	"suanli/sla", "suanli/providers", "suanli/metrics", "suanli/audit", "suanli/accounts", "suanli/images", "suanli/volumes",
 }
 
 // edge is one import of one file: the file relative to the module root

@@ -14,6 +14,7 @@ import (
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/rentals"
+	"suanli/volumes"
 )
 
 // APIRental is a rental in the JSON API.
@@ -40,7 +41,7 @@ type APIRental struct {
 	// Startable: a stopped rental that POST …/start would start again.
 	Startable  bool       `json:"startable"`
 	ReleasedAt *time.Time `json:"released_at"`
-	Checks             *APIChecks     `json:"checks"`
+	Checks     *APIChecks `json:"checks"`
 	// CostFen is the cost so far (posted plus accrued since the last meter pass).
 	CostFen        int64      `json:"cost_so_far_fen"`
 	BilledFen      int64      `json:"billed_fen"`
@@ -93,12 +94,14 @@ type APIVolume struct {
 	CreatedAt          time.Time  `json:"created_at"`
 }
 
-func apiVolume(v *models.Volume, rentalID int64) *APIVolume {
+// APIVolumeOf maps a volume (attached to rentalID, 0 for none) to the
+// API; nil for none.
+func APIVolumeOf(v *models.Volume, rentalID int64) *APIVolume {
 	if v == nil {
 		return nil
 	}
 	out := &APIVolume{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB, Storage: string(v.Storage), NodeID: v.NodeID, DatacenterID: v.DatacenterID,
-		OfferID: v.OfferID, Status: string(v.Status), PricePerGBMonthFen: v.PricePerGBMonthFen, FenPerDay: rentals.StorageFenPerDay(v),
+		OfferID: v.OfferID, Status: string(v.Status), PricePerGBMonthFen: v.PricePerGBMonthFen, FenPerDay: volumes.FenPerDay(v),
 		BilledFen: v.BilledFen, DeleteAfter: v.DeleteAfter, CreatedAt: v.CreatedAt}
 	if rentalID != 0 {
 		out.RentalID = &rentalID
@@ -145,7 +148,7 @@ func apiRental(d *rentals.RentalDetail) APIRental {
 		out.Access = &APIAccess{Access: *a, SSH: APISSH{Host: a.Host, Port: a.Port, User: a.User, Command: a.Command}}
 	}
 	if d.Volume != nil {
-		out.Volume = apiVolume(d.Volume, r.ID)
+		out.Volume = APIVolumeOf(d.Volume, r.ID)
 	}
 	if d.Node != nil {
 		out.Node = &APIRentalNode{ID: d.Node.ID, Name: d.Node.Name, Health: string(d.Node.Health), Simulated: d.Node.Simulated}

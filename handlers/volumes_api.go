@@ -4,11 +4,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
-	"suanli/accounts"
 	"suanli/apperr"
 	"suanli/models"
 	"suanli/rentals"
@@ -102,99 +100,4 @@ func (h *Handler) APIRentalRelease(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, apiRental(d))
-}
-
-// APIVolumesList is GET /api/v1/volumes (?org_id=).
-func (h *Handler) APIVolumesList(c echo.Context) error {
-	org, err := h.APIOrg(c, accounts.ViewRentals, c.QueryParam("org_id"))
-	if err != nil {
-		return err
-	}
-	out, err := h.orgVolumes(c, org.ID)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "volumes": out})
-}
-
-// orgVolumes is the organisation's volumes with the rentals they are
-// attached to.
-func (h *Handler) orgVolumes(c echo.Context, orgID int64) ([]*APIVolume, error) {
-	ctx := c.Request().Context()
-	vs, err := h.Rentals.Volumes(ctx, orgID)
-	if err != nil {
-		return nil, err
-	}
-	attached, err := h.Rentals.VolumeRentals(ctx, vs)
-	if err != nil {
-		return nil, err
-	}
-	out := []*APIVolume{}
-	for i := range vs {
-		out = append(out, apiVolume(&vs[i], attached[vs[i].ID]))
-	}
-	return out, nil
-}
-
-// volumeBody is POST /api/v1/volumes.
-type volumeBody struct {
-	OrgID   int64  `json:"org_id"`
-	OfferID int64  `json:"offer_id"`
-	SizeGB  int    `json:"size_gb"`
-	Name    string `json:"name"`
-}
-
-// APIVolumeCreate is POST /api/v1/volumes: a volume in an offer's
-// datacentre, billed from now.
-func (h *Handler) APIVolumeCreate(c echo.Context) error {
-	var in volumeBody
-	if err := JSONDecoder(c).Decode(&in); err != nil {
-		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: `want JSON {"offer_id":N,"size_gb":N,"name":"…"}`}
-	}
-	if in.OfferID <= 0 {
-		return &apperr.Error{Code: apperr.EINVALID, Field: "offer_id", Message: "offer_id is required"}
-	}
-	orgParam := ""
-	if in.OrgID != 0 {
-		orgParam = strconv.FormatInt(in.OrgID, 10)
-	}
-	org, err := h.APIOrg(c, accounts.Rent, orgParam)
-	if err != nil {
-		return err
-	}
-	v, err := h.Rentals.CreateVolume(c.Request().Context(), CurrentUser(c), org, rentals.VolumeInput{OrgID: org.ID, OfferID: in.OfferID, SizeGB: in.SizeGB, Name: in.Name})
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("Location", "/api/v1/volumes/"+strconv.FormatInt(v.ID, 10))
-	return c.JSON(http.StatusCreated, apiVolume(v, 0))
-}
-
-// APIVolumeDelete is DELETE /api/v1/volumes/{id}: its files are deleted
-// on the node. The organisation's admins, or the member who made it.
-func (h *Handler) APIVolumeDelete(c echo.Context) error {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return apperr.NotFound("volume")
-	}
-	ctx := c.Request().Context()
-	u := CurrentUser(c)
-	v, err := h.Rentals.LiveVolume(ctx, id)
-	if err != nil {
-		return err
-	}
-	_, m, err := h.Accounts.Authorize(ctx, u, v.OrgID, accounts.Rent)
-	if err != nil {
-		if apperr.Code(err) == apperr.ENOTFOUND {
-			return apperr.NotFound("volume")
-		}
-		return err
-	}
-	if v.UserID != u.ID && (m == nil || models.RoleRank(m.Role) < models.RoleRank(models.RoleAdmin)) {
-		return apperr.Errorf(apperr.EFORBIDDEN, "only the member who made this volume or an admin of the organisation may delete it")
-	}
-	if err := h.Rentals.DeleteVolume(ctx, v.OrgID, v.ID, "deleted by its owner"); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }

@@ -13,20 +13,6 @@ const (
 	VolumeDeleted VolumeStatus = "deleted"
 )
 
-// Storage is where a datacentre keeps volumes.
-type Storage string
-
-// Storage kinds.
-const (
-	// StorageLocal: a volume lives on one node's disk; a rental can use
-	// it only on that node.
-	StorageLocal Storage = "local"
-	// StorageShared: every node of the datacentre mounts the same path
-	// (the agents' --volume-root), so a volume follows its rental to any
-	// node there.
-	StorageShared Storage = "shared"
-)
-
 // StorageSecondsPerMonth is the month storage prices are quoted for (30
 // days): a volume of S GB at P fen per GB-month owes S×P/StorageSecondsPerMonth
 // fen a second.

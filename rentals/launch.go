@@ -10,6 +10,7 @@ import (
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/rentalstore"
+	"suanli/volumes"
 )
 
 // launchTask is what a node is asked to run for the rental: its image,
@@ -74,7 +75,7 @@ func (s *Service) volumeRunsOn(tx *gorm.DB, r *models.Rental, nodeID int64, sec 
 	if err != nil {
 		return err
 	}
-	nv, err := newVolume(tx, &o, r.OrgID, r.UserID, v.SizeGB, "", newWorkspaceID(), sec)
+	nv, err := volumes.New(tx, &o, r.OrgID, r.UserID, v.SizeGB, "", newWorkspaceID(), sec)
 	if err != nil {
 		return err
 	}

@@ -18,35 +18,11 @@ import (
 	"suanli/pricing"
 )
 
-// commissionOn is the platform's commission on fen more of a rental's
-// money after before fen: the commission on the running total less the
-// commission already taken, so that rounding each charge down never
-// loses the platform its share. Over a rental the commission is exactly
-// CommissionPct of the total, rounded down once: within one fen.
-func commissionOn(before, fen int64) int64 {
-	return (before+fen)*CommissionPct/100 - before*CommissionPct/100
-}
-
 // chargeLegs splits an on-demand charge of fen after before fen already
 // billed to the rental: the wallet pays, the provider earns the amount
-// less the platform's commission (see commissionOn).
+// less the platform's commission (see billing.ShareLegs).
 func chargeLegs(r *models.Rental, before, fen int64) []ledger.Leg {
-	return shareLegs(ledger.Leg{Kind: ledger.AccWallet, OrgID: r.OrgID, AmountFen: -fen}, r.ProviderID, before, fen)
-}
-
-// shareLegs are the legs that take fen from the account of from and give
-// it to the provider's payable (keyed by provider id) less the platform's
-// commission (commissionOn, after before fen of the rental's).
-func shareLegs(from ledger.Leg, providerID, before, fen int64) []ledger.Leg {
-	commission := commissionOn(before, fen)
-	legs := []ledger.Leg{from}
-	if fen-commission != 0 {
-		legs = append(legs, ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: providerID, AmountFen: fen - commission})
-	}
-	if commission != 0 {
-		legs = append(legs, ledger.Leg{Kind: ledger.AccPlatformRevenue, AmountFen: commission})
-	}
-	return legs
+	return billing.ShareLegs(ledger.Leg{Kind: ledger.AccWallet, OrgID: r.OrgID, AmountFen: -fen}, r.ProviderID, before, fen)
 }
 
 // postCharge posts one on-demand charge of fen for a rental in tx, before
@@ -238,10 +214,10 @@ func (s *Service) Meter(ctx context.Context) (MeterResult, error) {
 	if res.Terms, res.EarnedFen, err = s.EarnTerms(ctx); err != nil {
 		return res, err
 	}
-	if res.Volumes, res.VolumeFen, err = s.MeterVolumes(ctx); err != nil {
+	if res.Volumes, res.VolumeFen, err = s.vols().Meter(ctx); err != nil {
 		return res, err
 	}
-	res.VolumesDeleted, err = s.ExpireVolumes(ctx)
+	res.VolumesDeleted, err = s.vols().Expire(ctx)
 	return res, err
 }
 

@@ -313,6 +313,9 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		if err != nil {
 			return err
 		}
+		if cands, err = s.compatibleNodes(ctx, tx, &cur, &offer, cands); err != nil {
+			return err
+		}
 		if only, ok, err := volumeNode(tx, &cur); err != nil {
 			return err
 		} else if ok {
@@ -360,7 +363,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 			rentalstore.RentalMove{StoppedAt: &now, StopReason: new("no healthy node to move to")}); err != nil {
 			return err
 		}
-		if err := s.keepVolume(tx, &cur, now); err != nil {
+		if err := s.vols().Keep(tx, &cur, now); err != nil {
 			return err
 		}
 		return models.AddRentalEvent(tx, r.ID, now, "stopped", "no healthy node to move to", nil, locales.M("rental.stop_reason.no_node"))

@@ -28,10 +28,11 @@ import (
 	"suanli/models/supply"
 	"suanli/offers"
 	"suanli/pricing"
+	"suanli/volumes"
 )
 
 // CommissionPct is the platform's share of every rental charge.
-const CommissionPct = 12
+const CommissionPct = billing.CommissionPct
 
 // FreeIfFailsWithin: a rental whose GPUs fail this soon after it started
 // costs nothing at all.
@@ -211,7 +212,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, err
 	}
 	if in.VolumeID == 0 {
-		if _, err := volumeSize(in.VolumeGB, &o); err != nil {
+		if _, err := volumes.Size(in.VolumeGB, &o); err != nil {
 			return nil, err
 		}
 	}
@@ -421,7 +422,7 @@ func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time)
 	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalStopping}, rentalstore.RentalMove{}); err != nil {
 		return err
 	}
-	if err := s.keepVolume(tx, &r, now); err != nil {
+	if err := s.vols().Keep(tx, &r, now); err != nil {
 		return err
 	}
 	return models.AddRentalEvent(tx, r.ID, now, "stopped", "", nil)

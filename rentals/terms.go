@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/billing"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/ledger"
@@ -69,7 +70,7 @@ func hourShare(r *models.Rental) int64 {
 // account to its payable, the commission on it (carried over the rental's
 // earned total, as charges carry theirs) to platform revenue.
 func earnLegs(r *models.Rental, before, fen int64) []ledger.Leg {
-	return shareLegs(ledger.Leg{Kind: ledger.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: -fen}, r.ProviderID, before, fen)
+	return billing.ShareLegs(ledger.Leg{Kind: ledger.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: -fen}, r.ProviderID, before, fen)
 }
 
 // earnBatch is how many term rentals one earning transaction moves.

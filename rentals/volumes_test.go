@@ -11,6 +11,7 @@ import (
 	"suanli/dbtest"
 	"suanli/models"
 	"suanli/rentals"
+	"suanli/volumes"
 )
 
 // volume reads a volume afresh.
@@ -56,7 +57,6 @@ func isField(err error, field string) bool {
 	return errors.As(err, &e) && e.Code == apperr.EINVALID && e.Field == field
 }
 
-
 func TestAVolumeOutlivesStopIsBilledAsStorageAndGoesWithRelease(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
@@ -64,7 +64,7 @@ func TestAVolumeOutlivesStopIsBilledAsStorageAndGoesWithRelease(t *testing.T) {
 		o := r.rtxOffer()
 		r.startAgent(o.NodeID)
 		r.waitReady(o.NodeID)
-		rt := r.mustRent(o.ID, 1, func(in *rentals.RentInput) { in.VolumeGB = 20; in.Image = "suanli-test/sshd:bookworm" })
+		rt := r.mustRent(o.ID, 1, func(in *rentals.RentInput) { in.VolumeGB = 20; in.Image = "debian-sshd" })
 		if rt.VolumeID == nil {
 			t.Fatal("the rental has no volume")
 		}
@@ -88,7 +88,7 @@ func TestAVolumeOutlivesStopIsBilledAsStorageAndGoesWithRelease(t *testing.T) {
 		if v.Status != models.VolumeActive || v.DeleteAfter == nil {
 			t.Fatalf("stopped: volume %+v, want active with a deletion date", v)
 		}
-		if want := stopped.UpdatedAt.Add(rentals.DefaultVolumeKeepDays * 24 * time.Hour); v.DeleteAfter.Sub(want).Abs() > time.Second {
+		if want := stopped.UpdatedAt.Add(volumes.DefaultKeepDays * 24 * time.Hour); v.DeleteAfter.Sub(want).Abs() > time.Second {
 			t.Errorf("deleted after %v, want %v", v.DeleteAfter, want)
 		}
 		gpuFen := r.rental(rt.ID).BilledFen
@@ -229,7 +229,7 @@ func TestAKeptVolumeMountsInTheNextRentalAndOnlyOne(t *testing.T) {
 		if _, err := r.rent(o.ID, 1, func(in *rentals.RentInput) { in.VolumeID = v.ID + 1000 }); apperr.Code(err) != apperr.EINVALID {
 			t.Errorf("someone else's volume: %v, want refused", err)
 		}
-		if err := r.rentals.DeleteVolume(r.ctx, r.org.ID, v.ID, "test"); apperr.Code(err) != apperr.ECONFLICT {
+		if err := r.rentals.Volumes().Delete(r.ctx, r.org.ID, v.ID, "test"); apperr.Code(err) != apperr.ECONFLICT {
 			t.Errorf("deleting a volume in use: %v, want a conflict", err)
 		}
 		r.checkLedger()

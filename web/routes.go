@@ -10,6 +10,7 @@ import (
 	"suanli/handlers/account"
 	adminconsole "suanli/handlers/admin"
 	"suanli/handlers/provider"
+	volumeapi "suanli/handlers/volumes"
 	"suanli/routenames"
 	"suanli/static"
 )
@@ -25,6 +26,7 @@ type route struct {
 func routes(h *handlers.Handler, m *metrics) []route {
 	acc := &account.Handler{Handler: h}
 	ph := &provider.Handler{Handler: h}
+	vh := &volumeapi.Handler{Handler: h}
 	// The admin console's handlers (package admin; the access level of its
 	// routes is also called admin, hence the import's name).
 	ah := &adminconsole.Handler{Handler: h}
@@ -171,9 +173,9 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/api/v1/rentals/:id/change", routenames.APIRentalsChange, h.APIRentalChange, user},
 		{"POST", "/api/v1/rentals/:id/start", routenames.APIRentalsStart, h.APIRentalStart, user},
 		{"POST", "/api/v1/rentals/:id/release", routenames.APIRentalsRelease, h.APIRentalRelease, user},
-		{"GET", "/api/v1/volumes", routenames.APIVolumesList, h.APIVolumesList, user},
-		{"POST", "/api/v1/volumes", routenames.APIVolumesCreate, h.APIVolumeCreate, user},
-		{"DELETE", "/api/v1/volumes/:id", routenames.APIVolumesDelete, h.APIVolumeDelete, user},
+		{"GET", "/api/v1/volumes", routenames.APIVolumesList, vh.APIVolumesList, user},
+		{"POST", "/api/v1/volumes", routenames.APIVolumesCreate, vh.APIVolumeCreate, user},
+		{"DELETE", "/api/v1/volumes/:id", routenames.APIVolumesDelete, vh.APIVolumeDelete, user},
 
 		// Benchmark reports are public; running one on demand is for platform admins.
 		{"GET", "/benchmarks/:id", routenames.BenchmarksShow, h.BenchmarkShow, public},
