@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,18 +12,21 @@ import (
 
 	"suanli/apperr"
 	"suanli/catalog"
+	"suanli/images"
 	"suanli/models"
 	"suanli/models/ledger"
+	"suanli/models/rentalstore"
 	"suanli/offers"
 	"suanli/pricing"
 	"suanli/rentals"
 	"suanli/routenames"
 	"suanli/views"
 	"suanli/views/rentalpages"
+	"suanli/volumes"
 )
 
 // rentFields are the rent form's fields.
-var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew"}
+var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id"}
 
 // RentNew is GET /offers/{id}/rent: the rent form, its fields taken from
 // the query (the offer page's quote panel links here with its choice).
@@ -60,10 +64,32 @@ func (h *Handler) RentCreate(c echo.Context) error {
 	if n, err := strconv.Atoi(strings.TrimSpace(f.Get("gpus"))); err == nil {
 		in.GPUs = n
 	}
+	in.Image = f.Get("image")
+	if in.Image == rentalpages.CustomImage {
+		in.Image = strings.TrimSpace(f.Get("image_custom"))
+		if in.Image == "" {
+			f.Errors["image"] = ViewCtx(c).T("rent.err_image_custom")
+		}
+	}
+	if v := strings.TrimSpace(f.Get("volume_id")); v != "" {
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil && id > 0 {
+			in.VolumeID = id
+		} else {
+			f.Errors["volume_id"] = ViewCtx(c).T("err.volume_unknown")
+		}
+	}
+	if v := strings.TrimSpace(f.Get("volume_gb")); v != "" && in.VolumeID == 0 {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			in.VolumeGB = n
+		} else {
+			f.Errors["volume_gb"] = ViewCtx(c).T("err.volume_size", volumes.MaxFor(&row.Offer))
+		}
+	}
 	orgID, perr := strconv.ParseInt(strings.TrimSpace(f.Get("org_id")), 10, 64)
 	switch {
 	case f.Get("org_id") != "" && (perr != nil || orgID <= 0):
 		f.Errors["org_id"] = ViewCtx(c).T("err.org_not_usable")
+	case len(f.Errors) > 0:
 	default:
 		in.OrgID = orgID
 		var r *models.Rental
@@ -202,7 +228,13 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 	if vm.Selected >= 0 {
 		f.Values["org_id"] = strconv.FormatInt(vm.Orgs[vm.Selected].ID, 10)
 	}
+	if strings.TrimSpace(f.Get("volume_gb")) == "" {
+		f.Values["volume_gb"] = strconv.Itoa(min(volumes.DefaultGB, volumes.MaxFor(&row.Offer)))
+	}
 	vm.Form = f
+	if err := h.rentStorageVM(c, &vm, &row); err != nil {
+		return vm, err
+	}
 	student := vm.Selected >= 0 && vm.Orgs[vm.Selected].Student
 	vm.Terms = rentTermsVM(&row.Offer, student)
 	vm.HourPriceFen = offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
@@ -307,8 +339,86 @@ func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *model
 	}
 	vm := rentalDetailVM(vc, d)
 	vm.GPU, vm.OrgName, vm.StudentPrices = gm, name, rentals.StudentPrices(org, m)
-	vm.CanStop = rentals.Stoppable(&d.Rental, CurrentUser(c), m)
+	u := CurrentUser(c)
+	vm.CanStop = rentals.Stoppable(&d.Rental, u, m)
+	vm.CanStart = rentals.CanStop(&d.Rental, u, m) && d.Startable()
+	vm.CanRelease = rentals.CanStop(&d.Rental, u, m) && !d.Rental.Released() && d.Rental.Status != models.RentalFailed &&
+		(d.Rental.Term == pricing.OnDemand || d.Rental.Status == models.RentalStopped)
+	if d.Volume != nil {
+		vm.Volume = h.volumeVM(c, d.Volume)
+	}
 	return vm, nil
+}
+
+// volumeVM maps a rental's volume to its page.
+func (h *Handler) volumeVM(c echo.Context, v *models.Volume) *rentalpages.Volume {
+	out := &rentalpages.Volume{ID: v.ID, SizeGB: v.SizeGB, Shared: v.Shared(), Deleted: v.Status == models.VolumeDeleted,
+		FenPerDay: volumes.FenPerDay(v), DeleteAfter: v.DeleteAfter, KeepDays: h.Rentals.Volumes().Days()}
+	if v.NodeID != nil {
+		out.NodeName = fmt.Sprintf("#%d", *v.NodeID)
+		if n, err := rentalstore.NodeByID(c.Request().Context(), h.DB, *v.NodeID); err == nil {
+			out.NodeName = n.Name
+		}
+	}
+	return out
+}
+
+// RentalStart is POST /rentals/{id}/start, for the renter and the
+// organisation's admins.
+func (h *Handler) RentalStart(c echo.Context) error {
+	d, err := h.startRental(c, startBody{})
+	if err != nil {
+		return h.rentalActionRefused(c, err)
+	}
+	h.Flash(c, "rental.start_flash", d.Rental.ID)
+	return SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
+}
+
+// RentalRelease is POST /rentals/{id}/release (delete_volume=1 deletes
+// the volume too), for the renter and the organisation's admins.
+func (h *Handler) RentalRelease(c echo.Context) error {
+	d, err := h.releaseRental(c, releaseBody{DeleteVolume: c.FormValue("delete_volume") == "1"})
+	if err != nil {
+		return h.rentalActionRefused(c, err)
+	}
+	h.Flash(c, "rental.release_flash", d.Rental.ID)
+	return SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
+}
+
+// rentalActionRefused shows a refused start or release (no free GPUs
+// where the files are, too little balance) on the rental page, with the
+// reason above the actions: 409, 422 or, for a spending limit, 403.
+// Errors that are not about the request go to the error handler.
+func (h *Handler) rentalActionRefused(c echo.Context, err error) error {
+	ae, ok := apperr.As(err)
+	if !ok || ae.Key == "" {
+		return err
+	}
+	status := http.StatusConflict
+	switch ae.Code {
+	case apperr.EINVALID:
+		status = http.StatusUnprocessableEntity
+	case apperr.EFORBIDDEN:
+		status = http.StatusForbidden
+	case apperr.ECONFLICT:
+	default:
+		return err
+	}
+	d, m, derr := h.rentalFor(c)
+	if derr != nil {
+		return derr
+	}
+	vm, verr := h.rentalPageVM(c, d, m)
+	if verr != nil {
+		return verr
+	}
+	vc := ViewCtx(c)
+	vm.ActionError = vc.T(ae.Key, ae.Args...)
+	if vm.SLA, verr = h.rentalSLA(c, d); verr != nil {
+		return verr
+	}
+	vc.Path = c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10))
+	return Render(c, status, rentalpages.RentalPage(vc, vm))
 }
 
 // RentalShow is GET /rentals/{id}. Someone outside the rental's
@@ -527,4 +637,47 @@ func changeFormError(vc views.Ctx, f *views.Form, err error) (status int, topUp 
 	}
 	status, err = formProblems(vc, f, err, changeFields)
 	return status, err == nil && ae.Field == "balance", err
+}
+
+// rentStorageVM fills the rent form's image and volume choices: the
+// offer's images (with whether its node has each and can run it), custom
+// images where allowed, the storage price and kind, and the chosen
+// organisation's free volumes in the offer's datacentre.
+func (h *Handler) rentStorageVM(c echo.Context, vm *rentalpages.RentVM, row *models.OfferRow) error {
+	ctx := c.Request().Context()
+	imgs, err := images.ForOffer(ctx, h.DB, row.ID)
+	if err != nil {
+		return err
+	}
+	for _, im := range imgs {
+		vm.Images = append(vm.Images, rentalpages.RentImage{Slug: im.Slug, Name: im.Name, CUDA: im.CUDAVersion, Jupyter: im.Jupyter,
+			Cached: im.Cached, Compatible: im.Compatible, DriverCUDA: im.DriverCUDA})
+	}
+	vm.CustomImages = row.CustomImages
+	vm.StoragePerGBMonthFen = row.StoragePricePerGBMonthFen
+	vm.MaxVolumeGB = volumes.MaxFor(&row.Offer)
+	if row.Datacenter != nil {
+		vm.SharedStorage = row.Datacenter.Storage == models.StorageShared
+	}
+	if vm.Selected < 0 {
+		return nil
+	}
+	vs, err := h.Rentals.Volumes().List(ctx, vm.Orgs[vm.Selected].ID)
+	if err != nil {
+		return err
+	}
+	attached, err := h.Rentals.Volumes().Attachments(ctx, vs)
+	if err != nil {
+		return err
+	}
+	for _, v := range vs {
+		if v.DatacenterID != row.DatacenterID || v.Status != models.VolumeActive || attached[v.ID] != 0 {
+			continue
+		}
+		if !v.Shared() && v.NodeID != nil && *v.NodeID != row.NodeID {
+			continue
+		}
+		vm.Volumes = append(vm.Volumes, rentalpages.RentVolume{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB})
+	}
+	return nil
 }

@@ -40,8 +40,9 @@ func (v cudaVersion) String() string { return strconv.Itoa(v.major) + "." + strc
 // CheckNode says whether a node whose driver supports CUDA driverCUDA (as
 // NVML reports it, "12.4"; "" when the node never reported one) can run
 // the image: an image whose CUDA runtime is newer than the driver's is
-// refused, naming both versions; an image that needs CUDA is refused on
-// a node that has not said which it supports. An image with no known
+// refused, naming both versions. A node that has not said which it
+// supports is not judged here (its agent checks the image after pulling
+// it and refuses the launch, naming both versions). An image with no known
 // CUDA requirement (none, or a custom image not yet inspected) runs
 // anywhere. The error is EINVALID on the field "image".
 func CheckNode(choice Choice, driverCUDA string) error {
@@ -51,7 +52,10 @@ func CheckNode(choice Choice, driverCUDA string) error {
 	}
 	have, ok := parseCUDA(driverCUDA)
 	if !ok {
-		return apperr.Field("image", "images.err.driver_unknown", need.String())
+		// Not judged: a node that has not said which CUDA its driver
+		// supports (a new node, one without NVML) is checked by its agent,
+		// which refuses the launch naming both versions.
+		return nil
 	}
 	if need.newerThan(have) {
 		return apperr.Field("image", "images.err.cuda_too_new", need.String(), have.String())

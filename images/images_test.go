@@ -92,8 +92,9 @@ func TestForOffer(t *testing.T) {
 			t.Fatalf("offer with no list: %d images %v", len(imgs), err)
 		}
 		m := bySlug(imgs)
-		// A node that never reported its driver runs only images without CUDA.
-		if m["pytorch-2.5-cuda12.4"].Compatible || !m["debian-sshd"].Compatible || !m["ubuntu-22.04"].Compatible || m["debian-sshd"].Cached {
+		// A node that never reported its driver is not judged (its agent
+		// checks the image after pulling it).
+		if !m["pytorch-2.5-cuda12.4"].Compatible || !m["debian-sshd"].Compatible || !m["ubuntu-22.04"].Compatible || m["debian-sshd"].Cached {
 			t.Errorf("before any report: %+v", imgs)
 		}
 
@@ -210,8 +211,9 @@ func TestCompatibleNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := images.CompatibleNodes(db.R, nodes, newer)
-		if err != nil || !slices.Equal(got, []int64{b.NodeID}) {
-			t.Errorf("CUDA 12.8 image: %v %v, want only node %d", got, err, b.NodeID)
+		// The silent node never said: not judged here.
+		if err != nil || !slices.Equal(got, []int64{b.NodeID, silent.NodeID}) {
+			t.Errorf("CUDA 12.8 image: %v %v, want node %d and the unreported one", got, err, b.NodeID)
 		}
 		plain, _ := images.Resolve(ctx, db, a, "debian-sshd")
 		if got, err := images.CompatibleNodes(db.R, nodes, plain); err != nil || !slices.Equal(got, nodes) {

@@ -128,15 +128,16 @@ func TestTermRevenueIsEarnedAsTheTermRuns(t *testing.T) {
 		if got := r.rental(rt.ID).EarnedFen; got != earned {
 			t.Errorf("earned %d fen of %d half-way, want %d", got, price, earned)
 		}
+		// Its volume's storage is the provider's too, besides the term.
 		payable := r.account(ledger.AccProviderPayable, o.ProviderID)
-		if payable != netOf(earned) {
-			t.Errorf("payable %d fen half-way, want %d (%d earned less the commission)", payable, netOf(earned), earned)
+		if want := netOf(earned) + r.storagePayable(*rt.VolumeID); payable != want {
+			t.Errorf("payable %d fen half-way, want %d (%d earned less the commission, and the storage)", payable, want, earned)
 		}
 		ps := r.payoutRun()
 		if len(ps) != 1 || ps[0].AmountFen != payable {
 			t.Fatalf("payouts %+v, want one of the earned %d fen", ps, payable)
 		}
-		if ps[0].AmountFen >= netOf(price)/2+1 {
+		if ps[0].AmountFen-r.storagePayable(*rt.VolumeID) >= netOf(price)/2+1 {
 			t.Errorf("paid out %d fen of a term of %d half-way through", ps[0].AmountFen, price)
 		}
 
@@ -160,8 +161,8 @@ func TestTermRevenueIsEarnedAsTheTermRuns(t *testing.T) {
 		if got, want := r.legSum(rt.ID, ledger.AccPlatformRevenue), price*rentals.CommissionPct/100; got != want {
 			t.Errorf("commission on the term %d fen, want %d (12%% of %d)", got, want, price)
 		}
-		if got := r.account(ledger.AccProviderPayable, o.ProviderID); got != netOf(price)-ps[0].AmountFen {
-			t.Errorf("payable after the term %d fen, want %d", got, netOf(price)-ps[0].AmountFen)
+		if got, want := r.account(ledger.AccProviderPayable, o.ProviderID), netOf(price)+r.storagePayable(*rt.VolumeID)-ps[0].AmountFen; got != want {
+			t.Errorf("payable after the term %d fen, want %d", got, want)
 		}
 		r.checkLedger()
 	})

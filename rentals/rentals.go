@@ -422,7 +422,12 @@ func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time)
 	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalStopping}, rentalstore.RentalMove{}); err != nil {
 		return err
 	}
-	if err := s.vols().Keep(tx, &r, now); err != nil {
+	if r.RunningSince == nil {
+		// It never ran: the volume made for it goes, unbilled.
+		if err := s.dropPendingVolume(tx, &r, now); err != nil {
+			return err
+		}
+	} else if err := s.vols().Keep(tx, &r, now); err != nil {
 		return err
 	}
 	return models.AddRentalEvent(tx, r.ID, now, "stopped", "", nil)

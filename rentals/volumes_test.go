@@ -51,6 +51,17 @@ func (r *rig) volumeCharges(v models.Volume) int64 {
 	return sum
 }
 
+// storagePayable sums what a volume's storage gave its provider.
+func (r *rig) storagePayable(volumeID int64) int64 {
+	r.t.Helper()
+	var sum int64
+	if err := r.db.R.Raw(`SELECT COALESCE(SUM(e.amount_fen), 0) FROM ledger_entries e JOIN ledger_txns t ON t.id = e.txn_id
+		JOIN ledger_accounts a ON a.id = e.account_id WHERE t.memo = ? AND a.kind = 'provider_payable'`, "volume #"+itoa(volumeID)+" storage").Scan(&sum).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	return sum
+}
+
 // isField reports whether err is a validation error of the field.
 func isField(err error, field string) bool {
 	var e *apperr.Error

@@ -106,6 +106,10 @@ const (
 	RentalsLive = "rentals.live"
 	// RentalsStop is POST /rentals/:id/stop.
 	RentalsStop = "rentals.stop"
+	// RentalsStart is POST /rentals/:id/start.
+	RentalsStart = "rentals.start"
+	// RentalsRelease is POST /rentals/:id/release.
+	RentalsRelease = "rentals.release"
 	// RentalsChange is POST /rentals/:id/change.
 	RentalsChange = "rentals.change"
 	// AdminHome is GET /admin.

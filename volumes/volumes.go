@@ -79,7 +79,8 @@ const DefaultKeepDays = 7
 // a stopped rental's volume is mailed.
 var reminderDays = []int{3, 1}
 
-func (s *Service) keepDays() int { return cmp.Or(s.KeepDays, DefaultKeepDays) }
+// Days is how many days a stopped rental's volume is kept without a start.
+func (s *Service) Days() int { return cmp.Or(s.KeepDays, DefaultKeepDays) }
 
 // Input is a volume made ahead of a rental.
 type Input struct {
@@ -89,12 +90,17 @@ type Input struct {
 	Name    string
 }
 
+// MaxFor is the largest volume an offer takes: its disk, if it states one.
+func MaxFor(o *models.Offer) int {
+	if o.DiskGB > 0 {
+		return min(MaxGB, o.DiskGB)
+	}
+	return MaxGB
+}
+
 // Size checks a requested size against the offer's disk.
 func Size(gb int, o *models.Offer) (int, error) {
-	most := MaxGB
-	if o.DiskGB > 0 {
-		most = min(most, o.DiskGB)
-	}
+	most := MaxFor(o)
 	if gb == 0 {
 		return min(DefaultGB, most), nil
 	}
@@ -185,7 +191,7 @@ func (s *Service) Keep(tx *gorm.DB, r *models.Rental, now time.Time) error {
 	if r.VolumeID == nil || r.ReleasedAt != nil {
 		return nil
 	}
-	return rentalstore.SetVolumeDeleteAfter(tx, *r.VolumeID, new(now.Add(time.Duration(s.keepDays())*24*time.Hour)))
+	return rentalstore.SetVolumeDeleteAfter(tx, *r.VolumeID, new(now.Add(time.Duration(s.Days())*24*time.Hour)))
 }
 
 // Delete deletes one of the organisation's volumes, really, on its
@@ -388,7 +394,7 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 			if err != nil {
 				return err
 			}
-			wake, err = s.DeleteTx(tx, &cur, rid, fmt.Sprintf("not started within %d days of stopping", s.keepDays()), now)
+			wake, err = s.DeleteTx(tx, &cur, rid, fmt.Sprintf("not started within %d days of stopping", s.Days()), now)
 			return err
 		})
 		if err != nil {

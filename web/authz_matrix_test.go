@@ -186,6 +186,20 @@ func mustRunningRental(t *testing.T, db *models.DB, orgID, userID int64, o model
 	return r.ID
 }
 
+// mustVolume stores an active volume of the organisation in the offer's
+// datacentre, made by the user.
+func mustVolume(t *testing.T, db *models.DB, orgID, userID int64, o models.Offer) int64 {
+	t.Helper()
+	now := db.Now().UTC()
+	v := &models.Volume{OrgID: orgID, UserID: userID, OfferID: o.ID, ProviderID: o.ProviderID, DatacenterID: o.DatacenterID, NodeID: &o.NodeID,
+		Storage: models.StorageLocal, WorkspaceKey: "ws-matrix-volume", SizeGB: 10, PricePerGBMonthFen: 30, Status: models.VolumeActive,
+		BilledUntil: &now, CreatedAt: now}
+	if err := db.W.Create(v).Error; err != nil {
+		t.Fatal(err)
+	}
+	return v.ID
+}
+
 // testSSHKey returns a fresh OpenSSH public key line.
 func testSSHKey(t testing.TB) string {
 	t.Helper()
@@ -260,8 +274,10 @@ type matrixFixture struct {
 	// A running on-demand rental of one GPU that the owner rented: it may
 	// be switched or resized.
 	runningRental int64
-	offer         int64 // a listed demo offer
-	actors        [nActors]*actor
+	// An active volume of org A that the owner made.
+	volume int64
+	offer  int64 // a listed demo offer
+	actors [nActors]*actor
 }
 
 // orgAName is distinctive, so a response can be searched for it.
@@ -308,6 +324,7 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 		t.Fatal(err)
 	}
 	f.runningRental = mustRunningRental(t, a.db, org.ID, ownerU.ID, multi)
+	f.volume = mustVolume(t, a.db, org.ID, ownerU.ID, offer)
 	f.actors[asAnon] = newActor(a, actorNames[asAnon])
 	for i, u := range map[int]*models.User{asOther: otherU, asMember: memberU, asOrgAdmin: adminU, asPlatform: platformU, asOwner: ownerU} {
 		f.actors[i] = loggedIn(a, actorNames[i], u)
@@ -441,6 +458,30 @@ var matrix = []matrixRow{
 	{route: routenames.APIRentalsStop, params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 403, Owner: 200},
 		after: func(t *testing.T, f *matrixFixture) {
 			must(t, rentalStatus(t, f.a.db, f.memberRental) == models.RentalStopped, "the member's rental is %s, want stopped", rentalStatus(t, f.a.db, f.memberRental))
+		}},
+	// Start and release as stop: the renter and the organisation's admins.
+	// The stopped rental has no volume (it never ran), so it cannot start.
+	{route: routenames.APIRentalsStart, params: memberRentalParam, json: func(*matrixFixture) string { return `{}` },
+		want: expect{Anon: 401, Other: 404, Member: 409, Admin: 409, Platform: 403, Owner: 409}},
+	{route: routenames.RentalsStart, params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 409, Admin: 409, Platform: 403, Owner: 409}},
+	{route: routenames.APIRentalsRelease, params: memberRentalParam, json: func(*matrixFixture) string { return `{"delete_volume":true}` },
+		want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 403, Owner: 200},
+		after: func(t *testing.T, f *matrixFixture) {
+			r, err := f.a.db.RentalByID(context.Background(), f.memberRental)
+			must(t, err == nil && r.ReleasedAt != nil, "the member's rental is not released: %v", err)
+		}},
+	{route: routenames.RentalsRelease, params: ownerRentalParam, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 403, Owner: 303}},
+	// Volumes: members see them; making one is renting (org A may not
+	// rent yet); the member who made one or an admin deletes it.
+	{route: routenames.APIVolumesList, query: "?org_id=ORG_A", want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.APIVolumesCreate, json: func(f *matrixFixture) string {
+		return `{"offer_id":` + idParam(f.offer) + `,"size_gb":10,"org_id":` + idParam(f.orgA.ID) + `}`
+	}, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
+	{route: routenames.APIVolumesDelete, params: func(f *matrixFixture) []any { return []any{idParam(f.volume)} },
+		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 204, Platform: 404, Owner: 404},
+		after: func(t *testing.T, f *matrixFixture) {
+			var v models.Volume
+			must(t, f.a.db.R.First(&v, f.volume).Error == nil && v.Status == models.VolumeDeleted, "the volume is %s, want deleted", v.Status)
 		}},
 
 	// The same password again: allowed, and it leaves every login working.

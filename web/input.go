@@ -1,11 +1,13 @@
 package web
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -105,9 +107,28 @@ func guardInput(names map[string]string) echo.MiddlewareFunc {
 // limit) and checks its names and values.
 func parseForm(r *http.Request, body *guardedBody, multipart bool) error {
 	var err error
-	if multipart {
+	switch {
+	case multipart:
 		err = r.ParseMultipartForm(body.limit)
-	} else {
+	case r.Method != http.MethodPost && r.Method != http.MethodPut && r.Method != http.MethodPatch:
+		// The standard library parses no form body of a DELETE (or GET):
+		// read it here, so that it is checked like any other.
+		b, rerr := io.ReadAll(body)
+		if body.err != nil {
+			return body.err
+		}
+		vals, perr := url.ParseQuery(string(b))
+		if rerr != nil || perr != nil {
+			return malformed("body")
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		for k, vs := range vals {
+			if err := wellFormedValues(k, vs); err != nil {
+				return err
+			}
+		}
+		return nil
+	default:
 		err = r.ParseForm()
 	}
 	if body.err != nil {

@@ -148,6 +148,7 @@ var notPages = map[string]string{
 	routenames.APIProviderOffersList:      "JSON",
 	routenames.APIProviderOffersShow:      "JSON",
 	routenames.APIOpenAPI:                 "JSON",
+	routenames.APIVolumesList:             "JSON",
 	routenames.APIOffersList:              "JSON",
 	routenames.APIOffersShow:              "JSON",
 	routenames.APIOffersQuote:             "JSON",

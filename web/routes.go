@@ -90,6 +90,8 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/rentals/:id", routenames.RentalsShow, h.RentalShow, user},
 		{"GET", "/rentals/:id/live", routenames.RentalsLive, h.RentalLive, user},
 		{"POST", "/rentals/:id/stop", routenames.RentalsStop, h.RentalStop, user},
+		{"POST", "/rentals/:id/start", routenames.RentalsStart, h.RentalStart, user},
+		{"POST", "/rentals/:id/release", routenames.RentalsRelease, h.RentalRelease, user},
 		{"POST", "/rentals/:id/change", routenames.RentalsChange, h.RentalChange, user},
 
 		{"GET", "/admin", routenames.AdminHome, ah.AdminHome, admin},

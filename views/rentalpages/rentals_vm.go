@@ -79,6 +79,38 @@ type RentVM struct {
 	Simulated bool
 	// Unverified is true when the renter must verify their email first.
 	Unverified bool
+	// Images are the offer's images; CustomImages whether renters may
+	// name their own (the form's image value CustomImage).
+	Images       []RentImage
+	CustomImages bool
+	// StoragePerGBMonthFen is the volume price; MaxVolumeGB the largest
+	// new volume; SharedStorage whether the datacentre's volumes follow a
+	// rental to any of its nodes.
+	StoragePerGBMonthFen int64
+	MaxVolumeGB          int
+	SharedStorage        bool
+	// Volumes are the chosen organisation's free volumes usable here.
+	Volumes []RentVolume
+}
+
+// CustomImage is the rent form's image value for "my own image".
+const CustomImage = "_custom"
+
+// RentImage is an image on the rent form.
+type RentImage struct {
+	Slug, Name, CUDA string
+	Jupyter          bool
+	// Cached: the offer's node has it (no pull). Compatible: the node's
+	// driver (DriverCUDA) can run it.
+	Cached, Compatible bool
+	DriverCUDA         string
+}
+
+// RentVolume is an existing volume the rent form offers.
+type RentVolume struct {
+	ID     int64
+	Name   string
+	SizeGB int
 }
 
 // selected returns the chosen organisation, if any.
@@ -315,6 +347,34 @@ type RentalVM struct {
 	// SLA is the SLA section: the tier and each month's computation (nil
 	// on the live fragment, which does not show it).
 	SLA *RentalSLA
+	// Image is the container image reference it runs ("" before images).
+	Image string
+	// Volume is its volume at /workspace (nil before volumes).
+	Volume *Volume
+	// CanStart: the viewer may start it again, and it can start.
+	// CanRelease: the viewer may release it, and it is not released.
+	CanStart, CanRelease bool
+	// Released is true once it was released (it never starts again).
+	Released bool
+	// ActionError says why a start or release was refused ("" if none).
+	ActionError string
+}
+
+// Volume is a rental's volume as its page shows it.
+type Volume struct {
+	ID     int64
+	SizeGB int
+	// Shared: it follows the rental to any node of the datacentre; else
+	// its files are on the disk of the node NodeName.
+	Shared   bool
+	NodeName string
+	Deleted  bool
+	// FenPerDay is what it costs a day as storage.
+	FenPerDay int64
+	// DeleteAfter is set while its rental is stopped: deleted then unless
+	// it starts; KeepDays is the platform's number of days.
+	DeleteAfter *time.Time
+	KeepDays    int
 }
 
 // ChangeOffer is an offer a rental may switch to: the rental's own, or
