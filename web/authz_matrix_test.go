@@ -119,7 +119,13 @@ func (ac *actor) post(path string, form url.Values, headers ...string) (*http.Re
 // a script on the site's pages would.
 func (ac *actor) postJSON(path, body string) (*http.Response, string) {
 	ac.a.t.Helper()
-	req, err := http.NewRequest("POST", ac.a.srv.URL+path, strings.NewReader(body))
+	return ac.sendJSON("POST", path, body)
+}
+
+// sendJSON sends a JSON body (or none) with the actor's CSRF token.
+func (ac *actor) sendJSON(method, path, body string) (*http.Response, string) {
+	ac.a.t.Helper()
+	req, err := http.NewRequest(method, ac.a.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		ac.a.t.Fatal(err)
 	}
@@ -711,13 +717,13 @@ func TestAuthzMatrix(t *testing.T) {
 				}
 				row.form = form
 			}
-			if method == "POST" {
+			if method == "POST" || method == "DELETE" {
 				// CSRF is checked before anything else: without the token even
 				// a logged-in owner is refused, and nothing runs.
-				res, _ := f.actors[asOwner].do("POST", path, row.form)
-				must(t, res.StatusCode == http.StatusForbidden, "owner POST %s without a CSRF token: %d, want 403", path, res.StatusCode)
-				res, _ = f.actors[asAnon].do("POST", path, row.form)
-				must(t, res.StatusCode == http.StatusForbidden, "anonymous POST %s without a CSRF token: %d, want 403", path, res.StatusCode)
+				res, _ := f.actors[asOwner].do(method, path, row.form)
+				must(t, res.StatusCode == http.StatusForbidden, "owner %s %s without a CSRF token: %d, want 403", method, path, res.StatusCode)
+				res, _ = f.actors[asAnon].do(method, path, row.form)
+				must(t, res.StatusCode == http.StatusForbidden, "anonymous %s %s without a CSRF token: %d, want 403", method, path, res.StatusCode)
 			}
 			for _, who := range order {
 				ac := f.actors[who]
@@ -729,6 +735,8 @@ func TestAuthzMatrix(t *testing.T) {
 					res, body = ac.postJSON(path, row.json(f))
 				} else if method == "POST" {
 					res, body = ac.post(path, row.form)
+				} else if method == "DELETE" {
+					res, body = ac.sendJSON(method, path, "")
 				} else {
 					res, body = ac.do(method, path, nil)
 				}
