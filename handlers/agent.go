@@ -87,3 +87,24 @@ func (h *Handler) AgentTaskResult(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]bool{"recorded": true})
 }
+
+// AgentTaskProgress is POST /agent/v1/tasks/{id}/progress: how far a
+// running task is (an image pull), shown on the rental page.
+func (h *Handler) AgentTaskProgress(c echo.Context) error {
+	n, err := h.agentNode(c)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		return apperr.NotFound("task")
+	}
+	var p agent.Progress
+	if err := jsonDecoderLimit(c, 4<<10).Decode(&p); err != nil {
+		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want a JSON task progress"}
+	}
+	if err := h.Rentals.TaskProgress(c.Request().Context(), n.ID, id, p); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -135,6 +135,10 @@ func rentalDetailVM(vc views.Ctx, d *rentals.RentalDetail) rentalpages.RentalVM 
 	}
 	// A released rental says so, not merely "stopped".
 	vm.Rental.Status = d.PublicStatus()
+	vm.PullPct = -1
+	if p := d.Progress; p != nil && p.Stage == "pull" {
+		vm.PullPct = p.Pct
+	}
 	for _, g := range d.GPUs {
 		vm.GPUs = append(vm.GPUs, rentalpages.RentalGPU{Idx: g.Idx, UUID: g.UUID, Health: string(g.Health)})
 	}

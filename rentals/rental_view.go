@@ -22,6 +22,9 @@ type RentalDetail struct {
 	Events []models.RentalEvent
 	// Volume is the rental's volume (nil for rentals from before volumes).
 	Volume *models.Volume
+	// Progress is what the node said of the launch under way (an image
+	// pull), nil when nothing was said.
+	Progress *agent.Progress
 	// CostFen is what the rental has cost up to now: what was posted plus
 	// what accrued since the last meter pass (posted at the next one).
 	CostFen int64
@@ -76,6 +79,11 @@ func (s *Service) Detail(ctx context.Context, id int64) (*RentalDetail, error) {
 	}
 	if d.Volume, err = s.RentalVolume(ctx, &r); err != nil {
 		return nil, err
+	}
+	if r.Status == models.RentalProvisioning || r.Status == models.RentalMigrating {
+		if d.Progress, err = s.LaunchProgress(ctx, r.ID); err != nil {
+			return nil, err
+		}
 	}
 	d.CostFen = r.BilledFen
 	if d.Billing() && r.BilledUntil != nil {

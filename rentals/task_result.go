@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/agent"
+	"suanli/apperr"
 	"suanli/benchmarks"
 	"suanli/fleet"
 	"suanli/models"
@@ -43,4 +44,33 @@ func (s *Service) TaskResult(ctx context.Context, nodeID, taskID int64, res agen
 		s.Hub.Signal(fleet.TaskKey(taskID))
 	}
 	return err
+}
+
+// TaskProgress records what a node's agent says of a task still running
+// (an image pull's percentage). A task that is done, or not the node's,
+// is ENOTFOUND.
+func (s *Service) TaskProgress(ctx context.Context, nodeID, taskID int64, p agent.Progress) error {
+	if p.Stage == "" || len(p.Stage) > 32 || p.Pct < 0 || p.Pct > 100 || len(p.Detail) > 200 {
+		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: `want {"stage":"pull","pct":0..100,"detail":"…"}`}
+	}
+	body, _ := json.Marshal(p)
+	ok, err := supply.SetTaskProgress(ctx, s.DB, nodeID, taskID, string(body))
+	if err == nil && !ok {
+		return apperr.NotFound("task")
+	}
+	return err
+}
+
+// LaunchProgress is the progress of the rental's running launch (nil
+// when none was posted).
+func (s *Service) LaunchProgress(ctx context.Context, rentalID int64) (*agent.Progress, error) {
+	raw, err := supply.LaunchProgress(ctx, s.DB, rentalID)
+	if err != nil || raw == "" {
+		return nil, err
+	}
+	var p agent.Progress
+	if json.Unmarshal([]byte(raw), &p) != nil {
+		return nil, nil
+	}
+	return &p, nil
 }

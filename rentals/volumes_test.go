@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/dbtest"
+	"suanli/fleet"
 	"suanli/models"
 	"suanli/rentals"
 	"suanli/volumes"
@@ -244,5 +247,39 @@ func TestAKeptVolumeMountsInTheNextRentalAndOnlyOne(t *testing.T) {
 			t.Errorf("deleting a volume in use: %v, want a conflict", err)
 		}
 		r.checkLedger()
+	})
+}
+
+func TestPullProgressShowsWhileTheLaunchRuns(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		r := newRig(t, db, rigOptions{InsertOnly: true})
+		o := r.rtxOffer()
+		r.markNodeAlive(o.NodeID)
+		rt := r.mustRent(o.ID, 1)
+		var taskID int64
+		if err := db.Tx(r.ctx, func(tx *gorm.DB) error {
+			if err := tx.Model(&models.Rental{}).Where("id = ?", rt.ID).Update("status", models.RentalProvisioning).Error; err != nil {
+				return err
+			}
+			var err error
+			taskID, err = fleet.EnqueueTask(tx, o.NodeID, &rt.ID, "progress-test", agent.Task{Kind: agent.TaskLaunch, RentalID: rt.ID}, r.clock.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.rentals.TaskProgress(r.ctx, o.NodeID, taskID, agent.Progress{Stage: "pull", Pct: 45}); err != nil {
+			t.Fatal(err)
+		}
+		d, err := r.rentals.Detail(r.ctx, rt.ID)
+		if err != nil || d.Progress == nil || d.Progress.Pct != 45 {
+			t.Fatalf("detail progress %+v %v, want pull 45 %%", d.Progress, err)
+		}
+		if err := r.rentals.TaskProgress(r.ctx, o.NodeID+1000, taskID, agent.Progress{Stage: "pull", Pct: 50}); apperr.Code(err) != apperr.ENOTFOUND {
+			t.Errorf("another node's progress: %v, want not found", err)
+		}
+		if err := r.rentals.TaskProgress(r.ctx, o.NodeID, taskID, agent.Progress{Stage: "pull", Pct: 101}); apperr.Code(err) != apperr.EINVALID {
+			t.Errorf("101 %%: %v, want invalid", err)
+		}
 	})
 }

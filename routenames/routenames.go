@@ -280,6 +280,8 @@ const (
 	AgentTasks = "agent.tasks"
 	// AgentResult is POST /agent/v1/tasks/:id/result.
 	AgentResult = "agent.result"
+	// AgentProgress is POST /agent/v1/tasks/:id/progress.
+	AgentProgress = "agent.progress"
 	// Ping is GET agent.PathPing, the latency endpoint.
 	Ping = "ping"
 	// Healthz is GET /healthz.

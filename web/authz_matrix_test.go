@@ -635,7 +635,7 @@ var publicRoutes = []string{
 // nodeRoutes are the node agents' routes: public in the route table (no
 // user guard) but answering only to a node credential, never to a user's
 // session or API token (TestNodeRoutesNeedANodeCredential).
-var nodeRoutes = []string{routenames.AgentHeartbeat, routenames.AgentTasks, routenames.AgentResult}
+var nodeRoutes = []string{routenames.AgentHeartbeat, routenames.AgentTasks, routenames.AgentResult, routenames.AgentProgress}
 
 // Every route is in the matrix, explicitly public, or a node route: adding
 // a route without deciding who may use it fails here.

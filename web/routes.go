@@ -190,6 +190,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/agent/v1/heartbeat", routenames.AgentHeartbeat, h.AgentHeartbeat, public},
 		{"GET", "/agent/v1/tasks", routenames.AgentTasks, h.AgentTasks, public},
 		{"POST", "/agent/v1/tasks/:id/result", routenames.AgentResult, h.AgentTaskResult, public},
+		{"POST", "/agent/v1/tasks/:id/progress", routenames.AgentProgress, h.AgentTaskProgress, public},
 
 		// The latency endpoint that visitors' browsers time, as on an agent
 		// (the demo's in-process nodes report this one).

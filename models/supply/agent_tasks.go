@@ -52,3 +52,24 @@ func FinishAgentTask(tx *gorm.DB, t *models.AgentTask, ok bool, result string, n
 	t.Status, t.OK, t.Result, t.DoneAt = models.TaskDone, &ok, result, &now
 	return nil
 }
+
+// SetTaskProgress records, in one statement, the progress an agent posted
+// for one of its own tasks that is not done; it reports whether there was
+// such a task.
+func SetTaskProgress(ctx context.Context, db *models.DB, nodeID, taskID int64, progress string) (bool, error) {
+	res := db.W.WithContext(ctx).Model(&models.AgentTask{}).Where("id = ? AND node_id = ? AND status <> ?", taskID, nodeID, models.TaskDone).
+		Update("progress", progress)
+	return res.RowsAffected == 1, res.Error
+}
+
+// LaunchProgress returns the progress of a rental's newest launch task
+// that is not done ("" if none).
+func LaunchProgress(ctx context.Context, db *models.DB, rentalID int64) (string, error) {
+	var ps []string
+	err := db.R.WithContext(ctx).Model(&models.AgentTask{}).Where("rental_id = ? AND kind = ? AND status <> ?", rentalID, "launch", models.TaskDone).
+		Order("id DESC").Limit(1).Pluck("progress", &ps).Error
+	if err != nil || len(ps) == 0 {
+		return "", err
+	}
+	return ps[0], nil
+}

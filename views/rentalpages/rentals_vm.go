@@ -358,6 +358,9 @@ type RentalVM struct {
 	Released bool
 	// ActionError says why a start or release was refused ("" if none).
 	ActionError string
+	// PullPct is how far the node has pulled the image, while it does
+	// (-1 otherwise).
+	PullPct int
 }
 
 // Volume is a rental's volume as its page shows it.
