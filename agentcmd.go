@@ -16,6 +16,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"suanli/agent"
+	"suanli/agent/docker"
 	"suanli/gpu"
 )
 
@@ -47,7 +48,9 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.Var(&faults, "fault", "with --simulate: inject KIND@GPU[:after=30s], KIND one of xid:N, ecc, offbus, thermal, silent (repeatable)")
 	launcher := fs.String("launcher", "", "how workloads start: docker, script or simulated (default: docker, or simulated with --simulate)")
 	script := fs.String("script", "", "with --launcher=script: the provider's executable")
-	image := fs.String("image", agent.DefaultDockerImage, "with --launcher=docker: the container image (it must run sshd and accept $SSH_PUBLIC_KEY)")
+	image := fs.String("image", "", "with --launcher=docker: the image for a task that names none (any image with OpenSSH's sshd)")
+	dockerHost := fs.String("docker-host", "", "with --launcher=docker: the Docker daemon's URL, e.g. unix:///var/run/docker.sock (default: DOCKER_HOST, else the default socket)")
+	volumeRoot := fs.String("volume-root", "", "with --launcher=docker: a directory every node of the datacentre mounts (NFS, CephFS, JuiceFS): workspaces are directories in it and follow a rental to any node (default: docker volumes on this node's disk)")
 	host := fs.String("public-host", "", "the host or IP renters reach the workloads at (docker and simulated launchers)")
 	pingAddr := fs.String("ping-addr", os.Getenv("SUANLI_PING_ADDR"), "listen address of the unauthenticated latency endpoint GET /ping that visitors' browsers time, e.g. :7070 (env SUANLI_PING_ADDR; empty: none, and the agent opens no port)")
 	pingURL := fs.String("ping-url", os.Getenv("SUANLI_PING_URL"), "the public URL of that endpoint, reported to the server (env SUANLI_PING_URL; default http://PUBLIC-HOST:PORT/ping; behind an https marketplace give an https URL, browsers refuse http from https pages)")
@@ -85,10 +88,16 @@ func runAgent(ctx context.Context, args []string) error {
 		slog.Error("NVML unavailable; the agent reports this to the server and offers no GPUs", "err", err)
 	}
 	defer reader.Close()
-	l, err := newLauncher(cmpOr(*launcher, map[bool]string{true: "simulated", false: "docker"}[*simulate != ""]), *script, *image, *host)
+	l, closeLauncher, err := newLauncher(ctx, launcherOptions{
+		kind:   cmpOr(*launcher, map[bool]string{true: "simulated", false: "docker"}[*simulate != ""]),
+		script: *script, image: *image, host: *host, dockerHost: *dockerHost, volumeRoot: *volumeRoot,
+		simulated:  *simulate != "",
+		driverCUDA: func() string { return reader.Read().CUDADriverVersion },
+	})
 	if err != nil {
 		return err
 	}
+	defer closeLauncher()
 	ping, err := listenPing(ctx, *pingAddr, *pingURL, *host)
 	if err != nil {
 		return err
@@ -170,21 +179,53 @@ func simulated(what string, n int, uuids []string) (*gpu.Sim, error) {
 	return gpu.SimulateCatalog(what, n, opts...)
 }
 
-func newLauncher(kind, script, image, host string) (agent.Launcher, error) {
+// launcherOptions are the flags that choose and set up a launcher.
+type launcherOptions struct {
+	kind, script, image, host, dockerHost, volumeRoot string
+	// simulated: the GPUs are simulated, so a docker launcher runs its
+	// containers without any.
+	simulated  bool
+	driverCUDA func() string
+}
+
+// newLauncher builds the launcher o names, and what closes it.
+func newLauncher(ctx context.Context, o launcherOptions) (agent.Launcher, func(), error) {
+	noop := func() {}
+	host := o.host
 	if host == "" {
 		h, _ := os.Hostname()
 		host = h
 	}
-	switch kind {
-	case "docker":
-		return &agent.DockerLauncher{Image: image, Host: host}, nil
-	case "script":
-		if script == "" {
-			return nil, errors.New("agent: --launcher=script needs --script PATH")
-		}
-		return &agent.ScriptLauncher{Path: script}, nil
-	case "simulated":
-		return &agent.SimulatedLauncher{Host: host}, nil
+	if o.kind != "docker" && (o.volumeRoot != "" || o.dockerHost != "") {
+		return nil, noop, errors.New("agent: --volume-root and --docker-host are for --launcher docker")
 	}
-	return nil, fmt.Errorf("agent: unknown launcher %q (docker, script or simulated)", kind)
+	switch o.kind {
+	case "docker":
+		cli, err := docker.NewClient(o.dockerHost)
+		if err != nil {
+			return nil, noop, err
+		}
+		// A daemon that is down now may be up by the first launch: the
+		// agent starts anyway, and each launch says what went wrong.
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if _, err := cli.Ping(pctx); err != nil {
+			slog.Error("the Docker daemon does not answer; launches fail until it does", "docker_host", cli.DaemonHost(), "err", err)
+		}
+		cancel()
+		if o.volumeRoot != "" {
+			if fi, err := os.Stat(o.volumeRoot); err != nil || !fi.IsDir() {
+				slog.Error("--volume-root is not a directory; launches fail until the shared storage is mounted", "volume_root", o.volumeRoot, "err", err)
+			}
+		}
+		return &docker.Launcher{Client: cli, Image: o.image, Host: host, VolumeRoot: o.volumeRoot,
+			Simulated: o.simulated, DriverCUDA: o.driverCUDA}, func() { _ = cli.Close() }, nil
+	case "script":
+		if o.script == "" {
+			return nil, noop, errors.New("agent: --launcher=script needs --script PATH")
+		}
+		return &agent.ScriptLauncher{Path: o.script}, noop, nil
+	case "simulated":
+		return &agent.SimulatedLauncher{Host: host}, noop, nil
+	}
+	return nil, noop, fmt.Errorf("agent: unknown launcher %q (docker, script or simulated)", o.kind)
 }

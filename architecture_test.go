@@ -84,10 +84,14 @@ var (
 	isUseCase = under(useCases...)
 	isEdge    = under("suanli/handlers", "suanli/web", "suanli/views", "suanli/workers")
 	// remoteOK is what code that runs on a provider's GPU host may use:
-	// the standard library, go-nvml, agent and gpu themselves, and the
-	// pure shared packages (no imports but the standard library, checked
-	// by the rule "pure shared packages").
-	remoteOK = anyOf(stdlib, under("github.com/NVIDIA/go-nvml", "suanli/agent", "suanli/gpu", "suanli/locales", "suanli/catalog"))
+	// the standard library, go-nvml, Docker's Engine API client (the
+	// docker launcher), agent and gpu themselves, and the pure shared
+	// packages (no imports but the standard library, checked by the rule
+	// "pure shared packages"); its tests also an SSH client and the test
+	// Docker daemon (dockertest).
+	remoteOK = anyOf(stdlib, under("github.com/NVIDIA/go-nvml", "suanli/agent", "suanli/gpu", "suanli/locales", "suanli/catalog",
+		"github.com/docker/docker", "github.com/docker/go-connections", "github.com/containerd/errdefs",
+		"golang.org/x/crypto/ssh", "suanli/dockertest"))
 	// infraClients are the clients of the queue, of Stripe, of
 	// PostgreSQL and of Prometheus: workers, payments, models and web own
 	// them, never a use case.

@@ -81,6 +81,9 @@ type Agent struct {
 	// answered while its result was on the way) from running twice.
 	inflight map[int64]bool
 	done     map[int64]bool
+	// imagesErr is the last failure to list local images ("" none), so
+	// that it is logged once, not with every heartbeat.
+	imagesErr string
 }
 
 // New checks cfg and returns an agent ready to Run.

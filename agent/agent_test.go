@@ -36,6 +36,19 @@ type fakeServer struct {
 	attempts     map[int64]int
 	fail503Once  map[int64]bool
 	heartbeatsOK int
+	lastHB       agent.Heartbeat
+	// progress is what each task reported, with when it arrived;
+	// progressTries counts every progress request, and noProgress makes
+	// the server answer them 404, as one from before the endpoint would.
+	progress      map[int64][]progressPost
+	progressTries int
+	noProgress    bool
+}
+
+// progressPost is one progress report the fake server took.
+type progressPost struct {
+	agent.Progress
+	At time.Time
 }
 
 func newFakeServer(tb testing.TB) (*fakeServer, *httptest.Server) {
@@ -47,8 +60,10 @@ func newFakeServer(tb testing.TB) (*fakeServer, *httptest.Server) {
 		results:     map[int64][]agent.Result{},
 		attempts:    map[int64]int{},
 		fail503Once: map[int64]bool{},
+		progress:    map[int64][]progressPost{},
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST /agent/v1/tasks/{id}/progress", f.taskProgress)
 	mux.HandleFunc("POST "+agent.PathHeartbeat, f.heartbeat)
 	mux.HandleFunc("GET "+agent.PathTasks, f.poll)
 	mux.HandleFunc("POST /agent/v1/tasks/{id}/result", f.result)
@@ -67,6 +82,7 @@ func (f *fakeServer) heartbeat(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.hbAuth = append(f.hbAuth, auth)
+	f.lastHB = hb
 	switch {
 	case auth == "Bearer "+f.regToken && !f.registered:
 		f.registered = true
@@ -129,6 +145,43 @@ func (f *fakeServer) result(w http.ResponseWriter, r *http.Request) {
 	}
 	f.results[id] = append(f.results[id], res)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (f *fakeServer) taskProgress(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	var p agent.Progress
+	if err == nil {
+		err = json.NewDecoder(r.Body).Decode(&p)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.progressTries++
+	switch {
+	case f.noProgress:
+		http.NotFound(w, r)
+	case r.Header.Get("Authorization") != "Bearer "+f.credential:
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	case err != nil:
+		http.Error(w, "bad progress", http.StatusBadRequest)
+	default:
+		f.progress[id] = append(f.progress[id], progressPost{Progress: p, At: time.Now()})
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// progressFor returns the progress reports taken for task id, and how
+// many progress requests came in all.
+func (f *fakeServer) progressFor(id int64) ([]progressPost, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.progress[id]), f.progressTries
+}
+
+// heartbeatSeen returns the last heartbeat taken.
+func (f *fakeServer) heartbeatSeen() agent.Heartbeat {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastHB
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -47,6 +47,21 @@ func isTooMany(err error) bool {
 	return errors.As(err, &se) && se.Code == http.StatusTooManyRequests
 }
 
+func isNotFound(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.Code == http.StatusNotFound
+}
+
+// progressTimeout bounds one progress post: progress is a courtesy, and
+// a slow server must not hold it up for long.
+const progressTimeout = 10 * time.Second
+
+// postProgress tells the server how task id is going (an image pull).
+// A server older than the progress endpoint answers 404.
+func (a *Agent) postProgress(ctx context.Context, id int64, p Progress) error {
+	return a.call(ctx, http.MethodPost, fmt.Sprintf(PathProgress, id), progressTimeout, p, nil)
+}
+
 // retryable reports whether sending the same request again may succeed:
 // network errors, 5xx, 429, and 401 (the token may be replaced meanwhile).
 // Any other 4xx means the server will not take it.

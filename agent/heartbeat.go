@@ -6,6 +6,10 @@ import (
 	"time"
 )
 
+// imagesTimeout bounds listing the host's images for one heartbeat: a
+// stuck Docker daemon must not hold up the heartbeat itself.
+const imagesTimeout = 5 * time.Second
+
 // heartbeatLoop sends a heartbeat every interval until ctx is done.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
 	interval := a.cfg.HeartbeatEvery
@@ -64,7 +68,11 @@ func (a *Agent) heartbeat(ctx context.Context) (HeartbeatReply, error) {
 		Launcher:     a.cfg.Launcher.Name(),
 		Host:         a.cfg.GPUs.Read(),
 		PingURL:      a.cfg.PingURL,
+		Images:       a.localImages(ctx),
 		SentAt:       time.Now().UTC(),
+	}
+	if s, ok := a.cfg.Launcher.(SharedStorage); ok {
+		hb.VolumeRoot = s.SharedVolumeRoot()
 	}
 	var reply HeartbeatReply
 	if err := a.call(ctx, http.MethodPost, PathHeartbeat, requestTimeout, hb, &reply); err != nil {
@@ -92,4 +100,30 @@ func (a *Agent) fallBack() bool {
 	}
 	a.token = a.cfg.Token
 	return true
+}
+
+// localImages lists the launcher's local images (nil for a launcher that
+// has none). A failure is logged when it first appears or changes, not on
+// every heartbeat, and the heartbeat goes without images.
+func (a *Agent) localImages(ctx context.Context) []LocalImage {
+	l, ok := a.cfg.Launcher.(ImageLister)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, imagesTimeout)
+	defer cancel()
+	images, err := l.LocalImages(ctx)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg != a.imagesErr {
+		if err != nil {
+			a.log.Warn("cannot list the local images; heartbeats go without them", "err", err)
+		} else {
+			a.log.Info("listing the local images again")
+		}
+		a.imagesErr = msg
+	}
+	return images
 }

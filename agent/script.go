@@ -17,17 +17,25 @@ import (
 // executable, for hosts that run workloads some other way (Slurm, VMs,
 // Kubernetes). The script gets everything in its environment:
 //
-//	SUANLI_ACTION          launch or stop
+//	SUANLI_ACTION          launch, stop or delete_volume
 //	SUANLI_RENTAL_ID       the rental id
 //	SUANLI_WORKSPACE_ID    the workspace to mount (kept across moves)
-//	SUANLI_GPU_UUIDS       the GPUs, comma-separated
+//	SUANLI_GPU_UUIDS       the GPUs, comma-separated (none with SUANLI_NO_GPU)
 //	SUANLI_SSH_PUBLIC_KEY  the renter's key (launch)
 //	SUANLI_IMAGE           the image asked for, if any (launch)
+//	SUANLI_REGISTRY_AUTH   the X-Registry-Auth credential for a private image, if any (launch)
+//	SUANLI_VOLUME_GB       the workspace's size in GB, 0 if not given (launch)
+//	SUANLI_CPUS, SUANLI_MEMORY_MIB, SUANLI_SHM_MIB
+//	                       the workload's limits, 0 if none (launch)
+//	SUANLI_NO_GPU          1 to start without any GPU (无卡模式), else 0 (launch)
 //
 // On launch it prints one JSON object on stdout:
 // {"host":"203.0.113.7","port":22001,"user":"root","command":"ssh -p 22001 root@203.0.113.7"}
-// (user defaults to root and command to the ssh line). A non-zero exit
-// is a failure, and stderr's tail goes into the error.
+// (user defaults to root and command to the ssh line). Stop stops the
+// workload and keeps the workspace; delete_volume removes the workspace
+// for good (and the rental's workload, if it still runs). Stop and
+// delete_volume must succeed when there is nothing to stop or delete. A
+// non-zero exit is a failure, and stderr's tail goes into the error.
 type ScriptLauncher struct {
 	Path string
 }
@@ -37,12 +45,26 @@ func (ScriptLauncher) Name() string { return "script" }
 
 // Launch implements Launcher.
 func (s ScriptLauncher) Launch(ctx context.Context, spec LaunchSpec) (*Access, error) {
+	var limits Limits
+	if spec.Limits != nil {
+		limits = *spec.Limits
+	}
+	gpus, noGPU := spec.GPUUUIDs, "0"
+	if spec.NoGPU {
+		gpus, noGPU = nil, "1"
+	}
 	stdout, err := s.run(ctx, "launch", []string{
 		"SUANLI_RENTAL_ID=" + strconv.FormatInt(spec.RentalID, 10),
 		"SUANLI_WORKSPACE_ID=" + spec.WorkspaceID,
-		"SUANLI_GPU_UUIDS=" + strings.Join(spec.GPUUUIDs, ","),
+		"SUANLI_GPU_UUIDS=" + strings.Join(gpus, ","),
 		"SUANLI_SSH_PUBLIC_KEY=" + spec.SSHPublicKey,
 		"SUANLI_IMAGE=" + spec.Image,
+		"SUANLI_REGISTRY_AUTH=" + spec.RegistryAuth,
+		"SUANLI_VOLUME_GB=" + strconv.Itoa(spec.VolumeGB),
+		"SUANLI_CPUS=" + strconv.Itoa(limits.CPUs),
+		"SUANLI_MEMORY_MIB=" + strconv.FormatInt(limits.MemoryMiB, 10),
+		"SUANLI_SHM_MIB=" + strconv.FormatInt(limits.ShmMiB, 10),
+		"SUANLI_NO_GPU=" + noGPU,
 	})
 	if err != nil {
 		return nil, err
@@ -64,7 +86,7 @@ func (s ScriptLauncher) Launch(ctx context.Context, spec LaunchSpec) (*Access, e
 		out.User = "root"
 	}
 	if out.Command == "" {
-		out.Command = sshCommand(out.User, out.Host, out.Port)
+		out.Command = SSHCommand(out.User, out.Host, out.Port)
 	}
 	return &Access{Host: out.Host, Port: out.Port, User: out.User, Command: out.Command}, nil
 }
@@ -76,6 +98,16 @@ func (s ScriptLauncher) Stop(ctx context.Context, spec StopSpec) error {
 		"SUANLI_RENTAL_ID=" + strconv.FormatInt(spec.RentalID, 10),
 		"SUANLI_WORKSPACE_ID=" + spec.WorkspaceID,
 		"SUANLI_GPU_UUIDS=" + strings.Join(spec.GPUUUIDs, ","),
+	})
+	return err
+}
+
+// DeleteVolume implements Launcher. The script is expected to succeed
+// when the workspace is not there.
+func (s ScriptLauncher) DeleteVolume(ctx context.Context, spec VolumeSpec) error {
+	_, err := s.run(ctx, TaskDeleteVolume, []string{
+		"SUANLI_RENTAL_ID=" + strconv.FormatInt(spec.RentalID, 10),
+		"SUANLI_WORKSPACE_ID=" + spec.WorkspaceID,
 	})
 	return err
 }
@@ -107,6 +139,18 @@ func head(out []byte) string {
 	s := strings.TrimSpace(string(out))
 	if len(s) > 200 {
 		s = s[:200] + "…"
+	}
+	return s
+}
+
+// tailBytes is how much of a script's stderr goes into an error.
+const tailBytes = 2048
+
+// tail is the end of a script's output, where the reason it failed is.
+func tail(out []byte) string {
+	s := strings.TrimSpace(string(out))
+	if len(s) > tailBytes {
+		s = "…" + s[len(s)-tailBytes:]
 	}
 	return s
 }

@@ -45,6 +45,13 @@ func TestScriptLauncher(t *testing.T) {
   echo "SUANLI_WORKSPACE_ID=$SUANLI_WORKSPACE_ID"
   echo "SUANLI_GPU_UUIDS=$SUANLI_GPU_UUIDS"
   echo "SUANLI_SSH_PUBLIC_KEY=$SUANLI_SSH_PUBLIC_KEY"
+  echo "SUANLI_IMAGE=$SUANLI_IMAGE"
+  echo "SUANLI_REGISTRY_AUTH=$SUANLI_REGISTRY_AUTH"
+  echo "SUANLI_VOLUME_GB=$SUANLI_VOLUME_GB"
+  echo "SUANLI_CPUS=$SUANLI_CPUS"
+  echo "SUANLI_MEMORY_MIB=$SUANLI_MEMORY_MIB"
+  echo "SUANLI_SHM_MIB=$SUANLI_SHM_MIB"
+  echo "SUANLI_NO_GPU=$SUANLI_NO_GPU"
 } > '`+envFile+`'
 if [ "$SUANLI_ACTION" = launch ]; then
   printf '{"host":"node7.example","port":%d,"user":"ubuntu","command":"ssh -p %d ubuntu@node7.example","rental":"%s"}\n' \
@@ -57,6 +64,8 @@ fi
 	t.Run("launch parses the access JSON and passes the task in the environment", func(t *testing.T) {
 		acc, err := l.Launch(ctx, agent.LaunchSpec{
 			RentalID: 12, WorkspaceID: "w9", GPUUUIDs: []string{"GPU-aaaa", "GPU-bbbb"}, SSHPublicKey: "ssh-ed25519 AAAA renter",
+			Image: "registry.example.cn/lab/train:3", RegistryAuth: "eyJ1c2VybmFtZSI6ImxhYiJ9", VolumeGB: 50,
+			Limits: &agent.Limits{CPUs: 16, MemoryMiB: 65536, ShmMiB: 8192},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -72,6 +81,13 @@ fi
 			"SUANLI_WORKSPACE_ID":   "w9",
 			"SUANLI_GPU_UUIDS":      "GPU-aaaa,GPU-bbbb",
 			"SUANLI_SSH_PUBLIC_KEY": "ssh-ed25519 AAAA renter",
+			"SUANLI_IMAGE":          "registry.example.cn/lab/train:3",
+			"SUANLI_REGISTRY_AUTH":  "eyJ1c2VybmFtZSI6ImxhYiJ9",
+			"SUANLI_VOLUME_GB":      "50",
+			"SUANLI_CPUS":           "16",
+			"SUANLI_MEMORY_MIB":     "65536",
+			"SUANLI_SHM_MIB":        "8192",
+			"SUANLI_NO_GPU":         "0",
 		} {
 			if env[k] != v {
 				t.Errorf("script saw %s=%q, want %q", k, env[k], v)
@@ -89,6 +105,26 @@ fi
 		}
 	})
 
+	t.Run("a no-GPU launch names no GPUs and says so", func(t *testing.T) {
+		if _, err := l.Launch(ctx, agent.LaunchSpec{RentalID: 13, WorkspaceID: "w9", GPUUUIDs: []string{"GPU-aaaa"}, NoGPU: true}); err != nil {
+			t.Fatal(err)
+		}
+		env := readEnvFile(t, envFile)
+		if env["SUANLI_NO_GPU"] != "1" || env["SUANLI_GPU_UUIDS"] != "" || env["SUANLI_CPUS"] != "0" {
+			t.Errorf("script saw %v", env)
+		}
+	})
+
+	t.Run("delete_volume passes SUANLI_ACTION=delete_volume", func(t *testing.T) {
+		if err := l.DeleteVolume(ctx, agent.VolumeSpec{RentalID: 12, WorkspaceID: "w9"}); err != nil {
+			t.Fatal(err)
+		}
+		env := readEnvFile(t, envFile)
+		if env["SUANLI_ACTION"] != "delete_volume" || env["SUANLI_RENTAL_ID"] != "12" || env["SUANLI_WORKSPACE_ID"] != "w9" {
+			t.Errorf("script saw %v", env)
+		}
+	})
+
 	t.Run("a failing script's stderr is in the error", func(t *testing.T) {
 		bad := agent.ScriptLauncher{Path: mustScript(t, "echo 'starting'\necho 'quota exceeded on pool gpu-a' >&2\nexit 1\n")}
 		_, err := bad.Launch(ctx, agent.LaunchSpec{RentalID: 1, GPUUUIDs: []string{"GPU-aaaa"}})
@@ -97,6 +133,9 @@ fi
 		}
 		if err := bad.Stop(ctx, agent.StopSpec{RentalID: 1}); err == nil {
 			t.Error("stop with a failing script succeeded")
+		}
+		if err := bad.DeleteVolume(ctx, agent.VolumeSpec{RentalID: 1, WorkspaceID: "w1"}); err == nil {
+			t.Error("delete_volume with a failing script succeeded")
 		}
 	})
 

@@ -15,6 +15,7 @@ type SimulatedLauncher struct {
 
 	mu      sync.Mutex
 	running map[int64]LaunchSpec
+	deleted []string
 }
 
 // Name implements Launcher.
@@ -35,7 +36,7 @@ func (l *SimulatedLauncher) Launch(_ context.Context, spec LaunchSpec) (*Access,
 		l.running = map[int64]LaunchSpec{}
 	}
 	l.running[spec.RentalID] = spec
-	return &Access{Host: host, Port: port, User: "root", Command: sshCommand("root", host, port), Simulated: true}, nil
+	return &Access{Host: host, Port: port, User: "root", Command: SSHCommand("root", host, port), Simulated: true}, nil
 }
 
 // Stop implements Launcher.
@@ -44,6 +45,26 @@ func (l *SimulatedLauncher) Stop(_ context.Context, spec StopSpec) error {
 	defer l.mu.Unlock()
 	delete(l.running, spec.RentalID)
 	return nil
+}
+
+// DeleteVolume implements Launcher: it stops the rental and remembers
+// that its workspace was deleted.
+func (l *SimulatedLauncher) DeleteVolume(_ context.Context, spec VolumeSpec) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if spec.RentalID != 0 {
+		delete(l.running, spec.RentalID)
+	}
+	l.deleted = append(l.deleted, WorkspaceName(spec.WorkspaceID, spec.RentalID))
+	return nil
+}
+
+// DeletedVolumes returns the workspaces deleted so far, in the order of
+// their deletion.
+func (l *SimulatedLauncher) DeletedVolumes() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.deleted)
 }
 
 // Running returns the ids of the rentals launched and not stopped, in

@@ -23,6 +23,8 @@ func (a *Agent) execute(ctx context.Context, t Task) Result {
 		return a.launch(ctx, t)
 	case TaskStop:
 		return a.stop(ctx, t)
+	case TaskDeleteVolume:
+		return a.deleteVolume(ctx, t)
 	case TaskBenchmark:
 		return a.benchmark(ctx, t)
 	default:
@@ -57,19 +59,34 @@ func (a *Agent) verify(t Task) Result {
 
 // launch starts the workload. The server has verified these GPUs just
 // before, with a verify task of its own, so they are not checked again.
+// An image pull's progress goes to the server while it runs.
 func (a *Agent) launch(ctx context.Context, t Task) Result {
-	if len(t.GPUUUIDs) == 0 {
+	if len(t.GPUUUIDs) == 0 && !t.NoGPU {
 		return Result{Error: "launch task names no GPUs"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, taskTimeout)
 	defer cancel()
-	acc, err := a.cfg.Launcher.Launch(ctx, LaunchSpec{
+	progress := a.newProgressReporter(ctx, t.ID)
+	defer progress.stop()
+	spec := LaunchSpec{
 		RentalID:     t.RentalID,
 		WorkspaceID:  t.WorkspaceID,
 		GPUUUIDs:     slices.Clone(t.GPUUUIDs),
 		SSHPublicKey: t.SSHPublicKey,
 		Image:        t.Image,
-	})
+		RegistryAuth: t.RegistryAuth,
+		VolumeGB:     t.VolumeGB,
+		NoGPU:        t.NoGPU,
+		Progress:     progress.report,
+	}
+	if t.NoGPU {
+		spec.GPUUUIDs = nil
+	}
+	if t.Limits != nil {
+		l := *t.Limits
+		spec.Limits = &l
+	}
+	acc, err := a.cfg.Launcher.Launch(ctx, spec)
 	if err == nil && acc == nil {
 		err = errors.New("launcher returned no access details")
 	}
@@ -90,6 +107,21 @@ func (a *Agent) stop(ctx context.Context, t Task) Result {
 		GPUUUIDs:    slices.Clone(t.GPUUUIDs),
 	})
 	if err != nil {
+		return Result{Error: err.Error()}
+	}
+	return Result{OK: true}
+}
+
+// deleteVolume removes the task's workspace on this node (and the
+// rental's container, if one still runs); a workspace that is not here
+// is deleted already, so the server may repeat the task.
+func (a *Agent) deleteVolume(ctx context.Context, t Task) Result {
+	if t.WorkspaceID == "" && t.RentalID == 0 {
+		return Result{Error: "delete_volume task names no workspace"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, taskTimeout)
+	defer cancel()
+	if err := a.cfg.Launcher.DeleteVolume(ctx, VolumeSpec{RentalID: t.RentalID, WorkspaceID: t.WorkspaceID}); err != nil {
 		return Result{Error: err.Error()}
 	}
 	return Result{OK: true}

@@ -1,0 +1,88 @@
+// Package dockertest gives tests a real Docker daemon: the one at
+// SUANLI_TEST_DOCKER_HOST (else DOCKER_HOST), and the locally built
+// images the launcher's tests run (scripts/build-test-images.sh). Without
+// a daemon a test skips, unless CI=true, where it fails: CI must not pass
+// by skipping what it is there to check.
+package dockertest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+)
+
+// DefaultSSHDImage is the test image with OpenSSH's sshd (Debian bookworm
+// minbase with openssh-server and python3, no CMD or ENTRYPOINT), built by
+// scripts/build-test-images.sh.
+const DefaultSSHDImage = "suanli-test/sshd:bookworm"
+
+// pingTimeout bounds the check that the daemon answers.
+const pingTimeout = 10 * time.Second
+
+// Require returns the URL of the test Docker daemon (SUANLI_TEST_DOCKER_HOST,
+// else DOCKER_HOST) once it answers a ping; otherwise the test skips, or
+// fails under CI=true.
+func Require(t testing.TB) string {
+	t.Helper()
+	host := os.Getenv("SUANLI_TEST_DOCKER_HOST")
+	if host == "" {
+		host = os.Getenv("DOCKER_HOST")
+	}
+	if host == "" {
+		missing(t, "set SUANLI_TEST_DOCKER_HOST (or DOCKER_HOST) to a Docker daemon's URL, e.g. unix:///tmp/dockerd/docker.sock; .ci/run starts one")
+	}
+	cli := newClient(t, host)
+	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+	defer cancel()
+	if _, err := cli.Ping(ctx); err != nil {
+		missing(t, "the daemon at "+host+" does not answer: "+err.Error())
+	}
+	return host
+}
+
+// Client is a client of the test daemon (Require's), closed when the test
+// ends.
+func Client(t testing.TB) *client.Client {
+	t.Helper()
+	return newClient(t, Require(t))
+}
+
+// Image returns the test sshd image's name (SUANLI_TEST_SSHD_IMAGE, else
+// DefaultSSHDImage) once the test daemon has it; otherwise the test
+// skips, or fails under CI=true.
+func Image(t testing.TB) string {
+	t.Helper()
+	name := os.Getenv("SUANLI_TEST_SSHD_IMAGE")
+	if name == "" {
+		name = DefaultSSHDImage
+	}
+	cli := Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+	defer cancel()
+	if _, err := cli.ImageInspect(ctx, name); err != nil {
+		missing(t, "the test image "+name+" is not on the daemon (run scripts/build-test-images.sh): "+err.Error())
+	}
+	return name
+}
+
+func newClient(t testing.TB, host string) *client.Client {
+	t.Helper()
+	cli, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())
+	if err != nil {
+		missing(t, "a client for "+host+": "+err.Error())
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// missing skips the test, or fails it under CI=true.
+func missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal("Docker is required under CI=true: " + why)
+	}
+	t.Skip("no Docker for this test: " + why)
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the container images the docker launcher's tests run, on the
+# test Docker daemon (SUANLI_TEST_DOCKER_HOST, else DOCKER_HOST, else the
+# default socket). No registry is reachable in CI, so they are made here
+# from Debian's packages: mmdebstrap makes a root filesystem and `docker
+# import` turns it into an image. An image the daemon has already is
+# kept; nothing is cached in the repository.
+#
+#   suanli-test/sshd:bookworm   Debian bookworm minbase + openssh-server
+#                               + python3, no CMD or ENTRYPOINT (~13 s)
+#
+# Needs root (mmdebstrap) and the Debian packages docker.io and mmdebstrap.
+set -euo pipefail
+
+host="${SUANLI_TEST_DOCKER_HOST:-${DOCKER_HOST:-unix:///var/run/docker.sock}}"
+# Debian's client, which matches its daemon; another on PATH may not.
+docker_bin=/usr/bin/docker
+[ -x "$docker_bin" ] || docker_bin=docker
+docker_() { "$docker_bin" -H "$host" "$@"; }
+
+sshd_image="${SUANLI_TEST_SSHD_IMAGE:-suanli-test/sshd:bookworm}"
+
+if docker_ image inspect "$sshd_image" >/dev/null 2>&1; then
+  echo "--- test image $sshd_image: already on $host"
+  exit 0
+fi
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+start=$(date +%s)
+mmdebstrap --quiet --variant=minbase --include=openssh-server,python3 bookworm "$tmp/rootfs.tar"
+docker_ import "$tmp/rootfs.tar" "$sshd_image" >/dev/null
+echo "--- test image $sshd_image: built in $(( $(date +%s) - start )) s"
