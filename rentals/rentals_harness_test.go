@@ -127,6 +127,8 @@ type rig struct {
 	fund     int64
 	// launcher, when set, replaces agents' simulated launcher.
 	launcher agent.Launcher
+	// launcherFor, when set, gives a node's agent its own launcher.
+	launcherFor map[int64]agent.Launcher
 }
 
 var (
@@ -318,6 +320,9 @@ func (r *rig) startAgentWith(nodeID int64, token string) *simNode {
 	var launcher agent.Launcher = sn.Launcher
 	if r.launcher != nil {
 		launcher = r.launcher
+	}
+	if l := r.launcherFor[nodeID]; l != nil {
+		launcher = l
 	}
 	a, err := agent.New(agent.Config{Server: r.url, Token: token, GPUs: reader, Launcher: launcher, Silent: sn.silent,
 		HeartbeatEvery: 100 * time.Millisecond, PollWait: time.Second, Version: "test",

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestContainerConfigGPUs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := &Launcher{Simulated: tt.simulated}
-			cfg, host := d.containerConfig(spec, "img:1", "w1", tt.gpus, 22007, mnt)
+			cfg, host := d.containerConfig(context.Background(), spec, "img:1", "w1", tt.gpus, 22007, mnt)
 			if !equalDevices(host.DeviceRequests, tt.devices) {
 				t.Errorf("device requests = %+v, want %+v", host.DeviceRequests, tt.devices)
 			}

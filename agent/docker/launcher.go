@@ -187,7 +187,7 @@ func (d *Launcher) Launch(ctx context.Context, spec agent.LaunchSpec) (*agent.Ac
 	}
 
 	port := agent.SSHPort(cmp.Or(d.PortBase, agent.DefaultPortBase), spec.RentalID)
-	cfg, host := d.containerConfig(spec, ref, ws, gpus, port, mnt)
+	cfg, host := d.containerConfig(ctx, spec, ref, ws, gpus, port, mnt)
 	id, err := d.create(ctx, cfg, host, name)
 	if err != nil {
 		return nil, err
@@ -208,7 +208,7 @@ func (d *Launcher) Launch(ctx context.Context, spec agent.LaunchSpec) (*agent.Ac
 // containerConfig is the container for spec: the init as entrypoint,
 // the GPUs, the published SSH port, the workspace, the limits, and no
 // privileges beyond containerCaps.
-func (d *Launcher) containerConfig(spec agent.LaunchSpec, ref, ws string, gpus []string, port int, mnt mount.Mount) (*container.Config, *container.HostConfig) {
+func (d *Launcher) containerConfig(ctx context.Context, spec agent.LaunchSpec, ref, ws string, gpus []string, port int, mnt mount.Mount) (*container.Config, *container.HostConfig) {
 	labels := map[string]string{
 		LabelRental:    strconv.FormatInt(spec.RentalID, 10),
 		LabelWorkspace: ws,
@@ -253,7 +253,14 @@ func (d *Launcher) containerConfig(spec agent.LaunchSpec, ref, ws string, gpus [
 		Resources:     container.Resources{DeviceRequests: devices},
 	}
 	if l := spec.Limits; l != nil {
-		host.NanoCPUs = int64(l.CPUs) * 1e9
+		cpus := l.CPUs
+		if n := d.hostCPUs(ctx); n > 0 && cpus > n {
+			// An offer selling more vCPUs than the host has would make the
+			// daemon refuse the container: run it on all of them, and say so.
+			d.log().Warn("offer's vCPUs exceed the host's; limiting the container to the host's", "rental", spec.RentalID, "asked", cpus, "host", n)
+			cpus = n
+		}
+		host.NanoCPUs = int64(cpus) * 1e9
 		host.Memory = l.MemoryMiB << 20
 		host.ShmSize = l.ShmMiB << 20
 	}
@@ -432,11 +439,32 @@ func (d *Launcher) workspaceDir(ws string) (string, error) {
 // it; named ones (the workspace) stay.
 func (d *Launcher) removeContainer(ctx context.Context, nameOrID string) error {
 	err := d.Client.ContainerRemove(ctx, nameOrID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
+		// Another remove of it runs (a stop task and the next launch of
+		// the rental, say): wait for that one, bounded.
+		err = d.waitRemoved(ctx, nameOrID)
+	}
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("docker launcher: removing %s: %w", nameOrID, err)
 	}
 	return nil
 }
+
+// waitRemoved waits, at most removeWait, until the container is gone.
+func (d *Launcher) waitRemoved(ctx context.Context, nameOrID string) error {
+	ctx, cancel := context.WithTimeout(ctx, removeWait)
+	defer cancel()
+	okC, errC := d.Client.ContainerWait(ctx, nameOrID, container.WaitConditionRemoved)
+	select {
+	case <-okC:
+		return nil
+	case err := <-errC:
+		return err
+	}
+}
+
+// removeWait bounds the wait for a removal another task started.
+const removeWait = 30 * time.Second
 
 // Stop implements Launcher: the container is removed, the workspace kept.
 func (d *Launcher) Stop(ctx context.Context, spec agent.StopSpec) error {
@@ -488,4 +516,17 @@ func tail(out []byte) string {
 		s = "…" + s[len(s)-tailBytes:]
 	}
 	return s
+}
+
+// hostCPUs is the number of CPUs the daemon reports (0 when it cannot be
+// read): the most a container's CPU limit may be.
+func (d *Launcher) hostCPUs(ctx context.Context) int {
+	if d.Client == nil {
+		return 0
+	}
+	info, err := d.Client.Info(ctx)
+	if err != nil {
+		return 0
+	}
+	return info.NCPU
 }
