@@ -69,9 +69,9 @@ func JSONDecoder(c echo.Context) *json.Decoder {
 	return dec
 }
 
-// jsonDecoderLimit reads a JSON body of at most limit bytes; unknown
+// JSONDecoderLimit reads a JSON body of at most limit bytes; unknown
 // fields are allowed (agents of a newer version may send more).
-func jsonDecoderLimit(c echo.Context, limit int64) *json.Decoder {
+func JSONDecoderLimit(c echo.Context, limit int64) *json.Decoder {
 	return json.NewDecoder(io.LimitReader(c.Request().Body, limit))
 }
 

@@ -243,7 +243,7 @@ func TestAKeptVolumeMountsInTheNextRentalAndOnlyOne(t *testing.T) {
 		if _, err := r.rent(o.ID, 1, func(in *rentals.RentInput) { in.VolumeID = v.ID + 1000 }); apperr.Code(err) != apperr.EINVALID {
 			t.Errorf("someone else's volume: %v, want refused", err)
 		}
-		if err := r.rentals.Volumes().Delete(r.ctx, r.org.ID, v.ID, "test"); apperr.Code(err) != apperr.ECONFLICT {
+		if err := r.rentals.Volumes().Remove(r.ctx, r.org.ID, v.ID, "test"); apperr.Code(err) != apperr.ECONFLICT {
 			t.Errorf("deleting a volume in use: %v, want a conflict", err)
 		}
 		r.checkLedger()

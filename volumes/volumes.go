@@ -123,9 +123,9 @@ func New(tx *gorm.DB, o *models.Offer, orgID, userID int64, sizeGB int, name, ke
 		PricePerGBMonthFen: price, Status: models.VolumePending, CreatedAt: now}, nil
 }
 
-// Create makes a volume ahead of a rental, in the offer's
+// Add makes a volume ahead of a rental, in the offer's
 // datacentre (on local storage: on the offer's node), billed from now.
-func (s *Service) Create(ctx context.Context, u *models.User, org *models.Org, in Input) (*models.Volume, error) {
+func (s *Service) Add(ctx context.Context, u *models.User, org *models.Org, in Input) (*models.Volume, error) {
 	if !org.Usable() {
 		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Field: "org_id", Message: "this organisation may not rent yet", Key: "err.org_not_usable"}
 	}
@@ -194,11 +194,11 @@ func (s *Service) Keep(tx *gorm.DB, r *models.Rental, now time.Time) error {
 	return rentalstore.SetVolumeDeleteAfter(tx, *r.VolumeID, new(now.Add(time.Duration(s.Days())*24*time.Hour)))
 }
 
-// Delete deletes one of the organisation's volumes, really, on its
+// Remove deletes one of the organisation's volumes, really, on its
 // node: its files are gone. A volume in use by a rental that is not
 // stopped is refused; a stopped rental whose volume is deleted can no
 // longer start.
-func (s *Service) Delete(ctx context.Context, orgID, id int64, reason string) error {
+func (s *Service) Remove(ctx context.Context, orgID, id int64, reason string) error {
 	var wake int64
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		v, err := rentalstore.VolumeForUpdate(tx, id)

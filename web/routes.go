@@ -9,6 +9,7 @@ import (
 	"suanli/handlers"
 	"suanli/handlers/account"
 	adminconsole "suanli/handlers/admin"
+	"suanli/handlers/agentapi"
 	"suanli/handlers/provider"
 	volumeapi "suanli/handlers/volumes"
 	"suanli/routenames"
@@ -27,6 +28,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 	acc := &account.Handler{Handler: h}
 	ph := &provider.Handler{Handler: h}
 	vh := &volumeapi.Handler{Handler: h}
+	agh := &agentapi.Handler{Handler: h}
 	// The admin console's handlers (package admin; the access level of its
 	// routes is also called admin, hence the import's name).
 	ah := &adminconsole.Handler{Handler: h}
@@ -187,10 +189,10 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/api/v1/nodes/:id/benchmarks", routenames.APINodesBenchmarksRequest, h.APIRequestBenchmark, admin},
 
 		// Node agents authenticate with their node credential, not a user.
-		{"POST", "/agent/v1/heartbeat", routenames.AgentHeartbeat, h.AgentHeartbeat, public},
-		{"GET", "/agent/v1/tasks", routenames.AgentTasks, h.AgentTasks, public},
-		{"POST", "/agent/v1/tasks/:id/result", routenames.AgentResult, h.AgentTaskResult, public},
-		{"POST", "/agent/v1/tasks/:id/progress", routenames.AgentProgress, h.AgentTaskProgress, public},
+		{"POST", "/agent/v1/heartbeat", routenames.AgentHeartbeat, agh.AgentHeartbeat, public},
+		{"GET", "/agent/v1/tasks", routenames.AgentTasks, agh.AgentTasks, public},
+		{"POST", "/agent/v1/tasks/:id/result", routenames.AgentResult, agh.AgentTaskResult, public},
+		{"POST", "/agent/v1/tasks/:id/progress", routenames.AgentProgress, agh.AgentTaskProgress, public},
 
 		// The latency endpoint that visitors' browsers time, as on an agent
 		// (the demo's in-process nodes report this one).

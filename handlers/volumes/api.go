@@ -76,7 +76,7 @@ func (h *Handler) APIVolumeCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := h.Rentals.Volumes().Create(c.Request().Context(), handlers.CurrentUser(c), org, volumes.Input{OrgID: org.ID, OfferID: in.OfferID, SizeGB: in.SizeGB, Name: in.Name})
+	v, err := h.Rentals.Volumes().Add(c.Request().Context(), handlers.CurrentUser(c), org, volumes.Input{OrgID: org.ID, OfferID: in.OfferID, SizeGB: in.SizeGB, Name: in.Name})
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (h *Handler) APIVolumeDelete(c echo.Context) error {
 	if v.UserID != u.ID && (m == nil || models.RoleRank(m.Role) < models.RoleRank(models.RoleAdmin)) {
 		return apperr.Errorf(apperr.EFORBIDDEN, "only the member who made this volume or an admin of the organisation may delete it")
 	}
-	if err := h.Rentals.Volumes().Delete(ctx, v.OrgID, v.ID, "deleted by its owner"); err != nil {
+	if err := h.Rentals.Volumes().Remove(ctx, v.OrgID, v.ID, "deleted by its owner"); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -1210,7 +1210,7 @@ func offerImages(vc views.Ctx, vm OfferVM) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if !im.Compatible && vm.DriverCUDA == "" {
+				if vm.DriverCUDA == "" && im.CUDAVersion != "" {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 102, "<span class=\"muted\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

@@ -1,4 +1,7 @@
-package handlers
+// Package agentapi holds the handlers of the node agents' protocol:
+// heartbeats, the task long-poll, task results and progress. Agents
+// authenticate with their node credential, not a session.
+package agentapi
 
 import (
 	"net/http"
@@ -11,8 +14,12 @@ import (
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/fleet"
+	"suanli/handlers"
 	"suanli/models"
 )
+
+// Handler serves the agent protocol.
+type Handler struct{ *handlers.Handler }
 
 // maxPollWait bounds an agent's long-poll below the server's write timeout.
 const maxPollWait = 30 * time.Second
@@ -33,7 +40,7 @@ func (h *Handler) AgentHeartbeat(c echo.Context) error {
 		return fleet.ErrBadNodeToken
 	}
 	var hb agent.Heartbeat
-	dec := jsonDecoderLimit(c, agent.MaxHeartbeatBytes)
+	dec := handlers.JSONDecoderLimit(c, agent.MaxHeartbeatBytes)
 	if err := dec.Decode(&hb); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want a JSON heartbeat"}
 	}
@@ -79,7 +86,7 @@ func (h *Handler) AgentTaskResult(c echo.Context) error {
 		return apperr.NotFound("task")
 	}
 	var res agent.Result
-	if err := jsonDecoderLimit(c, agent.MaxResultBytes).Decode(&res); err != nil {
+	if err := handlers.JSONDecoderLimit(c, agent.MaxResultBytes).Decode(&res); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want a JSON task result"}
 	}
 	if err := h.Rentals.TaskResult(c.Request().Context(), n.ID, id, res); err != nil {
@@ -100,7 +107,7 @@ func (h *Handler) AgentTaskProgress(c echo.Context) error {
 		return apperr.NotFound("task")
 	}
 	var p agent.Progress
-	if err := jsonDecoderLimit(c, 4<<10).Decode(&p); err != nil {
+	if err := handlers.JSONDecoderLimit(c, 4<<10).Decode(&p); err != nil {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want a JSON task progress"}
 	}
 	if err := h.Rentals.TaskProgress(c.Request().Context(), n.ID, id, p); err != nil {
