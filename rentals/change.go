@@ -12,7 +12,6 @@ import (
 	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
-	"suanli/models/ledger"
 	"suanli/models/rentalstore"
 	"suanli/pricing"
 )
@@ -128,16 +127,7 @@ func (s *Service) Change(ctx context.Context, u *models.User, org *models.Org, m
 		return nil, err
 	}
 	now := s.DB.Now().UTC()
-	need := pricing.HourFen(next.Rate(), now)
-	bal, err := ledger.WalletBalance(ctx, s.DB, r.OrgID)
-	if err != nil {
-		return nil, err
-	}
-	if bal < need {
-		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("the new size needs a balance of at least ¥%s (the balance is ¥%s): top up first", pricing.FenToYuanString(need), pricing.FenToYuanString(bal)),
-			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
-	}
-	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, r.ID, now); err != nil {
+	if err := s.checkHourAhead(ctx, org, u, &r, next.Rate(), now); err != nil {
 		return nil, err
 	}
 	var oldNode int64

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -44,16 +45,7 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 	}
 	o := row.Offer
 	now := s.DB.Now().UTC()
-	need := pricing.HourFen(r.Rate(), now)
-	bal, err := ledger.WalletBalance(ctx, s.DB, r.OrgID)
-	if err != nil {
-		return nil, err
-	}
-	if bal < need {
-		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("starting needs a balance of at least ¥%s (the balance is ¥%s): top up first", pricing.FenToYuanString(need), pricing.FenToYuanString(bal)),
-			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
-	}
-	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, r.ID, now); err != nil {
+	if err := s.checkHourAhead(ctx, org, u, &r, r.Rate(), now); err != nil {
 		return nil, err
 	}
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -181,4 +173,20 @@ func (s *Service) Release(ctx context.Context, id int64, deleteVolume bool) (*mo
 	}
 	out, err := s.DB.RentalByID(ctx, id)
 	return &out, err
+}
+
+// checkHourAhead refuses to (re)start a rental at rate without an hour of
+// it in the wallet, or beyond a spending limit (the rental's own spend
+// excepted).
+func (s *Service) checkHourAhead(ctx context.Context, org *models.Org, u *models.User, r *models.Rental, rate pricing.Rate, now time.Time) error {
+	need := pricing.HourFen(rate, now)
+	bal, err := ledger.WalletBalance(ctx, s.DB, r.OrgID)
+	if err != nil {
+		return err
+	}
+	if bal < need {
+		return &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("this needs a balance of at least ¥%s (the balance is ¥%s): top up first", pricing.FenToYuanString(need), pricing.FenToYuanString(bal)),
+			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
+	}
+	return s.Wallet.CheckSpend(ctx, org, u.ID, need, r.ID, now)
 }
