@@ -185,6 +185,12 @@ func (s *Service) Get(ctx context.Context, orgID, id int64) (*models.Volume, err
 	return v, nil
 }
 
+// Record returns a volume whatever its status (a deleted one too, with
+// what it was billed); the caller checks who may see it.
+func (s *Service) Record(ctx context.Context, id int64) (*models.Volume, error) {
+	return rentalstore.VolumeByID(ctx, s.DB, id)
+}
+
 // Keep starts the countdown to deleting a stopped rental's volume
 // in tx (nothing for a released rental or one without a volume).
 func (s *Service) Keep(tx *gorm.DB, r *models.Rental, now time.Time) error {

@@ -484,7 +484,7 @@ var matrix = []matrixRow{
 		return `{"offer_id":` + idParam(f.offer) + `,"size_gb":10,"org_id":` + idParam(f.orgA.ID) + `}`
 	}, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
 	{route: routenames.APIVolumesDelete, params: func(f *matrixFixture) []any { return []any{idParam(f.volume)} },
-		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 204, Platform: 404, Owner: 404},
+		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 200, Platform: 404, Owner: 404},
 		after: func(t *testing.T, f *matrixFixture) {
 			var v models.Volume
 			must(t, f.a.db.R.First(&v, f.volume).Error == nil && v.Status == models.VolumeDeleted, "the volume is %s, want deleted", v.Status)

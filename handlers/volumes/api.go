@@ -85,7 +85,7 @@ func (h *Handler) APIVolumeCreate(c echo.Context) error {
 }
 
 // APIVolumeDelete is DELETE /api/v1/volumes/{id}: its files are deleted
-// on the node. The organisation's admins, or the member who made it.
+// on the node; the answer is the volume, deleted. The organisation's admins, or the member who made it.
 func (h *Handler) APIVolumeDelete(c echo.Context) error {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
@@ -110,5 +110,9 @@ func (h *Handler) APIVolumeDelete(c echo.Context) error {
 	if err := h.Rentals.Volumes().Remove(ctx, v.OrgID, v.ID, "deleted by its owner"); err != nil {
 		return err
 	}
-	return c.NoContent(http.StatusNoContent)
+	// The volume as it is now: deleted, with what it was billed.
+	if v, err = h.Rentals.Volumes().Record(ctx, v.ID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, handlers.APIVolumeOf(v, 0))
 }
