@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"suanli/images"
 	"suanli/models"
 	"suanli/models/ledger"
-	"suanli/models/rentalstore"
 	"suanli/offers"
 	"suanli/pricing"
 	"suanli/rentals"
@@ -345,22 +343,16 @@ func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *model
 	vm.CanRelease = rentals.CanStop(&d.Rental, u, m) && !d.Rental.Released() && d.Rental.Status != models.RentalFailed &&
 		(d.Rental.Term == pricing.OnDemand || d.Rental.Status == models.RentalStopped)
 	if d.Volume != nil {
-		vm.Volume = h.volumeVM(c, d.Volume)
+		vm.Volume = h.volumeVM(d)
 	}
 	return vm, nil
 }
 
 // volumeVM maps a rental's volume to its page.
-func (h *Handler) volumeVM(c echo.Context, v *models.Volume) *rentalpages.Volume {
-	out := &rentalpages.Volume{ID: v.ID, SizeGB: v.SizeGB, Shared: v.Shared(), Deleted: v.Status == models.VolumeDeleted,
-		FenPerDay: volumes.FenPerDay(v), DeleteAfter: v.DeleteAfter, KeepDays: h.Rentals.Volumes().Days()}
-	if v.NodeID != nil {
-		out.NodeName = fmt.Sprintf("#%d", *v.NodeID)
-		if n, err := rentalstore.NodeByID(c.Request().Context(), h.DB, *v.NodeID); err == nil {
-			out.NodeName = n.Name
-		}
-	}
-	return out
+func (h *Handler) volumeVM(d *rentals.RentalDetail) *rentalpages.Volume {
+	v := d.Volume
+	return &rentalpages.Volume{ID: v.ID, SizeGB: v.SizeGB, Shared: v.Shared(), Deleted: v.Status == models.VolumeDeleted,
+		FenPerDay: volumes.FenPerDay(v), DeleteAfter: v.DeleteAfter, KeepDays: h.Rentals.Volumes().Days(), NodeName: d.VolumeNode}
 }
 
 // RentalStart is POST /rentals/{id}/start, for the renter and the
@@ -662,21 +654,11 @@ func (h *Handler) rentStorageVM(c echo.Context, vm *rentalpages.RentVM, row *mod
 	if vm.Selected < 0 {
 		return nil
 	}
-	vs, err := h.Rentals.Volumes().List(ctx, vm.Orgs[vm.Selected].ID)
-	if err != nil {
-		return err
-	}
-	attached, err := h.Rentals.Volumes().Attachments(ctx, vs)
+	vs, err := h.Rentals.Volumes().Usable(ctx, vm.Orgs[vm.Selected].ID, &row.Offer)
 	if err != nil {
 		return err
 	}
 	for _, v := range vs {
-		if v.DatacenterID != row.DatacenterID || v.Status != models.VolumeActive || attached[v.ID] != 0 {
-			continue
-		}
-		if !v.Shared() && v.NodeID != nil && *v.NodeID != row.NodeID {
-			continue
-		}
 		vm.Volumes = append(vm.Volumes, rentalpages.RentVolume{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB})
 	}
 	return nil

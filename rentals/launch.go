@@ -75,7 +75,7 @@ func (s *Service) volumeRunsOn(tx *gorm.DB, r *models.Rental, nodeID int64, sec 
 	if err != nil {
 		return err
 	}
-	nv, err := volumes.New(tx, &o, r.OrgID, r.UserID, v.SizeGB, "", newWorkspaceID(), sec)
+	nv, err := volumes.New(tx, &o, r.OrgID, r.UserID, v.SizeGB, "", volumes.NewKey(), sec)
 	if err != nil {
 		return err
 	}

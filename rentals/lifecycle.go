@@ -162,7 +162,7 @@ func (s *Service) Release(ctx context.Context, id int64, deleteVolume bool) (*mo
 		if err := models.AddRentalEvent(tx, id, now, "released", fmt.Sprintf("volume #%d deleted", v.ID), nil, locales.M("event.released_deleted", v.ID)); err != nil {
 			return err
 		}
-		wake, err = s.vols().DeleteTx(tx, v, id, "deleted with its rental's release", now)
+		wake, err = s.Volumes().DeleteTx(tx, v, id, "deleted with its rental's release", now)
 		return err
 	})
 	if err != nil {

@@ -214,10 +214,10 @@ func (s *Service) Meter(ctx context.Context) (MeterResult, error) {
 	if res.Terms, res.EarnedFen, err = s.EarnTerms(ctx); err != nil {
 		return res, err
 	}
-	if res.Volumes, res.VolumeFen, err = s.vols().Meter(ctx); err != nil {
+	if res.Volumes, res.VolumeFen, err = s.Volumes().Meter(ctx); err != nil {
 		return res, err
 	}
-	res.VolumesDeleted, err = s.vols().Expire(ctx)
+	res.VolumesDeleted, err = s.Volumes().Expire(ctx)
 	return res, err
 }
 

@@ -363,7 +363,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 			rentalstore.RentalMove{StoppedAt: &now, StopReason: new("no healthy node to move to")}); err != nil {
 			return err
 		}
-		if err := s.vols().Keep(tx, &cur, now); err != nil {
+		if err := s.Volumes().Keep(tx, &cur, now); err != nil {
 			return err
 		}
 		return models.AddRentalEvent(tx, r.ID, now, "stopped", "no healthy node to move to", nil, locales.M("rental.stop_reason.no_node"))

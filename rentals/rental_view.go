@@ -2,6 +2,7 @@ package rentals
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"suanli/agent"
@@ -20,8 +21,10 @@ type RentalDetail struct {
 	Access *agent.Access
 	Checks *Checks
 	Events []models.RentalEvent
-	// Volume is the rental's volume (nil for rentals from before volumes).
-	Volume *models.Volume
+	// Volume is the rental's volume (nil for rentals from before volumes);
+	// VolumeNode names the node that holds it ("" if none).
+	Volume     *models.Volume
+	VolumeNode string
 	// Progress is what the node said of the launch under way (an image
 	// pull), nil when nothing was said.
 	Progress *agent.Progress
@@ -79,6 +82,14 @@ func (s *Service) Detail(ctx context.Context, id int64) (*RentalDetail, error) {
 	}
 	if d.Volume, err = s.RentalVolume(ctx, &r); err != nil {
 		return nil, err
+	}
+	if v := d.Volume; v != nil && v.NodeID != nil {
+		d.VolumeNode = fmt.Sprintf("#%d", *v.NodeID)
+		if d.Node != nil && d.Node.ID == *v.NodeID {
+			d.VolumeNode = d.Node.Name
+		} else if n, err := rentalstore.NodeByID(ctx, s.DB, *v.NodeID); err == nil {
+			d.VolumeNode = n.Name
+		}
 	}
 	if r.Status == models.RentalProvisioning || r.Status == models.RentalMigrating {
 		if d.Progress, err = s.LaunchProgress(ctx, r.ID); err != nil {

@@ -3,9 +3,7 @@ package rentals
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -113,12 +111,6 @@ func checkSSHKey(k string) (string, error) {
 	return k, nil
 }
 
-func newWorkspaceID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "ws-" + hex.EncodeToString(b)
-}
-
 // StudentPrices reports whether renting from the organisation pays
 // student prices: it is an approved lab and the renter a confirmed member.
 func StudentPrices(org *models.Org, m *models.Membership) bool {
@@ -189,7 +181,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 	}
 	now := s.DB.Now().UTC()
 	r := &models.Rental{OrgID: org.ID, UserID: u.ID, OfferID: o.ID, ProviderID: o.ProviderID, GPUs: in.GPUs, SLA: tier.Name, Term: term,
-		Status: models.RentalPending, SSHPublicKey: key, WorkspaceID: newWorkspaceID(),
+		Status: models.RentalPending, SSHPublicKey: key, WorkspaceID: volumes.NewKey(),
 		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, StudentPct: student, SLASurchargePct: tier.SurchargePct,
 		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now,
 		MinBilledS: max(o.MinDurationS, pricing.MinimumSeconds)}
@@ -427,7 +419,7 @@ func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time)
 		if err := s.dropPendingVolume(tx, &r, now); err != nil {
 			return err
 		}
-	} else if err := s.vols().Keep(tx, &r, now); err != nil {
+	} else if err := s.Volumes().Keep(tx, &r, now); err != nil {
 		return err
 	}
 	return models.AddRentalEvent(tx, r.ID, now, "stopped", "", nil)

@@ -80,10 +80,8 @@ func (s *Service) RentalVolume(ctx context.Context, r *models.Rental) (*models.V
 	return rentalstore.VolumeByID(ctx, s.DB, *r.VolumeID)
 }
 
-// vols is the volume service on the rental service's database.
-func (s *Service) vols() *volumes.Service {
+// Volumes is the volume service on the rental service's database
+// (listing, making, billing and deleting volumes).
+func (s *Service) Volumes() *volumes.Service {
 	return &volumes.Service{DB: s.DB, Hub: s.Hub, KeepDays: s.VolumeKeepDays, BaseURL: s.BaseURL}
 }
-
-// Volumes is the volume service (listing, making and deleting volumes).
-func (s *Service) Volumes() *volumes.Service { return s.vols() }

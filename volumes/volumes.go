@@ -172,17 +172,30 @@ func (s *Service) List(ctx context.Context, orgID int64) ([]models.Volume, error
 	return rentalstore.OrgVolumes(ctx, s.DB, orgID)
 }
 
-// Get returns one of the organisation's volumes; another
-// organisation's is ENOTFOUND.
-func (s *Service) Get(ctx context.Context, orgID, id int64) (*models.Volume, error) {
-	v, err := rentalstore.VolumeByID(ctx, s.DB, id)
+// Usable lists the organisation's volumes a new rental of the offer may
+// mount: active, attached to no rental, in the offer's datacentre and,
+// on local storage, on the offer's node (the rules rentals applies when
+// it attaches one).
+func (s *Service) Usable(ctx context.Context, orgID int64, o *models.Offer) ([]models.Volume, error) {
+	vs, err := s.List(ctx, orgID)
 	if err != nil {
 		return nil, err
 	}
-	if v.OrgID != orgID || v.Status == models.VolumeDeleted {
-		return nil, apperr.NotFound("volume")
+	attached, err := s.Attachments(ctx, vs)
+	if err != nil {
+		return nil, err
 	}
-	return v, nil
+	var out []models.Volume
+	for _, v := range vs {
+		if v.DatacenterID != o.DatacenterID || v.Status != models.VolumeActive || attached[v.ID] != 0 {
+			continue
+		}
+		if !v.Shared() && v.NodeID != nil && *v.NodeID != o.NodeID {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // Record returns a volume whatever its status (a deleted one too, with
