@@ -253,12 +253,9 @@ func (h *Handler) APIRentalShow(c echo.Context) error {
 
 // stopRental stops a rental the caller may stop.
 func (h *Handler) stopRental(c echo.Context) (*rentals.RentalDetail, error) {
-	d, m, err := h.rentalFor(c)
+	d, _, err := h.ownRental(c, "stop")
 	if err != nil {
 		return nil, err
-	}
-	if !rentals.CanStop(&d.Rental, CurrentUser(c), m) {
-		return nil, apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may stop this rental")
 	}
 	if _, err := h.Rentals.Stop(c.Request().Context(), d.Rental.ID, rentals.StopByUser); err != nil {
 		return nil, err
