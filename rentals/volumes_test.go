@@ -111,7 +111,7 @@ func TestAVolumeOutlivesStopIsBilledAsStorageAndGoesWithRelease(t *testing.T) {
 		day := r.clock.Advance(24 * time.Hour)
 		r.meter()
 		v = r.volume(*rt.VolumeID)
-		wantFen := (20*v.PricePerGBMonthFen*int64(day.Truncate(time.Second).Sub(run.BilledUntil.UTC()).Seconds())) / models.StorageSecondsPerMonth
+		wantFen := (20 * v.PricePerGBMonthFen * int64(day.Truncate(time.Second).Sub(run.BilledUntil.UTC()).Seconds())) / models.StorageSecondsPerMonth
 		if v.BilledFen != wantFen || r.volumeCharges(v) != wantFen || wantFen == 0 {
 			t.Errorf("storage billed %d (ledger %d), want %d", v.BilledFen, r.volumeCharges(v), wantFen)
 		}
