@@ -340,8 +340,7 @@ func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *model
 	u := CurrentUser(c)
 	vm.CanStop = rentals.Stoppable(&d.Rental, u, m)
 	vm.CanStart = rentals.CanStop(&d.Rental, u, m) && d.Startable()
-	vm.CanRelease = rentals.CanStop(&d.Rental, u, m) && !d.Rental.Released() && d.Rental.Status != models.RentalFailed &&
-		(d.Rental.Term == pricing.OnDemand || d.Rental.Status == models.RentalStopped)
+	vm.CanRelease = rentals.Releasable(&d.Rental, u, m, d.At)
 	if d.Volume != nil {
 		vm.Volume = h.volumeVM(d)
 	}

@@ -115,6 +115,19 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 	return &out, err
 }
 
+// termHolds reports whether a week or month term still keeps its GPUs
+// at now: such a rental is stopped, not released, before its end.
+func termHolds(r *models.Rental, now time.Time) bool {
+	return r.Term != pricing.OnDemand && r.EndsAt != nil && r.EndsAt.After(now) && r.Status.Live()
+}
+
+// Releasable reports whether the user may release the rental now: its
+// renter or an organisation admin (CanStop), not released or failed,
+// and not a term that still keeps its GPUs.
+func Releasable(r *models.Rental, u *models.User, m *models.Membership, now time.Time) bool {
+	return CanStop(r, u, m) && !r.Released() && r.Status != models.RentalFailed && !termHolds(r, now)
+}
+
 // Release ends a rental for good: a running one is stopped (billing
 // ends now, as with Stop), it can never start again, and with
 // deleteVolume its volume is deleted on the node too; otherwise the
@@ -128,7 +141,7 @@ func (s *Service) Release(ctx context.Context, id int64, deleteVolume bool) (*mo
 	if r.Released() {
 		return &r, nil // releasing twice is fine
 	}
-	if r.Term != pricing.OnDemand && r.EndsAt != nil && r.EndsAt.After(s.DB.Now()) && r.Status.Live() {
+	if termHolds(&r, s.DB.Now()) {
 		return nil, &apperr.Error{Code: apperr.ECONFLICT, Message: "a week or month term keeps its GPUs to the term's end; stop it instead", Key: "err.release_term"}
 	}
 	if r.Status.CanStop() {
