@@ -51,6 +51,8 @@ func runAgent(ctx context.Context, args []string) error {
 	image := fs.String("image", "", "with --launcher=docker: the image for a task that names none (any image with OpenSSH's sshd)")
 	dockerHost := fs.String("docker-host", "", "with --launcher=docker: the Docker daemon's URL, e.g. unix:///var/run/docker.sock (default: DOCKER_HOST, else the default socket)")
 	volumeRoot := fs.String("volume-root", "", "with --launcher=docker: a directory every node of the datacentre mounts (NFS, CephFS, JuiceFS): workspaces are directories in it and follow a rental to any node (default: docker volumes on this node's disk)")
+	portBase := fs.Int("port-base", agent.DefaultPortBase, "with --launcher=docker: rental N's SSH port is this plus N modulo 10000 (two agents on one host need bases 10000 apart)")
+	namespace := fs.String("docker-namespace", "", "with --launcher=docker: a name part for this agent's containers (suanli-NS-rID), for agents of different marketplaces sharing one Docker daemon")
 	host := fs.String("public-host", "", "the host or IP renters reach the workloads at (docker and simulated launchers)")
 	pingAddr := fs.String("ping-addr", os.Getenv("SUANLI_PING_ADDR"), "listen address of the unauthenticated latency endpoint GET /ping that visitors' browsers time, e.g. :7070 (env SUANLI_PING_ADDR; empty: none, and the agent opens no port)")
 	pingURL := fs.String("ping-url", os.Getenv("SUANLI_PING_URL"), "the public URL of that endpoint, reported to the server (env SUANLI_PING_URL; default http://PUBLIC-HOST:PORT/ping; behind an https marketplace give an https URL, browsers refuse http from https pages)")
@@ -91,6 +93,7 @@ func runAgent(ctx context.Context, args []string) error {
 	l, closeLauncher, err := newLauncher(ctx, launcherOptions{
 		kind:   cmpOr(*launcher, map[bool]string{true: "simulated", false: "docker"}[*simulate != ""]),
 		script: *script, image: *image, host: *host, dockerHost: *dockerHost, volumeRoot: *volumeRoot,
+		portBase: *portBase, namespace: *namespace,
 		simulated:  *simulate != "",
 		driverCUDA: func() string { return reader.Read().CUDADriverVersion },
 	})
@@ -181,7 +184,8 @@ func simulated(what string, n int, uuids []string) (*gpu.Sim, error) {
 
 // launcherOptions are the flags that choose and set up a launcher.
 type launcherOptions struct {
-	kind, script, image, host, dockerHost, volumeRoot string
+	kind, script, image, host, dockerHost, volumeRoot, namespace string
+	portBase                                                     int
 	// simulated: the GPUs are simulated, so a docker launcher runs its
 	// containers without any.
 	simulated  bool
@@ -196,8 +200,8 @@ func newLauncher(ctx context.Context, o launcherOptions) (agent.Launcher, func()
 		h, _ := os.Hostname()
 		host = h
 	}
-	if o.kind != "docker" && (o.volumeRoot != "" || o.dockerHost != "") {
-		return nil, noop, errors.New("agent: --volume-root and --docker-host are for --launcher docker")
+	if o.kind != "docker" && (o.volumeRoot != "" || o.dockerHost != "" || o.namespace != "") {
+		return nil, noop, errors.New("agent: --volume-root, --docker-host and --docker-namespace are for --launcher docker")
 	}
 	switch o.kind {
 	case "docker":
@@ -217,8 +221,11 @@ func newLauncher(ctx context.Context, o launcherOptions) (agent.Launcher, func()
 				slog.Error("--volume-root is not a directory; launches fail until the shared storage is mounted", "volume_root", o.volumeRoot, "err", err)
 			}
 		}
-		return &docker.Launcher{Client: cli, Image: o.image, Host: host, VolumeRoot: o.volumeRoot,
-			Simulated: o.simulated, DriverCUDA: o.driverCUDA}, func() { _ = cli.Close() }, nil
+		if o.namespace != "" && !docker.ValidName(o.namespace) {
+			return nil, noop, fmt.Errorf("agent: --docker-namespace %q: letters, digits, '_', '.' and '-' only", o.namespace)
+		}
+		return &docker.Launcher{Client: cli, Image: o.image, Host: host, VolumeRoot: o.volumeRoot, PortBase: o.portBase,
+			Namespace: o.namespace, Simulated: o.simulated, DriverCUDA: o.driverCUDA}, func() { _ = cli.Close() }, nil
 	case "script":
 		if o.script == "" {
 			return nil, noop, errors.New("agent: --launcher=script needs --script PATH")

@@ -84,6 +84,11 @@ type Launcher struct {
 	// (NVML, e.g. "12.4"; "" unknown): an image built for a newer CUDA is
 	// refused. Nil skips the check.
 	DriverCUDA func() string
+	// Namespace, when set, goes into container names
+	// (suanli-<namespace>-r<id>): rental ids are unique within one
+	// marketplace only, so agents of two marketplaces (or two test runs)
+	// sharing one daemon need different namespaces.
+	Namespace string
 	// ReadyTimeout bounds the wait for sshd (DefaultReadyTimeout if zero).
 	ReadyTimeout time.Duration
 	Logger       *slog.Logger
@@ -115,9 +120,17 @@ func (*Launcher) Name() string { return "docker" }
 // SharedVolumeRoot implements SharedStorage.
 func (d *Launcher) SharedVolumeRoot() string { return d.VolumeRoot }
 
-// ContainerName is the container that runs a rental.
+// ContainerName is the container that runs a rental (with no Namespace).
 func ContainerName(rentalID int64) string {
 	return "suanli-r" + strconv.FormatInt(rentalID, 10)
+}
+
+// ContainerName is the container that runs a rental on this launcher.
+func (d *Launcher) ContainerName(rentalID int64) string {
+	if d.Namespace == "" {
+		return ContainerName(rentalID)
+	}
+	return "suanli-" + d.Namespace + "-r" + strconv.FormatInt(rentalID, 10)
 }
 
 // VolumeName is the docker volume that holds a workspace (without a
@@ -129,6 +142,10 @@ func VolumeName(workspaceID string, rentalID int64) string {
 // dockerName is what docker accepts in container and volume names; it is
 // also a safe single path element (no slash, no leading dot).
 var dockerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// ValidName reports whether s may be part of a container name (and a
+// Namespace).
+func ValidName(s string) bool { return dockerName.MatchString(s) }
 
 func (d *Launcher) log() *slog.Logger {
 	return cmp.Or(d.Logger, slog.Default()).With("component", "docker")
@@ -173,7 +190,7 @@ func (d *Launcher) Launch(ctx context.Context, spec agent.LaunchSpec) (*agent.Ac
 		}
 	}
 
-	name := ContainerName(spec.RentalID)
+	name := d.ContainerName(spec.RentalID)
 	// A container left from an earlier launch of this rental (one that
 	// failed half way, or one from before the node restarted) holds the
 	// name and the port. The workspace is in the volume: removing the
@@ -231,7 +248,7 @@ func (d *Launcher) containerConfig(ctx context.Context, spec agent.LaunchSpec, r
 	sshPort := nat.Port("22/tcp")
 	cfg := &container.Config{
 		Image:    ref,
-		Hostname: ContainerName(spec.RentalID),
+		Hostname: d.ContainerName(spec.RentalID),
 		// The init installs root's key and starts sshd, which needs root;
 		// an image made to run as another user (USER jovyan) is run as
 		// root all the same.
@@ -471,7 +488,7 @@ func (d *Launcher) Stop(ctx context.Context, spec agent.StopSpec) error {
 	if d.Client == nil {
 		return errors.New("docker launcher: no Docker client")
 	}
-	return d.removeContainer(ctx, ContainerName(spec.RentalID))
+	return d.removeContainer(ctx, d.ContainerName(spec.RentalID))
 }
 
 // DeleteVolume implements Launcher: the rental's container, if any,
@@ -485,7 +502,7 @@ func (d *Launcher) DeleteVolume(ctx context.Context, spec agent.VolumeSpec) erro
 		return fmt.Errorf("docker launcher: workspace id %q is not a valid volume name", spec.WorkspaceID)
 	}
 	if spec.RentalID != 0 {
-		if err := d.removeContainer(ctx, ContainerName(spec.RentalID)); err != nil {
+		if err := d.removeContainer(ctx, d.ContainerName(spec.RentalID)); err != nil {
 			return err
 		}
 	}
