@@ -38,6 +38,13 @@ type APIRental struct {
 	Access             *APIAccess     `json:"access"`
 	Image              string         `json:"image"`
 	Volume             *APIVolume     `json:"volume"`
+	// NoGPU: it runs (or last ran) in no-GPU mode, billed
+	// NoGPUPricePerHourFen an hour instead of its GPU price.
+	NoGPU                bool  `json:"no_gpu"`
+	NoGPUPricePerHourFen int64 `json:"no_gpu_price_per_hour_fen"`
+	// FilesLeft is the local volume it left on another node when it moved
+	// without its files (nil when none).
+	FilesLeft *APIFilesLeft `json:"files_left"`
 	// Startable: a stopped rental that POST …/start would start again.
 	Startable  bool       `json:"startable"`
 	ReleasedAt *time.Time `json:"released_at"`
@@ -109,6 +116,14 @@ func APIVolumeOf(v *models.Volume, rentalID int64) *APIVolume {
 	return out
 }
 
+// APIFilesLeft is where a rental's earlier files are (local storage):
+// POST …/start with volume_id starts it there once NodeBack.
+type APIFilesLeft struct {
+	VolumeID int64  `json:"volume_id"`
+	NodeID   *int64 `json:"node_id"`
+	NodeBack bool   `json:"node_back"`
+}
+
 // APIRentalNode is the node a rental runs on.
 type APIRentalNode struct {
 	ID        int64  `json:"id"`
@@ -135,7 +150,7 @@ type APIEvent struct {
 
 func apiRental(d *rentals.RentalDetail) APIRental {
 	r := d.Rental
-	out := APIRental{ID: r.ID, Status: d.PublicStatus(), Image: r.Image, Startable: d.Startable(), ReleasedAt: r.ReleasedAt, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
+	out := APIRental{ID: r.ID, Status: d.PublicStatus(), Image: r.Image, Startable: d.Startable(), NoGPU: r.NoGPU, NoGPUPricePerHourFen: r.NoGPUPricePerHourFen, ReleasedAt: r.ReleasedAt, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
 		GPUUUIDs: []string{}, SLA: r.SLA, Term: string(r.Term), AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
 		StudentDiscountPct: r.StudentPct, OffpeakDiscountPct: r.OffpeakPct, SLASurchargePct: r.SLASurchargePct, TermPriceFen: r.TermPriceFen,
 		CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,
@@ -146,6 +161,9 @@ func apiRental(d *rentals.RentalDetail) APIRental {
 	}
 	if a := d.Access; a != nil && r.Status == models.RentalRunning {
 		out.Access = &APIAccess{Access: *a, SSH: APISSH{Host: a.Host, Port: a.Port, User: a.User, Command: a.Command}}
+	}
+	if lv := d.LeftVolume; lv != nil {
+		out.FilesLeft = &APIFilesLeft{VolumeID: lv.ID, NodeID: lv.NodeID, NodeBack: d.LeftNodeUp}
 	}
 	if d.Volume != nil {
 		out.Volume = APIVolumeOf(d.Volume, r.ID)

@@ -344,6 +344,16 @@ func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *model
 	if d.Volume != nil {
 		vm.Volume = h.volumeVM(d)
 	}
+	vm.NoGPU, vm.NoGPURateFen, vm.NoGPUFenPerHour = d.Rental.NoGPU, d.Rental.NoGPUPricePerHourFen, d.Offer.Offer.NoGPUPricePerHourFen
+	if lv := d.LeftVolume; lv != nil {
+		fl := &rentalpages.FilesLeft{VolumeID: lv.ID, Node: d.LeftNode, NodeUp: d.LeftNodeUp,
+			CanStartThere: rentals.CanStop(&d.Rental, u, m) && d.StartableOnLeft(),
+			StopFirst:     d.LeftNodeUp && rentals.Stoppable(&d.Rental, u, m)}
+		if d.Volume != nil {
+			fl.CurrentVolumeID = d.Volume.ID
+		}
+		vm.FilesLeft = fl
+	}
 	return vm, nil
 }
 
@@ -357,7 +367,15 @@ func (h *Handler) volumeVM(d *rentals.RentalDetail) *rentalpages.Volume {
 // RentalStart is POST /rentals/{id}/start, for the renter and the
 // organisation's admins.
 func (h *Handler) RentalStart(c echo.Context) error {
-	d, err := h.startRental(c, startBody{})
+	in := startBody{NoGPU: c.FormValue("no_gpu") == "1"}
+	if v := c.FormValue("volume_id"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			return h.rentalActionRefused(c, apperr.Field("volume_id", "err.volume_unknown"))
+		}
+		in.VolumeID = id
+	}
+	d, err := h.startRental(c, in)
 	if err != nil {
 		return h.rentalActionRefused(c, err)
 	}

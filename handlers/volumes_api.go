@@ -41,7 +41,8 @@ func (h *Handler) ownRental(c echo.Context, verb string) (*rentals.RentalDetail,
 
 // startBody is POST /api/v1/rentals/{id}/start's optional body.
 type startBody struct {
-	NoGPU bool `json:"no_gpu"`
+	NoGPU    bool  `json:"no_gpu"`
+	VolumeID int64 `json:"volume_id"`
 }
 
 // startRental starts a stopped rental again for a caller who may.
@@ -50,10 +51,10 @@ func (h *Handler) startRental(c echo.Context, in startBody) (*rentals.RentalDeta
 	if err != nil {
 		return nil, err
 	}
-	if in.NoGPU {
-		return nil, &apperr.Error{Code: apperr.EINVALID, Field: "no_gpu", Message: "no-GPU mode is not available yet", Key: "err.no_gpu_unavailable"}
+	if in.VolumeID < 0 {
+		return nil, apperr.Field("volume_id", "err.volume_unknown")
 	}
-	if _, err := h.Rentals.Start(c.Request().Context(), CurrentUser(c), org, d.Rental.ID); err != nil {
+	if _, err := h.Rentals.Start(c.Request().Context(), CurrentUser(c), org, d.Rental.ID, rentals.StartInput{NoGPU: in.NoGPU, VolumeID: in.VolumeID}); err != nil {
 		return nil, err
 	}
 	return h.Rentals.Detail(c.Request().Context(), d.Rental.ID)
@@ -62,7 +63,7 @@ func (h *Handler) startRental(c echo.Context, in startBody) (*rentals.RentalDeta
 // APIRentalStart is POST /api/v1/rentals/{id}/start.
 func (h *Handler) APIRentalStart(c echo.Context) error {
 	var in startBody
-	if err := decodeOptional(c, &in, `{"no_gpu":false}`); err != nil {
+	if err := decodeOptional(c, &in, `{"no_gpu":false,"volume_id":12}`); err != nil {
 		return err
 	}
 	d, err := h.startRental(c, in)

@@ -66,7 +66,7 @@ func (s RentalStatus) CanStop() bool { return s != RentalStopping && s.CanMoveTo
 // CanChange reports whether the rental can be switched or resized: an
 // on-demand one that is running, or stopped after having run.
 func (r *Rental) CanChange() bool {
-	if r.Term != pricing.OnDemand {
+	if r.Term != pricing.OnDemand || (r.NoGPU && r.Status == RentalRunning) {
 		return false
 	}
 	return r.Status == RentalRunning || (r.Status == RentalStopped && r.RunningSince != nil)
@@ -134,6 +134,11 @@ type Rental struct {
 	// ReleasedAt is set when the rental was released: stopped for good,
 	// it never starts again.
 	ReleasedAt *time.Time
+	// NoGPU is set while the rental runs (or last ran) in no-GPU mode: its
+	// container without GPUs, billed NoGPUPricePerHourFen an hour (the
+	// offer's price at that start) instead of its GPU price.
+	NoGPU                bool  `gorm:"column:no_gpu"`
+	NoGPUPricePerHourFen int64 `gorm:"column:no_gpu_price_per_hour_fen"`
 }
 
 // Released reports whether the rental was released (see ReleasedAt).

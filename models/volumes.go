@@ -45,8 +45,11 @@ type Volume struct {
 	DeleteAfter  *time.Time
 	RemindedDays int
 	DeleteReason string
-	CreatedAt    time.Time
-	DeletedAt    *time.Time
+	// LeftByRentalID is the rental that moved to another node without
+	// this local volume's files; cleared when it mounts the volume again.
+	LeftByRentalID *int64
+	CreatedAt      time.Time
+	DeletedAt      *time.Time
 }
 
 // Shared reports whether the volume follows its rental to any node of

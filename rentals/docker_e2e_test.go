@@ -173,7 +173,7 @@ func TestARentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage(t *testin
 	}
 
 	// Start again: the same files.
-	if _, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID); err != nil {
+	if _, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID, rentals.StartInput{}); err != nil {
 		t.Fatal(err)
 	}
 	again := r.waitStatus(rt.ID, models.RentalRunning)

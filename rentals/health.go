@@ -190,14 +190,22 @@ func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 // whose GPUs fail within FreeIfFailsWithin of starting is free: every
 // charge is refunded and nothing more is billed. reasons are in English,
 // msg the same as a message.
+//
+// A rental in no-GPU mode is not moved: it holds no GPUs and has no SLA,
+// and its files may be on that node's disk. It stops (billing ends at
+// this second) and can start again when the node is back.
 func (s *Service) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, kind, reasons string, msg locales.Msg, now time.Time) (bool, error) {
-	moved := false
+	moved, noGPU := false, false
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		r, err := models.RentalForUpdate(tx, rentalID)
 		if err != nil {
 			return err
 		}
 		if r.Status != models.RentalRunning {
+			return nil
+		}
+		if r.NoGPU {
+			noGPU = true
 			return nil
 		}
 		if err := s.meterOne(tx, &r, now, false); err != nil {
@@ -243,6 +251,10 @@ func (s *Service) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 		moved = true
 		return s.enqueueProvision(ctx, tx, r.ID)
 	})
+	if noGPU && err == nil {
+		_, err = s.Stop(ctx, rentalID, fmt.Sprintf("%s on node %d: a container without GPUs is not moved; start it again when the node is back", kind, nodeID))
+		return false, err
+	}
 	if moved {
 		s.Hub.Signal(fleet.NodeKey(nodeID))
 		slog.Warn("rental migrating", "rental", rentalID, "node", nodeID, "gpu", gpuID, "reasons", reasons)

@@ -17,9 +17,11 @@ import (
 // its volume at /workspace, the renter's key, exactly its GPUs, and the
 // offer's CPU and memory per GPU as limits (shm half the memory, as
 // PyTorch's data loaders need more than docker's 64 MB default).
+// In no-GPU mode the task names no GPUs and says so (NoGPU), with the
+// same limits.
 func launchTask(r *models.Rental, v *models.Volume, o *models.Offer, uuids []string) agent.Task {
 	t := agent.Task{Kind: agent.TaskLaunch, RentalID: r.ID, GPUUUIDs: uuids, WorkspaceID: r.WorkspaceKey(v),
-		SSHPublicKey: r.SSHPublicKey, Image: r.Image}
+		SSHPublicKey: r.SSHPublicKey, Image: r.Image, NoGPU: r.NoGPU}
 	if v != nil {
 		t.VolumeGB = v.SizeGB
 	}
@@ -86,6 +88,9 @@ func (s *Service) volumeRunsOn(tx *gorm.DB, r *models.Rental, nodeID int64, sec 
 		return err
 	}
 	if err := rentalstore.SetRentalVolume(tx, r.ID, nv.ID); err != nil {
+		return err
+	}
+	if err := rentalstore.SetVolumeLeftBy(tx, v.ID, &r.ID); err != nil {
 		return err
 	}
 	r.VolumeID = &nv.ID

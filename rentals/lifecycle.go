@@ -21,13 +21,29 @@ import (
 // StopReleased is the stop reason of a rental released while it ran.
 const StopReleased = "released by the renter"
 
+// StartInput is how a stopped rental starts again.
+type StartInput struct {
+	// NoGPU starts the container without GPUs (no-GPU mode, 无卡模式) at
+	// the offer's no-GPU hourly price, for setup and data work: on the
+	// node holding the files (local storage) or any healthy node of the
+	// datacentre, its last node first (shared storage).
+	NoGPU bool
+	// VolumeID, when set, mounts that volume instead of the rental's
+	// current one: the organisation's, active, in the rental's
+	// datacentre and mounted by no other rental. This is how a rental
+	// that moved without its files (local storage) starts on their node
+	// again once the node is back.
+	VolumeID int64
+}
+
 // Start starts a stopped on-demand rental again with its volume: on the
 // node that holds the volume's files (local storage), or on any node of
 // the datacentre with free GPUs of the offer's model, its last node first
 // (shared storage). The new GPUs pass the same NVML checks before the
 // container starts; billing resumes from the second it runs. Without
-// free GPUs where its files are, nothing changes and the error says so.
-func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id int64) (*models.Rental, error) {
+// free GPUs where its files are, nothing changes and the error says so
+// (and offers no-GPU mode).
+func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id int64, in StartInput) (*models.Rental, error) {
 	r, err := s.DB.RentalByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -35,6 +51,14 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 	v, err := s.RentalVolume(ctx, &r)
 	if err != nil {
 		return nil, err
+	}
+	if in.VolumeID != 0 {
+		if v, err = s.Volumes().Live(ctx, in.VolumeID); err != nil || v.OrgID != r.OrgID {
+			if err != nil && apperr.Code(err) != apperr.ENOTFOUND {
+				return nil, err
+			}
+			return nil, apperr.Field("volume_id", "err.volume_unknown")
+		}
 	}
 	if !r.Startable(v) {
 		return nil, &apperr.Error{Code: apperr.ECONFLICT, Message: "only a stopped, unreleased on-demand rental whose volume still exists can start again", Key: "err.start_status"}
@@ -45,13 +69,23 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 	}
 	o := row.Offer
 	now := s.DB.Now().UTC()
-	if err := s.checkHourAhead(ctx, org, u, &r, r.Rate(), now); err != nil {
+	next := r
+	next.NoGPU, next.NoGPUPricePerHourFen = in.NoGPU, 0
+	if in.NoGPU {
+		next.NoGPUPricePerHourFen = o.NoGPUPricePerHourFen
+	}
+	if err := s.checkHourAhead(ctx, org, u, &r, next.Rate(), now); err != nil {
 		return nil, err
 	}
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		cur, err := models.RentalForUpdate(tx, id)
 		if err != nil {
 			return err
+		}
+		if in.VolumeID != 0 && (cur.VolumeID == nil || *cur.VolumeID != in.VolumeID) {
+			if err := s.swapVolume(tx, &cur, &o, in.VolumeID, now); err != nil {
+				return err
+			}
 		}
 		cv, err := rentalVolume(tx, &cur)
 		if err != nil {
@@ -74,35 +108,27 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 			}
 			nodes = append(nodes, more...)
 		}
-		next := cur
-		next.Attempts = cur.Attempts + 1
-		reserved := false
-		for _, n := range nodes {
-			noFree := func(err error) bool { return errors.Is(err, ErrNoFreeGPUs) }
-			err := models.Attempt(tx, fmt.Sprintf("start%d", n), func() error { return reserveGPUs(tx, &next, n, o.GPUModel, now) }, noFree)
-			if noFree(err) {
-				continue
-			}
-			if err != nil {
+		nx := cur
+		nx.Attempts = cur.Attempts + 1
+		nx.NoGPU, nx.NoGPUPricePerHourFen = next.NoGPU, next.NoGPUPricePerHourFen
+		if in.NoGPU {
+			if err := startNoGPU(tx, &nx, cv, nodes, now); err != nil {
 				return err
 			}
-			reserved = true
-			break
+		} else if err := startWithGPUs(tx, &nx, cv, &o, nodes, now); err != nil {
+			return err
 		}
-		if !reserved {
-			if !cv.Shared() && cv.NodeID != nil {
-				return &apperr.Error{Code: apperr.ECONFLICT, Message: fmt.Sprintf("no free GPUs on node %d, where this rental's files are (local storage); try again later", *cv.NodeID),
-					Key: "err.start_no_gpus_local", Args: []any{nodeLabel(tx, *cv.NodeID)}}
-			}
-			return &apperr.Error{Code: apperr.ECONFLICT, Message: "no free GPUs of this model in the datacentre right now; try again later", Key: "err.start_no_gpus"}
-		}
-		if err := rentalstore.SwitchRental(tx, &next, models.RentalProvisioning, now); err != nil {
+		if err := rentalstore.SwitchRental(tx, &nx, models.RentalProvisioning, now); err != nil {
 			return err
 		}
 		if err := rentalstore.SetVolumeDeleteAfter(tx, cv.ID, nil); err != nil {
 			return err
 		}
-		if err := models.AddRentalEvent(tx, id, now, "start_requested", fmt.Sprintf("volume #%d", cv.ID), nil, locales.M("event.start_requested", cv.ID)); err != nil {
+		ev, detail := locales.M("event.start_requested", cv.ID), fmt.Sprintf("volume #%d", cv.ID)
+		if in.NoGPU {
+			ev, detail = locales.M("event.start_no_gpu", cv.ID), fmt.Sprintf("volume #%d, no GPUs", cv.ID)
+		}
+		if err := models.AddRentalEvent(tx, id, now, "start_requested", detail, nil, ev); err != nil {
 			return err
 		}
 		return s.enqueueProvision(ctx, tx, id)
@@ -110,9 +136,114 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 	if err != nil {
 		return nil, err
 	}
-	slog.Info("rental starting", "rental", id)
+	slog.Info("rental starting", "rental", id, "no_gpu", in.NoGPU)
 	out, err := s.DB.RentalByID(ctx, id)
 	return &out, err
+}
+
+// startWithGPUs reserves, in tx, the rental's GPUs on the first of nodes
+// that has them free. Without any, the error names where the files are
+// and offers no-GPU mode.
+func startWithGPUs(tx *gorm.DB, r *models.Rental, v *models.Volume, o *models.Offer, nodes []int64, now time.Time) error {
+	if !v.Shared() && v.NodeID != nil {
+		// The files are on one node's disk: a node that is not back would
+		// fail the checks and leave the rental nowhere to go.
+		up, err := rentalstore.NodeUp(tx, *v.NodeID)
+		if err != nil {
+			return err
+		}
+		if !up {
+			return filesNodeDown(tx, *v.NodeID)
+		}
+	}
+	for _, n := range nodes {
+		noFree := func(err error) bool { return errors.Is(err, ErrNoFreeGPUs) }
+		err := models.Attempt(tx, fmt.Sprintf("start%d", n), func() error { return reserveGPUs(tx, r, n, o.GPUModel, now) }, noFree)
+		if noFree(err) {
+			continue
+		}
+		return err
+	}
+	noGPU := pricing.FenToYuanString(o.NoGPUPricePerHourFen)
+	if !v.Shared() && v.NodeID != nil {
+		return &apperr.Error{Code: apperr.ECONFLICT, Message: fmt.Sprintf("no free GPUs on node %d, where this rental's files are (local storage); try again later, or start in no-GPU mode (¥%s an hour) to work on the files", *v.NodeID, noGPU),
+			Key: "err.start_no_gpus_local", Args: []any{nodeLabel(tx, *v.NodeID), noGPU}}
+	}
+	return &apperr.Error{Code: apperr.ECONFLICT, Message: fmt.Sprintf("no free GPUs of this model in the datacentre right now; try again later, or start in no-GPU mode (¥%s an hour) to work on the files", noGPU),
+		Key: "err.start_no_gpus", Args: []any{noGPU}}
+}
+
+// startNoGPU picks, in tx, the first of nodes that is up for a container
+// without GPUs: nothing is reserved, and the rental holds no GPUs.
+func startNoGPU(tx *gorm.DB, r *models.Rental, v *models.Volume, nodes []int64, now time.Time) error {
+	for _, n := range nodes {
+		up, err := rentalstore.NodeUp(tx, n)
+		if err != nil {
+			return err
+		}
+		if up {
+			r.NodeID = &n
+			return rentalstore.SetRentalNode(tx, r.ID, n, now)
+		}
+	}
+	if !v.Shared() && v.NodeID != nil {
+		return filesNodeDown(tx, *v.NodeID)
+	}
+	return &apperr.Error{Code: apperr.ECONFLICT, Message: "no node of the datacentre is reachable now; try again later", Key: "err.start_no_node"}
+}
+
+// filesNodeDown is the refusal to start where a local volume's node
+// cannot be reached.
+func filesNodeDown(tx *gorm.DB, nodeID int64) error {
+	return &apperr.Error{Code: apperr.ECONFLICT, Message: fmt.Sprintf("node %d, where this rental's files are (local storage), is not reachable now; try again when it is back", nodeID),
+		Key: "err.start_node_down", Args: []any{nodeLabel(tx, nodeID)}}
+}
+
+// swapVolume mounts, in tx, another volume of the organisation on the
+// stopped rental r instead of its current one: active, in the offer's
+// datacentre and mounted by no other rental. The one it replaces stays,
+// listed and billed, with no deletion date (as after a release that keeps
+// it), for its owner to delete or mount.
+func (s *Service) swapVolume(tx *gorm.DB, r *models.Rental, o *models.Offer, volumeID int64, now time.Time) error {
+	v, err := rentalstore.VolumeForUpdate(tx, volumeID)
+	if err != nil || v.OrgID != r.OrgID || v.Status != models.VolumeActive {
+		if err != nil && apperr.Code(err) != apperr.ENOTFOUND {
+			return err
+		}
+		return apperr.Field("volume_id", "err.volume_unknown")
+	}
+	// Another provider's volume would run the rental on that provider's
+	// node at this one's price.
+	if v.DatacenterID != o.DatacenterID || v.ProviderID != o.ProviderID {
+		return apperr.Field("volume_id", "err.volume_datacenter")
+	}
+	if other, err := rentalstore.VolumeRental(tx, v.ID); err != nil || other != 0 {
+		if err != nil {
+			return err
+		}
+		return apperr.Field("volume_id", "err.volume_in_use", other)
+	}
+	old := r.VolumeID
+	if err := rentalstore.SetRentalVolume(tx, r.ID, v.ID); err != nil {
+		if ledger.IsUniqueViolation(err) {
+			return apperr.Field("volume_id", "err.volume_in_use", 0)
+		}
+		return err
+	}
+	if err := rentalstore.SetVolumeLeftBy(tx, v.ID, nil); err != nil {
+		return err
+	}
+	r.VolumeID = &v.ID
+	detail := fmt.Sprintf("volume #%d mounted again", v.ID)
+	msg := locales.M("event.volume_back", v.ID)
+	if old != nil {
+		if err := rentalstore.SetVolumeDeleteAfter(tx, *old, nil); err != nil {
+			return err
+		}
+		detail += fmt.Sprintf("; volume #%d kept, unmounted", *old)
+		msg = locales.M("event.volume_swapped", v.ID, *old)
+	}
+	return models.AddRentalEvent(tx, r.ID, now, "volume_changed", detail, nil, msg)
 }
 
 // termHolds reports whether a week or month term still keeps its GPUs

@@ -125,6 +125,9 @@ func (s *Service) Provision(ctx context.Context, id int64) (time.Duration, error
 // the rental settled; wait how long to pause when waiting for an agent.
 func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done bool, wait time.Duration, err error) {
 	now := s.DB.Now().UTC()
+	if r.NoGPU {
+		return s.provisionNoGPU(ctx, r, now)
+	}
 	gpus, err := rentalstore.HeldGPUs(ctx, s.DB, r.ID)
 	if err != nil {
 		return false, 0, err
@@ -181,6 +184,76 @@ func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done boo
 			locales.M("event.launch_failed", nodeLabel(s.DB.R, nodeID), fleet.Verbatim(lres.Error)))
 	}
 	return true, 0, s.markRunning(ctx, r, nodeID, vres, lres, vt, now)
+}
+
+// provisionNoGPU launches a no-GPU start on the node Start chose: no
+// GPUs, so no NVML checks and no other node to try. A launch that fails
+// or times out leaves the rental stopped, with the reason, as it was.
+func (s *Service) provisionNoGPU(ctx context.Context, r *models.Rental, now time.Time) (bool, time.Duration, error) {
+	if r.NodeID == nil {
+		return true, 0, s.noGPUFailed(ctx, r, 0, "no node was chosen", locales.M("err.start_no_node"), now)
+	}
+	nodeID := *r.NodeID
+	vol, err := s.RentalVolume(ctx, r)
+	if err != nil {
+		return false, 0, err
+	}
+	offer, err := s.DB.OfferByID(ctx, r.OfferID)
+	if err != nil {
+		return false, 0, err
+	}
+	lt, err := s.ensureTask(ctx, nodeID, r, fmt.Sprintf("r%d/a%d/launch", r.ID, r.Attempts), launchTask(r, vol, &offer.Offer, nil))
+	if err != nil {
+		return false, 0, err
+	}
+	if lt.Status != models.TaskDone {
+		if now.Sub(lt.CreatedAt) > s.launchTimeout() {
+			return true, 0, s.noGPUFailed(ctx, r, nodeID, fmt.Sprintf("node %d did not launch within %s", nodeID, s.launchTimeout()),
+				locales.M("event.launch_timeout", nodeLabel(s.DB.R, nodeID), int(s.launchTimeout()/time.Second)), now)
+		}
+		return false, s.waitTask(ctx, lt.ID), nil
+	}
+	var lres agent.Result
+	_ = json.Unmarshal([]byte(lt.Result), &lres)
+	if !lres.OK || lres.Access == nil {
+		return true, 0, s.noGPUFailed(ctx, r, nodeID, fmt.Sprintf("launch failed on node %d: %s", nodeID, lres.Error),
+			locales.M("event.launch_failed", nodeLabel(s.DB.R, nodeID), fleet.Verbatim(lres.Error)), now)
+	}
+	return true, 0, s.markRunning(ctx, r, nodeID, agent.Result{}, lres, nil, now)
+}
+
+// noGPUFailed stops a no-GPU start that could not launch: nothing was
+// billed, the node is told to remove whatever it started, and the rental
+// is stopped (startable again) with the reason on its page.
+func (s *Service) noGPUFailed(ctx context.Context, r *models.Rental, nodeID int64, why string, msg locales.Msg, now time.Time) error {
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		cur, err := models.RentalForUpdate(tx, r.ID)
+		if err != nil {
+			return err
+		}
+		reason := "the no-GPU start failed: " + why
+		ok, err := setStatus(tx, r.ID, models.RentalStopping, now, []models.RentalStatus{models.RentalProvisioning},
+			rentalstore.RentalMove{StoppedAt: &now, StopReason: &reason})
+		if err != nil || !ok {
+			return err
+		}
+		if err := models.AddRentalEvent(tx, r.ID, now, "node_failed", why, nil, msg); err != nil {
+			return err
+		}
+		if nodeID != 0 {
+			if err := fleet.ExpireTasks(tx, r.ID, nodeID, now); err != nil {
+				return err
+			}
+			if _, err := fleet.EnqueueTask(tx, nodeID, &r.ID, fmt.Sprintf("r%d/a%d/abort", r.ID, cur.Attempts), s.stopTaskOf(tx, &cur), now); err != nil {
+				return err
+			}
+		}
+		return s.finishStop(tx, r.ID, nodeID, now)
+	})
+	if err == nil && nodeID != 0 {
+		s.Hub.Signal(fleet.NodeKey(nodeID))
+	}
+	return err
 }
 
 // ensureTask returns the task with the key, creating it (and waking the
@@ -392,8 +465,13 @@ func (s *Service) endDowntime(tx *gorm.DB, r *models.Rental, now time.Time) erro
 // stored and billing starts at this second (or resumes, after a move). A
 // term rental pays its term now, from the wallet; if it cannot, it stops
 // and nothing is charged.
+// vt is the verify task whose checks passed (nil in no-GPU mode: no
+// GPUs, no checks).
 func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int64, vres, lres agent.Result, vt *models.AgentTask, now time.Time) error {
-	checks, _ := json.Marshal(Checks{NodeID: nodeID, At: *vt.DoneAt, Verdicts: vres.Verdicts})
+	checks := []byte{}
+	if vt != nil {
+		checks, _ = json.Marshal(Checks{NodeID: nodeID, At: *vt.DoneAt, Verdicts: vres.Verdicts})
+	}
 	access, _ := json.Marshal(lres.Access)
 	var stopTerm bool
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -454,6 +532,10 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 				}
 				return releaseGPUs(tx, cur.ID, now)
 			}
+		}
+		if cur.NoGPU {
+			return models.AddRentalEvent(tx, r.ID, now, "running_no_gpu", fmt.Sprintf("node %d; no GPUs (no-GPU mode)", nodeID), nil,
+				locales.M("event.running_no_gpu", nodeLabel(tx, nodeID)))
 		}
 		kind := "running"
 		if from == models.RentalMigrating {

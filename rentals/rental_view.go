@@ -25,6 +25,13 @@ type RentalDetail struct {
 	// VolumeNode names the node that holds it ("" if none).
 	Volume     *models.Volume
 	VolumeNode string
+	// LeftVolume is the local volume the rental left on another node when
+	// it moved without its files (nil when none is left, or it was
+	// deleted or mounted again); LeftNode names its node, and LeftNodeUp
+	// says whether that node is back (the rental can start there with it).
+	LeftVolume *models.Volume
+	LeftNode   string
+	LeftNodeUp bool
 	// Progress is what the node said of the launch under way (an image
 	// pull), nil when nothing was said.
 	Progress *agent.Progress
@@ -39,6 +46,12 @@ type RentalDetail struct {
 // Startable reports whether the rental can start again (see
 // models.Rental.Startable).
 func (d *RentalDetail) Startable() bool { return d.Rental.Startable(d.Volume) }
+
+// StartableOnLeft reports whether the rental can start now on the node
+// its left volume is on, with that volume (Start with its VolumeID).
+func (d *RentalDetail) StartableOnLeft() bool {
+	return d.LeftVolume != nil && d.LeftNodeUp && d.Rental.Startable(d.LeftVolume)
+}
 
 // PublicStatus is the status renters see: a released rental says so.
 func (d *RentalDetail) PublicStatus() string {
@@ -89,6 +102,18 @@ func (s *Service) Detail(ctx context.Context, id int64) (*RentalDetail, error) {
 			d.VolumeNode = d.Node.Name
 		} else if n, err := rentalstore.NodeByID(ctx, s.DB, *v.NodeID); err == nil {
 			d.VolumeNode = n.Name
+		}
+	}
+	if d.LeftVolume, err = rentalstore.LeftVolume(ctx, s.DB, r.ID); err != nil {
+		return nil, err
+	}
+	if v := d.LeftVolume; v != nil && v.NodeID != nil {
+		d.LeftNode = fmt.Sprintf("#%d", *v.NodeID)
+		if n, err := rentalstore.NodeByID(ctx, s.DB, *v.NodeID); err == nil {
+			d.LeftNode = n.Name
+		}
+		if d.LeftNodeUp, err = rentalstore.NodeUp(s.DB.R.WithContext(ctx), *v.NodeID); err != nil {
+			return nil, err
 		}
 	}
 	if r.Status == models.RentalProvisioning || r.Status == models.RentalMigrating {

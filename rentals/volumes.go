@@ -57,6 +57,10 @@ func attachVolume(tx *gorm.DB, r *models.Rental, o *models.Offer, volumeID int64
 		}
 		return nil, err
 	}
+	// Mounted by another rental, it is no longer the left one's to start with.
+	if err := rentalstore.SetVolumeLeftBy(tx, v.ID, nil); err != nil {
+		return nil, err
+	}
 	return &v, nil
 }
 

@@ -121,7 +121,7 @@ func TestAVolumeOutlivesStopIsBilledAsStorageAndGoesWithRelease(t *testing.T) {
 		r.checkLedger()
 
 		// Start again: same node, same volume, the deletion date gone.
-		if _, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID); err != nil {
+		if _, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID, rentals.StartInput{}); err != nil {
 			t.Fatal(err)
 		}
 		again := r.waitStatus(rt.ID, models.RentalRunning)
@@ -158,7 +158,7 @@ func TestAVolumeOutlivesStopIsBilledAsStorageAndGoesWithRelease(t *testing.T) {
 		if got := r.volume(v.ID).BilledFen; got != billed {
 			t.Errorf("a deleted volume was billed on: %d → %d", billed, got)
 		}
-		if _, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID); apperr.Code(err) != apperr.ECONFLICT {
+		if _, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID, rentals.StartInput{}); apperr.Code(err) != apperr.ECONFLICT {
 			t.Errorf("starting a released rental: %v, want a conflict", err)
 		}
 		r.checkLedger()
@@ -204,7 +204,7 @@ func TestAStoppedRentalsVolumeIsDeletedAfterItsDaysWithMailsBefore(t *testing.T)
 		if d := r.tasksOf(o.NodeID, agent.TaskDeleteVolume); len(d) != 1 || d[0].WorkspaceID != v.WorkspaceKey {
 			t.Errorf("delete tasks %+v", d)
 		}
-		if _, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID); apperr.Code(err) != apperr.ECONFLICT {
+		if _, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID, rentals.StartInput{}); apperr.Code(err) != apperr.ECONFLICT {
 			t.Errorf("starting without a volume: %v, want a conflict", err)
 		}
 		r.checkLedger()

@@ -204,7 +204,7 @@ func EndRentalDowntime(tx *gorm.DB, id, downtimeSecs int64) error {
 }
 
 // SwitchRental writes in tx a switched or resized rental's new terms
-// (offer, provider, GPUs, price, attempts, from next) and its new status,
+// (offer, provider, GPUs, price, no-GPU mode, attempts, from next) and its new status,
 // and clears what its last stop left (stopped_at, stop_reason, the low
 // balance mail).
 func SwitchRental(tx *gorm.DB, next *models.Rental, status models.RentalStatus, now time.Time) error {
@@ -212,6 +212,7 @@ func SwitchRental(tx *gorm.DB, next *models.Rental, status models.RentalStatus, 
 		"offer_id": next.OfferID, "provider_id": next.ProviderID, "gpus": next.GPUs,
 		"price_per_gpu_hour_fen": next.PricePerGPUHourFen, "offpeak_pct": next.OffpeakPct, "student_pct": next.StudentPct,
 		"attempts": next.Attempts, "status": status, "stopped_at": nil, "stop_reason": "", "low_balance_mailed": false, "updated_at": now,
+		"no_gpu": next.NoGPU, "no_gpu_price_per_hour_fen": next.NoGPUPricePerHourFen,
 	}).Error
 }
 

@@ -212,3 +212,28 @@ func AttachedRentals(ctx context.Context, db *models.DB, volumeIDs []int64) (map
 	}
 	return out, err
 }
+
+// SetVolumeLeftBy records in tx that the rental moved to another node
+// without the local volume's files (nil: it mounts the volume again).
+func SetVolumeLeftBy(tx *gorm.DB, volumeID int64, rentalID *int64) error {
+	return tx.Model(&models.Volume{}).Where("id = ?", volumeID).Update("left_by_rental_id", rentalID).Error
+}
+
+// LeftVolume returns the newest active volume the rental left behind on
+// another node (nil when none).
+func LeftVolume(ctx context.Context, db *models.DB, rentalID int64) (*models.Volume, error) {
+	var vs []models.Volume
+	err := db.R.WithContext(ctx).Where("left_by_rental_id = ? AND status = ?", rentalID, models.VolumeActive).Order("id DESC").Limit(1).Find(&vs).Error
+	if err != nil || len(vs) == 0 {
+		return nil, err
+	}
+	return &vs[0], nil
+}
+
+// NodeUp reports, in tx, whether a node is active and its agent healthy
+// (a container can start there now).
+func NodeUp(tx *gorm.DB, nodeID int64) (bool, error) {
+	var n int64
+	err := tx.Model(&models.Node{}).Where("id = ? AND health = ? AND status = ?", nodeID, models.NodeHealthy, models.NodeActive).Count(&n).Error
+	return n > 0, err
+}

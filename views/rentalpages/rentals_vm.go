@@ -361,6 +361,27 @@ type RentalVM struct {
 	// PullPct is how far the node has pulled the image, while it does
 	// (-1 otherwise).
 	PullPct int
+	// NoGPU: it runs (or last ran) in no-GPU mode, at NoGPURateFen an
+	// hour before discounts. NoGPUFenPerHour is the offer's no-GPU price
+	// an hour now (what a no-GPU start costs).
+	NoGPU                         bool
+	NoGPURateFen, NoGPUFenPerHour int64
+	// FilesLeft is set when the rental moved without its files (local
+	// storage) and that volume still exists.
+	FilesLeft *FilesLeft
+}
+
+// FilesLeft is the local volume a rental left on another node.
+type FilesLeft struct {
+	VolumeID int64
+	Node     string
+	// NodeUp: the node is back. CanStartThere: the viewer may start the
+	// rental there with the volume now; StopFirst: they may once the
+	// running rental is stopped.
+	NodeUp, CanStartThere, StopFirst bool
+	// CurrentVolumeID is the volume it mounts now, kept if it starts
+	// with the left one (0 when none).
+	CurrentVolumeID int64
 }
 
 // Volume is a rental's volume as its page shows it.
