@@ -441,7 +441,7 @@ func bankDetails(cfg config.Config) accountpages.BankDetails {
 // workerOptions configures the queue; with SMTP_URL set it delivers mail.
 // rentalsService builds the rental rules; its Jobs is set once the queue exists.
 func rentalsService(db *models.DB, w *billing.Wallet, cfg config.Config) *rentals.Service {
-	return &rentals.Service{DB: db, Wallet: w, Hub: fleet.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now()}
+	return &rentals.Service{DB: db, Wallet: w, Hub: fleet.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now(), VolumeKeepDays: cfg.VolumeKeepDays}
 }
 
 func workerOptions(cfg config.Config, work bool, rentals *rentals.Service) workers.Options {

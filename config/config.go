@@ -68,6 +68,9 @@ type Config struct {
 	// MeterEvery is how often the workers bill running rentals
 	// (SUANLI_METER_EVERY).
 	MeterEvery time.Duration
+	// VolumeKeepDays is how long a stopped rental's volume is kept without
+	// a start before it is deleted, files and all (SUANLI_VOLUME_KEEP_DAYS).
+	VolumeKeepDays int
 }
 
 // Flags registers the shared flags on fs, with defaults from the environment,
@@ -97,6 +100,7 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.Float64Var(&c.APIWriteRate, "api-write-rate", envFloat("SUANLI_API_WRITE_RATE", 5), "API POST/PATCH requests per second per token on each replica, bursts of twice as many; 0: unlimited (SUANLI_API_WRITE_RATE)")
 	fs.DurationVar(&c.IndexRefresh, "index-refresh", envDuration("SUANLI_INDEX_REFRESH", 2*time.Second), "how often to pick up offer changes made by other processes (SUANLI_INDEX_REFRESH)")
 	fs.DurationVar(&c.MeterEvery, "meter-every", envDuration("SUANLI_METER_EVERY", time.Minute), "how often the workers bill running rentals; each pass bills up to the current second (SUANLI_METER_EVERY)")
+	fs.IntVar(&c.VolumeKeepDays, "volume-keep-days", int(envInt64("SUANLI_VOLUME_KEEP_DAYS", 7)), "days a stopped rental's volume is kept (and billed as storage) without a start before it is deleted, with mails 3 days and 1 day before (SUANLI_VOLUME_KEEP_DAYS)")
 	return func() (Config, error) {
 		if c.BaseURL == "" {
 			port := "8080"
@@ -157,6 +161,9 @@ func (c Config) Validate() error {
 	}
 	if c.IndexRefresh <= 0 {
 		errs = append(errs, errors.New("--index-refresh must be positive"))
+	}
+	if c.VolumeKeepDays < 1 || c.VolumeKeepDays > 365 {
+		errs = append(errs, errors.New("--volume-keep-days must be from 1 to 365"))
 	}
 	if c.MeterEvery < time.Second {
 		errs = append(errs, errors.New("--meter-every must be at least 1s"))
