@@ -6,8 +6,10 @@
 # import` turns it into an image. An image the daemon has already is
 # kept; nothing is cached in the repository.
 #
-#   suanli-test/sshd:bookworm   Debian bookworm minbase + openssh-server
-#                               + python3, no CMD or ENTRYPOINT (~13 s)
+#   suanli-test/sshd:bookworm     Debian bookworm minbase + openssh-server
+#                                 + python3, no CMD or ENTRYPOINT (~13 s)
+#   suanli-test/jupyter:bookworm  the same + Debian's jupyter-notebook, for
+#                                 the browser-access tests (~26 s)
 #
 # Needs root (mmdebstrap) and the Debian packages docker.io and mmdebstrap.
 set -euo pipefail
@@ -19,15 +21,26 @@ docker_bin=/usr/bin/docker
 docker_() { "$docker_bin" -H "$host" "$@"; }
 
 sshd_image="${SUANLI_TEST_SSHD_IMAGE:-suanli-test/sshd:bookworm}"
-
-if docker_ image inspect "$sshd_image" >/dev/null 2>&1; then
-  echo "--- test image $sshd_image: already on $host"
-  exit 0
-fi
+jupyter_image="${SUANLI_TEST_JUPYTER_IMAGE:-suanli-test/jupyter:bookworm}"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-start=$(date +%s)
-mmdebstrap --quiet --variant=minbase --include=openssh-server,python3 bookworm "$tmp/rootfs.tar"
-docker_ import "$tmp/rootfs.tar" "$sshd_image" >/dev/null
-echo "--- test image $sshd_image: built in $(( $(date +%s) - start )) s"
+
+# build IMAGE PACKAGES: a bookworm minbase root filesystem with the
+# packages, imported as IMAGE, unless the daemon has it already.
+build() {
+  local image="$1" packages="$2"
+  if docker_ image inspect "$image" >/dev/null 2>&1; then
+    echo "--- test image $image: already on $host"
+    return
+  fi
+  local start
+  start=$(date +%s)
+  mmdebstrap --quiet --variant=minbase --include="$packages" bookworm "$tmp/rootfs.tar"
+  docker_ import "$tmp/rootfs.tar" "$image" >/dev/null
+  rm -f "$tmp/rootfs.tar"
+  echo "--- test image $image: built in $(( $(date +%s) - start )) s"
+}
+
+build "$sshd_image" openssh-server,python3
+build "$jupyter_image" openssh-server,python3,jupyter-notebook
