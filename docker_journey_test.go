@@ -604,9 +604,10 @@ func removeNamespace(t *testing.T, cli *client.Client, ns string) {
 
 // freePortBases are two --port-base values 10000 apart whose first ports
 // (rental ids 1 to 20 of a fresh database) are free now: the first from
-// 10000–19999, the second 10000 above, below the kernel's ephemeral ports
-// (32768 up, where agent/docker's tests take theirs) and away from the
-// rentals tests' fixed 41000 and 51000.
+// 10000–18999, the second 10000 above: apart from the browser journey's
+// (30000–32767), the rentals package's docker test's (33000–49999) and
+// the kernel's ephemeral ports (32768 up, where agent/docker's tests take
+// theirs).
 func freePortBases(t *testing.T) (int, int) {
 	t.Helper()
 	free := func(base int) bool {

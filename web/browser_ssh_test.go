@@ -158,9 +158,9 @@ func randomHex(t *testing.T) string {
 // portBaseForNextRental is a docker launcher PortBase that puts the next
 // rental of db (the one the test is about to make) on a port that is free
 // now, between 30000 and the kernel's ephemeral ports (32768 up, where
-// agent/docker's tests take theirs), away from the fixed bases of the
-// rentals package's docker test (41000, 51000) and the root package's
-// (10000–29999).
+// agent/docker's tests take theirs): apart from the ports of the root
+// package's journey (10000–29999) and of the rentals package's docker
+// test (33000–49999).
 func portBaseForNextRental(t *testing.T, db *models.DB) int {
 	t.Helper()
 	var next int64
