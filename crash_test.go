@@ -217,6 +217,8 @@ type suanliServer struct {
 	// reads is the test's own handle on the data directory's database,
 	// opened once (see data).
 	reads *models.DB
+	// extraEnv is added to every process's environment (see env).
+	extraEnv []string
 }
 
 // data returns the test's read handle on the server's database, opening
@@ -248,7 +250,7 @@ func (s *suanliServer) env() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "SUANLI_JOB_RESCUE_AFTER=40s")
+	return append(append(env, "SUANLI_JOB_RESCUE_AFTER=40s"), s.extraEnv...)
 }
 
 func (s *suanliServer) logPath() string { return filepath.Join(s.dir, "serve.log") }

@@ -3,6 +3,8 @@ package rentals_test
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/hex"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -92,10 +94,16 @@ func TestARentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage(t *testin
 	}
 	sib := r.addSibling(o, 2)
 	root := t.TempDir()
+	// Other runs of this test (and other packages' docker tests) share the
+	// daemon: a namespace of its own for the container names, and port
+	// bases free now.
+	ns := dockerNamespace(t)
+	base := freeBases(t)
 	launcher := func(base int) *docker.Launcher {
-		return &docker.Launcher{Client: cli, Host: "127.0.0.1", BindIP: "127.0.0.1", PortBase: base, VolumeRoot: root, Simulated: true}
+		return &docker.Launcher{Client: cli, Host: "127.0.0.1", BindIP: "127.0.0.1", PortBase: base, VolumeRoot: root, Simulated: true, Namespace: ns}
 	}
-	r.launcherFor = map[int64]agent.Launcher{o.NodeID: launcher(41000), sib: launcher(51000)}
+	name := launcher(0).ContainerName
+	r.launcherFor = map[int64]agent.Launcher{o.NodeID: launcher(base), sib: launcher(base + 10000)}
 	first := r.startAgent(o.NodeID)
 	r.startAgent(sib)
 	r.waitReady(o.NodeID, sib)
@@ -103,7 +111,7 @@ func TestARentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage(t *testin
 	key, signer := renterKey(t)
 	rt := r.mustRent(o.ID, 1, func(in *rentals.RentInput) { in.Image = "debian-sshd"; in.VolumeGB = 5; in.SSHPublicKey = key })
 	t.Cleanup(func() {
-		_ = cli.ContainerRemove(r.ctx, docker.ContainerName(rt.ID), container.RemoveOptions{Force: true})
+		_ = cli.ContainerRemove(r.ctx, name(rt.ID), container.RemoveOptions{Force: true})
 	})
 	run := r.waitStatus(rt.ID, models.RentalRunning)
 	acc := rentals.Access(&run)
@@ -162,7 +170,7 @@ func TestARentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage(t *testin
 
 	// Stop: the container is gone, the volume kept and billed as storage.
 	stopped := r.stop(rt.ID)
-	if _, err := cli.ContainerInspect(r.ctx, docker.ContainerName(rt.ID)); !cerrdefs.IsNotFound(err) {
+	if _, err := cli.ContainerInspect(r.ctx, name(rt.ID)); !cerrdefs.IsNotFound(err) {
 		t.Errorf("after the stop the container: %v, want not found", err)
 	}
 	gpuFen := stopped.BilledFen
@@ -197,4 +205,42 @@ func TestARentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage(t *testin
 		t.Errorf("storage billed after the release: %d → %d", billed, got)
 	}
 	r.checkLedger()
+}
+
+// dockerNamespace is a docker launcher Namespace no other test run uses.
+func dockerNamespace(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "rentals" + hex.EncodeToString(b)
+}
+
+// freeBases is a PortBase whose first ports (rental ids 1 to 20), and
+// those 10000 above, are free now: from 33000–39999 (and 43000–49999),
+// apart from the root package's journeys (10000–32767).
+func freeBases(t *testing.T) int {
+	t.Helper()
+	free := func(base int) bool {
+		for id := 1; id <= 20; id++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+id))
+			if err != nil {
+				return false
+			}
+			ln.Close()
+		}
+		return true
+	}
+	for range 50 {
+		n, err := rand.Int(rand.Reader, big.NewInt(7000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base := 33000 + int(n.Int64()); free(base) && free(base+10000) {
+			return base
+		}
+	}
+	t.Fatal("no free SSH port bases in 50 tries")
+	return 0
 }

@@ -70,6 +70,17 @@ type simAgent struct {
 // GPUs and its pause switch, when the agent has reported every GPU healthy.
 func startSimulatedAgent(t *testing.T, a *app, svc *rentals.Service, nodeID int64) *simAgent {
 	t.Helper()
+	var n models.Node
+	if err := a.db.R.First(&n, nodeID).Error; err != nil {
+		t.Fatal(err)
+	}
+	return startAgentWith(t, a, svc, nodeID, &agent.SimulatedLauncher{Host: n.Name + ".sim.invalid"})
+}
+
+// startAgentWith is startSimulatedAgent with the launcher l (a docker
+// launcher running real containers, say).
+func startAgentWith(t *testing.T, a *app, svc *rentals.Service, nodeID int64, l agent.Launcher) *simAgent {
+	t.Helper()
 	ctx := context.Background()
 	var n models.Node
 	if err := a.db.R.First(&n, nodeID).Error; err != nil {
@@ -92,7 +103,7 @@ func startSimulatedAgent(t *testing.T, a *app, svc *rentals.Service, nodeID int6
 		t.Fatal(err)
 	}
 	sa := &simAgent{sim: sim}
-	ag, err := agent.New(agent.Config{Server: a.srv.URL, Token: cred, GPUs: reader, Launcher: &agent.SimulatedLauncher{Host: n.Name + ".sim.invalid"},
+	ag, err := agent.New(agent.Config{Server: a.srv.URL, Token: cred, GPUs: reader, Launcher: l,
 		Silent: func() bool { return sa.paused.Load() || sim.Silent() }, HeartbeatEvery: 100 * time.Millisecond, PollWait: time.Second, Version: "test",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
