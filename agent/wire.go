@@ -135,8 +135,13 @@ type Access struct {
 	Port    int    `json:"port"`
 	User    string `json:"user"`
 	Command string `json:"command"` // e.g. "ssh -p 22001 root@203.0.113.7"
-	// Simulated is true when no workload really runs (a simulated agent).
+	// Simulated is true on a simulated agent: its GPUs are simulated
+	// devices. With Container unset nothing really runs (the simulated
+	// launcher hands out details of a host that does not exist).
 	Simulated bool `json:"simulated"`
+	// Container is true when a real container runs (the docker launcher,
+	// on simulated GPUs too: then without a GPU).
+	Container bool `json:"container,omitempty"`
 }
 
 // Result is the outcome of a task.

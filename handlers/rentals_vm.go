@@ -69,7 +69,7 @@ func accessVM(a *agent.Access) *rentalpages.Access {
 	if a == nil {
 		return nil
 	}
-	return &rentalpages.Access{Host: a.Host, Port: a.Port, User: a.User, Command: a.Command, Simulated: a.Simulated}
+	return &rentalpages.Access{Host: a.Host, Port: a.Port, User: a.User, Command: a.Command, Simulated: a.Simulated, Container: a.Container}
 }
 
 // stopReasonKeys are the messages of the platform's stop reasons.

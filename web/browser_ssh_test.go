@@ -110,6 +110,10 @@ func TestBrowserRentWithImageAndSSHIn(t *testing.T) {
 	rentalShot(t, b, "ssh-en")
 	p = readPage(t, b)
 	must(t, regexp.MustCompile(`Storage ¥\d+\.\d\d a day`).MatchString(p.Text), "the rental page does not state the storage per day in yuan\n%s", p)
+	// The node is simulated but the container is real: the page says so,
+	// not that nothing runs.
+	must(t, strings.Contains(p.Text, "Your container is real and reachable, but it has no GPU") && !strings.Contains(p.Text, "no workload really runs") &&
+		!strings.Contains(p.Text, "this host does not exist"), "the rental page misdescribes a real container on simulated GPUs\n%s", p)
 
 	var v models.Volume
 	must(t, a.db.R.Raw(`SELECT v.* FROM volumes v JOIN rentals r ON r.volume_id = v.id WHERE r.id = ?`, rentalID).Scan(&v).Error == nil && v.SizeGB == 20,

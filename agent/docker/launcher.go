@@ -219,7 +219,7 @@ func (d *Launcher) Launch(ctx context.Context, spec agent.LaunchSpec) (*agent.Ac
 		}
 		return nil, err
 	}
-	return &agent.Access{Host: d.Host, Port: port, User: "root", Command: agent.SSHCommand("root", d.Host, port), Simulated: d.Simulated}, nil
+	return &agent.Access{Host: d.Host, Port: port, User: "root", Command: agent.SSHCommand("root", d.Host, port), Simulated: d.Simulated, Container: true}, nil
 }
 
 // containerConfig is the container for spec: the init as entrypoint,

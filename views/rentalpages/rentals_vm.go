@@ -189,8 +189,9 @@ type Place struct {
 type Access struct {
 	Host, User, Command string
 	Port                int
-	// Simulated is true when no workload really runs (a simulated agent).
-	Simulated bool
+	// Simulated is true on a simulated agent (simulated GPUs); Container
+	// when a real container runs there (else nothing really runs).
+	Simulated, Container bool
 }
 
 // Rental is a rental's figures as the console and its page show them.
