@@ -22,7 +22,9 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
 	"golang.org/x/crypto/ssh"
 
 	"suanli/agent"
@@ -138,6 +140,8 @@ type dockerRig struct {
 	launchers map[int64]*docker.Launcher
 	// root is the shared volume root ("" on local storage).
 	root string
+	// ns prefixes the names of the rig's containers.
+	ns string
 }
 
 // newDockerRig makes the rig on db with the datacentre's storage set to
@@ -168,6 +172,7 @@ func newDockerRig(t *testing.T, db *models.DB, storage models.Storage) *dockerRi
 		d.root = t.TempDir()
 	}
 	ns := randomName("e2e")
+	d.ns = ns
 	r.launcherFor = map[int64]agent.Launcher{}
 	for i, node := range []int64{d.first, d.second} {
 		l := &docker.Launcher{Client: cli, Host: "127.0.0.1", BindIP: "127.0.0.1", PortBase: freePortBase(t), VolumeRoot: d.root,
@@ -210,6 +215,48 @@ func (d *dockerRig) startAgents() *simNode {
 // container is the name of the rental's container on a node.
 func (d *dockerRig) container(node, rentalID int64) string {
 	return d.launchers[node].ContainerName(rentalID)
+}
+
+// volumeFile reads a file in a docker volume (relative to its root)
+// through a throwaway container of the test image that mounts it read
+// only: what is on the volume, whichever container had it.
+func (d *dockerRig) volumeFile(volumeName, path string) (string, error) {
+	ctx := d.ctx
+	name := "suanli-" + d.ns + "-peek-" + randomName("")
+	resp, err := d.cli.ContainerCreate(ctx, &container.Config{Image: dockertest.DefaultSSHDImage, User: "0", Entrypoint: []string{"cat", "/v/" + path}},
+		&container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: volumeName, Target: "/v", ReadOnly: true}}}, nil, nil, name)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		_ = d.cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
+	}()
+	if err := d.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		return "", err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	okC, errC := d.cli.ContainerWait(wctx, resp.ID, container.WaitConditionNotRunning)
+	var code int64
+	select {
+	case res := <-okC:
+		code = res.StatusCode
+	case err := <-errC:
+		return "", err
+	}
+	rc, err := d.cli.ContainerLogs(ctx, resp.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	var out, errOut strings.Builder
+	if _, err := stdcopy.StdCopy(&out, &errOut, rc); err != nil {
+		return "", err
+	}
+	if code != 0 {
+		return out.String(), fmt.Errorf("cat %s in volume %s: exit %d: %s", path, volumeName, code, errOut.String())
+	}
+	return out.String(), nil
 }
 
 // silenceFirst makes the first node go silent and runs the health pass
@@ -304,7 +351,7 @@ func (b *browser) get(path, lang string) string {
 	return string(body)
 }
 
-// TestARentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage is the
+// TestDockerRentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage is the
 // renter's whole path on a shared-storage datacentre with two nodes whose
 // agents run real containers (Docker, real sshd; simulated GPUs, so no
 // device request): rent with an image, SSH in with the renter's key, write
@@ -313,7 +360,7 @@ func (b *browser) get(path, lang string) string {
 // storage billed, GPU time not); start (the file again); release with the
 // volume (its directory gone on the node, nothing billed after). On both
 // databases.
-func TestARentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage(t *testing.T) {
+func TestDockerRentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		d := newDockerRig(t, db, models.StorageShared)
