@@ -104,7 +104,7 @@ func (h *Handler) OfferShow(c echo.Context) error {
 	m, _ := catalog.GPUModelBySlug(row.GPUModel)
 	vm := pages.OfferVM{Offer: offerDetailVM(&row, Lang(c)), GPU: m, QuoteForm: ReadForm(c), QuoteErrors: map[string]string{}}
 	vm.Offer.GPU = &m
-	for _, k := range []string{"gpus", "hours", "term", "start", "sla"} {
+	for _, k := range []string{"gpus", "hours", "term", "start", "sla", "volume_gb"} {
 		vm.QuoteForm.Values[k] = c.QueryParam(k)
 	}
 	if row.Datacenter.Demo {

@@ -237,7 +237,8 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 	vm.Terms = rentTermsVM(&row.Offer, student)
 	vm.HourPriceFen = offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
 	now := h.DB.Now()
-	q, err := offers.Quote(row.Offer, offers.QuoteInput{GPUs: f.Get("gpus"), Term: f.Get("term"), SLA: f.Get("sla")}, student, now)
+	q, err := offers.Quote(row.Offer, offers.QuoteInput{GPUs: f.Get("gpus"), Term: f.Get("term"), SLA: f.Get("sla"),
+		VolumeGB: f.Get("volume_gb"), VolumeID: f.Get("volume_id")}, student, now)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.EINVALID {
 		if f.Errors[e.Field] == "" {
 			f.Errors[e.Field] = ViewCtx(c).T(e.Key, e.Args...)

@@ -1,6 +1,10 @@
 package models
 
-import "time"
+import (
+	"time"
+
+	"suanli/pricing"
+)
 
 // VolumeStatus is where a volume is in its life: pending (made with a
 // rental that has not run yet, unbilled) → active (billed) → deleted.
@@ -15,8 +19,8 @@ const (
 
 // StorageSecondsPerMonth is the month storage prices are quoted for (30
 // days): a volume of S GB at P fen per GB-month owes S×P/StorageSecondsPerMonth
-// fen a second.
-const StorageSecondsPerMonth = 30 * 24 * 3600
+// fen a second (pricing.StorageMonthSeconds, which quotes use).
+const StorageSecondsPerMonth = pricing.StorageMonthSeconds
 
 // Volume is an organisation's persistent storage in one datacentre,
 // mounted at /workspace in its rental's container.

@@ -22,16 +22,24 @@ type QuoteInput struct {
 	Hours   string
 	Term    string
 	SLA     string
+	// VolumeGB is the new volume's size (empty: the size a rent makes);
+	// VolumeID, when set, names an existing volume to mount instead,
+	// which adds no storage (it is billed already).
+	VolumeGB string
+	VolumeID string
 }
 
 // QuoteInputFrom reads the quote parameters of a query.
 func QuoteInputFrom(v url.Values) QuoteInput {
-	return QuoteInput{GPUs: v.Get("gpus"), Start: v.Get("start"), Seconds: v.Get("seconds"), Hours: v.Get("hours"), Term: v.Get("term"), SLA: v.Get("sla")}
+	return QuoteInput{GPUs: v.Get("gpus"), Start: v.Get("start"), Seconds: v.Get("seconds"), Hours: v.Get("hours"), Term: v.Get("term"), SLA: v.Get("sla"),
+		VolumeGB: v.Get("volume_gb"), VolumeID: v.Get("volume_id")}
 }
 
 // Quote prices a request for an offer: GPUs default to 1 and may not
 // exceed what one rental of the offer can take; the start defaults to now;
-// the duration to one hour. Bad input is EINVALID naming the parameter.
+// the duration to one hour; the new volume to the one a rent makes (none
+// when an existing volume is mounted), billed at the offer's storage
+// price over the quoted window. Bad input is EINVALID naming the parameter.
 func Quote(o models.Offer, in QuoteInput, student bool, now time.Time) (pricing.Breakdown, error) {
 	r := pricing.Request{GPUs: 1, Start: now, Seconds: 3600, Term: pricing.Term(strings.TrimSpace(in.Term)), SLA: strings.TrimSpace(in.SLA)}
 	if s := strings.TrimSpace(in.GPUs); s != "" {
@@ -65,10 +73,15 @@ func Quote(o models.Offer, in QuoteInput, student bool, now time.Time) (pricing.
 		}
 		r.Seconds = int64(math.Round(h * 3600))
 	}
+	gb, err := quoteVolumeGB(&o, in)
+	if err != nil {
+		return pricing.Breakdown{}, err
+	}
+	r.VolumeGB = gb
 	terms := pricing.Terms{
 		PricePerGPUHourFen: o.PricePerGPUHourFen, WeeklyPricePerGPUFen: o.WeeklyPricePerGPUFen,
 		MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen, OffpeakDiscountPct: o.OffpeakDiscountPct, StudentDiscountPct: o.StudentDiscountPct,
-		MinimumSeconds: int64(o.MinDurationS),
+		MinimumSeconds: int64(o.MinDurationS), StoragePricePerGBMonthFen: o.StoragePricePerGBMonthFen,
 	}
 	b, err := pricing.Quote(terms, r, pricing.Buyer{Student: student})
 	var qe *pricing.QuoteError
@@ -76,6 +89,27 @@ func Quote(o models.Offer, in QuoteInput, student bool, now time.Time) (pricing.
 		return pricing.Breakdown{}, apperr.Field(qe.Field, "err.quote_"+qe.Field)
 	}
 	return b, err
+}
+
+// quoteVolumeGB is the size of the new volume a quote prices, by the
+// rent's rule: none when an existing volume is mounted, else the size
+// asked for (1 to the offer's disk), else the default.
+func quoteVolumeGB(o *models.Offer, in QuoteInput) (int, error) {
+	if s := strings.TrimSpace(in.VolumeID); s != "" {
+		if id, err := strconv.ParseInt(s, 10, 64); err != nil || id < 1 {
+			return 0, apperr.Field("volume_id", "err.volume_unknown")
+		}
+		return 0, nil
+	}
+	gb := 0
+	if s := strings.TrimSpace(in.VolumeGB); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return 0, apperr.Field("volume_gb", "err.volume_size", MaxVolumeGBOf(o))
+		}
+		gb = n
+	}
+	return VolumeSize(gb, o)
 }
 
 // UnitPriceFen is what one GPU of an offer costs a renter per unit of a

@@ -23,6 +23,9 @@ type Terms struct {
 	// MinimumSeconds is the offer's least billed duration on demand;
 	// below the platform's MinimumSeconds (0 included) that one applies.
 	MinimumSeconds int64
+	// StoragePricePerGBMonthFen is what a GB of volume costs for
+	// StorageMonthSeconds (no discount applies to storage).
+	StoragePricePerGBMonthFen int64
 }
 
 // Buyer is what about the renter changes the price.
@@ -50,6 +53,10 @@ type Request struct {
 	Seconds int64
 	Term    Term   // OnDemand (default), Week or Month
 	SLA     string // a tier name; "" means standard
+	// VolumeGB is the new volume the rental makes, billed as storage
+	// while it exists; 0 for none (a rental that mounts an existing
+	// volume adds no storage: that volume is billed already).
+	VolumeGB int
 }
 
 // Discount is one discount a quote applied.
@@ -79,8 +86,20 @@ type Breakdown struct {
 	SLATier         string     `json:"sla_tier"`
 	SLASurchargePct int        `json:"sla_surcharge_pct"`
 	SLASurchargeFen int64      `json:"sla_surcharge_fen"`
-	TotalFen        int64      `json:"total_fen"`
-	Currency        string     `json:"currency"`
+	// GPUFen is what the GPUs cost: the peak and off-peak parts (or the
+	// term's price), the discounts and the SLA surcharge.
+	GPUFen int64 `json:"gpu_fen"`
+	// VolumeGB is the new volume quoted (0: none); its storage costs
+	// StoragePerHourFen an hour and StoragePerDayFen a day at
+	// StoragePricePerGBMonthFen, and StorageFen over [Start, End).
+	VolumeGB                  int   `json:"volume_gb"`
+	StoragePricePerGBMonthFen int64 `json:"storage_price_per_gb_month_fen"`
+	StoragePerHourFen         int64 `json:"storage_per_hour_fen"`
+	StoragePerDayFen          int64 `json:"storage_per_day_fen"`
+	StorageFen                int64 `json:"storage_fen"`
+	// TotalFen is GPUFen + StorageFen.
+	TotalFen int64  `json:"total_fen"`
+	Currency string `json:"currency"`
 }
 
 // QuoteError is a request that cannot be quoted; Field names the parameter.
@@ -101,7 +120,9 @@ var ErrNoTerm = errors.New("this offer has no price for that term")
 // surcharge applies on top. The exact amount is rounded to the fen once,
 // at the end, so quoting [a,c) equals [a,b) + [b,c) within one fen. A term
 // (week or month) is paid up front at its price; the student discount and
-// the SLA surcharge apply to it, the off-peak discount does not.
+// the SLA surcharge apply to it, the off-peak discount does not. A new
+// volume adds its storage over the same window (StorageFen), at the
+// offer's storage price, with no discount or surcharge.
 func Quote(t Terms, r Request, b Buyer) (Breakdown, error) {
 	q := Breakdown{GPUs: r.GPUs, Term: r.Term, Start: r.Start.UTC(), Currency: "cny", Discounts: []Discount{}}
 	if q.Term == "" {
@@ -120,6 +141,9 @@ func Quote(t Terms, r Request, b Buyer) (Breakdown, error) {
 	}
 	if r.Start.IsZero() {
 		return Breakdown{}, &QuoteError{"start", "missing"}
+	}
+	if r.VolumeGB < 0 || t.StoragePricePerGBMonthFen < 0 {
+		return Breakdown{}, &QuoteError{"volume_gb", "must not be negative"}
 	}
 	student := 0
 	if b.Student && t.StudentDiscountPct > 0 {
@@ -174,9 +198,33 @@ func Quote(t Terms, r Request, b Buyer) (Breakdown, error) {
 	}
 	subtotal := roundDiv(exact, den)
 	withSLA := new(big.Int).Mul(exact, big.NewInt(int64(100+tier.SurchargePct)))
-	q.TotalFen = roundDiv(withSLA, new(big.Int).Mul(den, big.NewInt(100)))
-	q.SLASurchargeFen = q.TotalFen - subtotal
+	q.GPUFen = roundDiv(withSLA, new(big.Int).Mul(den, big.NewInt(100)))
+	q.SLASurchargeFen = q.GPUFen - subtotal
+	if r.VolumeGB > 0 {
+		q.VolumeGB, q.StoragePricePerGBMonthFen = r.VolumeGB, t.StoragePricePerGBMonthFen
+		q.StoragePerHourFen = StorageFen(r.VolumeGB, t.StoragePricePerGBMonthFen, 3600)
+		q.StoragePerDayFen = StorageFen(r.VolumeGB, t.StoragePricePerGBMonthFen, 86400)
+		q.StorageFen = StorageFen(r.VolumeGB, t.StoragePricePerGBMonthFen, q.BilledSeconds)
+	}
+	q.TotalFen = q.GPUFen + q.StorageFen
 	return q, nil
+}
+
+// StorageMonthSeconds is the month storage prices are quoted for (30
+// days): a volume of S GB at P fen per GB-month owes S×P/StorageMonthSeconds
+// fen a second.
+const StorageMonthSeconds = 30 * 24 * 3600
+
+// StorageFen is what seconds of a volume of gb GB cost at pricePerGBMonth
+// fen per GB-month, rounded half up to the fen (the meter bills the same
+// amount per second and carries what is below a fen, so over any
+// interval it bills this within one fen).
+func StorageFen(gb int, pricePerGBMonthFen, seconds int64) int64 {
+	if gb <= 0 || pricePerGBMonthFen <= 0 || seconds <= 0 {
+		return 0
+	}
+	num := new(big.Int).Mul(big.NewInt(int64(gb)), big.NewInt(pricePerGBMonthFen))
+	return roundDiv(num.Mul(num, big.NewInt(seconds)), big.NewInt(StorageMonthSeconds))
 }
 
 // roundDiv divides and rounds half up (both operands are non-negative).

@@ -213,3 +213,80 @@ func TestQuoteBillsTheOffersMinimum(t *testing.T) {
 		}
 	}
 }
+
+// A new volume's storage is quoted beside the GPUs, at the offer's price
+// per GB and 30 days, per hour, per day and over the quoted window, with
+// no discount or surcharge; the total is both. To the fen.
+func TestQuoteIncludesTheVolumesStorage(t *testing.T) {
+	tm := terms
+	tm.StoragePricePerGBMonthFen = 30 // ¥0.30 a GB-month
+	start := at("2026-12-01 10:00:00")
+	quote := func(r Request, b Buyer) Breakdown {
+		t.Helper()
+		q, err := Quote(tm, r, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	for _, c := range []struct {
+		name                    string
+		req                     Request
+		buyer                   Buyer
+		gpu, hour, day, storage int64
+		wantTotal               int64
+	}{
+		// 50 GB × 30 fen = 1500 fen per 30 days: 50 fen a day, 2.08 an
+		// hour; two peak hours of one GPU at ¥34: 6800 + 4.17 → 4.
+		{"two hours", Request{GPUs: 1, Start: start, Seconds: 7200, VolumeGB: 50}, Buyer{}, 6800, 2, 50, 4, 6804},
+		// The student discount and the SLA surcharge are the GPUs' only:
+		// 3400 × 0.9 × 1.15 = 3519; an hour of storage 2 fen.
+		{"student premium hour", Request{GPUs: 1, Start: start, Seconds: 3600, VolumeGB: 50, SLA: "premium"}, Buyer{Student: true}, 3519, 2, 50, 2, 3521},
+		// A week up front for 2 GPUs (2 × 5535 = ¥11,070), and 7 days of
+		// storage metered beside it: 7 × 50 = 350.
+		{"week", Request{GPUs: 2, Start: start, Term: Week, VolumeGB: 50}, Buyer{}, 1107000, 2, 50, 350, 1107350},
+		// A month of 7 GB: 7 × 30 = 210 fen; a day 7 fen, an hour 0.29 → 0.
+		{"month of 7 GB", Request{GPUs: 1, Start: start, Term: Month, VolumeGB: 7}, Buyer{}, 2050000, 0, 7, 210, 2050210},
+		// The 60-s minimum bills 60 s of GPU; the storage of those 60 s of
+		// 1000 GB: 1000 × 30 × 60 / 2,592,000 = 0.69 → 1.
+		{"minimum", Request{GPUs: 1, Start: start, Seconds: 10, VolumeGB: 1000}, Buyer{}, 57, 42, 1000, 1, 58},
+		// Mounting an existing volume adds nothing.
+		{"no new volume", Request{GPUs: 1, Start: start, Seconds: 3600}, Buyer{}, 3400, 0, 0, 0, 3400},
+	} {
+		q := quote(c.req, c.buyer)
+		if q.GPUFen != c.gpu || q.StoragePerHourFen != c.hour || q.StoragePerDayFen != c.day || q.StorageFen != c.storage || q.TotalFen != c.wantTotal {
+			t.Errorf("%s: GPUs %d, storage %d/h %d/day %d in all, total %d; want %d, %d/h %d/day %d, total %d",
+				c.name, q.GPUFen, q.StoragePerHourFen, q.StoragePerDayFen, q.StorageFen, q.TotalFen, c.gpu, c.hour, c.day, c.storage, c.wantTotal)
+		}
+		if q.VolumeGB != c.req.VolumeGB || (q.VolumeGB > 0) != (q.StoragePricePerGBMonthFen == 30) {
+			t.Errorf("%s: volume %d GB at %d, want %d GB at the offer's 30", c.name, q.VolumeGB, q.StoragePricePerGBMonthFen, c.req.VolumeGB)
+		}
+	}
+	if _, err := Quote(tm, Request{GPUs: 1, Start: start, Seconds: 60, VolumeGB: -1}, Buyer{}); err == nil {
+		t.Error("a negative volume quoted")
+	}
+}
+
+// Storage quoted over [a,c) is [a,b) + [b,c) within one fen, as the
+// meter, which bills it per second and carries what is below a fen.
+func TestStorageQuoteIsAdditive(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		gb := rapid.IntRange(1, 10000).Draw(t, "gb")
+		price := rapid.Int64Range(0, 1000).Draw(t, "price")
+		ab := rapid.Int64Range(1, 60*86400).Draw(t, "ab")
+		bc := rapid.Int64Range(1, 60*86400).Draw(t, "bc")
+		whole, left, right := StorageFen(gb, price, ab+bc), StorageFen(gb, price, ab), StorageFen(gb, price, bc)
+		if d := whole - left - right; d < -1 || d > 1 {
+			t.Fatalf("%d GB at %d: [a,c) %d, [a,b) + [b,c) = %d + %d", gb, price, whole, left, right)
+		}
+		// Per second, with the carry, as the meter posts it.
+		var posted, carry int64
+		for _, secs := range []int64{ab, bc} {
+			num := int64(gb)*price*secs + carry
+			posted, carry = posted+num/StorageMonthSeconds, num%StorageMonthSeconds
+		}
+		if d := whole - posted; d < 0 || d > 1 {
+			t.Fatalf("%d GB at %d for %d s: quoted %d, metered %d", gb, price, ab+bc, whole, posted)
+		}
+	})
+}

@@ -130,7 +130,7 @@ func StartNeeds(o models.Offer, gpus int, term pricing.Term, tier pricing.Tier, 
 			StudentPct: sp, SLASurchargePct: tier.SurchargePct}, now), nil
 	case pricing.Week, pricing.Month:
 		b, err := offers.Quote(o, offers.QuoteInput{GPUs: fmt.Sprint(gpus), Term: string(term), SLA: tier.Name}, student, now)
-		return b.TotalFen, err
+		return b.GPUFen, err // storage is metered, not paid up front
 	}
 	return 0, apperr.Field("term", "err.quote_term")
 }

@@ -25,6 +25,7 @@ import (
 	"suanli/models"
 	"suanli/models/ledger"
 	"suanli/models/rentalstore"
+	"suanli/offers"
 	"suanli/pricing"
 )
 
@@ -64,11 +65,11 @@ func deletionMail(u *models.User, v *models.Volume, baseURL string, now time.Tim
 	}
 }
 
-// Volume sizes, in GB. A rental that names no volume gets a new one of
-// DefaultGB (or the offer's disk, if smaller).
+// Volume sizes, in GB (the offers' rule: quotes price the same volume
+// a rent makes).
 const (
-	DefaultGB = 50
-	MaxGB     = 10000
+	DefaultGB = offers.DefaultVolumeGB
+	MaxGB     = offers.MaxVolumeGB
 )
 
 // DefaultKeepDays is how long a stopped rental's volume is kept
@@ -90,25 +91,12 @@ type Input struct {
 	Name    string
 }
 
-// MaxFor is the largest volume an offer takes: its disk, if it states one.
-func MaxFor(o *models.Offer) int {
-	if o.DiskGB > 0 {
-		return min(MaxGB, o.DiskGB)
-	}
-	return MaxGB
-}
+// MaxFor is the largest volume an offer takes (offers.MaxVolumeGBOf).
+func MaxFor(o *models.Offer) int { return offers.MaxVolumeGBOf(o) }
 
-// Size checks a requested size against the offer's disk.
-func Size(gb int, o *models.Offer) (int, error) {
-	most := MaxFor(o)
-	if gb == 0 {
-		return min(DefaultGB, most), nil
-	}
-	if gb < 1 || gb > most {
-		return 0, apperr.Field("volume_gb", "err.volume_size", most)
-	}
-	return gb, nil
-}
+// Size checks a requested size against the offer's disk; 0 is the
+// default size (offers.VolumeSize).
+func Size(gb int, o *models.Offer) (int, error) { return offers.VolumeSize(gb, o) }
 
 // New is a volume of the offer's datacentre at its storage price,
 // not yet saved; pending (unbilled) until activated.
@@ -297,10 +285,11 @@ func storageAccrue(v *models.Volume, from, to time.Time, carry int64) (fen, newC
 	return num / models.StorageSecondsPerMonth, num % models.StorageSecondsPerMonth
 }
 
-// FenPerDay is what a volume costs a day (rounded up).
+// FenPerDay is what a volume costs a day, rounded to the fen as quotes
+// round it (pricing.StorageFen), so the rental page and the volume
+// listing say the figure the rent form quoted.
 func FenPerDay(v *models.Volume) int64 {
-	num := int64(v.SizeGB) * v.PricePerGBMonthFen * 86400
-	return (num + models.StorageSecondsPerMonth - 1) / models.StorageSecondsPerMonth
+	return pricing.StorageFen(v.SizeGB, v.PricePerGBMonthFen, 86400)
 }
 
 // storageTxn is the ledger transaction of a storage charge. It is a

@@ -119,11 +119,13 @@ func TestBrowserQuoteAndBankTopup(t *testing.T) {
 	waitHTMXIdle(t, renter)
 	one := textOf(t, renter, "#quote-total")
 	t.Logf("1 GPU × 1 h from 2026-12-01 10:00: %q (%s)", one, textOf(t, renter, "#quote-result"))
-	must(t, one == "¥35.50", "#quote-total = %q for 1 GPU × 1 h at peak, want ¥35.50\n#quote-result: %s", one, textOf(t, renter, "#quote-result"))
+	// ¥35.50 of GPU and an hour of the default 50 GB volume at ¥0.30 a
+	// GB-month (2.08 fen → ¥0.02).
+	must(t, one == "¥35.52", "#quote-total = %q for 1 GPU × 1 h at peak with 50 GB of storage, want ¥35.52\n#quote-result: %s", one, textOf(t, renter, "#quote-result"))
 
-	// Three hours, typed as a person would.
+	// Three hours, typed as a person would: ¥106.50 and 6.25 fen of storage.
 	typeInto(t, renter, [][2]string{{"q-hours", "3"}})
-	waitText(t, renter, "#quote-total", "¥106.50", "1 GPU × 3 h")
+	waitText(t, renter, "#quote-total", "¥106.56", "1 GPU × 3 h")
 	waitHTMXIdle(t, renter)
 	t.Logf("1 GPU × 3 h: %q (%s)", textOf(t, renter, "#quote-total"), textOf(t, renter, "#quote-result"))
 	must(t, strings.Contains(textOf(t, renter, "#quote-result"), "2026-12-01 13:00"),

@@ -215,17 +215,20 @@ func TestQuoteAPIAndPanel(t *testing.T) {
 	res, body := a.get(a.url(routenames.APIOffersQuote, o.ID) + query("gpus", "2", "start", "2026-12-01T21:00:00+08:00", "seconds", "7200"))
 	must(t, res.StatusCode == 200, "quote %d %s", res.StatusCode, body)
 	q := decode[pricing.Breakdown](t, body)
-	// 2 × (3550 + 3550 × 0.9) = 7100 + 6390 = 13490.
-	must(t, q.TotalFen == 13490 && q.PeakSeconds == 3600 && q.OffpeakSeconds == 3600 && q.Currency == "cny", "breakdown %+v", q)
+	// GPUs: 2 × (3550 + 3550 × 0.9) = 7100 + 6390 = 13490; the rent's
+	// default 50 GB volume at ¥0.30 a GB-month for 2 h: 4.17 → 4.
+	must(t, q.GPUFen == 13490 && q.StorageFen == 4 && q.TotalFen == 13494 && q.PeakSeconds == 3600 && q.OffpeakSeconds == 3600 && q.Currency == "cny", "breakdown %+v", q)
+	must(t, q.VolumeGB == 50 && q.StoragePricePerGBMonthFen == 30 && q.StoragePerHourFen == 2 && q.StoragePerDayFen == 50, "storage %+v", q)
 	must(t, len(q.Discounts) == 1 && q.Discounts[0].Kind == "offpeak" && q.Discounts[0].Pct == 10, "discounts %+v", q.Discounts)
 	must(t, q.SLATier == "standard" && q.SLASurchargeFen == 0, "default SLA %+v", q)
 
 	res, body = a.get(a.url(routenames.APIOffersQuote, o.ID) + query("term", "month", "gpus", "8", "sla", "premium"))
 	q = decode[pricing.Breakdown](t, body)
-	// 8 × ¥21,200 × 1.15 = ¥195,040.
-	must(t, res.StatusCode == 200 && q.TotalFen == 19504000, "month premium %d %+v", res.StatusCode, q)
+	// 8 × ¥21,200 × 1.15 = ¥195,040, and 30 days of 50 GB: ¥15.00.
+	must(t, res.StatusCode == 200 && q.GPUFen == 19504000 && q.StorageFen == 1500 && q.TotalFen == 19505500, "month premium %d %+v", res.StatusCode, q)
 
-	for _, bad := range [][2]string{{"gpus", "9"}, {"gpus", "x"}, {"start", "yesterday"}, {"seconds", "-1"}, {"term", "year"}, {"sla", "gold"}} {
+	for _, bad := range [][2]string{{"gpus", "9"}, {"gpus", "x"}, {"start", "yesterday"}, {"seconds", "-1"}, {"term", "year"}, {"sla", "gold"},
+		{"volume_gb", "0"}, {"volume_gb", "x"}, {"volume_gb", "4001"}, {"volume_id", "x"}} {
 		res, body := a.get(a.url(routenames.APIOffersQuote, o.ID) + query(bad[0], bad[1]))
 		must(t, res.StatusCode == 400 && strings.Contains(body, `"param":"`+bad[0]+`"`), "%s=%s: %d %s", bad[0], bad[1], res.StatusCode, body)
 	}
@@ -236,7 +239,8 @@ func TestQuoteAPIAndPanel(t *testing.T) {
 	page := a.url(routenames.OffersShow, o.ID) + query("gpus", "2", "start", "2026-12-01T21:00", "hours", "2")
 	res, html := a.get(page, "Accept-Language", "en")
 	must(t, res.StatusCode == 200, "page %d", res.StatusCode)
-	contains(t, html, `id="quote-total">¥134.90<`, "1 h at the off-peak rate", "1 h at the peak rate", "Off-peak discount −10%")
+	contains(t, html, `id="quote-total">¥134.94<`, "1 h at the off-peak rate", "1 h at the peak rate", "Off-peak discount −10%",
+		"GPUs: ¥134.90", "Storage, 50 GB volume: ¥0.02/h · ¥0.50/day; ¥0.04 for this period")
 	res, frag := a.get(page, "HX-Request", "true", "Accept-Language", "en")
 	must(t, res.StatusCode == 200 && strings.HasPrefix(strings.TrimSpace(frag), `<div id="quote-result"`), "fragment %q", frag[:min(60, len(frag))])
 	res, html = a.get(a.url(routenames.OffersShow, o.ID)+query("gpus", "99"), "Accept-Language", "en")

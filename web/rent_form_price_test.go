@@ -9,6 +9,7 @@ import (
 
 	"suanli/dbtest"
 	"suanli/models"
+	"suanli/pricing"
 	"suanli/routenames"
 )
 
@@ -177,6 +178,104 @@ func TestTermsSayStoppingEarlyRefundsNothing(t *testing.T) {
 					must(t, refund == nil && strings.Contains(note, onDemand[lang]), "%s %s: refund %v, note %q", lang, term, refund, note)
 				}
 			}
+		}
+	})
+}
+
+// yuanFen reads "¥1,234.56" as fen.
+func yuanFen(t *testing.T, s string) int64 {
+	t.Helper()
+	v, ok := pricing.ParseYuan(strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(s), "¥"), ",", ""))
+	must(t, ok, "not an amount in yuan: %q", s)
+	return v
+}
+
+var yuanRe = regexp.MustCompile(`¥[0-9,]+\.[0-9]{2}`)
+
+// Quotes include the new volume's storage, at the offer's price per GB
+// and 30 days (¥0.30 for the demo offers), shown per hour and per day
+// beside the GPUs' price, with the total: on the rent form and its htmx
+// fragment (which follows the volume size, and adds nothing for an
+// existing volume, billed already), on the offer page's quote panel and
+// in the quote API. On both databases, in both languages; to the fen.
+func TestQuotesIncludeTheVolumesStorage(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a := newApp(t, db)
+		offer := demoOffer(t, a.db, "h100-sxm", "cd-science-city") // ¥35.50, ¥21,200 a month, 4000 GB of disk
+		must(t, offer.StoragePricePerGBMonthFen == 30, "the demo offer's storage price is %d fen per GB-month, want 30", offer.StoragePricePerGBMonthFen)
+		renter := loggedIn(a, "renter", mustUser(t, a.db, "he@startup.example", "He Yu", false))
+		rent := a.url(routenames.RentalsNew, idParam(offer.ID))
+		lines := map[string]map[string]string{
+			// 50 GB (the default): 1500 fen per 30 days, 50 a day, 2.08 → 2 an hour.
+			"50": {"en": "Storage, 50 GB volume: ¥0.02/h · ¥0.50/day; ¥0.02 for this period",
+				"zh-CN": "存储（50 GB 数据盘）：¥0.02/时 · ¥0.50/天；本期 ¥0.02"},
+			// 200 GB: 6000 fen per 30 days, 200 a day, 8.33 → 8 an hour.
+			"200": {"en": "Storage, 200 GB volume: ¥0.08/h · ¥2.00/day; ¥0.08 for this period",
+				"zh-CN": "存储（200 GB 数据盘）：¥0.08/时 · ¥2.00/天；本期 ¥0.08"},
+			// A month of 200 GB: ¥60.00.
+			"200 month": {"en": "Storage, 200 GB volume: ¥0.08/h · ¥2.00/day; ¥60.00 for this period",
+				"zh-CN": "存储（200 GB 数据盘）：¥0.08/时 · ¥2.00/天；本期 ¥60.00"},
+			"existing": {"en": "Storage: the volume you mount is billed already; nothing is added.", "zh-CN": "存储：所挂载的数据盘已在计费，不另加收。"},
+		}
+		gpuWord := map[string]string{"en": "GPUs: ", "zh-CN": "GPU："}
+		// checkQuote finds the storage line in a quote, and the GPU line
+		// beside it, and checks that the total is both.
+		checkQuote := func(what, lang, quote, totalID, want string, storageFen int64) {
+			t.Helper()
+			must(t, strings.Contains(quote, want), "%s %s: the quote lacks %q\n%s", lang, what, want, quote)
+			total := yuanFen(t, yuanRe.FindString(between(quote, `id="`+totalID+`"`, "</strong>")))
+			if storageFen == 0 {
+				must(t, !strings.Contains(quote, gpuWord[lang]), "%s %s: a GPU line without storage\n%s", lang, what, quote)
+				return
+			}
+			gpu := yuanFen(t, yuanRe.FindString(between(quote, gpuWord[lang], "</li>")))
+			must(t, total == gpu+storageFen, "%s %s: total %d fen, want the GPUs' %d + storage %d", lang, what, total, gpu, storageFen)
+		}
+		for _, lang := range []string{"zh-CN", "en"} {
+			// The rent form starts with the default 50 GB volume.
+			body := renter.page(t, rent, lang, http.StatusOK)
+			checkQuote("rent form", lang, between(body, `id="rent-quote"`, "</ul>"), "rent-total", lines["50"][lang], 2)
+			// Its price fragment follows the volume's size and term…
+			_, frag := renter.do("GET", rent+"?gpus=1&term=on_demand&sla=standard&volume_gb=200", nil, "HX-Request", "true", "Accept-Language", lang)
+			checkQuote("fragment, 200 GB", lang, frag, "rent-total", lines["200"][lang], 8)
+			_, frag = renter.do("GET", rent+"?gpus=1&term=month&sla=standard&volume_gb=200", nil, "HX-Request", "true", "Accept-Language", lang)
+			checkQuote("fragment, a month of 200 GB", lang, frag, "rent-total", lines["200 month"][lang], 6000)
+			must(t, yuanFen(t, yuanRe.FindString(between(frag, `id="rent-total"`, "</strong>"))) == 2120000+6000, "%s: a month with 200 GB: %s", lang, snippet(frag))
+			// …and adds nothing for an existing volume (billed already).
+			_, frag = renter.do("GET", rent+"?gpus=1&term=on_demand&sla=standard&volume_gb=200&volume_id=7", nil, "HX-Request", "true", "Accept-Language", lang)
+			checkQuote("fragment, an existing volume", lang, frag, "rent-total", lines["existing"][lang], 0)
+			// A size beyond the offer's disk is explained beside the field.
+			body = renter.page(t, rent+"?volume_gb=4001", lang, http.StatusOK)
+			must(t, strings.Contains(between(body, `id="err-volume_gb"`, "</small>"), "4000"), "%s: volume_gb=4001: %s", lang, between(body, `id="err-volume_gb"`, "</small>"))
+
+			// The offer page's quote panel: the volume's size is a field.
+			page := renter.page(t, a.url(routenames.OffersShow, idParam(offer.ID))+"?gpus=1&hours=1", lang, http.StatusOK)
+			must(t, strings.Contains(page, `name="volume_gb"`) && strings.Contains(page, `value="50"`), "%s: the quote panel has no volume field", lang)
+			checkQuote("offer page", lang, between(page, `id="quote-result"`, "</ul>"), "quote-total", lines["50"][lang], 2)
+			page = renter.page(t, a.url(routenames.OffersShow, idParam(offer.ID))+"?gpus=1&term=month&volume_gb=200", lang, http.StatusOK)
+			checkQuote("offer page, a month of 200 GB", lang, between(page, `id="quote-result"`, "</ul>"), "quote-total", lines["200 month"][lang], 6000)
+			// Its Rent button carries the size to the rent form.
+			must(t, strings.Contains(page, "volume_gb=200"), "%s: the Rent link drops the volume size", lang)
+		}
+
+		// The API: the same fields, to the fen.
+		for _, c := range []struct {
+			query                          string
+			gb                             int
+			hour, day, storage, gpu, total int64
+		}{
+			{query("gpus", "1", "term", "month"), 50, 2, 50, 1500, 2120000, 2121500},
+			{query("gpus", "2", "term", "month", "volume_gb", "200"), 200, 8, 200, 6000, 4240000, 4246000},
+			{query("gpus", "2", "term", "month", "volume_id", "7"), 0, 0, 0, 0, 4240000, 4240000},
+		} {
+			res, js := renter.do("GET", a.url(routenames.APIOffersQuote, offer.ID)+c.query, nil)
+			must(t, res.StatusCode == 200, "quote %s: %d %s", c.query, res.StatusCode, js)
+			var q pricing.Breakdown
+			must(t, json.Unmarshal([]byte(js), &q) == nil, "quote JSON %s", js)
+			must(t, q.VolumeGB == c.gb && q.StoragePerHourFen == c.hour && q.StoragePerDayFen == c.day && q.StorageFen == c.storage && q.GPUFen == c.gpu && q.TotalFen == c.total,
+				"quote %s: %s; want %d GB, %d/h, %d/day, storage %d, GPUs %d, total %d", c.query, js, c.gb, c.hour, c.day, c.storage, c.gpu, c.total)
+			must(t, (c.gb > 0) == (q.StoragePricePerGBMonthFen == 30), "quote %s: storage price %d", c.query, q.StoragePricePerGBMonthFen)
 		}
 	})
 }

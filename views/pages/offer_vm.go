@@ -48,10 +48,10 @@ type OfferImage struct {
 }
 
 // rentLink is the offer page's Rent button: the rent page with the quote
-// panel's choice of GPUs, term and tier.
+// panel's choice of GPUs, term, tier and volume size.
 func rentLink(vc views.Ctx, vm OfferVM) string {
 	v := url.Values{}
-	for _, k := range []string{"gpus", "term", "sla"} {
+	for _, k := range []string{"gpus", "term", "sla", "volume_gb"} {
 		if s := vm.QuoteForm.Get(k); s != "" && vm.QuoteErrors[k] == "" {
 			v.Set(k, s)
 		}
@@ -63,7 +63,7 @@ func rentLink(vc views.Ctx, vm OfferVM) string {
 	return u
 }
 
-var quoteFields = []string{"gpus", "hours", "term", "start", "sla"}
+var quoteFields = []string{"gpus", "hours", "term", "start", "sla", "volume_gb"}
 
 // startValue is the datetime-local value of the quote's start (Asia/Shanghai).
 func (vm OfferVM) startValue() string {
@@ -72,6 +72,18 @@ func (vm OfferVM) startValue() string {
 	}
 	if vm.Quote != nil {
 		return vm.Quote.Start.In(pricing.Shanghai).Format("2006-01-02T15:04")
+	}
+	return ""
+}
+
+// volumeValue is the quote's volume size: as entered, else the one the
+// quote priced (the size a rent makes).
+func (vm OfferVM) volumeValue() string {
+	if s := vm.QuoteForm.Get("volume_gb"); s != "" {
+		return s
+	}
+	if vm.Quote != nil && vm.Quote.VolumeGB > 0 {
+		return strconv.Itoa(vm.Quote.VolumeGB)
 	}
 	return ""
 }
