@@ -409,7 +409,7 @@ func TestDockerRentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage(t *t
 		}
 
 		// Start again: the same files.
-		if _, err := d.rentals.Start(d.ctx, d.user, d.org, rt.ID); err != nil {
+		if _, err := d.rentals.Start(d.ctx, d.user, d.org, rt.ID, rentals.StartInput{}); err != nil {
 			t.Fatal(err)
 		}
 		again := d.waitStatus(rt.ID, models.RentalRunning)

@@ -79,8 +79,9 @@ func movedOffLocalStorage(t *testing.T, db *models.DB) *localMove {
 // the daemon), while the old one still holds the file on the first node;
 // the rental's timeline says so (files_left, naming both volumes and the
 // node), the API lists the old volume with its node, still billed as
-// storage, and the rental page says it in both languages. On both
-// databases.
+// storage, and the rental page says it in both languages. Once the first
+// node is back the stopped rental starts there with the old volume, and
+// the file is there. On both databases.
 func TestDockerLocalVolumesFilesStayOnItsNodeWhenTheRentalMoves(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
@@ -197,6 +198,25 @@ func TestDockerLocalVolumesFilesStayOnItsNodeWhenTheRentalMoves(t *testing.T) {
 					t.Errorf("the rental page (%s) does not say %q", lang, w)
 				}
 			}
+		}
+
+		// The first node comes back: stopped, the rental starts there with
+		// the volume that holds the file, and the renter finds it again.
+		m.first.Resume()
+		d.markNodeAlive(d.first)
+		d.stop(rt.ID)
+		if _, err := d.rentals.Start(d.ctx, d.user, d.org, rt.ID, rentals.StartInput{VolumeID: m.old.ID}); err != nil {
+			t.Fatal(err)
+		}
+		back := d.waitStatus(rt.ID, models.RentalRunning)
+		if back.NodeID == nil || *back.NodeID != d.first || *back.VolumeID != m.old.ID {
+			t.Fatalf("started on node %v with volume %v, want node %d with the old volume %d", back.NodeID, back.VolumeID, d.first, m.old.ID)
+		}
+		if got := sshRun(t, rentals.Access(&back), m.signer, "cat /workspace/notes.txt"); got != localNotes {
+			t.Errorf("back on the first node /workspace/notes.txt is %q, want %q", got, localNotes)
+		}
+		if v := d.volume(m.cur.ID); v.Status != models.VolumeActive || v.DeleteAfter != nil {
+			t.Errorf("the volume made on the second node: %+v, want kept, unmounted, with no deletion date", v)
 		}
 		d.checkLedger()
 	})

@@ -1,6 +1,7 @@
 package rentals
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -57,45 +58,98 @@ func volumeNode(tx *gorm.DB, r *models.Rental) (int64, bool, error) {
 }
 
 // volumeRunsOn records, in tx, that the rental now runs on the node at
-// sec: a pending volume becomes active (billed from sec) on that node; a
-// shared one notes the node. A local volume on another node cannot come
-// along (its files are on that node's disk): the rental gets a new empty
-// volume here, and the old one stays, listed and billed as storage,
-// until its owner deletes it or starts the rental on its node again.
+// sec: a pending volume becomes active (billed from sec) on that node; an
+// active one notes the node. (A local volume never comes to another
+// node's launch: volumeOnNode gave the rental a new one before it.)
 func (s *Service) volumeRunsOn(tx *gorm.DB, r *models.Rental, nodeID int64, sec time.Time) error {
 	v, err := rentalVolume(tx, r)
 	if err != nil || v == nil {
 		return err
 	}
-	switch {
-	case v.Status == models.VolumePending:
+	if v.Status == models.VolumePending {
 		return rentalstore.ActivateVolume(tx, v.ID, nodeID, sec)
-	case v.Shared() || v.NodeID == nil || *v.NodeID == nodeID:
-		return rentalstore.SetVolumeNode(tx, v.ID, nodeID)
 	}
-	o, err := rentalstore.ReadOffer(tx, r.OfferID)
+	if !v.Shared() && v.NodeID != nil && *v.NodeID != nodeID {
+		return fmt.Errorf("rental %d: local volume %d is on node %d, not on node %d where it runs", r.ID, v.ID, *v.NodeID, nodeID)
+	}
+	return rentalstore.SetVolumeNode(tx, v.ID, nodeID)
+}
+
+// volumeOnNode is the volume the rental launches with on nodeID: its
+// own, unless that is a local volume on another node's disk (a
+// migration). Then, before the launch task names it, the rental gets a
+// new empty volume, pending until it runs (volumeRunsOn activates it on
+// the node it runs on), and the old one stays on its node, listed and
+// billed as storage: the launch task names the volume the node really
+// makes, not the old one's key.
+func (s *Service) volumeOnNode(ctx context.Context, r *models.Rental, v *models.Volume, nodeID int64) (*models.Volume, error) {
+	if v == nil || v.Shared() || v.Status != models.VolumeActive || v.NodeID == nil || *v.NodeID == nodeID {
+		return v, nil
+	}
+	var nv *models.Volume
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		cur, err := models.RentalForUpdate(tx, r.ID)
+		if err != nil {
+			return err
+		}
+		if cur.VolumeID == nil || *cur.VolumeID != v.ID {
+			// Swapped already (a retried job): launch with that one.
+			nv, err = rentalVolume(tx, &cur)
+			return err
+		}
+		o, err := rentalstore.ReadOffer(tx, r.OfferID)
+		if err != nil {
+			return err
+		}
+		now := s.DB.Now().UTC()
+		if nv, err = volumes.New(tx, &o, r.OrgID, r.UserID, v.SizeGB, "", volumes.NewKey(), now); err != nil {
+			return err
+		}
+		// The price stays the one the renter agreed to for the old volume.
+		nv.NodeID, nv.PricePerGBMonthFen = nil, v.PricePerGBMonthFen
+		if err := rentalstore.InsertVolume(tx, nv); err != nil {
+			return err
+		}
+		if err := rentalstore.SetRentalVolume(tx, r.ID, nv.ID); err != nil {
+			return err
+		}
+		if err := rentalstore.SetVolumeLeftBy(tx, v.ID, &r.ID); err != nil {
+			return err
+		}
+		return models.AddRentalEvent(tx, r.ID, now, "files_left", fmt.Sprintf("local storage: the files of volume #%d stay on node %d; new empty volume #%d", v.ID, *v.NodeID, nv.ID), nil,
+			locales.M("event.files_left", v.ID, nodeLabel(tx, *v.NodeID), nv.ID))
+	})
 	if err != nil {
-		return err
-	}
-	nv, err := volumes.New(tx, &o, r.OrgID, r.UserID, v.SizeGB, "", volumes.NewKey(), sec)
-	if err != nil {
-		return err
-	}
-	nv.NodeID, nv.Status, nv.BilledUntil = &nodeID, models.VolumeActive, &sec
-	// The price stays the one the renter agreed to for the old volume.
-	nv.PricePerGBMonthFen = v.PricePerGBMonthFen
-	if err := rentalstore.InsertVolume(tx, nv); err != nil {
-		return err
-	}
-	if err := rentalstore.SetRentalVolume(tx, r.ID, nv.ID); err != nil {
-		return err
-	}
-	if err := rentalstore.SetVolumeLeftBy(tx, v.ID, &r.ID); err != nil {
-		return err
+		return nil, err
 	}
 	r.VolumeID = &nv.ID
-	return models.AddRentalEvent(tx, r.ID, sec, "files_left", fmt.Sprintf("local storage: the files of volume #%d stay on node %d; new empty volume #%d", v.ID, *v.NodeID, nv.ID), nil,
-		locales.M("event.files_left", v.ID, nodeLabel(tx, *v.NodeID), nv.ID))
+	return nv, nil
+}
+
+// remountLeftVolume undoes, in tx, volumeOnNode for a moving rental that
+// found no node to run on: the new volume never ran and goes, unbilled,
+// and the rental stops with the volume that holds its files again, so
+// that it can start on their node once that is back.
+func (s *Service) remountLeftVolume(tx *gorm.DB, r *models.Rental, now time.Time) error {
+	v, err := rentalVolume(tx, r)
+	if err != nil || v == nil || v.Status != models.VolumePending {
+		return err
+	}
+	left, err := rentalstore.LeftVolumeTx(tx, r.ID)
+	if err != nil || left == nil {
+		return err
+	}
+	if _, err := rentalstore.MarkVolumeDeleted(tx, v.ID, "its rental never ran on another node", now); err != nil {
+		return err
+	}
+	if err := rentalstore.SetRentalVolume(tx, r.ID, left.ID); err != nil {
+		return err
+	}
+	if err := rentalstore.SetVolumeLeftBy(tx, left.ID, nil); err != nil {
+		return err
+	}
+	r.VolumeID = &left.ID
+	return models.AddRentalEvent(tx, r.ID, now, "volume_changed", fmt.Sprintf("volume #%d mounted again", left.ID), nil, locales.M("event.volume_back", left.ID))
 }
 
 // dropPendingVolume deletes, in tx, the volume made for a rental that

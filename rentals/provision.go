@@ -145,6 +145,9 @@ func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done boo
 	if err != nil {
 		return false, 0, err
 	}
+	if vol, err = s.volumeOnNode(ctx, r, vol, nodeID); err != nil {
+		return false, 0, err
+	}
 	offer, err := s.DB.OfferByID(ctx, r.OfferID)
 	if err != nil {
 		return false, 0, err
@@ -434,6 +437,9 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		}
 		if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalMigrating},
 			rentalstore.RentalMove{StoppedAt: &now, StopReason: new("no healthy node to move to")}); err != nil {
+			return err
+		}
+		if err := s.remountLeftVolume(tx, &cur, now); err != nil {
 			return err
 		}
 		if err := s.Volumes().Keep(tx, &cur, now); err != nil {

@@ -76,8 +76,11 @@ func TestAVolumeOutlivesStopIsBilledAsStorageAndGoesWithRelease(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newRig(t, db, rigOptions{})
 		o := r.rtxOffer()
-		r.startAgent(o.NodeID)
+		node := r.startAgent(o.NodeID)
 		r.waitReady(o.NodeID)
+		// The agent holds its results until the volume was read: read
+		// after the launch, it would be active already.
+		node.Pause()
 		rt := r.mustRent(o.ID, 1, func(in *rentals.RentInput) { in.VolumeGB = 20; in.Image = "debian-sshd" })
 		if rt.VolumeID == nil {
 			t.Fatal("the rental has no volume")
@@ -85,6 +88,7 @@ func TestAVolumeOutlivesStopIsBilledAsStorageAndGoesWithRelease(t *testing.T) {
 		if v := r.volume(*rt.VolumeID); v.Status != models.VolumePending || v.SizeGB != 20 || v.BilledUntil != nil {
 			t.Fatalf("before it runs the volume is %+v, want pending, 20 GB, unbilled", v)
 		}
+		node.Resume()
 		run := r.waitStatus(rt.ID, models.RentalRunning)
 		v := r.volume(*rt.VolumeID)
 		if v.Status != models.VolumeActive || v.NodeID == nil || *v.NodeID != o.NodeID || v.BilledUntil == nil || !v.BilledUntil.Equal(*run.BilledUntil) {

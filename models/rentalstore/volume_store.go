@@ -222,8 +222,13 @@ func SetVolumeLeftBy(tx *gorm.DB, volumeID int64, rentalID *int64) error {
 // LeftVolume returns the newest active volume the rental left behind on
 // another node (nil when none).
 func LeftVolume(ctx context.Context, db *models.DB, rentalID int64) (*models.Volume, error) {
+	return LeftVolumeTx(db.R.WithContext(ctx), rentalID)
+}
+
+// LeftVolumeTx is LeftVolume in tx.
+func LeftVolumeTx(tx *gorm.DB, rentalID int64) (*models.Volume, error) {
 	var vs []models.Volume
-	err := db.R.WithContext(ctx).Where("left_by_rental_id = ? AND status = ?", rentalID, models.VolumeActive).Order("id DESC").Limit(1).Find(&vs).Error
+	err := tx.Where("left_by_rental_id = ? AND status = ?", rentalID, models.VolumeActive).Order("id DESC").Limit(1).Find(&vs).Error
 	if err != nil || len(vs) == 0 {
 		return nil, err
 	}
