@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -122,7 +121,7 @@ func TestRenterJourneyOnRealContainers(t *testing.T) {
 	}
 
 	// Rent one GPU with the image and a new volume.
-	key, signer := renterKeyPair(t)
+	key, signer := dockertest.RenterKey(t, "renter@journey")
 	rented := time.Now()
 	id := j.rent(renter, map[string]any{"offer_id": offers[0], "gpus": 1, "sla": "standard", "ssh_public_key": key,
 		"image": "debian-sshd", "volume_gb": volumeGB})
@@ -506,21 +505,6 @@ func (j *journey) waitMeterPasses(n int64) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// renterKeyPair is a fresh ed25519 key: the public line to rent with and
-// the signer to log in with.
-func renterKeyPair(t *testing.T) (string, ssh.Signer) {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " renter@journey", signer
 }
 
 // sshMust logs in at the access details with the renter's key, as the

@@ -7,11 +7,15 @@ package dockertest
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/client"
+	"golang.org/x/crypto/ssh"
 )
 
 // DefaultSSHDImage is the test image with OpenSSH's sshd (Debian bookworm
@@ -85,4 +89,20 @@ func missing(t testing.TB, why string) {
 		t.Fatal("Docker is required under CI=true: " + why)
 	}
 	t.Skip("no Docker for this test: " + why)
+}
+
+// RenterKey is a fresh ed25519 key pair as a renter has one: the
+// authorized_keys line (with comment) to rent with, and the signer to log
+// in with.
+func RenterKey(tb testing.TB, comment string) (string, ssh.Signer) {
+	tb.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " " + comment, signer
 }

@@ -2,7 +2,6 @@ package rentals_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -34,25 +33,6 @@ import (
 	"suanli/models"
 	"suanli/rentals"
 )
-
-// renterKey is a renter's SSH key pair: the public line to rent with and
-// the signer to log in with.
-func renterKey(t *testing.T) (string, ssh.Signer) {
-	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sp))) + " renter@e2e", signer
-}
 
 // sshTry logs in to the rental's access details with the renter's key, as
 // the renter's ssh client would, and runs cmd.
@@ -367,7 +347,7 @@ func TestDockerRentalRunsInARealContainerAndItsFilesFollowItOnSharedStorage(t *t
 		first := d.startAgents()
 		o, sib, root, cli := d.offer, d.second, d.root, d.cli
 
-		key, signer := renterKey(t)
+		key, signer := dockertest.RenterKey(t, "renter@e2e")
 		rt := d.mustRent(o.ID, 1, func(in *rentals.RentInput) { in.Image = "debian-sshd"; in.VolumeGB = 5; in.SSHPublicKey = key })
 		d.logOnFailure(rt.ID)
 		run := d.waitStatus(rt.ID, models.RentalRunning)

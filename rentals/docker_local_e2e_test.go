@@ -12,6 +12,7 @@ import (
 	"suanli/agent"
 	"suanli/agent/docker"
 	"suanli/dbtest"
+	"suanli/dockertest"
 	"suanli/models"
 	"suanli/rentals"
 )
@@ -52,7 +53,7 @@ func movedOffLocalStorage(t *testing.T, db *models.DB) *localMove {
 	t.Helper()
 	d := newDockerRig(t, db, models.StorageLocal)
 	m := &localMove{d: d, first: d.startAgents()}
-	key, signer := renterKey(t)
+	key, signer := dockertest.RenterKey(t, "renter@e2e")
 	m.signer = signer
 	rt := d.mustRent(d.offer.ID, 1, func(in *rentals.RentInput) { in.Image = "debian-sshd"; in.VolumeGB = 5; in.SSHPublicKey = key })
 	d.logOnFailure(rt.ID)

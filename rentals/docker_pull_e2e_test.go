@@ -97,7 +97,7 @@ func TestDockerFailedPullMovesTheRentalToTheNextNode(t *testing.T) {
 			}
 		}
 		d.startAgents()
-		key, signer := renterKey(t)
+		key, signer := dockertest.RenterKey(t, "renter@e2e")
 		custom := func(ref string) func(*rentals.RentInput) {
 			return func(in *rentals.RentInput) { in.Image = ref; in.VolumeGB = 5; in.SSHPublicKey = key }
 		}

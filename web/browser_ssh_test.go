@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"math/big"
@@ -67,7 +66,7 @@ func TestBrowserRentWithImageAndSSHIn(t *testing.T) {
 	l := &docker.Launcher{Client: cli, Host: "127.0.0.1", BindIP: "127.0.0.1", PortBase: portBaseForNextRental(t, a.db),
 		Namespace: ns, Simulated: true}
 	startAgentWith(t, a, svc, offer.NodeID, l)
-	key, signer := browserRenterKey(t)
+	key, signer := dockertest.RenterKey(t, "zhang.wei@laptop")
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	t.Cleanup(cancel)
 	b := newEnglishBrowser(t, ctx)
@@ -133,21 +132,6 @@ func TestBrowserRentWithImageAndSSHIn(t *testing.T) {
 	must(t, err == nil && regexp.MustCompile(`^root\n12\.\d+\nhello\n$`).MatchString(string(out)),
 		"over SSH: %q (%v), want root on Debian 12 with a writable /workspace", out, err)
 	t.Logf("rent → SSH login with the page's command %.1fs; whole test %.1fs", time.Since(rented).Seconds(), time.Since(began).Seconds())
-}
-
-// browserRenterKey is a fresh ed25519 key: the line to paste in the rent
-// form and the signer to log in with.
-func browserRenterKey(t *testing.T) (string, ssh.Signer) {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " zhang.wei@laptop", signer
 }
 
 func randomHex(t *testing.T) string {

@@ -2,7 +2,6 @@ package docker_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -33,20 +32,6 @@ import (
 // Docker daemon (dockertest) and log in to them over SSH as a renter
 // would. Each uses its own rental ids, ports, workspaces and images, and
 // removes them at its end.
-
-// renterKey is a fresh ed25519 key: its authorized_keys line and a signer.
-func renterKey(tb testing.TB) (string, ssh.Signer) {
-	tb.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " renter@test", signer
-}
 
 // uniqueID is a rental id no other test (here or in a parallel run) uses.
 func uniqueID(tb testing.TB) int64 {
@@ -181,7 +166,7 @@ func TestDockerLaunchStopLaunchDelete(t *testing.T) {
 	ws := "t" + strconv.FormatInt(id, 10)
 	cleanupRental(t, cli, id, ws)
 	l := dockerLauncher(t, cli, portBaseFor(t, id))
-	key, signer := renterKey(t)
+	key, signer := dockertest.RenterKey(t, "renter@test")
 	spec := agent.LaunchSpec{RentalID: id, WorkspaceID: ws, GPUUUIDs: []string{"GPU-sim-0"}, SSHPublicKey: key,
 		VolumeGB: 1, Limits: &agent.Limits{CPUs: 1, MemoryMiB: 512, ShmMiB: 64}}
 	ctx := context.Background()
@@ -205,7 +190,7 @@ func TestDockerLaunchStopLaunchDelete(t *testing.T) {
 		}
 	})
 	t.Run("another key is refused", func(t *testing.T) {
-		_, other := renterKey(t)
+		_, other := dockertest.RenterKey(t, "renter@test")
 		if _, err := sshRun(port, other, "true"); err == nil {
 			t.Error("a key that is not the renter's logged in")
 		}
@@ -307,7 +292,7 @@ func TestDockerSharedVolumeRoot(t *testing.T) {
 	if a.PortBase == b.PortBase {
 		b.PortBase++
 	}
-	key, signer := renterKey(t)
+	key, signer := dockertest.RenterKey(t, "renter@test")
 	spec := agent.LaunchSpec{RentalID: id, WorkspaceID: ws, GPUUUIDs: []string{"GPU-sim-0"}, SSHPublicKey: key}
 	ctx := context.Background()
 
@@ -356,7 +341,7 @@ func TestDockerSharedVolumeRoot(t *testing.T) {
 func TestDockerLaunchFailures(t *testing.T) {
 	cli := dockertest.Client(t)
 	base := dockertest.Image(t)
-	key, _ := renterKey(t)
+	key, _ := dockertest.RenterKey(t, "renter@test")
 	ctx := context.Background()
 	launch := func(t *testing.T, l *docker.Launcher, spec agent.LaunchSpec) error {
 		t.Helper()
@@ -449,7 +434,7 @@ func TestDockerLaunchFailures(t *testing.T) {
 // and p90 in ms.
 func BenchmarkDockerLaunch(b *testing.B) {
 	cli := dockertest.Client(b)
-	key, signer := renterKey(b)
+	key, signer := dockertest.RenterKey(b, "renter@test")
 	ctx := context.Background()
 	login := func(b *testing.B, port int) {
 		if _, err := sshRun(port, signer, "true"); err != nil {
