@@ -174,7 +174,7 @@ func TestDockerLaunchStopLaunchDelete(t *testing.T) {
 	acc := mustLaunch(t, l, spec)
 	port := agent.SSHPort(l.PortBase, id)
 	t.Run("the access details name host, port, user and the command", func(t *testing.T) {
-		want := agent.Access{Host: "127.0.0.1", Port: port, User: "root", Command: fmt.Sprintf("ssh -p %d root@127.0.0.1", port), Simulated: true}
+		want := agent.Access{Host: "127.0.0.1", Port: port, User: "root", Command: fmt.Sprintf("ssh -p %d root@127.0.0.1", port), Simulated: true, Container: true}
 		if *acc != want {
 			t.Errorf("access = %+v, want %+v", *acc, want)
 		}
