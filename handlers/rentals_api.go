@@ -11,6 +11,7 @@ import (
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/gpu"
+	"suanli/images"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/rentals"
@@ -37,7 +38,10 @@ type APIRental struct {
 	TermPriceFen       *int64         `json:"term_price_fen"`
 	Access             *APIAccess     `json:"access"`
 	Image              string         `json:"image"`
-	Volume             *APIVolume     `json:"volume"`
+	// RegistryAuth is what is shown of the credential the custom image is
+	// pulled with: its username, never its password (nil: none).
+	RegistryAuth *APIRegistryAuth `json:"registry_auth"`
+	Volume       *APIVolume       `json:"volume"`
 	// Startable: a stopped rental that POST …/start would start again.
 	Startable  bool       `json:"startable"`
 	ReleasedAt *time.Time `json:"released_at"`
@@ -57,6 +61,13 @@ type APIRental struct {
 	EndsAt         *time.Time `json:"ends_at"`
 	StoppedAt      *time.Time `json:"stopped_at"`
 	Currency       string     `json:"currency"`
+}
+
+// APIRegistryAuth is a rental's registry credential as the API shows it:
+// the username, and Set (always true) for the password stored sealed.
+type APIRegistryAuth struct {
+	Username string `json:"username"`
+	Set      bool   `json:"set"`
 }
 
 // APIAccess is how the renter reaches a rental's container: the flat
@@ -150,6 +161,9 @@ func apiRental(d *rentals.RentalDetail) APIRental {
 	if d.Volume != nil {
 		out.Volume = APIVolumeOf(d.Volume, r.ID)
 	}
+	if d.RegistryUser != "" {
+		out.RegistryAuth = &APIRegistryAuth{Username: d.RegistryUser, Set: true}
+	}
 	if d.Node != nil {
 		out.Node = &APIRentalNode{ID: d.Node.ID, Name: d.Node.Name, Health: string(d.Node.Health), Simulated: d.Node.Simulated}
 	}
@@ -175,6 +189,8 @@ type rentBody struct {
 	Image        string `json:"image"`
 	VolumeGB     int    `json:"volume_gb"`
 	VolumeID     int64  `json:"volume_id"`
+	// RegistryAuth: {"username":…,"password":…} for a custom image.
+	RegistryAuth *images.RegistryAuth `json:"registry_auth"`
 }
 
 // rent authorises the renter for the organisation and rents.
@@ -194,7 +210,7 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 	}
 	return h.Rentals.Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
 		SLA: in.SLA, Term: pricing.Term(in.Term), SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew,
-		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID})
+		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth})
 }
 
 // APIRentalCreate is POST /api/v1/rentals.

@@ -24,7 +24,8 @@ import (
 )
 
 // rentFields are the rent form's fields.
-var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id"}
+var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id",
+	"registry_username", "registry_password"}
 
 // RentNew is GET /offers/{id}/rent: the rent form, its fields taken from
 // the query (the offer page's quote panel links here with its choice).
@@ -69,6 +70,10 @@ func (h *Handler) RentCreate(c echo.Context) error {
 			f.Errors["image"] = ViewCtx(c).T("rent.err_image_custom")
 		}
 	}
+	if u, p := strings.TrimSpace(f.Get("registry_username")), f.Get("registry_password"); u != "" || p != "" {
+		in.RegistryAuth = &images.RegistryAuth{Username: u, Password: p}
+	}
+	f.Values["registry_password"] = "" // never shown again, not even to its author
 	if v := strings.TrimSpace(f.Get("volume_id")); v != "" {
 		if id, err := strconv.ParseInt(v, 10, 64); err == nil && id > 0 {
 			in.VolumeID = id
@@ -126,7 +131,7 @@ func (h *Handler) rentFormError(c echo.Context, f *views.Form, err error) (int, 
 	case ae.Key == "err.verify_first":
 		err = &apperr.Error{Code: ae.Code, Field: ae.Field, Key: "rent.verify_first", Message: ae.Message}
 	}
-	return formProblems(ViewCtx(c), f, err, rentFields, "balance")
+	return formProblems(ViewCtx(c), f, err, rentFields, "balance", "registry_auth")
 }
 
 // ErrorStatus is the HTTP status of an error: web.Status, the one
@@ -645,6 +650,7 @@ func (h *Handler) rentStorageVM(c echo.Context, vm *rentalpages.RentVM, row *mod
 			Cached: im.Cached, Compatible: im.Compatible, DriverCUDA: im.DriverCUDA})
 	}
 	vm.CustomImages = row.CustomImages
+	vm.PrivateRegistries = h.Rentals.Credentials != nil
 	vm.StoragePerGBMonthFen = row.StoragePricePerGBMonthFen
 	vm.MaxVolumeGB = volumes.MaxFor(&row.Offer)
 	if row.Datacenter != nil {

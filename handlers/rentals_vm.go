@@ -131,7 +131,7 @@ func rentalDetailVM(vc views.Ctx, d *rentals.RentalDetail) rentalpages.RentalVM 
 	vm := rentalpages.RentalVM{
 		Rental: rentalFiguresVM(&d.Rental, d.At), Datacenter: placeVM(d.Offer.Datacenter, vc.Lang),
 		Simulated: d.Simulated(), Billing: d.Billing(), CostFen: d.CostFen, RateFenPerHour: d.RateFenPerHour, At: d.At,
-		Access: accessVM(d.Access), Checks: checksVM(d.Checks, vc.Lang), Image: d.Rental.Image, Released: d.Rental.Released(),
+		Access: accessVM(d.Access), Checks: checksVM(d.Checks, vc.Lang), Image: d.Rental.Image, RegistryUser: d.RegistryUser, Released: d.Rental.Released(),
 	}
 	// A released rental says so, not merely "stopped".
 	vm.Rental.Status = d.PublicStatus()

@@ -25,6 +25,9 @@ type RentalDetail struct {
 	// VolumeNode names the node that holds it ("" if none).
 	Volume     *models.Volume
 	VolumeNode string
+	// RegistryUser is the username of the registry credential its custom
+	// image is pulled with ("" when none): all that is shown of it.
+	RegistryUser string
 	// Progress is what the node said of the launch under way (an image
 	// pull), nil when nothing was said.
 	Progress *agent.Progress
@@ -81,6 +84,9 @@ func (s *Service) Detail(ctx context.Context, id int64) (*RentalDetail, error) {
 		return nil, err
 	}
 	if d.Volume, err = s.RentalVolume(ctx, &r); err != nil {
+		return nil, err
+	}
+	if d.RegistryUser, err = rentalstore.RegistryUsername(ctx, s.DB, r.ID); err != nil {
 		return nil, err
 	}
 	if v := d.Volume; v != nil && v.NodeID != nil {
