@@ -38,10 +38,9 @@ type APIRental struct {
 	TermPriceFen       *int64         `json:"term_price_fen"`
 	Access             *APIAccess     `json:"access"`
 	Image              string         `json:"image"`
-	// RegistryAuth is what is shown of the credential the custom image is
-	// pulled with: its username, never its password (nil: none).
-	RegistryAuth *APIRegistryAuth `json:"registry_auth"`
-	Volume       *APIVolume       `json:"volume"`
+	// RegistryAuth: the custom image's registry username, never the password.
+	RegistryAuth *images.RegistryAuthShown `json:"registry_auth"`
+	Volume       *APIVolume                `json:"volume"`
 	// Startable: a stopped rental that POST …/start would start again.
 	Startable  bool       `json:"startable"`
 	ReleasedAt *time.Time `json:"released_at"`
@@ -61,13 +60,6 @@ type APIRental struct {
 	EndsAt         *time.Time `json:"ends_at"`
 	StoppedAt      *time.Time `json:"stopped_at"`
 	Currency       string     `json:"currency"`
-}
-
-// APIRegistryAuth is a rental's registry credential as the API shows it:
-// the username, and Set (always true) for the password stored sealed.
-type APIRegistryAuth struct {
-	Username string `json:"username"`
-	Set      bool   `json:"set"`
 }
 
 // APIAccess is how the renter reaches a rental's container: the flat
@@ -146,7 +138,7 @@ type APIEvent struct {
 
 func apiRental(d *rentals.RentalDetail) APIRental {
 	r := d.Rental
-	out := APIRental{ID: r.ID, Status: d.PublicStatus(), Image: r.Image, Startable: d.Startable(), ReleasedAt: r.ReleasedAt, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
+	out := APIRental{ID: r.ID, Status: d.PublicStatus(), Image: r.Image, RegistryAuth: d.RegistryAuth(), Startable: d.Startable(), ReleasedAt: r.ReleasedAt, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
 		GPUUUIDs: []string{}, SLA: r.SLA, Term: string(r.Term), AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
 		StudentDiscountPct: r.StudentPct, OffpeakDiscountPct: r.OffpeakPct, SLASurchargePct: r.SLASurchargePct, TermPriceFen: r.TermPriceFen,
 		CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,
@@ -160,9 +152,6 @@ func apiRental(d *rentals.RentalDetail) APIRental {
 	}
 	if d.Volume != nil {
 		out.Volume = APIVolumeOf(d.Volume, r.ID)
-	}
-	if d.RegistryUser != "" {
-		out.RegistryAuth = &APIRegistryAuth{Username: d.RegistryUser, Set: true}
 	}
 	if d.Node != nil {
 		out.Node = &APIRentalNode{ID: d.Node.ID, Name: d.Node.Name, Health: string(d.Node.Health), Simulated: d.Node.Simulated}

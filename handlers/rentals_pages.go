@@ -24,8 +24,7 @@ import (
 )
 
 // rentFields are the rent form's fields.
-var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id",
-	"registry_username", "registry_password"}
+var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id", "registry_username", "registry_password"}
 
 // RentNew is GET /offers/{id}/rent: the rent form, its fields taken from
 // the query (the offer page's quote panel links here with its choice).

@@ -45,10 +45,15 @@ func (a RegistryAuth) LogValue() slog.Value {
 
 // MarshalJSON encodes the username and whether a password is set.
 func (a RegistryAuth) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Username string `json:"username"`
-		Set      bool   `json:"set"`
-	}{a.Username, a.Password != ""})
+	return json.Marshal(RegistryAuthShown{Username: a.Username, Set: a.Password != ""})
+}
+
+// RegistryAuthShown is all that is ever shown of a rental's registry
+// credential (the API's registry_auth): its username, and Set — always
+// true for a stored one — for the password kept sealed.
+type RegistryAuthShown struct {
+	Username string `json:"username"`
+	Set      bool   `json:"set"`
 }
 
 // RegistryAuthPurpose names the platform key's box that seals registry

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"suanli/agent"
+	"suanli/images"
 	"suanli/models"
 	"suanli/models/rentalstore"
 	"suanli/pricing"
@@ -37,6 +38,15 @@ type RentalDetail struct {
 	// RateFenPerHour is what an hour costs now (0 when not billing).
 	RateFenPerHour int64
 	At             time.Time
+}
+
+// RegistryAuth is what is shown of the rental's registry credential (nil
+// when it has none).
+func (d *RentalDetail) RegistryAuth() *images.RegistryAuthShown {
+	if d.RegistryUser == "" {
+		return nil
+	}
+	return &images.RegistryAuthShown{Username: d.RegistryUser, Set: true}
 }
 
 // Startable reports whether the rental can start again (see

@@ -64,7 +64,7 @@ func TestRentWithRegistryCredentials(t *testing.T) {
 		st, h, created, _ := idemPost(a, "/api/v1/rentals", token, "registry-1", body(ref, `{"username":"bob","password":"`+pw+`"}`))
 		must(t, st == http.StatusCreated, "rent: %d %s", st, created)
 		rental := decode[handlers.APIRental](t, created)
-		must(t, rental.Image == ref && rental.RegistryAuth != nil && *rental.RegistryAuth == handlers.APIRegistryAuth{Username: "bob", Set: true},
+		must(t, rental.Image == ref && rental.RegistryAuth != nil && *rental.RegistryAuth == images.RegistryAuthShown{Username: "bob", Set: true},
 			"answer: %s", created)
 		_, _, again, _ := idemPost(a, "/api/v1/rentals", token, "registry-1", body(ref, `{"username":"bob","password":"`+pw+`"}`))
 		must(t, again == created && rentalsOf(t, db, org) == 1, "the retry: %s", again)
