@@ -10,12 +10,14 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -113,8 +115,12 @@ func create(path string) error {
 	return nil
 }
 
-// Box seals and opens values for one purpose.
-type Box struct{ aead cipher.AEAD }
+// Box seals and opens values for one purpose, and keys digests of what
+// may hold such values (NewMAC).
+type Box struct {
+	aead   cipher.AEAD
+	macKey []byte
+}
 
 // Box returns the box of a purpose (such as "registry-credentials"): AES-256-GCM
 // under a key derived from k with HKDF-SHA256, the purpose as its info.
@@ -131,8 +137,18 @@ func (k *Key) Box(purpose string) *Box {
 	if err != nil {
 		panic(err)
 	}
-	return &Box{aead: aead}
+	mac, err := hkdf.Key(sha256.New, k.master, nil, "suanli "+purpose+" mac", 32)
+	if err != nil {
+		panic(err)
+	}
+	return &Box{aead: aead, macKey: mac}
 }
+
+// NewMAC returns an HMAC-SHA256 under a key of the box's purpose (not its
+// sealing key): a digest of something that may hold a sealed value's
+// plaintext — a request body with a password — that, stored, is no help
+// in guessing it without the platform key.
+func (b *Box) NewMAC() hash.Hash { return hmac.New(sha256.New, b.macKey) }
 
 // sealedPrefix names the format of a sealed value, so that another one
 // (a new cipher, a rotated key) can be told apart later.

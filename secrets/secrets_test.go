@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"os"
@@ -157,5 +158,27 @@ func TestLoadOrCreate(t *testing.T) {
 	}
 	if _, err := LoadOrCreate(path); !errors.Is(err, ErrKeyFormat) || !strings.Contains(err.Error(), path) {
 		t.Errorf("a damaged key file: %v, want ErrKeyFormat naming the file", err)
+	}
+}
+
+// A box's MAC is the same for the same key and purpose, and another for
+// another key or purpose; it is not the plain SHA-256.
+func TestMAC(t *testing.T) {
+	text := GenerateKey()
+	sum := func(k *Key, purpose string) []byte {
+		m := k.Box(purpose).NewMAC()
+		m.Write([]byte("POST /api/v1/rentals\n{\"password\":\"hunter2\"}"))
+		return m.Sum(nil)
+	}
+	a := sum(mustKey(t, text), "p")
+	if !bytes.Equal(a, sum(mustKey(t, text), "p")) {
+		t.Error("the same key and purpose gave another MAC")
+	}
+	if bytes.Equal(a, sum(mustKey(t, text), "q")) || bytes.Equal(a, sum(mustKey(t, GenerateKey()), "p")) {
+		t.Error("another purpose or key gave the same MAC")
+	}
+	plain := sha256.Sum256([]byte("POST /api/v1/rentals\n{\"password\":\"hunter2\"}"))
+	if bytes.Equal(a, plain[:]) {
+		t.Error("the MAC is the plain SHA-256")
 	}
 }

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"net/url"
@@ -68,6 +69,12 @@ func TestRentWithRegistryCredentials(t *testing.T) {
 			"answer: %s", created)
 		_, _, again, _ := idemPost(a, "/api/v1/rentals", token, "registry-1", body(ref, `{"username":"bob","password":"`+pw+`"}`))
 		must(t, again == created && rentalsOf(t, db, org) == 1, "the retry: %s", again)
+		// The request's stored hash is keyed: a plain SHA-256 of a body
+		// with a password would let a reader of the table test guesses.
+		plain := sha256.Sum256([]byte("POST /api/v1/rentals\n" + body(ref, `{"username":"bob","password":"`+pw+`"}`)))
+		var hashes []string
+		must(t, db.R.Model(&models.IdempotencyKey{}).Where("idem_key = ?", "registry-1").Pluck("request_hash", &hashes).Error == nil && len(hashes) == 1 &&
+			hashes[0] != hex.EncodeToString(plain[:]), "the idempotency key's request hash: %v", hashes)
 		auth := []string{"Authorization", "Bearer " + token}
 		_, shown := a.get(h.Get("Location"), auth...)
 		_, list := a.get("/api/v1/rentals", auth...)
