@@ -312,14 +312,14 @@ func checkKubernetes(t *testing.T, known map[string]bool, cmds *suanliCommands) 
 	}
 
 	// Config and Secret: keys are variables suanli reads; the Secret holds
-	// the database URL, Stripe's keys and the SMTP settings.
+	// the database URL, Stripe's keys, the SMTP settings and the platform key.
 	cm, sec := get("ConfigMap/suanli-config"), get("Secret/suanli")
 	for k := range cm.Data {
 		if !known[k] {
 			t.Errorf("ConfigMap suanli-config sets %s, which suanli does not read", k)
 		}
 	}
-	for _, k := range []string{"DATABASE_URL", "STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET", "SMTP_URL"} {
+	for _, k := range []string{"DATABASE_URL", "STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET", "SMTP_URL", "SUANLI_SECRET_KEY"} {
 		if _, ok := sec.StringData[k]; !ok {
 			t.Errorf("Secret suanli lacks %s", k)
 		}

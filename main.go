@@ -29,6 +29,7 @@ import (
 	"suanli/demo"
 	"suanli/fleet"
 	"suanli/handlers"
+	"suanli/images"
 	"suanli/mail"
 	"suanli/metrics"
 	"suanli/migrations"
@@ -38,6 +39,7 @@ import (
 	"suanli/payments"
 	"suanli/providers"
 	"suanli/rentals"
+	"suanli/secrets"
 	"suanli/views/accountpages"
 	"suanli/web"
 	"suanli/workers"
@@ -219,6 +221,9 @@ func serve(ctx context.Context, args []string) error {
 	}
 	wallet := walletService(db, cfg)
 	rentals := rentalsService(db, wallet, cfg)
+	if rentals.Credentials, err = registryCredentials(cfg); err != nil {
+		return err
+	}
 	jobMetrics := workers.NewJobMetrics()
 	wopts := workerOptions(cfg, cfg.Workers, rentals)
 	wopts.Metrics = jobMetrics
@@ -442,6 +447,21 @@ func bankDetails(cfg config.Config) accountpages.BankDetails {
 // rentalsService builds the rental rules; its Jobs is set once the queue exists.
 func rentalsService(db *models.DB, w *billing.Wallet, cfg config.Config) *rentals.Service {
 	return &rentals.Service{DB: db, Wallet: w, Hub: fleet.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now(), VolumeKeepDays: cfg.VolumeKeepDays}
+}
+
+// registryCredentials is the box that seals renters' registry passwords
+// and opens them for the agents' launch tasks (serve only: workers never
+// touch them), from the platform key; nil where there is none.
+func registryCredentials(cfg config.Config) (*secrets.Box, error) {
+	key, err := cfg.PlatformKey()
+	if err != nil {
+		return nil, fmt.Errorf("the platform secret key: %w", err)
+	}
+	if key == nil {
+		slog.Warn("no SUANLI_SECRET_KEY: rents with private registry credentials are refused (set it, the same on every replica)")
+		return nil, nil
+	}
+	return key.Box(images.RegistryAuthPurpose), nil
 }
 
 func workerOptions(cfg config.Config, work bool, rentals *rentals.Service) workers.Options {

@@ -156,3 +156,16 @@ type Result struct {
 	// Detail carries anything else the task produced.
 	Detail json.RawMessage `json:"detail,omitempty"`
 }
+
+// ParseAccess decodes stored access details (nil for none, or what does
+// not decode).
+func ParseAccess(raw string) *Access {
+	if raw == "" {
+		return nil
+	}
+	var a Access
+	if json.Unmarshal([]byte(raw), &a) != nil {
+		return nil
+	}
+	return &a
+}

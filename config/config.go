@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"suanli/mail"
+	"suanli/secrets"
 )
 
 // Config is the validated configuration shared by every subcommand.
@@ -71,6 +72,10 @@ type Config struct {
 	// VolumeKeepDays is how long a stopped rental's volume is kept without
 	// a start before it is deleted, files and all (SUANLI_VOLUME_KEEP_DAYS).
 	VolumeKeepDays int
+	// SecretKey is the platform's secret key (SUANLI_SECRET_KEY): what
+	// must be kept but never shown again (renters' registry passwords) is
+	// sealed under keys derived from it. Empty: see PlatformKey.
+	SecretKey string
 }
 
 // Flags registers the shared flags on fs, with defaults from the environment,
@@ -101,6 +106,7 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.DurationVar(&c.IndexRefresh, "index-refresh", envDuration("SUANLI_INDEX_REFRESH", 2*time.Second), "how often to pick up offer changes made by other processes (SUANLI_INDEX_REFRESH)")
 	fs.DurationVar(&c.MeterEvery, "meter-every", envDuration("SUANLI_METER_EVERY", time.Minute), "how often the workers bill running rentals; each pass bills up to the current second (SUANLI_METER_EVERY)")
 	fs.IntVar(&c.VolumeKeepDays, "volume-keep-days", int(envInt64("SUANLI_VOLUME_KEEP_DAYS", 7)), "days a stopped rental's volume is kept (and billed as storage) without a start before it is deleted, with mails 3 days and 1 day before (SUANLI_VOLUME_KEEP_DAYS)")
+	fs.StringVar(&c.SecretKey, "secret-key", env("SUANLI_SECRET_KEY", ""), "platform secret key sealing renters' registry credentials: 64 hex digits or base64 of 32+ random bytes; prefer the environment; empty: DATA_DIR/secret.key with the embedded database, none with PostgreSQL (SUANLI_SECRET_KEY)")
 	return func() (Config, error) {
 		if c.BaseURL == "" {
 			port := "8080"
@@ -168,7 +174,33 @@ func (c Config) Validate() error {
 	if c.MeterEvery < time.Second {
 		errs = append(errs, errors.New("--meter-every must be at least 1s"))
 	}
+	if c.SecretKey != "" {
+		if _, err := secrets.ParseKey(c.SecretKey); err != nil {
+			// The key itself is never repeated in a message.
+			errs = append(errs, fmt.Errorf("--secret-key/SUANLI_SECRET_KEY: %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// SecretKeyFile is the key file of an installation on the embedded
+// database that configured no SUANLI_SECRET_KEY, in its data directory.
+const SecretKeyFile = "secret.key"
+
+// PlatformKey returns the platform's secret key: SUANLI_SECRET_KEY when
+// set; else, on SQLite (one host), the key in SecretKeyFile beside the
+// database file, made on first use; else (PostgreSQL, where replicas
+// must share one key) nil: the platform then keeps no secrets, and
+// refuses what would need one.
+func (c Config) PlatformKey() (*secrets.Key, error) {
+	if c.SecretKey != "" {
+		return secrets.ParseKey(c.SecretKey)
+	}
+	dialect, loc, err := c.Database()
+	if err != nil || dialect != SQLite {
+		return nil, err
+	}
+	return secrets.LoadOrCreate(filepath.Join(filepath.Dir(loc), SecretKeyFile))
 }
 
 // Dialects.

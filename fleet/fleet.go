@@ -4,11 +4,17 @@
 // node's GPUs, and the queue of tasks the agents long-poll for.
 package fleet
 
-import "suanli/models"
+import (
+	"suanli/models"
+	"suanli/secrets"
+)
 
 // Fleet records what node agents report and hands them their tasks.
 type Fleet struct {
 	DB *models.DB
 	// Hub wakes the agents' long polls and the waits for task results.
 	Hub *Hub
+	// Credentials opens renters' sealed registry passwords for the launch
+	// tasks handed to agents (images.PullAuth); nil: none can be opened.
+	Credentials *secrets.Box
 }

@@ -18,6 +18,7 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/gpu"
+	"suanli/images"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/ledger"
@@ -454,7 +455,9 @@ func (f *Fleet) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, erro
 		return nil, nil
 	}
 	var out []agent.Task
+	var failed []int64
 	err = f.DB.Tx(ctx, func(tx *gorm.DB) error {
+		out, failed = out[:0], failed[:0]
 		for _, r := range rows {
 			taken, err := supply.MarkAgentTaskSent(tx, r.ID, nodeID, resendBefore, now)
 			if err != nil {
@@ -467,9 +470,42 @@ func (f *Fleet) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, erro
 			if err := json.Unmarshal([]byte(r.Payload), &t); err != nil {
 				return fmt.Errorf("task %d payload: %w", r.ID, err)
 			}
+			if ok, err := f.withPullAuth(tx, &r, &t, now); err != nil {
+				return err
+			} else if !ok {
+				failed = append(failed, r.ID)
+				continue
+			}
 			out = append(out, t)
 		}
 		return nil
 	})
+	if err == nil {
+		for _, id := range failed {
+			f.Hub.Signal(TaskKey(id))
+		}
+	}
 	return out, err
+}
+
+// withPullAuth gives, in tx, a launch task the registry credential its
+// rental's image is pulled with, opened only now: the stored task (its
+// payload row) never holds it. A credential that cannot be opened fails
+// the task at once, saying why, and ok is false: the agent could only
+// fail the pull.
+func (f *Fleet) withPullAuth(tx *gorm.DB, row *models.AgentTask, t *agent.Task, now time.Time) (ok bool, err error) {
+	if t.Kind != agent.TaskLaunch || t.RentalID == 0 || t.Image == "" {
+		return true, nil
+	}
+	auth, err := images.PullAuth(tx, f.Credentials, t.RentalID, t.Image)
+	if errors.Is(err, images.ErrRegistryAuthSealed) {
+		slog.Error("registry credentials cannot be opened; failing the launch", "rental", t.RentalID, "task", t.ID, "err", err)
+		res, _ := json.Marshal(agent.Result{Error: err.Error()})
+		return false, supply.FinishAgentTask(tx, row, false, string(res), now)
+	}
+	if err != nil {
+		return false, err
+	}
+	t.RegistryAuth = auth
+	return true, nil
 }

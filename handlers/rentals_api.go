@@ -11,6 +11,7 @@ import (
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/gpu"
+	"suanli/images"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/rentals"
@@ -37,7 +38,9 @@ type APIRental struct {
 	TermPriceFen       *int64         `json:"term_price_fen"`
 	Access             *APIAccess     `json:"access"`
 	Image              string         `json:"image"`
-	Volume             *APIVolume     `json:"volume"`
+	// RegistryAuth: the custom image's registry username, never the password.
+	RegistryAuth *images.RegistryAuthShown `json:"registry_auth"`
+	Volume       *APIVolume                `json:"volume"`
 	// NoGPU: it runs (or last ran) in no-GPU mode, billed
 	// NoGPUPricePerHourFen an hour instead of its GPU price.
 	NoGPU                bool  `json:"no_gpu"`
@@ -150,7 +153,7 @@ type APIEvent struct {
 
 func apiRental(d *rentals.RentalDetail) APIRental {
 	r := d.Rental
-	out := APIRental{ID: r.ID, Status: d.PublicStatus(), Image: r.Image, Startable: d.Startable(), NoGPU: r.NoGPU, NoGPUPricePerHourFen: r.NoGPUPricePerHourFen, ReleasedAt: r.ReleasedAt, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
+	out := APIRental{ID: r.ID, Status: d.PublicStatus(), Image: r.Image, RegistryAuth: d.RegistryAuth(), Startable: d.Startable(), NoGPU: r.NoGPU, NoGPUPricePerHourFen: r.NoGPUPricePerHourFen, ReleasedAt: r.ReleasedAt, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
 		GPUUUIDs: []string{}, SLA: r.SLA, Term: string(r.Term), AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
 		StudentDiscountPct: r.StudentPct, OffpeakDiscountPct: r.OffpeakPct, SLASurchargePct: r.SLASurchargePct, TermPriceFen: r.TermPriceFen,
 		CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,
@@ -193,6 +196,8 @@ type rentBody struct {
 	Image        string `json:"image"`
 	VolumeGB     int    `json:"volume_gb"`
 	VolumeID     int64  `json:"volume_id"`
+	// RegistryAuth: {"username":…,"password":…} for a custom image.
+	RegistryAuth *images.RegistryAuth `json:"registry_auth"`
 }
 
 // rent authorises the renter for the organisation and rents.
@@ -212,7 +217,7 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 	}
 	return h.Rentals.Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
 		SLA: in.SLA, Term: pricing.Term(in.Term), SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew,
-		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID})
+		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth})
 }
 
 // APIRentalCreate is POST /api/v1/rentals.

@@ -11,6 +11,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/catalog"
+	"suanli/handlers/rentalvm"
 	"suanli/images"
 	"suanli/models"
 	"suanli/models/ledger"
@@ -24,7 +25,7 @@ import (
 )
 
 // rentFields are the rent form's fields.
-var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id"}
+var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id", "registry_username", "registry_password"}
 
 // RentNew is GET /offers/{id}/rent: the rent form, its fields taken from
 // the query (the offer page's quote panel links here with its choice).
@@ -69,6 +70,10 @@ func (h *Handler) RentCreate(c echo.Context) error {
 			f.Errors["image"] = ViewCtx(c).T("rent.err_image_custom")
 		}
 	}
+	if u, p := strings.TrimSpace(f.Get("registry_username")), f.Get("registry_password"); u != "" || p != "" {
+		in.RegistryAuth = &images.RegistryAuth{Username: u, Password: p}
+	}
+	f.Values["registry_password"] = "" // never shown again, not even to its author
 	if v := strings.TrimSpace(f.Get("volume_id")); v != "" {
 		if id, err := strconv.ParseInt(v, 10, 64); err == nil && id > 0 {
 			in.VolumeID = id
@@ -126,7 +131,7 @@ func (h *Handler) rentFormError(c echo.Context, f *views.Form, err error) (int, 
 	case ae.Key == "err.verify_first":
 		err = &apperr.Error{Code: ae.Code, Field: ae.Field, Key: "rent.verify_first", Message: ae.Message}
 	}
-	return formProblems(ViewCtx(c), f, err, rentFields, "balance")
+	return formProblems(ViewCtx(c), f, err, rentFields, "balance", "registry_auth")
 }
 
 // ErrorStatus is the HTTP status of an error: web.Status, the one
@@ -186,7 +191,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 	ctx := c.Request().Context()
 	u := CurrentUser(c)
 	gm, _ := catalog.GPUModelBySlug(row.GPUModel)
-	vm := rentalpages.RentVM{Offer: rentOfferVM(&row, Lang(c)), GPU: gm, Form: f, Selected: -1, Simulated: row.Demo || row.Synthetic, Unverified: !u.Verified(),
+	vm := rentalpages.RentVM{Offer: rentalvm.RentOffer(&row, Lang(c)), GPU: gm, Form: f, Selected: -1, Simulated: row.Demo || row.Synthetic, Unverified: !u.Verified(),
 		EarlyStopKey: offers.EarlyStopOf(pricing.Week).Key}
 	oms, err := h.DB.OrgsOfUser(ctx, u.ID)
 	if err != nil {
@@ -204,7 +209,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 		}
 		student := rentals.StudentPrices(&om.Org, &om.Membership)
 		price := offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
-		vm.Orgs = append(vm.Orgs, rentOrgVM(&om.Org, bal, student, price))
+		vm.Orgs = append(vm.Orgs, rentalvm.RentOrg(&om.Org, bal, student, price))
 		prices = append(prices, price)
 		if strconv.FormatInt(om.Org.ID, 10) == want {
 			vm.Selected = len(vm.Orgs) - 1
@@ -234,7 +239,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 		return vm, err
 	}
 	student := vm.Selected >= 0 && vm.Orgs[vm.Selected].Student
-	vm.Terms = rentTermsVM(&row.Offer, student)
+	vm.Terms = rentalvm.RentTerms(&row.Offer, student)
 	vm.HourPriceFen = offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
 	now := h.DB.Now()
 	q, err := offers.Quote(row.Offer, offers.QuoteInput{GPUs: f.Get("gpus"), Term: f.Get("term"), SLA: f.Get("sla"),
@@ -282,7 +287,7 @@ func (h *Handler) Console(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		vm.Wallets = append(vm.Wallets, walletLinkVM(&om.Org, bal))
+		vm.Wallets = append(vm.Wallets, rentalvm.WalletLink(&om.Org, bal))
 		m := om.Membership
 		live, err := h.DB.RentalsOfOrg(ctx, om.Org.ID, true, 200)
 		if err != nil {
@@ -293,7 +298,7 @@ func (h *Handler) Console(c echo.Context) error {
 			if err != nil {
 				return err
 			}
-			row := consoleRow(d.Rental, d.Offer, lang, om.Org.Name, d.CostFen, d.RateFenPerHour, d.Access, d.Simulated(),
+			row := rentalvm.ConsoleRow(d.Rental, d.Offer, lang, om.Org.Name, d.CostFen, d.RateFenPerHour, d.Access, d.Simulated(),
 				rentals.Stoppable(&d.Rental, u, &m), d.At)
 			row.CanChange = rentals.Changeable(&d.Rental, u, &m)
 			vm.Live = append(vm.Live, row)
@@ -308,7 +313,7 @@ func (h *Handler) Console(c echo.Context) error {
 				return err
 			}
 			a := rentals.Access(&r)
-			vm.History = append(vm.History, consoleRow(r, o, lang, om.Org.Name, r.BilledFen, 0, a, o.Demo || (a != nil && a.Simulated), false, now))
+			vm.History = append(vm.History, rentalvm.ConsoleRow(r, o, lang, om.Org.Name, r.BilledFen, 0, a, o.Demo || (a != nil && a.Simulated), false, now))
 		}
 	}
 	newestFirst := func(a, b rentalpages.RentalRow) int { return b.Rental.CreatedAt.Compare(a.Rental.CreatedAt) }
@@ -336,7 +341,7 @@ func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *model
 	if org.Personal {
 		name = vc.T("rent.org_personal")
 	}
-	vm := rentalDetailVM(vc, d)
+	vm := rentalvm.Detail(vc, d)
 	vm.GPU, vm.OrgName, vm.StudentPrices = gm, name, rentals.StudentPrices(org, m)
 	u := CurrentUser(c)
 	vm.CanStop = rentals.Stoppable(&d.Rental, u, m)
@@ -506,7 +511,7 @@ func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Me
 	cur := d.Offer
 	// The offers are listed at the price the change would be at (student:
 	// a lab member's student price), as its quote is.
-	ch := &rentalpages.ChangeVM{Form: f, Quote: changeQuoteVM(q), WalletURL: vc.URL(routenames.WalletShow, strconv.FormatInt(r.OrgID, 10))}
+	ch := &rentalpages.ChangeVM{Form: f, Quote: rentalvm.ChangeQuote(q), WalletURL: vc.URL(routenames.WalletShow, strconv.FormatInt(r.OrgID, 10))}
 	ch.Offers = append(ch.Offers, rentalpages.ChangeOffer{ID: cur.ID, GPUName: gpuName(cur.GPUModel), PricePerGPUHourFen: offers.UnitPriceFen(&cur.Offer, pricing.OnDemand, student),
 		AvailableGPUs: cur.AvailableGPUs, MaxGPUs: cur.MaxGPUs, Current: true})
 	res, err := h.Index.Search(offers.Query{DatacenterID: cur.DatacenterID, Sort: offers.SortPrice, Page: 1, PerPage: offers.MaxPerPage})
@@ -664,6 +669,7 @@ func (h *Handler) rentStorageVM(c echo.Context, vm *rentalpages.RentVM, row *mod
 			Cached: im.Cached, Compatible: im.Compatible, DriverCUDA: im.DriverCUDA})
 	}
 	vm.CustomImages = row.CustomImages
+	vm.PrivateRegistries = h.Rentals.Credentials != nil
 	vm.StoragePerGBMonthFen = row.StoragePricePerGBMonthFen
 	vm.MaxVolumeGB = volumes.MaxFor(&row.Offer)
 	if row.Datacenter != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/fleet"
+	"suanli/handlers/rentalvm"
 	"suanli/pricing"
 	"suanli/rentals"
 	"suanli/sla"
@@ -32,7 +33,7 @@ func (h *Handler) rentalSLA(c echo.Context, d *rentals.RentalDetail) (*rentalpag
 	if err != nil || s == nil {
 		return nil, err
 	}
-	return rentalSLAVM(s, &d.Rental, d.At), nil
+	return rentalvm.SLA(s, &d.Rental, d.At), nil
 }
 
 // uptimeVM maps a datacentre's 30-day uptime to the page's.

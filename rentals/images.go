@@ -11,17 +11,21 @@ import (
 
 // resolveImage turns a rent request's image (a catalogue slug, a custom
 // reference where the offer allows one, or "" for the offer's default)
-// into the reference the node runs, refusing an image whose CUDA runtime
-// is newer than the offer node's driver supports (both versions named).
-func (s *Service) resolveImage(ctx context.Context, o *models.Offer, ref string) (string, error) {
+// into the image the node runs, refusing an image whose CUDA runtime is
+// newer than the offer node's driver supports (both versions named), and
+// registry credentials that are not for a custom image or not valid
+// (images.CheckRegistryAuth).
+func (s *Service) resolveImage(ctx context.Context, o *models.Offer, ref string, auth *images.RegistryAuth) (images.Choice, error) {
 	c, err := images.Resolve(ctx, s.DB, *o, ref)
 	if err != nil {
-		return "", err
+		return c, err
 	}
-	if err := images.CheckOfferNode(s.DB.R.WithContext(ctx), *o, c); err != nil {
-		return "", err
+	if auth != nil {
+		if err := images.CheckRegistryAuth(c, *auth, s.Credentials); err != nil {
+			return c, err
+		}
 	}
-	return c.Reference, nil
+	return c, images.CheckOfferNode(s.DB.R.WithContext(ctx), *o, c)
 }
 
 // compatibleNodes keeps, in tx, those of the candidate nodes that can run

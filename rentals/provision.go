@@ -26,48 +26,11 @@ import (
 	"suanli/pricing"
 )
 
-// Checks is what the renter is shown about the NVML checks that passed
-// before the GPUs were handed over.
-type Checks struct {
-	NodeID   int64                  `json:"node_id"`
-	At       time.Time              `json:"at"`
-	Verdicts map[string]gpu.Verdict `json:"verdicts"`
-}
-
-// Passed counts the checks that passed over every GPU.
-func (c *Checks) Passed() (passed, total int) {
-	for _, v := range c.Verdicts {
-		for _, ch := range v.Checks {
-			total++
-			if ch.OK {
-				passed++
-			}
-		}
-	}
-	return passed, total
-}
-
-// UUIDs lists the checked GPUs in order.
-func (c *Checks) UUIDs() []string {
-	var us []string
-	for u := range c.Verdicts {
-		us = append(us, u)
-	}
-	sort.Strings(us)
-	return us
-}
+// Checks are the NVML checks that passed before the GPUs were handed over.
+type Checks = gpu.Checks
 
 // RentalChecks decodes a rental's checks (nil before any passed).
-func RentalChecks(r *models.Rental) *Checks {
-	if r.Checks == "" {
-		return nil
-	}
-	var c Checks
-	if json.Unmarshal([]byte(r.Checks), &c) != nil {
-		return nil
-	}
-	return &c
-}
+func RentalChecks(r *models.Rental) *Checks { return gpu.ParseChecks(r.Checks) }
 
 // MaxNodeAttempts bounds how many nodes one provisioning tries.
 const MaxNodeAttempts = 5

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"suanli/agent"
+	"suanli/images"
 	"suanli/models"
 	"suanli/models/rentalstore"
 	"suanli/pricing"
@@ -32,6 +33,9 @@ type RentalDetail struct {
 	LeftVolume *models.Volume
 	LeftNode   string
 	LeftNodeUp bool
+	// RegistryUser is the username of the registry credential its custom
+	// image is pulled with ("" when none): all that is shown of it.
+	RegistryUser string
 	// Progress is what the node said of the launch under way (an image
 	// pull), nil when nothing was said.
 	Progress *agent.Progress
@@ -41,6 +45,15 @@ type RentalDetail struct {
 	// RateFenPerHour is what an hour costs now (0 when not billing).
 	RateFenPerHour int64
 	At             time.Time
+}
+
+// RegistryAuth is what is shown of the rental's registry credential (nil
+// when it has none).
+func (d *RentalDetail) RegistryAuth() *images.RegistryAuthShown {
+	if d.RegistryUser == "" {
+		return nil
+	}
+	return &images.RegistryAuthShown{Username: d.RegistryUser, Set: true}
 }
 
 // Startable reports whether the rental can start again (see
@@ -94,6 +107,9 @@ func (s *Service) Detail(ctx context.Context, id int64) (*RentalDetail, error) {
 		return nil, err
 	}
 	if d.Volume, err = s.RentalVolume(ctx, &r); err != nil {
+		return nil, err
+	}
+	if d.RegistryUser, err = rentalstore.RegistryUsername(ctx, s.DB, r.ID); err != nil {
 		return nil, err
 	}
 	if v := d.Volume; v != nil && v.NodeID != nil {

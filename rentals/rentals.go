@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"suanli/billing"
 	"suanli/catalog"
 	"suanli/fleet"
+	"suanli/images"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/ledger"
@@ -26,6 +26,7 @@ import (
 	"suanli/models/supply"
 	"suanli/offers"
 	"suanli/pricing"
+	"suanli/secrets"
 	"suanli/volumes"
 )
 
@@ -68,6 +69,10 @@ type Service struct {
 	// VolumeKeepDays is how long a stopped rental's volume is kept
 	// without a start (DefaultVolumeKeepDays if zero).
 	VolumeKeepDays int
+	// Credentials seals renters' registry passwords and opens them when a
+	// launch task is handed to an agent; nil (no platform key) refuses
+	// rents with registry credentials.
+	Credentials *secrets.Box
 }
 
 func (s *Service) verifyTimeout() time.Duration { return cmp.Or(s.VerifyTimeout, 20*time.Second) }
@@ -91,6 +96,9 @@ type RentInput struct {
 	// new volume of VolumeGB (DefaultVolumeGB if zero) is made.
 	VolumeID int64
 	VolumeGB int
+	// RegistryAuth, for a custom image only, is the credential its node
+	// pulls it with; it is stored sealed and never shown again.
+	RegistryAuth *images.RegistryAuth
 }
 
 // ErrNoFreeGPUs is returned when an offer has fewer free GPUs than asked.
@@ -208,11 +216,11 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 			return nil, err
 		}
 	}
-	img, err := s.resolveImage(ctx, &o, in.Image)
+	img, err := s.resolveImage(ctx, &o, in.Image, in.RegistryAuth)
 	if err != nil {
 		return nil, err
 	}
-	r.Image = img
+	r.Image = img.Reference
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		if org.MonthlyBudgetFen != nil || org.MemberCapFen != nil || org.HourlyCapFen != nil {
 			// Again with the organisation locked: two rents at once must not
@@ -227,6 +235,11 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		}
 		if err := rentalstore.InsertRental(tx, r); err != nil {
 			return err
+		}
+		if in.RegistryAuth != nil {
+			if err := images.StoreRegistryAuth(tx, s.Credentials, r.ID, *in.RegistryAuth, now); err != nil {
+				return err
+			}
 		}
 		v, err := attachVolume(tx, r, &o, in.VolumeID, in.VolumeGB, now)
 		if err != nil {
@@ -426,16 +439,7 @@ func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time)
 }
 
 // Access decodes a rental's access details (nil before launch).
-func Access(r *models.Rental) *agent.Access {
-	if r.Access == "" {
-		return nil
-	}
-	var a agent.Access
-	if json.Unmarshal([]byte(r.Access), &a) != nil {
-		return nil
-	}
-	return &a
-}
+func Access(r *models.Rental) *agent.Access { return agent.ParseAccess(r.Access) }
 
 // SLATerms are the measurement facts the SLA page states.
 type SLATerms struct {
@@ -452,4 +456,6 @@ func (s *Service) Terms() SLATerms {
 
 // Fleet is the node side of the rental service: heartbeats, credentials
 // and the agents' task queue, on the same database and hub.
-func (s *Service) Fleet() *fleet.Fleet { return &fleet.Fleet{DB: s.DB, Hub: s.Hub} }
+func (s *Service) Fleet() *fleet.Fleet {
+	return &fleet.Fleet{DB: s.DB, Hub: s.Hub, Credentials: s.Credentials}
+}

@@ -32,6 +32,7 @@ import (
 	"suanli/pricing"
 	"suanli/providers"
 	"suanli/rentals"
+	"suanli/secrets"
 	"suanli/web"
 	"suanli/workers"
 )
@@ -109,6 +110,8 @@ type rigOptions struct {
 	FundFen int64
 	// InsertOnly keeps jobs in the queue instead of working them.
 	InsertOnly bool
+	// Credentials seals registry credentials (nil: none are taken).
+	Credentials *secrets.Box
 }
 
 // rig is one market under test.
@@ -181,7 +184,7 @@ func newRig(t *testing.T, db *models.DB, opts rigOptions) *rig {
 	wallet := &billing.Wallet{DB: db, BaseURL: "http://suanli.test"}
 	rentals := &rentals.Service{DB: db, Wallet: wallet, Hub: fleet.NewHub(),
 		VerifyTimeout: opts.VerifyTimeout, LaunchTimeout: opts.LaunchTimeout, SilentAfter: opts.SilentAfter,
-		StepWait: cmp.Or(opts.StepWait, 2*time.Second), BaseURL: "http://suanli.test"}
+		StepWait: cmp.Or(opts.StepWait, 2*time.Second), BaseURL: "http://suanli.test", Credentials: opts.Credentials}
 	// The periodic meter and health passes are left to the tests (they
 	// call Meter and Watch at the instants they choose); River works the
 	// provisioning jobs.

@@ -16,6 +16,7 @@ import (
 	"suanli/apperr"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/secrets"
 )
 
 // Idempotency-Key on the API's money-moving POSTs (docs/api.md).
@@ -49,8 +50,10 @@ var idempotentRoutes = map[string]bool{
 // is a duplicate that arrives while the first is still running (it does
 // not wait: the client retries and then gets the stored answer). Answers
 // that say "try again" (5xx, 429) are not stored: the key is released so
-// a retry runs anew.
-func idempotency(db *models.DB) echo.MiddlewareFunc {
+// a retry runs anew. With mac (the registry credentials' box) the stored
+// hash is keyed: a body may hold a registry password, and a plain
+// SHA-256 of it would let whoever reads the table test guesses at it.
+func idempotency(db *models.DB, mac *secrets.Box) echo.MiddlewareFunc {
 	var (
 		mu     sync.Mutex
 		purged time.Time
@@ -91,6 +94,9 @@ func idempotency(db *models.DB) echo.MiddlewareFunc {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			sum := sha256.New()
+			if mac != nil {
+				sum = mac.NewMAC()
+			}
 			io.WriteString(sum, r.Method+" "+r.URL.Path+"\n")
 			sum.Write(body)
 			hash := hex.EncodeToString(sum.Sum(nil))

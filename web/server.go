@@ -66,7 +66,7 @@ func New(h *handlers.Handler, opts Options) *echo.Echo {
 		authenticate(h),
 		rateLimit(opts.RateLimit),
 		csrf(opts.SecureCookies),
-		idempotency(h.DB),
+		idempotency(h.DB, h.Rentals.Credentials),
 	)
 	return e
 }

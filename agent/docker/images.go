@@ -17,13 +17,16 @@ import (
 
 // ensureImage returns the image ref, pulling it first when the host does
 // not have it; the pull's progress goes to progress (if not nil). A pull
-// that fails fails with the daemon's reason.
+// that fails fails with the daemon's reason. With registry credentials
+// (auth) it is always pulled: the registry then checks this renter's
+// right to the image (a copy on the host may be another renter's pull),
+// and an up-to-date image only costs a manifest check.
 func (d *Launcher) ensureImage(ctx context.Context, ref, auth string, progress func(agent.Progress)) (image.InspectResponse, error) {
 	img, err := d.Client.ImageInspect(ctx, ref)
-	if err == nil {
+	if err == nil && auth == "" {
 		return img, nil
 	}
-	if !cerrdefs.IsNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return img, fmt.Errorf("docker launcher: inspecting image %s: %w", ref, err)
 	}
 	d.log().Info("pulling image", "image", ref)

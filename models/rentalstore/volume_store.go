@@ -155,9 +155,15 @@ func SetRentalVolume(tx *gorm.DB, rentalID, volumeID int64) error {
 	return tx.Model(&models.Rental{}).Where("id = ?", rentalID).Update("volume_id", volumeID).Error
 }
 
-// ReleaseRental marks a stopped rental released in tx.
+// ReleaseRental marks a stopped rental released in tx, forgetting its
+// registry credential.
 func ReleaseRental(tx *gorm.DB, id int64, now time.Time) error {
-	return tx.Model(&models.Rental{}).Where("id = ? AND released_at IS NULL", id).Updates(map[string]any{"released_at": now, "updated_at": now}).Error
+	if err := tx.Model(&models.Rental{}).Where("id = ? AND released_at IS NULL", id).Updates(map[string]any{"released_at": now, "updated_at": now}).Error; err != nil {
+		return err
+	}
+	// A released rental never starts again: its registry credential has
+	// no further use.
+	return DeleteRegistryAuth(tx, id)
 }
 
 // ActiveNodeOfDatacenter returns, in tx, an active node of the

@@ -83,6 +83,9 @@ type RentVM struct {
 	// name their own (the form's image value CustomImage).
 	Images       []RentImage
 	CustomImages bool
+	// PrivateRegistries is whether a custom image may come with registry
+	// credentials (the platform has a key to keep them with).
+	PrivateRegistries bool
 	// StoragePerGBMonthFen is the volume price; MaxVolumeGB the largest
 	// new volume; SharedStorage whether the datacentre's volumes follow a
 	// rental to any of its nodes.
@@ -350,6 +353,9 @@ type RentalVM struct {
 	SLA *RentalSLA
 	// Image is the container image reference it runs ("" before images).
 	Image string
+	// RegistryUser is the username of the registry credentials its image
+	// is pulled with ("" when none); the password is never shown.
+	RegistryUser string
 	// Volume is its volume at /workspace (nil before volumes).
 	Volume *Volume
 	// CanStart: the viewer may start it again, and it can start.

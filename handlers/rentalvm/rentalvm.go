@@ -1,4 +1,6 @@
-package handlers
+// Package rentalvm maps the market's rental records and the rentals use
+// case's results to the plain view models of views/rentalpages.
+package rentalvm
 
 import (
 	"regexp"
@@ -16,11 +18,8 @@ import (
 	"suanli/views/rentalpages"
 )
 
-// This file maps the market's rental records and the rentals use case's
-// results to the plain view models of views/rentalpages.
-
-// rentOfferVM maps the offer the rent page rents, named in lang.
-func rentOfferVM(o *models.OfferRow, lang string) rentalpages.RentOffer {
+// RentOffer maps the offer the rent page rents, named in lang.
+func RentOffer(o *models.OfferRow, lang string) rentalpages.RentOffer {
 	out := rentalpages.RentOffer{
 		ID: o.ID, Status: o.Status, PricePerGPUHourFen: o.PricePerGPUHourFen,
 		AvailableGPUs: o.AvailableGPUs, MaxGPUs: o.MaxGPUs, MinDurationS: o.MinDurationS,
@@ -34,14 +33,14 @@ func rentOfferVM(o *models.OfferRow, lang string) rentalpages.RentOffer {
 	return out
 }
 
-// rentOrgVM maps an organisation the renter may pay from.
-func rentOrgVM(o *models.Org, balance int64, student bool, price int64) rentalpages.RentOrg {
+// RentOrg maps an organisation the renter may pay from.
+func RentOrg(o *models.Org, balance int64, student bool, price int64) rentalpages.RentOrg {
 	return rentalpages.RentOrg{ID: o.ID, Name: o.Name, Personal: o.Personal, BalanceFen: balance, Student: student, PricePerGPUHourFen: price}
 }
 
-// rentTermsVM lists the billing terms the offer prices, on demand first,
+// RentTerms lists the billing terms the offer prices, on demand first,
 // each at its price per GPU (student: a lab member's student price).
-func rentTermsVM(o *models.Offer, student bool) []rentalpages.RentTerm {
+func RentTerms(o *models.Offer, student bool) []rentalpages.RentTerm {
 	ts := []pricing.Term{pricing.OnDemand}
 	if o.WeeklyPricePerGPUFen != nil {
 		ts = append(ts, pricing.Week)
@@ -56,16 +55,16 @@ func rentTermsVM(o *models.Offer, student bool) []rentalpages.RentTerm {
 	return out
 }
 
-// placeVM names a datacentre in lang (nil for none).
-func placeVM(dc *models.Datacenter, lang string) *rentalpages.Place {
+// Place names a datacentre in lang (nil for none).
+func Place(dc *models.Datacenter, lang string) *rentalpages.Place {
 	if dc == nil {
 		return nil
 	}
 	return &rentalpages.Place{Name: dc.Name(lang), City: dc.City}
 }
 
-// accessVM maps a rental's access (nil for none).
-func accessVM(a *agent.Access) *rentalpages.Access {
+// Access maps a rental's access (nil for none).
+func Access(a *agent.Access) *rentalpages.Access {
 	if a == nil {
 		return nil
 	}
@@ -81,24 +80,24 @@ var stopReasonKeys = map[string]string{
 	detailNoNode:          "rental.stop_reason.no_node",
 }
 
-// rentalFiguresVM maps a rental's record as its figures stand at now.
-func rentalFiguresVM(r *models.Rental, now time.Time) rentalpages.Rental {
+// Figures maps a rental's record as its figures stand at now.
+func Figures(r *models.Rental, now time.Time) rentalpages.Rental {
 	return rentalpages.Rental{
 		ID: r.ID, GPUs: r.GPUs, Status: string(r.Status),
 		Running: r.Status == models.RentalRunning, Ended: r.Status.Ended(), Free: r.Free, Term: r.Term,
 		PricePerGPUHourFen: r.PricePerGPUHourFen, OffpeakPct: r.OffpeakPct, StudentPct: r.StudentPct,
 		TermPriceFen: r.TermPriceFen, AutoRenew: r.AutoRenew, SLA: r.SLA,
 		EndsAt: r.EndsAt, RunningSince: r.RunningSince, StoppedAt: r.StoppedAt, CreatedAt: r.CreatedAt,
-		DowntimeSecs: r.DowntimeSecs, RunningSecs: runningSecs(r, now),
+		DowntimeSecs: r.DowntimeSecs, RunningSecs: RunningSecs(r, now),
 		Failure: r.Failure, FailureMsg: r.FailureMsg,
 		StopReason: r.StopReason, StopReasonKey: stopReasonKeys[r.StopReason],
 		MinBilledS: r.MinBilledS,
 	}
 }
 
-// runningSecs is how long a rental has run: from the start to its stop
+// RunningSecs is how long a rental has run: from the start to its stop
 // (or now), less the downtime (which is not billed).
-func runningSecs(r *models.Rental, now time.Time) int64 {
+func RunningSecs(r *models.Rental, now time.Time) int64 {
 	if r.RunningSince == nil {
 		return 0
 	}
@@ -113,25 +112,25 @@ func runningSecs(r *models.Rental, now time.Time) int64 {
 	return max(secs, 0)
 }
 
-// consoleRow maps a rental to a console row, its figures at at.
-func consoleRow(r models.Rental, o models.OfferRow, lang, orgName string, cost, rate int64, a *agent.Access, simulated, canStop bool, at time.Time) rentalpages.RentalRow {
-	return rentalpages.RentalRow{Rental: rentalFiguresVM(&r, at), OrgName: orgName, GPUName: gpuName(o.GPUModel), Datacenter: placeVM(o.Datacenter, lang),
-		CostFen: cost, RateFenPerHour: rate, Access: accessVM(a), Simulated: simulated, CanStop: canStop, At: at}
+// ConsoleRow maps a rental to a console row, its figures at at.
+func ConsoleRow(r models.Rental, o models.OfferRow, lang, orgName string, cost, rate int64, a *agent.Access, simulated, canStop bool, at time.Time) rentalpages.RentalRow {
+	return rentalpages.RentalRow{Rental: Figures(&r, at), OrgName: orgName, GPUName: catalog.GPUName(o.GPUModel), Datacenter: Place(o.Datacenter, lang),
+		CostFen: cost, RateFenPerHour: rate, Access: Access(a), Simulated: simulated, CanStop: canStop, At: at}
 }
 
-// walletLinkVM maps an organisation's balance on the console.
-func walletLinkVM(o *models.Org, balance int64) rentalpages.WalletLink {
+// WalletLink maps an organisation's balance on the console.
+func WalletLink(o *models.Org, balance int64) rentalpages.WalletLink {
 	return rentalpages.WalletLink{OrgID: o.ID, OrgName: o.Name, Personal: o.Personal, BalanceFen: balance}
 }
 
-// rentalDetailVM maps a rental's detail to its page, the checks' and
+// Detail maps a rental's detail to its page, the checks' and
 // the timeline's words in vc's language. The caller adds the GPU model,
 // the paying organisation and what the viewer may do.
-func rentalDetailVM(vc views.Ctx, d *rentals.RentalDetail) rentalpages.RentalVM {
+func Detail(vc views.Ctx, d *rentals.RentalDetail) rentalpages.RentalVM {
 	vm := rentalpages.RentalVM{
-		Rental: rentalFiguresVM(&d.Rental, d.At), Datacenter: placeVM(d.Offer.Datacenter, vc.Lang),
+		Rental: Figures(&d.Rental, d.At), Datacenter: Place(d.Offer.Datacenter, vc.Lang),
 		Simulated: d.Simulated(), Billing: d.Billing(), CostFen: d.CostFen, RateFenPerHour: d.RateFenPerHour, At: d.At,
-		Access: accessVM(d.Access), Checks: checksVM(d.Checks, vc.Lang), Image: d.Rental.Image, Released: d.Rental.Released(),
+		Access: Access(d.Access), Checks: Checks(d.Checks, vc.Lang), Image: d.Rental.Image, RegistryUser: d.RegistryUser, Released: d.Rental.Released(),
 	}
 	// A released rental says so, not merely "stopped".
 	vm.Rental.Status = d.PublicStatus()
@@ -143,14 +142,14 @@ func rentalDetailVM(vc views.Ctx, d *rentals.RentalDetail) rentalpages.RentalVM 
 		vm.GPUs = append(vm.GPUs, rentalpages.RentalGPU{Idx: g.Idx, UUID: g.UUID, Health: string(g.Health)})
 	}
 	for _, e := range d.Events {
-		vm.Events = append(vm.Events, rentalpages.Event{At: e.At, Kind: e.Kind, Detail: eventDetail(vc, d.Node, e)})
+		vm.Events = append(vm.Events, rentalpages.Event{At: e.At, Kind: e.Kind, Detail: EventDetail(vc, d.Node, e)})
 	}
 	return vm
 }
 
-// checksVM maps the checks that passed before hand-over, their readings
+// Checks maps the checks that passed before hand-over, their readings
 // in lang (nil before any passed).
-func checksVM(c *rentals.Checks, lang string) *rentalpages.Checks {
+func Checks(c *rentals.Checks, lang string) *rentalpages.Checks {
 	if c == nil {
 		return nil
 	}
@@ -166,8 +165,8 @@ func checksVM(c *rentals.Checks, lang string) *rentalpages.Checks {
 	return out
 }
 
-// changeQuoteVM maps a previewed change (nil for none).
-func changeQuoteVM(q *rentals.ChangeQuote) *rentalpages.ChangeQuote {
+// ChangeQuote maps a previewed change (nil for none).
+func ChangeQuote(q *rentals.ChangeQuote) *rentalpages.ChangeQuote {
 	if q == nil {
 		return nil
 	}
@@ -178,8 +177,8 @@ func changeQuoteVM(q *rentals.ChangeQuote) *rentalpages.ChangeQuote {
 	}
 }
 
-// rentalSLAVM maps a rental's SLA terms to the page's section at now.
-func rentalSLAVM(s *sla.RentalTerms, r *models.Rental, now time.Time) *rentalpages.RentalSLA {
+// SLA maps a rental's SLA terms to the page's section at now.
+func SLA(s *sla.RentalTerms, r *models.Rental, now time.Time) *rentalpages.RentalSLA {
 	out := &rentalpages.RentalSLA{Tier: s.Tier, Free: s.Free, Periods: make([]rentalpages.SLAPeriod, 0, len(s.Periods))}
 	for i := range s.Periods {
 		p := &s.Periods[i]
@@ -211,21 +210,21 @@ const (
 	detailUnconfirmed = "the node's agent did not confirm the stop; GPUs released"
 )
 
-// nodeName names a node of the timeline: by its name when it is the node
+// NodeName names a node of the timeline: by its name when it is the node
 // the page shows, else by its number.
-func nodeName(n *models.Node, id string) string {
+func NodeName(n *models.Node, id string) string {
 	if n != nil && views.I64(n.ID) == id {
 		return n.Name
 	}
 	return "#" + id
 }
 
-// eventDetail is a timeline line's detail in the reader's language where
+// EventDetail is a timeline line's detail in the reader's language where
 // it is one market writes (checks passed, a node that failed them, sizes,
 // the platform's stop reasons); agents' and nodes' own words as they are.
 // It returns "" when the event's label already says it all. node is the
 // node the page shows (nil for none).
-func eventDetail(vc views.Ctx, node *models.Node, e models.RentalEvent) string {
+func EventDetail(vc views.Ctx, node *models.Node, e models.RentalEvent) string {
 	if !e.DetailMsg.IsZero() {
 		return e.DetailMsg.Text(vc.Lang)
 	}
@@ -240,11 +239,11 @@ func eventDetail(vc views.Ctx, node *models.Node, e models.RentalEvent) string {
 		if m := detailChecks.FindStringSubmatch(d); m != nil {
 			p, _ := strconv.Atoi(m[2])
 			t, _ := strconv.Atoi(m[3])
-			return vc.T("rental.detail.checks", nodeName(node, m[1]), p, t)
+			return vc.T("rental.detail.checks", NodeName(node, m[1]), p, t)
 		}
 	case "node_failed":
 		if m := detailNodeFailed.FindStringSubmatch(d); m != nil {
-			return vc.T("rental.detail.node_failed", nodeName(node, m[1]), m[2])
+			return vc.T("rental.detail.node_failed", NodeName(node, m[1]), m[2])
 		}
 	case "requested":
 		if m := detailRequested.FindStringSubmatch(d); m != nil {

@@ -1,0 +1,18 @@
+package models
+
+import "time"
+
+// RentalRegistryAuth is a renter's credential for pulling a rental's
+// custom image from a private registry: the username as given and the
+// password sealed (secrets.Box, bound to the rental and the username).
+// Only the server's hand-over of a launch task to the node's agent opens
+// it; no page or answer ever shows it.
+type RentalRegistryAuth struct {
+	RentalID       int64 `gorm:"primaryKey;autoIncrement:false"`
+	Username       string
+	SealedPassword string
+	CreatedAt      time.Time
+}
+
+// TableName implements gorm's tabler.
+func (RentalRegistryAuth) TableName() string { return "rental_registry_auths" }
