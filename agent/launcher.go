@@ -49,6 +49,9 @@ type LaunchSpec struct {
 	// RegistryAuth is the X-Registry-Auth credential for pulling Image,
 	// if it is private.
 	RegistryAuth string
+	// PullAlways pulls Image even when the host has it (see
+	// Task.PullAlways).
+	PullAlways bool
 	// VolumeGB is the workspace's size, applied as a quota where the
 	// storage allows (0: none).
 	VolumeGB int

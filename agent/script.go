@@ -28,6 +28,8 @@ import (
 //	SUANLI_CPUS, SUANLI_MEMORY_MIB, SUANLI_SHM_MIB
 //	                       the workload's limits, 0 if none (launch)
 //	SUANLI_NO_GPU          1 to start without any GPU (无卡模式), else 0 (launch)
+//	SUANLI_PULL_ALWAYS     1 to pull the image even if the host has it (its copy
+//	                       came with another renter's credentials), else 0 (launch)
 //
 // On launch it prints one JSON object on stdout:
 // {"host":"203.0.113.7","port":22001,"user":"root","command":"ssh -p 22001 root@203.0.113.7"}
@@ -65,6 +67,7 @@ func (s ScriptLauncher) Launch(ctx context.Context, spec LaunchSpec) (*Access, e
 		"SUANLI_MEMORY_MIB=" + strconv.FormatInt(limits.MemoryMiB, 10),
 		"SUANLI_SHM_MIB=" + strconv.FormatInt(limits.ShmMiB, 10),
 		"SUANLI_NO_GPU=" + noGPU,
+		"SUANLI_PULL_ALWAYS=" + map[bool]string{true: "1", false: "0"}[spec.PullAlways],
 	})
 	if err != nil {
 		return nil, err

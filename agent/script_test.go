@@ -52,6 +52,7 @@ func TestScriptLauncher(t *testing.T) {
   echo "SUANLI_MEMORY_MIB=$SUANLI_MEMORY_MIB"
   echo "SUANLI_SHM_MIB=$SUANLI_SHM_MIB"
   echo "SUANLI_NO_GPU=$SUANLI_NO_GPU"
+  echo "SUANLI_PULL_ALWAYS=$SUANLI_PULL_ALWAYS"
 } > '`+envFile+`'
 if [ "$SUANLI_ACTION" = launch ]; then
   printf '{"host":"node7.example","port":%d,"user":"ubuntu","command":"ssh -p %d ubuntu@node7.example","rental":"%s"}\n' \
@@ -88,6 +89,7 @@ fi
 			"SUANLI_MEMORY_MIB":     "65536",
 			"SUANLI_SHM_MIB":        "8192",
 			"SUANLI_NO_GPU":         "0",
+			"SUANLI_PULL_ALWAYS":    "0",
 		} {
 			if env[k] != v {
 				t.Errorf("script saw %s=%q, want %q", k, env[k], v)

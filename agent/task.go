@@ -75,6 +75,7 @@ func (a *Agent) launch(ctx context.Context, t Task) Result {
 		SSHPublicKey: t.SSHPublicKey,
 		Image:        t.Image,
 		RegistryAuth: t.RegistryAuth,
+		PullAlways:   t.PullAlways,
 		VolumeGB:     t.VolumeGB,
 		NoGPU:        t.NoGPU,
 		Progress:     progress.report,

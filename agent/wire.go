@@ -102,6 +102,11 @@ type Task struct {
 	VolumeGB int `json:"volume_gb,omitempty"`
 	// Limits are the container's CPU, memory and shm limits (launch).
 	Limits *Limits `json:"limits,omitempty"`
+	// PullAlways pulls Image even when the node has it: the node's copy
+	// was pulled with another renter's registry credentials, and this
+	// launch may use it only if the registry agrees (with RegistryAuth, or
+	// without when the image is public).
+	PullAlways bool `json:"pull_always,omitempty"`
 	// NoGPU launches the container without any GPU (无卡模式); GPUUUIDs
 	// is then empty.
 	NoGPU bool `json:"no_gpu,omitempty"`

@@ -490,7 +490,8 @@ func (f *Fleet) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, erro
 
 // withPullAuth gives, in tx, a launch task the registry credential its
 // rental's image is pulled with, opened only now: the stored task (its
-// payload row) never holds it. A credential that cannot be opened fails
+// payload row) never holds it; and PullAlways where the node holds a
+// copy pulled with someone's credentials. A credential that cannot be opened fails
 // the task at once, saying why, and ok is false: the agent could only
 // fail the pull.
 func (f *Fleet) withPullAuth(tx *gorm.DB, row *models.AgentTask, t *agent.Task, now time.Time) (ok bool, err error) {
@@ -507,5 +508,15 @@ func (f *Fleet) withPullAuth(tx *gorm.DB, row *models.AgentTask, t *agent.Task, 
 		return false, err
 	}
 	t.RegistryAuth = auth
+	// The daemon keeps one copy of a reference for everyone: one pulled
+	// with a renter's credentials must not run for a renter without them.
+	// With credentials the agent always pulls (the registry checks them);
+	// without, it pulls again where such a copy may be on the node.
+	if auth != "" {
+		return true, supply.MarkPrivatePull(tx, row.NodeID, t.Image, now)
+	}
+	if t.PullAlways, err = supply.PrivatePulled(tx, row.NodeID, t.Image); err != nil {
+		return false, err
+	}
 	return true, nil
 }

@@ -16,3 +16,15 @@ type RentalRegistryAuth struct {
 
 // TableName implements gorm's tabler.
 func (RentalRegistryAuth) TableName() string { return "rental_registry_auths" }
+
+// NodePrivatePull is an image reference a node pulled with a renter's
+// registry credentials: launched there later without them, it is pulled
+// again rather than run from that copy.
+type NodePrivatePull struct {
+	NodeID    int64  `gorm:"primaryKey;autoIncrement:false"`
+	Reference string `gorm:"primaryKey"`
+	PulledAt  time.Time
+}
+
+// TableName implements gorm's tabler.
+func (NodePrivatePull) TableName() string { return "node_private_pulls" }

@@ -111,7 +111,9 @@ func pushAs(t *testing.T, cli *client.Client, src, ref, user, password string) {
 // authentication): rented with the right credentials, the node's agent
 // pulls it with them and the renter logs in to the container it runs;
 // with a wrong password the pull is refused, and the attempt fails with
-// the registry's reason, even though the node has the image by then.
+// the registry's reason, even though the node has the image by then; and
+// without credentials the node's copy is not run either (it is pulled
+// again, and refused).
 func TestAPrivateImageIsPulledWithTheRentersCredentials(t *testing.T) {
 	t.Parallel()
 	host := dockertest.Require(t)
@@ -142,7 +144,9 @@ func TestAPrivateImageIsPulledWithTheRentersCredentials(t *testing.T) {
 			in.Image = ref
 			in.SSHPublicKey = key
 			in.VolumeGB = 1
-			in.RegistryAuth = &images.RegistryAuth{Username: "lab", Password: pw}
+			if pw != "" {
+				in.RegistryAuth = &images.RegistryAuth{Username: "lab", Password: pw}
+			}
 		})
 		t.Cleanup(func() {
 			ctx := context.Background()
@@ -178,5 +182,16 @@ func TestAPrivateImageIsPulledWithTheRentersCredentials(t *testing.T) {
 	}
 	if _, err := cli.ContainerInspect(r.ctx, l.ContainerName(bad.ID)); err == nil {
 		t.Error("a container runs for the refused pull")
+	}
+
+	// Without credentials the node's copy (pulled with the lab's) is not
+	// run: the agent pulls again and the registry refuses.
+	none := rent("")
+	r.waitStatus(none.ID, models.RentalFailed)
+	if e := r.event(none.ID, "node_failed"); !strings.Contains(e.Detail, "pull "+ref) || !strings.Contains(e.Detail, "no basic auth credentials") {
+		t.Errorf("no credentials for a privately pulled image: node_failed %q, want the pull's refusal", e.Detail)
+	}
+	if _, err := cli.ContainerInspect(r.ctx, l.ContainerName(none.ID)); err == nil {
+		t.Error("a container runs another renter's private image for a renter without credentials")
 	}
 }

@@ -18,12 +18,13 @@ import (
 // ensureImage returns the image ref, pulling it first when the host does
 // not have it; the pull's progress goes to progress (if not nil). A pull
 // that fails fails with the daemon's reason. With registry credentials
-// (auth) it is always pulled: the registry then checks this renter's
-// right to the image (a copy on the host may be another renter's pull),
-// and an up-to-date image only costs a manifest check.
-func (d *Launcher) ensureImage(ctx context.Context, ref, auth string, progress func(agent.Progress)) (image.InspectResponse, error) {
+// (auth), or when the server says the host's copy came with someone's
+// credentials (always), it is pulled anyway: the registry then checks
+// this renter's right to the image, and an up-to-date image only costs a
+// manifest check.
+func (d *Launcher) ensureImage(ctx context.Context, ref, auth string, always bool, progress func(agent.Progress)) (image.InspectResponse, error) {
 	img, err := d.Client.ImageInspect(ctx, ref)
-	if err == nil && auth == "" {
+	if err == nil && auth == "" && !always {
 		return img, nil
 	}
 	if err != nil && !cerrdefs.IsNotFound(err) {

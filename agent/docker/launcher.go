@@ -180,7 +180,7 @@ func (d *Launcher) Launch(ctx context.Context, spec agent.LaunchSpec) (*agent.Ac
 		return nil, errors.New("docker launcher: the task names no image and the agent has no --image")
 	}
 
-	img, err := d.ensureImage(ctx, ref, spec.RegistryAuth, spec.Progress)
+	img, err := d.ensureImage(ctx, ref, spec.RegistryAuth, spec.PullAlways, spec.Progress)
 	if err != nil {
 		return nil, err
 	}
