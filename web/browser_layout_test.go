@@ -96,6 +96,25 @@ func TestBrowserLayoutFits(t *testing.T) {
 	if _, err := p.svc.CreateOffer(ctx, p.owner.user, p.acc.Provider.ID, providers.OfferInput{NodeID: node.ID, GPU: "a100-40g-sxm", MaxGPUs: 4, PricePerGPUHourFen: 900}); err != nil {
 		t.Fatal(err)
 	}
+	// A stopped rental that moved without its files, its node back: the
+	// page offers a start, a no-GPU start, a start on the old node and a
+	// release.
+	var running models.Rental
+	if err := a.db.R.First(&running, f.runningRental).Error; err != nil {
+		t.Fatal(err)
+	}
+	var rented models.Offer
+	if err := a.db.R.First(&rented, running.OfferID).Error; err != nil {
+		t.Fatal(err)
+	}
+	stopped, _ := stoppedRentalWithVolume(t, a.db, running.OrgID, running.UserID, rented)
+	left := ownVolume(t, a.db, running.OrgID, running.UserID, rented)
+	if err := a.db.W.Model(&models.Volume{}).Where("id = ?", left).Update("left_by_rental_id", stopped).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := a.db.W.Model(&models.Node{}).Where("id = ?", rented.NodeID).Updates(map[string]any{"health": models.NodeHealthy, "last_heartbeat_at": a.db.Now().UTC()}).Error; err != nil {
+		t.Fatal(err)
+	}
 	var dc models.Datacenter
 	if err := a.db.R.Order("id").First(&dc).Error; err != nil {
 		t.Fatal(err)
@@ -136,6 +155,7 @@ func TestBrowserLayoutFits(t *testing.T) {
 		{owner, a.url(routenames.OrgsShow, idParam(f.orgA.ID)), false},
 		{owner, a.url(routenames.WalletShow, idParam(f.orgA.ID)), false},
 		{owner, a.url(routenames.RentalsShow, idParam(f.runningRental)), false},
+		{owner, a.url(routenames.RentalsShow, idParam(stopped)), false},
 		{p.owner, a.url(routenames.ProviderDashboard, pid), false},
 		{p.owner, a.url(routenames.ProviderNodes, pid), false},
 		{p.owner, a.url(routenames.ProviderOffers, pid), false},

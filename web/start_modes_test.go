@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"gorm.io/gorm"
@@ -18,14 +19,21 @@ import (
 	"suanli/routenames"
 )
 
-// ownVolume is mustVolume with a workspace key of its own (keys are unique).
+// volumeKeys numbers the workspace keys ownVolume makes (keys are unique).
+var volumeKeys atomic.Int64
+
+// ownVolume stores an active local volume of the organisation on the
+// offer's node, made by the user, with a workspace key of its own.
 func ownVolume(t *testing.T, db *models.DB, orgID, userID int64, o models.Offer) int64 {
 	t.Helper()
-	id := mustVolume(t, db, orgID, userID, o)
-	if err := db.W.Model(&models.Volume{}).Where("id = ?", id).Update("workspace_key", fmt.Sprintf("ws-start-modes-%d", id)).Error; err != nil {
+	now := db.Now().UTC()
+	v := &models.Volume{OrgID: orgID, UserID: userID, OfferID: o.ID, ProviderID: o.ProviderID, DatacenterID: o.DatacenterID, NodeID: &o.NodeID,
+		Storage: models.StorageLocal, WorkspaceKey: fmt.Sprintf("ws-start-modes-%d", volumeKeys.Add(1)), SizeGB: 10, PricePerGBMonthFen: 30,
+		Status: models.VolumeActive, BilledUntil: &now, CreatedAt: now}
+	if err := db.W.Create(v).Error; err != nil {
 		t.Fatal(err)
 	}
-	return id
+	return v.ID
 }
 
 // stoppedRentalWithVolume stores an on-demand rental of the offer that
@@ -36,7 +44,7 @@ func stoppedRentalWithVolume(t *testing.T, db *models.DB, orgID, userID int64, o
 	now := db.Now().UTC()
 	volumeID = ownVolume(t, db, orgID, userID, o)
 	r := &models.Rental{OrgID: orgID, UserID: userID, OfferID: o.ID, ProviderID: o.ProviderID, NodeID: &o.NodeID, GPUs: 1, SLA: "standard", Term: "on_demand",
-		Status: models.RentalStopped, SSHPublicKey: testSSHKey(t), WorkspaceID: fmt.Sprintf("ws-start-modes-r%d", volumeID), Image: "suanli-test/sshd:bookworm",
+		Status: models.RentalStopped, SSHPublicKey: testSSHKey(t), WorkspaceID: fmt.Sprintf("ws-start-modes-r%d", volumeKeys.Add(1)), Image: "suanli-test/sshd:bookworm",
 		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, RunningSince: &now, BilledUntil: &now, StoppedAt: &now,
 		VolumeID: &volumeID, CreatedAt: now, UpdatedAt: now}
 	if err := db.W.Create(r).Error; err != nil {
