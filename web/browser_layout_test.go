@@ -156,6 +156,7 @@ func TestBrowserLayoutFits(t *testing.T) {
 		{owner, a.url(routenames.WalletShow, idParam(f.orgA.ID)), false},
 		{owner, a.url(routenames.RentalsShow, idParam(f.runningRental)), false},
 		{owner, a.url(routenames.RentalsShow, idParam(stopped)), false},
+		{owner, a.url(routenames.RentalsNew, idParam(rented.ID)), false},
 		{p.owner, a.url(routenames.ProviderDashboard, pid), false},
 		{p.owner, a.url(routenames.ProviderNodes, pid), false},
 		{p.owner, a.url(routenames.ProviderOffers, pid), false},
