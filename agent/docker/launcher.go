@@ -285,6 +285,11 @@ func (d *Launcher) waitJupyter(ctx context.Context, id string) (string, error) {
 		case err == nil && code == 4:
 			d.log().Warn("Jupyter keeps exiting; the rental runs without it", "container", id, "log", d.logTail(id))
 			return "", nil
+		case cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err):
+			// The container stopped (or went) after sshd answered: no
+			// probe will answer; the next heartbeat and task see it.
+			d.log().Warn("the container stopped before Jupyter answered", "container", id, "err", err)
+			return "", nil
 		case err != nil:
 			last = err.Error()
 		default:
