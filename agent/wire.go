@@ -6,6 +6,7 @@ package agent
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"suanli/gpu"
@@ -147,6 +148,35 @@ type Access struct {
 	// Container is true when a real container runs (the docker launcher,
 	// on simulated GPUs too: then without a GPU).
 	Container bool `json:"container,omitempty"`
+	// Jupyter is set when the image has Jupyter and the launcher started
+	// it in the container: it listens on the container's loopback only
+	// (no port on the host), for the agent's tunnel to reach. Its token
+	// stays on the node (the tunnel's end at the agent adds it), so it is
+	// not here.
+	Jupyter *Jupyter `json:"jupyter,omitempty"`
+}
+
+// Jupyter is the Jupyter server a launcher started in a rental's
+// container.
+type Jupyter struct {
+	// Port is its port on the container's 127.0.0.1.
+	Port int `json:"port"`
+	// Kind is "lab" (JupyterLab) or "notebook" (the classic Notebook).
+	// It serves under JupyterBaseURL.
+	Kind string `json:"kind"`
+}
+
+// Kinds of Jupyter servers (Jupyter.Kind).
+const (
+	JupyterLab      = "lab"
+	JupyterNotebook = "notebook"
+)
+
+// JupyterBaseURL is the path a rental's Jupyter serves under, in the
+// container and on the marketplace: /rentals/{id}/jupyter/. Being the
+// same, a proxy passes paths (and Jupyter's own links) through unchanged.
+func JupyterBaseURL(rentalID int64) string {
+	return "/rentals/" + strconv.FormatInt(rentalID, 10) + "/jupyter/"
 }
 
 // Result is the outcome of a task.

@@ -23,6 +23,11 @@ import (
 // scripts/build-test-images.sh.
 const DefaultSSHDImage = "suanli-test/sshd:bookworm"
 
+// DefaultJupyterImage is the test image with Jupyter: the sshd image's
+// packages and Debian's jupyter-notebook (the classic Notebook, no
+// JupyterLab), built by scripts/build-test-images.sh.
+const DefaultJupyterImage = "suanli-test/jupyter:bookworm"
+
 // pingTimeout bounds the check that the daemon answers.
 const pingTimeout = 10 * time.Second
 
@@ -59,9 +64,24 @@ func Client(t testing.TB) *client.Client {
 // skips, or fails under CI=true.
 func Image(t testing.TB) string {
 	t.Helper()
-	name := os.Getenv("SUANLI_TEST_SSHD_IMAGE")
+	return requireImage(t, "SUANLI_TEST_SSHD_IMAGE", DefaultSSHDImage)
+}
+
+// JupyterImage returns the test Jupyter image's name
+// (SUANLI_TEST_JUPYTER_IMAGE, else DefaultJupyterImage) once the test
+// daemon has it; otherwise the test skips, or fails under CI=true.
+func JupyterImage(t testing.TB) string {
+	t.Helper()
+	return requireImage(t, "SUANLI_TEST_JUPYTER_IMAGE", DefaultJupyterImage)
+}
+
+// requireImage is the image named by env, else def, once the test daemon
+// has it.
+func requireImage(t testing.TB, env, def string) string {
+	t.Helper()
+	name := os.Getenv(env)
 	if name == "" {
-		name = DefaultSSHDImage
+		name = def
 	}
 	cli := Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)

@@ -3,6 +3,8 @@ package docker
 import (
 	"archive/tar"
 	"bytes"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,8 +25,9 @@ const noSSHDMarker = "suanli-init: image has no sshd"
 // renter's key for root, makes host keys the image lacks, passes the
 // container's environment on to login shells (an image's ENV — CUDA's
 // PATH and LD_LIBRARY_PATH — would otherwise be lost: sshd starts
-// sessions with a clean environment), and runs sshd in the foreground as
-// PID 1, logging to stderr (the container's log).
+// sessions with a clean environment), starts Jupyter beside it when the
+// image has it (jupyterScript), and runs sshd in the foreground as PID 1,
+// logging to stderr (the container's log).
 //
 // The options on sshd's command line make the key work whatever the
 // image's sshd_config says: root may log in with a key only, and no
@@ -62,12 +65,107 @@ if [ -d /etc/profile.d ]; then
 	export -p | grep -Ev '^(export|declare -x) (HOME|HOSTNAME|OLDPWD|PWD|SHLVL|TERM|_)=' > /etc/profile.d/00-suanli-env.sh 2>/dev/null || true
 fi
 
+# Jupyter, when the image has it and the launcher gave a token: beside
+# sshd, supervised by its own loop (/.suanli/jupyter).
+rm -f /.suanli/jupyter-kind /.suanli/jupyter-exits
+if [ -s /.suanli/jupyter-token ] && command -v jupyter >/dev/null 2>&1; then
+	/bin/sh /.suanli/jupyter </dev/null &
+fi
+
 exec "$sshd" -D -e -o PermitRootLogin=prohibit-password -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no
 `
 
-// initArchive is the tar CopyToContainer unpacks at "/": the init and
-// the renter's key, owned by root.
-func initArchive(sshPublicKey string) ([]byte, error) {
+// JupyterPort is the port the launcher's Jupyter listens on, on the
+// container's 127.0.0.1.
+const JupyterPort = 8888
+
+// jupyterTokenPath is the file in the container that holds the rental's
+// Jupyter token (root's only). Jupyter reads it itself
+// (JUPYTER_TOKEN_FILE), so the token is in no command line and no
+// environment; the agent reads it back (JupyterToken) for its tunnel.
+const jupyterTokenPath = initDir + "/jupyter-token"
+
+// jupyterScript supervises Jupyter in the container: it picks JupyterLab
+// if the image has it (jupyter-lab), else the classic Notebook
+// (jupyter-notebook), says which in /.suanli/jupyter-kind, and runs it as
+// root in /workspace on the container's loopback under the rental's base
+// URL, starting it again when it exits (as the restart policy does for
+// sshd). It logs to the container's log; Jupyter shows a
+// token that came from a file as "...", so the token stays out of it.
+// @PORT@ and @BASE@ are filled in by initArchive.
+const jupyterScript = `#!/bin/sh
+# Suanli's Jupyter supervisor, started by /.suanli/init.
+set -u
+# jupyter runs "jupyter SUB" as the program jupyter-SUB, found beside
+# jupyter or on PATH; looking for it is a second faster than asking
+# "jupyter SUB --version", which loads the whole server.
+has() {
+	command -v "jupyter-$1" >/dev/null 2>&1 || [ -x "$(dirname "$(command -v jupyter)")/jupyter-$1" ]
+}
+if has lab; then
+	kind=lab
+elif has notebook; then
+	kind=notebook
+else
+	echo "suanli-init: jupyter has neither lab nor notebook; not starting it" >&2
+	echo none > /.suanli/jupyter-kind.new && mv /.suanli/jupyter-kind.new /.suanli/jupyter-kind
+	exit 0
+fi
+echo "$kind" > /.suanli/jupyter-kind.new && mv /.suanli/jupyter-kind.new /.suanli/jupyter-kind
+cd /workspace
+export JUPYTER_TOKEN_FILE=/.suanli/jupyter-token
+while :; do
+	jupyter "$kind" --ip=127.0.0.1 --port=@PORT@ --port-retries=0 --no-browser --allow-root \
+		--notebook-dir=/workspace --ServerApp.base_url=@BASE@ --NotebookApp.base_url=@BASE@
+	echo "suanli-init: jupyter $kind exited with status $?; starting it again in 2 s" >&2
+	echo x >> /.suanli/jupyter-exits
+	sleep 2
+done
+`
+
+// jupyterReadyScript is what the launcher runs in the container to see
+// whether Jupyter answers: status 0 with the kind on stdout once a GET of
+// its authenticated /api/status with the token succeeds, 3 when the
+// image has no Jupyter, 4 when it exited jupyterGiveUp times without
+// answering (a broken install: the launch need not wait longer),
+// anything else while it is not (yet) answering.
+// It uses the image's Python, which Jupyter itself runs on.
+const jupyterReadyScript = `#!/bin/sh
+# Suanli's Jupyter probe: prints the kind once Jupyter answers.
+kind="$(cat /.suanli/jupyter-kind 2>/dev/null || true)"
+case "$kind" in
+none) exit 3 ;;
+lab|notebook) ;;
+*) if command -v jupyter >/dev/null 2>&1; then exit 1; else exit 3; fi ;;
+esac
+py="$(command -v python3 || command -v python || sed -n '1s/^#![[:space:]]*//p' "$(command -v jupyter)")"
+exits=$(cat /.suanli/jupyter-exits 2>/dev/null | wc -l)
+fail=1
+if [ "$exits" -ge @GIVEUP@ ]; then fail=4; fi
+$py - <<'EOF' || exit $fail
+import urllib.request
+token = open("/.suanli/jupyter-token").read()
+req = urllib.request.Request("http://127.0.0.1:@PORT@@BASE@api/status", headers={"Authorization": "token " + token})
+urllib.request.urlopen(req, timeout=2).read()
+EOF
+echo "$kind"
+`
+
+// jupyterGiveUp is how many times Jupyter may exit before the launch
+// stops waiting for it (the supervisor goes on starting it).
+const jupyterGiveUp = 3
+
+// jupyterConf is what initArchive puts in the container for Jupyter; a
+// zero one (no token) starts none.
+type jupyterConf struct {
+	Token   string
+	BaseURL string
+}
+
+// initArchive is the tar CopyToContainer unpacks at "/": the init, the
+// renter's key and, with a Jupyter token, the Jupyter supervisor, its
+// probe and the token, all owned by root.
+func initArchive(sshPublicKey string, jc jupyterConf) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
@@ -78,14 +176,22 @@ func initArchive(sshPublicKey string) ([]byte, error) {
 	if key != "" && key[len(key)-1] != '\n' {
 		key += "\n"
 	}
-	for _, f := range []struct {
+	type file struct {
 		name string
 		mode int64
 		body string
-	}{
+	}
+	files := []file{
 		{initPath[1:], 0o755, initScript},
 		{initDir[1:] + "/authorized_keys", 0o600, key},
-	} {
+	}
+	if jc.Token != "" {
+		fill := strings.NewReplacer("@PORT@", strconv.Itoa(JupyterPort), "@BASE@", jc.BaseURL, "@GIVEUP@", strconv.Itoa(jupyterGiveUp))
+		files = append(files, file{initDir[1:] + "/jupyter", 0o755, fill.Replace(jupyterScript)},
+			file{initDir[1:] + "/jupyter-ready", 0o755, fill.Replace(jupyterReadyScript)},
+			file{jupyterTokenPath[1:], 0o600, jc.Token})
+	}
+	for _, f := range files {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.body)), ModTime: now}); err != nil {
 			return nil, err
 		}

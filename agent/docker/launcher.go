@@ -5,11 +5,15 @@
 package docker
 
 import (
+	"archive/tar"
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -43,6 +47,10 @@ const (
 // DefaultReadyTimeout is how long a launched container's sshd may take
 // to answer before the launch fails.
 const DefaultReadyTimeout = time.Minute
+
+// DefaultJupyterTimeout is how long a launched container's Jupyter may
+// take to answer once sshd does.
+const DefaultJupyterTimeout = time.Minute
 
 // containerCaps are the only capabilities a rental's container keeps
 // (all others are dropped): what sshd needs (privilege separation, ptys,
@@ -91,7 +99,11 @@ type Launcher struct {
 	Namespace string
 	// ReadyTimeout bounds the wait for sshd (DefaultReadyTimeout if zero).
 	ReadyTimeout time.Duration
-	Logger       *slog.Logger
+	// JupyterTimeout bounds the wait, after sshd answers, for the Jupyter
+	// of an image that has one (DefaultJupyterTimeout if zero). One that
+	// does not answer in time fails nothing: the launch reports no Jupyter.
+	JupyterTimeout time.Duration
+	Logger         *slog.Logger
 
 	mu sync.Mutex
 	// cuda caches each image's CUDA_VERSION by image id, for heartbeats.
@@ -209,7 +221,12 @@ func (d *Launcher) Launch(ctx context.Context, spec agent.LaunchSpec) (*agent.Ac
 	if err != nil {
 		return nil, err
 	}
-	if err := d.start(ctx, id, ref, spec.SSHPublicKey, port); err != nil {
+	token, err := jupyterToken()
+	if err != nil {
+		return nil, err
+	}
+	jc := jupyterConf{Token: token, BaseURL: agent.JupyterBaseURL(spec.RentalID)}
+	if err := d.start(ctx, id, ref, spec.SSHPublicKey, jc, port); err != nil {
 		// Nothing is left behind: the port and the name are free for the
 		// next try, here or after the server moved the rental.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -219,7 +236,125 @@ func (d *Launcher) Launch(ctx context.Context, spec agent.LaunchSpec) (*agent.Ac
 		}
 		return nil, err
 	}
-	return &agent.Access{Host: d.Host, Port: port, User: "root", Command: agent.SSHCommand("root", d.Host, port), Simulated: d.Simulated, Container: true}, nil
+	acc := &agent.Access{Host: d.Host, Port: port, User: "root", Command: agent.SSHCommand("root", d.Host, port), Simulated: d.Simulated, Container: true}
+	kind, err := d.waitJupyter(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if kind != "" {
+		acc.Jupyter = &agent.Jupyter{Port: JupyterPort, Kind: kind}
+	}
+	return acc, nil
+}
+
+// jupyterToken is a fresh random token for a rental's Jupyter.
+func jupyterToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("docker launcher: a Jupyter token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// waitJupyter waits until the container's Jupyter answers with its token
+// and returns its kind (agent.JupyterLab or agent.JupyterNotebook), or ""
+// at once when the image has no Jupyter. It polls the probe the init put
+// in the container every 100 ms, up to JupyterTimeout; one that does not
+// answer by then, or keeps exiting, is reported as none, with a warning
+// (the renter still has SSH). Only the launch's context ending fails it.
+func (d *Launcher) waitJupyter(ctx context.Context, id string) (string, error) {
+	limit := cmp.Or(d.JupyterTimeout, DefaultJupyterTimeout)
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for {
+		out, code, err := d.exec(wctx, id, "/bin/sh", initDir+"/jupyter-ready")
+		switch {
+		case err == nil && code == 0:
+			switch kind := strings.TrimSpace(out); kind {
+			case agent.JupyterLab, agent.JupyterNotebook:
+				return kind, nil
+			default:
+				d.log().Warn("the Jupyter probe named no known kind; reporting none", "container", id, "kind", kind)
+				return "", nil
+			}
+		case err == nil && code == 3:
+			return "", nil
+		case err == nil && code == 4:
+			d.log().Warn("Jupyter keeps exiting; the rental runs without it", "container", id, "log", d.logTail(id))
+			return "", nil
+		case cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err):
+			// The container stopped (or went) after sshd answered: no
+			// probe will answer; the next heartbeat and task see it.
+			d.log().Warn("the container stopped before Jupyter answered", "container", id, "err", err)
+			return "", nil
+		case err != nil:
+			last = err.Error()
+		default:
+			last = fmt.Sprintf("probe status %d: %s", code, tail([]byte(out)))
+		}
+		select {
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return "", context.Cause(ctx)
+			}
+			d.log().Warn("Jupyter did not answer in time; the rental runs without it", "container", id, "timeout", limit, "last", last, "log", d.logTail(id))
+			return "", nil
+		case <-tick.C:
+		}
+	}
+}
+
+// exec runs cmd as root in the container and returns its combined output
+// and exit status.
+func (d *Launcher) exec(ctx context.Context, id string, cmd ...string) (string, int, error) {
+	ex, err := d.Client.ContainerExecCreate(ctx, id, container.ExecOptions{User: "0", Cmd: cmd, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return "", 0, fmt.Errorf("docker launcher: exec in the container: %w", err)
+	}
+	att, err := d.Client.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return "", 0, fmt.Errorf("docker launcher: attaching to an exec: %w", err)
+	}
+	defer att.Close()
+	// The read does not watch ctx; closing the connection ends it.
+	stop := context.AfterFunc(ctx, att.Close)
+	defer stop()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, att.Reader); err != nil {
+		return out.String(), 0, fmt.Errorf("docker launcher: reading an exec's output: %w", err)
+	}
+	ins, err := d.Client.ContainerExecInspect(ctx, ex.ID)
+	if err != nil {
+		return out.String(), 0, fmt.Errorf("docker launcher: inspecting an exec: %w", err)
+	}
+	return out.String(), ins.ExitCode, nil
+}
+
+// JupyterToken is the token of the Jupyter running in the rental's
+// container, read back from the container (it is on the node only: the
+// server never gets it), for the agent's end of the tunnel to add to the
+// requests it passes on. It survives an agent restart with the container.
+func (d *Launcher) JupyterToken(ctx context.Context, rentalID int64) (string, error) {
+	if d.Client == nil {
+		return "", errors.New("docker launcher: no Docker client")
+	}
+	rc, _, err := d.Client.CopyFromContainer(ctx, d.ContainerName(rentalID), jupyterTokenPath)
+	if err != nil {
+		return "", fmt.Errorf("docker launcher: reading the Jupyter token: %w", err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	if _, err := tr.Next(); err != nil {
+		return "", fmt.Errorf("docker launcher: reading the Jupyter token: %w", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(tr, 1024))
+	if err != nil {
+		return "", fmt.Errorf("docker launcher: reading the Jupyter token: %w", err)
+	}
+	return string(b), nil
 }
 
 // containerConfig is the container for spec: the init as entrypoint,
@@ -306,10 +441,10 @@ func (d *Launcher) create(ctx context.Context, cfg *container.Config, host *cont
 	return resp.ID, nil
 }
 
-// start copies the init and the key into the container, starts it, and
+// start copies the init, the key and the Jupyter token into the container, starts it, and
 // waits until its sshd answers.
-func (d *Launcher) start(ctx context.Context, id, ref, key string, port int) error {
-	tarball, err := initArchive(key)
+func (d *Launcher) start(ctx context.Context, id, ref, key string, jc jupyterConf, port int) error {
+	tarball, err := initArchive(key, jc)
 	if err != nil {
 		return err
 	}
