@@ -82,6 +82,8 @@ func (s *Service) changeTarget(ctx context.Context, r *models.Rental, org *model
 	}
 	next := *r
 	next.OfferID, next.ProviderID, next.GPUs = target.ID, target.ProviderID, gpus
+	// A change takes GPUs: a rental last started without them leaves no-GPU mode.
+	next.NoGPU, next.NoGPUPricePerHourFen = false, 0
 	next.PricePerGPUHourFen, next.OffpeakPct = target.PricePerGPUHourFen, target.OffpeakDiscountPct
 	next.StudentPct = 0
 	if StudentPrices(org, m) {

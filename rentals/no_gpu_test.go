@@ -113,6 +113,21 @@ func TestNoGPUModeRunsTheContainerWithoutGPUsAtItsOwnPrice(t *testing.T) {
 		if rateOf(back) != back.Rate() {
 			t.Errorf("back with GPUs the rate is %+v, want the GPU rate %+v", back.Rate(), rateOf(back))
 		}
+
+		// A switch or resize of a rental last started without GPUs takes GPUs.
+		r.stop(rt.ID)
+		if _, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID, rentals.StartInput{NoGPU: true}); err != nil {
+			t.Fatal(err)
+		}
+		r.waitStatus(rt.ID, models.RentalRunning)
+		r.stop(rt.ID)
+		if _, err := r.rentals.Change(r.ctx, r.user, r.org, r.member, rt.ID, rentals.ChangeInput{GPUs: 2}); err != nil {
+			t.Fatal(err)
+		}
+		resized := r.waitStatus(rt.ID, models.RentalRunning)
+		if resized.NoGPU || len(r.heldGPUs(rt.ID)) != 2 {
+			t.Errorf("resized after a no-GPU run: no_gpu %v holding %d GPUs, want GPUs (2)", resized.NoGPU, len(r.heldGPUs(rt.ID)))
+		}
 		r.checkLedger()
 	})
 }
