@@ -1,0 +1,39 @@
+package fleet
+
+import (
+	"context"
+
+	"suanli/models"
+	"suanli/models/supply"
+)
+
+// GPUUsage is one GPU of a rental with its telemetry samples from while
+// the rental held it, oldest first (at most a day's: see
+// workers.GPUSampleRetention), one every 30 s or so while it is rented.
+type GPUUsage struct {
+	GPU     models.GPU
+	Samples []models.GPUSample
+}
+
+// RentalUsage returns the telemetry history of a rental's GPUs, gpus
+// (those it holds, or held last: rentals.RentalDetail.GPUs), in that
+// order; a GPU without samples yet has none.
+func (f *Fleet) RentalUsage(ctx context.Context, rentalID int64, gpus []models.GPU) ([]GPUUsage, error) {
+	ids := make([]int64, 0, len(gpus))
+	for _, g := range gpus {
+		ids = append(ids, g.ID)
+	}
+	samples, err := supply.RentalGPUSamples(ctx, f.DB, rentalID, ids)
+	if err != nil {
+		return nil, err
+	}
+	by := map[int64][]models.GPUSample{}
+	for _, s := range samples {
+		by[s.GPUID] = append(by[s.GPUID], s)
+	}
+	out := make([]GPUUsage, 0, len(gpus))
+	for _, g := range gpus {
+		out = append(out, GPUUsage{GPU: g, Samples: by[g.ID]})
+	}
+	return out, nil
+}
