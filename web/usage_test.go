@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -91,6 +92,27 @@ func TestRentalPageShowsGPUUsage(t *testing.T) {
 		must(t, res.StatusCode == http.StatusOK, "usage fragment: %d", res.StatusCode)
 		must(t, strings.HasPrefix(strings.TrimSpace(body), `<section`) && !strings.Contains(body, "<html"), "the usage fragment is not the section alone: %s", snippet(body))
 		contains(t, body, `data-metric="util_pct">80 %`, `hx-trigger="every 15s"`)
+
+		// The API's answer (checked against the OpenAPI document, as every
+		// answer in these tests is) says the same.
+		res, body = renter.do("GET", a.url(routenames.APIRentalsUsage, strconv.FormatInt(r.ID, 10)), nil)
+		must(t, res.StatusCode == http.StatusOK, "usage API: %d %s", res.StatusCode, snippet(body))
+		var api struct {
+			GPUs []struct {
+				UUID    string `json:"uuid"`
+				Samples []struct {
+					UtilPct int `json:"util_pct"`
+				} `json:"samples"`
+			} `json:"gpus"`
+			Simulated bool `json:"simulated"`
+		}
+		if err := json.Unmarshal([]byte(body), &api); err != nil {
+			t.Fatal(err)
+		}
+		must(t, api.Simulated && len(api.GPUs) == 2, "usage API: %s", snippet(body))
+		for _, g := range api.GPUs {
+			must(t, len(g.Samples) > 0 && g.Samples[len(g.Samples)-1].UtilPct == 80, "GPU %s's samples %+v, want the simulated 80 %%", g.UUID, g.Samples)
+		}
 
 		// Stopped: the history stays on the page, and it no longer polls.
 		if _, err := svc.Stop(ctx, r.ID, rentals.StopByUser); err != nil {
