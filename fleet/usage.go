@@ -2,14 +2,19 @@ package fleet
 
 import (
 	"context"
+	"time"
 
 	"suanli/models"
 	"suanli/models/supply"
 )
 
+// SampleRetention is how long rented GPUs' telemetry samples are kept
+// and shown (the purge job deletes older ones every hour).
+const SampleRetention = 24 * time.Hour
+
 // GPUUsage is one GPU of a rental with its telemetry samples from while
-// the rental held it, oldest first (at most a day's: see
-// workers.GPUSampleRetention), one every 30 s or so while it is rented.
+// the rental held it, oldest first: those of the last SampleRetention,
+// one every 30 s or so while it is rented.
 type GPUUsage struct {
 	GPU     models.GPU
 	Samples []models.GPUSample
@@ -23,7 +28,7 @@ func (f *Fleet) RentalUsage(ctx context.Context, rentalID int64, gpus []models.G
 	for _, g := range gpus {
 		ids = append(ids, g.ID)
 	}
-	samples, err := supply.RentalGPUSamples(ctx, f.DB, rentalID, ids)
+	samples, err := supply.RentalGPUSamples(ctx, f.DB, rentalID, ids, f.DB.Now().UTC().Add(-SampleRetention))
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func TestRentalGPUSamples(t *testing.T) {
 		add(a, 30, 3) // stopped in between
 		add(a, 50, 4) // held again
 		add(b, 10, 9) // another rental's GPU
-		got, err := supply.RentalGPUSamples(ctx, db, r.ID, []int64{a.ID, b.ID})
+		got, err := supply.RentalGPUSamples(ctx, db, r.ID, []int64{a.ID, b.ID}, at(-60))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,15 +55,19 @@ func TestRentalGPUSamples(t *testing.T) {
 		if !s.At.Equal(at(10)) || s.MemUsedMiB != 2048 || s.PowerW != 312.5 || s.TempC != 61 || s.SMClockMHz != 1980 {
 			t.Errorf("sample read back as %+v", s)
 		}
-		if none, err := supply.RentalGPUSamples(ctx, db, r.ID, nil); err != nil || len(none) != 0 {
+		if none, err := supply.RentalGPUSamples(ctx, db, r.ID, nil, at(-60)); err != nil || len(none) != 0 {
 			t.Errorf("no GPUs: %v, %v", none, err)
 		}
 		pruned, err := supply.PruneGPUSamples(ctx, db, at(30))
 		if err != nil || pruned != 3 {
 			t.Fatalf("pruned %d (%v), want the 3 samples before 30 min", pruned, err)
 		}
-		if got, err := supply.RentalGPUSamples(ctx, db, r.ID, []int64{a.ID}); err != nil || len(got) != 1 || got[0].UtilPct != 4 {
+		if got, err := supply.RentalGPUSamples(ctx, db, r.ID, []int64{a.ID}, at(-60)); err != nil || len(got) != 1 || got[0].UtilPct != 4 {
 			t.Errorf("after pruning: %+v, %v", got, err)
+		}
+		// Only those since the time asked for.
+		if got, err := supply.RentalGPUSamples(ctx, db, r.ID, []int64{a.ID}, at(51)); err != nil || len(got) != 0 {
+			t.Errorf("samples since 51 min: %+v, %v", got, err)
 		}
 	})
 }

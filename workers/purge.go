@@ -7,13 +7,11 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"suanli/fleet"
 	"suanli/models"
 	"suanli/models/platform"
 	"suanli/models/supply"
 )
-
-// GPUSampleRetention is how long rented GPUs' telemetry samples are kept.
-const GPUSampleRetention = 24 * time.Hour
 
 // PurgeArgs asks for expired sessions, old login failures and old GPU
 // telemetry samples to be deleted.
@@ -43,7 +41,7 @@ func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error
 		return err
 	}
 	// Rented GPUs' telemetry history is kept for a day.
-	if _, err := supply.PruneGPUSamples(ctx, w.DB, w.DB.Now().UTC().Add(-GPUSampleRetention)); err != nil {
+	if _, err := supply.PruneGPUSamples(ctx, w.DB, w.DB.Now().UTC().Add(-fleet.SampleRetention)); err != nil {
 		return err
 	}
 	if n > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"suanli/dbtest"
 	"suanli/demo"
+	"suanli/fleet"
 	"suanli/models"
 	"suanli/models/supply"
 	"suanli/workers"
@@ -28,7 +29,7 @@ func TestPurgeDropsOldGPUSamples(t *testing.T) {
 		}
 		now := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 		db.Now = func() time.Time { return now }
-		for _, age := range []time.Duration{workers.GPUSampleRetention + time.Minute, workers.GPUSampleRetention - time.Minute, time.Minute} {
+		for _, age := range []time.Duration{fleet.SampleRetention + time.Minute, fleet.SampleRetention - time.Minute, time.Minute} {
 			if err := supply.InsertGPUSample(db.W, &models.GPUSample{GPUID: g.ID, At: now.Add(-age), UtilPct: 1}); err != nil {
 				t.Fatal(err)
 			}
@@ -40,8 +41,8 @@ func TestPurgeDropsOldGPUSamples(t *testing.T) {
 		if err := db.R.Where("gpu_id = ?", g.ID).Order("at").Find(&left).Error; err != nil {
 			t.Fatal(err)
 		}
-		if len(left) != 2 || !left[0].At.Equal(now.Add(-workers.GPUSampleRetention+time.Minute)) {
-			t.Errorf("after the purge: %+v, want the 2 samples within %s", left, workers.GPUSampleRetention)
+		if len(left) != 2 || !left[0].At.Equal(now.Add(-fleet.SampleRetention+time.Minute)) {
+			t.Errorf("after the purge: %+v, want the 2 samples within %s", left, fleet.SampleRetention)
 		}
 	})
 }

@@ -24,14 +24,14 @@ func PruneGPUSamples(ctx context.Context, db *models.DB, before time.Time) (int6
 }
 
 // RentalGPUSamples returns the samples of the rental's GPUs gpuIDs taken
-// while the rental held them, by GPU and then in time order.
-func RentalGPUSamples(ctx context.Context, db *models.DB, rentalID int64, gpuIDs []int64) ([]models.GPUSample, error) {
+// since since while the rental held them, by GPU and then in time order.
+func RentalGPUSamples(ctx context.Context, db *models.DB, rentalID int64, gpuIDs []int64, since time.Time) ([]models.GPUSample, error) {
 	var out []models.GPUSample
 	if len(gpuIDs) == 0 {
 		return out, nil
 	}
 	err := db.R.WithContext(ctx).Raw(`SELECT s.* FROM gpu_samples s JOIN rental_gpus rg ON rg.gpu_id = s.gpu_id
-		WHERE rg.rental_id = ? AND s.gpu_id IN ? AND s.at >= rg.attached_at AND (rg.released_at IS NULL OR s.at <= rg.released_at)
-		ORDER BY s.gpu_id, s.at`, rentalID, gpuIDs).Scan(&out).Error
+		WHERE rg.rental_id = ? AND s.gpu_id IN ? AND s.at >= ? AND s.at >= rg.attached_at AND (rg.released_at IS NULL OR s.at <= rg.released_at)
+		ORDER BY s.gpu_id, s.at`, rentalID, gpuIDs, since).Scan(&out).Error
 	return out, err
 }
