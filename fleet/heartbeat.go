@@ -288,6 +288,9 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 		if err := supply.RecordGPUReading(tx, cur.ID, up); err != nil {
 			return gpuConflict(err, g)
 		}
+		if err := recordSample(tx, cur, g.Telemetry, now); err != nil {
+			return err
+		}
 		if err := f.applyGPUHealth(tx, cur, health, reasons, rmsg, now); err != nil {
 			return err
 		}
@@ -303,6 +306,18 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 		}
 	}
 	return nil
+}
+
+// recordSample keeps a busy GPU's telemetry in its history (see
+// migration 00017), on its reading's cadence: one row per rented GPU at
+// most every 30 s, pruned after a day by the purge job. Free GPUs keep
+// only their latest reading.
+func recordSample(tx *gorm.DB, cur *models.GPU, t gpu.Telemetry, now time.Time) error {
+	if cur.State != models.GPUBusy {
+		return nil
+	}
+	return supply.InsertGPUSample(tx, &models.GPUSample{GPUID: cur.ID, At: now, UtilPct: t.UtilizationPct,
+		MemUsedMiB: int64(min(t.MemoryUsedMiB, 1<<62)), PowerW: t.PowerW, TempC: t.TemperatureC, SMClockMHz: t.SMClockMHz})
 }
 
 // gpuConflict turns a heartbeat whose GPU UUID another node already has

@@ -19,12 +19,14 @@ type simDevice struct {
 
 	// Guarded by sim.mu.
 	lost, ecc, thermal bool
+	util               uint32                  // utilisation, percent (SetUtilization)
 	sets               map[*simEventSet]uint64 // event sets registered, with their event types
 }
 
 // simState is what a call on a simulated GPU needs to know of its faults.
 type simState struct {
 	ecc, thermal bool
+	util         uint32
 	// wander (0–2) moves the sensors a little over time, so that a
 	// simulated host does not look frozen on a dashboard.
 	wander uint32
@@ -41,6 +43,7 @@ func (d *simDevice) state() (simState, bool) {
 	return simState{
 		ecc:     d.ecc,
 		thermal: d.thermal,
+		util:    d.util,
 		wander:  uint32(s.now().Sub(s.start)/(20*time.Second)) % 3,
 	}, true
 }
@@ -199,10 +202,11 @@ func (d *simDevice) install() {
 		return 0, nvml.ERROR_NOT_SUPPORTED
 	}
 	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
-		if _, ok := d.state(); !ok {
+		st, ok := d.state()
+		if !ok {
 			return nvml.Utilization{}, nvml.ERROR_GPU_IS_LOST
 		}
-		return nvml.Utilization{}, nvml.SUCCESS
+		return nvml.Utilization{Gpu: st.util, Memory: st.util / 2}, nvml.SUCCESS
 	}
 	reasons := func() (uint64, nvml.Return) {
 		st, ok := d.state()

@@ -186,3 +186,29 @@ func TestSimulatedHostDoesNotGrowWithReads(t *testing.T) {
 		t.Errorf("mock server recorded %d calls", n)
 	}
 }
+
+// A simulated GPU reports the utilisation a test sets, as NVML would
+// under a workload, and stays healthy at full load.
+func TestSimulatedUtilisation(t *testing.T) {
+	sim := MustSim(t, "dgxh100", 2)
+	r := MustOpen(t, sim, gpu.Options{})
+	if h := r.Read(); h.GPUs[0].Telemetry.UtilizationPct != 0 || h.GPUs[1].Telemetry.UtilizationPct != 0 {
+		t.Fatalf("a new simulated host is busy: %d %%, %d %%", h.GPUs[0].Telemetry.UtilizationPct, h.GPUs[1].Telemetry.UtilizationPct)
+	}
+	if err := sim.SetUtilization(1, 80); err != nil {
+		t.Fatal(err)
+	}
+	h := r.Read()
+	if got := h.GPUs[1].Telemetry.UtilizationPct; got != 80 {
+		t.Errorf("GPU 1 at %d %%, want 80", got)
+	}
+	if got := h.GPUs[0].Telemetry.UtilizationPct; got != 0 {
+		t.Errorf("GPU 0 at %d %%, want 0 (only GPU 1 was loaded)", got)
+	}
+	if !h.GPUs[1].Health.Healthy {
+		t.Errorf("a loaded GPU fails its checks: %v", h.GPUs[1].Health.Reasons)
+	}
+	if sim.SetUtilization(2, 10) == nil || sim.SetUtilization(0, 101) == nil {
+		t.Error("a GPU the host lacks, or 101 %, accepted")
+	}
+}

@@ -242,6 +242,11 @@ func (h *Handler) APIRentalCreate(c echo.Context) error {
 	return c.JSON(http.StatusCreated, apiRental(d))
 }
 
+// RentalFor is rentalFor, for the handlers' area packages.
+func (h *Handler) RentalFor(c echo.Context) (*rentals.RentalDetail, *models.Membership, error) {
+	return h.rentalFor(c)
+}
+
 // rentalFor loads a rental the caller may see: a member of its
 // organisation (or a platform admin). Others get 404, as for a rental
 // that does not exist.

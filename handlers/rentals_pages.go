@@ -453,7 +453,19 @@ func (h *Handler) RentalShow(c echo.Context) error {
 	if vm.SLA, err = h.rentalSLA(c, d); err != nil {
 		return err
 	}
+	if vm.Usage, err = h.RentalUsageVM(c, d); err != nil {
+		return err
+	}
 	return Render(c, http.StatusOK, rentalpages.RentalPage(ViewCtx(c), vm))
+}
+
+// RentalUsageVM is the rental page's GPU usage section.
+func (h *Handler) RentalUsageVM(c echo.Context, d *rentals.RentalDetail) (*rentalpages.UsageVM, error) {
+	us, err := h.Rentals.Fleet().RentalUsage(c.Request().Context(), d.Rental.ID, d.GPUs)
+	if err != nil {
+		return nil, err
+	}
+	return rentalvm.Usage(d.Rental.ID, d.Simulated(), !d.Rental.Status.Ended(), us), nil
 }
 
 // RentalLive is GET /rentals/{id}/live: the status, cost and access block

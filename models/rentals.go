@@ -172,6 +172,19 @@ type RentalGPU struct {
 // TableName implements gorm's tabler.
 func (RentalGPU) TableName() string { return "rental_gpus" }
 
+// GPUSample is one telemetry sample of a rented GPU, kept for a day (see
+// migration 00017): what a rental's usage page and API show.
+type GPUSample struct {
+	ID         int64
+	GPUID      int64 `gorm:"column:gpu_id"`
+	At         time.Time
+	UtilPct    int     `gorm:"column:util_pct"`
+	MemUsedMiB int64   `gorm:"column:mem_used_mib"`
+	PowerW     float64 `gorm:"column:power_w"`
+	TempC      int     `gorm:"column:temp_c"`
+	SMClockMHz int     `gorm:"column:sm_clock_mhz"`
+}
+
 // Agent task statuses.
 const (
 	TaskQueued = "queued"

@@ -104,6 +104,8 @@ const (
 	RentalsShow = "rentals.show"
 	// RentalsLive is GET /rentals/:id/live.
 	RentalsLive = "rentals.live"
+	// RentalsUsage is GET /rentals/:id/usage: the GPU usage section.
+	RentalsUsage = "rentals.usage"
 	// RentalsStop is POST /rentals/:id/stop.
 	RentalsStop = "rentals.stop"
 	// RentalsStart is POST /rentals/:id/start.
@@ -250,6 +252,8 @@ const (
 	APIRentalsCreate = "api.rentals.create"
 	// APIRentalsShow is GET /api/v1/rentals/:id.
 	APIRentalsShow = "api.rentals.show"
+	// APIRentalsUsage is GET /api/v1/rentals/:id/usage.
+	APIRentalsUsage = "api.rentals.usage"
 	// APIRentalsStop is POST /api/v1/rentals/:id/stop.
 	APIRentalsStop = "api.rentals.stop"
 	// APIRentalsChange is POST /api/v1/rentals/:id/change.

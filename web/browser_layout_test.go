@@ -90,6 +90,8 @@ func TestBrowserLayoutFits(t *testing.T) {
 	// A short name: the navigation, not the name, is what crowds the brand.
 	plain := loggedIn(a, "admin", mustUser(t, a.db, "ann@suanli.example", "Ann Admin", true))
 	owner := f.actors[asOwner]
+	// The running rental's page with its GPUs' usage table and charts.
+	withUsageHistory(t, a.db, f.runningRental)
 	p := newProviderFixture(t, a, "ops@layout-gpu.example", "Layout GPU")
 	node, token := p.addNode(t, "lay-node-1")
 	heartbeatSimulated(t, a, token, "a100-40g-sxm", 4)

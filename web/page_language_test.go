@@ -158,6 +158,7 @@ var notPages = map[string]string{
 	routenames.APIWalletLedger:            "JSON",
 	routenames.APIRentalsList:             "JSON",
 	routenames.APIRentalsShow:             "JSON",
+	routenames.APIRentalsUsage:            "JSON",
 	routenames.APIBenchmarksShow:          "JSON",
 	routenames.APINodesBenchmarks:         "JSON",
 	routenames.AgentTasks:                 "the agents' protocol",
@@ -634,6 +635,7 @@ func (m *busyMarket) pages(t *testing.T) []page {
 	for _, r := range []int64{m.stopped, m.moved, m.term, m.failed} {
 		add(m.renter, routenames.RentalsShow, "", id(r))
 		add(m.renter, routenames.RentalsLive, "", id(r))
+		add(m.renter, routenames.RentalsUsage, "", id(r))
 	}
 	for _, r := range []string{routenames.AdminHome, routenames.AdminUsers, routenames.AdminOrgs, routenames.AdminPayouts, routenames.AdminOutbox, routenames.AdminJobs, routenames.AdminAudit} {
 		add(m.admin, r, "")

@@ -11,6 +11,7 @@ import (
 	adminconsole "suanli/handlers/admin"
 	"suanli/handlers/agentapi"
 	"suanli/handlers/provider"
+	usageapi "suanli/handlers/usage"
 	volumeapi "suanli/handlers/volumes"
 	"suanli/routenames"
 	"suanli/static"
@@ -28,6 +29,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 	acc := &account.Handler{Handler: h}
 	ph := &provider.Handler{Handler: h}
 	vh := &volumeapi.Handler{Handler: h}
+	uh := &usageapi.Handler{Handler: h}
 	agh := &agentapi.Handler{Handler: h}
 	// The admin console's handlers (package admin; the access level of its
 	// routes is also called admin, hence the import's name).
@@ -91,6 +93,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/console", routenames.Console, h.Console, user},
 		{"GET", "/rentals/:id", routenames.RentalsShow, h.RentalShow, user},
 		{"GET", "/rentals/:id/live", routenames.RentalsLive, h.RentalLive, user},
+		{"GET", "/rentals/:id/usage", routenames.RentalsUsage, uh.RentalUsage, user},
 		{"POST", "/rentals/:id/stop", routenames.RentalsStop, h.RentalStop, user},
 		{"POST", "/rentals/:id/start", routenames.RentalsStart, h.RentalStart, user},
 		{"POST", "/rentals/:id/release", routenames.RentalsRelease, h.RentalRelease, user},
@@ -173,6 +176,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/api/v1/rentals", routenames.APIRentalsList, h.APIRentalsList, user},
 		{"POST", "/api/v1/rentals", routenames.APIRentalsCreate, h.APIRentalCreate, user},
 		{"GET", "/api/v1/rentals/:id", routenames.APIRentalsShow, h.APIRentalShow, user},
+		{"GET", "/api/v1/rentals/:id/usage", routenames.APIRentalsUsage, uh.APIRentalUsage, user},
 		{"POST", "/api/v1/rentals/:id/stop", routenames.APIRentalsStop, h.APIRentalStop, user},
 		{"POST", "/api/v1/rentals/:id/change", routenames.APIRentalsChange, h.APIRentalChange, user},
 		{"POST", "/api/v1/rentals/:id/start", routenames.APIRentalsStart, h.APIRentalStart, user},

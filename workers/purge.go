@@ -7,11 +7,14 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"suanli/fleet"
 	"suanli/models"
 	"suanli/models/platform"
+	"suanli/models/supply"
 )
 
-// PurgeArgs asks for expired sessions and old login failures to be deleted.
+// PurgeArgs asks for expired sessions, old login failures and old GPU
+// telemetry samples to be deleted.
 type PurgeArgs struct{}
 
 // Kind implements river.JobArgs.
@@ -35,6 +38,10 @@ func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error
 	}
 	// So do counted sign-ups and mails (the longest window is a day).
 	if err := platform.PurgeThrottleEvents(ctx, w.DB, w.DB.Now().UTC().Add(-48*time.Hour)); err != nil {
+		return err
+	}
+	// Rented GPUs' telemetry history is kept for a day.
+	if _, err := supply.PruneGPUSamples(ctx, w.DB, w.DB.Now().UTC().Add(-fleet.SampleRetention)); err != nil {
 		return err
 	}
 	if n > 0 {

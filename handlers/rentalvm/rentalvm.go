@@ -9,6 +9,7 @@ import (
 
 	"suanli/agent"
 	"suanli/catalog"
+	"suanli/fleet"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
@@ -275,4 +276,19 @@ func EventDetail(vc views.Ctx, node *models.Node, e models.RentalEvent) string {
 		}
 	}
 	return d
+}
+
+// Usage maps a rental's GPU telemetry history to its page's section;
+// polling while the rental is not settled.
+func Usage(rentalID int64, simulated, polling bool, us []fleet.GPUUsage) *rentalpages.UsageVM {
+	vm := &rentalpages.UsageVM{RentalID: rentalID, Simulated: simulated, Polling: polling}
+	for _, u := range us {
+		g := rentalpages.UsageGPU{Idx: u.GPU.Idx, UUID: u.GPU.UUID}
+		for _, s := range u.Samples {
+			g.Samples = append(g.Samples, rentalpages.UsageSample{At: s.At, UtilPct: s.UtilPct, MemUsedMiB: s.MemUsedMiB,
+				PowerW: s.PowerW, TempC: s.TempC, SMClockMHz: s.SMClockMHz})
+		}
+		vm.GPUs = append(vm.GPUs, g)
+	}
+	return vm
 }

@@ -339,6 +339,9 @@ type RentalVM struct {
 	// Checks are nil before any passed.
 	Checks *Checks
 	GPUs   []RentalGPU
+	// Usage is the GPU usage section (nil on the live fragment, which
+	// does not show it: it polls on its own).
+	Usage  *UsageVM
 	Events []Event
 	// StudentPrices: a change the viewer makes is at student prices
 	// (rentals.StudentPrices of the rental's organisation and the viewer).
