@@ -209,16 +209,10 @@ func TestRenterJourneyOnRealContainers(t *testing.T) {
 
 	// Release with the volume: its directory goes, and nothing bills after.
 	j.must(200, "POST", fmt.Sprintf("/api/v1/rentals/%d/release", id), renter, map[string]any{"delete_volume": true}, nil)
-	deadline = time.Now().Add(time.Minute)
-	for {
-		if _, err := os.Stat(wsDir); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the volume's directory %s is still there a minute after the release", wsDir)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	dockertest.Eventually(t, time.Minute, "the volume's directory "+wsDir+" goes after the release", func() (bool, string) {
+		_, err := os.Stat(wsDir)
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
 	r = j.waitRental(renter, id, "released", time.Minute, func(r journeyRental) bool { return r.Status == "released" && r.ReleasedAt != nil })
 	lap("release → volume directory gone")
 	// The deleted volume leaves the list; the rental still names it.
@@ -494,17 +488,11 @@ func (j *journey) waitMeterPasses(n int64) {
 		return c
 	}
 	from := max(j.meterSeen, count())
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if c := count(); c >= from+n {
-			j.meterSeen = c
-			return
-		}
-		if time.Now().After(deadline) {
-			j.t.Fatalf("the meter did not run %d times in a minute (SUANLI_METER_EVERY=1s)", n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	dockertest.Eventually(j.t, time.Minute, fmt.Sprintf("%d meter passes (SUANLI_METER_EVERY=1s)", n), func() (bool, string) {
+		c := count()
+		j.meterSeen = max(j.meterSeen, c)
+		return c >= from+n, fmt.Sprintf("%d of %d", c-from, n)
+	})
 }
 
 // sshMust logs in at the access details with the renter's key, as the

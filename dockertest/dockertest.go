@@ -126,3 +126,30 @@ func RenterKey(tb testing.TB, comment string) (string, ssh.Signer) {
 	}
 	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " " + comment, signer
 }
+
+// pollEvery is how often Eventually looks again.
+const pollEvery = 100 * time.Millisecond
+
+// Eventually waits until cond holds, looking every 100 ms, and fails the
+// test with what and cond's last word once within has passed. For what
+// only polling can see (a container's answer, a directory on the volume
+// root, a row the workers write): it waits for the condition, never for
+// a fixed time.
+func Eventually(tb testing.TB, within time.Duration, what string, cond func() (ok bool, last string)) {
+	tb.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-deadline.C:
+			tb.Fatalf("%s: not within %s (last: %s)", what, within, last)
+		case <-tick.C:
+		}
+	}
+}

@@ -210,3 +210,57 @@ func TestALocalRentalThatMovedStartsOnItsOldNodeWithItsFilesOnceTheNodeIsBack(t 
 		r.checkLedger()
 	})
 }
+
+func TestALocalRentalWhoseMoveFindsNoNodeStopsWithTheVolumeHoldingItsFiles(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		r := newRig(t, db, rigOptions{SilentAfter: 10 * time.Second, VerifyTimeout: 20 * time.Second})
+		o := r.rtxOffer() // local storage
+		sib := r.addSibling(o, 2)
+		first := r.startAgent(o.NodeID)
+		second := r.startAgent(sib)
+		r.waitReady(o.NodeID, sib)
+		rt := r.mustRent(o.ID, 1, func(in *rentals.RentInput) { in.VolumeGB = 10 })
+		r.waitStatus(rt.ID, models.RentalRunning)
+		old := *rt.VolumeID
+
+		// The first node goes silent; the sibling takes the rental's GPUs
+		// but never answers the checks.
+		first.Pause()
+		second.Pause()
+		r.clock.Advance(12 * time.Second)
+		r.markNodeAlive(sib)
+		if _, err := r.rentals.Watch(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.eventually("the move reserves the sibling's GPUs with a new volume", func() bool {
+			cur := r.rental(rt.ID)
+			return cur.Status == models.RentalMigrating && *cur.VolumeID != old && len(r.heldGPUs(rt.ID)) == 1
+		})
+		pending := *r.rental(rt.ID).VolumeID
+		if v := r.volume(pending); v.Status != models.VolumePending {
+			t.Fatalf("the new volume before it ran: %+v, want pending", v)
+		}
+		r.clock.Advance(21 * time.Second) // past the checks' timeout
+		stopped := r.waitStatus(rt.ID, models.RentalStopped)
+		if *stopped.VolumeID != old {
+			t.Fatalf("stopped with volume %d, want the one holding its files (%d)", *stopped.VolumeID, old)
+		}
+		if v := r.volume(pending); v.Status != models.VolumeDeleted || v.BilledFen != 0 {
+			t.Errorf("the never-run new volume: %+v, want deleted, unbilled", v)
+		}
+		if v := r.volume(old); v.LeftByRentalID != nil || v.DeleteAfter == nil {
+			t.Errorf("the volume holding the files: %+v, want mounted again with the stopped rental's deletion date", v)
+		}
+		// Once its node is back it starts there, as any stopped rental.
+		first.Resume()
+		r.markNodeAlive(o.NodeID)
+		if _, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID, rentals.StartInput{}); err != nil {
+			t.Fatal(err)
+		}
+		if back := r.waitStatus(rt.ID, models.RentalRunning); *back.NodeID != o.NodeID || *back.VolumeID != old {
+			t.Errorf("started on node %d with volume %d, want node %d with volume %d", *back.NodeID, *back.VolumeID, o.NodeID, old)
+		}
+		r.checkLedger()
+	})
+}

@@ -103,17 +103,10 @@ func jupyterStatuses(tb testing.TB, cli *client.Client, ctr, token string, paths
 // answers an authenticated GET of path with 200.
 func waitAnswers(tb testing.TB, cli *client.Client, ctr, token, path string) {
 	tb.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	dockertest.Eventually(tb, time.Minute, "Jupyter answers "+path+" with 200", func() (bool, string) {
 		got := jupyterStatuses(tb, cli, ctr, token, "+"+path)
-		if got == "200" {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("Jupyter answers %s with %s, want 200", path, got)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return got == "200", got
+	})
 }
 
 // jupyterPID is the pid (in the container) of the Jupyter server process.

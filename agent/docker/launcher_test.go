@@ -19,6 +19,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"golang.org/x/crypto/ssh"
@@ -155,7 +156,16 @@ func derivedImage(tb testing.TB, cli *client.Client, base string, cmd []string, 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		_, _ = cli.ImageRemove(context.Background(), name, image.RemoveOptions{Force: true, PruneChildren: true})
+		// Containers of the image go first, whoever's cleanup would remove
+		// them: with one left, the removal only untags the image and a
+		// dangling copy stays on the daemon after every run.
+		ctx := context.Background()
+		if cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("ancestor", name))}); err == nil {
+			for _, c := range cs {
+				_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+			}
+		}
+		_, _ = cli.ImageRemove(ctx, name, image.RemoveOptions{Force: true, PruneChildren: true})
 	})
 	return name
 }
