@@ -309,8 +309,9 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 }
 
 // recordSample keeps a busy GPU's telemetry in its history (see
-// migration 00017), on its reading's cadence: one row per rented GPU at
-// most every 30 s, pruned after a day by the purge job. Free GPUs keep
+// migration 00017), on its reading's cadence: one row per rented GPU
+// about every 30 s and on each change of its verdict, pruned after a day
+// by the purge job. Free GPUs keep
 // only their latest reading.
 func recordSample(tx *gorm.DB, cur *models.GPU, t gpu.Telemetry, now time.Time) error {
 	if cur.State != models.GPUBusy {

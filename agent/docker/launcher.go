@@ -259,14 +259,15 @@ func jupyterToken() (string, error) {
 // waitJupyter waits until the container's Jupyter answers with its token
 // and returns its kind (agent.JupyterLab or agent.JupyterNotebook), or ""
 // at once when the image has no Jupyter. It polls the probe the init put
-// in the container every 100 ms, up to JupyterTimeout; one that does not
+// in the container every 250 ms (each probe starts a Python), up to
+// JupyterTimeout; one that does not
 // answer by then, or keeps exiting, is reported as none, with a warning
 // (the renter still has SSH). Only the launch's context ending fails it.
 func (d *Launcher) waitJupyter(ctx context.Context, id string) (string, error) {
 	limit := cmp.Or(d.JupyterTimeout, DefaultJupyterTimeout)
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	last := ""
 	for {

@@ -1,7 +1,7 @@
 -- +goose Up
 -- A bounded history of rented GPUs' telemetry, for the rental's usage
 -- page and API. The heartbeat writes a row when it rewrites a busy GPU's
--- reading (at most every 30 s per GPU, on the reading's own cadence);
+-- reading (about every 30 s per GPU, and on each change of its verdict);
 -- the purge job deletes rows older than 24 hours, so a GPU keeps at
 -- most about 2,880 samples. A rental's samples are those of the GPUs it
 -- held while it held them (rental_gpus' attached_at..released_at).
