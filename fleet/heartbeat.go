@@ -528,10 +528,13 @@ func (f *Fleet) withPullAuth(tx *gorm.DB, row *models.AgentTask, t *agent.Task, 
 	// with a renter's credentials must not run for a renter without them.
 	// With credentials the agent always pulls (the registry checks them);
 	// without, it pulls again where such a copy may be on the node.
+	// By repository: another spelling, tag or digest of it resolves to
+	// the same local copy.
+	repo := images.RepositoryOf(t.Image)
 	if auth != "" {
-		return true, supply.MarkPrivatePull(tx, row.NodeID, t.Image, now)
+		return true, supply.MarkPrivatePull(tx, row.NodeID, repo, now)
 	}
-	if t.PullAlways, err = supply.PrivatePulled(tx, row.NodeID, t.Image); err != nil {
+	if t.PullAlways, err = supply.PrivatePulled(tx, row.NodeID, repo); err != nil {
 		return false, err
 	}
 	return true, nil

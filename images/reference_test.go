@@ -106,3 +106,22 @@ func TestCheckNode(t *testing.T) {
 		t.Errorf("en: %q", en)
 	}
 }
+
+// A node's private copy is known by repository: every spelling, tag and
+// digest of it names the same one.
+func TestRepositoryOfNormalises(t *testing.T) {
+	digest := "@sha256:" + strings.Repeat("ab", 32)
+	for ref, want := range map[string]string{
+		"lab/x:1":                           "docker.io/lab/x",
+		"docker.io/lab/x:2":                 "docker.io/lab/x",
+		"index.docker.io/lab/x" + digest:    "docker.io/lab/x",
+		"ubuntu:22.04":                      "docker.io/library/ubuntu",
+		"127.0.0.1:5000/lab/train:v1":       "127.0.0.1:5000/lab/train",
+		"127.0.0.1:5000/lab/train" + digest: "127.0.0.1:5000/lab/train",
+		"Not A Reference":                   "Not A Reference",
+	} {
+		if got := RepositoryOf(ref); got != want {
+			t.Errorf("RepositoryOf(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}

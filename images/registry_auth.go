@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/distribution/reference"
 	"gorm.io/gorm"
 
 	"suanli/apperr"
@@ -93,7 +94,7 @@ func CheckRegistryAuth(c Choice, a RegistryAuth, box *secrets.Box) error {
 		return apperr.Field(registryAuthField, "images.err.registry_username_long", MaxRegistryUsername)
 	case len(a.Password) > MaxRegistryPassword:
 		return apperr.Field(registryAuthField, "images.err.registry_password_long", MaxRegistryPassword)
-	case !printable(a.Username) || strings.ContainsRune(a.Username, ':'):
+	case !printable(a.Username) || strings.ContainsRune(a.Username, ':') || strings.TrimSpace(a.Username) != a.Username:
 		return apperr.Field(registryAuthField, "images.err.registry_username")
 	case !printable(a.Password):
 		return apperr.Field(registryAuthField, "images.err.registry_password")
@@ -172,4 +173,15 @@ func RegistryServer(ref string) string {
 		return dockerHubServer
 	}
 	return first
+}
+
+// RepositoryOf is the repository a reference names as the daemon resolves
+// it, without tag or digest ("lab/x:1", "docker.io/lab/x@sha256:…" →
+// "docker.io/lab/x"); a reference that does not parse is itself.
+func RepositoryOf(ref string) string {
+	n, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return ref
+	}
+	return n.Name()
 }

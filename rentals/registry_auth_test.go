@@ -118,6 +118,7 @@ func TestRegistryCredentialsReachOnlyTheAgent(t *testing.T) {
 				{"a password that is not UTF-8", ref, images.RegistryAuth{Username: "bob", Password: "pa\xffss"}, r.rentals, "images.err.registry_password"},
 				{"a NUL in the username", ref, images.RegistryAuth{Username: "b\x00b", Password: pw}, r.rentals, "images.err.registry_username"},
 				{"a colon in the username", ref, images.RegistryAuth{Username: "bob:x", Password: pw}, r.rentals, "images.err.registry_username"},
+				{"spaces around the username", ref, images.RegistryAuth{Username: " bob ", Password: pw}, r.rentals, "images.err.registry_username"},
 				{"a password too long", ref, images.RegistryAuth{Username: "bob", Password: strings.Repeat("p", images.MaxRegistryPassword+1)}, r.rentals, "images.err.registry_password_long"},
 				{"a username too long", ref, images.RegistryAuth{Username: strings.Repeat("u", images.MaxRegistryUsername+1), Password: pw}, r.rentals, "images.err.registry_username_long"},
 				{"no platform key", ref, images.RegistryAuth{Username: "bob", Password: pw}, &noKey, "images.err.registry_auth_unavailable"},

@@ -93,6 +93,11 @@ func idempotency(db *models.DB, mac *secrets.Box) echo.MiddlewareFunc {
 				return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "request body too large"}
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
+			if mac == nil && bytes.Contains(body, []byte(`"registry_auth"`)) {
+				// Without a platform key nothing keys the hash: a body with a
+				// registry password is not remembered (it is refused anyway).
+				return next(c)
+			}
 			sum := sha256.New()
 			if mac != nil {
 				sum = mac.NewMAC()
