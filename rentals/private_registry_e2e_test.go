@@ -183,6 +183,10 @@ func TestAPrivateImageIsPulledWithTheRentersCredentials(t *testing.T) {
 	if _, err := cli.ContainerInspect(r.ctx, l.ContainerName(bad.ID)); err == nil {
 		t.Error("a container runs for the refused pull")
 	}
+	var kept int64
+	if err := r.db.R.Model(&models.RentalRegistryAuth{}).Where("rental_id = ?", bad.ID).Count(&kept).Error; err != nil || kept != 0 {
+		t.Errorf("the failed rental still holds %d sealed credentials (%v): it never starts, they must go", kept, err)
+	}
 
 	// Without credentials the node's copy (pulled with the lab's) is not
 	// run: the agent pulls again and the registry refuses.

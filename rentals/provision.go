@@ -392,6 +392,10 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 			if err := s.dropPendingVolume(tx, &cur, now); err != nil {
 				return err
 			}
+			// A failed rental never starts: its registry credential goes.
+			if err := rentalstore.DeleteRegistryAuth(tx, r.ID); err != nil {
+				return err
+			}
 			return models.AddRentalEvent(tx, r.ID, now, "failed", reason, nil, msg)
 		}
 		// Migrating with nowhere to go: the rental stops; the downtime was never billed.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"suanli/agent"
 	"suanli/apperr"
@@ -17,6 +18,7 @@ import (
 	"suanli/models"
 	"suanli/rentals"
 	"suanli/secrets"
+	"suanli/volumes"
 )
 
 // authRecorder is the simulated launcher, remembering the registry
@@ -215,6 +217,11 @@ func TestRegistryCredentialsReachOnlyTheAgent(t *testing.T) {
 			if a := rec.of(rt2.ID); len(a) != 0 {
 				t.Errorf("the agent got the launch %d times", len(a))
 			}
+			var kept int64
+			db.R.Model(&models.RentalRegistryAuth{}).Where("rental_id = ?", rt2.ID).Count(&kept)
+			if kept != 0 {
+				t.Errorf("a failed rental keeps its registry credential")
+			}
 		})
 
 		// Release: the credential is forgotten.
@@ -228,6 +235,23 @@ func TestRegistryCredentialsReachOnlyTheAgent(t *testing.T) {
 		}
 		if d, err := r.rentals.Detail(r.ctx, rt.ID); err != nil || d.RegistryUser != "" {
 			t.Errorf("released: registry user %q %v", d.RegistryUser, err)
+		}
+
+		// A stopped rental whose volume goes after its days never starts
+		// again: its credential goes with the volume.
+		rt3 := r.mustRent(o.ID, 1, func(in *rentals.RentInput) {
+			in.Image = ref
+			in.RegistryAuth = &images.RegistryAuth{Username: "bob", Password: pw}
+		})
+		r.waitStatus(rt3.ID, models.RentalRunning)
+		r.stop(rt3.ID)
+		r.clock.Advance(time.Duration(volumes.DefaultKeepDays+1) * 24 * time.Hour)
+		if res := r.meter(); res.VolumesDeleted != 1 {
+			t.Fatalf("%d volumes deleted after the days, want 1", res.VolumesDeleted)
+		}
+		db.R.Model(&models.RentalRegistryAuth{}).Where("rental_id = ?", rt3.ID).Count(&left)
+		if left != 0 {
+			t.Errorf("a rental whose volume was deleted keeps its registry credential")
 		}
 	})
 }

@@ -402,8 +402,12 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 			if err != nil {
 				return err
 			}
-			wake, err = s.DeleteTx(tx, &cur, rid, fmt.Sprintf("not started within %d days of stopping", s.Days()), now)
-			return err
+			if wake, err = s.DeleteTx(tx, &cur, rid, fmt.Sprintf("not started within %d days of stopping", s.Days()), now); err != nil || rid == 0 {
+				return err
+			}
+			// Without its volume the rental never starts again: its
+			// registry credential has no further use.
+			return rentalstore.DeleteRegistryAuth(tx, rid)
 		})
 		if err != nil {
 			return deleted, err
