@@ -17,6 +17,7 @@ import (
 
 	"suanli/agent"
 	"suanli/agent/docker"
+	"suanli/agent/workload"
 	"suanli/gpu"
 )
 
@@ -52,6 +53,7 @@ func runAgent(ctx context.Context, args []string) error {
 	dockerHost := fs.String("docker-host", "", "with --launcher=docker: the Docker daemon's URL, e.g. unix:///var/run/docker.sock (default: DOCKER_HOST, else the default socket)")
 	volumeRoot := fs.String("volume-root", "", "with --launcher=docker: a directory every node of the datacentre mounts (NFS, CephFS, JuiceFS): workspaces are directories in it and follow a rental to any node (default: docker volumes on this node's disk)")
 	portBase := fs.Int("port-base", agent.DefaultPortBase, "with --launcher=docker: rental N's SSH port is this plus N modulo 10000 (two agents on one host need bases 10000 apart)")
+	network := fs.String("docker-network", docker.DefaultNetwork, "with --launcher=docker: the Docker network rentals' containers run on, made if missing as a bridge on which containers cannot reach each other; the agent reaches their ports on it for browser access (Jupyter, HTTP ports), so it must run on the Docker host")
 	namespace := fs.String("docker-namespace", "", "with --launcher=docker: a name part for this agent's containers (suanli-NS-rID), for agents of different marketplaces sharing one Docker daemon")
 	host := fs.String("public-host", "", "the host or IP renters reach the workloads at (docker and simulated launchers)")
 	pingAddr := fs.String("ping-addr", os.Getenv("SUANLI_PING_ADDR"), "listen address of the unauthenticated latency endpoint GET /ping that visitors' browsers time, e.g. :7070 (env SUANLI_PING_ADDR; empty: none, and the agent opens no port)")
@@ -93,7 +95,7 @@ func runAgent(ctx context.Context, args []string) error {
 	l, closeLauncher, err := newLauncher(ctx, launcherOptions{
 		kind:   cmpOr(*launcher, map[bool]string{true: "simulated", false: "docker"}[*simulate != ""]),
 		script: *script, image: *image, host: *host, dockerHost: *dockerHost, volumeRoot: *volumeRoot,
-		portBase: *portBase, namespace: *namespace,
+		portBase: *portBase, namespace: *namespace, network: *network,
 		simulated:  *simulate != "",
 		driverCUDA: func() string { return reader.Read().CUDADriverVersion },
 	})
@@ -105,7 +107,15 @@ func runAgent(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{Server: strings.TrimRight(*server, "/"), Token: *token, StateFile: *state,
+	// A launcher that reaches its containers serves the browser's access
+	// to them through the agent's tunnel.
+	var tunnelHandler http.Handler
+	if w, ok := l.(workload.Workloads); ok {
+		th := workload.NewHandler(w, slog.Default())
+		defer th.Close()
+		tunnelHandler = th
+	}
+	a, err := agent.New(agent.Config{Server: strings.TrimRight(*server, "/"), Token: *token, StateFile: *state, Tunnel: tunnelHandler,
 		HTTPClient: &http.Client{Timeout: 60 * time.Second}, GPUs: reader, Launcher: l, Silent: silent, Version: version, PingURL: ping.url,
 		Bench: agent.BenchOptions{Python: *benchPython, Timeout: *benchTimeout}})
 	if err != nil {
@@ -184,8 +194,8 @@ func simulated(what string, n int, uuids []string) (*gpu.Sim, error) {
 
 // launcherOptions are the flags that choose and set up a launcher.
 type launcherOptions struct {
-	kind, script, image, host, dockerHost, volumeRoot, namespace string
-	portBase                                                     int
+	kind, script, image, host, dockerHost, volumeRoot, namespace, network string
+	portBase                                                              int
 	// simulated: the GPUs are simulated, so a docker launcher runs its
 	// containers without any.
 	simulated  bool
@@ -225,7 +235,7 @@ func newLauncher(ctx context.Context, o launcherOptions) (agent.Launcher, func()
 			return nil, noop, fmt.Errorf("agent: --docker-namespace %q: letters, digits, '_', '.' and '-' only", o.namespace)
 		}
 		return &docker.Launcher{Client: cli, Image: o.image, Host: host, VolumeRoot: o.volumeRoot, PortBase: o.portBase,
-			Namespace: o.namespace, Simulated: o.simulated, DriverCUDA: o.driverCUDA}, func() { _ = cli.Close() }, nil
+			Namespace: o.namespace, Network: o.network, Simulated: o.simulated, DriverCUDA: o.driverCUDA}, func() { _ = cli.Close() }, nil
 	case "script":
 		if o.script == "" {
 			return nil, noop, errors.New("agent: --launcher=script needs --script PATH")

@@ -30,6 +30,7 @@ const module = "suanli"
 var useCases = []string{
 	"suanli/offers", "suanli/tco", "suanli/fleet", "suanli/benchmarks", "suanli/rentals", "suanli/billing",
 	"suanli/sla", "suanli/providers", "suanli/metrics", "suanli/audit", "suanli/accounts", "suanli/images", "suanli/volumes",
+	"suanli/workspace",
 }
 
 // edge is one import of one file: the file relative to the module root
@@ -87,11 +88,12 @@ var (
 	// the standard library, go-nvml, Docker's Engine API client (the
 	// docker launcher), agent and gpu themselves, and the pure shared
 	// packages (no imports but the standard library, checked by the rule
-	// "pure shared packages"); its tests also an SSH client and the test
+	// "pure shared packages"), the tunnel to the server (package tunnel,
+	// yamux over a WebSocket); its tests also an SSH client and the test
 	// Docker daemon (dockertest).
 	remoteOK = anyOf(stdlib, under("github.com/NVIDIA/go-nvml", "suanli/agent", "suanli/gpu", "suanli/locales", "suanli/catalog",
 		"github.com/docker/docker", "github.com/docker/go-connections", "github.com/containerd/errdefs",
-		"golang.org/x/crypto/ssh", "suanli/dockertest"))
+		"golang.org/x/crypto/ssh", "suanli/dockertest", "suanli/tunnel", "github.com/hashicorp/yamux", "github.com/coder/websocket"))
 	// infraClients are the clients of the queue, of Stripe, of
 	// PostgreSQL and of Prometheus: workers, payments, models and web own
 	// them, never a use case.
@@ -105,6 +107,8 @@ var depRules = []depRule{
 		from: under("suanli/handlers"), forbid: under("gorm.io"), tests: true},
 	{name: "agent and gpu run on remote hosts: stdlib, go-nvml, each other and pure shared packages only",
 		from: under("suanli/agent", "suanli/gpu"), forbid: not(remoteOK), tests: true},
+	{name: "the tunnel runs on both ends: stdlib, yamux and the WebSocket library only",
+		from: under("suanli/tunnel"), forbid: not(anyOf(stdlib, under("github.com/hashicorp/yamux", "github.com/coder/websocket")))},
 	{name: "pure shared packages import the standard library only",
 		from: under("suanli/locales", "suanli/catalog"), forbid: not(stdlib)},
 	{name: "use cases never import the edge (handlers, web, views, workers)",

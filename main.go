@@ -254,11 +254,17 @@ func serve(ctx context.Context, args []string) error {
 		slog.Info("profiler listening", "addr", pl.Addr().String())
 	}
 
+	tunnels := fleet.NewTunnels(db, cfg.Advertised())
+	if err := tunnels.Forget(ctx); err != nil {
+		stopBG()
+		return fmt.Errorf("tunnels: %w", err)
+	}
 	e := web.New(&handlers.Handler{
 		DB: db, Index: index, Accounts: svc, Sessions: web.NewSessions(db, cfg.SecureCookies()),
 		Wallet: wallet, Rentals: rentals, StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
 		Providers: &providers.Service{DB: db, Rentals: rentals, BaseURL: cfg.BaseURL},
 		Payouts:   payoutsService(db, cfg),
+		Tunnels:   tunnels,
 	}, web.Options{SecureCookies: cfg.SecureCookies(), Collectors: []prometheus.Collector{metrics.New(db), jobMetrics},
 		RateLimit: web.RateLimit{ReadPerSec: cfg.APIReadRate, ReadBurst: int(2 * cfg.APIReadRate), WritePerSec: cfg.APIWriteRate, WriteBurst: int(2 * cfg.APIWriteRate)}})
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -267,7 +273,7 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	dialect, _, _ := cfg.Database()
-	slog.Info("serving", "addr", ln.Addr().String(), "database", dialect, "workers", cfg.Workers, "demo", cfg.Demo, "offers", index.Len())
+	slog.Info("serving", "addr", ln.Addr().String(), "database", dialect, "workers", cfg.Workers, "demo", cfg.Demo, "offers", index.Len(), "advertise_url", tunnels.Self)
 	agentsCtx, stopAgents := context.WithCancel(bg)
 	defer stopAgents()
 	if cfg.Demo {
@@ -291,6 +297,8 @@ func serve(ctx context.Context, args []string) error {
 		}
 		stopAgents()
 		rentals.Hub.Close()
+		// Agents dial again, to another replica or to this one restarted.
+		tunnels.Local.Close()
 	})
 	httpErr := web.Serve(ctx, e, ln, cfg.ShutdownTimeout)
 

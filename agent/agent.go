@@ -54,6 +54,10 @@ type Config struct {
 	// no polls and no results (held until it speaks again), as a host that
 	// lost its network would. Used to inject the "silent" fault.
 	Silent func() bool
+	// Tunnel, when set, serves the streams the server opens through the
+	// agent's tunnel (workload.NewHandler over a launcher that reaches
+	// its containers); nil: the agent opens no tunnel.
+	Tunnel http.Handler
 	// PingURL is the public URL of this host's latency endpoint, if any.
 	PingURL string
 	Version string
@@ -139,6 +143,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.heartbeatLoop(ctx) })
 	wg.Go(func() { a.pollLoop(ctx, &wg) })
+	if a.cfg.Tunnel != nil {
+		wg.Go(func() { a.tunnelLoop(ctx, a.cfg.Tunnel) })
+	}
 	wg.Wait()
 
 	a.log.Info("agent stopped")

@@ -104,3 +104,15 @@ func WorkspaceName(workspaceID string, rentalID int64) string {
 func SSHCommand(user, host string, port int) string {
 	return fmt.Sprintf("ssh -p %d %s@%s", port, user, host)
 }
+
+// SCPCommand is the command line that copies a local file into dest in
+// the workload (scp's port flag is -P).
+func SCPCommand(user, host string, port int, dest string) string {
+	return fmt.Sprintf("scp -P %d FILE %s@%s:%s", port, user, host, dest)
+}
+
+// RsyncCommand is the command line that copies a local directory into
+// the workload's /workspace over SSH (resumable, with progress).
+func RsyncCommand(user, host string, port int) string {
+	return fmt.Sprintf(`rsync -avP -e "ssh -p %d" ./DIR/ %s@%s:/workspace/DIR/`, port, user, host)
+}

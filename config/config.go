@@ -76,6 +76,11 @@ type Config struct {
 	// must be kept but never shown again (renters' registry passwords) is
 	// sealed under keys derived from it. Empty: see PlatformKey.
 	SecretKey string
+	// AdvertiseURL is this web replica's URL as the other replicas reach
+	// it (SUANLI_ADVERTISE_URL): a renter's request for a node whose
+	// agent's tunnel another replica holds is passed on there. Empty: see
+	// Advertised.
+	AdvertiseURL string
 }
 
 // Flags registers the shared flags on fs, with defaults from the environment,
@@ -107,6 +112,7 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.DurationVar(&c.MeterEvery, "meter-every", envDuration("SUANLI_METER_EVERY", time.Minute), "how often the workers bill running rentals; each pass bills up to the current second (SUANLI_METER_EVERY)")
 	fs.IntVar(&c.VolumeKeepDays, "volume-keep-days", int(envInt64("SUANLI_VOLUME_KEEP_DAYS", 7)), "days a stopped rental's volume is kept (and billed as storage) without a start before it is deleted, with mails 3 days and 1 day before (SUANLI_VOLUME_KEEP_DAYS)")
 	fs.StringVar(&c.SecretKey, "secret-key", env("SUANLI_SECRET_KEY", ""), "platform secret key sealing renters' registry credentials: 64 hex digits or base64 of 32+ random bytes; prefer the environment; empty: DATA_DIR/secret.key with the embedded database, none with PostgreSQL (SUANLI_SECRET_KEY)")
+	fs.StringVar(&c.AdvertiseURL, "advertise-url", env("SUANLI_ADVERTISE_URL", ""), "this web replica's URL as the other replicas reach it, for browser access through a node's tunnel held by another replica (serve on PostgreSQL); empty: http://FIRST-NON-LOOPBACK-IP:PORT (SUANLI_ADVERTISE_URL)")
 	return func() (Config, error) {
 		if c.BaseURL == "" {
 			port := "8080"
@@ -174,6 +180,11 @@ func (c Config) Validate() error {
 	if c.MeterEvery < time.Second {
 		errs = append(errs, errors.New("--meter-every must be at least 1s"))
 	}
+	if c.AdvertiseURL != "" {
+		if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			errs = append(errs, fmt.Errorf("--advertise-url/SUANLI_ADVERTISE_URL %q: want http(s)://host:port", c.AdvertiseURL))
+		}
+	}
 	if c.SecretKey != "" {
 		if _, err := secrets.ParseKey(c.SecretKey); err != nil {
 			// The key itself is never repeated in a message.
@@ -181,6 +192,38 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Advertised is the URL other web replicas reach this one at, for
+// browser access through node tunnels: --advertise-url when set; on the
+// embedded database (one process) none; else http:// with this host's
+// first non-loopback IP address (a container's or a pod's own) and the
+// --addr port.
+func (c Config) Advertised() string {
+	if c.AdvertiseURL != "" {
+		return strings.TrimRight(c.AdvertiseURL, "/")
+	}
+	if dialect, _, err := c.Database(); err != nil || dialect == SQLite {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = ""
+		addrs, _ := net.InterfaceAddrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+				host = n.IP.String()
+				break
+			}
+		}
+		if host == "" {
+			host = "127.0.0.1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // SecretKeyFile is the key file of an installation on the embedded

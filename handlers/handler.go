@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"suanli/accounts"
 	"suanli/billing"
+	"suanli/fleet"
 	"suanli/offers"
 	"suanli/providers"
 	"sync"
@@ -41,6 +42,9 @@ type Handler struct {
 	Providers *providers.Service
 	// Payouts pays providers and runs Stripe Connect onboarding.
 	Payouts *providers.Payouts
+	// Tunnels reaches the node agents' tunnels (browser access to
+	// rentals' containers); nil: no tunnels are accepted.
+	Tunnels *fleet.Tunnels
 }
 
 // SessionUserKey is the session key of the logged-in user's id, and
@@ -58,6 +62,11 @@ const (
 	StudentKey = "student"
 	FlashKey   = "flash"
 	CSRFKey    = "csrf"
+	// CSRFCheckKey holds, on a route that streams its body (a file
+	// upload), a func(token string) bool that checks a CSRF token the
+	// handler read itself: the CSRF middleware cannot read such a form
+	// without reading the whole body first.
+	CSRFCheckKey = "csrf_check"
 )
 
 // CurrentUser returns the logged-in (or token-authenticated) user, or nil.

@@ -17,6 +17,11 @@ import (
 // web layer adds them to that response's CSP connect-src, and only to it.
 const ConnectSrcKey = "csp.connect-src"
 
+// InlineStylesKey, set to true by a handler, lets its page's scripts add
+// style elements (the CSP's style-src gains 'unsafe-inline' for that
+// response only): xterm.js, on the terminal page, styles itself so.
+const InlineStylesKey = "csp.inline-styles"
+
 // Ping is GET /ping: the latency endpoint that agents serve, served by the
 // marketplace too. The demo's simulated nodes run inside this process and
 // report it as theirs; a browser's round trip to it is its round trip to

@@ -48,6 +48,8 @@ type APIRental struct {
 	// FilesLeft is the local volume it left on another node when it moved
 	// without its files (nil when none).
 	FilesLeft *APIFilesLeft `json:"files_left"`
+	// Ports are the container ports declared for the browser.
+	Ports []int `json:"ports"`
 	// Startable: a stopped rental that POST …/start would start again.
 	Startable  bool       `json:"startable"`
 	ReleasedAt *time.Time `json:"released_at"`
@@ -74,6 +76,37 @@ type APIRental struct {
 type APIAccess struct {
 	agent.Access
 	SSH APISSH `json:"ssh"`
+	// Browser is set while a real container runs: the marketplace's
+	// pages that reach it.
+	Browser *APIBrowser `json:"browser,omitempty"`
+}
+
+// APIBrowser lists the paths of a rental's browser access.
+type APIBrowser struct {
+	Jupyter  string    `json:"jupyter,omitempty"`
+	Terminal string    `json:"terminal"`
+	Files    string    `json:"files"`
+	Logs     string    `json:"logs"`
+	Ports    []APIPort `json:"ports"`
+}
+
+// APIPort is a declared port and its path.
+type APIPort struct {
+	Port int    `json:"port"`
+	URL  string `json:"url"`
+}
+
+// apiBrowser is a running container's browser access.
+func apiBrowser(r *models.Rental, a *agent.Access) *APIBrowser {
+	base := "/rentals/" + strconv.FormatInt(r.ID, 10)
+	b := &APIBrowser{Terminal: base + "/terminal", Files: base + "/files", Logs: base + "/logs", Ports: []APIPort{}}
+	if a.Jupyter != nil {
+		b.Jupyter = base + "/jupyter/"
+	}
+	for _, p := range r.DeclaredPorts() {
+		b.Ports = append(b.Ports, APIPort{Port: p, URL: base + "/ports/" + strconv.Itoa(p) + "/"})
+	}
+	return b
 }
 
 // APISSH is a rental's SSH endpoint.
@@ -158,12 +191,18 @@ func apiRental(d *rentals.RentalDetail) APIRental {
 		StudentDiscountPct: r.StudentPct, OffpeakDiscountPct: r.OffpeakPct, SLASurchargePct: r.SLASurchargePct, TermPriceFen: r.TermPriceFen,
 		CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,
 		DowntimeSecs: r.DowntimeSecs, Failure: r.Failure, StopReason: r.StopReason, Simulated: d.Simulated(), Events: []APIEvent{},
-		CreatedAt: r.CreatedAt, RunningSince: r.RunningSince, EndsAt: r.EndsAt, StoppedAt: r.StoppedAt, Currency: "cny"}
+		CreatedAt: r.CreatedAt, RunningSince: r.RunningSince, EndsAt: r.EndsAt, StoppedAt: r.StoppedAt, Currency: "cny", Ports: r.DeclaredPorts()}
+	if out.Ports == nil {
+		out.Ports = []int{}
+	}
 	for _, g := range d.GPUs {
 		out.GPUUUIDs = append(out.GPUUUIDs, g.UUID)
 	}
 	if a := d.Access; a != nil && r.Status == models.RentalRunning {
 		out.Access = &APIAccess{Access: *a, SSH: APISSH{Host: a.Host, Port: a.Port, User: a.User, Command: a.Command}}
+		if a.Container {
+			out.Access.Browser = apiBrowser(&r, a)
+		}
 	}
 	if lv := d.LeftVolume; lv != nil {
 		out.FilesLeft = &APIFilesLeft{VolumeID: lv.ID, NodeID: lv.NodeID, NodeBack: d.LeftNodeUp}
@@ -198,6 +237,8 @@ type rentBody struct {
 	VolumeID     int64  `json:"volume_id"`
 	// RegistryAuth: {"username":…,"password":…} for a custom image.
 	RegistryAuth *images.RegistryAuth `json:"registry_auth"`
+	// Ports are container ports to open in the browser.
+	Ports []int `json:"ports"`
 }
 
 // rent authorises the renter for the organisation and rents.
@@ -217,7 +258,7 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 	}
 	return h.Rentals.Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
 		SLA: in.SLA, Term: pricing.Term(in.Term), SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew,
-		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth})
+		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth, Ports: in.Ports})
 }
 
 // APIRentalCreate is POST /api/v1/rentals.

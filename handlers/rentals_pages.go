@@ -22,10 +22,11 @@ import (
 	"suanli/views"
 	"suanli/views/rentalpages"
 	"suanli/volumes"
+	"suanli/workspace"
 )
 
 // rentFields are the rent form's fields.
-var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id", "registry_username", "registry_password"}
+var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id", "registry_username", "registry_password", "ports"}
 
 // RentNew is GET /offers/{id}/rent: the rent form, its fields taken from
 // the query (the offer page's quote panel links here with its choice).
@@ -87,6 +88,12 @@ func (h *Handler) RentCreate(c echo.Context) error {
 		} else {
 			f.Errors["volume_gb"] = ViewCtx(c).T("err.volume_size", volumes.MaxFor(&row.Offer))
 		}
+	}
+	if ports, err := workspace.ParsePortList(f.Get("ports")); err != nil {
+		ae, _ := apperr.As(err)
+		f.Errors["ports"] = ViewCtx(c).T(ae.Key, ae.Args...)
+	} else {
+		in.Ports = ports
 	}
 	orgID, perr := strconv.ParseInt(strings.TrimSpace(f.Get("org_id")), 10, 64)
 	switch {
@@ -455,6 +462,13 @@ func (h *Handler) RentalShow(c echo.Context) error {
 	}
 	if vm.Usage, err = h.RentalUsageVM(c, d); err != nil {
 		return err
+	}
+	if !d.Rental.Released() && d.Rental.Status != models.RentalFailed {
+		shares, err := (&workspace.Service{DB: h.DB}).Shares(c.Request().Context(), d.Rental.ID)
+		if err != nil {
+			return err
+		}
+		vm.Workspace = rentalvm.Workspace(d, workspace.CanWork(&d.Rental, CurrentUser(c), m), shares)
 	}
 	return Render(c, http.StatusOK, rentalpages.RentalPage(ViewCtx(c), vm))
 }

@@ -108,7 +108,8 @@ type Choice struct {
 	CUDAVersion string
 	// Custom is true for the renter's own image.
 	Custom bool
-	// Jupyter is true for a catalogue image that serves JupyterLab.
+	// Jupyter is true for a catalogue image that has Jupyter (JupyterLab or
+	// the Notebook), which the launcher starts for the browser.
 	Jupyter bool
 }
 

@@ -28,7 +28,8 @@ type Image struct {
 	// Digest and SizeBytes are nil until they are known; never made up.
 	Digest    *string
 	SizeBytes *int64
-	// Jupyter is true when the image serves JupyterLab.
+	// Jupyter is true when the image has Jupyter (JupyterLab or the
+	// Notebook), which the launcher starts for the browser.
 	Jupyter   bool
 	CreatedAt time.Time
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -139,6 +141,65 @@ type Rental struct {
 	// offer's price at that start) instead of its GPU price.
 	NoGPU                bool  `gorm:"column:no_gpu"`
 	NoGPUPricePerHourFen int64 `gorm:"column:no_gpu_price_per_hour_fen"`
+	// Ports are the container ports the renter declared for the browser
+	// (comma-separated, ascending: see ParsePorts), proxied at
+	// /rentals/{id}/ports/{port}/.
+	Ports string
+}
+
+// DeclaredPorts is r's Ports as numbers.
+func (r *Rental) DeclaredPorts() []int { return ParsePorts(r.Ports) }
+
+// ParsePorts reads a Rental.Ports value; a part that is not a number is
+// skipped (the column is only written by FormatPorts).
+func ParsePorts(s string) []int {
+	var out []int
+	for part := range strings.SplitSeq(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(part)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// FormatPorts is the Rental.Ports value of ports.
+func FormatPorts(ports []int) string {
+	parts := make([]string, len(ports))
+	for i, p := range ports {
+		parts[i] = strconv.Itoa(p)
+	}
+	return strings.Join(parts, ",")
+}
+
+// PortShare is a share link: one declared port of a rental opened to
+// anyone holding the link's token until ExpiresAt or revocation. Only the
+// token's hash is kept.
+type PortShare struct {
+	ID        int64
+	RentalID  int64
+	Port      int
+	TokenHash string
+	CreatedBy int64
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	RevokedAt *time.Time
+}
+
+// Live reports whether the link opens its port at now.
+func (s *PortShare) Live(now time.Time) bool { return s.RevokedAt == nil && now.Before(s.ExpiresAt) }
+
+// TunnelHolder records which web replica holds a node's tunnel.
+type TunnelHolder struct {
+	NodeID      int64 `gorm:"primaryKey;autoIncrement:false"`
+	ReplicaURL  string
+	ConnectedAt time.Time
+}
+
+// ManagedBy reports whether u may manage the rental (stop, start,
+// release, change it, work in its container): its renter, or an admin or
+// owner of its organisation (m is u's membership there, nil for none).
+func (r *Rental) ManagedBy(u *User, m *Membership) bool {
+	return u != nil && (r.UserID == u.ID || (m != nil && RoleRank(m.Role) >= RoleRank(RoleAdmin)))
 }
 
 // Released reports whether the rental was released (see ReleasedAt).

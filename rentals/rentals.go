@@ -28,6 +28,7 @@ import (
 	"suanli/pricing"
 	"suanli/secrets"
 	"suanli/volumes"
+	"suanli/workspace"
 )
 
 // CommissionPct is the platform's share of every rental charge.
@@ -99,6 +100,8 @@ type RentInput struct {
 	// RegistryAuth, for a custom image only, is the credential its node
 	// pulls it with; it is stored sealed and never shown again.
 	RegistryAuth *images.RegistryAuth
+	// Ports are container ports to open in the browser (CheckPorts).
+	Ports []int
 }
 
 // ErrNoFreeGPUs is returned when an offer has fewer free GPUs than asked.
@@ -183,6 +186,10 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 	if err != nil {
 		return nil, err
 	}
+	ports, err := workspace.CheckPorts(in.Ports)
+	if err != nil {
+		return nil, err
+	}
 	student := 0
 	if StudentPrices(org, m) {
 		student = o.StudentDiscountPct
@@ -192,7 +199,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		Status: models.RentalPending, SSHPublicKey: key, WorkspaceID: volumes.NewKey(),
 		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, StudentPct: student, SLASurchargePct: tier.SurchargePct,
 		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now,
-		MinBilledS: max(o.MinDurationS, pricing.MinimumSeconds)}
+		MinBilledS: max(o.MinDurationS, pricing.MinimumSeconds), Ports: models.FormatPorts(ports)}
 	need, err := StartNeeds(o, in.GPUs, term, tier, student > 0, now)
 	if err != nil {
 		return nil, err
@@ -336,9 +343,7 @@ func setStatus(tx *gorm.DB, id int64, to models.RentalStatus, now time.Time, fro
 
 // CanStop reports whether the user may stop the rental: its renter, or an
 // admin of its organisation.
-func CanStop(r *models.Rental, u *models.User, m *models.Membership) bool {
-	return u != nil && (r.UserID == u.ID || (m != nil && models.RoleRank(m.Role) >= models.RoleRank(models.RoleAdmin)))
-}
+func CanStop(r *models.Rental, u *models.User, m *models.Membership) bool { return r.ManagedBy(u, m) }
 
 // Stoppable reports whether the user may stop the rental now: CanStop,
 // and its status can still be stopped.

@@ -207,7 +207,8 @@ func newRig(t *testing.T, db *models.DB, opts rigOptions) *rig {
 		t.Fatal(err)
 	}
 	h := &handlers.Handler{DB: db, Index: ix, Accounts: svc, Sessions: web.NewSessions(db, false), Wallet: wallet, Rentals: rentals,
-		Providers: &providers.Service{DB: db, Rentals: rentals, BaseURL: "http://suanli.test"}, Payouts: &providers.Payouts{DB: db}}
+		Providers: &providers.Service{DB: db, Rentals: rentals, BaseURL: "http://suanli.test"}, Payouts: &providers.Payouts{DB: db},
+		Tunnels: fleet.NewTunnels(db, "")}
 	srv := httptest.NewServer(web.New(h, web.Options{}))
 	t.Cleanup(srv.Close)
 	return &rig{t: t, ctx: ctx, db: db, clock: clock, rentals: rentals, wallet: wallet, accounts: svc, url: srv.URL,

@@ -114,6 +114,36 @@ const (
 	RentalsRelease = "rentals.release"
 	// RentalsChange is POST /rentals/:id/change.
 	RentalsChange = "rentals.change"
+	// RentalsJupyterRoot is ANY /rentals/:id/jupyter (on to the slash).
+	RentalsJupyterRoot = "rentals.jupyter.root"
+	// RentalsJupyter is ANY /rentals/:id/jupyter/*: the container's Jupyter.
+	RentalsJupyter = "rentals.jupyter"
+	// RentalsPortRoot is ANY /rentals/:id/ports/:port (on to the slash).
+	RentalsPortRoot = "rentals.port.root"
+	// RentalsPort is ANY /rentals/:id/ports/:port/*: a declared HTTP port.
+	RentalsPort = "rentals.port"
+	// RentalsTerminal is GET /rentals/:id/terminal: the terminal page.
+	RentalsTerminal = "rentals.terminal"
+	// RentalsTerminalSocket is GET /rentals/:id/terminal/ws: its WebSocket.
+	RentalsTerminalSocket = "rentals.terminal.ws"
+	// RentalsLogs is GET /rentals/:id/logs: the container's output.
+	RentalsLogs = "rentals.logs"
+	// RentalsFiles is GET /rentals/:id/files: the workspace's files page.
+	RentalsFiles = "rentals.files"
+	// RentalsFilesList is GET /rentals/:id/files/list: a directory as JSON.
+	RentalsFilesList = "rentals.files.list"
+	// RentalsFilesDownload is GET /rentals/:id/files/download: a file.
+	RentalsFilesDownload = "rentals.files.download"
+	// RentalsFilesUpload is POST /rentals/:id/files: upload (multipart).
+	RentalsFilesUpload = "rentals.files.upload"
+	// RentalsSharesCreate is POST /rentals/:id/shares: a port's share link.
+	RentalsSharesCreate = "rentals.shares.create"
+	// RentalsSharesRevoke is POST /rentals/:id/shares/:sid/revoke.
+	RentalsSharesRevoke = "rentals.shares.revoke"
+	// ShareRoot is ANY /share/:token (on to the slash).
+	ShareRoot = "share.root"
+	// Share is ANY /share/:token/*: the port a share link opens.
+	Share = "share"
 	// AdminHome is GET /admin.
 	AdminHome = "admin.home"
 	// AdminTopupsConfirm is POST /admin/topups/:id/confirm.
@@ -286,6 +316,8 @@ const (
 	AgentResult = "agent.result"
 	// AgentProgress is POST /agent/v1/tasks/:id/progress.
 	AgentProgress = "agent.progress"
+	// AgentTunnel is GET /agent/v1/tunnel: the agent's tunnel (WebSocket).
+	AgentTunnel = "agent.tunnel"
 	// Ping is GET agent.PathPing, the latency endpoint.
 	Ping = "ping"
 	// Healthz is GET /healthz.

@@ -64,3 +64,17 @@ func (n Name) In(lang string) string {
 	}
 	return n.ZH
 }
+
+// Bytes formats a size in bytes with binary units: "512 B", "3.4 MiB".
+func Bytes(n int64) string {
+	if n < 1024 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB"}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i]
+}

@@ -19,6 +19,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/agent"
+	"suanli/agent/workload"
 	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/gpu"
@@ -103,7 +104,11 @@ func startAgentWith(t *testing.T, a *app, svc *rentals.Service, nodeID int64, l 
 		t.Fatal(err)
 	}
 	sa := &simAgent{sim: sim}
-	ag, err := agent.New(agent.Config{Server: a.srv.URL, Token: cred, GPUs: reader, Launcher: l,
+	var tunnel http.Handler
+	if w, ok := l.(workload.Workloads); ok {
+		tunnel = workload.NewHandler(w, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+	ag, err := agent.New(agent.Config{Server: a.srv.URL, Token: cred, GPUs: reader, Launcher: l, Tunnel: tunnel,
 		Silent: func() bool { return sa.paused.Load() || sim.Silent() }, HeartbeatEvery: 100 * time.Millisecond, PollWait: time.Second, Version: "test",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -37,6 +37,8 @@ type app struct {
 	e     *echo.Echo
 	srv   *httptest.Server
 	c     *http.Client
+	// tunnels are the server's tunnels from node agents.
+	tunnels *fleet.Tunnels
 }
 
 // newApp seeds the demo market into db and serves the real router.
@@ -70,7 +72,7 @@ func newAppOptions(t *testing.T, db *models.DB, opts web.Options, change func(*h
 	srv := httptest.NewServer(validateAPI(t, e))
 	t.Cleanup(srv.Close)
 	jar, _ := cookiejar.New(nil)
-	return &app{t: t, db: db, index: ix, e: e, srv: srv, c: &http.Client{
+	return &app{t: t, db: db, index: ix, e: e, srv: srv, tunnels: h.Tunnels, c: &http.Client{
 		Jar: jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
@@ -153,5 +155,6 @@ func testHandler(db *models.DB, ix *offers.Index) *handlers.Handler {
 		Providers: &providers.Service{DB: db, Rentals: rentals, BaseURL: "http://suanli.test"},
 		Payouts:   &providers.Payouts{DB: db},
 		Bank:      accountpages.BankDetails{Bank: "Test Bank", AccountName: "Suanli", Account: "6222 0000", Demo: true},
+		Tunnels:   fleet.NewTunnels(db, ""),
 	}
 }

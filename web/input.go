@@ -65,7 +65,9 @@ func guardInput(names map[string]string) echo.MiddlewareFunc {
 					return err
 				}
 			}
-			if r.Body == nil || r.Body == http.NoBody {
+			if r.Body == nil || r.Body == http.NoBody || rawKind(c) != 0 {
+				// A raw route's body streams through its handler, unread
+				// and unbounded here (a file upload, a proxied app's).
 				return next(c)
 			}
 			limit := bodyLimit(names[r.Method+" "+c.Path()])

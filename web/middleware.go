@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"strconv"
@@ -33,6 +34,11 @@ func observe(m *metrics, names map[string]string) echo.MiddlewareFunc {
 			_ = inner(c)
 			r := c.Request()
 			lvl := requestLevel(r.URL.Path, c.Response().Status)
+			if rawKind(c) == rawProxy && lvl == slog.LevelInfo && c.Response().Status < 500 {
+				// A proxied app's own traffic (Jupyter polls its API every
+				// few seconds): its failures still show.
+				lvl = slog.LevelDebug
+			}
 			if !slog.Default().Enabled(r.Context(), lvl) {
 				return nil
 			}
@@ -40,12 +46,34 @@ func observe(m *metrics, names map[string]string) echo.MiddlewareFunc {
 				reqlog.Set(ctx, "user_id", u.ID)
 			}
 			slog.Log(r.Context(), lvl, "http", append([]any{
-				"method", r.Method, "path", r.URL.Path, "route", names[r.Method+" "+c.Path()], "status", c.Response().Status,
+				"method", r.Method, "path", loggedPath(r.URL.Path), "route", names[r.Method+" "+c.Path()], "status", c.Response().Status,
 				"bytes", c.Response().Size, "dur_ms", float64(time.Since(start).Microseconds()) / 1000,
 				"request_id", requestID(c), "remote", c.RealIP()}, reqlog.Attrs(ctx)...)...)
 			return nil
 		}
 	}
+}
+
+// rawKey is where markRaw keeps the route's rawRoutes kind.
+const rawKey = "raw_route"
+
+// markRaw records, for the middleware after it, how the route's requests
+// are handled (rawRoutes; raw maps route paths to kinds).
+func markRaw(raw map[string]int) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if k := raw[c.Path()]; k != 0 {
+				c.Set(rawKey, k)
+			}
+			return next(c)
+		}
+	}
+}
+
+// rawKind is the route's rawRoutes kind (0: an ordinary route).
+func rawKind(c echo.Context) int {
+	k, _ := c.Get(rawKey).(int)
+	return k
 }
 
 // agentPrefix starts every node agent route (heartbeats, task polls,
@@ -72,6 +100,19 @@ func requestLevel(path string, status int) slog.Level {
 		return slog.LevelDebug
 	}
 	return slog.LevelInfo
+}
+
+// loggedPath is a request's path as the log shows it: a share link's
+// token is a credential, and stays out of logs.
+func loggedPath(p string) string {
+	if rest, ok := strings.CutPrefix(p, "/share/"); ok {
+		_, after, found := strings.Cut(rest, "/")
+		if found {
+			return "/share/…/" + after
+		}
+		return "/share/…"
+	}
+	return p
 }
 
 // pathIDs records the rental or organisation id a route names in its path
@@ -118,10 +159,23 @@ func csp(origins []string) string {
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
+		if rawKind(c) == rawProxy {
+			// A container's app answers with its own headers (Jupyter
+			// needs its inline scripts); the proxy sets what it must.
+			h.Set("X-Content-Type-Options", "nosniff")
+			return next(c)
+		}
 		h.Set("Content-Security-Policy", csp(nil))
 		c.Response().Before(func() {
+			policy := ""
 			if origins, _ := c.Get(handlers.ConnectSrcKey).([]string); len(origins) > 0 {
-				c.Response().Header().Set("Content-Security-Policy", csp(origins))
+				policy = csp(origins)
+			}
+			if c.Get(handlers.InlineStylesKey) == true {
+				policy = strings.Replace(cmp.Or(policy, csp(nil)), "style-src 'self'", "style-src 'self' 'unsafe-inline'", 1)
+			}
+			if policy != "" {
+				c.Response().Header().Set("Content-Security-Policy", policy)
 			}
 		})
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -158,7 +212,7 @@ func locale(next echo.HandlerFunc) echo.HandlerFunc {
 // cacheControl makes pages and API answers revalidate: they change with availability.
 func cacheControl(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !strings.HasPrefix(c.Request().URL.Path, "/static/") {
+		if !strings.HasPrefix(c.Request().URL.Path, "/static/") && rawKind(c) != rawProxy {
 			c.Response().Header().Set("Cache-Control", "no-cache")
 		}
 		return next(c)

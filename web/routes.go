@@ -10,11 +10,13 @@ import (
 	"suanli/handlers/account"
 	adminconsole "suanli/handlers/admin"
 	"suanli/handlers/agentapi"
+	"suanli/handlers/browser"
 	"suanli/handlers/provider"
 	usageapi "suanli/handlers/usage"
 	volumeapi "suanli/handlers/volumes"
 	"suanli/routenames"
 	"suanli/static"
+	"suanli/tunnel"
 )
 
 // route is one row of the route table.
@@ -24,6 +26,40 @@ type route struct {
 	access             int
 }
 
+// anyMethod, as a route's method, registers it for every method.
+const anyMethod = "*"
+
+// How a route's requests pass the middleware (rawRoutes).
+const (
+	// rawBody: the handler reads the body itself, streaming (a file
+	// upload): no body limit, no form parsing, and the CSRF token is
+	// checked by the handler (handlers.CSRFCheckKey).
+	rawBody = 1 + iota
+	// rawProxy: passed on to a container through a tunnel, as it is: on
+	// top of rawBody, the session is only read (a proxied app's every
+	// request would otherwise write it), and the answer is the
+	// container's own (no gzip, no Content-Security-Policy or caching
+	// headers of the marketplace's pages; the proxy adds its own).
+	rawProxy
+)
+
+// rawRoutes are the routes, by name, that do not take the middleware's
+// usual handling of bodies, sessions and answers.
+var rawRoutes = map[string]int{
+	routenames.RentalsJupyterRoot:    rawProxy,
+	routenames.RentalsJupyter:        rawProxy,
+	routenames.RentalsPortRoot:       rawProxy,
+	routenames.RentalsPort:           rawProxy,
+	routenames.RentalsTerminalSocket: rawProxy,
+	routenames.RentalsLogs:           rawProxy,
+	routenames.RentalsFilesList:      rawProxy,
+	routenames.RentalsFilesDownload:  rawProxy,
+	routenames.ShareRoot:             rawProxy,
+	routenames.Share:                 rawProxy,
+	routenames.AgentTunnel:           rawProxy,
+	routenames.RentalsFilesUpload:    rawBody,
+}
+
 // routes is the one route table of the application.
 func routes(h *handlers.Handler, m *metrics) []route {
 	acc := &account.Handler{Handler: h}
@@ -31,6 +67,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 	vh := &volumeapi.Handler{Handler: h}
 	uh := &usageapi.Handler{Handler: h}
 	agh := &agentapi.Handler{Handler: h}
+	wh := browser.New(h)
 	// The admin console's handlers (package admin; the access level of its
 	// routes is also called admin, hence the import's name).
 	ah := &adminconsole.Handler{Handler: h}
@@ -98,6 +135,25 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/rentals/:id/start", routenames.RentalsStart, h.RentalStart, user},
 		{"POST", "/rentals/:id/release", routenames.RentalsRelease, h.RentalRelease, user},
 		{"POST", "/rentals/:id/change", routenames.RentalsChange, h.RentalChange, user},
+
+		// Browser access to a running rental's container through its
+		// node's tunnel (ANY: every method, WebSocket upgrades included).
+		{anyMethod, "/rentals/:id/jupyter", routenames.RentalsJupyterRoot, wh.JupyterRoot, user},
+		{anyMethod, "/rentals/:id/jupyter/*", routenames.RentalsJupyter, wh.Jupyter, user},
+		{anyMethod, "/rentals/:id/ports/:port", routenames.RentalsPortRoot, wh.PortRoot, user},
+		{anyMethod, "/rentals/:id/ports/:port/*", routenames.RentalsPort, wh.Port, user},
+		{"GET", "/rentals/:id/terminal", routenames.RentalsTerminal, wh.TerminalPage, user},
+		{"GET", "/rentals/:id/terminal/ws", routenames.RentalsTerminalSocket, wh.TerminalSocket, user},
+		{"GET", "/rentals/:id/logs", routenames.RentalsLogs, wh.Logs, user},
+		{"GET", "/rentals/:id/files", routenames.RentalsFiles, wh.FilesPage, user},
+		{"GET", "/rentals/:id/files/list", routenames.RentalsFilesList, wh.FilesList, user},
+		{"GET", "/rentals/:id/files/download", routenames.RentalsFilesDownload, wh.FileDownload, user},
+		{"POST", "/rentals/:id/files", routenames.RentalsFilesUpload, wh.FileUpload, user},
+		{"POST", "/rentals/:id/shares", routenames.RentalsSharesCreate, wh.ShareCreate, user},
+		{"POST", "/rentals/:id/shares/:sid/revoke", routenames.RentalsSharesRevoke, wh.ShareRevoke, user},
+		// A share link opens one declared port to anyone who holds it.
+		{anyMethod, "/share/:token", routenames.ShareRoot, wh.SharedRoot, public},
+		{anyMethod, "/share/:token/*", routenames.Share, wh.Shared, public},
 
 		{"GET", "/admin", routenames.AdminHome, ah.AdminHome, admin},
 		{"POST", "/admin/topups/:id/confirm", routenames.AdminTopupsConfirm, ah.AdminConfirmTopup, admin},
@@ -197,6 +253,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/agent/v1/tasks", routenames.AgentTasks, agh.AgentTasks, public},
 		{"POST", "/agent/v1/tasks/:id/result", routenames.AgentResult, agh.AgentTaskResult, public},
 		{"POST", "/agent/v1/tasks/:id/progress", routenames.AgentProgress, agh.AgentTaskProgress, public},
+		{"GET", tunnel.PathAgent, routenames.AgentTunnel, agh.AgentTunnel, public},
 
 		// The latency endpoint that visitors' browsers time, as on an agent
 		// (the demo's in-process nodes report this one).

@@ -41,12 +41,24 @@ func New(h *handlers.Handler, opts Options) *echo.Echo {
 	m := newMetrics(opts.Collectors...)
 	table := routes(h, m)
 	names := make(map[string]string, len(table))
+	raw := map[string]int{}
 	for _, r := range table {
-		e.Add(r.method, r.path, guard(r.access, r.handler)).Name = r.name
-		names[r.method+" "+r.path] = r.name
+		if r.method == anyMethod {
+			for _, rt := range e.Any(r.path, guard(r.access, r.handler)) {
+				rt.Name = r.name
+				names[rt.Method+" "+r.path] = r.name
+			}
+		} else {
+			e.Add(r.method, r.path, guard(r.access, r.handler)).Name = r.name
+			names[r.method+" "+r.path] = r.name
+		}
+		if k := rawRoutes[r.name]; k != 0 {
+			raw[r.path] = k
+		}
 	}
 	e.Use(
 		middleware.RequestID(),
+		markRaw(raw),
 		observe(m, names),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			slog.Error("panic", "err", err, "request_id", requestID(c), "stack", string(stack))
@@ -55,7 +67,7 @@ func New(h *handlers.Handler, opts Options) *echo.Echo {
 		securityHeaders,
 		cacheControl,
 		middleware.GzipWithConfig(middleware.GzipConfig{Level: 5, MinLength: 1024, Skipper: func(c echo.Context) bool {
-			return c.Path() == "/metrics" || strings.HasPrefix(c.Request().URL.Path, "/static/htmx")
+			return c.Path() == "/metrics" || strings.HasPrefix(c.Request().URL.Path, "/static/htmx") || rawKind(c) != 0
 		}}),
 		locale,
 		heartbeatLimit(opts.Heartbeats),

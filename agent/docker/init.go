@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"suanli/agent/workload"
 )
 
 // initDir is where the launcher puts its init and the renter's key in a
@@ -76,8 +78,10 @@ exec "$sshd" -D -e -o PermitRootLogin=prohibit-password -o PasswordAuthenticatio
 `
 
 // JupyterPort is the port the launcher's Jupyter listens on, on the
-// container's 127.0.0.1.
-const JupyterPort = 8888
+// container's addresses: no port of the host is published for it, and on
+// the workloads network (DefaultNetwork) only this host reaches it, which
+// is where the agent's tunnel passes the renter's browser in.
+const JupyterPort = workload.JupyterPort
 
 // jupyterTokenPath is the file in the container that holds the rental's
 // Jupyter token (root's only). Jupyter reads it itself
@@ -88,8 +92,8 @@ const jupyterTokenPath = initDir + "/jupyter-token"
 // jupyterScript supervises Jupyter in the container: it picks JupyterLab
 // if the image has it (jupyter-lab), else the classic Notebook
 // (jupyter-notebook), says which in /.suanli/jupyter-kind, and runs it as
-// root in /workspace on the container's loopback under the rental's base
-// URL, starting it again when it exits (as the restart policy does for
+// root in /workspace on the container's addresses under the rental's
+// base URL, starting it again when it exits (as the restart policy does for
 // sshd). It logs to the container's log; Jupyter shows a
 // token that came from a file as "...", so the token stays out of it.
 // @PORT@ and @BASE@ are filled in by initArchive.
@@ -115,7 +119,7 @@ echo "$kind" > /.suanli/jupyter-kind.new && mv /.suanli/jupyter-kind.new /.suanl
 cd /workspace
 export JUPYTER_TOKEN_FILE=/.suanli/jupyter-token
 while :; do
-	jupyter "$kind" --ip=127.0.0.1 --port=@PORT@ --port-retries=0 --no-browser --allow-root \
+	jupyter "$kind" --ip=0.0.0.0 --port=@PORT@ --port-retries=0 --no-browser --allow-root \
 		--notebook-dir=/workspace --ServerApp.base_url=@BASE@ --NotebookApp.base_url=@BASE@
 	echo "suanli-init: jupyter $kind exited with status $?; starting it again in 2 s" >&2
 	echo x >> /.suanli/jupyter-exits

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -164,7 +166,7 @@ func TestDockerJupyter(t *testing.T) {
 		}
 	})
 
-	t.Run("it runs as root in /workspace, on the container's loopback only", func(t *testing.T) {
+	t.Run("it runs as root in /workspace, reachable from this host only", func(t *testing.T) {
 		pid := jupyterPID(t, cli, ctr)
 		out, _ := execIn(t, cli, ctr, nil, "/bin/sh", "-c", "readlink /proc/"+pid+"/cwd; awk '/^Uid:/{print $2}' /proc/"+pid+"/status")
 		if f := strings.Fields(out); len(f) != 2 || f[0] != "/workspace" || f[1] != "0" {
@@ -176,22 +178,53 @@ func TestDockerJupyter(t *testing.T) {
 		if !strings.Contains(out, `"marker-file"`) {
 			t.Errorf("Jupyter's contents do not list /workspace's file: %s", out)
 		}
-		// Listening on 127.0.0.1 only: the container's other address
-		// refuses.
-		ip, _ := execIn(t, cli, ctr, nil, "hostname", "-i")
-		ip = strings.Fields(ip + " none")[0]
-		out, _ = execIn(t, cli, ctr, nil, "python3", "-c",
-			`import socket,sys; s=socket.socket(); s.settimeout(3)
-try:
-    s.connect((sys.argv[1], `+strconv.Itoa(docker.JupyterPort)+`)); print("open")
-except OSError as e:
-    print("refused")`, ip)
-		if out != "refused" {
-			t.Errorf("Jupyter on the container's address %s: %s, want refused", ip, out)
-		}
+		// This host (the agent's tunnel) reaches it at the container's
+		// address on the workloads network, with the token only.
 		info, err := cli.ContainerInspect(ctx, ctr)
 		if err != nil {
 			t.Fatal(err)
+		}
+		ep := info.NetworkSettings.Networks[docker.DefaultNetwork]
+		if ep == nil || ep.IPAddress == "" {
+			t.Fatalf("the container is not on %s: %v", docker.DefaultNetwork, info.NetworkSettings.Networks)
+		}
+		status := func(withToken bool) int {
+			req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+net.JoinHostPort(ep.IPAddress, strconv.Itoa(docker.JupyterPort))+base+"api/status", nil)
+			if withToken {
+				req.Header.Set("Authorization", "token "+token)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("this host to the container's Jupyter: %v", err)
+			}
+			res.Body.Close()
+			return res.StatusCode
+		}
+		if with, without := status(true), status(false); with != 200 || without != 403 {
+			t.Errorf("from this host: %d with the token, %d without, want 200 and 403", with, without)
+		}
+		// Another container on the same network cannot reach it.
+		other, err := cli.ContainerCreate(ctx, &container.Config{Image: dockertest.Image(t), Cmd: []string{"python3", "-c",
+			`import socket,sys; s=socket.socket(); s.settimeout(3)
+try:
+    s.connect((sys.argv[1], ` + strconv.Itoa(docker.JupyterPort) + `)); print("open")
+except OSError as e:
+    print("unreachable")`, ep.IPAddress}}, &container.HostConfig{NetworkMode: container.NetworkMode(docker.DefaultNetwork)}, nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cli.ContainerRemove(context.Background(), other.ID, container.RemoveOptions{Force: true}) })
+		if err := cli.ContainerStart(ctx, other.ID, container.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		okC, errC := cli.ContainerWait(ctx, other.ID, container.WaitConditionNotRunning)
+		select {
+		case <-okC:
+		case err := <-errC:
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(containerLog(t, cli, other.ID)); got != "unreachable" {
+			t.Errorf("another container on %s to Jupyter at %s: %q, want unreachable", docker.DefaultNetwork, ep.IPAddress, got)
 		}
 		if len(info.HostConfig.PortBindings) != 1 || len(info.HostConfig.PortBindings["22/tcp"]) != 1 {
 			t.Errorf("port bindings %v, want only SSH's", info.HostConfig.PortBindings)

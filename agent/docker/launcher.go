@@ -103,7 +103,13 @@ type Launcher struct {
 	// of an image that has one (DefaultJupyterTimeout if zero). One that
 	// does not answer in time fails nothing: the launch reports no Jupyter.
 	JupyterTimeout time.Duration
-	Logger         *slog.Logger
+	// Network is the Docker network containers run on (DefaultNetwork
+	// if empty), made on first use with inter-container traffic off.
+	Network string
+	Logger  *slog.Logger
+
+	// workloads caches what the tunnel needs of running containers.
+	workloads workloadCache
 
 	mu sync.Mutex
 	// cuda caches each image's CUDA_VERSION by image id, for heartbeats.
@@ -210,6 +216,10 @@ func (d *Launcher) Launch(ctx context.Context, spec agent.LaunchSpec) (*agent.Ac
 	if err := d.removeContainer(ctx, name); err != nil {
 		return nil, err
 	}
+	if err := d.ensureNetwork(ctx); err != nil {
+		return nil, err
+	}
+	d.forget(spec.RentalID)
 	mnt, err := d.workspaceMount(ctx, ws)
 	if err != nil {
 		return nil, err
@@ -334,15 +344,12 @@ func (d *Launcher) exec(ctx context.Context, id string, cmd ...string) (string, 
 	return out.String(), ins.ExitCode, nil
 }
 
-// JupyterToken is the token of the Jupyter running in the rental's
-// container, read back from the container (it is on the node only: the
-// server never gets it), for the agent's end of the tunnel to add to the
-// requests it passes on. It survives an agent restart with the container.
-func (d *Launcher) JupyterToken(ctx context.Context, rentalID int64) (string, error) {
-	if d.Client == nil {
-		return "", errors.New("docker launcher: no Docker client")
-	}
-	rc, _, err := d.Client.CopyFromContainer(ctx, d.ContainerName(rentalID), jupyterTokenPath)
+// readJupyterToken is the token of the Jupyter running in a container,
+// read back from the container (it is on the node only: the server never
+// gets it), for the agent's end of the tunnel to add to the requests it
+// passes on. It survives an agent restart with the container.
+func (d *Launcher) readJupyterToken(ctx context.Context, containerID string) (string, error) {
+	rc, _, err := d.Client.CopyFromContainer(ctx, containerID, jupyterTokenPath)
 	if err != nil {
 		return "", fmt.Errorf("docker launcher: reading the Jupyter token: %w", err)
 	}
@@ -403,6 +410,7 @@ func (d *Launcher) containerConfig(ctx context.Context, spec agent.LaunchSpec, r
 		CapDrop:       []string{"ALL"},
 		CapAdd:        containerCaps,
 		SecurityOpt:   []string{"no-new-privileges"},
+		NetworkMode:   container.NetworkMode(d.network()),
 		Resources:     container.Resources{DeviceRequests: devices},
 	}
 	if l := spec.Limits; l != nil {
@@ -624,6 +632,7 @@ func (d *Launcher) Stop(ctx context.Context, spec agent.StopSpec) error {
 	if d.Client == nil {
 		return errors.New("docker launcher: no Docker client")
 	}
+	d.forget(spec.RentalID)
 	return d.removeContainer(ctx, d.ContainerName(spec.RentalID))
 }
 

@@ -4,6 +4,7 @@
 package agentapi
 
 import (
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"suanli/fleet"
 	"suanli/handlers"
 	"suanli/models"
+	"suanli/tunnel"
 )
 
 // Handler serves the agent protocol.
@@ -114,4 +116,28 @@ func (h *Handler) AgentTaskProgress(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// AgentTunnel is GET /agent/v1/tunnel: the agent's tunnel, a WebSocket
+// carrying yamux streams, held until it drops or the server stops. The
+// browser proxy (handlers/workspace) opens its streams.
+func (h *Handler) AgentTunnel(c echo.Context) error {
+	if h.Tunnels == nil {
+		return apperr.NotFound("tunnel")
+	}
+	n, err := h.agentNode(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	sess, err := tunnel.Accept(ctx, c.Response(), c.Request())
+	if err != nil {
+		// The WebSocket handshake answered the agent already.
+		slog.Warn("tunnel: refused", "node_id", n.ID, "err", err)
+		return nil
+	}
+	slog.Info("tunnel: agent connected", "node_id", n.ID)
+	h.Tunnels.Serve(ctx, n.ID, sess)
+	slog.Info("tunnel: agent disconnected", "node_id", n.ID)
+	return nil
 }

@@ -292,3 +292,33 @@ func Usage(rentalID int64, simulated, polling bool, us []fleet.GPUUsage) *rental
 	}
 	return vm
 }
+
+// Workspace maps the rental page's browser-access section: canWork is
+// workspace.CanWork for the viewer; shares are the rental's live share
+// links.
+func Workspace(d *rentals.RentalDetail, canWork bool, shares []models.PortShare) *rentalpages.WorkspaceVM {
+	r := &d.Rental
+	vm := &rentalpages.WorkspaceVM{RentalID: r.ID, CanWork: canWork, Ports: r.DeclaredPorts()}
+	acc := d.Access
+	switch {
+	case !canWork:
+		vm.Why = "workspace.why_forbidden"
+	case r.Status != models.RentalRunning:
+		vm.Why = "workspace.why_not_running"
+	case acc == nil || !acc.Container:
+		vm.Why = "workspace.why_no_container"
+	default:
+		vm.Open = true
+		if acc.Jupyter != nil {
+			vm.JupyterKind = acc.Jupyter.Kind
+		}
+	}
+	if canWork && acc != nil && acc.Port > 0 && !r.Status.Ended() {
+		vm.SCP = agent.SCPCommand(acc.User, acc.Host, acc.Port, "/workspace/")
+		vm.Rsync = agent.RsyncCommand(acc.User, acc.Host, acc.Port)
+	}
+	for _, s := range shares {
+		vm.Shares = append(vm.Shares, rentalpages.Share{ID: s.ID, Port: s.Port, ExpiresAt: s.ExpiresAt})
+	}
+	return vm
+}

@@ -1129,7 +1129,7 @@ func offerImages(vc views.Ctx, vm OfferVM) templ.Component {
 					}
 				}
 				if im.Jupyter {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "<span class=\"badge\">JupyterLab</span>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "<span class=\"badge\">Jupyter</span>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -379,6 +379,9 @@ type RentalVM struct {
 	// FilesLeft is set when the rental moved without its files (local
 	// storage) and that volume still exists.
 	FilesLeft *FilesLeft
+	// Workspace is the browser-access section (nil on the live fragment
+	// and for a released rental).
+	Workspace *WorkspaceVM
 }
 
 // FilesLeft is the local volume a rental left on another node.

@@ -1,0 +1,255 @@
+package browser
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/apperr"
+	"suanli/handlers"
+	"suanli/tunnel"
+	"suanli/workspace"
+)
+
+// cleanPath is a workspace path as the renter gives it ("data/x",
+// "/workspace/data/x"), below /workspace, or false for one that leaves
+// it. "" is the workspace itself.
+func cleanPath(p string) (string, bool) {
+	p = strings.TrimPrefix(strings.TrimSpace(p), "/workspace")
+	p = path.Clean("/" + p)
+	if strings.Contains(p, "\\") {
+		return "", false
+	}
+	return strings.TrimPrefix(p, "/"), true
+}
+
+var errBadPath = apperr.Field("path", "err.workspace_path")
+
+// FilesList is GET /rentals/{id}/files/list?path=: a workspace directory
+// as JSON (tunnel.Listing).
+func (w *Handler) FilesList(c echo.Context) error {
+	ws, err := w.workspace(c)
+	if err != nil {
+		return err
+	}
+	p, ok := cleanPath(c.QueryParam("path"))
+	if !ok {
+		return errBadPath
+	}
+	return w.forward(c, &target{ws: ws, kind: tunnel.TargetFiles, path: "/", query: url.Values{"path": {p}}.Encode()})
+}
+
+// FileDownload is GET /rentals/{id}/files/download?path=: a workspace
+// file, streamed (ranges too), as an attachment.
+func (w *Handler) FileDownload(c echo.Context) error {
+	ws, err := w.workspace(c)
+	if err != nil {
+		return err
+	}
+	p, ok := cleanPath(c.QueryParam("path"))
+	if !ok || p == "" {
+		return errBadPath
+	}
+	c.Response().Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
+	return w.forward(c, &target{ws: ws, kind: tunnel.TargetFiles, path: "/", query: url.Values{"path": {p}}.Encode()})
+}
+
+// listing asks the node's agent (or the replica holding its tunnel) for
+// a workspace directory.
+func (w *Handler) listing(c echo.Context, ws *workspace.Workspace, dir string) (*tunnel.Listing, error) {
+	r := c.Request()
+	local, replica, err := w.Tunnels.Route(r.Context(), ws.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{"path": {dir}}.Encode()
+	var req *http.Request
+	var rt http.RoundTripper
+	switch {
+	case local:
+		req, err = http.NewRequestWithContext(r.Context(), http.MethodGet, "http://"+nodeHost(ws.NodeID)+"/?"+q, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set(tunnel.HeaderRental, strconv.FormatInt(ws.RentalID, 10))
+		req.Header.Set(tunnel.HeaderTarget, tunnel.TargetFiles)
+		rt = w.tunnelTransport
+	case replica != "" && r.Header.Get(HopHeader) == "":
+		// The holder answers its own JSON route for this user: the
+		// request goes with the user's cookies, as the browser sent it.
+		req, err = http.NewRequestWithContext(r.Context(), http.MethodGet, strings.TrimRight(replica, "/")+"/rentals/"+strconv.FormatInt(ws.RentalID, 10)+"/files/list?"+q, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Host = r.Host
+		req.Header.Set("Cookie", r.Header.Get("Cookie"))
+		req.Header.Set(HopHeader, "1")
+		rt = w.viaReplica.Transport
+	default:
+		return nil, errNotConnected
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, answer(err)
+	}
+	defer resp.Body.Close()
+	if code := resp.Header.Get(tunnel.HeaderError); code != "" {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return nil, answer(&agentError{code: code, status: resp.StatusCode, text: strings.TrimSpace(string(b))})
+	}
+	if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusUnprocessableEntity || resp.StatusCode == http.StatusBadRequest {
+			return nil, errBadPath
+		}
+		return nil, answer(errors.New(resp.Status))
+	}
+	var l tunnel.Listing
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&l); err != nil {
+		return nil, answer(err)
+	}
+	return &l, nil
+}
+
+// FileUpload is POST /rentals/{id}/files: a multipart form (the CSRF
+// token, dir, then one or more file parts) streamed part by part into
+// the workspace, never held whole in memory or on the server's disk. A
+// browser asking for JSON gets the uploads (tunnel.Upload) as JSON; a
+// form is sent back to the files page.
+func (w *Handler) FileUpload(c echo.Context) error {
+	ws, err := w.workspace(c)
+	if err != nil {
+		return err
+	}
+	r := c.Request()
+	if !sameOrigin(r) {
+		return errCrossSite
+	}
+	local, replica, err := w.Tunnels.Route(r.Context(), ws.NodeID)
+	if err != nil {
+		return err
+	}
+	if !local {
+		if replica == "" || r.Header.Get(HopHeader) != "" {
+			return errNotConnected
+		}
+		// The holder reads the form itself.
+		return w.forward(c, &target{ws: ws, replica: replica})
+	}
+	csrfOK, _ := c.Get(handlers.CSRFCheckKey).(func(string) bool)
+	if csrfOK == nil {
+		return errCSRF
+	}
+	checked := csrfOK(r.Header.Get("X-CSRF-Token"))
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return apperr.Field("file", "err.upload_form")
+	}
+	rc := http.NewResponseController(c.Response())
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	dir := ""
+	var done []tunnel.Upload
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return apperr.Field("file", "err.upload_form")
+		}
+		switch part.FormName() {
+		case "_csrf":
+			b, _ := io.ReadAll(io.LimitReader(part, 256))
+			checked = checked || csrfOK(string(b))
+		case "dir":
+			b, _ := io.ReadAll(io.LimitReader(part, 4096))
+			d, ok := cleanPath(string(b))
+			if !ok {
+				return errBadPath
+			}
+			dir = d
+		case "file":
+			if !checked {
+				// The token comes before the file, in the form and in a
+				// script's request alike: nothing is written without it.
+				return errCSRF
+			}
+			name := path.Base(strings.ReplaceAll(part.FileName(), "\\", "/"))
+			if name == "" || name == "." || name == "/" || name == ".." {
+				continue // an empty file input
+			}
+			p, ok := cleanPath(path.Join(dir, name))
+			if !ok || p == "" {
+				return errBadPath
+			}
+			up, err := w.put(r.Context(), ws, p, part)
+			if err != nil {
+				return err
+			}
+			done = append(done, *up)
+		}
+		_ = part.Close()
+	}
+	if len(done) == 0 {
+		if !checked {
+			return errCSRF
+		}
+		return apperr.Field("file", "err.upload_none")
+	}
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		return c.JSON(http.StatusCreated, map[string]any{"uploads": done})
+	}
+	names := make([]string, len(done))
+	for i, u := range done {
+		names[i] = u.Path + " (" + strconv.FormatInt(u.Size, 10) + " B, SHA-256 " + u.SHA256 + ")"
+	}
+	w.Flash(c, "workspace.uploaded", strings.Join(names, ", "))
+	return c.Redirect(http.StatusSeeOther, filesURL(ws.RentalID, dir))
+}
+
+var errCSRF = &apperr.Error{Code: apperr.EFORBIDDEN, Message: "missing or invalid CSRF token", Key: "err.csrf"}
+
+// filesURL is the files page of a directory.
+func filesURL(id int64, dir string) string {
+	u := "/rentals/" + strconv.FormatInt(id, 10) + "/files"
+	if dir != "" {
+		u += "?" + url.Values{"path": {dir}}.Encode()
+	}
+	return u
+}
+
+// put streams body into the workspace file p through the tunnel.
+func (w *Handler) put(ctx context.Context, ws *workspace.Workspace, p string, body io.Reader) (*tunnel.Upload, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+nodeHost(ws.NodeID)+"/?"+url.Values{"path": {p}}.Encode(), io.NopCloser(body))
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength = -1 // streamed: the size is known once it is all there
+	req.Header.Set(tunnel.HeaderRental, strconv.FormatInt(ws.RentalID, 10))
+	req.Header.Set(tunnel.HeaderTarget, tunnel.TargetFiles)
+	resp, err := w.tunnelTransport.RoundTrip(req)
+	if err != nil {
+		return nil, answer(err)
+	}
+	defer resp.Body.Close()
+	if code := resp.Header.Get(tunnel.HeaderError); code != "" || resp.StatusCode != http.StatusCreated {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return nil, answer(&agentError{code: cmp.Or(code, tunnel.ErrUnsupported), status: resp.StatusCode, text: strings.TrimSpace(string(b))})
+	}
+	var up tunnel.Upload
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&up); err != nil {
+		return nil, answer(err)
+	}
+	return &up, nil
+}

@@ -1,0 +1,407 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"suanli/agent/docker"
+	"suanli/dockertest"
+	"suanli/models"
+	"suanli/rentals"
+	"suanli/routenames"
+)
+
+// echoApp is an HTTP app the renter runs in the container: it answers
+// what reached it (path, cookies, the forwarded prefix, the Host) and
+// tries to set the marketplace's session cookie and one of its own.
+const echoApp = `import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("path=%s\ncookie=%s\nprefix=%s\nhost=%s\nauth=%s\n" % (self.path, self.headers.get("Cookie"), self.headers.get("X-Forwarded-Prefix"), self.headers.get("Host"), self.headers.get("Authorization"))).encode()
+        self.send_response(200)
+        self.send_header("Set-Cookie", "suanli_session=stolen; Path=/")
+        self.send_header("Set-Cookie", "app=1; Path=/")
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(("0.0.0.0", 8001), H).serve_forever()
+`
+
+// workspaceRig is a running rental of the Jupyter test image on a node
+// whose agent runs real containers (simulated GPUs), reached through the
+// agent's tunnel.
+type workspaceRig struct {
+	a        *app
+	svc      *rentals.Service
+	launcher *docker.Launcher
+	agent    *simAgent
+	node     int64
+	rental   int64
+	renter   *actor
+	base     string // /rentals/{id}
+}
+
+func newWorkspaceRig(t *testing.T, ports []int) *workspaceRig {
+	t.Helper()
+	host := dockertest.Require(t)
+	img := dockertest.JupyterImage(t)
+	if img != dockertest.DefaultJupyterImage {
+		t.Fatalf("the catalogue's debian-jupyter image is %s, the daemon has %s", dockertest.DefaultJupyterImage, img)
+	}
+	cli, err := docker.NewClient(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	a, svc := rentalsApp(t)
+	offer := rtxOffer(t, a.db)
+	u, org := fundedRenter(t, a.db, "ws-"+randomHex(t)+"@example.com", testPassword, 100_000)
+	ns := "ws" + randomHex(t)
+	removeRentalContainers(t, a.db, cli, ns, org)
+	l := &docker.Launcher{Client: cli, Host: "127.0.0.1", BindIP: "127.0.0.1", PortBase: portBaseForNextRental(t, a.db), Namespace: ns, Simulated: true}
+	sa := startAgentWith(t, a, svc, offer.NodeID, l)
+	ctx := context.Background()
+	orgs, err := a.db.OrgsOfUser(ctx, u.ID)
+	if err != nil || len(orgs) == 0 {
+		t.Fatalf("the renter's organisations: %v", err)
+	}
+	r, err := svc.Rent(ctx, u, &orgs[0].Org, &orgs[0].Membership, rentals.RentInput{OrgID: org, OfferID: offer.ID, GPUs: 1, SLA: "standard",
+		Term: "on_demand", SSHPublicKey: testSSHKey(t), Image: "debian-jupyter", Ports: ports})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockertest.Eventually(t, 120*time.Second, "the rental running", func() (bool, string) {
+		s := rentalStatus(t, a.db, r.ID)
+		return s == models.RentalRunning, string(s)
+	})
+	w := &workspaceRig{a: a, svc: svc, launcher: l, agent: sa, node: offer.NodeID, rental: r.ID, renter: loggedIn(a, "renter", u), base: "/rentals/" + strconv.FormatInt(r.ID, 10)}
+	w.waitTunnel(t)
+	return w
+}
+
+// waitTunnel waits until the node's agent holds its tunnel.
+func (w *workspaceRig) waitTunnel(t *testing.T) {
+	t.Helper()
+	dockertest.Eventually(t, 30*time.Second, "the agent's tunnel", func() (bool, string) {
+		return w.a.tunnels.Local.Connected(w.node), "not connected"
+	})
+}
+
+// wsDial opens a WebSocket on path as the actor, from the marketplace's
+// own pages (the Origin a browser sends).
+func wsDial(t *testing.T, ac *actor, path, origin string) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(ac.a.srv.URL, "http") + path
+	return websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: ac.c, HTTPHeader: http.Header{"Origin": {origin}}})
+}
+
+// terminalRun types cmd into a terminal and reads until want shows.
+func terminalRun(t *testing.T, c *websocket.Conn, cmd, want string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageBinary, []byte(cmd+"\r")); err != nil {
+		t.Fatalf("typing %q: %v", cmd, err)
+	}
+	var out strings.Builder
+	for !strings.Contains(out.String(), want) {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("reading the terminal for %q after %q: %v; so far:\n%s", want, cmd, err, out.String())
+		}
+		out.Write(b)
+	}
+	return out.String()
+}
+
+// upload posts files to the workspace's upload form (the CSRF token
+// first, as the form sends it) and returns the answer.
+func upload(t *testing.T, ac *actor, base, dir string, files map[string][]byte) (*http.Response, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	_ = mw.WriteField("_csrf", ac.csrf())
+	_ = mw.WriteField("dir", dir)
+	for name, b := range files {
+		fw, err := mw.CreateFormFile("file", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = fw.Write(b)
+	}
+	_ = mw.Close()
+	req, err := http.NewRequest("POST", ac.a.srv.URL+base+"/files", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Origin", ac.a.srv.URL)
+	req.Header.Set("Accept", "application/json")
+	res, err := ac.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+// The browser reaches a running rental's container through its node
+// agent's tunnel, with real containers (the Jupyter test image), a real
+// Jupyter and apps the renter starts: Jupyter's API and a kernel over its
+// WebSocket run print(6*7); the terminal runs commands; files go up and
+// down; a declared port serves the renter's app (prefix taken off, the
+// marketplace's cookies neither sent to it nor set by it); the output
+// shows; a share link opens the port to a stranger until revoked; another
+// organisation's user gets 404 everywhere and a logged-out visitor the
+// login page; and the tunnel comes back after the agent lost its network.
+func TestWorkspaceThroughTheTunnel(t *testing.T) {
+	t.Parallel()
+	w := newWorkspaceRig(t, []int{8000, 8001})
+	a, renter, base := w.a, w.renter, w.base
+
+	// Jupyter: its API answers through the proxy (the agent adds the
+	// token, which the browser never sees).
+	res, body := renter.do("GET", base+"/jupyter/api/status", nil)
+	must(t, res.StatusCode == http.StatusOK && strings.Contains(body, `"kernels"`), "Jupyter's status through the tunnel: %d %s", res.StatusCode, snippet(body))
+	res, body = renter.do("GET", base+"/jupyter", nil)
+	must(t, res.StatusCode == http.StatusTemporaryRedirect && res.Header.Get("Location") == base+"/jupyter/", "/jupyter: %d %s", res.StatusCode, res.Header.Get("Location"))
+	res, body = renter.do("GET", base+"/jupyter/tree", nil)
+	must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "Jupyter"), "Jupyter's tree page: %d %s", res.StatusCode, snippet(body))
+	token, err := w.launcher.JupyterToken(context.Background(), w.rental)
+	must(t, err == nil && len(token) == 64, "the container's Jupyter token: %q %v", token, err)
+	must(t, !strings.Contains(body, token), "the tree page holds the container's Jupyter token")
+
+	// A notebook made through the API is a file in /workspace.
+	origin := a.srv.URL
+	req, _ := http.NewRequest("POST", a.srv.URL+base+"/jupyter/api/contents", strings.NewReader(`{"type":"notebook"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", origin)
+	nb, err := renter.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nbBody, _ := io.ReadAll(nb.Body)
+	nb.Body.Close()
+	must(t, nb.StatusCode == http.StatusCreated && strings.Contains(string(nbBody), `"Untitled`), "a new notebook: %d %s", nb.StatusCode, snippet(string(nbBody)))
+	// From another site: refused before it reaches Jupyter.
+	req, _ = http.NewRequest("POST", a.srv.URL+base+"/jupyter/api/contents", strings.NewReader(`{"type":"notebook"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "https://evil.example")
+	evil, err := renter.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil.Body.Close()
+	must(t, evil.StatusCode == http.StatusForbidden, "a cross-site POST to Jupyter: %d, want 403", evil.StatusCode)
+
+	// A kernel, and print(6*7) over its WebSocket.
+	res, body = renter.do("POST", base+"/jupyter/api/kernels", nil, "Origin", origin, "Content-Type", "application/json")
+	must(t, res.StatusCode == http.StatusCreated, "start a kernel: %d %s", res.StatusCode, snippet(body))
+	var kernel struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal([]byte(body), &kernel)
+	must(t, kernel.ID != "", "no kernel id in %s", snippet(body))
+	must(t, runInKernel(t, renter, base, kernel.ID, origin, "print(6*7)") == "42\n", "print(6*7) did not print 42")
+	if _, _, err := wsDial(t, renter, base+"/jupyter/api/kernels/"+kernel.ID+"/channels?session_id=x", "https://evil.example"); err == nil {
+		t.Fatal("a kernel WebSocket from another site was accepted")
+	}
+
+	// The terminal: a shell in /workspace.
+	term, _, err := wsDial(t, renter, base+"/terminal/ws?cols=100&rows=30", origin)
+	if err != nil {
+		t.Fatalf("the terminal's WebSocket: %v", err)
+	}
+	out := terminalRun(t, term, "echo suanli-$((6*7)) in $(pwd)", "suanli-42 in /workspace")
+	t.Logf("terminal said: %q", out)
+	if _, _, err := wsDial(t, renter, base+"/terminal/ws", "https://evil.example"); err == nil {
+		t.Fatal("a terminal WebSocket from another site was accepted")
+	}
+
+	// Files: up (the form, streamed), listed, down.
+	page := []byte("<!doctype html><title>hello</title><p>served from the container " + randomHex(t) + "</p>")
+	res, body = upload(t, renter, base, "site", map[string][]byte{"index.html": page, "echo.py": []byte(echoApp)})
+	must(t, res.StatusCode == http.StatusCreated, "upload: %d %s", res.StatusCode, snippet(body))
+	sum := sha256.Sum256(page)
+	must(t, strings.Contains(body, hex.EncodeToString(sum[:])) && strings.Contains(body, `"/workspace/site/index.html"`), "upload's answer: %s", body)
+	res, body = renter.do("GET", base+"/files?path=site", nil)
+	must(t, res.StatusCode == http.StatusOK, "files page: %d %s", res.StatusCode, snippet(body))
+	contains(t, body, `data-file="site/index.html"`, `data-file="site/echo.py"`, `id="files-upload"`)
+	res, body = renter.do("GET", base+"/files/download?path=/workspace/site/index.html", nil)
+	must(t, res.StatusCode == http.StatusOK && body == string(page), "download: %d %q", res.StatusCode, snippet(body))
+	must(t, strings.Contains(res.Header.Get("Content-Disposition"), `filename=index.html`), "download's Content-Disposition: %q", res.Header.Get("Content-Disposition"))
+	res, _ = renter.do("GET", base+"/files/download?path=../../etc/passwd", nil)
+	must(t, res.StatusCode == http.StatusUnprocessableEntity || res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusNotFound, "a path out of /workspace: %d", res.StatusCode)
+	res, body = renter.do("GET", base+"/files?path=nowhere", nil)
+	must(t, res.StatusCode == http.StatusNotFound && strings.Contains(body, `id="files-error"`), "a missing directory: %d", res.StatusCode)
+
+	// Declared ports: the renter's apps, started from the terminal.
+	terminalRun(t, term, "cd /workspace/site && setsid python3 -m http.server 8000 --bind 0.0.0.0 >/tmp/http.log 2>&1 < /dev/null & setsid python3 /workspace/site/echo.py >/tmp/echo.log 2>&1 < /dev/null & echo started-$((40+2))", "started-42")
+	_ = term.Close(websocket.StatusNormalClosure, "")
+	dockertest.Eventually(t, 30*time.Second, "the renter's app on port 8000", func() (bool, string) {
+		res, body := renter.do("GET", base+"/ports/8000/", nil)
+		return res.StatusCode == http.StatusOK && body == string(page), fmt.Sprintf("%d %s", res.StatusCode, snippet(body))
+	})
+	res, _ = renter.do("GET", base+"/ports/8000", nil)
+	must(t, res.StatusCode == http.StatusTemporaryRedirect && res.Header.Get("Location") == base+"/ports/8000/", "/ports/8000: %d", res.StatusCode)
+	res, _ = renter.do("GET", base+"/ports/9000/", nil)
+	must(t, res.StatusCode == http.StatusNotFound, "an undeclared port: %d, want 404", res.StatusCode)
+	dockertest.Eventually(t, 30*time.Second, "the echo app on port 8001", func() (bool, string) {
+		res, body := renter.do("GET", base+"/ports/8001/a/b?q=1", nil, "Cookie", "mine=yes")
+		return res.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", res.StatusCode, snippet(body))
+	})
+	res, body = renter.do("GET", base+"/ports/8001/a/b?q=1", nil, "Authorization", "Bearer sk_secret")
+	must(t, res.StatusCode == http.StatusOK, "echo app: %d", res.StatusCode)
+	host := strings.TrimPrefix(a.srv.URL, "http://")
+	contains(t, body, "path=/a/b?q=1\n", "prefix="+base+"/ports/8001\n", "host="+host+"\n", "auth=None\n")
+	must(t, !strings.Contains(body, "suanli_"), "the marketplace's cookies reached the container:\n%s", body)
+	var setCookies []string
+	for _, c := range res.Header.Values("Set-Cookie") {
+		setCookies = append(setCookies, c)
+	}
+	must(t, len(setCookies) == 1 && strings.HasPrefix(setCookies[0], "app=1") && strings.Contains(setCookies[0], "Path="+base+"/ports/8001/"),
+		"the app's cookies as passed on: %q (want only app=1, kept to its path)", setCookies)
+	must(t, renter.cookie("suanli_session") != "stolen", "the container set the marketplace's session cookie")
+
+	// The container's output.
+	res, body = renter.do("GET", base+"/logs?tail=50", nil)
+	must(t, res.StatusCode == http.StatusOK && strings.Contains(res.Header.Get("Content-Type"), "text/plain"), "logs: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	must(t, regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\S+ `).MatchString(body) && strings.Contains(strings.ToLower(body), "jupyter"), "logs:\n%s", snippet(body))
+
+	// The rental page offers it all.
+	res, body = renter.do("GET", base, nil)
+	must(t, res.StatusCode == http.StatusOK, "rental page: %d", res.StatusCode)
+	contains(t, body, `id="open-jupyter"`, `href="`+base+`/jupyter/"`, `id="open-terminal"`, `id="open-files"`, `href="`+base+`/ports/8000/"`,
+		`id="workspace-scp"`, `scp -P `, `id="workspace-rsync"`, `id="workspace-logs"`)
+
+	// Another organisation's user: 404 everywhere; logged out: the login page.
+	other, _ := fundedRenter(t, a.db, "other-"+randomHex(t)+"@example.com", testPassword, 0)
+	stranger := loggedIn(a, "stranger", other)
+	for _, p := range []string{base + "/jupyter/", base + "/jupyter/api/status", base + "/terminal", base + "/ports/8000/", base + "/files", base + "/files/download?path=site/index.html", base + "/logs"} {
+		res, _ := stranger.do("GET", p, nil)
+		must(t, res.StatusCode == http.StatusNotFound, "another organisation's user GET %s: %d, want 404", p, res.StatusCode)
+		anon := newActor(a, "anonymous")
+		res, _ = anon.do("GET", p, nil)
+		must(t, res.StatusCode == http.StatusSeeOther && strings.HasPrefix(res.Header.Get("Location"), "/login?next="), "logged out GET %s: %d %s, want the login page", p, res.StatusCode, res.Header.Get("Location"))
+	}
+	if _, res, err := wsDial(t, stranger, base+"/terminal/ws", origin); err == nil || res == nil || res.StatusCode != http.StatusNotFound {
+		t.Fatalf("another organisation's terminal WebSocket: %v %v", res, err)
+	}
+	res, _ = stranger.do("POST", base+"/files", nil, "Origin", origin)
+	must(t, res.StatusCode == http.StatusNotFound, "another organisation's upload: %d", res.StatusCode)
+
+	// A share link opens port 8000 to anyone, sandboxed, until revoked.
+	res, body = renter.post(a.url(routenames.RentalsSharesCreate, strconv.FormatInt(w.rental, 10)), url.Values{"port": {"8000"}, "hours": {"24"}})
+	must(t, res.StatusCode == http.StatusSeeOther, "make a share link: %d %s", res.StatusCode, snippet(body))
+	_, body = renter.do("GET", base, nil)
+	link := regexp.MustCompile(`http://suanli\.test(/share/shr_[A-Za-z0-9_-]+/)`).FindStringSubmatch(body)
+	must(t, link != nil, "the rental page does not show the new share link once:\n%s", snippet(body))
+	anon := newActor(a, "stranger's browser")
+	res, body = anon.do("GET", link[1], nil)
+	must(t, res.StatusCode == http.StatusOK && body == string(page), "the share link: %d %s", res.StatusCode, snippet(body))
+	must(t, strings.Contains(res.Header.Get("Content-Security-Policy"), "sandbox"), "a shared page is not sandboxed: %q", res.Header.Get("Content-Security-Policy"))
+	_, again := renter.do("GET", base, nil)
+	must(t, !strings.Contains(again, link[1]), "the share link is shown again")
+	sid := regexp.MustCompile(`data-revoke-share="(\d+)"`).FindStringSubmatch(again)
+	must(t, sid != nil, "no revoke button for the share link")
+	res, _ = stranger.post(a.url(routenames.RentalsSharesRevoke, strconv.FormatInt(w.rental, 10), sid[1]), nil)
+	must(t, res.StatusCode == http.StatusNotFound, "another organisation revokes the link: %d", res.StatusCode)
+	res, _ = renter.post(a.url(routenames.RentalsSharesRevoke, strconv.FormatInt(w.rental, 10), sid[1]), nil)
+	must(t, res.StatusCode == http.StatusSeeOther, "revoke: %d", res.StatusCode)
+	res, _ = anon.do("GET", link[1], nil)
+	must(t, res.StatusCode == http.StatusNotFound, "a revoked share link: %d, want 404", res.StatusCode)
+
+	// The agent loses its network for a moment: the tunnel comes back.
+	w.agent.paused.Store(true)
+	dockertest.Eventually(t, 30*time.Second, "the tunnel to drop", func() (bool, string) {
+		return !a.tunnels.Local.Connected(w.node), "still connected"
+	})
+	res, _ = renter.do("GET", base+"/ports/8000/", nil)
+	must(t, res.StatusCode == http.StatusServiceUnavailable, "without a tunnel: %d, want 503", res.StatusCode)
+	w.agent.paused.Store(false)
+	w.waitTunnel(t)
+	res, body = renter.do("GET", base+"/ports/8000/", nil)
+	must(t, res.StatusCode == http.StatusOK && body == string(page), "after the agent reconnected: %d %s", res.StatusCode, snippet(body))
+	must(t, runInKernel(t, renter, base, kernel.ID, origin, "print(7*6)") == "42\n", "the kernel after the reconnect")
+}
+
+// runInKernel runs code in a Jupyter kernel over its WebSocket (the
+// Jupyter messaging protocol, JSON frames) and returns what it printed.
+func runInKernel(t *testing.T, ac *actor, base, kernelID, origin, code string) string {
+	t.Helper()
+	c, res, err := wsDial(t, ac, base+"/jupyter/api/kernels/"+kernelID+"/channels?session_id=suanli-test", origin)
+	if err != nil {
+		t.Fatalf("the kernel's WebSocket: %v %v", res, err)
+	}
+	defer c.Close(websocket.StatusNormalClosure, "")
+	c.SetReadLimit(16 << 20)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := randomHex(t)
+	msg := map[string]any{
+		"header":        map[string]any{"msg_id": id, "username": "test", "session": "suanli-test", "msg_type": "execute_request", "version": "5.3"},
+		"parent_header": map[string]any{}, "metadata": map[string]any{}, "channel": "shell", "buffers": []any{},
+		"content": map[string]any{"code": code, "silent": false, "store_history": false, "user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true},
+	}
+	b, _ := json.Marshal(msg)
+	if err := c.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatalf("sending the code: %v", err)
+	}
+	var printed strings.Builder
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("reading the kernel's answer: %v (printed so far %q)", err, printed.String())
+		}
+		var m struct {
+			Header struct {
+				MsgType string `json:"msg_type"`
+			} `json:"header"`
+			ParentHeader struct {
+				MsgID string `json:"msg_id"`
+			} `json:"parent_header"`
+			Content struct {
+				Text           string `json:"text"`
+				ExecutionState string `json:"execution_state"`
+			} `json:"content"`
+		}
+		if json.Unmarshal(b, &m) != nil || m.ParentHeader.MsgID != id {
+			continue
+		}
+		switch {
+		case m.Header.MsgType == "stream":
+			printed.WriteString(m.Content.Text)
+		case m.Header.MsgType == "status" && m.Content.ExecutionState == "idle":
+			return printed.String()
+		}
+	}
+}
+
+// randomBytes is n random bytes.
+func randomBytes(t *testing.T, n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
