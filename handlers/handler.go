@@ -62,11 +62,6 @@ const (
 	StudentKey = "student"
 	FlashKey   = "flash"
 	CSRFKey    = "csrf"
-	// CSRFCheckKey holds, on a route that streams its body (a file
-	// upload), a func(token string) bool that checks a CSRF token the
-	// handler read itself: the CSRF middleware cannot read such a form
-	// without reading the whole body first.
-	CSRFCheckKey = "csrf_check"
 )
 
 // CurrentUser returns the logged-in (or token-authenticated) user, or nil.

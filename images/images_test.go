@@ -84,8 +84,13 @@ func TestForOffer(t *testing.T) {
 		ctx := context.Background()
 		o, _ := market(t, db)
 		cat, err := images.Catalogue(ctx, db)
-		if err != nil || len(cat) != 6 {
+		if err != nil || len(cat) != 7 {
 			t.Fatalf("catalogue: %d %v", len(cat), err)
+		}
+		for _, im := range cat {
+			if im.Jupyter != (im.Slug == "debian-jupyter") {
+				t.Errorf("catalogue image %s: Jupyter %v", im.Slug, im.Jupyter)
+			}
 		}
 		imgs, err := images.ForOffer(ctx, db, o.ID)
 		if err != nil || len(imgs) != len(cat) {

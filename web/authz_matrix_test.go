@@ -387,6 +387,9 @@ var (
 	// Platform admins only.
 	platformPage = expect{Anon: 303, Other: 403, Member: 403, Admin: 403, Platform: 200, Owner: 403}
 	platformPost = expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 303, Owner: 403}
+	// Working in org A's running rental without a container: its renter
+	// and admins are told it cannot open (409), its members may not (403).
+	workspaceGet = expect{Anon: 303, Other: 404, Member: 403, Admin: 409, Platform: 404, Owner: 409}
 )
 
 // matrix lists every protected route. Rows run in this order, and the
@@ -457,6 +460,30 @@ var matrix = []matrixRow{
 			r, err := f.a.db.RentalByID(context.Background(), f.runningRental)
 			must(t, err == nil && r.Status == models.RentalRunning && r.GPUs == 1, "a previewed change changed the rental: %v %s × %d", err, r.Status, r.GPUs)
 		}},
+	// Working in a container (Jupyter, ports, the terminal, output,
+	// files, share links): the renter and the organisation's admins, on a
+	// running rental with a container (this one has none: 409); other
+	// members are refused; everyone else, platform admins included, is
+	// told it does not exist. TestWorkspaceThroughTheTunnel covers the
+	// answers past these checks, with a real container.
+	{route: routenames.RentalsJupyterRoot, params: runningRentalParam, want: expect{Anon: 303, Other: 307, Member: 307, Admin: 307, Platform: 307, Owner: 307}},
+	{route: routenames.RentalsJupyter, params: func(f *matrixFixture) []any { return []any{idParam(f.runningRental), "api/status"} }, want: workspaceGet},
+	{route: routenames.RentalsPortRoot, params: func(f *matrixFixture) []any { return []any{idParam(f.runningRental), "6006"} },
+		want: expect{Anon: 303, Other: 307, Member: 307, Admin: 307, Platform: 307, Owner: 307}},
+	{route: routenames.RentalsPort, params: func(f *matrixFixture) []any { return []any{idParam(f.runningRental), "6006", ""} }, want: workspaceGet},
+	{route: routenames.RentalsTerminal, params: runningRentalParam, want: workspaceGet},
+	{route: routenames.RentalsTerminalSocket, params: runningRentalParam, want: workspaceGet},
+	{route: routenames.RentalsLogs, params: runningRentalParam, want: workspaceGet},
+	{route: routenames.RentalsFiles, params: runningRentalParam, want: workspaceGet},
+	{route: routenames.RentalsFilesList, params: runningRentalParam, want: workspaceGet},
+	{route: routenames.RentalsFilesDownload, params: runningRentalParam, query: "?path=x", want: workspaceGet},
+	{route: routenames.RentalsFilesUpload, params: runningRentalParam, form: url.Values{"dir": {"x"}},
+		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 409, Platform: 404, Owner: 409}},
+	// A share link of a port it never declared is refused on the field.
+	{route: routenames.RentalsSharesCreate, params: runningRentalParam, form: url.Values{"port": {"6006"}, "hours": {"24"}},
+		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 422, Platform: 404, Owner: 422}},
+	{route: routenames.RentalsSharesRevoke, params: func(f *matrixFixture) []any { return []any{idParam(f.runningRental), "999999"} },
+		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 404, Platform: 404, Owner: 404}},
 	// The renter and the organisation's admins may stop a rental; other
 	// members and platform admins may not. Stopping twice is fine.
 	{route: routenames.RentalsStop, params: ownerRentalParam, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 403, Owner: 303},
@@ -632,12 +659,14 @@ var publicRoutes = []string{
 	routenames.TCO,
 	routenames.Ping,
 	routenames.APIOpenAPI, routenames.APIDocs,
+	// A share link is its own credential (TestShareLinks, TestWorkspaceThroughTheTunnel).
+	routenames.ShareRoot, routenames.Share,
 }
 
 // nodeRoutes are the node agents' routes: public in the route table (no
 // user guard) but answering only to a node credential, never to a user's
 // session or API token (TestNodeRoutesNeedANodeCredential).
-var nodeRoutes = []string{routenames.AgentHeartbeat, routenames.AgentTasks, routenames.AgentResult, routenames.AgentProgress}
+var nodeRoutes = []string{routenames.AgentHeartbeat, routenames.AgentTasks, routenames.AgentResult, routenames.AgentProgress, routenames.AgentTunnel}
 
 // Every route is in the matrix, explicitly public, or a node route: adding
 // a route without deciding who may use it fails here.
@@ -697,7 +726,10 @@ func TestAuthzMatrix(t *testing.T) {
 	a := f.a
 	methods := map[string]string{}
 	for _, r := range a.e.Routes() {
-		methods[r.Name] = r.Method
+		// A route of every method (a proxied app's) is called with GET.
+		if _, ok := methods[r.Name]; !ok || r.Method == http.MethodGet {
+			methods[r.Name] = r.Method
+		}
 	}
 	order := []int{asAnon, asOther, asMember, asOrgAdmin, asPlatform, asOwner}
 	for _, row := range matrix {

@@ -30,7 +30,7 @@ func TestImagesAPIAndOfferPages(t *testing.T) {
 			Total  int                 `json:"total"`
 		}
 		cat := decode[list](t, body)
-		must(t, cat.Total == 6 && len(cat.Images) == 6, "catalogue: %s", body)
+		must(t, cat.Total == 7 && len(cat.Images) == 7, "catalogue: %s", body)
 		first := cat.Images[0]
 		must(t, first.Slug == "pytorch-2.5-cuda12.4" && first.Framework == "PyTorch" && first.FrameworkVersion == "2.5.1" && first.CUDAVersion == "12.4" &&
 			first.Reference == "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime" && first.Digest == nil && first.SizeBytes == nil && first.Cached == nil,
@@ -50,7 +50,7 @@ func TestImagesAPIAndOfferPages(t *testing.T) {
 		must(t, err == nil, "node report: %v", err)
 		_, body = a.get(a.url(routenames.APIImagesList) + fmt.Sprintf("?offer_id=%d", o.ID))
 		mine := decode[list](t, body)
-		must(t, mine.Total == 6, "offer's images: %s", body)
+		must(t, mine.Total == 7, "offer's images: %s", body)
 		for _, im := range mine.Images {
 			must(t, im.Cached != nil && im.Compatible != nil, "offer image without cached/compatible: %+v", im)
 			switch im.Slug {

@@ -189,34 +189,14 @@ func wellFormedValues(name string, vs []string) error {
 // wellFormed refuses s, the value of param, if it is not valid UTF-8 or
 // holds a NUL character.
 func wellFormed(param, s string) error {
-	if !utf8.ValidString(s) {
-		return malformed(param)
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return malformed(param)
-		}
+	if !apperr.Storable(s) {
+		return apperr.Malformed(param)
 	}
 	return nil
 }
 
-// malformed is the answer to text that is not well-formed, in param
-// ("path", "body" or a parameter's name; at most 64 bytes of it, made
-// printable, since the name may be what is wrong).
-func malformed(param string) error {
-	p := []rune{}
-	for _, r := range param {
-		if len(p) == 64 {
-			break
-		}
-		if r == utf8.RuneError || r < 0x20 || r == 0x7f {
-			r = '?'
-		}
-		p = append(p, r)
-	}
-	return &apperr.Error{Code: apperr.EMALFORMED, Field: string(p), Key: "request.err.malformed",
-		Message: "the request holds a NUL character or bytes that are not UTF-8 text"}
-}
+// malformed is the answer to text that is not well-formed, in param.
+func malformed(param string) error { return apperr.Malformed(param) }
 
 // tooLarge is the answer to a body over its route's limit.
 func tooLarge(limit int64) error {

@@ -175,6 +175,14 @@ func TestMalformedTextIsRefusedOnEveryRoute(t *testing.T) {
 				if r.Method == http.MethodGet || r.Method == http.MethodHead {
 					continue
 				}
+				if web.RawRoutes[r.Name] != 0 {
+					// Its body streams to a container as it is (a
+					// proxied app's, an upload's bytes) and is never
+					// stored as text; its path and query are checked
+					// as everywhere, and the upload's own text parts
+					// are refused by TestUploadRefusesMalformedNames.
+					continue
+				}
 				form := url.Values{"_csrf": {s.admin.csrf()}, "name": {bt.raw}, "ssh_public_key": {bt.raw}}
 				add("urlencoded form ("+bt.name+")", fillPath(r.Path, none), "application/x-www-form-urlencoded", form.Encode())
 				var mp strings.Builder
@@ -188,6 +196,9 @@ func TestMalformedTextIsRefusedOnEveryRoute(t *testing.T) {
 				st, body := s.send(r.Method, c.path, c.ctype, c.body)
 				if st >= 500 {
 					fivexx++
+				}
+				if r.Method == http.MethodHead && st == http.StatusBadRequest && body == "" {
+					continue // the answer of a HEAD has no body to read the code in
 				}
 				if !refused(st, body) {
 					t.Errorf("%s %s, %s: %d, want 400 malformed: %s", r.Method, r.Path, c.where, st, snippet(body))

@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"context"
+	"mime"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -58,11 +59,18 @@ func observe(m *metrics, names map[string]string) echo.MiddlewareFunc {
 const rawKey = "raw_route"
 
 // markRaw records, for the middleware after it, how the route's requests
-// are handled (rawRoutes; raw maps route paths to kinds).
+// are handled (rawRoutes; raw maps route paths to kinds). A rawBody route
+// is raw only for a multipart body.
 func markRaw(raw map[string]int) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if k := raw[c.Path()]; k != 0 {
+			k := raw[c.Path()]
+			if k == rawBody {
+				if mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType)); mt != echo.MIMEMultipartForm {
+					k = 0
+				}
+			}
+			if k != 0 {
 				c.Set(rawKey, k)
 			}
 			return next(c)

@@ -167,6 +167,22 @@ var notPages = map[string]string{
 	routenames.Readyz:                     "a probe",
 	routenames.Metrics:                    "Prometheus",
 	routenames.Static:                     "assets",
+	// Browser access to a container: the container's own answers, and
+	// pages that need one running (rendered in both languages by
+	// TestWorkspacePagesSpeakBothLanguages).
+	routenames.RentalsJupyterRoot:    "a redirect to Jupyter's base URL",
+	routenames.RentalsJupyter:        "the container's Jupyter",
+	routenames.RentalsPortRoot:       "a redirect to the port's path",
+	routenames.RentalsPort:           "the container's app",
+	routenames.ShareRoot:             "a redirect to the shared port's path",
+	routenames.Share:                 "the container's app, through a share link",
+	routenames.RentalsTerminalSocket: "a WebSocket",
+	routenames.RentalsLogs:           "the container's output",
+	routenames.RentalsFilesList:      "JSON",
+	routenames.RentalsFilesDownload:  "a file of the workspace",
+	routenames.RentalsTerminal:       "needs a running container: TestWorkspacePagesSpeakBothLanguages",
+	routenames.RentalsFiles:          "needs a running container: TestWorkspacePagesSpeakBothLanguages",
+	routenames.AgentTunnel:           "the agents' protocol",
 }
 
 // busyMarket is the demo market after some real use.

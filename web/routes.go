@@ -26,14 +26,19 @@ type route struct {
 	access             int
 }
 
-// anyMethod, as a route's method, registers it for every method.
+// anyMethod, as a route's method, registers it for every method of
+// proxiedMethods: a container's app may answer any of them.
 const anyMethod = "*"
+
+// proxiedMethods are the methods a route of anyMethod takes (WebDAV's and
+// CONNECT are not passed to containers).
+var proxiedMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 // How a route's requests pass the middleware (rawRoutes).
 const (
-	// rawBody: the handler reads the body itself, streaming (a file
-	// upload): no body limit, no form parsing, and the CSRF token is
-	// checked by the handler (handlers.CSRFCheckKey).
+	// rawBody: the handler reads a multipart body itself, streaming (a
+	// file upload): no body limit and no form parsing here; the CSRF
+	// token comes in the X-CSRF-Token header or the _csrf query parameter.
 	rawBody = 1 + iota
 	// rawProxy: passed on to a container through a tunnel, as it is: on
 	// top of rawBody, the session is only read (a proxied app's every
@@ -57,7 +62,9 @@ var rawRoutes = map[string]int{
 	routenames.ShareRoot:             rawProxy,
 	routenames.Share:                 rawProxy,
 	routenames.AgentTunnel:           rawProxy,
-	routenames.RentalsFilesUpload:    rawBody,
+	// Only as a multipart form (see rawKind): an urlencoded post to it is
+	// an ordinary form, checked and refused as any other.
+	routenames.RentalsFilesUpload: rawBody,
 }
 
 // routes is the one route table of the application.

@@ -44,7 +44,7 @@ func New(h *handlers.Handler, opts Options) *echo.Echo {
 	raw := map[string]int{}
 	for _, r := range table {
 		if r.method == anyMethod {
-			for _, rt := range e.Any(r.path, guard(r.access, r.handler)) {
+			for _, rt := range e.Match(proxiedMethods, r.path, guard(r.access, r.handler)) {
 				rt.Name = r.name
 				names[rt.Method+" "+r.path] = r.name
 			}

@@ -17,7 +17,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
-	"suanli/handlers"
 	"suanli/tunnel"
 	"suanli/workspace"
 )
@@ -26,6 +25,9 @@ import (
 // "/workspace/data/x"), below /workspace, or false for one that leaves
 // it. "" is the workspace itself.
 func cleanPath(p string) (string, bool) {
+	if !apperr.Storable(p) {
+		return "", false
+	}
 	p = strings.TrimPrefix(strings.TrimSpace(p), "/workspace")
 	p = path.Clean("/" + p)
 	if strings.Contains(p, "\\") {
@@ -121,11 +123,13 @@ func (w *Handler) listing(c echo.Context, ws *workspace.Workspace, dir string) (
 	return &l, nil
 }
 
-// FileUpload is POST /rentals/{id}/files: a multipart form (the CSRF
-// token, dir, then one or more file parts) streamed part by part into
-// the workspace, never held whole in memory or on the server's disk. A
-// browser asking for JSON gets the uploads (tunnel.Upload) as JSON; a
-// form is sent back to the files page.
+// FileUpload is POST /rentals/{id}/files: a multipart form (dir, then
+// one or more file parts) streamed part by part into the workspace, never
+// held whole in memory or on the server's disk. Its CSRF token comes in
+// the X-CSRF-Token header or the _csrf query parameter (checked before the
+// handler: the body is not read for it). A browser asking for JSON gets
+// the uploads (tunnel.Upload) as JSON; a form is sent back to the files
+// page.
 func (w *Handler) FileUpload(c echo.Context) error {
 	ws, err := w.workspace(c)
 	if err != nil {
@@ -134,6 +138,10 @@ func (w *Handler) FileUpload(c echo.Context) error {
 	r := c.Request()
 	if !sameOrigin(r) {
 		return errCrossSite
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return apperr.Field("file", "err.upload_form")
 	}
 	local, replica, err := w.Tunnels.Route(r.Context(), ws.NodeID)
 	if err != nil {
@@ -145,15 +153,6 @@ func (w *Handler) FileUpload(c echo.Context) error {
 		}
 		// The holder reads the form itself.
 		return w.forward(c, &target{ws: ws, replica: replica})
-	}
-	csrfOK, _ := c.Get(handlers.CSRFCheckKey).(func(string) bool)
-	if csrfOK == nil {
-		return errCSRF
-	}
-	checked := csrfOK(r.Header.Get("X-CSRF-Token"))
-	mr, err := r.MultipartReader()
-	if err != nil {
-		return apperr.Field("file", "err.upload_form")
 	}
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetReadDeadline(time.Time{})
@@ -169,21 +168,19 @@ func (w *Handler) FileUpload(c echo.Context) error {
 			return apperr.Field("file", "err.upload_form")
 		}
 		switch part.FormName() {
-		case "_csrf":
-			b, _ := io.ReadAll(io.LimitReader(part, 256))
-			checked = checked || csrfOK(string(b))
 		case "dir":
 			b, _ := io.ReadAll(io.LimitReader(part, 4096))
+			if !apperr.Storable(string(b)) {
+				return apperr.Malformed("dir")
+			}
 			d, ok := cleanPath(string(b))
 			if !ok {
 				return errBadPath
 			}
 			dir = d
 		case "file":
-			if !checked {
-				// The token comes before the file, in the form and in a
-				// script's request alike: nothing is written without it.
-				return errCSRF
+			if !apperr.Storable(part.FileName()) {
+				return apperr.Malformed("file")
 			}
 			name := path.Base(strings.ReplaceAll(part.FileName(), "\\", "/"))
 			if name == "" || name == "." || name == "/" || name == ".." {
@@ -202,9 +199,6 @@ func (w *Handler) FileUpload(c echo.Context) error {
 		_ = part.Close()
 	}
 	if len(done) == 0 {
-		if !checked {
-			return errCSRF
-		}
 		return apperr.Field("file", "err.upload_none")
 	}
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
@@ -218,7 +212,6 @@ func (w *Handler) FileUpload(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, filesURL(ws.RentalID, dir))
 }
 
-var errCSRF = &apperr.Error{Code: apperr.EFORBIDDEN, Message: "missing or invalid CSRF token", Key: "err.csrf"}
 
 // filesURL is the files page of a directory.
 func filesURL(id int64, dir string) string {

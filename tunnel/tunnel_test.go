@@ -1,0 +1,194 @@
+package tunnel_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"suanli/tunnel"
+)
+
+// server is the marketplace's end of tunnels for a test: it accepts an
+// agent's tunnel (node 7 for the token "node-7", refused otherwise) and
+// holds it in a registry.
+type server struct {
+	reg *tunnel.Registry
+	srv *httptest.Server
+	mu  sync.Mutex
+	// changes records the registry's onChange calls.
+	changes []bool
+}
+
+func newServer(t *testing.T) *server {
+	t.Helper()
+	s := &server{reg: tunnel.NewRegistry()}
+	mux := http.NewServeMux()
+	mux.HandleFunc(tunnel.PathAgent, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer node-7" {
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		sess, err := tunnel.Accept(r.Context(), w, r)
+		if err != nil {
+			return
+		}
+		s.reg.Serve(r.Context(), 7, sess, func(connected bool) {
+			s.mu.Lock()
+			s.changes = append(s.changes, connected)
+			s.mu.Unlock()
+		})
+	})
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		s.reg.Close()
+		s.srv.Close()
+	})
+	return s
+}
+
+// agentEnd dials the tunnel and serves HTTP on it (each answer names
+// which, so that a test tells two agent connections apart) until ctx
+// ends or the connection drops; done is closed then.
+func agentEnd(t *testing.T, ctx context.Context, s *server, name string) (done chan struct{}) {
+	t.Helper()
+	sess, err := tunnel.Dial(ctx, http.DefaultClient, s.srv.URL, "node-7")
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	done = make(chan struct{})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s %s", name, r.Method, r.URL.Path)
+	})}
+	go func() {
+		defer close(done)
+		_ = srv.Serve(sess)
+	}()
+	go func() {
+		<-ctx.Done()
+		_ = sess.Close()
+	}()
+	return done
+}
+
+// get sends a GET through node 7's tunnel.
+func get(t *testing.T, reg *tunnel.Registry, path string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := reg.Dial(ctx, 7)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	req, _ := http.NewRequest("GET", "http://agent"+path, nil)
+	if err := req.Write(c); err != nil {
+		return "", err
+	}
+	res, err := http.ReadResponse(bufio.NewReader(c), req)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return string(b), err
+}
+
+// waitConnected waits until node 7's tunnel is (or is not) held.
+func waitConnected(t *testing.T, reg *tunnel.Registry, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for reg.Connected(7) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("node 7 connected = %v, want %v", !want, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// An agent's tunnel carries the server's requests; many at once each get
+// their own stream; a node without a tunnel is ErrNotConnected.
+func TestTunnelCarriesRequests(t *testing.T) {
+	s := newServer(t)
+	if _, err := get(t, s.reg, "/x"); !errors.Is(err, tunnel.ErrNotConnected) {
+		t.Fatalf("before any agent: %v, want ErrNotConnected", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := agentEnd(t, ctx, s, "a")
+	waitConnected(t, s.reg, true)
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := range 100 {
+		wg.Go(func() {
+			body, err := get(t, s.reg, fmt.Sprintf("/r/%d", i))
+			if err == nil && body != fmt.Sprintf("a GET /r/%d", i) {
+				err = fmt.Errorf("request %d answered %q", i, body)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	cancel()
+	<-done
+	waitConnected(t, s.reg, false)
+	if _, err := get(t, s.reg, "/x"); !errors.Is(err, tunnel.ErrNotConnected) {
+		t.Fatalf("after the agent went: %v, want ErrNotConnected", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fmt.Sprint(s.changes) != "[true false]" {
+		t.Errorf("onChange calls %v, want [true false]", s.changes)
+	}
+}
+
+// An agent that dials again replaces its older tunnel, which is closed:
+// the requests go to the newest.
+func TestTunnelReconnectReplacesTheOldOne(t *testing.T) {
+	s := newServer(t)
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	defer cancel1()
+	done1 := agentEnd(t, ctx1, s, "first")
+	waitConnected(t, s.reg, true)
+	if body, err := get(t, s.reg, "/"); err != nil || !strings.HasPrefix(body, "first ") {
+		t.Fatalf("first tunnel: %q %v", body, err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	agentEnd(t, ctx2, s, "second")
+	select {
+	case <-done1:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the older tunnel was not closed when the agent dialled again")
+	}
+	waitConnected(t, s.reg, true)
+	if body, err := get(t, s.reg, "/"); err != nil || !strings.HasPrefix(body, "second ") {
+		t.Fatalf("after the reconnect: %q %v", body, err)
+	}
+}
+
+// A refused credential is a RefusedError with the server's status.
+func TestTunnelRefused(t *testing.T) {
+	s := newServer(t)
+	_, err := tunnel.Dial(context.Background(), http.DefaultClient, s.srv.URL, "node-8")
+	var re *tunnel.RefusedError
+	if !errors.As(err, &re) || re.Code != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: %v, want a RefusedError 401", err)
+	}
+	if _, err := tunnel.Dial(context.Background(), http.DefaultClient, "ftp://example", "x"); err == nil {
+		t.Fatal("an ftp server URL was dialled")
+	}
+}
