@@ -3,8 +3,8 @@ package web
 import (
 	"cmp"
 	"context"
-	"mime"
 	"log/slog"
+	"mime"
 	"strconv"
 	"strings"
 	"time"

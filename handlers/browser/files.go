@@ -212,7 +212,6 @@ func (w *Handler) FileUpload(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, filesURL(ws.RentalID, dir))
 }
 
-
 // filesURL is the files page of a directory.
 func filesURL(id int64, dir string) string {
 	u := "/rentals/" + strconv.FormatInt(id, 10) + "/files"
