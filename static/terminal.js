@@ -24,6 +24,10 @@
   ws.onopen = function () {
     status.hidden = true;
     el.dataset.state = "open";
+    // The size may have changed since the URL was made (fonts loaded):
+    // the TTY gets the one the screen has now.
+    fit.fit();
+    ws.send(JSON.stringify({ cols: term.cols, rows: term.rows }));
     term.focus();
   };
   ws.onmessage = function (e) {

@@ -36,8 +36,14 @@ import (
 // River queue that works the jobs (the harness's only stores them).
 func rentalsApp(t *testing.T) (*app, *rentals.Service) {
 	t.Helper()
+	return rentalsAppOn(t, dbtest.SQLite(t))
+}
+
+// rentalsAppOn is rentalsApp on db.
+func rentalsAppOn(t *testing.T, db *models.DB) (*app, *rentals.Service) {
+	t.Helper()
 	var svc *rentals.Service
-	a := newAppWith(t, dbtest.SQLite(t), func(h *handlers.Handler) {
+	a := newAppWith(t, db, func(h *handlers.Handler) {
 		svc = h.Rentals
 		q, err := workers.New(h.DB, workers.Options{Work: true, Rentals: h.Rentals, FetchPoll: 50 * time.Millisecond,
 			AvailabilityEvery: time.Hour, MeterEvery: time.Hour})

@@ -152,7 +152,12 @@ func randomHex(t *testing.T) string {
 func portBaseForNextRental(t *testing.T, db *models.DB) int {
 	t.Helper()
 	var next int64
-	if err := db.R.Raw(`SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'rentals'), 0) + 1`).Scan(&next).Error; err != nil {
+	q := `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'rentals'), 0) + 1`
+	if db.Dialect == "postgres" {
+		// A test's own database: no rental was ever deleted.
+		q = `SELECT COALESCE(MAX(id), 0) + 1 FROM rentals`
+	}
+	if err := db.R.Raw(q).Scan(&next).Error; err != nil {
 		t.Fatal(err)
 	}
 	for range 50 {

@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"suanli/agent/docker"
+	"suanli/dbtest"
 	"suanli/dockertest"
 	"suanli/models"
 	"suanli/rentals"
@@ -60,6 +61,12 @@ type workspaceRig struct {
 
 func newWorkspaceRig(t *testing.T, ports []int) *workspaceRig {
 	t.Helper()
+	return newWorkspaceRigOn(t, dbtest.SQLite(t), ports)
+}
+
+// newWorkspaceRigOn is newWorkspaceRig on db.
+func newWorkspaceRigOn(t *testing.T, db *models.DB, ports []int) *workspaceRig {
+	t.Helper()
 	host := dockertest.Require(t)
 	img := dockertest.JupyterImage(t)
 	if img != dockertest.DefaultJupyterImage {
@@ -70,7 +77,7 @@ func newWorkspaceRig(t *testing.T, ports []int) *workspaceRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	a, svc := rentalsApp(t)
+	a, svc := rentalsAppOn(t, db)
 	offer := rtxOffer(t, a.db)
 	u, org := fundedRenter(t, a.db, "ws-"+randomHex(t)+"@example.com", testPassword, 100_000)
 	ns := "ws" + randomHex(t)
@@ -413,4 +420,101 @@ func randomBytes(t *testing.T, n int) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The pages of a running container's workspace (the rental page's
+// section, the terminal page, the files page) speak the reader's
+// language: no English on a Chinese page, no label said twice on an
+// English one (the checks of TestEveryPageSpeaksTheReadersLanguage, which
+// cannot render them without a container).
+func TestWorkspacePagesSpeakBothLanguages(t *testing.T) {
+	t.Parallel()
+	w := newWorkspaceRig(t, []int{6006})
+	res, body := upload(t, w.renter, w.base, "data", map[string][]byte{"a.txt": []byte("a")})
+	must(t, res.StatusCode == http.StatusCreated, "upload: %d %s", res.StatusCode, snippet(body))
+	want := map[string][]string{
+		"en":    {"Work in the browser", "Open Jupyter Notebook", "Terminal", "Files", "HTTP ports", "Make share link", "Copy files over SSH", "Container output"},
+		"zh-CN": {"在浏览器中使用", "打开 Jupyter Notebook", "终端", "文件", "HTTP 端口", "生成分享链接", "通过 SSH 复制文件", "容器输出"},
+	}
+	files := map[string][]string{"en": {"Upload to /workspace/data", "Name", "Size"}, "zh-CN": {"上传到 /workspace/data", "名称", "大小"}}
+	for _, lang := range []string{"en", "zh-CN"} {
+		for _, p := range []struct {
+			path  string
+			wants []string
+		}{
+			{w.base, want[lang]},
+			{w.base + "/terminal", nil},
+			{w.base + "/files?path=data", files[lang]},
+		} {
+			res, body := w.renter.do("GET", p.path, nil, "Accept-Language", lang)
+			must(t, res.StatusCode == http.StatusOK, "%s GET %s: %d", lang, p.path, res.StatusCode)
+			text := visibleText(t, body)
+			joined := strings.Join(text, "\n")
+			for _, s := range p.wants {
+				must(t, strings.Contains(joined, s), "%s GET %s does not say %q:\n%s", lang, p.path, s, joined)
+			}
+			problems := doubledLabels(text)
+			if lang == "zh-CN" {
+				problems = englishIn(text)
+			}
+			for _, pr := range problems {
+				t.Errorf("%s GET %s: %s", lang, p.path, pr)
+			}
+			must(t, !strings.Contains(joined, "workspace.") && !strings.Contains(joined, "err."), "%s GET %s shows a message key:\n%s", lang, p.path, joined)
+		}
+	}
+}
+
+// Two web replicas on one PostgreSQL database: the node's agent holds its
+// tunnel to the first, and a renter whose browser reaches the second gets
+// there all the same: the second passes the request on to the first (the
+// replica the database names as the tunnel's holder), which authorises it
+// again. A declared port, the files page, an upload, the terminal's
+// WebSocket and Jupyter work through the second; another organisation's
+// user is still told 404 there.
+func TestWorkspaceThroughAnotherReplica(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Postgres(t)
+	w := newWorkspaceRigOn(t, db, []int{8000})
+	// The first replica names itself; the agent dialled it already, so
+	// it dials again to be recorded under that name.
+	w.a.tunnels.Self = w.a.srv.URL
+	w.a.tunnels.Local.Close()
+	w.waitTunnel(t)
+	dockertest.Eventually(t, 30*time.Second, "the tunnel's holder recorded", func() (bool, string) {
+		var url string
+		db.R.Raw(`SELECT replica_url FROM tunnel_holders WHERE node_id = ?`, w.node).Scan(&url)
+		return url == w.a.srv.URL, url
+	})
+	second := newApp(t, db)
+	second.tunnels.Self = second.srv.URL
+	must(t, !second.tunnels.Local.Connected(w.node), "the agent is connected to the second replica too")
+	renter := loggedIn(second, "renter at the second replica", w.renter.user)
+	origin := second.srv.URL
+
+	res, body := renter.do("GET", w.base+"/jupyter/api/status", nil)
+	must(t, res.StatusCode == http.StatusOK && strings.Contains(body, `"kernels"`), "Jupyter through the second replica: %d %s", res.StatusCode, snippet(body))
+	page := []byte("<p>via the other replica " + randomHex(t) + "</p>")
+	res, body = upload(t, renter, w.base, "", map[string][]byte{"index.html": page})
+	must(t, res.StatusCode == http.StatusCreated, "upload through the second replica: %d %s", res.StatusCode, snippet(body))
+	res, body = renter.do("GET", w.base+"/files", nil)
+	must(t, res.StatusCode == http.StatusOK && strings.Contains(body, `data-file="index.html"`), "files page through the second replica: %d %s", res.StatusCode, snippet(body))
+	term, _, err := wsDial(t, renter, w.base+"/terminal/ws", origin)
+	if err != nil {
+		t.Fatalf("the terminal through the second replica: %v", err)
+	}
+	terminalRun(t, term, "cd /workspace && setsid python3 -m http.server 8000 --bind 0.0.0.0 >/dev/null 2>&1 < /dev/null & echo up-$((6*7))", "up-42")
+	_ = term.Close(websocket.StatusNormalClosure, "")
+	dockertest.Eventually(t, 30*time.Second, "port 8000 through the second replica", func() (bool, string) {
+		res, body := renter.do("GET", w.base+"/ports/8000/", nil)
+		return res.StatusCode == http.StatusOK && body == string(page), fmt.Sprintf("%d %s", res.StatusCode, snippet(body))
+	})
+
+	other, _ := fundedRenter(t, db, "other-"+randomHex(t)+"@example.com", testPassword, 0)
+	stranger := loggedIn(second, "stranger", other)
+	res, _ = stranger.do("GET", w.base+"/ports/8000/", nil)
+	must(t, res.StatusCode == http.StatusNotFound, "another organisation through the second replica: %d, want 404", res.StatusCode)
+	// A request that says it was passed on already is not passed on again.
+	res, _ = renter.do("GET", w.base+"/ports/8000/", nil, "Suanli-Hop", "1")
+	must(t, res.StatusCode == http.StatusServiceUnavailable, "a hop that would loop: %d, want 503", res.StatusCode)
 }
