@@ -293,6 +293,10 @@ func (s *Service) Release(ctx context.Context, id int64, deleteVolume bool) (*mo
 		if err := rentalstore.ReleaseRental(tx, id, now); err != nil {
 			return err
 		}
+		// Released for good: its share links open nothing any more.
+		if err := rentalstore.RevokeRentalPortShares(tx, id, now); err != nil {
+			return err
+		}
 		v, err := rentalVolume(tx, &cur)
 		if err != nil || v == nil || v.Status == models.VolumeDeleted {
 			return err

@@ -359,6 +359,18 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	res, body = renter.do("GET", base+"/ports/8000/", nil)
 	must(t, res.StatusCode == http.StatusOK && body == string(page), "after the agent reconnected: %d %s", res.StatusCode, snippet(body))
 	must(t, runInKernel(t, renter, base, kernel.ID, origin, "print(7*6)") == "42\n", "the kernel after the reconnect")
+
+	// Released: its share links open nothing, as if they never existed.
+	res, _ = renter.post(a.url(routenames.RentalsSharesCreate, strconv.FormatInt(w.rental, 10)), url.Values{"port": {"8000"}, "hours": {"1"}})
+	must(t, res.StatusCode == http.StatusSeeOther, "a second share link: %d", res.StatusCode)
+	_, body = renter.do("GET", base, nil)
+	link = regexp.MustCompile(`http://suanli\.test(/share/shr_[A-Za-z0-9_-]+/)`).FindStringSubmatch(body)
+	must(t, link != nil, "no second share link shown")
+	if _, err := w.svc.Release(context.Background(), w.rental, false); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = anon.do("GET", link[1], nil)
+	must(t, res.StatusCode == http.StatusNotFound, "the share link of a released rental: %d, want 404", res.StatusCode)
 }
 
 // runInKernel runs code in a Jupyter kernel over its WebSocket (the
