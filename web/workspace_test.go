@@ -38,6 +38,8 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Set-Cookie", "suanli_session=stolen; Path=/")
         self.send_header("Set-Cookie", "app=1; Path=/")
+        self.send_header("Service-Worker-Allowed", "/")
+        self.send_header("Clear-Site-Data", '"cookies"')
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -290,6 +292,10 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	must(t, len(setCookies) == 1 && strings.HasPrefix(setCookies[0], "app=1") && strings.Contains(setCookies[0], "Path="+base+"/ports/8001/"),
 		"the app's cookies as passed on: %q (want only app=1, kept to its path)", setCookies)
 	must(t, renter.cookie("suanli_session") != "stolen", "the container set the marketplace's session cookie")
+	must(t, res.Header.Get("Service-Worker-Allowed") == "" && res.Header.Get("Clear-Site-Data") == "",
+		"the app widened its reach: Service-Worker-Allowed %q, Clear-Site-Data %q", res.Header.Get("Service-Worker-Allowed"), res.Header.Get("Clear-Site-Data"))
+	res, _ = renter.do("GET", base+"/ports/8001/sw.js", nil, "Service-Worker", "script")
+	must(t, res.StatusCode == http.StatusForbidden, "a service worker's script through the proxy: %d, want 403", res.StatusCode)
 
 	// The container's output.
 	res, body = renter.do("GET", base+"/logs?tail=50", nil)

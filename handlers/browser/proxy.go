@@ -228,6 +228,11 @@ func (w *Handler) modifyResponse(resp *http.Response) error {
 		_ = resp.Body.Close()
 		return &agentError{code: code, status: resp.StatusCode, text: strings.TrimSpace(string(b))}
 	}
+	// An app on the marketplace's origin may not widen its reach beyond
+	// its path: no service worker for the whole site, no wiping of the
+	// site's cookies and storage.
+	resp.Header.Del("Service-Worker-Allowed")
+	resp.Header.Del("Clear-Site-Data")
 	scope := t.prefix
 	if t.kind == tunnel.TargetJupyter {
 		scope = jupyterPrefix(t.ws.RentalID)
@@ -266,6 +271,8 @@ func jupyterPrefix(rentalID int64) string {
 // tunnel (to this replica or any other known one).
 var errNotConnected = &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "the node's agent is not connected to the marketplace right now; try again in a minute", Key: "err.workspace_agent_offline"}
 
+var errServiceWorker = &apperr.Error{Code: apperr.EFORBIDDEN, Message: "apps opened through the marketplace may not install service workers", Key: "err.workspace_service_worker"}
+
 // forward sends the request on to t: through this process's tunnel to
 // the node, or to the replica holding it. It clears the connection's
 // deadlines first: a download, an upload or a WebSocket outlives the
@@ -274,6 +281,11 @@ func (w *Handler) forward(c echo.Context, t *target) error {
 	r := c.Request()
 	if w.Tunnels == nil {
 		return errNotConnected
+	}
+	if r.Header.Get("Service-Worker") != "" {
+		// A service worker on the marketplace's origin would outlive the
+		// rental and see the marketplace's own pages.
+		return errServiceWorker
 	}
 	local, replica, err := w.Tunnels.Route(r.Context(), t.ws.NodeID)
 	if err != nil {
