@@ -20,6 +20,7 @@ import (
 	"suanli/models"
 	"suanli/providers"
 	"suanli/routenames"
+	"suanli/workspace"
 )
 
 // layoutProbe measures, in the browser, what a reader would see go wrong:
@@ -90,8 +91,17 @@ func TestBrowserLayoutFits(t *testing.T) {
 	// A short name: the navigation, not the name, is what crowds the brand.
 	plain := loggedIn(a, "admin", mustUser(t, a.db, "ann@suanli.example", "Ann Admin", true))
 	owner := f.actors[asOwner]
-	// The running rental's page with its GPUs' usage table and charts.
+	// The running rental's page with its GPUs' usage table and charts, and
+	// its browser access: a real container with Jupyter, two declared
+	// ports, one shared (the long scp and rsync lines too).
 	withUsageHistory(t, a.db, f.runningRental)
+	if err := a.db.W.Model(&models.Rental{}).Where("id = ?", f.runningRental).Updates(map[string]any{"ports": "6006,7860",
+		"access": `{"host":"gpu-node-17.cd-hitech.example.cn","port":32381,"user":"root","command":"ssh -p 32381 root@gpu-node-17.cd-hitech.example.cn","simulated":false,"container":true,"jupyter":{"port":8888,"kind":"lab"}}`}).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := (&workspace.Service{DB: a.db}).CreateShare(ctx, f.actors[asOwner].user, f.runningRental, 6006, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
 	p := newProviderFixture(t, a, "ops@layout-gpu.example", "Layout GPU")
 	node, token := p.addNode(t, "lay-node-1")
 	heartbeatSimulated(t, a, token, "a100-40g-sxm", 4)

@@ -127,4 +127,14 @@ func TestBrowserWorkInTheContainer(t *testing.T) {
 	must(t, strings.Contains(p.Text, "Uploaded: /workspace/notes.txt (26 B, SHA-256 "), "after the upload:\n%s", p)
 	must(t, eval[bool](t, b, `!!document.querySelector('[data-file="notes.txt"]')`), "the uploaded file is not listed\n%s", p)
 	rentalShot(t, b, "workspace-files")
+
+	// On a phone the pages fit the window.
+	for _, path := range []string{base, base + "/files", base + "/terminal"} {
+		if err := chromedp.Do(b, chromedp.EmulateViewport(390, 844), chromedp.Navigate(a.srv.URL+path), chromedp.WaitVisible(chromedp.CSS("footer.site"))); err != nil {
+			t.Fatalf("%s at 390 px: %v", path, err)
+		}
+		wide := eval[int](t, b, `document.documentElement.scrollWidth`)
+		must(t, wide <= 390, "%s is %d px wide in a 390 px window", path, wide)
+		rentalShot(t, b, "workspace-390"+strings.ReplaceAll(strings.TrimPrefix(path, base), "/", "-"))
+	}
 }
