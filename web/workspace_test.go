@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
 
 	"suanli/agent/docker"
 	"suanli/dbtest"
@@ -268,6 +270,12 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	// Declared ports: the renter's apps, started from the terminal.
 	terminalRun(t, term, "cd /workspace/site && setsid python3 -m http.server 8000 --bind 0.0.0.0 >/tmp/http.log 2>&1 < /dev/null & setsid python3 /workspace/site/echo.py >/tmp/echo.log 2>&1 < /dev/null & echo started-$((40+2))", "started-42")
 	_ = term.Close(websocket.StatusNormalClosure, "")
+	// The shell behind a closed terminal goes (the apps it started in
+	// their own sessions stay).
+	dockertest.Eventually(t, 30*time.Second, "the closed terminal's shell to exit", func() (bool, string) {
+		procs := containerProcesses(t, w)
+		return !strings.Contains(procs, "bash -l") && strings.Contains(procs, "http.server 8000"), procs
+	})
 	dockertest.Eventually(t, 30*time.Second, "the renter's app on port 8000", func() (bool, string) {
 		res, body := renter.do("GET", base+"/ports/8000/", nil)
 		return res.StatusCode == http.StatusOK && body == string(page), fmt.Sprintf("%d %s", res.StatusCode, snippet(body))
@@ -535,4 +543,28 @@ func TestWorkspaceThroughAnotherReplica(t *testing.T) {
 	// A request that says it was passed on already is not passed on again.
 	res, _ = renter.do("GET", w.base+"/ports/8000/", nil, "Suanli-Hop", "1")
 	must(t, res.StatusCode == http.StatusServiceUnavailable, "a hop that would loop: %d, want 503", res.StatusCode)
+}
+
+// containerProcesses lists the command lines of the processes in the
+// rental's container, one a line.
+func containerProcesses(t *testing.T, w *workspaceRig) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cli := w.launcher.Client
+	ex, err := cli.ContainerExecCreate(ctx, w.launcher.ContainerName(w.rental), container.ExecOptions{User: "0", AttachStdout: true, AttachStderr: true,
+		Cmd: []string{"/bin/sh", "-c", `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer att.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, att.Reader); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }

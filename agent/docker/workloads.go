@@ -3,6 +3,8 @@ package docker
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -176,10 +178,16 @@ func (d *Launcher) Terminal(ctx context.Context, rentalID int64, size workload.T
 		return nil, err
 	}
 	cs := &[2]uint{size.Rows, size.Cols}
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	pidFile := initDir + "/term-" + hex.EncodeToString(b) + ".pid"
 	ex, err := d.Client.ContainerExecCreate(ctx, w.id, container.ExecOptions{
 		User: "0", Tty: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		ConsoleSize: cs, Env: []string{"TERM=xterm-256color"}, WorkingDir: "/workspace",
-		Cmd: []string{"/bin/sh", "-c", shell},
+		// The shell's pid (exec keeps it) is kept for the hang-up.
+		Cmd: []string{"/bin/sh", "-c", "echo $$ > " + pidFile + "; " + shell},
 	})
 	if err != nil {
 		if cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
@@ -192,27 +200,38 @@ func (d *Launcher) Terminal(ctx context.Context, rentalID int64, size workload.T
 	if err != nil {
 		return nil, fmt.Errorf("docker launcher: attaching to the terminal: %w", err)
 	}
-	return &execTerminal{d: d, exec: ex.ID, att: att}, nil
+	return &execTerminal{d: d, exec: ex.ID, container: w.id, pidFile: pidFile, att: att}, nil
 }
 
 // execTerminal is a shell started with docker exec and a TTY: with a
 // TTY, what the hijacked connection carries is the screen as it is.
 type execTerminal struct {
-	d    *Launcher
-	exec string
-	att  types.HijackedResponse
-	once sync.Once
+	d         *Launcher
+	exec      string
+	container string
+	// pidFile holds the shell's pid in the container.
+	pidFile string
+	att     types.HijackedResponse
+	once    sync.Once
 }
 
 func (t *execTerminal) Read(p []byte) (int, error) { return t.att.Reader.Read(p) }
 
 func (t *execTerminal) Write(p []byte) (int, error) { return t.att.Conn.Write(p) }
 
-// Close ends the shell: the end of its input is a hang-up for it.
+// Close hangs the terminal up, as closing a terminal window does: the
+// shell gets SIGHUP, and passes it on to its jobs (what the renter
+// started with setsid or nohup goes on). Docker keeps an exec's process
+// when its client goes, so the launcher sends the signal itself.
 func (t *execTerminal) Close() error {
 	t.once.Do(func() {
 		_ = t.att.CloseWrite()
 		t.att.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, _, err := t.d.exec(ctx, t.container, "/bin/sh", "-c", `kill -HUP "$(cat "$1")" 2>/dev/null; rm -f "$1"`, "sh", t.pidFile); err != nil {
+			t.d.log().Warn("hanging up a terminal's shell", "container", t.container, "err", err)
+		}
 	})
 	return nil
 }

@@ -252,6 +252,9 @@ func (h *Handler) terminal(w http.ResponseWriter, r *http.Request, id int64) {
 	ws.SetReadLimit(64 << 10)
 	h.log.Info("tunnel: terminal opened", "rental", id)
 	go func() {
+		// The browser went (or the tunnel): hang the terminal up, which
+		// also ends the read below.
+		defer term.Close()
 		defer cancel()
 		for {
 			typ, msg, err := ws.Read(ctx)
