@@ -174,7 +174,8 @@ const (
 	// (server-sent events, resumed after Last-Event-ID).
 	TargetLogs = "logs"
 	// TargetFiles is the workspace: GET ?path= a file (its bytes) or a
-	// directory (a Listing), PUT ?path= a file's new bytes (an Upload).
+	// directory (a Listing; with download=1 a directory is refused), PUT
+	// ?path= a file's new bytes (an Upload).
 	TargetFiles = "files"
 )
 
@@ -198,7 +199,13 @@ const (
 type Listing struct {
 	Path    string  `json:"path"`
 	Entries []Entry `json:"entries"`
+	// Truncated: the directory holds more than MaxEntries entries; the
+	// first MaxEntries the directory gave are listed.
+	Truncated bool `json:"truncated,omitempty"`
 }
+
+// MaxEntries is the most entries a Listing holds.
+const MaxEntries = 5000
 
 // Entry is one file or directory of a Listing.
 type Entry struct {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -264,6 +265,8 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	must(t, strings.Contains(res.Header.Get("Content-Disposition"), `filename=index.html`), "download's Content-Disposition: %q", res.Header.Get("Content-Disposition"))
 	res, _ = renter.do("GET", base+"/files/download?path=../../etc/passwd", nil)
 	must(t, res.StatusCode == http.StatusUnprocessableEntity || res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusNotFound, "a path out of /workspace: %d", res.StatusCode)
+	res, _ = renter.do("GET", base+"/files/download?path=site", nil)
+	must(t, res.StatusCode == http.StatusUnprocessableEntity, "downloading a directory: %d, want 422", res.StatusCode)
 	res, body = renter.do("GET", base+"/files?path=nowhere", nil)
 	must(t, res.StatusCode == http.StatusNotFound && strings.Contains(body, `id="files-error"`), "a missing directory: %d", res.StatusCode)
 
@@ -385,6 +388,11 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	}
 	res, _ = anon.do("GET", link[1], nil)
 	must(t, res.StatusCode == http.StatusNotFound, "the share link of a released rental: %d, want 404", res.StatusCode)
+	// The node removes the container (before the test's cleanup would).
+	dockertest.Eventually(t, 60*time.Second, "the released rental's container gone", func() (bool, string) {
+		_, err := w.launcher.Client.ContainerInspect(context.Background(), w.launcher.ContainerName(w.rental))
+		return cerrdefs.IsNotFound(err), fmt.Sprint(err)
+	})
 }
 
 // runInKernel runs code in a Jupyter kernel over its WebSocket (the

@@ -323,10 +323,15 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, id int64) {
 	}
 	w.WriteHeader(http.StatusOK)
 	_ = rctl.Flush()
-	sc := bufio.NewScanner(rc)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		ts, line, _ := strings.Cut(sc.Text(), " ")
+	lines := newLogLines(rc)
+	for {
+		ts, line, err := lines.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && r.Context().Err() == nil {
+				h.log.Warn("tunnel: reading the container's output", "rental", id, "err", err)
+			}
+			return
+		}
 		if !opts.Follow {
 			_, _ = fmt.Fprintf(w, "%s %s\n", ts, line)
 			continue
@@ -335,9 +340,6 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, id int64) {
 		if err == nil && !after.IsZero() && !t.After(after) {
 			continue // sent before the browser reconnected
 		}
-		// An event's data may not hold a line break; a carriage return
-		// (a progress bar) ends the line there.
-		line = strings.ReplaceAll(line, "\r", "")
 		if _, err := fmt.Fprintf(w, "id: %s\ndata: %s\n\n", ts, line); err != nil {
 			return
 		}
@@ -405,12 +407,19 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, root *os.Root, p 
 		return
 	}
 	if fi.IsDir() {
-		des, err := f.ReadDir(-1)
-		if err != nil {
+		if r.URL.Query().Get("download") == "1" {
+			fail(w, http.StatusBadRequest, tunnel.ErrBadPath, "a directory: download its files one by one, or copy it with scp or rsync")
+			return
+		}
+		des, err := f.ReadDir(tunnel.MaxEntries + 1)
+		if err != nil && !errors.Is(err, io.EOF) {
 			fail(w, http.StatusBadGateway, tunnel.ErrBadPath, "cannot read the directory: "+err.Error())
 			return
 		}
 		out := tunnel.Listing{Path: "/" + strings.TrimPrefix(path.Join("workspace", p), "/"), Entries: []tunnel.Entry{}}
+		if len(des) > tunnel.MaxEntries {
+			des, out.Truncated = des[:tunnel.MaxEntries], true
+		}
 		for _, de := range des {
 			info, err := de.Info()
 			if err != nil {
@@ -488,4 +497,60 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, root *os.Root, p
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(tunnel.Upload{Path: "/" + path.Join("workspace", p), Size: n, SHA256: hex.EncodeToString(sum.Sum(nil))})
+}
+
+// maxLogLine is the most of one line of a container's output that is
+// passed on: its end, which is what a terminal shows of a progress bar
+// redrawn with carriage returns.
+const maxLogLine = 16 << 10
+
+// logLines reads a container's timestamped output a line at a time, of
+// any length: a line longer than maxLogLine keeps its timestamp and its
+// last maxLogLine bytes, marked with "…".
+type logLines struct {
+	r *bufio.Reader
+}
+
+func newLogLines(r io.Reader) *logLines { return &logLines{r: bufio.NewReaderSize(r, 64<<10)} }
+
+// next is the next line's timestamp and text: the text after its last
+// carriage return that is followed by something (what a terminal would
+// show), since an event cannot hold a line break.
+func (l *logLines) next() (ts, text string, err error) {
+	var head []byte // the line's start, with its timestamp
+	var tail []byte // its last maxLogLine bytes
+	cut := false
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		if len(head) < 64 {
+			head = append(head, chunk[:min(len(chunk), 64-len(head))]...)
+		}
+		tail = append(tail, chunk...)
+		if len(tail) > 2*maxLogLine {
+			tail, cut = append(tail[:0], tail[len(tail)-maxLogLine-2:]...), true // room for "\r\n"
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && len(tail) == 0 {
+			return "", "", err
+		}
+		break
+	}
+	whole := strings.TrimRight(string(tail), "\r\n")
+	ts, _, _ = strings.Cut(string(head), " ")
+	if !cut {
+		_, whole, _ = strings.Cut(whole, " ")
+	}
+	if len(whole) > maxLogLine {
+		whole, cut = whole[len(whole)-maxLogLine:], true
+	}
+	if i := strings.LastIndex(strings.TrimRight(whole, "\r"), "\r"); i >= 0 {
+		whole = whole[i+1:]
+	}
+	whole = strings.ToValidUTF8(strings.ReplaceAll(whole, "\r", ""), "")
+	if cut {
+		whole = "…" + whole
+	}
+	return ts, whole, nil
 }

@@ -76,6 +76,8 @@ type FilesVM struct {
 	Entries []FileEntry
 	// Error is why the directory could not be read ("" none).
 	Error string
+	// Truncated: the directory holds more entries than are listed.
+	Truncated bool
 	// SCP is the scp line for this directory ("" without SSH).
 	SCP string
 }
