@@ -59,6 +59,7 @@ func (w *Handler) FilesPage(c echo.Context) error {
 	status := http.StatusOK
 	switch {
 	case err == nil:
+		vm.Truncated = l.Truncated
 		for _, e := range l.Entries {
 			vm.Entries = append(vm.Entries, rentalpages.FileEntry{Name: e.Name, Dir: e.Dir, Size: e.Size, ModTime: e.ModTime, Path: path.Join(dir, e.Name)})
 		}
