@@ -317,7 +317,7 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	res, body = renter.do("GET", base, nil)
 	must(t, res.StatusCode == http.StatusOK, "rental page: %d", res.StatusCode)
 	contains(t, body, `id="open-jupyter"`, `href="`+base+`/jupyter/"`, `id="open-terminal"`, `id="open-files"`, `href="`+base+`/ports/8000/"`,
-		`id="workspace-scp"`, `scp -P `, `id="workspace-rsync"`, `id="workspace-logs"`)
+		`id="access-scp"`, `scp -P `, `id="access-rsync"`, `rsync -avP -e &#34;ssh -p `, `id="workspace-logs"`)
 
 	// Another organisation's user: 404 everywhere; logged out: the login page.
 	other, _ := fundedRenter(t, a.db, "other-"+randomHex(t)+"@example.com", testPassword, 0)
@@ -467,8 +467,8 @@ func TestWorkspacePagesSpeakBothLanguages(t *testing.T) {
 	res, body := upload(t, w.renter, w.base, "data", map[string][]byte{"a.txt": []byte("a")})
 	must(t, res.StatusCode == http.StatusCreated, "upload: %d %s", res.StatusCode, snippet(body))
 	want := map[string][]string{
-		"en":    {"Work in the browser", "Open Jupyter Notebook", "Terminal", "Files", "HTTP ports", "Make share link", "Copy files over SSH", "Container output"},
-		"zh-CN": {"在浏览器中使用", "打开 Jupyter Notebook", "终端", "文件", "HTTP 端口", "生成分享链接", "通过 SSH 复制文件", "容器输出"},
+		"en":    {"Work in the browser", "Open Jupyter Notebook", "Terminal", "Files", "HTTP ports", "Make share link", "Copy files over SSH", "scp -P ", "Container output"},
+		"zh-CN": {"在浏览器中使用", "打开 Jupyter Notebook", "终端", "文件", "HTTP 端口", "生成分享链接", "通过 SSH 复制文件", "scp -P ", "容器输出"},
 	}
 	files := map[string][]string{"en": {"Upload to /workspace/data", "Name", "Size"}, "zh-CN": {"上传到 /workspace/data", "名称", "大小"}}
 	for _, lang := range []string{"en", "zh-CN"} {

@@ -69,7 +69,12 @@ func Access(a *agent.Access) *rentalpages.Access {
 	if a == nil {
 		return nil
 	}
-	return &rentalpages.Access{Host: a.Host, Port: a.Port, User: a.User, Command: a.Command, Simulated: a.Simulated, Container: a.Container}
+	out := &rentalpages.Access{Host: a.Host, Port: a.Port, User: a.User, Command: a.Command, Simulated: a.Simulated, Container: a.Container}
+	if a.Port > 0 && (!a.Simulated || a.Container) {
+		out.SCP = agent.SCPCommand(a.User, a.Host, a.Port, "/workspace/")
+		out.Rsync = agent.RsyncCommand(a.User, a.Host, a.Port)
+	}
+	return out
 }
 
 // stopReasonKeys are the messages of the platform's stop reasons.
@@ -312,10 +317,6 @@ func Workspace(d *rentals.RentalDetail, canWork bool, shares []models.PortShare)
 		if acc.Jupyter != nil {
 			vm.JupyterKind = acc.Jupyter.Kind
 		}
-	}
-	if canWork && acc != nil && acc.Port > 0 && !r.Status.Ended() {
-		vm.SCP = agent.SCPCommand(acc.User, acc.Host, acc.Port, "/workspace/")
-		vm.Rsync = agent.RsyncCommand(acc.User, acc.Host, acc.Port)
 	}
 	for _, s := range shares {
 		vm.Shares = append(vm.Shares, rentalpages.Share{ID: s.ID, Port: s.Port, ExpiresAt: s.ExpiresAt})

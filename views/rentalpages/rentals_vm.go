@@ -195,6 +195,9 @@ type Access struct {
 	// Simulated is true on a simulated agent (simulated GPUs); Container
 	// when a real container runs there (else nothing really runs).
 	Simulated, Container bool
+	// SCP and Rsync copy files in over SSH ("" where SSH reaches nothing
+	// real).
+	SCP, Rsync string
 }
 
 // Rental is a rental's figures as the console and its page show them.

@@ -12,7 +12,7 @@ import (
 
 // WorkspaceVM is the rental page's browser-access section: Jupyter, the
 // terminal, files, declared ports and their share links, the container's
-// output, and the scp / rsync lines beside SSH.
+// output (the scp and rsync lines are beside SSH, in Access).
 type WorkspaceVM struct {
 	RentalID int64
 	// Open: the viewer may work in the container and it runs, so the
@@ -25,9 +25,6 @@ type WorkspaceVM struct {
 	JupyterKind string
 	Ports       []int
 	Shares      []Share
-	// SCP and Rsync are command lines that copy files in over SSH ("":
-	// no SSH access now).
-	SCP, Rsync string
 }
 
 // Share is a live share link of a declared port (its token is shown only
