@@ -30,6 +30,7 @@ const module = "suanli"
 var useCases = []string{
 	"suanli/offers", "suanli/tco", "suanli/fleet", "suanli/benchmarks", "suanli/rentals", "suanli/billing",
 	"suanli/sla", "suanli/providers", "suanli/metrics", "suanli/audit", "suanli/accounts", "suanli/images", "suanli/volumes",
+	"suanli/idlestop",
 }
 
 // edge is one import of one file: the file relative to the module root

@@ -99,6 +99,9 @@ type RentInput struct {
 	// RegistryAuth, for a custom image only, is the credential its node
 	// pulls it with; it is stored sealed and never shown again.
 	RegistryAuth *images.RegistryAuth
+	// IdleStop is the renter's idle-stop setting (zero: off), as
+	// idlestop.Service.Rent checked it against the lab's policy.
+	IdleStop models.IdleStop
 }
 
 // ErrNoFreeGPUs is returned when an offer has fewer free GPUs than asked.
@@ -191,7 +194,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 	r := &models.Rental{OrgID: org.ID, UserID: u.ID, OfferID: o.ID, ProviderID: o.ProviderID, GPUs: in.GPUs, SLA: tier.Name, Term: term,
 		Status: models.RentalPending, SSHPublicKey: key, WorkspaceID: volumes.NewKey(),
 		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, StudentPct: student, SLASurchargePct: tier.SurchargePct,
-		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now,
+		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now, IdleStop: in.IdleStop,
 		MinBilledS: max(o.MinDurationS, pricing.MinimumSeconds)}
 	need, err := StartNeeds(o, in.GPUs, term, tier, student > 0, now)
 	if err != nil {
@@ -357,7 +360,9 @@ func Changeable(r *models.Rental, u *models.User, m *models.Membership) bool {
 // workload, and the GPUs are released when it confirms (or when the
 // health watch gives up waiting). A rental not yet running is cancelled
 // and costs nothing. A term rental keeps its GPUs to the term's end.
-func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Rental, error) {
+// also run in the stop's transaction when this call stops the rental (a
+// mail saying why, say).
+func (s *Service) Stop(ctx context.Context, id int64, reason string, also ...func(tx *gorm.DB, r *models.Rental) error) (*models.Rental, error) {
 	now := s.DB.Now().UTC()
 	var nodeID int64
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -386,6 +391,11 @@ func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Re
 		}
 		if err := models.AddRentalEvent(tx, r.ID, now, "stop_requested", reason, nil); err != nil {
 			return err
+		}
+		for _, f := range also {
+			if err := f(tx, &r); err != nil {
+				return err
+			}
 		}
 		if r.NodeID == nil {
 			return s.finishStop(tx, r.ID, 0, now)
