@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -53,20 +54,26 @@ type APIRental struct {
 	ReleasedAt *time.Time `json:"released_at"`
 	Checks     *APIChecks `json:"checks"`
 	// CostFen is the cost so far (posted plus accrued since the last meter pass).
-	CostFen        int64      `json:"cost_so_far_fen"`
-	BilledFen      int64      `json:"billed_fen"`
-	RateFenPerHour int64      `json:"rate_fen_per_hour"`
-	Free           bool       `json:"free"`
-	DowntimeSecs   int64      `json:"downtime_seconds"`
-	Failure        string     `json:"failure,omitempty"`
-	StopReason     string     `json:"stop_reason,omitempty"`
-	Simulated      bool       `json:"simulated"`
-	Events         []APIEvent `json:"events"`
-	CreatedAt      time.Time  `json:"created_at"`
-	RunningSince   *time.Time `json:"running_since"`
-	EndsAt         *time.Time `json:"ends_at"`
-	StoppedAt      *time.Time `json:"stopped_at"`
-	Currency       string     `json:"currency"`
+	CostFen        int64  `json:"cost_so_far_fen"`
+	BilledFen      int64  `json:"billed_fen"`
+	RateFenPerHour int64  `json:"rate_fen_per_hour"`
+	Free           bool   `json:"free"`
+	DowntimeSecs   int64  `json:"downtime_seconds"`
+	Failure        string `json:"failure,omitempty"`
+	StopReason     string `json:"stop_reason,omitempty"`
+	Simulated      bool   `json:"simulated"`
+	// IdleStop is the rental's own idle-stop setting, IdleStopLabPolicy
+	// its lab's policy, IdleStopEffective what the watch applies (the
+	// stricter of the two); nil when off or none.
+	IdleStop          *APIIdleStop `json:"idle_stop"`
+	IdleStopLabPolicy *APIIdleStop `json:"idle_stop_lab_policy"`
+	IdleStopEffective *APIIdleStop `json:"idle_stop_effective"`
+	Events            []APIEvent   `json:"events"`
+	CreatedAt         time.Time    `json:"created_at"`
+	RunningSince      *time.Time   `json:"running_since"`
+	EndsAt            *time.Time   `json:"ends_at"`
+	StoppedAt         *time.Time   `json:"stopped_at"`
+	Currency          string       `json:"currency"`
 }
 
 // APIAccess is how the renter reaches a rental's container: the flat
@@ -198,6 +205,10 @@ type rentBody struct {
 	VolumeID     int64  `json:"volume_id"`
 	// RegistryAuth: {"username":…,"password":…} for a custom image.
 	RegistryAuth *images.RegistryAuth `json:"registry_auth"`
+	// IdleStop: {"gpu_util_below_pct":N,"minutes":M}, or null (off).
+	IdleStop json.RawMessage `json:"idle_stop"`
+	// idle is IdleStop as read (bindIdleStop), or from the form.
+	idle models.IdleStop
 }
 
 // rent authorises the renter for the organisation and rents.
@@ -215,9 +226,9 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.Rentals.Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
+	return h.IdleStop().Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
 		SLA: in.SLA, Term: pricing.Term(in.Term), SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew,
-		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth})
+		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth, IdleStop: in.idle})
 }
 
 // APIRentalCreate is POST /api/v1/rentals.
@@ -230,6 +241,10 @@ func (h *Handler) APIRentalCreate(c echo.Context) error {
 	if in.OfferID <= 0 {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "offer_id", Message: "offer_id is required"}
 	}
+	var err error
+	if in.idle, err = bindIdleStop(in.IdleStop); err != nil {
+		return err
+	}
 	r, err := h.rent(c, in)
 	if err != nil {
 		return err
@@ -239,7 +254,7 @@ func (h *Handler) APIRentalCreate(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set("Location", "/api/v1/rentals/"+strconv.FormatInt(r.ID, 10))
-	return c.JSON(http.StatusCreated, apiRental(d))
+	return h.rentalJSON(c, http.StatusCreated, d)
 }
 
 // RentalFor is rentalFor, for the handlers' area packages.
@@ -276,7 +291,7 @@ func (h *Handler) APIRentalShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiRental(d))
+	return h.rentalJSON(c, http.StatusOK, d)
 }
 
 // stopRental stops a rental the caller may stop.
@@ -297,7 +312,7 @@ func (h *Handler) APIRentalStop(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiRental(d))
+	return h.rentalJSON(c, http.StatusOK, d)
 }
 
 // APIRentalsList is GET /api/v1/rentals (?org_id=, page, per_page): live
@@ -325,7 +340,7 @@ func (h *Handler) APIRentalsList(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		out = append(out, apiRental(d))
+		out = append(out, apiRentalIdle(apiRental(d), d, org))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "rentals": out, "total": total, "page": pg.Page, "per_page": pg.PerPage})
 }
@@ -390,7 +405,11 @@ func (h *Handler) APIRentalChange(c echo.Context) error {
 		FromGPUs: q.FromGPUs, ToGPUs: q.ToGPUs, FromFenPerHour: q.FromFenPerHour, ToFenPerHour: q.ToFenPerHour, SameNode: q.SameNode, Currency: "cny"},
 		"confirmed": in.Confirm}
 	if in.Confirm {
-		out["rental"] = apiRental(d)
+		org, err := h.DB.OrgByID(c.Request().Context(), d.Rental.OrgID)
+		if err != nil {
+			return err
+		}
+		out["rental"] = apiRentalIdle(apiRental(d), d, org)
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -10,6 +10,7 @@ import (
 	"suanli/agent"
 	"suanli/catalog"
 	"suanli/fleet"
+	"suanli/idlestop"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
@@ -78,6 +79,7 @@ var stopReasonKeys = map[string]string{
 	rentals.StopBalance:   "rental.stop_reason.balance",
 	rentals.StopSpendCap:  "rental.stop_reason.limit",
 	rentals.StopTermEnded: "rental.stop_reason.term_ended",
+	idlestop.StopReason:   "rental.stop_reason.idle",
 	detailNoNode:          "rental.stop_reason.no_node",
 }
 

@@ -94,6 +94,10 @@ type RentVM struct {
 	SharedStorage        bool
 	// Volumes are the chosen organisation's free volumes usable here.
 	Volumes []RentVolume
+	// IdlePolicies are the idle-stop policies of the labs the renter may
+	// pay from; IdleMinMinutes and IdleMaxMinutes bound the window.
+	IdlePolicies                   []IdlePolicy
+	IdleMinMinutes, IdleMaxMinutes int
 }
 
 // CustomImage is the rent form's image value for "my own image".
@@ -379,6 +383,8 @@ type RentalVM struct {
 	// FilesLeft is set when the rental moved without its files (local
 	// storage) and that volume still exists.
 	FilesLeft *FilesLeft
+	// Idle is the idle-stop section (nil on the live fragment).
+	Idle *IdleStopVM
 }
 
 // FilesLeft is the local volume a rental left on another node.

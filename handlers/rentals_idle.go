@@ -1,0 +1,231 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/apperr"
+	"suanli/idlestop"
+	"suanli/models"
+	"suanli/rentals"
+	"suanli/routenames"
+	"suanli/views"
+	"suanli/views/rentalpages"
+)
+
+// APIIdleStop is an idle-stop setting in the API: stop the rental when
+// every GPU's utilisation stays below GPUUtilBelowPct % for Minutes
+// minutes (a lab's policy: for at most Minutes).
+type APIIdleStop struct {
+	GPUUtilBelowPct int `json:"gpu_util_below_pct"`
+	Minutes         int `json:"minutes"`
+}
+
+// apiIdleStop is a setting in the API (nil when off).
+func apiIdleStop(s models.IdleStop) *APIIdleStop {
+	if !s.On() {
+		return nil
+	}
+	return &APIIdleStop{GPUUtilBelowPct: s.BelowPct, Minutes: s.Minutes}
+}
+
+// idleStopWant is what the API wants for idle_stop.
+const idleStopWant = `idle_stop: want {"gpu_util_below_pct":N,"minutes":M} or null`
+
+// bindIdleStop reads an idle_stop value of the API: absent or null is off;
+// anything but an object of the two whole numbers is refused naming
+// idle_stop (an object is a setting, so {"…":0,"minutes":0} is out of
+// range rather than off).
+func bindIdleStop(raw json.RawMessage) (models.IdleStop, error) {
+	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return models.IdleStop{}, nil
+	}
+	var in APIIdleStop
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return models.IdleStop{}, apperr.Invalid(idlestop.Field, idleStopWant)
+	}
+	if in.GPUUtilBelowPct == 0 && in.Minutes == 0 {
+		return models.IdleStop{}, apperr.Field(idlestop.Field, "idle.err.pct")
+	}
+	return models.IdleStop{BelowPct: in.GPUUtilBelowPct, Minutes: in.Minutes}, nil
+}
+
+// idleStopForm reads the idle-stop inputs of a form: off unless the
+// checkbox is ticked; whole numbers otherwise, or the problem to show
+// beside them.
+func idleStopForm(f views.Form) (models.IdleStop, *apperr.Error) {
+	if f.Get("idle_stop") == "" {
+		return models.IdleStop{}, nil
+	}
+	pct, err := strconv.Atoi(strings.TrimSpace(f.Get("idle_stop_below_pct")))
+	if err != nil {
+		return models.IdleStop{}, apperr.Field(idlestop.Field, "idle.err.pct")
+	}
+	minutes, err := strconv.Atoi(strings.TrimSpace(f.Get("idle_stop_minutes")))
+	if err != nil {
+		return models.IdleStop{}, apperr.Field(idlestop.Field, "idle.err.minutes", idlestop.MinMinutes, idlestop.MaxMinutes)
+	}
+	return models.IdleStop{BelowPct: pct, Minutes: minutes}, nil
+}
+
+// idleStopFields are the idle-stop inputs of the rent form and of the
+// rental page's idle-stop form.
+var idleStopFields = []string{"idle_stop", "idle_stop_below_pct", "idle_stop_minutes"}
+
+// idleStopDefaults fills the idle-stop inputs a form left empty with a
+// setting (the rental's own) or, when it is off, a suggestion: below
+// 10 % for an hour.
+func idleStopDefaults(f views.Form, s models.IdleStop) {
+	if s.On() && f.Get("idle_stop_minutes") == "" && f.Get("idle_stop_below_pct") == "" {
+		f.Values["idle_stop"] = "1"
+	}
+	if !s.On() {
+		s = models.IdleStop{BelowPct: 10, Minutes: 60}
+	}
+	if strings.TrimSpace(f.Get("idle_stop_below_pct")) == "" {
+		f.Values["idle_stop_below_pct"] = strconv.Itoa(s.BelowPct)
+	}
+	if strings.TrimSpace(f.Get("idle_stop_minutes")) == "" {
+		f.Values["idle_stop_minutes"] = strconv.Itoa(s.Minutes)
+	}
+}
+
+// IdleStop is the idle-stop use case on the handler's services.
+func (h *Handler) IdleStop() *idlestop.Service {
+	return &idlestop.Service{Rentals: h.Rentals, Accounts: h.Accounts}
+}
+
+// rentalJSON answers with a rental in the API, its organisation's
+// idle-stop policy included.
+func (h *Handler) rentalJSON(c echo.Context, status int, d *rentals.RentalDetail) error {
+	org, err := h.DB.OrgByID(c.Request().Context(), d.Rental.OrgID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, apiRentalIdle(apiRental(d), d, org))
+}
+
+// apiRentalIdle adds a rental's idle stop to its API form: its own
+// setting, its lab's policy and the one the watch applies.
+func apiRentalIdle(out APIRental, d *rentals.RentalDetail, org *models.Org) APIRental {
+	p := idlestop.Policy(org)
+	out.IdleStop, out.IdleStopLabPolicy = apiIdleStop(d.Rental.IdleStop), apiIdleStop(p)
+	out.IdleStopEffective = apiIdleStop(idlestop.Effective(d.Rental.IdleStop, p))
+	return out
+}
+
+// APIRentalIdleStop is POST /api/v1/rentals/{id}/idle-stop with the body
+// {"gpu_util_below_pct":N,"minutes":M}, or null to turn it off: for the
+// renter and the organisation's admins (403 for other members).
+func (h *Handler) APIRentalIdleStop(c echo.Context) error {
+	var raw json.RawMessage
+	if err := JSONDecoder(c).Decode(&raw); err != nil {
+		return apperr.Invalid("body", "want JSON "+strings.TrimPrefix(idleStopWant, "idle_stop: want "))
+	}
+	d, m, err := h.rentalFor(c)
+	if err != nil {
+		return err
+	}
+	v, err := bindIdleStop(raw)
+	if err == nil {
+		_, err = h.IdleStop().Set(c.Request().Context(), CurrentUser(c), m, d.Rental.ID, v)
+	}
+	if err != nil {
+		return err
+	}
+	if d, err = h.Rentals.Detail(c.Request().Context(), d.Rental.ID); err != nil {
+		return err
+	}
+	return h.rentalJSON(c, http.StatusOK, d)
+}
+
+// RentalIdleStop is POST /rentals/{id}/idle-stop: the rental page's
+// idle-stop form, for the renter and the organisation's admins. Bad input
+// shows the page again with the message beside the inputs (422) and
+// changes nothing.
+func (h *Handler) RentalIdleStop(c echo.Context) error {
+	d, m, err := h.rentalFor(c)
+	if err != nil {
+		return err
+	}
+	f := ReadForm(c, idleStopFields...)
+	v, ferr := idleStopForm(f)
+	if ferr == nil {
+		_, err = h.IdleStop().Set(c.Request().Context(), CurrentUser(c), m, d.Rental.ID, v)
+	} else if !rentals.CanStop(&d.Rental, CurrentUser(c), m) {
+		// Who may change it is said before anything about the input.
+		err = apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may change this rental's idle stop")
+	} else {
+		err = ferr
+	}
+	if err == nil {
+		h.Flash(c, "idle.saved_flash", d.Rental.ID)
+		return SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
+	}
+	ae, ok := apperr.As(err)
+	if !ok || ae.Field != idlestop.Field || ae.Key == "" {
+		return err
+	}
+	vc := ViewCtx(c)
+	f.Errors[idlestop.Field] = vc.T(ae.Key, ae.Args...)
+	vm, err := h.rentalPageVM(c, d, m)
+	if err != nil {
+		return err
+	}
+	if vm.Idle, err = h.rentalIdleVM(c, d, m, &f); err != nil {
+		return err
+	}
+	if vm.SLA, err = h.rentalSLA(c, d); err != nil {
+		return err
+	}
+	vc.Path = c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10))
+	return Render(c, ErrorStatus(ae), rentalpages.RentalPage(vc, vm))
+}
+
+// rentalIdleVM is the rental page's idle-stop section, its form as f left
+// it (nil for the rental's own setting): the setting, the lab's policy,
+// what applies and, while it runs, how long its GPUs have idled.
+func (h *Handler) rentalIdleVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership, f *views.Form) (*rentalpages.IdleStopVM, error) {
+	ctx := c.Request().Context()
+	org, err := h.DB.OrgByID(ctx, d.Rental.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	r := &d.Rental
+	own, p := r.IdleStop, idlestop.Policy(org)
+	eff := idlestop.Effective(own, p)
+	vm := &rentalpages.IdleStopVM{RentalID: r.ID, Own: idleSetting(own), Policy: idleSetting(p), Effective: idleSetting(eff),
+		PolicyOrg: org.Name, Running: r.Status == models.RentalRunning && !r.NoGPU, IdleMinutes: -1, Simulated: d.Simulated(),
+		CanChange:  rentals.CanStop(r, CurrentUser(c), m) && !r.Released() && r.Status != models.RentalFailed,
+		MinMinutes: idlestop.MinMinutes, MaxMinutes: idlestop.MaxMinutes}
+	if f == nil {
+		form := ReadForm(c)
+		f = &form
+	}
+	idleStopDefaults(*f, own)
+	vm.Form = *f
+	if vm.Running && eff.On() {
+		st, err := h.IdleStop().StreakOf(ctx, r.ID, eff, d.At)
+		if err != nil {
+			return nil, err
+		}
+		if st.Idle {
+			stops := idlestop.StopsAt(st, eff, r.IdleWarnedAt, d.At)
+			vm.IdleMinutes, vm.StopsAt = int(st.For(d.At)/time.Minute), &stops
+		}
+	}
+	return vm, nil
+}
+
+// idleSetting maps a setting to the pages'.
+func idleSetting(s models.IdleStop) rentalpages.IdleSetting {
+	return rentalpages.IdleSetting{BelowPct: s.BelowPct, Minutes: s.Minutes}
+}
