@@ -13,7 +13,7 @@ import (
 func TestEffective(t *testing.T) {
 	s := func(pct, minutes int) models.IdleStop { return models.IdleStop{BelowPct: pct, Minutes: minutes} }
 	for _, c := range []struct {
-		name             string
+		name              string
 		own, policy, want models.IdleStop
 	}{
 		{"neither", s(0, 0), s(0, 0), s(0, 0)},
