@@ -204,7 +204,7 @@ func (h *Handler) rentalIdleVM(c echo.Context, d *rentals.RentalDetail, m *model
 	eff := idlestop.Effective(own, p)
 	vm := &rentalpages.IdleStopVM{RentalID: r.ID, Own: idleSetting(own), Policy: idleSetting(p), Effective: idleSetting(eff),
 		PolicyOrg: org.Name, Running: r.Status == models.RentalRunning && !r.NoGPU, IdleMinutes: -1, Simulated: d.Simulated(),
-		CanChange:  rentals.CanStop(r, CurrentUser(c), m) && !r.Released() && r.Status != models.RentalFailed,
+		CanChange:  idlestop.Changeable(r, CurrentUser(c), m),
 		MinMinutes: idlestop.MinMinutes, MaxMinutes: idlestop.MaxMinutes}
 	if f == nil {
 		form := ReadForm(c)

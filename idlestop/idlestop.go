@@ -114,6 +114,13 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 	return s.Rentals.Rent(ctx, u, org, m, in)
 }
 
+// Changeable reports whether the user may change the rental's idle stop
+// now: who may stop it (rentals.CanStop), on a rental that may run again
+// (not released, not failed).
+func Changeable(r *models.Rental, u *models.User, m *models.Membership) bool {
+	return rentals.CanStop(r, u, m) && !r.Released() && r.Status != models.RentalFailed
+}
+
 // Set changes a rental's own idle-stop setting (zero: off), for its
 // renter or an admin of its organisation (rentals.CanStop), while it is
 // not released: running, it applies from the watch's next pass; stopped,

@@ -13,9 +13,9 @@ import (
 )
 
 // The idle-stop watch's list holds running GPU rentals with a setting of
-// their own or a policy of their organisation, after the id asked, with
-// both read back; not stopped ones, not no-GPU ones, not those without
-// either. Settings and policies round-trip through the records; a
+// their own or a policy of their organisation (a lab), after the id
+// asked, with both read back; not stopped ones, not no-GPU ones, not
+// those without either (a team's policy values do not count). Settings and policies round-trip through the records; a
 // warning is recorded once per streak; the run's start is its latest
 // running or migrated event.
 func TestIdleStopStore(t *testing.T) {
@@ -24,7 +24,8 @@ func TestIdleStopStore(t *testing.T) {
 		n, _ := seededNode(t, db)
 		own := testRental(t, db, n)
 		byPolicy := testRental(t, db, n)
-		testRental(t, db, n) // neither a setting nor a policy
+		// A team's policy values do not count: only labs have policies.
+		teamPolicy := testRental(t, db, n)
 		stopped := testRental(t, db, n)
 		noGPU := testRental(t, db, n)
 		now := time.Now().UTC().Truncate(time.Second)
@@ -36,7 +37,12 @@ func TestIdleStopStore(t *testing.T) {
 					return err
 				}
 			}
-			if err := models.SetOrgIdlePolicy(tx, byPolicy.OrgID, policy); err != nil {
+			for _, org := range []int64{byPolicy.OrgID, teamPolicy.OrgID} {
+				if err := models.SetOrgIdlePolicy(tx, org, policy); err != nil {
+					return err
+				}
+			}
+			if err := tx.Model(&models.Org{}).Where("id = ?", byPolicy.OrgID).Update("kind", models.OrgLab).Error; err != nil {
 				return err
 			}
 			if err := tx.Model(&models.Rental{}).Where("id = ?", stopped.ID).Update("status", models.RentalStopped).Error; err != nil {

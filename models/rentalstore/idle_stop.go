@@ -38,16 +38,17 @@ func (w *IdleWatch) Policy() models.IdleStop {
 
 // IdleWatchList returns up to limit running rentals with GPUs after the id
 // afterID, by id, that have an idle-stop setting of their own or whose
-// organisation has a policy.
+// organisation, a lab, has a policy (only labs' policies count).
 func IdleWatchList(ctx context.Context, db *models.DB, afterID int64, limit int) ([]IdleWatch, error) {
 	var out []IdleWatch
 	err := db.R.WithContext(ctx).Raw(`SELECT r.id AS rental_id, r.org_id, r.user_id, r.node_id,
 			r.idle_stop_below_pct AS own_below_pct, r.idle_stop_minutes AS own_minutes, r.idle_warned_at AS warned_at,
-			o.idle_policy_below_pct AS policy_below_pct, o.idle_policy_minutes AS policy_minutes,
+			CASE WHEN o.kind = ? THEN o.idle_policy_below_pct ELSE 0 END AS policy_below_pct,
+			CASE WHEN o.kind = ? THEN o.idle_policy_minutes ELSE 0 END AS policy_minutes,
 			COALESCE(n.simulated, FALSE) AS simulated
 		FROM rentals r JOIN orgs o ON o.id = r.org_id LEFT JOIN nodes n ON n.id = r.node_id
-		WHERE r.status = ? AND NOT r.no_gpu AND (r.idle_stop_minutes > 0 OR o.idle_policy_minutes > 0) AND r.id > ?
-		ORDER BY r.id LIMIT ?`, models.RentalRunning, afterID, limit).Scan(&out).Error
+		WHERE r.status = ? AND NOT r.no_gpu AND (r.idle_stop_minutes > 0 OR (o.kind = ? AND o.idle_policy_minutes > 0)) AND r.id > ?
+		ORDER BY r.id LIMIT ?`, models.OrgLab, models.OrgLab, models.RentalRunning, models.OrgLab, afterID, limit).Scan(&out).Error
 	return out, err
 }
 
