@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
+	"suanli/handlers/rentalvm"
 	"suanli/idlestop"
 	"suanli/models"
 	"suanli/rentals"
@@ -35,8 +35,8 @@ func apiIdleStop(s models.IdleStop) *APIIdleStop {
 	return &APIIdleStop{GPUUtilBelowPct: s.BelowPct, Minutes: s.Minutes}
 }
 
-// idleStopWant is what the API wants for idle_stop.
-const idleStopWant = `idle_stop: want {"gpu_util_below_pct":N,"minutes":M} or null`
+// idleStopShape is what the API takes for idle_stop.
+const idleStopShape = `{"gpu_util_below_pct":N,"minutes":M} or null`
 
 // bindIdleStop reads an idle_stop value of the API: absent or null is off;
 // anything but an object of the two whole numbers is refused naming
@@ -50,7 +50,7 @@ func bindIdleStop(raw json.RawMessage) (models.IdleStop, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return models.IdleStop{}, apperr.Invalid(idlestop.Field, idleStopWant)
+		return models.IdleStop{}, apperr.Invalid(idlestop.Field, "idle_stop: want "+idleStopShape)
 	}
 	if in.GPUUtilBelowPct == 0 && in.Minutes == 0 {
 		return models.IdleStop{}, apperr.Field(idlestop.Field, "idle.err.pct")
@@ -79,24 +79,6 @@ func idleStopForm(f views.Form) (models.IdleStop, *apperr.Error) {
 // idleStopFields are the idle-stop inputs of the rent form and of the
 // rental page's idle-stop form.
 var idleStopFields = []string{"idle_stop", "idle_stop_below_pct", "idle_stop_minutes"}
-
-// idleStopDefaults fills the idle-stop inputs a form left empty with a
-// setting (the rental's own) or, when it is off, a suggestion: below
-// 10 % for an hour.
-func idleStopDefaults(f views.Form, s models.IdleStop) {
-	if s.On() && f.Get("idle_stop_minutes") == "" && f.Get("idle_stop_below_pct") == "" {
-		f.Values["idle_stop"] = "1"
-	}
-	if !s.On() {
-		s = models.IdleStop{BelowPct: 10, Minutes: 60}
-	}
-	if strings.TrimSpace(f.Get("idle_stop_below_pct")) == "" {
-		f.Values["idle_stop_below_pct"] = strconv.Itoa(s.BelowPct)
-	}
-	if strings.TrimSpace(f.Get("idle_stop_minutes")) == "" {
-		f.Values["idle_stop_minutes"] = strconv.Itoa(s.Minutes)
-	}
-}
 
 // IdleStop is the idle-stop use case on the handler's services.
 func (h *Handler) IdleStop() *idlestop.Service {
@@ -128,7 +110,7 @@ func apiRentalIdle(out APIRental, d *rentals.RentalDetail, org *models.Org) APIR
 func (h *Handler) APIRentalIdleStop(c echo.Context) error {
 	var raw json.RawMessage
 	if err := JSONDecoder(c).Decode(&raw); err != nil {
-		return apperr.Invalid("body", "want JSON "+strings.TrimPrefix(idleStopWant, "idle_stop: want "))
+		return apperr.Invalid("body", "want JSON "+idleStopShape)
 	}
 	d, m, err := h.rentalFor(c)
 	if err != nil {
@@ -191,8 +173,8 @@ func (h *Handler) RentalIdleStop(c echo.Context) error {
 }
 
 // rentalIdleVM is the rental page's idle-stop section, its form as f left
-// it (nil for the rental's own setting): the setting, the lab's policy,
-// what applies and, while it runs, how long its GPUs have idled.
+// it (nil for the rental's own setting), with its GPUs' idle streak while
+// it runs.
 func (h *Handler) rentalIdleVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership, f *views.Form) (*rentalpages.IdleStopVM, error) {
 	ctx := c.Request().Context()
 	org, err := h.DB.OrgByID(ctx, d.Rental.OrgID)
@@ -200,32 +182,16 @@ func (h *Handler) rentalIdleVM(c echo.Context, d *rentals.RentalDetail, m *model
 		return nil, err
 	}
 	r := &d.Rental
-	own, p := r.IdleStop, idlestop.Policy(org)
-	eff := idlestop.Effective(own, p)
-	vm := &rentalpages.IdleStopVM{RentalID: r.ID, Own: idleSetting(own), Policy: idleSetting(p), Effective: idleSetting(eff),
-		PolicyOrg: org.Name, Running: r.Status == models.RentalRunning && !r.NoGPU, IdleMinutes: -1, Simulated: d.Simulated(),
-		CanChange:  idlestop.Changeable(r, CurrentUser(c), m),
-		MinMinutes: idlestop.MinMinutes, MaxMinutes: idlestop.MaxMinutes}
+	var st idlestop.Streak
+	if r.Status == models.RentalRunning && !r.NoGPU {
+		if st, err = h.IdleStop().StreakOf(ctx, r.ID, idlestop.Effective(r.IdleStop, idlestop.Policy(org)), d.At); err != nil {
+			return nil, err
+		}
+	}
 	if f == nil {
 		form := ReadForm(c)
 		f = &form
 	}
-	idleStopDefaults(*f, own)
-	vm.Form = *f
-	if vm.Running && eff.On() {
-		st, err := h.IdleStop().StreakOf(ctx, r.ID, eff, d.At)
-		if err != nil {
-			return nil, err
-		}
-		if st.Idle {
-			stops := idlestop.StopsAt(st, eff, r.IdleWarnedAt, d.At)
-			vm.IdleMinutes, vm.StopsAt = int(st.For(d.At)/time.Minute), &stops
-		}
-	}
-	return vm, nil
-}
-
-// idleSetting maps a setting to the pages'.
-func idleSetting(s models.IdleStop) rentalpages.IdleSetting {
-	return rentalpages.IdleSetting{BelowPct: s.BelowPct, Minutes: s.Minutes}
+	rentalvm.IdleStopDefaults(*f, r.IdleStop)
+	return rentalvm.IdleStop(r, org, st, d.At, d.Simulated(), idlestop.Changeable(r, CurrentUser(c), m), *f), nil
 }

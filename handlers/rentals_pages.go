@@ -218,7 +218,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 		price := offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
 		vm.Orgs = append(vm.Orgs, rentalvm.RentOrg(&om.Org, bal, student, price))
 		if p := idlestop.Policy(&om.Org); p.On() {
-			vm.IdlePolicies = append(vm.IdlePolicies, rentalpages.IdlePolicy{OrgName: om.Org.Name, Policy: idleSetting(p)})
+			vm.IdlePolicies = append(vm.IdlePolicies, rentalpages.IdlePolicy{OrgName: om.Org.Name, Policy: rentalvm.IdleSetting(p)})
 		}
 		prices = append(prices, price)
 		if strconv.FormatInt(om.Org.ID, 10) == want {
@@ -244,7 +244,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 	if strings.TrimSpace(f.Get("volume_gb")) == "" {
 		f.Values["volume_gb"] = strconv.Itoa(min(volumes.DefaultGB, volumes.MaxFor(&row.Offer)))
 	}
-	idleStopDefaults(f, models.IdleStop{})
+	rentalvm.IdleStopDefaults(f, models.IdleStop{})
 	vm.IdleMinMinutes, vm.IdleMaxMinutes = idlestop.MinMinutes, idlestop.MaxMinutes
 	vm.Form = f
 	if err := h.rentStorageVM(c, &vm, &row); err != nil {
