@@ -31,6 +31,7 @@ var useCases = []string{
 	"suanli/offers", "suanli/tco", "suanli/fleet", "suanli/benchmarks", "suanli/rentals", "suanli/billing",
 	"suanli/sla", "suanli/providers", "suanli/metrics", "suanli/audit", "suanli/accounts", "suanli/images", "suanli/volumes",
 	"suanli/workspace",
+	"suanli/idlestop",
 }
 
 // edge is one import of one file: the file relative to the module root

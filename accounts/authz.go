@@ -23,6 +23,7 @@ const (
 	ManageBilling               // invoice details and the hourly spending cap
 	Rent                        // rent GPUs paid from its wallet
 	ViewRentals                 // see its rentals
+	SetIdlePolicy               // set a lab's idle-stop policy for its members' rentals
 )
 
 // rule is who may take an action: the weakest role, and whether platform
@@ -45,6 +46,7 @@ var rules = map[Action]rule{
 	ManageBilling: {minRole: models.RoleAdmin},
 	Rent:          {minRole: models.RoleMember},
 	ViewRentals:   {minRole: models.RoleMember, platformAdmin: true},
+	SetIdlePolicy: {minRole: models.RoleAdmin, labOnly: true},
 }
 
 // Authorize returns the organisation and the user's membership (nil for a

@@ -1,227 +1,20 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
-	"suanli/agent"
 	"suanli/apperr"
-	"suanli/gpu"
+	"suanli/handlers/rentaljson"
 	"suanli/images"
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/rentals"
-	"suanli/volumes"
 )
-
-// APIRental is a rental in the JSON API.
-type APIRental struct {
-	ID                 int64          `json:"id"`
-	Status             string         `json:"status"`
-	OrgID              int64          `json:"org_id"`
-	OfferID            int64          `json:"offer_id"`
-	GPUModel           string         `json:"gpu_model"`
-	GPUs               int            `json:"gpus"`
-	GPUUUIDs           []string       `json:"gpu_uuids"`
-	Node               *APIRentalNode `json:"node"`
-	SLA                string         `json:"sla"`
-	Term               string         `json:"term"`
-	AutoRenew          bool           `json:"auto_renew"`
-	PricePerGPUHourFen int64          `json:"price_per_gpu_hour_fen"`
-	StudentDiscountPct int            `json:"student_discount_pct"`
-	OffpeakDiscountPct int            `json:"offpeak_discount_pct"`
-	SLASurchargePct    int            `json:"sla_surcharge_pct"`
-	TermPriceFen       *int64         `json:"term_price_fen"`
-	Access             *APIAccess     `json:"access"`
-	Image              string         `json:"image"`
-	// RegistryAuth: the custom image's registry username, never the password.
-	RegistryAuth *images.RegistryAuthShown `json:"registry_auth"`
-	Volume       *APIVolume                `json:"volume"`
-	// NoGPU: it runs (or last ran) in no-GPU mode, billed
-	// NoGPUPricePerHourFen an hour instead of its GPU price.
-	NoGPU                bool  `json:"no_gpu"`
-	NoGPUPricePerHourFen int64 `json:"no_gpu_price_per_hour_fen"`
-	// FilesLeft is the local volume it left on another node when it moved
-	// without its files (nil when none).
-	FilesLeft *APIFilesLeft `json:"files_left"`
-	// Ports are the container ports declared for the browser.
-	Ports []int `json:"ports"`
-	// Startable: a stopped rental that POST …/start would start again.
-	Startable  bool       `json:"startable"`
-	ReleasedAt *time.Time `json:"released_at"`
-	Checks     *APIChecks `json:"checks"`
-	// CostFen is the cost so far (posted plus accrued since the last meter pass).
-	CostFen        int64      `json:"cost_so_far_fen"`
-	BilledFen      int64      `json:"billed_fen"`
-	RateFenPerHour int64      `json:"rate_fen_per_hour"`
-	Free           bool       `json:"free"`
-	DowntimeSecs   int64      `json:"downtime_seconds"`
-	Failure        string     `json:"failure,omitempty"`
-	StopReason     string     `json:"stop_reason,omitempty"`
-	Simulated      bool       `json:"simulated"`
-	Events         []APIEvent `json:"events"`
-	CreatedAt      time.Time  `json:"created_at"`
-	RunningSince   *time.Time `json:"running_since"`
-	EndsAt         *time.Time `json:"ends_at"`
-	StoppedAt      *time.Time `json:"stopped_at"`
-	Currency       string     `json:"currency"`
-}
-
-// APIAccess is how the renter reaches a rental's container: the flat
-// fields as before, and the same SSH details under ssh.
-type APIAccess struct {
-	agent.Access
-	SSH APISSH `json:"ssh"`
-	// Browser is set while a real container runs: the marketplace's
-	// pages that reach it.
-	Browser *APIBrowser `json:"browser,omitempty"`
-}
-
-// APIBrowser lists the paths of a rental's browser access.
-type APIBrowser struct {
-	Jupyter  string    `json:"jupyter,omitempty"`
-	Terminal string    `json:"terminal"`
-	Files    string    `json:"files"`
-	Logs     string    `json:"logs"`
-	Ports    []APIPort `json:"ports"`
-}
-
-// APIPort is a declared port and its path.
-type APIPort struct {
-	Port int    `json:"port"`
-	URL  string `json:"url"`
-}
-
-// apiBrowser is a running container's browser access.
-func apiBrowser(r *models.Rental, a *agent.Access) *APIBrowser {
-	base := "/rentals/" + strconv.FormatInt(r.ID, 10)
-	b := &APIBrowser{Terminal: base + "/terminal", Files: base + "/files", Logs: base + "/logs", Ports: []APIPort{}}
-	if a.Jupyter != nil {
-		b.Jupyter = base + "/jupyter/"
-	}
-	for _, p := range r.DeclaredPorts() {
-		b.Ports = append(b.Ports, APIPort{Port: p, URL: base + "/ports/" + strconv.Itoa(p) + "/"})
-	}
-	return b
-}
-
-// APISSH is a rental's SSH endpoint.
-type APISSH struct {
-	Host    string `json:"host"`
-	Port    int    `json:"port"`
-	User    string `json:"user"`
-	Command string `json:"command"`
-}
-
-// APIVolume is a volume in the JSON API.
-type APIVolume struct {
-	ID      int64  `json:"id"`
-	Name    string `json:"name"`
-	SizeGB  int    `json:"size_gb"`
-	Storage string `json:"storage"`
-	// NodeID is the node that holds its files (local storage), or the
-	// node it was last mounted on (shared).
-	NodeID             *int64     `json:"node_id"`
-	DatacenterID       int64      `json:"datacenter_id"`
-	OfferID            int64      `json:"offer_id"`
-	Status             string     `json:"status"`
-	PricePerGBMonthFen int64      `json:"price_per_gb_month_fen"`
-	FenPerDay          int64      `json:"fen_per_day"`
-	BilledFen          int64      `json:"billed_fen"`
-	RentalID           *int64     `json:"rental_id"`
-	DeleteAfter        *time.Time `json:"delete_after"`
-	CreatedAt          time.Time  `json:"created_at"`
-}
-
-// APIVolumeOf maps a volume (attached to rentalID, 0 for none) to the
-// API; nil for none.
-func APIVolumeOf(v *models.Volume, rentalID int64) *APIVolume {
-	if v == nil {
-		return nil
-	}
-	out := &APIVolume{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB, Storage: string(v.Storage), NodeID: v.NodeID, DatacenterID: v.DatacenterID,
-		OfferID: v.OfferID, Status: string(v.Status), PricePerGBMonthFen: v.PricePerGBMonthFen, FenPerDay: volumes.FenPerDay(v),
-		BilledFen: v.BilledFen, DeleteAfter: v.DeleteAfter, CreatedAt: v.CreatedAt}
-	if rentalID != 0 {
-		out.RentalID = &rentalID
-	}
-	return out
-}
-
-// APIFilesLeft is where a rental's earlier files are (local storage):
-// POST …/start with volume_id starts it there once NodeBack.
-type APIFilesLeft struct {
-	VolumeID int64  `json:"volume_id"`
-	NodeID   *int64 `json:"node_id"`
-	NodeBack bool   `json:"node_back"`
-}
-
-// APIRentalNode is the node a rental runs on.
-type APIRentalNode struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	Health    string `json:"health"`
-	Simulated bool   `json:"simulated"`
-}
-
-// APIChecks are the NVML checks that passed before the GPUs were handed over.
-type APIChecks struct {
-	NodeID int64                  `json:"node_id"`
-	At     time.Time              `json:"at"`
-	Passed int                    `json:"passed"`
-	Total  int                    `json:"total"`
-	GPUs   map[string]gpu.Verdict `json:"gpus"`
-}
-
-// APIEvent is one line of a rental's timeline.
-type APIEvent struct {
-	At     time.Time `json:"at"`
-	Kind   string    `json:"kind"`
-	Detail string    `json:"detail,omitempty"`
-}
-
-func apiRental(d *rentals.RentalDetail) APIRental {
-	r := d.Rental
-	out := APIRental{ID: r.ID, Status: d.PublicStatus(), Image: r.Image, RegistryAuth: d.RegistryAuth(), Startable: d.Startable(), NoGPU: r.NoGPU, NoGPUPricePerHourFen: r.NoGPUPricePerHourFen, ReleasedAt: r.ReleasedAt, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
-		GPUUUIDs: []string{}, SLA: r.SLA, Term: string(r.Term), AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
-		StudentDiscountPct: r.StudentPct, OffpeakDiscountPct: r.OffpeakPct, SLASurchargePct: r.SLASurchargePct, TermPriceFen: r.TermPriceFen,
-		CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,
-		DowntimeSecs: r.DowntimeSecs, Failure: r.Failure, StopReason: r.StopReason, Simulated: d.Simulated(), Events: []APIEvent{},
-		CreatedAt: r.CreatedAt, RunningSince: r.RunningSince, EndsAt: r.EndsAt, StoppedAt: r.StoppedAt, Currency: "cny", Ports: r.DeclaredPorts()}
-	if out.Ports == nil {
-		out.Ports = []int{}
-	}
-	for _, g := range d.GPUs {
-		out.GPUUUIDs = append(out.GPUUUIDs, g.UUID)
-	}
-	if a := d.Access; a != nil && r.Status == models.RentalRunning {
-		out.Access = &APIAccess{Access: *a, SSH: APISSH{Host: a.Host, Port: a.Port, User: a.User, Command: a.Command}}
-		if a.Container {
-			out.Access.Browser = apiBrowser(&r, a)
-		}
-	}
-	if lv := d.LeftVolume; lv != nil {
-		out.FilesLeft = &APIFilesLeft{VolumeID: lv.ID, NodeID: lv.NodeID, NodeBack: d.LeftNodeUp}
-	}
-	if d.Volume != nil {
-		out.Volume = APIVolumeOf(d.Volume, r.ID)
-	}
-	if d.Node != nil {
-		out.Node = &APIRentalNode{ID: d.Node.ID, Name: d.Node.Name, Health: string(d.Node.Health), Simulated: d.Node.Simulated}
-	}
-	if d.Checks != nil {
-		p, t := d.Checks.Passed()
-		out.Checks = &APIChecks{NodeID: d.Checks.NodeID, At: d.Checks.At, Passed: p, Total: t, GPUs: d.Checks.Verdicts}
-	}
-	for _, e := range d.Events {
-		out.Events = append(out.Events, APIEvent{At: e.At, Kind: e.Kind, Detail: e.Detail})
-	}
-	return out
-}
 
 // rentInput reads what both the API and the page send to rent.
 type rentBody struct {
@@ -239,6 +32,10 @@ type rentBody struct {
 	RegistryAuth *images.RegistryAuth `json:"registry_auth"`
 	// Ports are container ports to open in the browser.
 	Ports []int `json:"ports"`
+	// IdleStop: {"gpu_util_below_pct":N,"minutes":M}, or null (off).
+	IdleStop json.RawMessage `json:"idle_stop"`
+	// idle is IdleStop as read (bindIdleStop), or from the form.
+	idle models.IdleStop
 }
 
 // rent authorises the renter for the organisation and rents.
@@ -256,9 +53,9 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.Rentals.Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
+	return h.IdleStop().Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
 		SLA: in.SLA, Term: pricing.Term(in.Term), SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew,
-		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth, Ports: in.Ports})
+		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth, Ports: in.Ports, IdleStop: in.idle})
 }
 
 // APIRentalCreate is POST /api/v1/rentals.
@@ -271,6 +68,10 @@ func (h *Handler) APIRentalCreate(c echo.Context) error {
 	if in.OfferID <= 0 {
 		return &apperr.Error{Code: apperr.EINVALID, Field: "offer_id", Message: "offer_id is required"}
 	}
+	var err error
+	if in.idle, err = bindIdleStop(in.IdleStop); err != nil {
+		return err
+	}
 	r, err := h.rent(c, in)
 	if err != nil {
 		return err
@@ -280,7 +81,7 @@ func (h *Handler) APIRentalCreate(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set("Location", "/api/v1/rentals/"+strconv.FormatInt(r.ID, 10))
-	return c.JSON(http.StatusCreated, apiRental(d))
+	return h.rentalJSON(c, http.StatusCreated, d)
 }
 
 // RentalFor is rentalFor, for the handlers' area packages.
@@ -317,7 +118,7 @@ func (h *Handler) APIRentalShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiRental(d))
+	return h.rentalJSON(c, http.StatusOK, d)
 }
 
 // stopRental stops a rental the caller may stop.
@@ -338,7 +139,7 @@ func (h *Handler) APIRentalStop(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiRental(d))
+	return h.rentalJSON(c, http.StatusOK, d)
 }
 
 // APIRentalsList is GET /api/v1/rentals (?org_id=, page, per_page): live
@@ -360,13 +161,13 @@ func (h *Handler) APIRentalsList(c echo.Context) error {
 	if err := pg.Within(total); err != nil {
 		return err
 	}
-	out := []APIRental{}
+	out := []rentaljson.Rental{}
 	for _, r := range rs {
 		d, err := h.Rentals.Detail(ctx, r.ID)
 		if err != nil {
 			return err
 		}
-		out = append(out, apiRental(d))
+		out = append(out, rentaljson.WithIdle(rentaljson.Of(d), d, org))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "rentals": out, "total": total, "page": pg.Page, "per_page": pg.PerPage})
 }
@@ -431,7 +232,11 @@ func (h *Handler) APIRentalChange(c echo.Context) error {
 		FromGPUs: q.FromGPUs, ToGPUs: q.ToGPUs, FromFenPerHour: q.FromFenPerHour, ToFenPerHour: q.ToFenPerHour, SameNode: q.SameNode, Currency: "cny"},
 		"confirmed": in.Confirm}
 	if in.Confirm {
-		out["rental"] = apiRental(d)
+		org, err := h.DB.OrgByID(c.Request().Context(), d.Rental.OrgID)
+		if err != nil {
+			return err
+		}
+		out["rental"] = rentaljson.WithIdle(rentaljson.Of(d), d, org)
 	}
 	return c.JSON(http.StatusOK, out)
 }

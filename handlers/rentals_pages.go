@@ -12,6 +12,7 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/handlers/rentalvm"
+	"suanli/idlestop"
 	"suanli/images"
 	"suanli/models"
 	"suanli/models/ledger"
@@ -26,7 +27,8 @@ import (
 )
 
 // rentFields are the rent form's fields.
-var rentFields = []string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id", "registry_username", "registry_password", "ports"}
+var rentFields = append([]string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id",
+	"registry_username", "registry_password", "ports"}, idleStopFields...)
 
 // RentNew is GET /offers/{id}/rent: the rent form, its fields taken from
 // the query (the offer page's quote panel links here with its choice).
@@ -75,6 +77,11 @@ func (h *Handler) RentCreate(c echo.Context) error {
 		in.RegistryAuth = &images.RegistryAuth{Username: u, Password: p}
 	}
 	f.Values["registry_password"] = "" // never shown again, not even to its author
+	if v, err := idleStopForm(f); err != nil {
+		f.Errors[err.Field] = ViewCtx(c).T(err.Key, err.Args...)
+	} else {
+		in.idle = v
+	}
 	if v := strings.TrimSpace(f.Get("volume_id")); v != "" {
 		if id, err := strconv.ParseInt(v, 10, 64); err == nil && id > 0 {
 			in.VolumeID = id
@@ -217,6 +224,9 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 		student := rentals.StudentPrices(&om.Org, &om.Membership)
 		price := offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
 		vm.Orgs = append(vm.Orgs, rentalvm.RentOrg(&om.Org, bal, student, price))
+		if p := idlestop.Policy(&om.Org); p.On() {
+			vm.IdlePolicies = append(vm.IdlePolicies, rentalpages.IdlePolicy{OrgName: om.Org.Name, Policy: rentalvm.IdleSetting(p)})
+		}
 		prices = append(prices, price)
 		if strconv.FormatInt(om.Org.ID, 10) == want {
 			vm.Selected = len(vm.Orgs) - 1
@@ -241,6 +251,8 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 	if strings.TrimSpace(f.Get("volume_gb")) == "" {
 		f.Values["volume_gb"] = strconv.Itoa(min(volumes.DefaultGB, volumes.MaxFor(&row.Offer)))
 	}
+	rentalvm.IdleStopDefaults(f, models.IdleStop{})
+	vm.IdleMinMinutes, vm.IdleMaxMinutes = idlestop.MinMinutes, idlestop.MaxMinutes
 	vm.Form = f
 	if err := h.rentStorageVM(c, &vm, &row); err != nil {
 		return vm, err
@@ -439,6 +451,9 @@ func (h *Handler) rentalActionRefused(c echo.Context, err error) error {
 	if vm.SLA, verr = h.rentalSLA(c, d); verr != nil {
 		return verr
 	}
+	if vm.Idle, verr = h.rentalIdleVM(c, d, m, nil); verr != nil {
+		return verr
+	}
 	vc.Path = c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10))
 	return Render(c, status, rentalpages.RentalPage(vc, vm))
 }
@@ -461,6 +476,9 @@ func (h *Handler) RentalShow(c echo.Context) error {
 		return err
 	}
 	if vm.Usage, err = h.RentalUsageVM(c, d); err != nil {
+		return err
+	}
+	if vm.Idle, err = h.rentalIdleVM(c, d, m, nil); err != nil {
 		return err
 	}
 	if !d.Rental.Released() && d.Rental.Status != models.RentalFailed {
@@ -655,6 +673,9 @@ func (h *Handler) renderChange(c echo.Context, d *rentals.RentalDetail, m *model
 	}
 	vm.Change.TopUp = topUp
 	if vm.SLA, err = h.rentalSLA(c, d); err != nil {
+		return err
+	}
+	if vm.Idle, err = h.rentalIdleVM(c, d, m, nil); err != nil {
 		return err
 	}
 	vc := ViewCtx(c)

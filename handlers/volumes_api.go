@@ -70,7 +70,7 @@ func (h *Handler) APIRentalStart(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiRental(d))
+	return h.rentalJSON(c, http.StatusOK, d)
 }
 
 // releaseBody is POST /api/v1/rentals/{id}/release's optional body.
@@ -100,5 +100,5 @@ func (h *Handler) APIRentalRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiRental(d))
+	return h.rentalJSON(c, http.StatusOK, d)
 }

@@ -65,6 +65,10 @@ type Org struct {
 	CreatedAt    time.Time
 	// SuspendedAt is set while a platform admin has suspended the organisation.
 	SuspendedAt *time.Time
+	// IdlePolicy is a lab's idle-stop policy for its members' rentals
+	// (zero: none): they stop at the latest when every GPU stays below
+	// its BelowPct % for its Minutes.
+	IdlePolicy IdleStop `gorm:"embedded;embeddedPrefix:idle_policy_"`
 }
 
 // Usable reports whether the organisation may act: an active team or an

@@ -175,3 +175,11 @@ func OrgsCreatedSince(tx *gorm.DB, userID int64, since time.Time) (int64, error)
 		Where("m.user_id = ? AND m.role = ? AND NOT o.personal AND o.created_at >= ?", userID, RoleOwner, since).Count(&n).Error
 	return n, err
 }
+
+// SetOrgIdlePolicy stores a lab's idle-stop policy for its members'
+// rentals (zero: none).
+func SetOrgIdlePolicy(tx *gorm.DB, orgID int64, p IdleStop) error {
+	return tx.Model(&Org{}).Where("id = ?", orgID).Updates(map[string]any{
+		"idle_policy_below_pct": p.BelowPct, "idle_policy_minutes": p.Minutes,
+	}).Error
+}

@@ -141,6 +141,12 @@ type Rental struct {
 	// offer's price at that start) instead of its GPU price.
 	NoGPU                bool  `gorm:"column:no_gpu"`
 	NoGPUPricePerHourFen int64 `gorm:"column:no_gpu_price_per_hour_fen"`
+	// IdleStop is the renter's own idle-stop setting (zero: off); the
+	// watch applies the stricter of it and the lab's policy (idlestop).
+	IdleStop IdleStop `gorm:"embedded;embeddedPrefix:idle_stop_"`
+	// IdleWarnedAt is when the renter was last warned that the rental
+	// will stop for idling: once per idle streak.
+	IdleWarnedAt *time.Time
 	// Ports are the container ports the renter declared for the browser
 	// (comma-separated, ascending: see ParsePorts), proxied at
 	// /rentals/{id}/ports/{port}/.
@@ -201,6 +207,17 @@ type TunnelHolder struct {
 func (r *Rental) ManagedBy(u *User, m *Membership) bool {
 	return u != nil && (r.UserID == u.ID || (m != nil && RoleRank(m.Role) >= RoleRank(RoleAdmin)))
 }
+
+// IdleStop is "stop when every GPU's utilisation stays below BelowPct %
+// for Minutes minutes" (migration 00019): a rental's own setting, or
+// a lab's policy for its members' rentals. The zero value is off.
+type IdleStop struct {
+	BelowPct int
+	Minutes  int
+}
+
+// On reports whether the setting stops anything.
+func (s IdleStop) On() bool { return s.Minutes > 0 }
 
 // Released reports whether the rental was released (see ReleasedAt).
 func (r *Rental) Released() bool { return r.ReleasedAt != nil }

@@ -6,10 +6,8 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
-	"golang.org/x/crypto/ssh"
 	"gorm.io/gorm"
 
 	"suanli/agent"
@@ -102,25 +100,13 @@ type RentInput struct {
 	RegistryAuth *images.RegistryAuth
 	// Ports are container ports to open in the browser (CheckPorts).
 	Ports []int
+	// IdleStop is the renter's idle-stop setting (zero: off), as
+	// idlestop.Service.Rent checked it against the lab's policy.
+	IdleStop models.IdleStop
 }
 
 // ErrNoFreeGPUs is returned when an offer has fewer free GPUs than asked.
 var ErrNoFreeGPUs = &apperr.Error{Code: apperr.ECONFLICT, Message: "not enough free GPUs on this offer right now; try fewer GPUs or another offer", Key: "err.no_free_gpus"}
-
-// checkSSHKey accepts one OpenSSH public key line.
-func checkSSHKey(k string) (string, error) {
-	k = strings.TrimSpace(k)
-	if k == "" {
-		return "", apperr.Field("ssh_public_key", "err.ssh_key_missing")
-	}
-	if len(k) > 16384 || strings.ContainsAny(k, "\r\n") {
-		return "", apperr.Field("ssh_public_key", "err.ssh_key")
-	}
-	if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil {
-		return "", apperr.Field("ssh_public_key", "err.ssh_key")
-	}
-	return k, nil
-}
 
 // StudentPrices reports whether renting from the organisation pays
 // student prices: it is an approved lab and the renter a confirmed member.
@@ -182,7 +168,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 			Key: "providers.err.tier_not_sold", Args: []any{tier.Name, o.SLATiers}}
 	}
 	term := cmp.Or(in.Term, pricing.OnDemand)
-	key, err := checkSSHKey(in.SSHPublicKey)
+	key, err := workspace.CheckSSHKey(in.SSHPublicKey)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +184,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 	r := &models.Rental{OrgID: org.ID, UserID: u.ID, OfferID: o.ID, ProviderID: o.ProviderID, GPUs: in.GPUs, SLA: tier.Name, Term: term,
 		Status: models.RentalPending, SSHPublicKey: key, WorkspaceID: volumes.NewKey(),
 		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, StudentPct: student, SLASurchargePct: tier.SurchargePct,
-		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now,
+		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now, IdleStop: in.IdleStop,
 		MinBilledS: max(o.MinDurationS, pricing.MinimumSeconds), Ports: models.FormatPorts(ports)}
 	need, err := StartNeeds(o, in.GPUs, term, tier, student > 0, now)
 	if err != nil {
@@ -362,7 +348,9 @@ func Changeable(r *models.Rental, u *models.User, m *models.Membership) bool {
 // workload, and the GPUs are released when it confirms (or when the
 // health watch gives up waiting). A rental not yet running is cancelled
 // and costs nothing. A term rental keeps its GPUs to the term's end.
-func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Rental, error) {
+// also run in the stop's transaction when this call stops the rental (a
+// mail saying why, say).
+func (s *Service) Stop(ctx context.Context, id int64, reason string, also ...func(tx *gorm.DB, r *models.Rental) error) (*models.Rental, error) {
 	now := s.DB.Now().UTC()
 	var nodeID int64
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -391,6 +379,11 @@ func (s *Service) Stop(ctx context.Context, id int64, reason string) (*models.Re
 		}
 		if err := models.AddRentalEvent(tx, r.ID, now, "stop_requested", reason, nil); err != nil {
 			return err
+		}
+		for _, f := range also {
+			if err := f(tx, &r); err != nil {
+				return err
+			}
 		}
 		if r.NodeID == nil {
 			return s.finishStop(tx, r.ID, 0, now)

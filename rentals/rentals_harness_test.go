@@ -185,10 +185,10 @@ func newRig(t *testing.T, db *models.DB, opts rigOptions) *rig {
 	rentals := &rentals.Service{DB: db, Wallet: wallet, Hub: fleet.NewHub(),
 		VerifyTimeout: opts.VerifyTimeout, LaunchTimeout: opts.LaunchTimeout, SilentAfter: opts.SilentAfter,
 		StepWait: cmp.Or(opts.StepWait, 2*time.Second), BaseURL: "http://suanli.test", Credentials: opts.Credentials}
-	// The periodic meter and health passes are left to the tests (they
-	// call Meter and Watch at the instants they choose); River works the
-	// provisioning jobs.
-	q, err := workers.New(db, workers.Options{Work: !opts.InsertOnly, Rentals: rentals, MeterEvery: time.Hour, WatchEvery: time.Hour,
+	// The periodic meter, health and idle-stop passes are left to the
+	// tests (they call Meter and Watch at the instants they choose); River
+	// works the provisioning jobs.
+	q, err := workers.New(db, workers.Options{Work: !opts.InsertOnly, Rentals: rentals, MeterEvery: time.Hour, WatchEvery: time.Hour, IdleEvery: time.Hour,
 		AvailabilityEvery: time.Hour, FetchPoll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

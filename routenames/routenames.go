@@ -66,6 +66,8 @@ const (
 	OrgsMembersRemove = "orgs.members.remove"
 	// OrgsBudget is POST /orgs/:id/budget.
 	OrgsBudget = "orgs.budget"
+	// OrgsIdlePolicy is POST /orgs/:id/idle-policy.
+	OrgsIdlePolicy = "orgs.idle_policy"
 	// LabsApply is GET /labs/apply.
 	LabsApply = "labs.apply"
 	// LabsApplyPost is POST /labs/apply.
@@ -108,6 +110,8 @@ const (
 	RentalsUsage = "rentals.usage"
 	// RentalsStop is POST /rentals/:id/stop.
 	RentalsStop = "rentals.stop"
+	// RentalsIdleStop is POST /rentals/:id/idle-stop.
+	RentalsIdleStop = "rentals.idle_stop"
 	// RentalsStart is POST /rentals/:id/start.
 	RentalsStart = "rentals.start"
 	// RentalsRelease is POST /rentals/:id/release.
@@ -286,6 +290,8 @@ const (
 	APIRentalsUsage = "api.rentals.usage"
 	// APIRentalsStop is POST /api/v1/rentals/:id/stop.
 	APIRentalsStop = "api.rentals.stop"
+	// APIRentalsIdleStop is POST /api/v1/rentals/:id/idle-stop.
+	APIRentalsIdleStop = "api.rentals.idle_stop"
 	// APIRentalsChange is POST /api/v1/rentals/:id/change.
 	APIRentalsChange = "api.rentals.change"
 	// APIRentalsStart is POST /api/v1/rentals/:id/start.

@@ -484,6 +484,21 @@ var matrix = []matrixRow{
 		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 422, Platform: 404, Owner: 422}},
 	{route: routenames.RentalsSharesRevoke, params: func(f *matrixFixture) []any { return []any{idParam(f.runningRental), "999999"} },
 		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 404, Platform: 404, Owner: 404}},
+	// The renter and the organisation's admins may change a rental's idle
+	// stop, as they may stop it; other members and platform admins may not.
+	{route: routenames.RentalsIdleStop, params: runningRentalParam,
+		form: url.Values{"idle_stop": {"1"}, "idle_stop_below_pct": {"10"}, "idle_stop_minutes": {"30"}},
+		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 403, Owner: 303},
+		after: func(t *testing.T, f *matrixFixture) {
+			r, err := f.a.db.RentalByID(context.Background(), f.runningRental)
+			must(t, err == nil && r.IdleStop == models.IdleStop{BelowPct: 10, Minutes: 30}, "the idle stop set: %v %+v", err, r.IdleStop)
+		}},
+	{route: routenames.APIRentalsIdleStop, params: memberRentalParam, json: func(*matrixFixture) string { return `{"gpu_util_below_pct":20,"minutes":60}` },
+		want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 403, Owner: 200},
+		after: func(t *testing.T, f *matrixFixture) {
+			r, err := f.a.db.RentalByID(context.Background(), f.memberRental)
+			must(t, err == nil && r.IdleStop == models.IdleStop{BelowPct: 20, Minutes: 60}, "the idle stop set: %v %+v", err, r.IdleStop)
+		}},
 	// The renter and the organisation's admins may stop a rental; other
 	// members and platform admins may not. Stopping twice is fine.
 	{route: routenames.RentalsStop, params: ownerRentalParam, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 403, Owner: 303},
@@ -545,6 +560,11 @@ var matrix = []matrixRow{
 			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
 			must(t, err == nil && o.MonthlyBudgetFen != nil && *o.MonthlyBudgetFen == 500000 && o.MemberCapFen != nil && *o.MemberCapFen == 80000,
 				"budget not stored: %v %+v", err, o)
+		}},
+	{route: routenames.OrgsIdlePolicy, params: orgAParam, form: url.Values{"idle_policy_below_pct": {"20"}, "idle_policy_minutes": {"60"}}, want: orgAdminPost,
+		after: func(t *testing.T, f *matrixFixture) {
+			o, err := f.a.db.OrgByID(context.Background(), f.orgA.ID)
+			must(t, err == nil && o.IdlePolicy == models.IdleStop{BelowPct: 20, Minutes: 60}, "policy not stored: %v %+v", err, o.IdlePolicy)
 		}},
 	{route: routenames.LabsApplyPost, form: url.Values{"institution": {"Tsinghua University"}, "lab_name": {"Matrix Lab"}, "supervisor": {"Prof. Li"},
 		"email_domain": {"tsinghua.edu.cn"}, "edu_email": {"someone@tsinghua.edu.cn"}}, want: anyUserPost},

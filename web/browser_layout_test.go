@@ -102,6 +102,14 @@ func TestBrowserLayoutFits(t *testing.T) {
 	if _, _, err := (&workspace.Service{DB: a.db}).CreateShare(ctx, f.actors[asOwner].user, f.runningRental, 6006, 24*time.Hour); err != nil {
 		t.Fatal(err)
 	}
+	// Its idle stop under the lab's policy: the page shows both, what
+	// applies and the GPUs' state; the organisation page the policy form.
+	if err := a.db.W.Model(&models.Rental{}).Where("id = ?", f.runningRental).Updates(map[string]any{"idle_stop_below_pct": 40, "idle_stop_minutes": 120}).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := a.db.W.Model(&models.Org{}).Where("id = ?", f.orgA.ID).Updates(map[string]any{"idle_policy_below_pct": 10, "idle_policy_minutes": 60}).Error; err != nil {
+		t.Fatal(err)
+	}
 	p := newProviderFixture(t, a, "ops@layout-gpu.example", "Layout GPU")
 	node, token := p.addNode(t, "lay-node-1")
 	heartbeatSimulated(t, a, token, "a100-40g-sxm", 4)

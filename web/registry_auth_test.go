@@ -12,6 +12,7 @@ import (
 
 	"suanli/dbtest"
 	"suanli/handlers"
+	"suanli/handlers/rentaljson"
 	"suanli/images"
 	"suanli/models"
 	"suanli/routenames"
@@ -64,7 +65,7 @@ func TestRentWithRegistryCredentials(t *testing.T) {
 
 		st, h, created, _ := idemPost(a, "/api/v1/rentals", token, "registry-1", body(ref, `{"username":"bob","password":"`+pw+`"}`))
 		must(t, st == http.StatusCreated, "rent: %d %s", st, created)
-		rental := decode[handlers.APIRental](t, created)
+		rental := decode[rentaljson.Rental](t, created)
 		must(t, rental.Image == ref && rental.RegistryAuth != nil && *rental.RegistryAuth == images.RegistryAuthShown{Username: "bob", Set: true},
 			"answer: %s", created)
 		_, _, again, _ := idemPost(a, "/api/v1/rentals", token, "registry-1", body(ref, `{"username":"bob","password":"`+pw+`"}`))

@@ -13,7 +13,7 @@ import (
 
 	"suanli/accounts"
 	"suanli/dbtest"
-	"suanli/handlers"
+	"suanli/handlers/rentaljson"
 	"suanli/models"
 	"suanli/models/supply"
 	"suanli/routenames"
@@ -89,7 +89,7 @@ func TestStartInNoGPUModeAndOnTheNodeHoldingTheFiles(t *testing.T) {
 
 		res, body = a.apiPost(start, token, `{"no_gpu":true}`)
 		must(t, res.StatusCode == 200, "no-GPU start: %d %s", res.StatusCode, body)
-		got := decode[handlers.APIRental](t, body)
+		got := decode[rentaljson.Rental](t, body)
 		must(t, got.NoGPU && got.NoGPUPricePerHourFen == o.NoGPUPricePerHourFen && got.Status == "provisioning" && len(got.GPUUUIDs) == 0 &&
 			got.Volume != nil && got.Volume.ID == vol && got.FilesLeft == nil, "no-GPU start answer: %s", body)
 		var held int64
@@ -102,7 +102,7 @@ func TestStartInNoGPUModeAndOnTheNodeHoldingTheFiles(t *testing.T) {
 		must(t, db.W.Model(&models.Volume{}).Where("id = ?", left).Update("left_by_rental_id", id2).Error == nil, "mark left")
 		must(t, db.W.Model(&models.Node{}).Where("id = ?", o.NodeID).Update("health", models.NodeSilent).Error == nil, "silence node")
 		_, body = a.get(a.url(routenames.APIRentalsShow, id2), "Authorization", "Bearer "+token)
-		got = decode[handlers.APIRental](t, body)
+		got = decode[rentaljson.Rental](t, body)
 		must(t, got.FilesLeft != nil && got.FilesLeft.VolumeID == left && !got.FilesLeft.NodeBack, "files_left while the node is down: %s", body)
 		res, body = ac.do("GET", a.url(routenames.RentalsShow, id2), nil)
 		must(t, res.StatusCode == 200 && strings.Contains(body, `id="rental-files-left"`) && !strings.Contains(body, `id="rental-start-left"`), "page while the node is down: %s", body)
@@ -110,7 +110,7 @@ func TestStartInNoGPUModeAndOnTheNodeHoldingTheFiles(t *testing.T) {
 		must(t, db.W.Model(&models.Node{}).Where("id = ?", o.NodeID).Update("health", models.NodeHealthy).Error == nil &&
 			db.W.Model(&models.GPU{}).Where("node_id = ?", o.NodeID).Updates(map[string]any{"health": models.GPUHealthy, "checked_at": db.Now().UTC()}).Error == nil, "node back")
 		_, body = a.get(a.url(routenames.APIRentalsShow, id2), "Authorization", "Bearer "+token)
-		got = decode[handlers.APIRental](t, body)
+		got = decode[rentaljson.Rental](t, body)
 		must(t, got.FilesLeft != nil && got.FilesLeft.NodeBack, "files_left once the node is back: %s", body)
 		res, body = ac.do("GET", a.url(routenames.RentalsShow, id2), nil)
 		must(t, res.StatusCode == 200 && strings.Contains(body, `id="rental-start-left"`) && strings.Contains(body, fmt.Sprintf(`name="volume_id" value="%d"`, left)),

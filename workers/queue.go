@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
+	"suanli/idlestop"
 	"suanli/models"
 	"suanli/providers"
 	"suanli/rentals"
@@ -49,10 +50,12 @@ type Options struct {
 	Mail      Sender
 	MailEvery time.Duration
 	// Rentals, when set, adds provisioning, the meter (every MeterEvery,
-	// default 1 min) and the health watch (every WatchEvery, default 5 s).
+	// default 1 min), the health watch (every WatchEvery, default 5 s) and
+	// the idle-stop watch (every IdleEvery, default 1 min).
 	Rentals    *rentals.Service
 	MeterEvery time.Duration
 	WatchEvery time.Duration
+	IdleEvery  time.Duration
 	// RescueAfter is when a job left running by a crashed process is run
 	// again (default 1 min; every job here is shorter than that).
 	RescueAfter time.Duration
@@ -101,6 +104,7 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 			river.AddWorker(workers, &MeterWorker{Rentals: opts.Rentals})
 			river.AddWorker(workers, &WatchWorker{Rentals: opts.Rentals})
 			river.AddWorker(workers, &ScheduleBenchmarksWorker{Rentals: opts.Rentals})
+			river.AddWorker(workers, &IdleStopWorker{IdleStop: &idlestop.Service{Rentals: opts.Rentals}})
 		}
 		cfg.Workers = workers
 		if opts.Metrics != nil {
@@ -125,7 +129,7 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 				river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.WatchEvery, 5*time.Second)),
 					func() (river.JobArgs, *river.InsertOpts) { return WatchArgs{}, nil },
 					&river.PeriodicJobOpts{RunOnStart: true, ID: "watch_health"}),
-				scheduleBenchmarks())
+				scheduleBenchmarks(), idleStopJob(opts.IdleEvery))
 		}
 		if opts.Mail != nil {
 			cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MailEvery, 10*time.Second)),

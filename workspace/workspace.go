@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/models"
@@ -55,6 +57,22 @@ func ParsePortList(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return CheckPorts(out)
+}
+
+// CheckSSHKey accepts one OpenSSH public key line: the key the renter
+// logs in to the container with (SSH, scp, rsync), trimmed.
+func CheckSSHKey(k string) (string, error) {
+	k = strings.TrimSpace(k)
+	if k == "" {
+		return "", apperr.Field("ssh_public_key", "err.ssh_key_missing")
+	}
+	if len(k) > 16384 || strings.ContainsAny(k, "\r\n") {
+		return "", apperr.Field("ssh_public_key", "err.ssh_key")
+	}
+	if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil {
+		return "", apperr.Field("ssh_public_key", "err.ssh_key")
+	}
+	return k, nil
 }
 
 // Workspace is what the browser proxy needs of a running rental: where

@@ -3,12 +3,15 @@ package account
 import (
 	"net/http"
 	"strconv"
-	"suanli/handlers"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
 	"suanli/apperr"
+	"suanli/handlers"
+	"suanli/idlestop"
+	"suanli/models"
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views"
@@ -29,7 +32,7 @@ func (h *Handler) OrgCreate(c echo.Context) error {
 }
 
 // orgPage renders an organisation for a user allowed to view it.
-func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form) error {
+func (h *Handler) orgPage(c echo.Context, status int, invite, budget, idle views.Form) error {
 	id, err := handlers.ParseID(c, "id", "organisation")
 	if err != nil {
 		return err
@@ -40,7 +43,8 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form)
 	if err != nil {
 		return err
 	}
-	vm := accountpages.OrgVM{Org: orgVM(org), Me: meVM(me), Invite: invite, Budget: budget}
+	vm := accountpages.OrgVM{Org: orgVM(org), Me: meVM(me), Invite: invite, Budget: budget, IdlePolicy: idle,
+		IdleMinMinutes: idlestop.MinMinutes, IdleMaxMinutes: idlestop.MaxMinutes}
 	members, err := h.DB.MembersOf(ctx, id)
 	if err != nil {
 		return err
@@ -50,7 +54,16 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form)
 	_, _, e2 := h.Accounts.Authorize(ctx, u, id, accounts.RemoveMembers)
 	_, _, e3 := h.Accounts.Authorize(ctx, u, id, accounts.SetBudget)
 	_, _, e4 := h.Accounts.Authorize(ctx, u, id, accounts.ViewWallet)
+	_, _, e5 := h.Accounts.Authorize(ctx, u, id, accounts.SetIdlePolicy)
 	vm.CanInvite, vm.CanRemove, vm.CanBudget, vm.CanWallet = e1 == nil && !org.Personal, e2 == nil, e3 == nil, e4 == nil
+	vm.CanIdlePolicy = e5 == nil
+	if vm.IdlePolicy.Values == nil {
+		vm.IdlePolicy = handlers.ReadForm(c)
+		if p := idlestop.Policy(org); p.On() {
+			vm.IdlePolicy.Values["idle_policy_below_pct"] = strconv.Itoa(p.BelowPct)
+			vm.IdlePolicy.Values["idle_policy_minutes"] = strconv.Itoa(p.Minutes)
+		}
+	}
 	if vm.Budget.Values == nil {
 		vm.Budget = handlers.ReadForm(c)
 		if org.MonthlyBudgetFen != nil {
@@ -77,7 +90,7 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget views.Form)
 
 // OrgShow is GET /orgs/{id}: members, invitations and, for labs, budget.
 func (h *Handler) OrgShow(c echo.Context) error {
-	return h.orgPage(c, http.StatusOK, views.Form{}, views.Form{})
+	return h.orgPage(c, http.StatusOK, views.Form{}, views.Form{}, views.Form{})
 }
 
 // OrgInvite is POST /orgs/{id}/invitations.
@@ -90,10 +103,10 @@ func (h *Handler) OrgInvite(c echo.Context) error {
 	if err := h.Accounts.Invite(c.Request().Context(), handlers.CurrentUser(c), id, f.Get("email"), f.Get("role")); err != nil {
 		if msg, ok := throttled(c, err); ok {
 			f.Errors["email"] = msg
-			return h.orgPage(c, http.StatusTooManyRequests, f, views.Form{})
+			return h.orgPage(c, http.StatusTooManyRequests, f, views.Form{}, views.Form{})
 		}
 		if f, ok := handlers.WithErrors(c, f, err); ok {
-			return h.orgPage(c, http.StatusUnprocessableEntity, f, views.Form{})
+			return h.orgPage(c, http.StatusUnprocessableEntity, f, views.Form{}, views.Form{})
 		}
 		return err
 	}
@@ -161,12 +174,59 @@ func (h *Handler) OrgBudget(c echo.Context) error {
 	}
 	if err != nil {
 		if f, ok := handlers.WithErrors(c, f, err); ok {
-			return h.orgPage(c, http.StatusUnprocessableEntity, views.Form{}, f)
+			return h.orgPage(c, http.StatusUnprocessableEntity, views.Form{}, f, views.Form{})
 		}
 		return err
 	}
 	h.Flash(c, "lab.budget_saved")
 	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
+}
+
+// OrgIdlePolicy is POST /orgs/{id}/idle-policy: a lab's idle-stop policy
+// for the rentals it pays for, for its admins (both fields empty: none).
+// Bad input shows the page again with the message beside the fields (422).
+func (h *Handler) OrgIdlePolicy(c echo.Context) error {
+	id, err := handlers.ParseID(c, "id", "organisation")
+	if err != nil {
+		return err
+	}
+	ctx, u := c.Request().Context(), handlers.CurrentUser(c)
+	f := handlers.ReadForm(c, "idle_policy_below_pct", "idle_policy_minutes")
+	if p, perr := idlePolicyForm(f); perr != nil {
+		// Authorise before saying anything about the input.
+		if _, _, aerr := h.Accounts.Authorize(ctx, u, id, accounts.SetIdlePolicy); aerr != nil {
+			return aerr
+		}
+		err = perr
+	} else {
+		err = h.IdleStop().SetLabPolicy(ctx, u, id, p)
+	}
+	if err != nil {
+		if f, ok := handlers.WithErrors(c, f, err); ok {
+			return h.orgPage(c, http.StatusUnprocessableEntity, views.Form{}, views.Form{}, f)
+		}
+		return err
+	}
+	h.Flash(c, "idle.policy_saved_flash")
+	return handlers.SeeOther(c, c.Echo().Reverse(routenames.OrgsShow, c.Param("id")))
+}
+
+// idlePolicyForm reads the organisation page's policy fields: both empty
+// is no policy; otherwise whole numbers, or the problem to show.
+func idlePolicyForm(f views.Form) (models.IdleStop, *apperr.Error) {
+	pct, minutes := strings.TrimSpace(f.Get("idle_policy_below_pct")), strings.TrimSpace(f.Get("idle_policy_minutes"))
+	if pct == "" && minutes == "" {
+		return models.IdleStop{}, nil
+	}
+	var p models.IdleStop
+	var err error
+	if p.BelowPct, err = strconv.Atoi(pct); err != nil {
+		return p, apperr.Field(idlestop.PolicyField, "idle.err.pct")
+	}
+	if p.Minutes, err = strconv.Atoi(minutes); err != nil {
+		return p, apperr.Field(idlestop.PolicyField, "idle.err.minutes", idlestop.MinMinutes, idlestop.MaxMinutes)
+	}
+	return p, nil
 }
 
 // LabApplyForm is GET /labs/apply.

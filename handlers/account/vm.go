@@ -42,6 +42,7 @@ func orgVM(o *models.Org) accountpages.Org {
 		Institution: o.Institution, Supervisor: o.Supervisor, EmailDomain: o.EmailDomain,
 		MonthlyBudgetFen: o.MonthlyBudgetFen, MemberCapFen: o.MemberCapFen, HourlyCapFen: o.HourlyCapFen,
 		InvoiceTitle: o.InvoiceTitle, TaxID: o.TaxID,
+		IdlePolicy: accountpages.IdlePolicy{BelowPct: o.IdlePolicy.BelowPct, Minutes: o.IdlePolicy.Minutes},
 	}
 }
 

@@ -5,11 +5,13 @@ package rentalvm
 import (
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"suanli/agent"
 	"suanli/catalog"
 	"suanli/fleet"
+	"suanli/idlestop"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
@@ -83,6 +85,7 @@ var stopReasonKeys = map[string]string{
 	rentals.StopBalance:   "rental.stop_reason.balance",
 	rentals.StopSpendCap:  "rental.stop_reason.limit",
 	rentals.StopTermEnded: "rental.stop_reason.term_ended",
+	idlestop.StopReason:   "rental.stop_reason.idle",
 	detailNoNode:          "rental.stop_reason.no_node",
 }
 
@@ -322,4 +325,43 @@ func Workspace(d *rentals.RentalDetail, canWork bool, shares []models.PortShare)
 		vm.Shares = append(vm.Shares, rentalpages.Share{ID: s.ID, Port: s.Port, ExpiresAt: s.ExpiresAt})
 	}
 	return vm
+}
+
+// IdleSetting maps an idle-stop setting or policy to the pages'.
+func IdleSetting(s models.IdleStop) rentalpages.IdleSetting {
+	return rentalpages.IdleSetting{BelowPct: s.BelowPct, Minutes: s.Minutes}
+}
+
+// IdleStop maps a rental's idle stop to its page's section: its own
+// setting, the policy of org (the lab that pays for it) and what applies;
+// st is its GPUs' idle streak at at (zero unless it runs), f the form.
+func IdleStop(r *models.Rental, org *models.Org, st idlestop.Streak, at time.Time, simulated, canChange bool, f views.Form) *rentalpages.IdleStopVM {
+	p := idlestop.Policy(org)
+	eff := idlestop.Effective(r.IdleStop, p)
+	vm := &rentalpages.IdleStopVM{RentalID: r.ID, Own: IdleSetting(r.IdleStop), Policy: IdleSetting(p), Effective: IdleSetting(eff),
+		PolicyOrg: org.Name, Running: r.Status == models.RentalRunning && !r.NoGPU, IdleMinutes: -1, Simulated: simulated,
+		CanChange: canChange, Form: f, MinMinutes: idlestop.MinMinutes, MaxMinutes: idlestop.MaxMinutes}
+	if st.Idle && eff.On() {
+		stops := idlestop.StopsAt(st, eff, r.IdleWarnedAt, at)
+		vm.IdleMinutes, vm.StopsAt = int(st.For(at)/time.Minute), &stops
+	}
+	return vm
+}
+
+// IdleStopDefaults fills the idle-stop inputs a form left empty with a
+// setting (the rental's own; ticked when on) or, when it is off, a
+// suggestion: below 10 % for an hour.
+func IdleStopDefaults(f views.Form, s models.IdleStop) {
+	if s.On() && f.Get("idle_stop_minutes") == "" && f.Get("idle_stop_below_pct") == "" {
+		f.Values["idle_stop"] = "1"
+	}
+	if !s.On() {
+		s = models.IdleStop{BelowPct: 10, Minutes: 60}
+	}
+	if strings.TrimSpace(f.Get("idle_stop_below_pct")) == "" {
+		f.Values["idle_stop_below_pct"] = strconv.Itoa(s.BelowPct)
+	}
+	if strings.TrimSpace(f.Get("idle_stop_minutes")) == "" {
+		f.Values["idle_stop_minutes"] = strconv.Itoa(s.Minutes)
+	}
 }

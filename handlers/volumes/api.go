@@ -11,6 +11,7 @@ import (
 	"suanli/accounts"
 	"suanli/apperr"
 	"suanli/handlers"
+	"suanli/handlers/rentaljson"
 	"suanli/models"
 	"suanli/volumes"
 )
@@ -33,7 +34,7 @@ func (h *Handler) APIVolumesList(c echo.Context) error {
 
 // orgVolumes is the organisation's volumes with the rentals they are
 // attached to.
-func (h *Handler) orgVolumes(c echo.Context, orgID int64) ([]*handlers.APIVolume, error) {
+func (h *Handler) orgVolumes(c echo.Context, orgID int64) ([]*rentaljson.Volume, error) {
 	ctx := c.Request().Context()
 	vs, err := h.Rentals.Volumes().List(ctx, orgID)
 	if err != nil {
@@ -43,9 +44,9 @@ func (h *Handler) orgVolumes(c echo.Context, orgID int64) ([]*handlers.APIVolume
 	if err != nil {
 		return nil, err
 	}
-	out := []*handlers.APIVolume{}
+	out := []*rentaljson.Volume{}
 	for i := range vs {
-		out = append(out, handlers.APIVolumeOf(&vs[i], attached[vs[i].ID]))
+		out = append(out, rentaljson.VolumeOf(&vs[i], attached[vs[i].ID]))
 	}
 	return out, nil
 }
@@ -81,7 +82,7 @@ func (h *Handler) APIVolumeCreate(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set("Location", "/api/v1/volumes/"+strconv.FormatInt(v.ID, 10))
-	return c.JSON(http.StatusCreated, handlers.APIVolumeOf(v, 0))
+	return c.JSON(http.StatusCreated, rentaljson.VolumeOf(v, 0))
 }
 
 // APIVolumeDelete is DELETE /api/v1/volumes/{id}: its files are deleted
@@ -114,5 +115,5 @@ func (h *Handler) APIVolumeDelete(c echo.Context) error {
 	if v, err = h.Rentals.Volumes().Record(ctx, v.ID); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, handlers.APIVolumeOf(v, 0))
+	return c.JSON(http.StatusOK, rentaljson.VolumeOf(v, 0))
 }

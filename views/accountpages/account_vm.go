@@ -66,6 +66,14 @@ type Org struct {
 	MonthlyBudgetFen, MemberCapFen, HourlyCapFen *int64
 	// InvoiceTitle and TaxID are printed on receipts.
 	InvoiceTitle, TaxID string
+	// IdlePolicy is a lab's idle-stop policy (zero: none).
+	IdlePolicy IdlePolicy
+}
+
+// IdlePolicy is a lab's idle-stop policy: its rentals stop when every GPU
+// stays below BelowPct % for Minutes minutes (zero: none).
+type IdlePolicy struct {
+	BelowPct, Minutes int
 }
 
 // Me is the viewer's own membership of a lab.
@@ -95,6 +103,12 @@ type OrgVM struct {
 	CanWallet bool
 	Invite    views.Form
 	Budget    views.Form
+	// CanIdlePolicy: the viewer may set the lab's idle-stop policy, with
+	// IdlePolicy (idle_policy_below_pct, idle_policy_minutes; its
+	// "idle_policy" message beside them) within the window's bounds.
+	CanIdlePolicy                  bool
+	IdlePolicy                     views.Form
+	IdleMinMinutes, IdleMaxMinutes int
 	// Invitations are the pending ones (for members who may invite).
 	Invitations []InvitationRow
 }

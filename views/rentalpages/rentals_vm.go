@@ -94,6 +94,10 @@ type RentVM struct {
 	SharedStorage        bool
 	// Volumes are the chosen organisation's free volumes usable here.
 	Volumes []RentVolume
+	// IdlePolicies are the idle-stop policies of the labs the renter may
+	// pay from; IdleMinMinutes and IdleMaxMinutes bound the window.
+	IdlePolicies                   []IdlePolicy
+	IdleMinMinutes, IdleMaxMinutes int
 }
 
 // CustomImage is the rent form's image value for "my own image".
@@ -385,6 +389,8 @@ type RentalVM struct {
 	// Workspace is the browser-access section (nil on the live fragment
 	// and for a released rental).
 	Workspace *WorkspaceVM
+	// Idle is the idle-stop section (nil on the live fragment).
+	Idle *IdleStopVM
 }
 
 // FilesLeft is the local volume a rental left on another node.
