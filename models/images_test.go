@@ -31,13 +31,17 @@ func TestImageCatalogueSeed(t *testing.T) {
 				t.Errorf("%s: reference %q name %q", im.Slug, im.Reference, im.Name)
 			}
 		}
-		want := []string{"pytorch-2.5-cuda12.4", "pytorch-2.7-cuda12.8", "tensorflow-2.17-cuda12.3", "cuda-12.4-runtime", "ubuntu-22.04", "debian-sshd"}
+		want := []string{"pytorch-2.5-cuda12.4", "pytorch-2.7-cuda12.8", "tensorflow-2.17-cuda12.3", "cuda-12.4-runtime", "ubuntu-22.04", "debian-sshd", "debian-jupyter"}
 		if !slices.Equal(slugs, want) {
 			t.Fatalf("catalogue %v, want %v in that order", slugs, want)
 		}
 		sshd, err := models.ImageBySlug(db.R, "debian-sshd")
 		if err != nil || sshd.Reference != "suanli-test/sshd:bookworm" || sshd.CUDAVersion != "" || sshd.Jupyter {
 			t.Errorf("debian-sshd: %+v %v", sshd, err)
+		}
+		jupyter, err := models.ImageBySlug(db.R, "debian-jupyter")
+		if err != nil || jupyter.Reference != "suanli-test/jupyter:bookworm" || !jupyter.Jupyter {
+			t.Errorf("debian-jupyter: %+v %v", jupyter, err)
 		}
 		if pt := imgs[1]; pt.CUDAVersion != "12.8" || pt.Framework != "PyTorch" {
 			t.Errorf("pytorch 2.7: %+v", pt)
@@ -64,7 +68,7 @@ func TestOfferImagesAndDefaults(t *testing.T) {
 			t.Errorf("OfferNodeID of no offer: %v", err)
 		}
 		all, err := models.ImagesOfOffer(db.R, o.ID)
-		if err != nil || len(all) != 6 {
+		if err != nil || len(all) != 7 {
 			t.Fatalf("no list: %d images %v, want the whole catalogue", len(all), err)
 		}
 		pick, err := models.ImagesBySlugs(db.R, []string{"debian-sshd", "pytorch-2.5-cuda12.4", "unknown"})
