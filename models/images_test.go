@@ -85,7 +85,7 @@ func TestOfferImagesAndDefaults(t *testing.T) {
 			t.Errorf("OfferImageSlugs = %v %v", slugs, err)
 		}
 		storeTx(t, db, func(tx *gorm.DB) error { return models.SetOfferImages(tx, o.ID, nil) })
-		if all, _ := models.ImagesOfOffer(db.R, o.ID); len(all) != 6 {
+		if all, _ := models.ImagesOfOffer(db.R, o.ID); len(all) != 7 {
 			t.Errorf("list cleared: %d images, want every one", len(all))
 		}
 
