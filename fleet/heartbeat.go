@@ -40,6 +40,13 @@ func HashNodeToken(t string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// The prefixes of a node's one-time registration token and of its
+// credential.
+const (
+	RegTokenPrefix   = "snr_"
+	CredentialPrefix = "snc_"
+)
+
 // NewNodeToken returns a new random node token with the prefix ("snr_"
 // registration, "snc_" credential), which says in logs and support
 // requests which kind it is.
@@ -52,13 +59,13 @@ func NewNodeToken(prefix string) string {
 // IssueRegistrationToken gives a node a new one-time registration token
 // (replacing any unused one) and returns it; the server keeps its hash.
 func (f *Fleet) IssueRegistrationToken(ctx context.Context, nodeID int64) (string, error) {
-	return f.setNodeToken(ctx, nodeID, supply.SetNodeRegTokenHash, "snr_")
+	return f.setNodeToken(ctx, nodeID, supply.SetNodeRegTokenHash, RegTokenPrefix)
 }
 
 // IssueCredential sets and returns a node credential directly, without a
 // registration step: for the agents that serve --demo runs in-process.
 func (f *Fleet) IssueCredential(ctx context.Context, nodeID int64) (string, error) {
-	return f.setNodeToken(ctx, nodeID, supply.SetNodeCredHash, "snc_")
+	return f.setNodeToken(ctx, nodeID, supply.SetNodeCredHash, CredentialPrefix)
 }
 
 // setNodeToken stores the hash of a new token with set and returns the

@@ -38,9 +38,16 @@
     status.textContent = status.dataset.closed;
     el.dataset.state = "closed";
   };
+  // A paste comes as one string: it is sent in pieces of at most 16 KiB
+  // (the agent takes messages of up to 1 MiB).
+  var piece = 16384;
   term.onData(function (d) {
-    if (ws.readyState === WebSocket.OPEN) {
-      ws.send(enc.encode(d));
+    if (ws.readyState !== WebSocket.OPEN) {
+      return;
+    }
+    var bytes = enc.encode(d);
+    for (var i = 0; i < bytes.length; i += piece) {
+      ws.send(bytes.subarray(i, i + piece));
     }
   });
   term.onResize(function (s) {

@@ -74,11 +74,24 @@ func Accept(ctx context.Context, w http.ResponseWriter, r *http.Request) (*yamux
 		c.Close(websocket.StatusPolicyViolation, "want subprotocol "+Subprotocol)
 		return nil, errors.New("tunnel: the agent did not speak " + Subprotocol)
 	}
-	s, err := yamux.Client(websocket.NetConn(ctx, c, websocket.MessageBinary), config())
+	cfg := config()
+	// Streams are the server's to open: one the agent opens is closed at
+	// once (accepted, so that none waits with its window full).
+	cfg.AcceptBacklog = 4
+	s, err := yamux.Client(websocket.NetConn(ctx, c, websocket.MessageBinary), cfg)
 	if err != nil {
 		c.Close(websocket.StatusInternalError, "")
 		return nil, fmt.Errorf("tunnel: %w", err)
 	}
+	go func() {
+		for {
+			st, err := s.Accept()
+			if err != nil {
+				return // the session ended
+			}
+			_ = st.Close()
+		}
+	}()
 	return s, nil
 }
 

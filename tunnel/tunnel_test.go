@@ -148,10 +148,19 @@ func TestTunnelCarriesRequests(t *testing.T) {
 	if _, err := get(t, s.reg, "/x"); !errors.Is(err, tunnel.ErrNotConnected) {
 		t.Fatalf("after the agent went: %v, want ErrNotConnected", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if fmt.Sprint(s.changes) != "[true false]" {
-		t.Errorf("onChange calls %v, want [true false]", s.changes)
+	// Told after the tunnel is forgotten (Connected says so first).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		got := fmt.Sprint(s.changes)
+		s.mu.Unlock()
+		if got == "[true false]" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("onChange calls %s, want [true false]", got)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -190,5 +199,37 @@ func TestTunnelRefused(t *testing.T) {
 	}
 	if _, err := tunnel.Dial(context.Background(), http.DefaultClient, "ftp://example", "x"); err == nil {
 		t.Fatal("an ftp server URL was dialled")
+	}
+}
+
+// Streams are the server's to open: one the agent opens is closed by the
+// server at once, and the tunnel goes on carrying the server's requests.
+func TestTunnelAgentStreamsAreClosed(t *testing.T) {
+	s := newServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sess, err := tunnel.Dial(ctx, http.DefaultClient, s.srv.URL, "node-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })}
+	go func() { _ = srv.Serve(sess) }()
+	waitConnected(t, s.reg, true)
+	for i := range 20 {
+		st, err := sess.Open()
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		_ = st.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := st.Write([]byte("hello")); err == nil {
+			buf := make([]byte, 1)
+			if _, err := st.Read(buf); err == nil {
+				t.Fatalf("stream %d: the server read and answered an agent's stream", i)
+			}
+		}
+		_ = st.Close()
+	}
+	if body, err := get(t, s.reg, "/after"); err != nil || body != "ok" {
+		t.Fatalf("the server's request after the agent's streams: %q %v", body, err)
 	}
 }

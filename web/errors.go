@@ -127,7 +127,7 @@ func errorHandler(err error, c echo.Context) {
 	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
 		// The client went away (an agent's long-poll at shutdown, a closed
 		// tab): nobody reads an answer, and it is no server error.
-		slog.Debug("request abandoned by the client", "path", c.Request().URL.Path, "request_id", requestID(c))
+		slog.Debug("request abandoned by the client", "path", loggedPath(c.Request().URL.Path), "request_id", requestID(c))
 		c.Response().WriteHeader(499)
 		return
 	}
@@ -159,7 +159,7 @@ func errorHandler(err error, c echo.Context) {
 			}
 		}
 	}
-	attrs := append([]any{"status", st, "code", code, "err", err, "request_id", requestID(c), "path", c.Request().URL.Path}, reqlog.Attrs(c.Request().Context())...)
+	attrs := append([]any{"status", st, "code", code, "err", err, "request_id", requestID(c), "path", loggedPath(c.Request().URL.Path)}, reqlog.Attrs(c.Request().Context())...)
 	if st >= 500 {
 		slog.Error("request failed", attrs...)
 	} else {

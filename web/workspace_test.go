@@ -43,6 +43,8 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("Set-Cookie", "app=1; Path=/")
         self.send_header("Service-Worker-Allowed", "/")
         self.send_header("Clear-Site-Data", '"cookies"')
+        self.send_header("Suanli-Error", "bad-path")
+        self.send_header("Cache-Control", "public, max-age=600, s-maxage=600")
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -267,6 +269,13 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	must(t, res.StatusCode == http.StatusUnprocessableEntity || res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusNotFound, "a path out of /workspace: %d", res.StatusCode)
 	res, _ = renter.do("GET", base+"/files/download?path=site", nil)
 	must(t, res.StatusCode == http.StatusUnprocessableEntity, "downloading a directory: %d, want 422", res.StatusCode)
+	// A FIFO in the workspace is refused, not opened (an open of one
+	// would wait forever on the node).
+	terminalRun(t, term, "mkfifo /workspace/pipe && echo fifo-$((40+2))", "fifo-42")
+	res, _ = renter.do("GET", base+"/files/download?path=pipe", nil)
+	must(t, res.StatusCode == http.StatusUnprocessableEntity, "downloading a FIFO: %d, want 422", res.StatusCode)
+	res, body = renter.do("GET", base+"/files", nil)
+	must(t, res.StatusCode == http.StatusOK && strings.Contains(body, `data-file="pipe"`), "the files page with a FIFO: %d", res.StatusCode)
 	res, body = renter.do("GET", base+"/files?path=nowhere", nil)
 	must(t, res.StatusCode == http.StatusNotFound && strings.Contains(body, `id="files-error"`), "a missing directory: %d", res.StatusCode)
 
@@ -291,7 +300,10 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 		res, body := renter.do("GET", base+"/ports/8001/a/b?q=1", nil, "Cookie", "mine=yes")
 		return res.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", res.StatusCode, snippet(body))
 	})
-	res, body = renter.do("GET", base+"/ports/8001/a/b?q=1", nil, "Authorization", "Bearer sk_secret")
+	res, _ = renter.do("GET", base+"/ports/8001/", nil, "Authorization", "Basic YXBwOnB3")
+	_, echoed := renter.do("GET", base+"/ports/8001/", nil, "Authorization", "Basic YXBwOnB3")
+	must(t, res.StatusCode == http.StatusOK && strings.Contains(echoed, "auth=Basic YXBwOnB3\n"), "an app's own Basic auth did not reach it:\n%s", echoed)
+	res, body = renter.do("GET", base+"/ports/8001/a/b?q=1", nil, "Authorization", "Bearer sl_an-api-token-of-the-marketplace")
 	must(t, res.StatusCode == http.StatusOK, "echo app: %d", res.StatusCode)
 	host := strings.TrimPrefix(a.srv.URL, "http://")
 	contains(t, body, "path=/a/b?q=1\n", "prefix="+base+"/ports/8001\n", "host="+host+"\n", "auth=None\n")
@@ -305,6 +317,10 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	must(t, renter.cookie("suanli_session") != "stolen", "the container set the marketplace's session cookie")
 	must(t, res.Header.Get("Service-Worker-Allowed") == "" && res.Header.Get("Clear-Site-Data") == "",
 		"the app widened its reach: Service-Worker-Allowed %q, Clear-Site-Data %q", res.Header.Get("Service-Worker-Allowed"), res.Header.Get("Clear-Site-Data"))
+	must(t, res.Header.Get("Suanli-Error") == "", "the app's own Suanli-Error header came through")
+	must(t, res.Header.Get("Cache-Control") == "private, max-age=600", "the app's answer may be kept by shared caches: %q", res.Header.Get("Cache-Control"))
+	res, _ = renter.do("GET", base+"/files/download?path=site/index.html", nil)
+	must(t, res.Header.Get("Cache-Control") == "private, no-store", "a downloaded file's Cache-Control: %q", res.Header.Get("Cache-Control"))
 	res, _ = renter.do("GET", base+"/ports/8001/sw.js", nil, "Service-Worker", "script")
 	must(t, res.StatusCode == http.StatusForbidden, "a service worker's script through the proxy: %d, want 403", res.StatusCode)
 
@@ -345,10 +361,11 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 
 	// A share link opens port 8000 to anyone, sandboxed, until revoked.
 	res, body = renter.post(a.url(routenames.RentalsSharesCreate, strconv.FormatInt(w.rental, 10)), url.Values{"port": {"8000"}, "hours": {"24"}})
-	must(t, res.StatusCode == http.StatusSeeOther, "make a share link: %d %s", res.StatusCode, snippet(body))
-	_, body = renter.do("GET", base, nil)
+	must(t, res.StatusCode == http.StatusCreated && res.Header.Get("Cache-Control") == "no-store", "make a share link: %d %q %s", res.StatusCode, res.Header.Get("Cache-Control"), snippet(body))
 	link := regexp.MustCompile(`http://suanli\.test(/share/shr_[A-Za-z0-9_-]+/)`).FindStringSubmatch(body)
-	must(t, link != nil, "the rental page does not show the new share link once:\n%s", snippet(body))
+	must(t, link != nil, "the answer does not show the new share link:\n%s", snippet(body))
+	shareToken := strings.TrimSuffix(strings.TrimPrefix(link[1], "/share/"), "/")
+	must(t, len(dbtest.Find(t, a.db, []byte(shareToken))) == 0, "the share link's token is stored: %v", dbtest.Find(t, a.db, []byte(shareToken)))
 	anon := newActor(a, "stranger's browser")
 	res, body = anon.do("GET", link[1], nil)
 	must(t, res.StatusCode == http.StatusOK && body == string(page), "the share link: %d %s", res.StatusCode, snippet(body))
@@ -378,9 +395,8 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	must(t, runInKernel(t, renter, base, kernel.ID, origin, "print(7*6)") == "42\n", "the kernel after the reconnect")
 
 	// Released: its share links open nothing, as if they never existed.
-	res, _ = renter.post(a.url(routenames.RentalsSharesCreate, strconv.FormatInt(w.rental, 10)), url.Values{"port": {"8000"}, "hours": {"1"}})
-	must(t, res.StatusCode == http.StatusSeeOther, "a second share link: %d", res.StatusCode)
-	_, body = renter.do("GET", base, nil)
+	res, body = renter.post(a.url(routenames.RentalsSharesCreate, strconv.FormatInt(w.rental, 10)), url.Values{"port": {"8000"}, "hours": {"1"}})
+	must(t, res.StatusCode == http.StatusCreated, "a second share link: %d", res.StatusCode)
 	link = regexp.MustCompile(`http://suanli\.test(/share/shr_[A-Za-z0-9_-]+/)`).FindStringSubmatch(body)
 	must(t, link != nil, "no second share link shown")
 	if _, err := w.svc.Release(context.Background(), w.rental, false); err != nil {

@@ -148,9 +148,9 @@ const (
 	MaxShareTTL = 7 * 24 * time.Hour
 )
 
-// sharePrefix starts every share token, so that one found in a log or a
+// SharePrefix starts every share token, so that one found in a log or a
 // chat says what it is.
-const sharePrefix = "shr_"
+const SharePrefix = "shr_"
 
 // shareHash is what is stored of a share token.
 func shareHash(token string) string {
@@ -187,7 +187,7 @@ func (s *Service) CreateShare(ctx context.Context, u *models.User, rentalID int6
 	if _, err := rand.Read(b); err != nil {
 		return "", nil, err
 	}
-	token := sharePrefix + base64.RawURLEncoding.EncodeToString(b)
+	token := SharePrefix + base64.RawURLEncoding.EncodeToString(b)
 	now := s.DB.Now()
 	sh := &models.PortShare{RentalID: rentalID, Port: port, TokenHash: shareHash(token), CreatedBy: u.ID, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	if err := rentalstore.InsertPortShare(ctx, s.DB, sh); err != nil {
@@ -229,7 +229,7 @@ func (s *Service) mayWork(ctx context.Context, u *models.User, rentalID int64) e
 // ENOTFOUND for a token that is unknown, expired or revoked (all alike),
 // ECONFLICT while the rental is not running.
 func (s *Service) SharedWorkspace(ctx context.Context, token string) (*Workspace, int, error) {
-	if !strings.HasPrefix(token, sharePrefix) || len(token) > 100 {
+	if !strings.HasPrefix(token, SharePrefix) || len(token) > 100 {
 		return nil, 0, apperr.NotFound("share link")
 	}
 	sh, err := rentalstore.PortShareByHash(ctx, s.DB, shareHash(token))

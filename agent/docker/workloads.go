@@ -73,13 +73,19 @@ func (d *Launcher) ensureNetwork(ctx context.Context) error {
 // running looks up the rental's running container (cached for
 // workloadTTL); one that is not there or not running is os.ErrNotExist.
 func (d *Launcher) running(ctx context.Context, rentalID int64) (running, error) {
+	return d.lookup(ctx, rentalID, false)
+}
+
+// lookup is running, asking the daemon even within workloadTTL when
+// fresh is set.
+func (d *Launcher) lookup(ctx context.Context, rentalID int64, fresh bool) (running, error) {
 	if d.Client == nil {
 		return running{}, fmt.Errorf("docker launcher: no Docker client")
 	}
 	d.workloads.mu.Lock()
 	w, ok := d.workloads.m[rentalID]
 	d.workloads.mu.Unlock()
-	if ok && time.Since(w.at) < workloadTTL {
+	if ok && !fresh && time.Since(w.at) < workloadTTL {
 		return w, nil
 	}
 	info, err := d.Client.ContainerInspect(ctx, d.ContainerName(rentalID))
@@ -125,8 +131,12 @@ func (d *Launcher) forget(rentalID int64) {
 
 // DialWorkload implements workload.Workloads: a connection to port of the
 // rental's container, at its address on the workloads network.
+//
+// The container's address is asked for afresh (a new connection is rare:
+// the tunnel's requests reuse them): an address cached for a container
+// that went may already be another rental's.
 func (d *Launcher) DialWorkload(ctx context.Context, rentalID int64, port int) (net.Conn, error) {
-	w, err := d.running(ctx, rentalID)
+	w, err := d.lookup(ctx, rentalID, true)
 	if err != nil {
 		return nil, err
 	}

@@ -102,14 +102,26 @@ func NewHandler(w Workloads, log *slog.Logger) *Handler {
 			for _, k := range []string{tunnel.HeaderRental, tunnel.HeaderTarget, tunnel.HeaderPort} {
 				pr.Out.Header.Del(k)
 			}
-			pr.Out.Header.Del("Authorization")
+			// The server passes on only what the app may see of
+			// Authorization (none of the marketplace's tokens); Jupyter's
+			// is the agent's.
 			if tok, _ := pr.In.Context().Value(jupyterTokenKey).(string); tok != "" {
 				pr.Out.Header.Set("Authorization", "token "+tok)
 				// Uncompressed, so that scrubToken can read its pages.
 				pr.Out.Header.Set("Accept-Encoding", "identity")
 			}
 		},
-		ModifyResponse: scrubToken,
+		ModifyResponse: func(resp *http.Response) error {
+			// The tunnel's own headers are the agent's to set: a
+			// container's are dropped (its text on the marketplace's error
+			// page, else).
+			for k := range resp.Header {
+				if strings.HasPrefix(k, "Suanli-") {
+					delete(resp.Header, k)
+				}
+			}
+			return scrubToken(resp)
+		},
 		Transport:      h.tr,
 		FlushInterval:  -1, // event streams and long responses go through as they come
 		ErrorHandler: func(rw http.ResponseWriter, r *http.Request, err error) {
@@ -231,6 +243,11 @@ func (h *Handler) terminal(w http.ResponseWriter, r *http.Request, id int64) {
 	if c, err := strconv.ParseUint(r.URL.Query().Get("rows"), 10, 16); err == nil && c > 0 {
 		size.Rows = uint(c)
 	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		// Not a handshake: no shell is started for it.
+		fail(w, http.StatusBadRequest, tunnel.ErrUnsupported, "the terminal is a WebSocket")
+		return
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	term, err := h.w.Terminal(ctx, id, size)
@@ -249,7 +266,9 @@ func (h *Handler) terminal(w http.ResponseWriter, r *http.Request, id int64) {
 	if err != nil {
 		return
 	}
-	ws.SetReadLimit(64 << 10)
+	// The browser sends a paste in pieces (terminal.js); a message is a
+	// piece or a keystroke.
+	ws.SetReadLimit(1 << 20)
 	h.log.Info("tunnel: terminal opened", "rental", id)
 	go func() {
 		// The browser went (or the tunnel): hang the terminal up, which
@@ -395,15 +414,24 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request, id int64) {
 
 // read sends a file's bytes, or a directory's Listing as JSON.
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, root *os.Root, p string) {
-	f, err := root.Open(p)
+	// Only files and directories are opened, and without blocking: a
+	// FIFO the renter made would hold an open (and its thread) forever.
+	if fi, err := root.Stat(p); err != nil {
+		fail(w, http.StatusNotFound, tunnel.ErrBadPath, "no such file or directory in /workspace")
+		return
+	} else if !fi.Mode().IsRegular() && !fi.IsDir() {
+		fail(w, http.StatusBadRequest, tunnel.ErrBadPath, "not a regular file or a directory")
+		return
+	}
+	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		fail(w, http.StatusNotFound, tunnel.ErrBadPath, "no such file or directory in /workspace")
 		return
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil {
-		fail(w, http.StatusNotFound, tunnel.ErrBadPath, "no such file or directory in /workspace")
+	if err != nil || (!fi.Mode().IsRegular() && !fi.IsDir()) {
+		fail(w, http.StatusBadRequest, tunnel.ErrBadPath, "not a regular file or a directory")
 		return
 	}
 	if fi.IsDir() {
@@ -442,10 +470,6 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, root *os.Root, p 
 		})
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
-		return
-	}
-	if !fi.Mode().IsRegular() {
-		fail(w, http.StatusBadRequest, tunnel.ErrBadPath, "not a regular file")
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")

@@ -249,13 +249,21 @@ func (w *Handler) put(ctx context.Context, ws *workspace.Workspace, p string, bo
 // fullReads fills each read's buffer from r: a multipart part answers a
 // few KiB a read, and the request to the agent sends each read as a
 // chunk, flushed through the tunnel as its own frames (a third of the
-// throughput, and garbage per frame).
+// throughput, and garbage per frame). It ends with r's own end: io.EOF
+// after the last bytes, or r's error (a body cut short) as it is.
 type fullReads struct{ r io.Reader }
 
 func (f fullReads) Read(p []byte) (int, error) {
-	n, err := io.ReadFull(f.r, p)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = nil // the last, short read; EOF comes with the next
+	n := 0
+	for n < len(p) {
+		m, err := f.r.Read(p[n:])
+		n += m
+		if err != nil {
+			if errors.Is(err, io.EOF) && n > 0 {
+				return n, nil // the last, short read; EOF comes with the next
+			}
+			return n, err
+		}
 	}
-	return n, err
+	return n, nil
 }

@@ -14,7 +14,6 @@ import (
 	"suanli/handlers"
 	"suanli/locales"
 	"suanli/routenames"
-	"suanli/views"
 	"suanli/views/rentalpages"
 )
 
@@ -91,9 +90,12 @@ func (w *Handler) ShareCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Shown on this answer only: the token is kept nowhere (not even in
+	// the session, for a flash).
 	link := strings.TrimRight(w.Rentals.BaseURL, "/") + sharePrefix(token) + "/"
-	w.Flash(c, "workspace.share_made", sh.Port, link, views.ShTime(sh.ExpiresAt))
-	return handlers.SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(id, 10))+"#rental-workspace")
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return handlers.Render(c, http.StatusCreated, rentalpages.ShareCreatedPage(handlers.ViewCtx(c),
+		rentalpages.ShareCreatedVM{RentalID: id, Port: sh.Port, Link: link, ExpiresAt: sh.ExpiresAt}))
 }
 
 // ShareRevoke is POST /rentals/{id}/shares/{sid}/revoke.

@@ -22,7 +22,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/accounts"
 	"suanli/apperr"
+	"suanli/fleet"
 	"suanli/handlers"
 	"suanli/tunnel"
 	"suanli/workspace"
@@ -176,7 +178,11 @@ func (w *Handler) rewrite(pr *httputil.ProxyRequest) {
 	if t.prefix != "" {
 		pr.Out.Header.Set("X-Forwarded-Prefix", t.prefix)
 	}
-	pr.Out.Header.Del("Authorization")
+	if auth := pr.Out.Header.Get("Authorization"); t.kind != tunnel.TargetPort || ownCredential(auth) {
+		// The marketplace's own tokens never reach a container; an app's
+		// own scheme (Basic, its bearer tokens) passes to its port.
+		pr.Out.Header.Del("Authorization")
+	}
 	pr.Out.Header.Del(HopHeader)
 	for _, k := range []string{tunnel.HeaderRental, tunnel.HeaderTarget, tunnel.HeaderPort} {
 		pr.Out.Header.Del(k)
@@ -187,6 +193,22 @@ func (w *Handler) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out.Header.Set(tunnel.HeaderPort, strconv.Itoa(t.port))
 	}
 	stripOwnCookies(pr.Out.Header)
+}
+
+// ownCredential reports whether an Authorization value carries a token
+// of the marketplace (an API token, a node's or a share link's).
+func ownCredential(auth string) bool {
+	v, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		return false
+	}
+	v = strings.TrimSpace(v)
+	for _, p := range []string{accounts.TokenPrefix, fleet.CredentialPrefix, fleet.RegTokenPrefix, workspace.SharePrefix} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // stripOwnCookies removes the marketplace's cookies (the session, the
@@ -233,6 +255,16 @@ func (w *Handler) modifyResponse(resp *http.Response) error {
 	// site's cookies and storage.
 	resp.Header.Del("Service-Worker-Allowed")
 	resp.Header.Del("Clear-Site-Data")
+	// What comes through is one user's: no shared cache may keep it (a
+	// workspace's files and output not even the browser's).
+	switch cc := resp.Header.Get("Cache-Control"); {
+	case t.kind == tunnel.TargetFiles || t.kind == tunnel.TargetLogs:
+		resp.Header.Set("Cache-Control", "private, no-store")
+	case cc == "":
+		resp.Header.Set("Cache-Control", "private")
+	default:
+		resp.Header.Set("Cache-Control", privateOnly(cc))
+	}
 	scope := t.prefix
 	if t.kind == tunnel.TargetJupyter {
 		scope = jupyterPrefix(t.ws.RentalID)
@@ -260,6 +292,20 @@ func (w *Handler) modifyResponse(resp *http.Response) error {
 		resp.Header.Set("Referrer-Policy", "no-referrer")
 	}
 	return nil
+}
+
+// privateOnly is an app's Cache-Control with what lets shared caches keep
+// an answer (public, s-maxage) replaced by private.
+func privateOnly(cc string) string {
+	var keep []string
+	for part := range strings.SplitSeq(cc, ",") {
+		d := strings.ToLower(strings.TrimSpace(part))
+		if d == "public" || d == "private" || strings.HasPrefix(d, "s-maxage") || strings.HasPrefix(d, "proxy-revalidate") || d == "" {
+			continue
+		}
+		keep = append(keep, strings.TrimSpace(part))
+	}
+	return strings.Join(append([]string{"private"}, keep...), ", ")
 }
 
 // jupyterPrefix is the path a rental's Jupyter serves under.
@@ -327,7 +373,9 @@ func answer(err error) error {
 	case errors.Is(err, tunnel.ErrNotConnected):
 		return errNotConnected
 	case errors.Is(err, context.Canceled):
-		return nil
+		// The browser went: nobody reads an answer (the error handler
+		// logs it as such).
+		return err
 	}
 	return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: "the node's agent did not answer: " + err.Error(), Key: "err.workspace_agent_failed"}
 }

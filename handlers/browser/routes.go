@@ -199,6 +199,9 @@ func (w *Handler) TerminalSocket(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if !strings.EqualFold(c.Request().Header.Get("Upgrade"), "websocket") {
+		return &apperr.Error{Code: apperr.EINVALID, Message: "the terminal is a WebSocket: open the terminal page", Key: "err.workspace_terminal_socket"}
+	}
 	if !sameOrigin(c.Request()) {
 		return errCrossSite
 	}

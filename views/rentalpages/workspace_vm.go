@@ -110,3 +110,11 @@ func (vm FilesVM) downloadURL(vc views.Ctx, p string) string {
 
 // joinWorkspace is the workspace path of dir ("workspace" itself for "").
 func joinWorkspace(dir string) string { return path.Join("workspace", dir) }
+
+// ShareCreatedVM is a share link just made.
+type ShareCreatedVM struct {
+	RentalID  int64
+	Port      int
+	Link      string
+	ExpiresAt time.Time
+}
