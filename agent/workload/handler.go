@@ -122,8 +122,8 @@ func NewHandler(w Workloads, log *slog.Logger) *Handler {
 			}
 			return scrubToken(resp)
 		},
-		Transport:      h.tr,
-		FlushInterval:  -1, // event streams and long responses go through as they come
+		Transport:     h.tr,
+		FlushInterval: -1, // event streams and long responses go through as they come
 		ErrorHandler: func(rw http.ResponseWriter, r *http.Request, err error) {
 			port := r.Header.Get(tunnel.HeaderPort)
 			switch {
