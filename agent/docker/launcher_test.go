@@ -19,6 +19,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
@@ -372,6 +373,22 @@ func TestDockerLaunchFailures(t *testing.T) {
 		}
 		return err
 	}
+
+	t.Run("a network that lets containers reach each other is refused", func(t *testing.T) {
+		name := "suanli-icc-" + strconv.FormatInt(uniqueID(t), 10)
+		if _, err := cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cli.NetworkRemove(context.Background(), name) })
+		for _, nw := range []string{name, "bridge"} {
+			l := dockerLauncher(t, cli, 0)
+			l.Network = nw
+			err := launch(t, l, agent.LaunchSpec{})
+			if err == nil || !strings.Contains(err.Error(), "lets containers reach each other") {
+				t.Errorf("network %s: err = %v, want it refused", nw, err)
+			}
+		}
+	})
 
 	t.Run("an image without sshd fails naming it, with the container's log", func(t *testing.T) {
 		noSSHD := derivedImage(t, cli, base, []string{"rm", "-f", "/usr/sbin/sshd"}, container.Config{})

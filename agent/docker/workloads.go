@@ -50,10 +50,19 @@ type workloadCache struct {
 
 func (d *Launcher) network() string { return cmp.Or(d.Network, DefaultNetwork) }
 
-// ensureNetwork makes the workloads network if the daemon lacks it.
+// iccOption is the bridge driver's switch for traffic between containers.
+const iccOption = "com.docker.network.bridge.enable_icc"
+
+// ensureNetwork makes the workloads network if the daemon lacks it, and
+// refuses one without inter-container traffic off.
 func (d *Launcher) ensureNetwork(ctx context.Context) error {
 	name := d.network()
-	if _, err := d.Client.NetworkInspect(ctx, name, network.InspectOptions{}); err == nil {
+	if nw, err := d.Client.NetworkInspect(ctx, name, network.InspectOptions{}); err == nil {
+		// One made otherwise (docker's default bridge, or by hand) may let
+		// a renter's container reach the others' apps and Jupyter.
+		if nw.Driver != "bridge" || nw.Options[iccOption] != "false" {
+			return fmt.Errorf("docker launcher: network %s lets containers reach each other (driver %s, %s=%q); use a bridge made with -o %s=false, or a name the agent may make", name, nw.Driver, iccOption, nw.Options[iccOption], iccOption)
+		}
 		return nil
 	} else if !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("docker launcher: inspecting network %s: %w", name, err)
@@ -61,7 +70,7 @@ func (d *Launcher) ensureNetwork(ctx context.Context) error {
 	_, err := d.Client.NetworkCreate(ctx, name, network.CreateOptions{
 		Driver: "bridge",
 		// Containers on it cannot reach each other; the host reaches them.
-		Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"},
+		Options: map[string]string{iccOption: "false"},
 		Labels:  map[string]string{"suanli": "workloads"},
 	})
 	if err != nil && !cerrdefs.IsConflict(err) {
