@@ -62,6 +62,12 @@ const (
 	StudentKey = "student"
 	FlashKey   = "flash"
 	CSRFKey    = "csrf"
+	// CSRFCheckKey holds, on a route that streams a multipart body (a
+	// file upload), a func(token string) bool that checks the CSRF token
+	// the handler reads itself (the form's first part, or the
+	// X-CSRF-Token header): the middleware cannot read such a form
+	// without reading its whole body first.
+	CSRFCheckKey = "csrf_check"
 )
 
 // CurrentUser returns the logged-in (or token-authenticated) user, or nil.

@@ -37,8 +37,9 @@ var proxiedMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, 
 // How a route's requests pass the middleware (rawRoutes).
 const (
 	// rawBody: the handler reads a multipart body itself, streaming (a
-	// file upload): no body limit and no form parsing here; the CSRF
-	// token comes in the X-CSRF-Token header or the _csrf query parameter.
+	// file upload): no body limit and no form parsing here; the handler
+	// checks the CSRF token (the form's first part, or X-CSRF-Token)
+	// through handlers.CSRFCheckKey before anything else of the body.
 	rawBody = 1 + iota
 	// rawProxy: passed on to a container through a tunnel, as it is: on
 	// top of rawBody, the session is only read (a proxied app's every

@@ -111,6 +111,10 @@ func streamUpload(t *testing.T, ac *actor, base, dir, name string, size int64, s
 	written := make(chan error, 1)
 	go func() {
 		err := func() error {
+			// The CSRF token first, as the upload form sends it.
+			if err := mw.WriteField("_csrf", ac.csrf()); err != nil {
+				return err
+			}
 			if err := mw.WriteField("dir", dir); err != nil {
 				return err
 			}
@@ -128,7 +132,7 @@ func streamUpload(t *testing.T, ac *actor, base, dir, name string, size int64, s
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", ac.a.srv.URL+base+"/files?_csrf="+url.QueryEscape(ac.csrf()), pr)
+	req, err := http.NewRequestWithContext(ctx, "POST", ac.a.srv.URL+base+"/files", pr)
 	if err != nil {
 		t.Fatal(err)
 	}

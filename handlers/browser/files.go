@@ -1,12 +1,14 @@
 package browser
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"path"
@@ -17,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
+	"suanli/handlers"
 	"suanli/tunnel"
 	"suanli/workspace"
 )
@@ -123,13 +126,12 @@ func (w *Handler) listing(c echo.Context, ws *workspace.Workspace, dir string) (
 	return &l, nil
 }
 
-// FileUpload is POST /rentals/{id}/files: a multipart form (dir, then
-// one or more file parts) streamed part by part into the workspace, never
-// held whole in memory or on the server's disk. Its CSRF token comes in
-// the X-CSRF-Token header or the _csrf query parameter (checked before the
-// handler: the body is not read for it). A browser asking for JSON gets
-// the uploads (tunnel.Upload) as JSON; a form is sent back to the files
-// page.
+// FileUpload is POST /rentals/{id}/files: a multipart form (the CSRF
+// token first, then dir, then one or more file parts) streamed part by
+// part into the workspace, never held whole in memory or on the server's
+// disk. A script may send the token in X-CSRF-Token instead. A browser
+// asking for JSON gets the uploads (tunnel.Upload) as JSON; a form is
+// sent back to the files page.
 func (w *Handler) FileUpload(c echo.Context) error {
 	ws, err := w.workspace(c)
 	if err != nil {
@@ -139,9 +141,17 @@ func (w *Handler) FileUpload(c echo.Context) error {
 	if !sameOrigin(r) {
 		return errCrossSite
 	}
+	// What the form's reader takes of the body until the token is read,
+	// so that the whole body can still be passed on to another replica.
+	body := r.Body
+	rec := &recorder{r: body, on: true}
+	r.Body = io.NopCloser(rec)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return apperr.Field("file", "err.upload_form")
+	}
+	if err := checkUploadToken(c, mr); err != nil {
+		return err
 	}
 	local, replica, err := w.Tunnels.Route(r.Context(), ws.NodeID)
 	if err != nil {
@@ -151,9 +161,11 @@ func (w *Handler) FileUpload(c echo.Context) error {
 		if replica == "" || r.Header.Get(HopHeader) != "" {
 			return errNotConnected
 		}
-		// The holder reads the form itself.
+		// The holder reads the form itself, from its start.
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(rec.buf.Bytes()), body))
 		return w.forward(c, &target{ws: ws, replica: replica})
 	}
+	rec.stop()
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
@@ -210,6 +222,61 @@ func (w *Handler) FileUpload(c echo.Context) error {
 	}
 	w.Flash(c, "workspace.uploaded", strings.Join(names, ", "))
 	return c.Redirect(http.StatusSeeOther, filesURL(ws.RentalID, dir))
+}
+
+// checkUploadToken checks an upload's CSRF token: X-CSRF-Token, else the
+// form's first part, _csrf (read before anything else of the body).
+func checkUploadToken(c echo.Context, mr *multipart.Reader) error {
+	ok, _ := c.Get(handlers.CSRFCheckKey).(func(string) bool)
+	if ok == nil {
+		return errCSRF
+	}
+	if sent := c.Request().Header.Get("X-CSRF-Token"); sent != "" {
+		if ok(sent) {
+			return nil
+		}
+		return errCSRF
+	}
+	part, err := mr.NextPart()
+	if err != nil || part.FormName() != "_csrf" {
+		return errCSRF
+	}
+	b, _ := io.ReadAll(io.LimitReader(part, 256))
+	_ = part.Close()
+	if !ok(string(b)) {
+		return errCSRF
+	}
+	return nil
+}
+
+var errCSRF = &apperr.Error{Code: apperr.EFORBIDDEN, Message: "missing or invalid CSRF token", Key: "err.csrf"}
+
+// recorder keeps what is read through it while on, up to maxRecorded.
+type recorder struct {
+	r   io.Reader
+	buf bytes.Buffer
+	on  bool
+}
+
+// maxRecorded bounds what a recorder keeps: the form's start, with the
+// token, is far shorter.
+const maxRecorded = 64 << 10
+
+func (r *recorder) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if r.on {
+		if r.buf.Len()+n > maxRecorded {
+			return n, errors.New("the form's start is too long")
+		}
+		r.buf.Write(p[:n])
+	}
+	return n, err
+}
+
+// stop ends the recording: the rest streams through.
+func (r *recorder) stop() {
+	r.on = false
+	r.buf = bytes.Buffer{}
 }
 
 // filesURL is the files page of a directory.
