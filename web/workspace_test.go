@@ -270,6 +270,21 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	must(t, res.StatusCode == http.StatusUnprocessableEntity || res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusNotFound, "a path out of /workspace: %d", res.StatusCode)
 	res, _ = renter.do("GET", base+"/files/download?path=site", nil)
 	must(t, res.StatusCode == http.StatusUnprocessableEntity, "downloading a directory: %d, want 422", res.StatusCode)
+	// A form cut off in the middle of a file (a closed tab, a dropped
+	// connection) ends the upload with an answer, and leaves no file.
+	cut := "--x\r\nContent-Disposition: form-data; name=\"_csrf\"\r\n\r\n" + renter.csrf() +
+		"\r\n--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cut.bin\"\r\n\r\n" + strings.Repeat("z", 100_000)
+	req, _ = http.NewRequest("POST", a.srv.URL+base+"/files", io.NopCloser(strings.NewReader(cut)))
+	req.ContentLength = -1
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=x")
+	req.Header.Set("Origin", origin)
+	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+	res, err = renter.c.Do(req.WithContext(cctx))
+	ccancel()
+	must(t, err == nil && res.StatusCode >= 400, "a cut-off upload: %v %v, want a refusal", res, err)
+	res.Body.Close()
+	res, body = renter.do("GET", base+"/files", nil)
+	must(t, res.StatusCode == http.StatusOK && !strings.Contains(body, "cut.bin"), "a cut-off upload left a file")
 	// A FIFO in the workspace is refused, not opened (an open of one
 	// would wait forever on the node).
 	terminalRun(t, term, "mkfifo /workspace/pipe && echo fifo-$((40+2))", "fifo-42")
