@@ -6,6 +6,7 @@ package handlers
 import (
 	"bytes"
 	"strconv"
+	"time"
 	"suanli/accounts"
 	"suanli/billing"
 	"suanli/fleet"
@@ -45,6 +46,10 @@ type Handler struct {
 	// Tunnels reaches the node agents' tunnels (browser access to
 	// rentals' containers); nil: no tunnels are accepted.
 	Tunnels *fleet.Tunnels
+	// WorkspaceRecheck is how often a browser's lasting connection to a
+	// container (a terminal, a kernel, a download) is authorised again;
+	// zero: the browser package's default.
+	WorkspaceRecheck time.Duration
 }
 
 // SessionUserKey is the session key of the logged-in user's id, and

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -156,5 +157,8 @@ func testHandler(db *models.DB, ix *offers.Index) *handlers.Handler {
 		Payouts:   &providers.Payouts{DB: db},
 		Bank:      accountpages.BankDetails{Bank: "Test Bank", AccountName: "Suanli", Account: "6222 0000", Demo: true},
 		Tunnels:   fleet.NewTunnels(db, ""),
+		// A lasting connection to a container is authorised again every
+		// second (30 s in production), so tests see one end soon.
+		WorkspaceRecheck: time.Second,
 	}
 }

@@ -410,6 +410,25 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	must(t, res.StatusCode == http.StatusOK && body == string(page), "after the agent reconnected: %d %s", res.StatusCode, snippet(body))
 	must(t, runInKernel(t, renter, base, kernel.ID, origin, "print(7*6)") == "42\n", "the kernel after the reconnect")
 
+	// A terminal open while its session ends is closed (authorised again
+	// while it lasts, not only at its handshake).
+	leaver := loggedIn(a, "renter on a second browser", w.renter.user)
+	open2, _, err := wsDial(t, leaver, base+"/terminal/ws", origin)
+	if err != nil {
+		t.Fatalf("a second terminal: %v", err)
+	}
+	terminalRun(t, open2, "echo still-$((6*7))", "still-42")
+	res, _ = leaver.post(a.url(routenames.AuthLogout), nil)
+	must(t, res.StatusCode == http.StatusSeeOther, "log out: %d", res.StatusCode)
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	for {
+		if _, _, err := open2.Read(rctx); err != nil {
+			must(t, rctx.Err() == nil, "the terminal of an ended session stayed open")
+			break
+		}
+	}
+	rcancel()
+
 	// Released: its share links open nothing, as if they never existed.
 	res, body = renter.post(a.url(routenames.RentalsSharesCreate, strconv.FormatInt(w.rental, 10)), url.Values{"port": {"8000"}, "hours": {"1"}})
 	must(t, res.StatusCode == http.StatusCreated, "a second share link: %d", res.StatusCode)

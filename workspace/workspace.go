@@ -216,6 +216,30 @@ func (s *Service) Shares(ctx context.Context, rentalID int64) ([]models.PortShar
 	return rentalstore.LivePortShares(ctx, s.DB, rentalID, s.DB.Now())
 }
 
+// mayStillWork reports whether the user userID may work in r today.
+func (s *Service) mayStillWork(ctx context.Context, r *models.Rental, userID int64) bool {
+	u, err := s.DB.UserByID(ctx, userID)
+	if err != nil || u.SuspendedAt != nil {
+		return false
+	}
+	m, err := s.DB.MembershipOf(ctx, r.OrgID, userID)
+	return err == nil && CanWork(r, u, m)
+}
+
+// Recheck answers whether u still may work in the rental (and it still
+// runs), for a connection that lasts: an error ends it.
+func (s *Service) Recheck(ctx context.Context, u *models.User, rentalID int64) error {
+	fresh, err := s.DB.UserByID(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	if fresh.SuspendedAt != nil || fresh.SessionEpoch != u.SessionEpoch {
+		return apperr.Errorf(apperr.EUNAUTHORIZED, "the session ended")
+	}
+	_, err = s.For(ctx, fresh, rentalID)
+	return err
+}
+
 // mayWork checks that u may work in the rental, whatever its status.
 func (s *Service) mayWork(ctx context.Context, u *models.User, rentalID int64) error {
 	_, err := s.For(ctx, u, rentalID)
@@ -242,6 +266,12 @@ func (s *Service) SharedWorkspace(ctx context.Context, token string) (*Workspace
 	r, err := s.DB.RentalByID(ctx, sh.RentalID)
 	if err != nil {
 		return nil, 0, err
+	}
+	// A link is its maker's: it opens nothing once they may no longer
+	// work in the rental (left the organisation, lost the role, were
+	// suspended).
+	if !s.mayStillWork(ctx, &r, sh.CreatedBy) {
+		return nil, 0, apperr.NotFound("share link")
 	}
 	ws, err := workspaceOf(&r)
 	if err != nil {

@@ -202,6 +202,27 @@ func TestShareLinks(t *testing.T) {
 			t.Errorf("revoking twice: %v", err)
 		}
 
+		// A link is its maker's: an admin's opens nothing once the admin
+		// is a plain member, and again once the admin is back.
+		tokenA, _, err := ws.CreateShare(ctx, p.admin, r.ID, 6006, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setRole := func(role string) {
+			t.Helper()
+			if err := db.W.Model(&models.Membership{}).Where("org_id = ? AND user_id = ?", p.org.ID, p.admin.ID).Update("role", role).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		setRole(models.RoleMember)
+		if _, _, err := ws.SharedWorkspace(ctx, tokenA); apperr.Code(err) != apperr.ENOTFOUND {
+			t.Errorf("the link of a maker who may no longer work in the rental: %v, want not found", err)
+		}
+		setRole(models.RoleAdmin)
+		if _, _, err := ws.SharedWorkspace(ctx, tokenA); err != nil {
+			t.Errorf("the link of a maker who may again: %v", err)
+		}
+
 		// A link to a rental that stops opens nothing meanwhile.
 		token3, _, err := ws.CreateShare(ctx, p.owner, r.ID, 6006, time.Hour)
 		if err != nil {

@@ -8,10 +8,12 @@
 package browser
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -42,7 +44,14 @@ type Handler struct {
 	// tunnelTransport carries viaTunnel's requests, and the handlers' own
 	// (a directory listing).
 	tunnelTransport *http.Transport
+	// RecheckEvery is how often a request that lasts is authorised again
+	// (DefaultRecheckEvery if zero).
+	RecheckEvery time.Duration
 }
+
+// DefaultRecheckEvery is how often a proxied request that lasts is
+// authorised again (Handler.RecheckEvery, when zero).
+const DefaultRecheckEvery = 30 * time.Second
 
 // HopHeader marks a request one web replica passed on to the replica
 // holding the node's tunnel: that one serves it or fails, never passing it
@@ -51,7 +60,7 @@ const HopHeader = "Suanli-Hop"
 
 // New returns the workspace handlers on h.
 func New(h *handlers.Handler) *Handler {
-	w := &Handler{Handler: h, ws: &workspace.Service{DB: h.DB}}
+	w := &Handler{Handler: h, ws: &workspace.Service{DB: h.DB}, RecheckEvery: h.WorkspaceRecheck}
 	w.tunnelTransport = &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			node, ok := parseNodeHost(addr)
@@ -135,6 +144,10 @@ type target struct {
 	// replica is the URL of the web replica holding the tunnel, when it
 	// is not this one.
 	replica string
+	// recheck authorises the request again; forward runs it every
+	// RecheckEvery while the request lasts (a terminal, a kernel, the
+	// output, a download) and ends the request once it fails.
+	recheck func(context.Context) error
 	// err is what failed, for the handler to answer.
 	err error
 }
@@ -347,7 +360,31 @@ func (w *Handler) forward(c echo.Context, t *target) error {
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
-	proxy.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), targetKey{}, t)))
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	if t.recheck != nil && local {
+		// What is allowed at the handshake may not be an hour later: a
+		// member removed, a session ended, a link revoked, the rental
+		// stopped. Ending the request closes its connections (the
+		// reverse proxy closes an upgraded one with its context).
+		go func() {
+			tick := time.NewTicker(cmp.Or(w.RecheckEvery, DefaultRecheckEvery))
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					if err := t.recheck(ctx); err != nil && ctx.Err() == nil {
+						slog.Info("workspace: access ended; closing the connection", "rental_id", t.ws.RentalID, "reason", err)
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+	}
+	proxy.ServeHTTP(c.Response(), r.WithContext(context.WithValue(ctx, targetKey{}, t)))
 	if t.err == nil || c.Response().Committed {
 		return nil
 	}

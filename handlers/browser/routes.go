@@ -1,6 +1,8 @@
 package browser
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,6 +32,22 @@ func (w *Handler) workspace(c echo.Context) (*workspace.Workspace, error) {
 		return nil, err
 	}
 	return w.ws.For(c.Request().Context(), handlers.CurrentUser(c), id)
+}
+
+// errSessionEnded ends a lasting connection whose session was ended.
+var errSessionEnded = errors.New("the session ended")
+
+// sessionRecheck authorises a lasting request of the user's session
+// again: the session still there, the user still allowed.
+func (w *Handler) sessionRecheck(c echo.Context, ws *workspace.Workspace) func(context.Context) error {
+	u := handlers.CurrentUser(c)
+	token := w.Sessions.Token(c.Request().Context())
+	return func(ctx context.Context) error {
+		if _, found, err := w.Sessions.Store.Find(token); err == nil && !found {
+			return errSessionEnded
+		}
+		return w.ws.Recheck(ctx, u, ws.RentalID)
+	}
 }
 
 // sameOrigin reports whether a browser's request comes from the
@@ -76,7 +94,7 @@ func (w *Handler) Jupyter(c echo.Context) error {
 	if needsOrigin(c.Request()) && !sameOrigin(c.Request()) {
 		return errCrossSite
 	}
-	return w.forward(c, &target{ws: ws, kind: tunnel.TargetJupyter})
+	return w.forward(c, &target{ws: ws, kind: tunnel.TargetJupyter, recheck: w.sessionRecheck(c, ws)})
 }
 
 // JupyterRoot is /rentals/{id}/jupyter: on to its base URL, with the slash.
@@ -140,7 +158,7 @@ func (w *Handler) Port(c echo.Context) error {
 	if needsOrigin(c.Request()) && !sameOrigin(c.Request()) {
 		return errCrossSite
 	}
-	t := &target{ws: ws, kind: tunnel.TargetPort, port: p}
+	t := &target{ws: ws, kind: tunnel.TargetPort, port: p, recheck: w.sessionRecheck(c, ws)}
 	stripPrefix(t, c.Request(), portPrefix(ws.RentalID, p))
 	return w.forward(c, t)
 }
@@ -180,7 +198,10 @@ func (w *Handler) Shared(c echo.Context) error {
 		h.Set("Access-Control-Max-Age", "600")
 		return c.NoContent(http.StatusNoContent)
 	}
-	t := &target{ws: ws, kind: tunnel.TargetPort, port: p, share: true}
+	t := &target{ws: ws, kind: tunnel.TargetPort, port: p, share: true, recheck: func(ctx context.Context) error {
+		_, _, err := w.ws.SharedWorkspace(ctx, token)
+		return err
+	}}
 	stripPrefix(t, c.Request(), sharePrefix(token))
 	return w.forward(c, t)
 }
@@ -211,7 +232,7 @@ func (w *Handler) TerminalSocket(c echo.Context) error {
 			q.Set(k, strconv.Itoa(n))
 		}
 	}
-	return w.forward(c, &target{ws: ws, kind: tunnel.TargetTerminal, path: "/", query: q.Encode()})
+	return w.forward(c, &target{ws: ws, kind: tunnel.TargetTerminal, path: "/", query: q.Encode(), recheck: w.sessionRecheck(c, ws)})
 }
 
 // Logs is GET /rentals/{id}/logs: the container's recent output as
@@ -228,5 +249,5 @@ func (w *Handler) Logs(c echo.Context) error {
 	if c.QueryParam("follow") == "1" {
 		q.Set("follow", "1")
 	}
-	return w.forward(c, &target{ws: ws, kind: tunnel.TargetLogs, path: "/", query: q.Encode()})
+	return w.forward(c, &target{ws: ws, kind: tunnel.TargetLogs, path: "/", query: q.Encode(), recheck: w.sessionRecheck(c, ws)})
 }
