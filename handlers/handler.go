@@ -6,13 +6,13 @@ package handlers
 import (
 	"bytes"
 	"strconv"
-	"time"
 	"suanli/accounts"
 	"suanli/billing"
 	"suanli/fleet"
 	"suanli/offers"
 	"suanli/providers"
 	"sync"
+	"time"
 
 	"github.com/alexedwards/scs/v2"
 
