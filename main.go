@@ -254,6 +254,9 @@ func serve(ctx context.Context, args []string) error {
 		slog.Info("profiler listening", "addr", pl.Addr().String())
 	}
 
+	if cfg.AppsDomain == "" && cfg.SecureCookies() {
+		slog.Warn("renters' apps (Jupyter, declared ports) are served on the marketplace's own origin, where their scripts could act with a viewer's session: set --apps-domain (SUANLI_APPS_DOMAIN) to give each rental's apps an origin of their own")
+	}
 	tunnels := fleet.NewTunnels(db, cfg.Advertised())
 	if err := tunnels.Forget(ctx); err != nil {
 		stopBG()
@@ -264,7 +267,7 @@ func serve(ctx context.Context, args []string) error {
 		Wallet: wallet, Rentals: rentals, StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
 		Providers: &providers.Service{DB: db, Rentals: rentals, BaseURL: cfg.BaseURL},
 		Payouts:   payoutsService(db, cfg),
-		Tunnels:   tunnels,
+		Tunnels:   tunnels, AppsDomain: cfg.AppsDomain,
 	}, web.Options{SecureCookies: cfg.SecureCookies(), Collectors: []prometheus.Collector{metrics.New(db), jobMetrics},
 		RateLimit: web.RateLimit{ReadPerSec: cfg.APIReadRate, ReadBurst: int(2 * cfg.APIReadRate), WritePerSec: cfg.APIWriteRate, WriteBurst: int(2 * cfg.APIWriteRate)}})
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,11 @@ type Config struct {
 	// agent's tunnel another replica holds is passed on there. Empty: see
 	// Advertised.
 	AdvertiseURL string
+	// AppsDomain, when set, is where renters' apps (Jupyter, declared
+	// ports) are served, each rental on an origin of its own,
+	// r{id}.AppsDomain (SUANLI_APPS_DOMAIN): a wildcard DNS name (and
+	// certificate) pointing at the web replicas.
+	AppsDomain string
 }
 
 // Flags registers the shared flags on fs, with defaults from the environment,
@@ -112,6 +118,7 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.DurationVar(&c.MeterEvery, "meter-every", envDuration("SUANLI_METER_EVERY", time.Minute), "how often the workers bill running rentals; each pass bills up to the current second (SUANLI_METER_EVERY)")
 	fs.IntVar(&c.VolumeKeepDays, "volume-keep-days", int(envInt64("SUANLI_VOLUME_KEEP_DAYS", 7)), "days a stopped rental's volume is kept (and billed as storage) without a start before it is deleted, with mails 3 days and 1 day before (SUANLI_VOLUME_KEEP_DAYS)")
 	fs.StringVar(&c.SecretKey, "secret-key", env("SUANLI_SECRET_KEY", ""), "platform secret key sealing renters' registry credentials: 64 hex digits or base64 of 32+ random bytes; prefer the environment; empty: DATA_DIR/secret.key with the embedded database, none with PostgreSQL (SUANLI_SECRET_KEY)")
+	fs.StringVar(&c.AppsDomain, "apps-domain", env("SUANLI_APPS_DOMAIN", ""), "serve renters' apps (Jupyter, declared ports) on an origin of their own per rental, r{id}.DOMAIN (wildcard DNS and certificate to the web replicas), so that their scripts never share the marketplace's origin; empty: on the marketplace's origin (SUANLI_APPS_DOMAIN)")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", env("SUANLI_ADVERTISE_URL", ""), "this web replica's URL as the other replicas reach it, for browser access through a node's tunnel held by another replica (serve on PostgreSQL); empty: http://FIRST-NON-LOOPBACK-IP:PORT (SUANLI_ADVERTISE_URL)")
 	return func() (Config, error) {
 		if c.BaseURL == "" {
@@ -180,6 +187,9 @@ func (c Config) Validate() error {
 	if c.MeterEvery < time.Second {
 		errs = append(errs, errors.New("--meter-every must be at least 1s"))
 	}
+	if c.AppsDomain != "" && !appsDomain.MatchString(c.AppsDomain) {
+		errs = append(errs, fmt.Errorf("--apps-domain/SUANLI_APPS_DOMAIN %q: want a DNS name, e.g. apps.suanli.example.cn", c.AppsDomain))
+	}
 	if c.AdvertiseURL != "" {
 		if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			errs = append(errs, fmt.Errorf("--advertise-url/SUANLI_ADVERTISE_URL %q: want http(s)://host:port", c.AdvertiseURL))
@@ -193,6 +203,10 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// appsDomain is a DNS name of two labels or more (letters, digits,
+// hyphens), without a scheme or port.
+var appsDomain = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`)
 
 // Advertised is the URL other web replicas reach this one at, for
 // browser access through node tunnels: --advertise-url when set; on the

@@ -50,6 +50,10 @@ type Handler struct {
 	// container (a terminal, a kernel, a download) is authorised again;
 	// zero: the browser package's default.
 	WorkspaceRecheck time.Duration
+	// AppsDomain, when set, serves renters' apps (Jupyter, declared
+	// ports) on an origin of their own per rental, r{id}.AppsDomain, with
+	// the scheme and port of the marketplace's base URL (--apps-domain).
+	AppsDomain string
 }
 
 // SessionUserKey is the session key of the logged-in user's id, and
@@ -67,6 +71,9 @@ const (
 	StudentKey = "student"
 	FlashKey   = "flash"
 	CSRFKey    = "csrf"
+	// AppsRentalKey holds, on a request to a rental's apps origin, the
+	// rental's id (int64).
+	AppsRentalKey = "apps_rental"
 	// CSRFCheckKey holds, on a route that streams a multipart body (a
 	// file upload), a func(token string) bool that checks the CSRF token
 	// the handler reads itself (the form's first part, or the

@@ -144,6 +144,9 @@ const (
 	RentalsSharesCreate = "rentals.shares.create"
 	// RentalsSharesRevoke is POST /rentals/:id/shares/:sid/revoke.
 	RentalsSharesRevoke = "rentals.shares.revoke"
+	// AppsLogin is GET /rentals/:id/.suanli-app?ticket=&next=, on a
+	// rental's apps origin only.
+	AppsLogin = "apps.login"
 	// ShareRoot is ANY /share/:token (on to the slash).
 	ShareRoot = "share.root"
 	// Share is ANY /share/:token/*: the port a share link opens.

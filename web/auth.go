@@ -47,7 +47,8 @@ func sessions(sm *scs.SessionManager) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		w := wrapped(next)
 		return func(c echo.Context) error {
-			if noSession(c) {
+			if noSession(c) || onAppsOrigin(c) {
+				// An apps origin has its own session (appsOrigin).
 				return next(c)
 			}
 			if rawKind(c) == rawProxy {
@@ -74,7 +75,7 @@ func sessions(sm *scs.SessionManager) echo.MiddlewareFunc {
 func authenticate(h *handlers.Handler) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if noSession(c) {
+			if noSession(c) || onAppsOrigin(c) {
 				return next(c)
 			}
 			ctx := c.Request().Context()

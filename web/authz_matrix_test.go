@@ -681,6 +681,8 @@ var publicRoutes = []string{
 	routenames.APIOpenAPI, routenames.APIDocs,
 	// A share link is its own credential (TestShareLinks, TestWorkspaceThroughTheTunnel).
 	routenames.ShareRoot, routenames.Share,
+	// A ticket is its own credential, on an apps origin only (TestWorkspaceAppsOnTheirOwnOrigin).
+	routenames.AppsLogin,
 }
 
 // nodeRoutes are the node agents' routes: public in the route table (no

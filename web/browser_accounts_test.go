@@ -19,14 +19,14 @@ import (
 // user-data-dir, so no cookie is shared with any other browser of the
 // test) that asks for English pages, and returns a tab context that lives
 // as long as parent.
-func newEnglishBrowser(t *testing.T, parent context.Context) context.Context {
+func newEnglishBrowser(t *testing.T, parent context.Context, more ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path := chromiumPath(t)
 	// The profile directory is made before the cancels are registered so
 	// that, cleanups running last-in first-out, Chromium has exited before
 	// the directory is removed.
 	profile := t.TempDir()
-	actx, acancel := chromedp.NewExecAllocator(parent,
+	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
 		chromedp.NoSandbox,
@@ -43,7 +43,8 @@ func newEnglishBrowser(t *testing.T, parent context.Context) context.Context {
 		chromedp.Flag("accept-lang", "en"),
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 900),
-	)
+	}
+	actx, acancel := chromedp.NewExecAllocator(parent, append(opts, more...)...)
 	t.Cleanup(acancel)
 	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
 	t.Cleanup(bcancel)

@@ -39,11 +39,15 @@ func rentalsApp(t *testing.T) (*app, *rentals.Service) {
 	return rentalsAppOn(t, dbtest.SQLite(t))
 }
 
-// rentalsAppOn is rentalsApp on db.
-func rentalsAppOn(t *testing.T, db *models.DB) (*app, *rentals.Service) {
+// rentalsAppOn is rentalsApp on db, with more changes to the handler's
+// dependencies.
+func rentalsAppOn(t *testing.T, db *models.DB, more ...func(*handlers.Handler)) (*app, *rentals.Service) {
 	t.Helper()
 	var svc *rentals.Service
 	a := newAppWith(t, db, func(h *handlers.Handler) {
+		for _, f := range more {
+			f(h)
+		}
 		svc = h.Rentals
 		q, err := workers.New(h.DB, workers.Options{Work: true, Rentals: h.Rentals, FetchPoll: 50 * time.Millisecond,
 			AvailabilityEvery: time.Hour, MeterEvery: time.Hour})

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,9 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"suanli/dbtest"
+	"suanli/handlers"
 )
 
 // TestBrowserWorkInTheContainer is a renter's work in a running rental,
@@ -28,11 +32,16 @@ func TestBrowserWorkInTheContainer(t *testing.T) {
 		t.Skip("browser test in -short mode")
 	}
 	chromiumPath(t)
-	w := newWorkspaceRig(t, []int{8000})
+	// As in production: the apps on an origin of their own, which
+	// Chromium reaches as wildcard DNS would.
+	w := newWorkspaceRigOn(t, dbtest.SQLite(t), []int{8000}, func(h *handlers.Handler) { h.AppsDomain = appsDomain })
 	a, base := w.a, w.base
+	w.svc.BaseURL = a.srv.URL
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(a.srv.URL, "http://"))
+	appsOrigin := "http://r" + strconv.FormatInt(w.rental, 10) + "." + appsDomain + ":" + port
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	t.Cleanup(cancel)
-	b := newEnglishBrowser(t, ctx)
+	b := newEnglishBrowser(t, ctx, chromedp.Flag("host-resolver-rules", "MAP *."+appsDomain+" 127.0.0.1"))
 
 	open(t, b, a.srv.URL+"/login?next="+base, "login page")
 	typeInto(t, b, [][2]string{{"f-email", w.renter.user.Email}, {"f-password", testPassword}})
@@ -49,7 +58,7 @@ func TestBrowserWorkInTheContainer(t *testing.T) {
 	href := eval[string](t, b, `document.getElementById("open-jupyter").getAttribute("href")`)
 	must(t, href == base+"/jupyter/", "the Jupyter link is %q", href)
 	open(t, b, a.srv.URL+href, "Jupyter")
-	waitFor(t, b, `location.pathname.startsWith(`+strconv.Quote(base+"/jupyter/tree")+`) && !!document.getElementById("notebook_list")`, "Jupyter's file list")
+	waitFor(t, b, `location.origin === `+strconv.Quote(appsOrigin)+` && location.pathname.startsWith(`+strconv.Quote(base+"/jupyter/tree")+`) && !!document.getElementById("notebook_list")`, "Jupyter's file list on the rental's own origin")
 	// The notebook is made as Jupyter's "New" menu makes it: a POST from
 	// the page to its contents API (the menu opens it in a new window).
 	name, err := chromedp.Run(b, chromedp.Evaluate[string](`(async () => {
@@ -57,7 +66,7 @@ func TestBrowserWorkInTheContainer(t *testing.T) {
 		return r.ok ? (await r.json()).name : "status " + r.status;
 	})()`, chromedp.EvalAwaitPromise))
 	must(t, err == nil && strings.HasSuffix(name, ".ipynb"), "making a notebook: %s %v", name, err)
-	open(t, b, a.srv.URL+base+"/jupyter/notebooks/"+name, "the notebook")
+	open(t, b, appsOrigin+base+"/jupyter/notebooks/"+name, "the notebook")
 	waitFor(t, b, `window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel && Jupyter.notebook.kernel.is_connected() && !!document.querySelector(".cell .CodeMirror")`, "the notebook's kernel")
 	if err := chromedp.Do(b,
 		chromedp.Click(chromedp.CSS(".cell .CodeMirror")),
@@ -102,6 +111,9 @@ func TestBrowserWorkInTheContainer(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		res, err := chromedp.Run(b, chromedp.NavigateResponse(a.srv.URL+base+"/ports/8000/"))
+		if err == nil && res != nil && res.Status == 200 {
+			must(t, eval[string](t, b, `location.origin`) == appsOrigin, "port 8000 opened at %s, want its rental's origin", eval[string](t, b, `location.href`))
+		}
 		if err == nil && res != nil && res.Status == 200 {
 			break
 		}

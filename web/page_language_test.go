@@ -183,6 +183,7 @@ var notPages = map[string]string{
 	routenames.RentalsTerminal:       "needs a running container: TestWorkspacePagesSpeakBothLanguages",
 	routenames.RentalsFiles:          "needs a running container: TestWorkspacePagesSpeakBothLanguages",
 	routenames.AgentTunnel:           "the agents' protocol",
+	routenames.AppsLogin:             "a redirect on a rental's apps origin",
 }
 
 // busyMarket is the demo market after some real use.

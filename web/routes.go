@@ -161,6 +161,9 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/rentals/:id/files", routenames.RentalsFilesUpload, wh.FileUpload, user},
 		{"POST", "/rentals/:id/shares", routenames.RentalsSharesCreate, wh.ShareCreate, user},
 		{"POST", "/rentals/:id/shares/:sid/revoke", routenames.RentalsSharesRevoke, wh.ShareRevoke, user},
+		// Where a rental's apps origin (--apps-domain) trades the ticket
+		// the marketplace handed out for its own session.
+		{"GET", "/rentals/:id/.suanli-app", routenames.AppsLogin, wh.AppsLogin, public},
 		// A share link opens one declared port to anyone who holds it.
 		{anyMethod, "/share/:token", routenames.ShareRoot, wh.SharedRoot, public},
 		{anyMethod, "/share/:token/*", routenames.Share, wh.Shared, public},

@@ -74,6 +74,7 @@ func New(h *handlers.Handler, opts Options) *echo.Echo {
 		// Before anything runs for a request (the session's query, the
 		// CSRF check that reads forms, the handlers).
 		guardInput(names),
+		appsOrigin(h, names),
 		sessions(h.Sessions),
 		authenticate(h),
 		rateLimit(opts.RateLimit),

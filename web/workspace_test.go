@@ -26,6 +26,7 @@ import (
 	"suanli/agent/docker"
 	"suanli/dbtest"
 	"suanli/dockertest"
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/rentals"
 	"suanli/routenames"
@@ -71,8 +72,9 @@ func newWorkspaceRig(t *testing.T, ports []int) *workspaceRig {
 	return newWorkspaceRigOn(t, dbtest.SQLite(t), ports)
 }
 
-// newWorkspaceRigOn is newWorkspaceRig on db.
-func newWorkspaceRigOn(t *testing.T, db *models.DB, ports []int) *workspaceRig {
+// newWorkspaceRigOn is newWorkspaceRig on db, with more changes to the
+// handler's dependencies.
+func newWorkspaceRigOn(t *testing.T, db *models.DB, ports []int, more ...func(*handlers.Handler)) *workspaceRig {
 	t.Helper()
 	host := dockertest.Require(t)
 	img := dockertest.JupyterImage(t)
@@ -84,7 +86,7 @@ func newWorkspaceRigOn(t *testing.T, db *models.DB, ports []int) *workspaceRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	a, svc := rentalsAppOn(t, db)
+	a, svc := rentalsAppOn(t, db, more...)
 	offer := rtxOffer(t, a.db)
 	u, org := fundedRenter(t, a.db, "ws-"+randomHex(t)+"@example.com", testPassword, 100_000)
 	ns := "ws" + randomHex(t)

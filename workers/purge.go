@@ -40,6 +40,10 @@ func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error
 	if err := platform.PurgeThrottleEvents(ctx, w.DB, w.DB.Now().UTC().Add(-48*time.Hour)); err != nil {
 		return err
 	}
+	// Tickets and sessions of renters' apps origins end with their time.
+	if _, err := platform.PurgeAppGrants(ctx, w.DB, w.DB.Now().UTC()); err != nil {
+		return err
+	}
 	// Rented GPUs' telemetry history is kept for a day.
 	if _, err := supply.PruneGPUSamples(ctx, w.DB, w.DB.Now().UTC().Add(-fleet.SampleRetention)); err != nil {
 		return err

@@ -67,7 +67,7 @@ func (w *Handler) FileDownload(c echo.Context) error {
 		return errBadPath
 	}
 	c.Response().Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
-	return w.forward(c, &target{ws: ws, kind: tunnel.TargetFiles, path: "/", query: url.Values{"path": {p}, "download": {"1"}}.Encode(), recheck: w.sessionRecheck(c, ws)})
+	return w.forward(c, &target{ws: ws, kind: tunnel.TargetFiles, path: "/", query: url.Values{"path": {p}, "download": {"1"}}.Encode(), recheck: w.recheck(c, ws)})
 }
 
 // listing asks the node's agent (or the replica holding its tunnel) for

@@ -91,10 +91,13 @@ func (w *Handler) Jupyter(c echo.Context) error {
 	if !ws.Jupyter {
 		return &apperr.Error{Code: apperr.ENOTFOUND, Message: "this rental's image has no Jupyter", Key: "err.workspace_no_jupyter"}
 	}
+	if w.elsewhere(c) {
+		return w.toAppsOrigin(c, ws)
+	}
 	if needsOrigin(c.Request()) && !sameOrigin(c.Request()) {
 		return errCrossSite
 	}
-	return w.forward(c, &target{ws: ws, kind: tunnel.TargetJupyter, recheck: w.sessionRecheck(c, ws)})
+	return w.forward(c, &target{ws: ws, kind: tunnel.TargetJupyter, recheck: w.recheck(c, ws)})
 }
 
 // JupyterRoot is /rentals/{id}/jupyter: on to its base URL, with the slash.
@@ -155,10 +158,13 @@ func (w *Handler) Port(c echo.Context) error {
 	if !ws.HasPort(p) {
 		return errPortNotDeclared
 	}
+	if w.elsewhere(c) {
+		return w.toAppsOrigin(c, ws)
+	}
 	if needsOrigin(c.Request()) && !sameOrigin(c.Request()) {
 		return errCrossSite
 	}
-	t := &target{ws: ws, kind: tunnel.TargetPort, port: p, recheck: w.sessionRecheck(c, ws)}
+	t := &target{ws: ws, kind: tunnel.TargetPort, port: p, recheck: w.recheck(c, ws)}
 	stripPrefix(t, c.Request(), portPrefix(ws.RentalID, p))
 	return w.forward(c, t)
 }
@@ -232,7 +238,7 @@ func (w *Handler) TerminalSocket(c echo.Context) error {
 			q.Set(k, strconv.Itoa(n))
 		}
 	}
-	return w.forward(c, &target{ws: ws, kind: tunnel.TargetTerminal, path: "/", query: q.Encode(), recheck: w.sessionRecheck(c, ws)})
+	return w.forward(c, &target{ws: ws, kind: tunnel.TargetTerminal, path: "/", query: q.Encode(), recheck: w.recheck(c, ws)})
 }
 
 // Logs is GET /rentals/{id}/logs: the container's recent output as
@@ -249,5 +255,5 @@ func (w *Handler) Logs(c echo.Context) error {
 	if c.QueryParam("follow") == "1" {
 		q.Set("follow", "1")
 	}
-	return w.forward(c, &target{ws: ws, kind: tunnel.TargetLogs, path: "/", query: q.Encode(), recheck: w.sessionRecheck(c, ws)})
+	return w.forward(c, &target{ws: ws, kind: tunnel.TargetLogs, path: "/", query: q.Encode(), recheck: w.recheck(c, ws)})
 }

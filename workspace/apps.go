@@ -1,0 +1,116 @@
+package workspace
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"strings"
+	"time"
+
+	"suanli/apperr"
+	"suanli/models"
+	"suanli/models/platform"
+)
+
+// Renters' apps (Jupyter, declared ports) run what the renter's container
+// sends: HTML and scripts the marketplace cannot vouch for. On the
+// marketplace's own origin those scripts could act with a viewer's
+// session; with an apps domain configured they are served instead on an
+// origin of their own per rental (r{id}.APPS-DOMAIN), which the
+// marketplace's cookies never reach. The browser gets there with a
+// one-time ticket made by the marketplace for the user and the rental,
+// which the apps origin trades for a session of its own.
+
+// Lifetimes of a ticket (the redirect's time) and of an app session.
+const (
+	TicketTTL     = time.Minute
+	AppSessionTTL = 12 * time.Hour
+)
+
+// ticketPrefix and appPrefix start the tokens (what they are, in a log).
+const (
+	ticketPrefix = "sat_"
+	appPrefix    = "sas_"
+)
+
+func newToken(prefix string) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return prefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// Ticket is a one-time ticket to rentalID's apps origin for u, who may
+// work in the rental (For's answers otherwise).
+func (s *Service) Ticket(ctx context.Context, u *models.User, rentalID int64) (string, error) {
+	if _, err := s.For(ctx, u, rentalID); err != nil {
+		return "", err
+	}
+	token, err := newToken(ticketPrefix)
+	if err != nil {
+		return "", err
+	}
+	g := &platform.AppGrant{TokenHash: shareHash(token), Kind: platform.AppTicket, UserID: u.ID, RentalID: rentalID,
+		SessionEpoch: u.SessionEpoch, ExpiresAt: s.DB.Now().Add(TicketTTL)}
+	if err := platform.InsertAppGrant(ctx, s.DB, g); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+var errTicket = &apperr.Error{Code: apperr.ENOTFOUND, Message: "this link to the app has expired or was used: open the app from the rental's page again", Key: "err.workspace_ticket"}
+
+// Redeem trades a ticket for an app session of rentalID's apps origin,
+// once, within TicketTTL; it returns the session's token and expiry.
+func (s *Service) Redeem(ctx context.Context, ticket string, rentalID int64) (string, time.Time, error) {
+	if !strings.HasPrefix(ticket, ticketPrefix) || len(ticket) > 100 {
+		return "", time.Time{}, errTicket
+	}
+	now := s.DB.Now()
+	g, err := platform.UseAppTicket(ctx, s.DB, shareHash(ticket), rentalID, now)
+	if err != nil {
+		if apperr.Code(err) == apperr.ENOTFOUND {
+			return "", time.Time{}, errTicket
+		}
+		return "", time.Time{}, err
+	}
+	token, err := newToken(appPrefix)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	exp := now.Add(AppSessionTTL)
+	if err := platform.InsertAppGrant(ctx, s.DB, &platform.AppGrant{TokenHash: shareHash(token), Kind: platform.AppSession,
+		UserID: g.UserID, RentalID: rentalID, SessionEpoch: g.SessionEpoch, ExpiresAt: exp}); err != nil {
+		return "", time.Time{}, err
+	}
+	return token, exp, nil
+}
+
+// AppUser is the user of an app session of rentalID's apps origin: nil
+// for a token that is unknown, expired, of another rental, or taken
+// before its user's sessions were ended (or the user is suspended).
+// Whether the user may still work in the rental is For's to say.
+func (s *Service) AppUser(ctx context.Context, token string, rentalID int64) (*models.User, error) {
+	if !strings.HasPrefix(token, appPrefix) || len(token) > 100 {
+		return nil, nil
+	}
+	g, err := platform.AppSessionOf(ctx, s.DB, shareHash(token), rentalID, s.DB.Now())
+	if apperr.Code(err) == apperr.ENOTFOUND {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.DB.UserByID(ctx, g.UserID)
+	if apperr.Code(err) == apperr.ENOTFOUND {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if u.SessionEpoch != g.SessionEpoch || u.SuspendedAt != nil {
+		return nil, nil
+	}
+	return u, nil
+}
