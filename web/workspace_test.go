@@ -457,47 +457,9 @@ func runInKernel(t *testing.T, ac *actor, base, kernelID, origin, code string) s
 		t.Fatalf("the kernel's WebSocket: %v %v", res, err)
 	}
 	defer c.Close(websocket.StatusNormalClosure, "")
-	c.SetReadLimit(16 << 20)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	id := randomHex(t)
-	msg := map[string]any{
-		"header":        map[string]any{"msg_id": id, "username": "test", "session": "suanli-test", "msg_type": "execute_request", "version": "5.3"},
-		"parent_header": map[string]any{}, "metadata": map[string]any{}, "channel": "shell", "buffers": []any{},
-		"content": map[string]any{"code": code, "silent": false, "store_history": false, "user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true},
-	}
-	b, _ := json.Marshal(msg)
-	if err := c.Write(ctx, websocket.MessageText, b); err != nil {
-		t.Fatalf("sending the code: %v", err)
-	}
-	var printed strings.Builder
-	for {
-		_, b, err := c.Read(ctx)
-		if err != nil {
-			t.Fatalf("reading the kernel's answer: %v (printed so far %q)", err, printed.String())
-		}
-		var m struct {
-			Header struct {
-				MsgType string `json:"msg_type"`
-			} `json:"header"`
-			ParentHeader struct {
-				MsgID string `json:"msg_id"`
-			} `json:"parent_header"`
-			Content struct {
-				Text           string `json:"text"`
-				ExecutionState string `json:"execution_state"`
-			} `json:"content"`
-		}
-		if json.Unmarshal(b, &m) != nil || m.ParentHeader.MsgID != id {
-			continue
-		}
-		switch {
-		case m.Header.MsgType == "stream":
-			printed.WriteString(m.Content.Text)
-		case m.Header.MsgType == "status" && m.Content.ExecutionState == "idle":
-			return printed.String()
-		}
-	}
+	return kernelPrint(t, ctx, c, code)
 }
 
 // randomBytes is n random bytes.
