@@ -215,9 +215,13 @@ func kernelPrint(t *testing.T, ctx context.Context, c *websocket.Conn, code stri
 			t.Fatalf("the kernel's answer: %v (so far %q)", err, out.String())
 		}
 		var m struct {
-			Header       struct{ MsgType string `json:"msg_type"` } `json:"header"`
-			ParentHeader struct{ MsgID string `json:"msg_id"` }   `json:"parent_header"`
-			Content      struct {
+			Header struct {
+				MsgType string `json:"msg_type"`
+			} `json:"header"`
+			ParentHeader struct {
+				MsgID string `json:"msg_id"`
+			} `json:"parent_header"`
+			Content struct {
 				Text           string `json:"text"`
 				ExecutionState string `json:"execution_state"`
 			} `json:"content"`
