@@ -114,3 +114,9 @@ func (s *Service) AppUser(ctx context.Context, token string, rentalID int64) (*m
 	}
 	return u, nil
 }
+
+// SessionLive reports whether the marketplace's session of token still
+// exists (a lasting connection ends with its session).
+func (s *Service) SessionLive(ctx context.Context, token string) (bool, error) {
+	return platform.SessionLive(ctx, s.DB, token)
+}

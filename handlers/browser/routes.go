@@ -43,7 +43,7 @@ func (w *Handler) sessionRecheck(c echo.Context, ws *workspace.Workspace) func(c
 	u := handlers.CurrentUser(c)
 	token := w.Sessions.Token(c.Request().Context())
 	return func(ctx context.Context) error {
-		if _, found, err := w.Sessions.Store.Find(token); err == nil && !found {
+		if live, err := w.ws.SessionLive(ctx, token); err == nil && !live {
 			return errSessionEnded
 		}
 		return w.ws.Recheck(ctx, u, ws.RentalID)

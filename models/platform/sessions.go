@@ -67,3 +67,10 @@ func PurgeExpiredSessions(ctx context.Context, db *models.DB) (int64, error) {
 	res := db.W.WithContext(ctx).Where("expiry <= ?", db.Now().UTC()).Delete(&sessionRow{})
 	return res.RowsAffected, res.Error
 }
+
+// SessionLive reports whether the session of token exists and has not
+// expired (a lasting request checks that its session was not ended).
+func SessionLive(ctx context.Context, db *models.DB, token string) (bool, error) {
+	_, found, err := SessionStore{DB: db}.FindCtx(ctx, token)
+	return found, err
+}
