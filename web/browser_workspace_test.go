@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"suanli/dbtest"
+	"suanli/dockertest"
 	"suanli/handlers"
 )
 
@@ -108,20 +110,14 @@ func TestBrowserWorkInTheContainer(t *testing.T) {
 	rentalShot(t, b, "workspace-terminal")
 
 	// The declared port, as the rental page links it.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	dockertest.Eventually(t, 30*time.Second, "the app on port 8000", func() (bool, string) {
 		res, err := chromedp.Run(b, chromedp.NavigateResponse(a.srv.URL+base+"/ports/8000/"))
-		if err == nil && res != nil && res.Status == 200 {
-			must(t, eval[string](t, b, `location.origin`) == appsOrigin, "port 8000 opened at %s, want its rental's origin", eval[string](t, b, `location.href`))
+		if err != nil || res == nil {
+			return false, fmt.Sprint(err)
 		}
-		if err == nil && res != nil && res.Status == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the app on port 8000 never answered: %v %v", res, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return res.Status == 200, fmt.Sprint(res.Status)
+	})
+	must(t, eval[string](t, b, `location.origin`) == appsOrigin, "port 8000 opened at %s, want its rental's origin", eval[string](t, b, `location.href`))
 	must(t, strings.Contains(readPage(t, b).Text, "served from the container"), "port 8000's page:\n%s", readPage(t, b))
 
 	// Files: upload one through the form, see it listed.
