@@ -101,16 +101,27 @@ func get(t *testing.T, reg *tunnel.Registry, path string) (string, error) {
 	return string(b), err
 }
 
+// eventually waits until cond holds, looking every 5 ms, and fails with
+// what once 10 s have passed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("not within 10 s: %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
 // waitConnected waits until node 7's tunnel is (or is not) held.
 func waitConnected(t *testing.T, reg *tunnel.Registry, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for reg.Connected(7) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("node 7 connected = %v, want %v", !want, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, fmt.Sprintf("node 7 connected = %v", want), func() bool { return reg.Connected(7) == want })
 }
 
 // An agent's tunnel carries the server's requests; many at once each get
@@ -149,19 +160,11 @@ func TestTunnelCarriesRequests(t *testing.T) {
 		t.Fatalf("after the agent went: %v, want ErrNotConnected", err)
 	}
 	// Told after the tunnel is forgotten (Connected says so first).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, "onChange calls [true false]", func() bool {
 		s.mu.Lock()
-		got := fmt.Sprint(s.changes)
-		s.mu.Unlock()
-		if got == "[true false]" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("onChange calls %s, want [true false]", got)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer s.mu.Unlock()
+		return fmt.Sprint(s.changes) == "[true false]"
+	})
 }
 
 // An agent that dials again replaces its older tunnel, which is closed:
