@@ -16,8 +16,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/hashicorp/yamux"
@@ -233,4 +235,19 @@ type Upload struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+}
+
+// WorkspacePath is a path of the workspace as a renter gives it ("data/x",
+// "/workspace/data/x"), relative to the workspace ("" the workspace
+// itself), or false for one that is not well-formed text (NUL, not UTF-8)
+// or holds a backslash. Cleaned from "/", it cannot leave the workspace.
+func WorkspacePath(p string) (string, bool) {
+	if !utf8.ValidString(p) || strings.ContainsAny(p, "\x00\\") {
+		return "", false
+	}
+	p = strings.TrimSpace(p)
+	if rest, ok := strings.CutPrefix(p, "/workspace"); ok && (rest == "" || rest[0] == '/') {
+		p = rest
+	}
+	return strings.TrimPrefix(path.Clean("/"+p), "/"), true
 }

@@ -236,3 +236,21 @@ func TestTunnelAgentStreamsAreClosed(t *testing.T) {
 		t.Fatalf("the server's request after the agent's streams: %q %v", body, err)
 	}
 }
+
+// A workspace path stays in the workspace, whatever the renter typed.
+func TestWorkspacePath(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "", "/": "", "/workspace": "", "/workspace/": "", "data/x": "data/x", "/workspace/data/x": "data/x",
+		"../../etc/passwd": "etc/passwd", "/workspace/../etc": "etc", "a/./b/../c": "a/c", " notes.txt ": "notes.txt",
+		"/workspace2/x": "workspace2/x", "/etc/passwd": "etc/passwd",
+	} {
+		if got, ok := tunnel.WorkspacePath(in); !ok || got != want {
+			t.Errorf("WorkspacePath(%q) = %q %v, want %q", in, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"a\x00b", "a\\b", "\xff"} {
+		if _, ok := tunnel.WorkspacePath(bad); ok {
+			t.Errorf("WorkspacePath(%q) accepted", bad)
+		}
+	}
+}

@@ -51,7 +51,7 @@ func (s *Service) Ticket(ctx context.Context, u *models.User, rentalID int64) (s
 	if err != nil {
 		return "", err
 	}
-	g := &platform.AppGrant{TokenHash: shareHash(token), Kind: platform.AppTicket, UserID: u.ID, RentalID: rentalID,
+	g := &platform.AppGrant{TokenHash: tokenHash(token), Kind: platform.AppTicket, UserID: u.ID, RentalID: rentalID,
 		SessionEpoch: u.SessionEpoch, ExpiresAt: s.DB.Now().Add(TicketTTL)}
 	if err := platform.InsertAppGrant(ctx, s.DB, g); err != nil {
 		return "", err
@@ -68,7 +68,7 @@ func (s *Service) Redeem(ctx context.Context, ticket string, rentalID int64) (st
 		return "", time.Time{}, errTicket
 	}
 	now := s.DB.Now()
-	g, err := platform.UseAppTicket(ctx, s.DB, shareHash(ticket), rentalID, now)
+	g, err := platform.UseAppTicket(ctx, s.DB, tokenHash(ticket), rentalID, now)
 	if err != nil {
 		if apperr.Code(err) == apperr.ENOTFOUND {
 			return "", time.Time{}, errTicket
@@ -80,7 +80,7 @@ func (s *Service) Redeem(ctx context.Context, ticket string, rentalID int64) (st
 		return "", time.Time{}, err
 	}
 	exp := now.Add(AppSessionTTL)
-	if err := platform.InsertAppGrant(ctx, s.DB, &platform.AppGrant{TokenHash: shareHash(token), Kind: platform.AppSession,
+	if err := platform.InsertAppGrant(ctx, s.DB, &platform.AppGrant{TokenHash: tokenHash(token), Kind: platform.AppSession,
 		UserID: g.UserID, RentalID: rentalID, SessionEpoch: g.SessionEpoch, ExpiresAt: exp}); err != nil {
 		return "", time.Time{}, err
 	}
@@ -95,7 +95,7 @@ func (s *Service) AppUser(ctx context.Context, token string, rentalID int64) (*m
 	if !strings.HasPrefix(token, appPrefix) || len(token) > 100 {
 		return nil, nil
 	}
-	g, err := platform.AppSessionOf(ctx, s.DB, shareHash(token), rentalID, s.DB.Now())
+	g, err := platform.AppSessionOf(ctx, s.DB, tokenHash(token), rentalID, s.DB.Now())
 	if apperr.Code(err) == apperr.ENOTFOUND {
 		return nil, nil
 	}

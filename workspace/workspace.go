@@ -152,8 +152,8 @@ const (
 // chat says what it is.
 const SharePrefix = "shr_"
 
-// shareHash is what is stored of a share token.
-func shareHash(token string) string {
+// tokenHash is what is stored of a token: a share link's, an apps ticket or session.
+func tokenHash(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
@@ -189,7 +189,7 @@ func (s *Service) CreateShare(ctx context.Context, u *models.User, rentalID int6
 	}
 	token := SharePrefix + base64.RawURLEncoding.EncodeToString(b)
 	now := s.DB.Now()
-	sh := &models.PortShare{RentalID: rentalID, Port: port, TokenHash: shareHash(token), CreatedBy: u.ID, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	sh := &models.PortShare{RentalID: rentalID, Port: port, TokenHash: tokenHash(token), CreatedBy: u.ID, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	if err := rentalstore.InsertPortShare(ctx, s.DB, sh); err != nil {
 		return "", nil, err
 	}
@@ -256,7 +256,7 @@ func (s *Service) SharedWorkspace(ctx context.Context, token string) (*Workspace
 	if !strings.HasPrefix(token, SharePrefix) || len(token) > 100 {
 		return nil, 0, apperr.NotFound("share link")
 	}
-	sh, err := rentalstore.PortShareByHash(ctx, s.DB, shareHash(token))
+	sh, err := rentalstore.PortShareByHash(ctx, s.DB, tokenHash(token))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -366,26 +366,12 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, id int64) {
 	}
 }
 
-// workspacePath is the path below /workspace that q's path names ("" the
-// workspace itself), or false for one that leaves it.
-func workspacePath(p string) (string, bool) {
-	p = strings.TrimPrefix(p, "/workspace")
-	p = path.Clean("/" + p)
-	if p == "/" {
-		return ".", true
-	}
-	p = strings.TrimPrefix(p, "/")
-	for _, el := range strings.Split(p, "/") {
-		if el == ".." {
-			return "", false
-		}
-	}
-	return p, true
-}
-
 // files reads a file or a directory of the workspace, or writes a file.
 func (h *Handler) files(w http.ResponseWriter, r *http.Request, id int64) {
-	p, ok := workspacePath(r.URL.Query().Get("path"))
+	p, ok := tunnel.WorkspacePath(r.URL.Query().Get("path"))
+	if p == "" {
+		p = "." // the workspace itself, for os.Root
+	}
 	if !ok {
 		fail(w, http.StatusBadRequest, tunnel.ErrBadPath, "the path leaves /workspace")
 		return

@@ -24,21 +24,6 @@ import (
 	"suanli/workspace"
 )
 
-// cleanPath is a workspace path as the renter gives it ("data/x",
-// "/workspace/data/x"), below /workspace, or false for one that leaves
-// it. "" is the workspace itself.
-func cleanPath(p string) (string, bool) {
-	if !apperr.Storable(p) {
-		return "", false
-	}
-	p = strings.TrimPrefix(strings.TrimSpace(p), "/workspace")
-	p = path.Clean("/" + p)
-	if strings.Contains(p, "\\") {
-		return "", false
-	}
-	return strings.TrimPrefix(p, "/"), true
-}
-
 var errBadPath = apperr.Field("path", "err.workspace_path")
 
 // FilesList is GET /rentals/{id}/files/list?path=: a workspace directory
@@ -48,7 +33,7 @@ func (w *Handler) FilesList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, ok := cleanPath(c.QueryParam("path"))
+	p, ok := tunnel.WorkspacePath(c.QueryParam("path"))
 	if !ok {
 		return errBadPath
 	}
@@ -62,7 +47,7 @@ func (w *Handler) FileDownload(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, ok := cleanPath(c.QueryParam("path"))
+	p, ok := tunnel.WorkspacePath(c.QueryParam("path"))
 	if !ok || p == "" {
 		return errBadPath
 	}
@@ -185,7 +170,7 @@ func (w *Handler) FileUpload(c echo.Context) error {
 			if !apperr.Storable(string(b)) {
 				return apperr.Malformed("dir")
 			}
-			d, ok := cleanPath(string(b))
+			d, ok := tunnel.WorkspacePath(string(b))
 			if !ok {
 				return errBadPath
 			}
@@ -198,7 +183,7 @@ func (w *Handler) FileUpload(c echo.Context) error {
 			if name == "" || name == "." || name == "/" || name == ".." {
 				continue // an empty file input
 			}
-			p, ok := cleanPath(path.Join(dir, name))
+			p, ok := tunnel.WorkspacePath(path.Join(dir, name))
 			if !ok || p == "" {
 				return errBadPath
 			}

@@ -14,6 +14,7 @@ import (
 	"suanli/handlers"
 	"suanli/locales"
 	"suanli/routenames"
+	"suanli/tunnel"
 	"suanli/views/rentalpages"
 )
 
@@ -35,7 +36,7 @@ func (w *Handler) FilesPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	dir, ok := cleanPath(c.QueryParam("path"))
+	dir, ok := tunnel.WorkspacePath(c.QueryParam("path"))
 	if !ok {
 		return errBadPath
 	}
