@@ -118,10 +118,8 @@ func (h *Handler) RentalIdleStop(c echo.Context) error {
 	v, ferr := idleStopForm(f)
 	if ferr == nil {
 		_, err = h.IdleStop().Set(c.Request().Context(), CurrentUser(c), m, d.Rental.ID, v)
-	} else if !rentals.CanStop(&d.Rental, CurrentUser(c), m) {
+	} else if err = idlestop.CanChange(&d.Rental, CurrentUser(c), m); err == nil {
 		// Who may change it is said before anything about the input.
-		err = apperr.Errorf(apperr.EFORBIDDEN, "only the renter or an admin of the organisation may change this rental's idle stop")
-	} else {
 		err = ferr
 	}
 	if err == nil {
@@ -129,7 +127,8 @@ func (h *Handler) RentalIdleStop(c echo.Context) error {
 		return SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
 	}
 	ae, ok := apperr.As(err)
-	if !ok || ae.Field != idlestop.Field || ae.Key == "" {
+	if !ok || ae.Field != idlestop.Field || ae.Key == "" || !idlestop.Applies(d.Rental.Term) {
+		// A term rental's page has no idle-stop form to show it beside.
 		return err
 	}
 	vc := ViewCtx(c)
@@ -150,17 +149,21 @@ func (h *Handler) RentalIdleStop(c echo.Context) error {
 
 // rentalIdleVM is the rental page's idle-stop section, its form as f left
 // it (nil for the rental's own setting), with its GPUs' idle streak while
-// it runs.
+// it runs; nil for a term rental (idlestop.Applies).
 func (h *Handler) rentalIdleVM(c echo.Context, d *rentals.RentalDetail, m *models.Membership, f *views.Form) (*rentalpages.IdleStopVM, error) {
+	r := &d.Rental
+	if !idlestop.Applies(r.Term) {
+		return nil, nil
+	}
 	ctx := c.Request().Context()
-	org, err := h.DB.OrgByID(ctx, d.Rental.OrgID)
+	org, err := h.DB.OrgByID(ctx, r.OrgID)
 	if err != nil {
 		return nil, err
 	}
-	r := &d.Rental
+	policy := idlestop.Policy(org)
 	var st idlestop.Streak
 	if r.Status == models.RentalRunning && !r.NoGPU {
-		if st, err = h.IdleStop().StreakOf(ctx, r.ID, idlestop.Effective(r.IdleStop, idlestop.Policy(org)), d.At); err != nil {
+		if st, err = h.IdleStop().StreakOf(ctx, r.ID, idlestop.Effective(r.IdleStop, policy), d.At); err != nil {
 			return nil, err
 		}
 	}
@@ -168,6 +171,6 @@ func (h *Handler) rentalIdleVM(c echo.Context, d *rentals.RentalDetail, m *model
 		form := ReadForm(c)
 		f = &form
 	}
-	rentalvm.IdleStopDefaults(*f, r.IdleStop)
-	return rentalvm.IdleStop(r, org, st, d.At, d.Simulated(), idlestop.Changeable(r, CurrentUser(c), m), *f), nil
+	rentalvm.IdleStopDefaults(*f, r.IdleStop, policy)
+	return rentalvm.IdleStop(r, org, st, d.At, d.Simulated(), idlestop.CanChange(r, CurrentUser(c), m) == nil, *f), nil
 }

@@ -213,6 +213,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 	}
 	want := strings.TrimSpace(f.Get("org_id"))
 	var prices []int64
+	var policies []models.IdleStop // of each of vm.Orgs
 	for _, om := range oms {
 		if !om.Org.Usable() {
 			continue
@@ -224,7 +225,9 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 		student := rentals.StudentPrices(&om.Org, &om.Membership)
 		price := offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
 		vm.Orgs = append(vm.Orgs, rentalvm.RentOrg(&om.Org, bal, student, price))
-		if p := idlestop.Policy(&om.Org); p.On() {
+		p := idlestop.Policy(&om.Org)
+		policies = append(policies, p)
+		if p.On() {
 			vm.IdlePolicies = append(vm.IdlePolicies, rentalpages.IdlePolicy{OrgName: om.Org.Name, Policy: rentalvm.IdleSetting(p)})
 		}
 		prices = append(prices, price)
@@ -251,7 +254,11 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 	if strings.TrimSpace(f.Get("volume_gb")) == "" {
 		f.Values["volume_gb"] = strconv.Itoa(min(volumes.DefaultGB, volumes.MaxFor(&row.Offer)))
 	}
-	rentalvm.IdleStopDefaults(f, models.IdleStop{})
+	policy := models.IdleStop{}
+	if vm.Selected >= 0 {
+		policy = policies[vm.Selected]
+	}
+	rentalvm.IdleStopDefaults(f, models.IdleStop{}, policy)
 	vm.IdleMinMinutes, vm.IdleMaxMinutes = idlestop.MinMinutes, idlestop.MaxMinutes
 	vm.Form = f
 	if err := h.rentStorageVM(c, &vm, &row); err != nil {

@@ -17,6 +17,7 @@ import (
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/rentalstore"
+	"suanli/pricing"
 	"suanli/rentals"
 )
 
@@ -104,53 +105,73 @@ func Check(v models.IdleStop, org *models.Org) error {
 	return nil
 }
 
+// Applies reports whether idle stop applies to rentals of the term: on
+// demand only. A week or a month is paid up front and its GPUs stay held
+// when it stops, so stopping it for idling would save nothing.
+func Applies(t pricing.Term) bool { return t != pricing.Week && t != pricing.Month }
+
+// checkTerm refuses a setting (on) for a rental of a term it does not
+// apply to (Applies).
+func checkTerm(v models.IdleStop, t pricing.Term) error {
+	if v.On() && !Applies(t) {
+		return apperr.Field(Field, "idle.err.term")
+	}
+	return nil
+}
+
 // Rent rents as rentals.Service.Rent does, with in.IdleStop checked
-// against the paying organisation's policy first: a refused setting rents
-// nothing.
+// against the term and the paying organisation's policy first: a refused
+// setting rents nothing.
 func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *models.Membership, in rentals.RentInput) (*models.Rental, error) {
+	if err := checkTerm(in.IdleStop, in.Term); err != nil {
+		return nil, err
+	}
 	if err := Check(in.IdleStop, org); err != nil {
 		return nil, err
 	}
 	return s.Rentals.Rent(ctx, u, org, m, in)
 }
 
-// Changeable reports whether the user may change the rental's idle stop
-// now: who may stop it (rentals.CanStop), on a rental that may run again
-// (not released, not failed).
-func Changeable(r *models.Rental, u *models.User, m *models.Membership) bool {
-	return rentals.CanStop(r, u, m) && !r.Released() && r.Status != models.RentalFailed
+// CanChange refuses the user a change of the rental's idle stop now
+// unless they may stop it (rentals.CanStop: EFORBIDDEN) and it may run
+// again, not released nor failed, on demand (ECONFLICT about Field).
+func CanChange(r *models.Rental, u *models.User, m *models.Membership) error {
+	if !rentals.CanStop(r, u, m) {
+		return &apperr.Error{Code: apperr.EFORBIDDEN, Message: "only the renter or an admin of the organisation may change this rental's idle stop", Key: "idle.err.forbidden"}
+	}
+	if r.Released() || r.Status == models.RentalFailed {
+		return &apperr.Error{Code: apperr.ECONFLICT, Field: Field, Message: "this rental will not run again: its idle stop cannot change", Key: "idle.err.ended"}
+	}
+	return nil
 }
 
 // Set changes a rental's own idle-stop setting (zero: off), for its
-// renter or an admin of its organisation (rentals.CanStop), while it is
-// not released: running, it applies from the watch's next pass; stopped,
-// when it starts again. The change is on the rental's timeline, and the
-// next warning (if the GPUs idle) says what the new setting does.
+// renter or an admin of its organisation while it may run again
+// (CanChange), on an on-demand rental (Applies): running, it applies from
+// the watch's next pass; stopped, when it starts again. The change is on
+// the rental's timeline, and the next warning (if the GPUs idle) says
+// what the new setting does.
 func (s *Service) Set(ctx context.Context, u *models.User, m *models.Membership, id int64, v models.IdleStop) (*models.Rental, error) {
-	r, err := s.db().RentalByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !rentals.CanStop(&r, u, m) {
-		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Message: "only the renter or an admin of the organisation may change this rental's idle stop", Key: "idle.err.forbidden"}
-	}
-	if r.Released() || r.Status == models.RentalFailed {
-		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: Field, Message: "this rental will not run again: its idle stop cannot change", Key: "idle.err.ended"}
-	}
-	org, err := s.db().OrgByID(ctx, r.OrgID)
-	if err != nil {
-		return nil, err
-	}
-	if err := Check(v, org); err != nil {
-		return nil, err
-	}
 	now := s.db().Now().UTC()
-	err = s.db().Tx(ctx, func(tx *gorm.DB) error {
-		cur, err := models.RentalForUpdate(tx, id)
+	err := s.db().Tx(ctx, func(tx *gorm.DB) error {
+		r, err := models.RentalForUpdate(tx, id)
 		if err != nil {
 			return err
 		}
-		if cur.IdleStop == v {
+		if err := CanChange(&r, u, m); err != nil {
+			return err
+		}
+		if err := checkTerm(v, r.Term); err != nil {
+			return err
+		}
+		org, err := models.OrgByIDIn(tx, r.OrgID)
+		if err != nil {
+			return err
+		}
+		if err := Check(v, org); err != nil {
+			return err
+		}
+		if r.IdleStop == v {
 			return nil
 		}
 		if err := rentalstore.SetRentalIdleStop(tx, id, v, now); err != nil {
@@ -171,9 +192,10 @@ func (s *Service) Set(ctx context.Context, u *models.User, m *models.Membership,
 }
 
 // SetLabPolicy stores a lab's idle-stop policy for its members' rentals
-// (zero: none), for the lab's admins. It applies to every rental the lab
-// pays for, from the watch's next pass, whatever their own settings say
-// (Effective).
+// (zero: none), for the lab's admins. It applies to every on-demand
+// rental the lab pays for, from the watch's next pass, whatever their own
+// settings say (Effective); a change forgets the warnings its running
+// rentals had, so none stops sooner than a new warning's lead.
 func (s *Service) SetLabPolicy(ctx context.Context, actor *models.User, orgID int64, p models.IdleStop) error {
 	if _, _, err := s.Accounts.Authorize(ctx, actor, orgID, accounts.SetIdlePolicy); err != nil {
 		return err
@@ -183,7 +205,19 @@ func (s *Service) SetLabPolicy(ctx context.Context, actor *models.User, orgID in
 			return err
 		}
 	}
-	if err := s.db().Tx(ctx, func(tx *gorm.DB) error { return models.SetOrgIdlePolicy(tx, orgID, p) }); err != nil {
+	err := s.db().Tx(ctx, func(tx *gorm.DB) error {
+		org, err := models.OrgByIDIn(tx, orgID)
+		if err != nil || org.IdlePolicy == p {
+			return err
+		}
+		if err := models.SetOrgIdlePolicy(tx, orgID, p); err != nil {
+			return err
+		}
+		// A warning promised a stop no sooner than its lead; under the
+		// new policy the next pass warns again (errChanged meanwhile).
+		return rentalstore.ForgetOrgIdleWarnings(tx, orgID)
+	})
+	if err != nil {
 		return err
 	}
 	slog.Info("lab idle policy set", "org", orgID, "user", actor.ID, "below_pct", p.BelowPct, "minutes", p.Minutes)

@@ -1,11 +1,18 @@
 package idlestop
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"suanli/apperr"
+	"suanli/dbtest"
 	"suanli/models"
+	"suanli/models/rentalstore"
+	"suanli/pricing"
 )
 
 // The stricter of a rental's setting and its lab's policy applies, part
@@ -127,4 +134,60 @@ func TestStopsAt(t *testing.T) {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
+}
+
+// A warning or a stop acts only on a rental as the watch listed it: its
+// row, locked before any change, still running on demand with GPUs, with
+// the same setting and last warning, and its lab (read in the same
+// transaction) with the same policy. Anything else is errChanged, which
+// rolls the warning or the stop back for the next pass to judge afresh.
+func TestUnchanged(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		now := time.Now().UTC().Truncate(time.Second)
+		policy := models.IdleStop{BelowPct: 30, Minutes: 20}
+		lab := &models.Org{Kind: models.OrgLab, Name: "Vision Lab", Status: models.OrgApproved, IdlePolicy: policy, CreatedAt: now}
+		if err := db.Tx(context.Background(), func(tx *gorm.DB) error { return models.InsertOrg(tx, lab) }); err != nil {
+			t.Fatal(err)
+		}
+		own := models.IdleStop{BelowPct: 40, Minutes: 10}
+		listed := rentalstore.IdleWatch{RentalID: 1, OrgID: lab.ID, OwnBelowPct: own.BelowPct, OwnMinutes: own.Minutes,
+			PolicyBelowPct: policy.BelowPct, PolicyMinutes: policy.Minutes, WarnedAt: &now}
+		rental := func() models.Rental {
+			at := now
+			return models.Rental{ID: 1, OrgID: lab.ID, Status: models.RentalRunning, Term: pricing.OnDemand, IdleStop: own, IdleWarnedAt: &at}
+		}
+		check := func(r models.Rental) error {
+			t.Helper()
+			return db.Tx(context.Background(), func(tx *gorm.DB) error { return unchanged(tx, &r, &listed) })
+		}
+		if err := check(rental()); err != nil {
+			t.Fatalf("the rental as listed: %v", err)
+		}
+		later := now.Add(time.Minute)
+		for name, change := range map[string]func(*models.Rental){
+			"migrating":         func(r *models.Rental) { r.Status = models.RentalMigrating },
+			"stopped":           func(r *models.Rental) { r.Status = models.RentalStopped },
+			"a week's term":     func(r *models.Rental) { r.Term = pricing.Week },
+			"no GPUs":           func(r *models.Rental) { r.NoGPU = true },
+			"a new setting":     func(r *models.Rental) { r.IdleStop = models.IdleStop{BelowPct: 40, Minutes: 30} },
+			"setting off":       func(r *models.Rental) { r.IdleStop = models.IdleStop{} },
+			"warning forgotten": func(r *models.Rental) { r.IdleWarnedAt = nil },
+			"warned again":      func(r *models.Rental) { r.IdleWarnedAt = &later },
+		} {
+			r := rental()
+			change(&r)
+			if err := check(r); !errors.Is(err, errChanged) {
+				t.Errorf("%s: %v, want errChanged", name, err)
+			}
+		}
+		// The lab's policy changes after the listing.
+		if err := db.Tx(context.Background(), func(tx *gorm.DB) error {
+			return models.SetOrgIdlePolicy(tx, lab.ID, models.IdleStop{BelowPct: 30, Minutes: 5})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := check(rental()); !errors.Is(err, errChanged) {
+			t.Errorf("after the policy changed: %v, want errChanged", err)
+		}
+	})
 }

@@ -18,7 +18,7 @@ func mailLang(u *models.User) string {
 }
 
 // notes are the lines a mail adds about where its setting and figures
-// come from: the lab's policy, a simulated node.
+// come from: the lab's policy, the node's NVML or a simulation.
 func (n notice) notes(lang string) string {
 	s := ""
 	if n.lab {
@@ -26,6 +26,8 @@ func (n notice) notes(lang string) string {
 	}
 	if n.simulated {
 		s += "\n\n" + locales.T(lang, "idle.mail.simulated_note")
+	} else {
+		s += "\n\n" + locales.T(lang, "idle.mail.measured_note")
 	}
 	return s
 }

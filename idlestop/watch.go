@@ -215,7 +215,7 @@ func (s *Service) watchOne(ctx context.Context, w *rentalstore.IdleWatch, res *W
 	n := notice{eff: eff, lab: eff != w.Own(), simulated: w.Simulated, streak: st}
 	if !st.Warned(w.WarnedAt) {
 		n.stopsAt = StopsAt(st, eff, nil, now)
-		warned, err := s.warn(ctx, w.RentalID, n, now)
+		warned, err := s.warn(ctx, w, n, now)
 		if warned {
 			res.Warned++
 		}
@@ -226,9 +226,15 @@ func (s *Service) watchOne(ctx context.Context, w *rentalstore.IdleWatch, res *W
 	}
 	stopped := false
 	_, err = s.Rentals.Stop(ctx, w.RentalID, StopReason, func(tx *gorm.DB, r *models.Rental) error {
+		if err := unchanged(tx, r, w); err != nil {
+			return err
+		}
 		stopped = true
 		return s.stopped(tx, r, n, now)
 	})
+	if errors.Is(err, errChanged) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -240,6 +246,38 @@ func (s *Service) watchOne(ctx context.Context, w *rentalstore.IdleWatch, res *W
 	return nil
 }
 
+// errChanged rolls back a warning or a stop whose rental changed after
+// the watch listed it; the next pass judges it afresh.
+var errChanged = errors.New("idle stop: the rental changed since the watch read it")
+
+// unchanged checks in tx that r, the rental's row locked there before any
+// change, is as the watch listed it in w: running on demand with GPUs,
+// with the same setting, the same last warning and its lab's same policy.
+// So a stop or a warning never follows a setting or a policy that changed
+// meanwhile (a policy change forgets the warnings, ForgetOrgIdleWarnings),
+// nor stops a rental that began migrating: errChanged otherwise.
+func unchanged(tx *gorm.DB, r *models.Rental, w *rentalstore.IdleWatch) error {
+	if r.Status != models.RentalRunning || r.Term != pricing.OnDemand || r.NoGPU || r.IdleStop != w.Own() || !sameTime(r.IdleWarnedAt, w.WarnedAt) {
+		return errChanged
+	}
+	org, err := models.OrgByIDIn(tx, r.OrgID)
+	if err != nil {
+		return err
+	}
+	if Policy(org) != w.Policy() {
+		return errChanged
+	}
+	return nil
+}
+
+// sameTime reports whether a and b are both unset or the same instant.
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
 // notice is what a warning or a stop says.
 type notice struct {
 	eff models.IdleStop
@@ -249,14 +287,19 @@ type notice struct {
 	stopsAt        time.Time
 }
 
-// warn mails the renter that the rental will stop at n.stopsAt unless its
-// GPUs are used, and puts it on the timeline: once per idle streak (a
-// warning recorded since the streak began wins), and only while it runs.
-func (s *Service) warn(ctx context.Context, rentalID int64, n notice, now time.Time) (bool, error) {
+// warn mails the renter of w's rental that it will stop at n.stopsAt
+// unless its GPUs are used, and puts it on the timeline: once per idle
+// streak (a warning recorded since the streak began wins), and only while
+// it is as the watch listed it (unchanged).
+func (s *Service) warn(ctx context.Context, w *rentalstore.IdleWatch, n notice, now time.Time) (bool, error) {
+	rentalID := w.RentalID
 	warned := false
 	err := s.db().Tx(ctx, func(tx *gorm.DB) error {
 		r, err := models.RentalForUpdate(tx, rentalID)
-		if err != nil || r.Status != models.RentalRunning {
+		if err != nil {
+			return err
+		}
+		if err := unchanged(tx, &r, w); err != nil {
 			return err
 		}
 		if warned, err = rentalstore.MarkIdleWarned(tx, rentalID, n.streak.Since, now); err != nil || !warned {
@@ -275,6 +318,9 @@ func (s *Service) warn(ctx context.Context, rentalID int64, n notice, now time.T
 		}
 		return models.EnqueueMail(tx, s.warningMail(u, &r, n, idleMin, now))
 	})
+	if errors.Is(err, errChanged) {
+		return false, nil
+	}
 	if warned && err == nil {
 		slog.Info("idle stop warning mailed", "rental", rentalID, "stops_at", n.stopsAt, "below_pct", n.eff.BelowPct, "minutes", n.eff.Minutes)
 	}

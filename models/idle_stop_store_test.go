@@ -12,12 +12,14 @@ import (
 	"suanli/models/rentalstore"
 )
 
-// The idle-stop watch's list holds running GPU rentals with a setting of
-// their own or a policy of their organisation (a lab), after the id
-// asked, with both read back; not stopped ones, not no-GPU ones, not
-// those without either (a team's policy values do not count). Settings and policies round-trip through the records; a
-// warning is recorded once per streak; the run's start is its latest
-// running or migrated event.
+// The idle-stop watch's list holds running on-demand GPU rentals with a
+// setting of their own or a policy of their organisation (a lab), after
+// the id asked, with both read back; not stopped ones, not no-GPU ones,
+// not a week's (prepaid), not those without either (a team's policy
+// values do not count). Settings and policies round-trip through the
+// records; a warning is recorded once per streak, and a policy change
+// forgets those of its organisation's running rentals; the run's start
+// is its latest running or migrated event.
 func TestIdleStopStore(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		ctx := context.Background()
@@ -28,11 +30,12 @@ func TestIdleStopStore(t *testing.T) {
 		teamPolicy := testRental(t, db, n)
 		stopped := testRental(t, db, n)
 		noGPU := testRental(t, db, n)
+		week := testRental(t, db, n)
 		now := time.Now().UTC().Truncate(time.Second)
 		set := models.IdleStop{BelowPct: 10, Minutes: 30}
 		policy := models.IdleStop{BelowPct: 20, Minutes: 15}
 		err := db.Tx(ctx, func(tx *gorm.DB) error {
-			for _, id := range []int64{own.ID, stopped.ID, noGPU.ID} {
+			for _, id := range []int64{own.ID, stopped.ID, noGPU.ID, week.ID} {
 				if err := rentalstore.SetRentalIdleStop(tx, id, set, now); err != nil {
 					return err
 				}
@@ -46,6 +49,9 @@ func TestIdleStopStore(t *testing.T) {
 				return err
 			}
 			if err := tx.Model(&models.Rental{}).Where("id = ?", stopped.ID).Update("status", models.RentalStopped).Error; err != nil {
+				return err
+			}
+			if err := tx.Model(&models.Rental{}).Where("id = ?", week.ID).Update("term", "week").Error; err != nil {
 				return err
 			}
 			return tx.Model(&models.Rental{}).Where("id = ?", noGPU.ID).Update("no_gpu", true).Error
@@ -102,6 +108,24 @@ func TestIdleStopStore(t *testing.T) {
 		}
 		if r, _ := db.RentalByID(ctx, own.ID); r.IdleWarnedAt == nil || !r.IdleWarnedAt.Equal(now.Add(6*time.Minute)) {
 			t.Errorf("warned at %v", r.IdleWarnedAt)
+		}
+		// A policy change forgets the warnings of the organisation's
+		// running rentals, not others'.
+		for _, id := range []int64{byPolicy.ID, stopped.ID} {
+			if err := db.W.Model(&models.Rental{}).Where("id = ?", id).Update("idle_warned_at", now).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.W.Model(&models.Rental{}).Where("id = ?", stopped.ID).Update("org_id", byPolicy.OrgID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Tx(ctx, func(tx *gorm.DB) error { return rentalstore.ForgetOrgIdleWarnings(tx, byPolicy.OrgID) }); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[int64]bool{byPolicy.ID: false, stopped.ID: true, own.ID: true} {
+			if r, _ := db.RentalByID(ctx, id); (r.IdleWarnedAt != nil) != want {
+				t.Errorf("rental %d (%s, org %d) warned at %v after its lab's policy changed; want kept: %v", id, r.Status, r.OrgID, r.IdleWarnedAt, want)
+			}
 		}
 		// A new setting forgets the warning.
 		if err := db.Tx(ctx, func(tx *gorm.DB) error { return rentalstore.SetRentalIdleStop(tx, own.ID, models.IdleStop{}, now) }); err != nil {

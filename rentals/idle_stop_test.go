@@ -163,10 +163,14 @@ func TestIdleStopFiresOnIdleGPUsOnly(t *testing.T) {
 		if len(warnings) != 1 {
 			t.Fatalf("%d warning mails, want 1", len(warnings))
 		}
-		for _, want := range []string{"NVML", fmt.Sprintf("http://suanli.test/rentals/%d", idle.ID), locales.T(locales.ZH, "idle.mail.simulated_note")} {
+		for _, want := range []string{fmt.Sprintf("http://suanli.test/rentals/%d", idle.ID), locales.T(locales.ZH, "idle.mail.simulated_note")} {
 			if !strings.Contains(warnings[0].Body, want) {
 				t.Errorf("the warning does not say %q:\n%s", want, warnings[0].Body)
 			}
+		}
+		// A simulated node's figures are not called measured.
+		if measured := locales.T(locales.ZH, "idle.mail.measured_note"); strings.Contains(warnings[0].Body, measured) || strings.Contains(warnings[0].Body, "NVML") {
+			t.Errorf("the warning of a simulated node says its utilisation is measured through NVML:\n%s", warnings[0].Body)
 		}
 		if got := r.rental(idle.ID); got.IdleWarnedAt == nil || r.events(idle.ID, "idle_warning") != 1 {
 			t.Fatalf("warned at %v, %d warning events; timeline:%s", got.IdleWarnedAt, r.events(idle.ID, "idle_warning"), r.timeline(idle.ID))
@@ -310,6 +314,36 @@ func isIdleField(err error) bool {
 	return ok && ae.Field == idlestop.Field
 }
 
+// lab makes a funded lab whose member is the rig's renter (member) and
+// whose owner is pi.
+func (r *idleRig) lab() (lab *models.Org, member *models.Membership, pi *models.User) {
+	r.t.Helper()
+	pi, err := r.accounts.CreateUser(r.ctx, "pi@example.com", "pi-pass-2026-lab", "PI", false)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	now := r.clock.Now()
+	lab = &models.Org{Kind: models.OrgLab, Name: "Vision Lab", Status: models.OrgApproved, Institution: "Peking University",
+		Supervisor: "Prof. Zhang", EmailDomain: "pku.edu.cn", CreatedAt: now}
+	member = &models.Membership{UserID: r.user.ID, Role: models.RoleMember, EduEmail: "renter@pku.edu.cn", ConfirmedAt: &now, CreatedAt: now}
+	if err := r.db.Tx(r.ctx, func(tx *gorm.DB) error {
+		if err := models.InsertOrg(tx, lab); err != nil {
+			return err
+		}
+		member.OrgID = lab.ID
+		if err := models.AddMember(tx, member); err != nil {
+			return err
+		}
+		if err := models.AddMember(tx, &models.Membership{OrgID: lab.ID, UserID: pi.ID, Role: models.RoleOwner, CreatedAt: now}); err != nil {
+			return err
+		}
+		return billing.CreditPromo(tx, lab.ID, 1_000_000, "promo_credit", "test funds", nil, nil, now)
+	}); err != nil {
+		r.t.Fatal(err)
+	}
+	return lab, member, pi
+}
+
 // A lab's policy holds its members' rentals to it: a rent or a change
 // looser than the policy is refused and changes nothing; only the lab's
 // admins set it; a rental whose own setting was looser (set before the
@@ -319,29 +353,7 @@ func TestIdleStopLabPolicyOverridesAMembersSetting(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		r := newIdleRig(t, db)
-		pi, err := r.accounts.CreateUser(r.ctx, "pi@example.com", "pi-pass-2026-lab", "PI", false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := r.clock.Now()
-		lab := &models.Org{Kind: models.OrgLab, Name: "Vision Lab", Status: models.OrgApproved, Institution: "Peking University",
-			Supervisor: "Prof. Zhang", EmailDomain: "pku.edu.cn", CreatedAt: now}
-		member := &models.Membership{UserID: r.user.ID, Role: models.RoleMember, EduEmail: "renter@pku.edu.cn", ConfirmedAt: &now, CreatedAt: now}
-		if err := db.Tx(r.ctx, func(tx *gorm.DB) error {
-			if err := models.InsertOrg(tx, lab); err != nil {
-				return err
-			}
-			member.OrgID = lab.ID
-			if err := models.AddMember(tx, member); err != nil {
-				return err
-			}
-			if err := models.AddMember(tx, &models.Membership{OrgID: lab.ID, UserID: pi.ID, Role: models.RoleOwner, CreatedAt: now}); err != nil {
-				return err
-			}
-			return billing.CreditPromo(tx, lab.ID, 1_000_000, "promo_credit", "test funds", nil, nil, now)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		lab, member, pi := r.lab()
 		looser := models.IdleStop{BelowPct: 10, Minutes: 60}
 		rt := r.rentIdle(lab, member, 1, looser)
 		r.load(rt.ID, 20)
@@ -401,6 +413,85 @@ func TestIdleStopLabPolicyOverridesAMembersSetting(t *testing.T) {
 		if len(stops) != 1 || !strings.Contains(stops[0].Body, locales.T(locales.ZH, "idle.mail.lab_note")) ||
 			!strings.Contains(stops[0].Body, "30%") {
 			t.Errorf("the stop mail does not name the lab's policy: %+v", stops)
+		}
+	})
+}
+
+// A lab's policy that changes after a warning forgets it: the next pass
+// warns again under the new policy, and the stop comes no sooner than the
+// new warning's lead, not when the old warning would have allowed. Idle
+// stop is for on-demand rentals: a week's refuses a setting, and renting
+// one with it rents nothing.
+func TestIdleStopLabPolicyChangeWarnsAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		r := newIdleRig(t, db)
+		lab, member, pi := r.lab()
+		if err := r.idle.SetLabPolicy(r.ctx, pi, lab.ID, models.IdleStop{BelowPct: 30, Minutes: 2 * idleWindow}); err != nil {
+			t.Fatal(err)
+		}
+		rt := r.rentIdle(lab, member, 1, models.IdleStop{})
+		r.load(rt.ID, 0)
+		r.clock.Freeze()
+		// A 10-minute window warns 5 minutes before: at 6 minutes.
+		warned := 0
+		for range 4 {
+			res := r.step(rt.ID)
+			if res.Stopped != 0 {
+				t.Fatalf("a pass under the 10-minute policy stopped it: %+v", res)
+			}
+			warned += res.Warned
+		}
+		if warned != 1 {
+			t.Fatalf("%d warnings in 6 minutes under the 10-minute policy, want 1; timeline:%s", warned, r.timeline(rt.ID))
+		}
+		// Shortened to 5 minutes: the rental has idled for longer, and its
+		// warning promised a stop at 11 minutes.
+		if err := r.idle.SetLabPolicy(r.ctx, pi, lab.ID, models.IdleStop{BelowPct: 30, Minutes: idleWindow}); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.rental(rt.ID); got.IdleWarnedAt != nil {
+			t.Fatalf("the policy change kept the warning of %v", got.IdleWarnedAt)
+		}
+		// 7.5 minutes: warned again, stopping 2.5 minutes later at the soonest.
+		if res := r.step(rt.ID); res.Warned != 1 || res.Stopped != 0 {
+			t.Fatalf("the pass after the change: %+v, want a new warning", res)
+		}
+		// 9 minutes: 1.5 minutes after the new warning, not yet.
+		if res := r.step(rt.ID); res.Warned != 0 || res.Stopped != 0 {
+			t.Fatalf("the pass 1.5 minutes after the new warning: %+v, want nothing", res)
+		}
+		if res := r.step(rt.ID); res.Stopped != 1 {
+			t.Fatalf("the pass 3 minutes after the new warning: %+v, want the stop", res)
+		}
+		r.waitStatus(rt.ID, models.RentalStopped)
+		if n := len(r.mails(rt.ID, "idle.mail.warning.subject")); n != 2 {
+			t.Errorf("%d warning mails, want 2 (one per policy)", n)
+		}
+
+		// A week is paid up front: no idle stop for it.
+		var before int64
+		db.R.Model(&models.Rental{}).Count(&before)
+		_, err := r.idle.Rent(r.ctx, r.user, r.org, r.member, rentals.RentInput{OrgID: r.org.ID, OfferID: r.o.ID, GPUs: 1, SLA: "standard",
+			Term: pricing.Week, SSHPublicKey: sshKey(t), IdleStop: models.IdleStop{BelowPct: 10, Minutes: 60}})
+		if ae, ok := apperr.As(err); !ok || ae.Field != idlestop.Field || ae.Key != "idle.err.term" {
+			t.Errorf("a week's rental with idle stop: %v, want refused naming idle_stop", err)
+		}
+		var after int64
+		db.R.Model(&models.Rental{}).Count(&after)
+		if after != before {
+			t.Errorf("the refused rent made a rental: %d → %d", before, after)
+		}
+		week, err := r.idle.Rent(r.ctx, r.user, r.org, r.member, rentals.RentInput{OrgID: r.org.ID, OfferID: r.o.ID, GPUs: 1, SLA: "standard",
+			Term: pricing.Week, SSHPublicKey: sshKey(t)})
+		if err != nil {
+			t.Fatalf("rent a week: %v", err)
+		}
+		if _, err := r.idle.Set(r.ctx, r.user, r.member, week.ID, models.IdleStop{BelowPct: 10, Minutes: 60}); !isIdleField(err) {
+			t.Errorf("idle stop on a week's rental: %v, want refused naming idle_stop", err)
+		}
+		if got := r.rental(week.ID); got.IdleStop.On() {
+			t.Errorf("the refused setting was stored: %+v", got.IdleStop)
 		}
 	})
 }

@@ -60,9 +60,14 @@ func TestIdleStopThroughTheAPI(t *testing.T) {
 				t.Errorf("rent with %s: %d %s %s (%v), want 400 invalid naming idle_stop", name, st, code, param, err)
 			}
 		}
+		// A week is paid up front: idle stop is for on-demand rentals.
+		week := strings.TrimSuffix(withIdle(`{"gpu_util_below_pct":10,"minutes":30}`), "}") + `,"term":"week"}`
+		st, _, body, _ := idemPost(a, "/api/v1/rentals", token, "", week)
+		code, param, _ := errorCode(t, body)
+		must(t, st == http.StatusBadRequest && code == "invalid" && param == "idle_stop", "rent a week with idle stop: %d %s", st, body)
 		must(t, rentalsOf(t, db, org) == 0, "a refused rent made a rental")
 
-		st, _, body, _ := idemPost(a, "/api/v1/rentals", token, "", withIdle(`{"gpu_util_below_pct":10,"minutes":30}`))
+		st, _, body, _ = idemPost(a, "/api/v1/rentals", token, "", withIdle(`{"gpu_util_below_pct":10,"minutes":30}`))
 		must(t, st == http.StatusCreated, "rent with idle stop: %d %s", st, body)
 		r := decode[rentaljson.Rental](t, body)
 		want := rentaljson.IdleStop{GPUUtilBelowPct: 10, Minutes: 30}
@@ -84,7 +89,7 @@ func TestIdleStopThroughTheAPI(t *testing.T) {
 			}
 		}
 		st, _, body, _ = idemPost(a, path, token, "", "")
-		code, param, _ := errorCode(t, body)
+		code, param, _ = errorCode(t, body)
 		must(t, st == http.StatusBadRequest && code == "invalid" && param == "body", "a change without a body: %d %s", st, body)
 		must(t, idleOf(t, db, r.ID) == models.IdleStop{BelowPct: 10, Minutes: 30}, "refused changes changed it: %+v", idleOf(t, db, r.ID))
 
@@ -135,9 +140,14 @@ func TestIdleStopForms(t *testing.T) {
 			}
 			must(t, strings.Contains(page, `value="`+c[0]+`"`), "the form forgot the input %q", c[0])
 		}
+		res, page := renter.post(a.url(routenames.RentalsCreate, idParam(o.ID)), url.Values{"org_id": {idParam(org)}, "gpus": {"1"},
+			"term": {"week"}, "sla": {"standard"}, "ssh_public_key": {testSSHKey(t)},
+			"idle_stop": {"1"}, "idle_stop_below_pct": {"10"}, "idle_stop_minutes": {"60"}})
+		must(t, res.StatusCode == http.StatusUnprocessableEntity && strings.Contains(fieldMessage(page, "idle_stop"), "on-demand rentals"),
+			"a week with idle stop: %d, message %q", res.StatusCode, fieldMessage(page, "idle_stop"))
 		must(t, rentalsOf(t, db, org) == 0, "a refused rent form made a rental")
 		// Unticked, the numbers are not read: off.
-		res, _ := post("", "ten", "")
+		res, _ = post("", "ten", "")
 		must(t, res.StatusCode == http.StatusSeeOther, "rent with idle stop off: %d", res.StatusCode)
 		res, _ = post("1", "15", "45")
 		must(t, res.StatusCode == http.StatusSeeOther && rentalsOf(t, db, org) == 2, "rent with idle stop: %d", res.StatusCode)
@@ -147,7 +157,7 @@ func TestIdleStopForms(t *testing.T) {
 			"stored: %+v %+v", idleOf(t, db, ids[0]), idleOf(t, db, ids[1]))
 
 		show := a.url(routenames.RentalsShow, idParam(ids[1]))
-		page := renter.page(t, show, "en", 200)
+		page = renter.page(t, show, "en", 200)
 		contains(t, page, `id="rental-idle-stop"`, `id="idle-own">Below 15 % for 45 minutes`, `id="idle-form"`, `id="f-idle_stop" checked`)
 		zh := renter.page(t, show, "zh-CN", 200)
 		contains(t, zh, "闲置关机", "利用率低于 15% 持续 45 分钟")
@@ -184,6 +194,16 @@ func TestIdleStopForms(t *testing.T) {
 		must(t, db.W.Create(&models.GPUSample{GPUID: g.ID, At: now, UtilPct: 90}).Error == nil, "a busy sample")
 		page = renter.page(t, a.url(routenames.RentalsShow, idParam(running)), "en", 200)
 		contains(t, page, `id="idle-status"`, "Not idle")
+
+		// A week's rental has no idle stop to show or change.
+		must(t, db.W.Model(&models.Rental{}).Where("id = ?", running).Update("term", "week").Error == nil, "a week")
+		page = renter.page(t, a.url(routenames.RentalsShow, idParam(running)), "en", 200)
+		must(t, !strings.Contains(page, `id="rental-idle-stop"`), "a week's rental shows idle stop")
+		res, page = renter.post(a.url(routenames.RentalsIdleStop, idParam(running)), url.Values{"idle_stop": {"1"}, "idle_stop_below_pct": {"10"}, "idle_stop_minutes": {"60"}})
+		must(t, res.StatusCode == http.StatusUnprocessableEntity && strings.Contains(page, "on-demand rentals"), "idle stop on a week's rental: %d", res.StatusCode)
+		must(t, idleOf(t, db, running) == models.IdleStop{BelowPct: 5, Minutes: 60}, "the refused change changed it: %+v", idleOf(t, db, running))
+		res, body := renter.do("GET", a.url(routenames.APIRentalsShow, idParam(running)), nil)
+		must(t, res.StatusCode == 200 && strings.Contains(body, `"idle_stop_effective":null`), "a week's rental in the API: %d %s", res.StatusCode, body)
 	})
 }
 
@@ -228,8 +248,10 @@ func TestIdleStopLabPolicyPages(t *testing.T) {
 			`UPDATE gpus SET health = 'healthy', state = 'free' WHERE node_id = ?`} {
 			must(t, db.W.Exec(q, offer.NodeID).Error == nil, "node up")
 		}
-		form := member.page(t, a.url(routenames.RentalsNew, idParam(offer.ID)), "en", 200)
-		contains(t, form, "Vision Lab&#39;s policy: rentals it pays for stop when every GPU stays below 30 % for 30 minutes")
+		form := member.page(t, a.url(routenames.RentalsNew, idParam(offer.ID))+"?org_id="+idParam(lab), "en", 200)
+		contains(t, form, "Vision Lab&#39;s policy: rentals it pays for stop when every GPU stays below 30 % for 30 minutes",
+			// Paid by the lab, the suggestion is its policy (a setting it accepts).
+			`name="idle_stop_below_pct" type="number" min="1" max="100" value="30"`, `name="idle_stop_minutes" type="number" min="5" max="1440" value="30"`)
 		rent := func(on, pct, minutes string) (*http.Response, string) {
 			return member.post(a.url(routenames.RentalsCreate, idParam(offer.ID)), url.Values{"org_id": {idParam(lab)}, "gpus": {"1"},
 				"term": {"on_demand"}, "sla": {"standard"}, "ssh_public_key": {testSSHKey(t)},

@@ -247,6 +247,9 @@ func IdleStopOf(s models.IdleStop) *IdleStop {
 // WithIdle adds a rental's idle stop to its API form: its own
 // setting, its lab's policy and the one the watch applies.
 func WithIdle(out Rental, d *rentals.RentalDetail, org *models.Org) Rental {
+	if !idlestop.Applies(d.Rental.Term) {
+		return out // a week or a month: none applies (null)
+	}
 	p := idlestop.Policy(org)
 	out.IdleStop, out.IdleStopLabPolicy = IdleStopOf(d.Rental.IdleStop), IdleStopOf(p)
 	out.IdleStopEffective = IdleStopOf(idlestop.Effective(d.Rental.IdleStop, p))

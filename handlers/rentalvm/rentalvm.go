@@ -349,11 +349,16 @@ func IdleStop(r *models.Rental, org *models.Org, st idlestop.Streak, at time.Tim
 }
 
 // IdleStopDefaults fills the idle-stop inputs a form left empty with a
-// setting (the rental's own; ticked when on) or, when it is off, a
-// suggestion: below 10 % for an hour.
-func IdleStopDefaults(f views.Form, s models.IdleStop) {
+// setting (own, the rental's; ticked when on) or, when it is off, a
+// suggestion: the lab's policy when it has one (a setting it accepts),
+// below 10 % for an hour otherwise.
+func IdleStopDefaults(f views.Form, own, policy models.IdleStop) {
+	s := own
 	if s.On() && f.Get("idle_stop_minutes") == "" && f.Get("idle_stop_below_pct") == "" {
 		f.Values["idle_stop"] = "1"
+	}
+	if !s.On() {
+		s = policy
 	}
 	if !s.On() {
 		s = models.IdleStop{BelowPct: 10, Minutes: 60}

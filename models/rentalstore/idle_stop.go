@@ -8,15 +8,16 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/models"
+	"suanli/pricing"
 )
 
 // The queries of idle stop (migration 00019): the rentals the watch looks
 // at, their settings and warnings.
 
-// IdleWatch is a running GPU rental that an idle-stop setting applies to:
-// its own (Own…, zero when off) and its organisation's policy (Policy…,
-// zero when none), when its renter was last warned, and whether its node
-// is simulated (its utilisation then is too).
+// IdleWatch is a running on-demand GPU rental that an idle-stop setting
+// applies to: its own (Own…, zero when off) and its organisation's policy
+// (Policy…, zero when none), when its renter was last warned, and whether
+// its node is simulated (its utilisation then is too).
 type IdleWatch struct {
 	RentalID, OrgID, UserID       int64
 	NodeID                        *int64
@@ -36,7 +37,8 @@ func (w *IdleWatch) Policy() models.IdleStop {
 	return models.IdleStop{BelowPct: w.PolicyBelowPct, Minutes: w.PolicyMinutes}
 }
 
-// IdleWatchList returns up to limit running rentals with GPUs after the id
+// IdleWatchList returns up to limit running on-demand rentals with GPUs
+// (a term rental is prepaid: stopping it would save nothing) after the id
 // afterID, by id, that have an idle-stop setting of their own or whose
 // organisation, a lab, has a policy (only labs' policies count).
 func IdleWatchList(ctx context.Context, db *models.DB, afterID int64, limit int) ([]IdleWatch, error) {
@@ -47,9 +49,17 @@ func IdleWatchList(ctx context.Context, db *models.DB, afterID int64, limit int)
 			CASE WHEN o.kind = ? THEN o.idle_policy_minutes ELSE 0 END AS policy_minutes,
 			COALESCE(n.simulated, FALSE) AS simulated
 		FROM rentals r JOIN orgs o ON o.id = r.org_id LEFT JOIN nodes n ON n.id = r.node_id
-		WHERE r.status = ? AND NOT r.no_gpu AND (r.idle_stop_minutes > 0 OR (o.kind = ? AND o.idle_policy_minutes > 0)) AND r.id > ?
-		ORDER BY r.id LIMIT ?`, models.OrgLab, models.OrgLab, models.RentalRunning, models.OrgLab, afterID, limit).Scan(&out).Error
+		WHERE r.status = ? AND r.term = ? AND NOT r.no_gpu AND (r.idle_stop_minutes > 0 OR (o.kind = ? AND o.idle_policy_minutes > 0)) AND r.id > ?
+		ORDER BY r.id LIMIT ?`, models.OrgLab, models.OrgLab, models.RentalRunning, pricing.OnDemand, models.OrgLab, afterID, limit).Scan(&out).Error
 	return out, err
+}
+
+// ForgetOrgIdleWarnings forgets in tx the last idle warning of the
+// organisation's running rentals (its policy changed: the next warning
+// says what the new one does, and no stop comes sooner than it).
+func ForgetOrgIdleWarnings(tx *gorm.DB, orgID int64) error {
+	return tx.Model(&models.Rental{}).Where("org_id = ? AND status = ? AND idle_warned_at IS NOT NULL", orgID, models.RentalRunning).
+		Update("idle_warned_at", nil).Error
 }
 
 // RunStartedAt is when the rental last started running on the GPUs it
