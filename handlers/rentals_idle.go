@@ -65,10 +65,6 @@ func idleStopForm(f views.Form) (models.IdleStop, *apperr.Error) {
 // rental page's idle-stop form.
 var idleStopFields = []string{"idle_stop", "idle_stop_below_pct", "idle_stop_minutes"}
 
-// IdleStop is the idle-stop use case on the handler's services.
-func (h *Handler) IdleStop() *idlestop.Service {
-	return &idlestop.Service{Rentals: h.Rentals, Accounts: h.Accounts}
-}
 
 // rentalJSON answers with a rental in the API, its organisation's
 // idle-stop policy included.

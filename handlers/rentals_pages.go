@@ -489,7 +489,7 @@ func (h *Handler) RentalShow(c echo.Context) error {
 		return err
 	}
 	if !d.Rental.Released() && d.Rental.Status != models.RentalFailed {
-		shares, err := (&workspace.Service{DB: h.DB}).Shares(c.Request().Context(), d.Rental.ID)
+		shares, err := h.Workspace().Shares(c.Request().Context(), d.Rental.ID)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,6 @@ import (
 	"suanli/models"
 	"suanli/reqlog"
 	"suanli/routenames"
-	"suanli/workspace"
 )
 
 // appsRoutes are the only routes an apps origin (r{id}.APPS-DOMAIN)
@@ -60,7 +59,7 @@ func appsRental(host, domain string) (int64, bool) {
 // hands out a ticket or asks to log in. It runs after routing, before
 // the session is loaded.
 func appsOrigin(h *handlers.Handler, names map[string]string) echo.MiddlewareFunc {
-	ws := &workspace.Service{DB: h.DB}
+	ws := h.Workspace()
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()

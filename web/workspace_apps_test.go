@@ -66,7 +66,8 @@ func getWith(t *testing.T, c *http.Client, u string, headers ...string) (*http.R
 // Jupyter (its API and a kernel's WebSocket) and a declared port work
 // there; the ticket works once; another rental's origin, another
 // organisation's user and a visitor without the session get nothing; and
-// "log out other sessions" ends the app's session too.
+// "log out other sessions" ends the app's session too, as logging out
+// ends the app sessions its marketplace session opened.
 func TestWorkspaceAppsOnTheirOwnOrigin(t *testing.T) {
 	t.Parallel()
 	w := newWorkspaceRigOn(t, dbtest.SQLite(t), []int{8001}, func(h *handlers.Handler) { h.AppsDomain = appsDomain })
@@ -192,6 +193,21 @@ func TestWorkspaceAppsOnTheirOwnOrigin(t *testing.T) {
 	must(t, res.StatusCode == http.StatusSeeOther, "log out other sessions: %d", res.StatusCode)
 	res, _ = getWith(t, step, appsOrigin+base+"/jupyter/api/status")
 	must(t, res.StatusCode == http.StatusSeeOther && strings.HasPrefix(res.Header.Get("Location"), a.srv.URL), "the app's session after the user's sessions ended: %d %s", res.StatusCode, res.Header.Get("Location"))
+
+	// Logging out of the marketplace ends the app sessions that session
+	// opened, and only those.
+	third := loggedIn(a, "renter on a third device", w.renter.user)
+	secondApp, thirdApp := appsClient(a, second.c.Jar, true), appsClient(a, third.c.Jar, true)
+	for name, c := range map[string]*http.Client{"second": secondApp, "third": thirdApp} {
+		res, body := getWith(t, c, a.srv.URL+base+"/jupyter/api/status")
+		must(t, res.StatusCode == http.StatusOK && res.Request.URL.Host == appsURL.Host, "Jupyter from the %s session: %d at %s: %s", name, res.StatusCode, res.Request.URL, snippet(body))
+	}
+	res, _ = second.post(a.url(routenames.AuthLogout), nil)
+	must(t, res.StatusCode == http.StatusSeeOther, "log out: %d", res.StatusCode)
+	res, _ = getWith(t, appsClient(a, second.c.Jar, false), appsOrigin+base+"/jupyter/api/status")
+	must(t, res.StatusCode == http.StatusSeeOther && strings.HasPrefix(res.Header.Get("Location"), a.srv.URL), "the app's session after its marketplace session logged out: %d %s", res.StatusCode, res.Header.Get("Location"))
+	res, _ = getWith(t, appsClient(a, third.c.Jar, false), appsOrigin+base+"/jupyter/api/status")
+	must(t, res.StatusCode == http.StatusOK, "the app's session of another marketplace session after a logout: %d", res.StatusCode)
 }
 
 // kernelPrint runs code on a kernel's open channels WebSocket and returns

@@ -42,8 +42,10 @@ func newToken(prefix string) (string, error) {
 }
 
 // Ticket is a one-time ticket to rentalID's apps origin for u, who may
-// work in the rental (For's answers otherwise).
-func (s *Service) Ticket(ctx context.Context, u *models.User, rentalID int64) (string, error) {
+// work in the rental (For's answers otherwise), from the marketplace
+// session of sessionToken: the app sessions it opens end when that
+// session logs out (EndAppSessions).
+func (s *Service) Ticket(ctx context.Context, u *models.User, rentalID int64, sessionToken string) (string, error) {
 	if _, err := s.For(ctx, u, rentalID); err != nil {
 		return "", err
 	}
@@ -52,11 +54,20 @@ func (s *Service) Ticket(ctx context.Context, u *models.User, rentalID int64) (s
 		return "", err
 	}
 	g := &platform.AppGrant{TokenHash: tokenHash(token), Kind: platform.AppTicket, UserID: u.ID, RentalID: rentalID,
-		SessionEpoch: u.SessionEpoch, ExpiresAt: s.DB.Now().Add(TicketTTL)}
+		SessionEpoch: u.SessionEpoch, SessionHash: sessionHash(sessionToken), ExpiresAt: s.DB.Now().Add(TicketTTL)}
 	if err := platform.InsertAppGrant(ctx, s.DB, g); err != nil {
 		return "", err
 	}
 	return token, nil
+}
+
+// sessionHash is what an app grant keeps of the marketplace session that
+// made it ("" for none).
+func sessionHash(token string) string {
+	if token == "" {
+		return ""
+	}
+	return tokenHash(token)
 }
 
 var errTicket = &apperr.Error{Code: apperr.ENOTFOUND, Message: "this link to the app has expired or was used: open the app from the rental's page again", Key: "err.workspace_ticket"}
@@ -67,24 +78,26 @@ func (s *Service) Redeem(ctx context.Context, ticket string, rentalID int64) (st
 	if !strings.HasPrefix(ticket, ticketPrefix) || len(ticket) > 100 {
 		return "", time.Time{}, errTicket
 	}
-	now := s.DB.Now()
-	g, err := platform.UseAppTicket(ctx, s.DB, tokenHash(ticket), rentalID, now)
-	if err != nil {
-		if apperr.Code(err) == apperr.ENOTFOUND {
-			return "", time.Time{}, errTicket
-		}
-		return "", time.Time{}, err
-	}
 	token, err := newToken(appPrefix)
 	if err != nil {
 		return "", time.Time{}, err
 	}
+	now := s.DB.Now()
 	exp := now.Add(AppSessionTTL)
-	if err := platform.InsertAppGrant(ctx, s.DB, &platform.AppGrant{TokenHash: tokenHash(token), Kind: platform.AppSession,
-		UserID: g.UserID, RentalID: rentalID, SessionEpoch: g.SessionEpoch, ExpiresAt: exp}); err != nil {
+	err = platform.TradeAppTicket(ctx, s.DB, tokenHash(ticket), rentalID, now, &platform.AppGrant{TokenHash: tokenHash(token), ExpiresAt: exp})
+	if apperr.Code(err) == apperr.ENOTFOUND {
+		return "", time.Time{}, errTicket
+	}
+	if err != nil {
 		return "", time.Time{}, err
 	}
 	return token, exp, nil
+}
+
+// EndAppSessions ends the apps origins' sessions (and tickets) that the
+// marketplace session of sessionToken opened: its user logs out there.
+func (s *Service) EndAppSessions(ctx context.Context, sessionToken string) error {
+	return platform.EndAppGrantsOfSession(ctx, s.DB, sessionHash(sessionToken))
 }
 
 // AppUser is the user of an app session of rentalID's apps origin: nil

@@ -254,3 +254,68 @@ func TestCheckPorts(t *testing.T) {
 		}
 	}
 }
+
+// An apps origin's session: a ticket for who may work in the running
+// rental, traded once, on its rental's origin only, for a session that
+// names its user; ended by "log out other sessions" (the epoch), by a
+// suspension, and by logging out of the marketplace session that made
+// its ticket (EndAppSessions), which leaves another session's alone.
+func TestAppSessions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		ctx := context.Background()
+		p := team(t, db)
+		r := rental(t, db, p, models.RentalRunning, containerAccess, "")
+		ws := &workspace.Service{DB: db}
+		if _, err := ws.Ticket(ctx, p.member, r.ID, "member-session"); apperr.Code(err) != apperr.EFORBIDDEN {
+			t.Errorf("a member's ticket: %v, want forbidden", err)
+		}
+		if _, err := ws.Ticket(ctx, p.stranger, r.ID, "stranger-session"); apperr.Code(err) != apperr.ENOTFOUND {
+			t.Errorf("a stranger's ticket: %v, want not found", err)
+		}
+		open := func(sessionToken string) string {
+			t.Helper()
+			ticket, err := ws.Ticket(ctx, p.owner, r.ID, sessionToken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := ws.Redeem(ctx, ticket, r.ID+1); apperr.Code(err) != apperr.ENOTFOUND {
+				t.Errorf("the ticket on another rental's origin: %v, want not found", err)
+			}
+			token, exp, err := ws.Redeem(ctx, ticket, r.ID)
+			if err != nil || !exp.After(db.Now()) {
+				t.Fatalf("redeem: %v, expires %v", err, exp)
+			}
+			if _, _, err := ws.Redeem(ctx, ticket, r.ID); apperr.Code(err) != apperr.ENOTFOUND {
+				t.Errorf("the ticket twice: %v, want not found", err)
+			}
+			return token
+		}
+		user := func(token string) *models.User {
+			t.Helper()
+			u, err := ws.AppUser(ctx, token, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return u
+		}
+		laptop, phone := open("laptop-session"), open("phone-session")
+		if u := user(laptop); u == nil || u.ID != p.owner.ID {
+			t.Fatalf("the app session's user: %+v", u)
+		}
+		if u, _ := ws.AppUser(ctx, laptop, r.ID+1); u != nil {
+			t.Error("an app session opened another rental's origin")
+		}
+		if err := ws.EndAppSessions(ctx, "laptop-session"); err != nil {
+			t.Fatal(err)
+		}
+		if user(laptop) != nil || user(phone) == nil {
+			t.Errorf("after logging out on the laptop: laptop's app session %v, phone's %v; want ended and kept", user(laptop), user(phone))
+		}
+		if err := (&accounts.Service{DB: db}).EndOtherSessions(ctx, p.owner); err != nil {
+			t.Fatal(err)
+		}
+		if user(phone) != nil {
+			t.Error("an app session outlived the user's ended sessions")
+		}
+	})
+}

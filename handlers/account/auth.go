@@ -125,9 +125,14 @@ func (h *Handler) Login(c echo.Context) error {
 	return handlers.SeeOther(c, handlers.SafeNext(f.Get("next")))
 }
 
-// Logout is POST /logout.
+// Logout is POST /logout: the session ends, and with it the sessions of
+// rentals' apps origins that it opened.
 func (h *Handler) Logout(c echo.Context) error {
-	if err := h.Sessions.Destroy(c.Request().Context()); err != nil {
+	ctx := c.Request().Context()
+	if err := h.Workspace().EndAppSessions(ctx, h.Sessions.Token(ctx)); err != nil {
+		return err
+	}
+	if err := h.Sessions.Destroy(ctx); err != nil {
 		return err
 	}
 	return handlers.SeeOther(c, "/")

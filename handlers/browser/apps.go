@@ -57,7 +57,7 @@ func (w *Handler) toAppsOrigin(c echo.Context, ws *workspace.Workspace) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return &apperr.Error{Code: apperr.ENOTFOUND, Message: "this app is served at its own address: open it from the rental's page", Key: "err.workspace_apps_origin"}
 	}
-	ticket, err := w.ws.Ticket(r.Context(), handlers.CurrentUser(c), ws.RentalID)
+	ticket, err := w.ws.Ticket(r.Context(), handlers.CurrentUser(c), ws.RentalID, w.Sessions.Token(r.Context()))
 	if err != nil {
 		return err
 	}
