@@ -65,7 +65,6 @@ func idleStopForm(f views.Form) (models.IdleStop, *apperr.Error) {
 // rental page's idle-stop form.
 var idleStopFields = []string{"idle_stop", "idle_stop_below_pct", "idle_stop_minutes"}
 
-
 // rentalJSON answers with a rental in the API, its organisation's
 // idle-stop policy included.
 func (h *Handler) rentalJSON(c echo.Context, status int, d *rentals.RentalDetail) error {

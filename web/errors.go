@@ -116,6 +116,15 @@ func isAPI(c echo.Context) bool {
 	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/agent/") || strings.HasPrefix(p, "/webhooks/")
 }
 
+// answersJSON reports whether an error is answered as the API answers it
+// (JSON, 400 for a bad parameter): on the API's paths, and for a script
+// that asks a page's route for JSON (Accept: application/json first, as
+// the workspace's file listing and upload take it). Only the answer's
+// form: who may call stays isAPI's (a bearer token opens no page).
+func answersJSON(c echo.Context) bool {
+	return isAPI(c) || strings.HasPrefix(c.Request().Header.Get("Accept"), "application/json")
+}
+
 // errorHandler is the one place errors become responses: JSON for the API,
 // an HTML page for people. 5xx are logged as errors with the request id
 // and never show their details; 4xx are logged as warnings.
@@ -131,7 +140,7 @@ func errorHandler(err error, c echo.Context) {
 		c.Response().WriteHeader(499)
 		return
 	}
-	api := isAPI(c)
+	api := answersJSON(c)
 	var (
 		code   = apperr.EINTERNAL
 		msg    = "internal error"

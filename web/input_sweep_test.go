@@ -180,7 +180,7 @@ func TestMalformedTextIsRefusedOnEveryRoute(t *testing.T) {
 					// proxied app's, an upload's bytes) and is never
 					// stored as text; its path and query are checked
 					// as everywhere, and the upload's own text parts
-					// are refused by TestUploadRefusesMalformedNames.
+					// are refused in TestWorkspaceThroughTheTunnel.
 					continue
 				}
 				form := url.Values{"_csrf": {s.admin.csrf()}, "name": {bt.raw}, "ssh_public_key": {bt.raw}}

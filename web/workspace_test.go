@@ -270,8 +270,10 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	must(t, strings.Contains(res.Header.Get("Content-Disposition"), `filename=index.html`), "download's Content-Disposition: %q", res.Header.Get("Content-Disposition"))
 	res, _ = renter.do("GET", base+"/files/download?path=../../etc/passwd", nil)
 	must(t, res.StatusCode == http.StatusUnprocessableEntity || res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusNotFound, "a path out of /workspace: %d", res.StatusCode)
-	res, _ = renter.do("GET", base+"/files/download?path=site", nil)
-	must(t, res.StatusCode == http.StatusUnprocessableEntity, "downloading a directory: %d, want 422", res.StatusCode)
+	res, body = renter.do("GET", base+"/files/download?path=site", nil, "Accept-Language", "zh-CN")
+	must(t, res.StatusCode == http.StatusUnprocessableEntity && strings.Contains(body, "目录请用 scp 或 rsync 复制"), "downloading a directory: %d, want 422 saying so in Chinese: %s", res.StatusCode, snippet(body))
+	res, body = renter.do("GET", base+"/files/download?path=site/missing.txt", nil, "Accept-Language", "zh-CN")
+	must(t, res.StatusCode == http.StatusNotFound && strings.Contains(body, "/workspace 中没有该文件或目录"), "downloading a missing file: %d, want 404 saying so in Chinese: %s", res.StatusCode, snippet(body))
 	// A form cut off in the middle of a file (a closed tab, a dropped
 	// connection) ends the upload with an answer, and leaves no file.
 	cut := "--x\r\nContent-Disposition: form-data; name=\"_csrf\"\r\n\r\n" + renter.csrf() +
@@ -287,6 +289,30 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	res.Body.Close()
 	res, body = renter.do("GET", base+"/files", nil)
 	must(t, res.StatusCode == http.StatusOK && !strings.Contains(body, "cut.bin"), "a cut-off upload left a file")
+	// An upload's text parts are checked as every form's: a directory or
+	// a file name that is not UTF-8, or holds a NUL, is refused naming
+	// its part, and nothing is written.
+	for name, parts := range map[string][2]string{"a NUL in dir": {"site\x00x", "ok.txt"}, "a dir not UTF-8": {"site\xff", "ok.txt"},
+		"a file name not UTF-8": {"site", "bad\xff.txt"}, "a NUL in a file name": {"site", "bad\x00.txt"}} {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		_ = mw.WriteField("_csrf", renter.csrf())
+		_ = mw.WriteField("dir", parts[0])
+		fw, _ := mw.CreateFormFile("file", parts[1])
+		_, _ = fw.Write([]byte("never stored"))
+		_ = mw.Close()
+		req, _ := http.NewRequest("POST", a.srv.URL+base+"/files", &buf)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Origin", origin)
+		res, err := renter.c.Do(req)
+		must(t, err == nil, "upload with %s: %v", name, err)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		must(t, res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusUnprocessableEntity, "upload with %s: %d, want 400 or 422: %s", name, res.StatusCode, snippet(string(b)))
+	}
+	res, body = renter.do("GET", base+"/files?path=site", nil)
+	listed := regexp.MustCompile(`data-file="[^"]*"`).FindAllString(body, -1)
+	must(t, res.StatusCode == http.StatusOK && len(listed) == 2, "a refused upload left a file: %q", listed)
 	// A FIFO in the workspace is refused, not opened (an open of one
 	// would wait forever on the node).
 	terminalRun(t, term, "mkfifo /workspace/pipe && echo fifo-$((40+2))", "fifo-42")
@@ -346,6 +372,10 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	res, body = renter.do("GET", base+"/logs?tail=50", nil)
 	must(t, res.StatusCode == http.StatusOK && strings.Contains(res.Header.Get("Content-Type"), "text/plain"), "logs: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
 	must(t, regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\S+ `).MatchString(body) && strings.Contains(strings.ToLower(body), "jupyter"), "logs:\n%s", snippet(body))
+	for _, bad := range []string{"0", "-1", "10001", "all"} {
+		res, _ = renter.do("GET", base+"/logs?tail="+bad, nil)
+		must(t, res.StatusCode == http.StatusUnprocessableEntity, "logs?tail=%s: %d, want 422", bad, res.StatusCode)
+	}
 
 	// The rental page offers it all.
 	res, body = renter.do("GET", base, nil)

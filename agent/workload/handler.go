@@ -314,7 +314,7 @@ func (h *Handler) terminal(w http.ResponseWriter, r *http.Request, id int64) {
 func (h *Handler) logs(w http.ResponseWriter, r *http.Request, id int64) {
 	q := r.URL.Query()
 	opts := LogOptions{Tail: 200, Follow: q.Get("follow") == "1"}
-	if n, err := strconv.Atoi(q.Get("tail")); err == nil && n >= 0 && n <= 10000 {
+	if n, err := strconv.Atoi(q.Get("tail")); err == nil && n >= 1 && n <= 10000 {
 		opts.Tail = n
 	}
 	var after time.Time

@@ -2,7 +2,6 @@ package browser
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -95,7 +94,7 @@ func (w *Handler) AppsLogin(c echo.Context) error {
 }
 
 // errAppSessionEnded ends a lasting connection whose app session ended.
-var errAppSessionEnded = errors.New("the app session ended")
+var errAppSessionEnded = apperr.Errorf(apperr.EUNAUTHORIZED, "the app session ended")
 
 // recheck authorises a lasting request again: on an apps origin its
 // session (still valid, its user's sessions not ended), else the

@@ -20,7 +20,9 @@ import (
 
 	"suanli/apperr"
 	"suanli/handlers"
+	"suanli/locales"
 	"suanli/tunnel"
+	"suanli/views"
 	"suanli/workspace"
 )
 
@@ -201,11 +203,12 @@ func (w *Handler) FileUpload(c echo.Context) error {
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
 		return c.JSON(http.StatusCreated, map[string]any{"uploads": done})
 	}
+	lang := handlers.Lang(c)
 	names := make([]string, len(done))
 	for i, u := range done {
-		names[i] = u.Path + " (" + strconv.FormatInt(u.Size, 10) + " B, SHA-256 " + u.SHA256 + ")"
+		names[i] = locales.T(lang, "workspace.uploaded_file", u.Path, views.Bytes(u.Size), u.SHA256)
 	}
-	w.Flash(c, "workspace.uploaded", strings.Join(names, ", "))
+	w.Flash(c, "workspace.uploaded", strings.Join(names, locales.T(lang, "msg.list_sep")))
 	return c.Redirect(http.StatusSeeOther, filesURL(ws.RentalID, dir))
 }
 

@@ -63,7 +63,7 @@ func (w *Handler) FilesPage(c echo.Context) error {
 		for _, e := range l.Entries {
 			vm.Entries = append(vm.Entries, rentalpages.FileEntry{Name: e.Name, Dir: e.Dir, Size: e.Size, ModTime: e.ModTime, Path: path.Join(dir, e.Name)})
 		}
-	case apperr.Code(err) == apperr.EINVALID:
+	case pathProblem(err):
 		status = http.StatusNotFound
 		vm.Error = locales.T(handlers.Lang(c), "err.workspace_path")
 	default:
@@ -114,4 +114,12 @@ func (w *Handler) ShareRevoke(c echo.Context) error {
 	}
 	w.Flash(c, "workspace.share_revoked")
 	return handlers.SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(id, 10))+"#rental-workspace")
+}
+
+// pathProblem reports whether err is about the path asked for (not there,
+// not allowed: answer's errors naming "path"), which the files page shows
+// in place of the listing.
+func pathProblem(err error) bool {
+	ae, ok := apperr.As(err)
+	return ok && ae.Field == "path"
 }

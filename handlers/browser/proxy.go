@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -60,7 +61,7 @@ const HopHeader = "Suanli-Hop"
 
 // New returns the workspace handlers on h.
 func New(h *handlers.Handler) *Handler {
-	w := &Handler{Handler: h, ws: &workspace.Service{DB: h.DB}, RecheckEvery: h.WorkspaceRecheck}
+	w := &Handler{Handler: h, ws: h.Workspace(), RecheckEvery: h.WorkspaceRecheck}
 	w.tunnelTransport = &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			node, ok := parseNodeHost(addr)
@@ -362,6 +363,7 @@ func (w *Handler) forward(c echo.Context, t *target) error {
 	_ = rc.SetWriteDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	var ended atomic.Pointer[error] // why the recheck ended the request
 	if t.recheck != nil && local {
 		// What is allowed at the handshake may not be an hour later: a
 		// member removed, a session ended, a link revoked, the rental
@@ -375,17 +377,34 @@ func (w *Handler) forward(c echo.Context, t *target) error {
 				case <-ctx.Done():
 					return
 				case <-tick.C:
-					if err := t.recheck(ctx); err != nil && ctx.Err() == nil {
-						slog.Info("workspace: access ended; closing the connection", "rental_id", t.ws.RentalID, "reason", err)
-						cancel()
-						return
+					err := t.recheck(ctx)
+					if err == nil || ctx.Err() != nil {
+						continue
 					}
+					if apperr.Code(err) == apperr.EINTERNAL {
+						// A database that failed to answer says nothing
+						// about the access: the next tick asks again.
+						slog.Warn("workspace: access recheck failed; asking again", "rental_id", t.ws.RentalID, "err", err)
+						continue
+					}
+					slog.Info("workspace: access ended; closing the connection", "rental_id", t.ws.RentalID, "reason", err)
+					ended.Store(&err)
+					cancel()
+					return
 				}
 			}
 		}()
 	}
 	proxy.ServeHTTP(c.Response(), r.WithContext(context.WithValue(ctx, targetKey{}, t)))
-	if t.err == nil || c.Response().Committed {
+	if c.Response().Committed {
+		return nil
+	}
+	if why := ended.Load(); why != nil {
+		// Ended before the agent answered: say why (not the proxy's
+		// context.Canceled, which would read as a server error).
+		return *why
+	}
+	if t.err == nil {
 		return nil
 	}
 	return answer(t.err)
@@ -403,10 +422,20 @@ func answer(err error) error {
 			return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: ae.text, Key: "err.workspace_port_refused"}
 		case tunnel.ErrNoJupyter:
 			return &apperr.Error{Code: apperr.ENOTFOUND, Message: "this rental's container runs no Jupyter", Key: "err.workspace_no_jupyter"}
+		case tunnel.ErrUnsupported:
+			return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: ae.text, Key: "err.workspace_no_container"}
 		case tunnel.ErrBadPath:
-			return &apperr.Error{Code: apperr.EINVALID, Field: "path", Message: ae.text}
+			// The agent's text is for the API and the log; pages say it
+			// in the reader's language, by what the agent answered.
+			switch ae.status {
+			case http.StatusNotFound:
+				return &apperr.Error{Code: apperr.ENOTFOUND, Field: "path", Message: ae.text, Key: "err.workspace_path"}
+			case http.StatusConflict:
+				return &apperr.Error{Code: apperr.ECONFLICT, Field: "path", Message: ae.text, Key: "err.workspace_path_taken"}
+			}
+			return &apperr.Error{Code: apperr.EINVALID, Field: "path", Message: ae.text, Key: "err.workspace_path_unusable"}
 		}
-		return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: ae.text}
+		return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: ae.text, Key: "err.workspace_agent_refused", Args: []any{ae.text}}
 	case errors.Is(err, tunnel.ErrNotConnected):
 		return errNotConnected
 	case errors.Is(err, context.Canceled):

@@ -2,7 +2,6 @@ package browser
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -35,7 +34,7 @@ func (w *Handler) workspace(c echo.Context) (*workspace.Workspace, error) {
 }
 
 // errSessionEnded ends a lasting connection whose session was ended.
-var errSessionEnded = errors.New("the session ended")
+var errSessionEnded = apperr.Errorf(apperr.EUNAUTHORIZED, "the session ended")
 
 // sessionRecheck authorises a lasting request of the user's session
 // again: the session still there, the user still allowed.
@@ -249,7 +248,11 @@ func (w *Handler) Logs(c echo.Context) error {
 		return err
 	}
 	q := url.Values{}
-	if n, err := strconv.Atoi(c.QueryParam("tail")); err == nil && n >= 0 && n <= 10000 {
+	if t := c.QueryParam("tail"); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 1 || n > 10000 {
+			return apperr.Field("tail", "err.logs_tail", 10000)
+		}
 		q.Set("tail", strconv.Itoa(n))
 	}
 	if c.QueryParam("follow") == "1" {
