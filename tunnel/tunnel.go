@@ -76,11 +76,12 @@ func Accept(ctx context.Context, w http.ResponseWriter, r *http.Request) (*yamux
 		c.Close(websocket.StatusPolicyViolation, "want subprotocol "+Subprotocol)
 		return nil, errors.New("tunnel: the agent did not speak " + Subprotocol)
 	}
-	cfg := config()
 	// Streams are the server's to open: one the agent opens is closed at
-	// once (accepted, so that none waits with its window full).
-	cfg.AcceptBacklog = 4
-	s, err := yamux.Client(websocket.NetConn(ctx, c, websocket.MessageBinary), cfg)
+	// once (accepted, so that none waits with its window full). The
+	// backlog stays yamux's default: it also bounds how many of the
+	// server's own opens may wait for the agent's acknowledgement, which
+	// a small one would queue on a distant node.
+	s, err := yamux.Client(websocket.NetConn(ctx, c, websocket.MessageBinary), config())
 	if err != nil {
 		c.Close(websocket.StatusInternalError, "")
 		return nil, fmt.Errorf("tunnel: %w", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -226,8 +227,13 @@ func TestTunnelAgentStreamsAreClosed(t *testing.T) {
 		_ = st.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := st.Write([]byte("hello")); err == nil {
 			buf := make([]byte, 1)
-			if _, err := st.Read(buf); err == nil {
+			_, err := st.Read(buf)
+			switch {
+			case err == nil:
 				t.Fatalf("stream %d: the server read and answered an agent's stream", i)
+			case isTimeout(err):
+				// Left open: the agent's stream would wait there.
+				t.Fatalf("stream %d: the server did not close the agent's stream", i)
 			}
 		}
 		_ = st.Close()
@@ -253,4 +259,10 @@ func TestWorkspacePath(t *testing.T) {
 			t.Errorf("WorkspacePath(%q) accepted", bad)
 		}
 	}
+}
+
+// isTimeout reports whether err is a read that ran into its deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
