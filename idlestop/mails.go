@@ -9,14 +9,6 @@ import (
 	"suanli/pricing"
 )
 
-// mailLang is the language a user's mail is written in.
-func mailLang(u *models.User) string {
-	if u.Lang == "" {
-		return locales.ZH
-	}
-	return u.Lang
-}
-
 // notes are the lines a mail adds about where its setting and figures
 // come from: the lab's policy, the node's NVML or a simulation.
 func (n notice) notes(lang string) string {
@@ -40,7 +32,7 @@ func (s *Service) rentalURL(r *models.Rental) string {
 // warningMail tells a renter that every GPU of the rental has idled for
 // idleMin minutes and that it stops at n.stopsAt unless they are used.
 func (s *Service) warningMail(u *models.User, r *models.Rental, n notice, idleMin int, now time.Time) *models.OutboxMail {
-	lang := mailLang(u)
+	lang := u.MailLang()
 	at := n.stopsAt.In(pricing.Shanghai).Format("2006-01-02 15:04")
 	return &models.OutboxMail{ToAddr: u.Email, Lang: lang, CreatedAt: now,
 		Subject: locales.T(lang, "idle.mail.warning.subject", r.ID, n.stopsAt.In(pricing.Shanghai).Format("15:04")),
@@ -52,7 +44,7 @@ func (s *Service) warningMail(u *models.User, r *models.Rental, n notice, idleMi
 // stoppedMail tells a renter that the rental was stopped for idling, and
 // that its files are kept on its volume.
 func (s *Service) stoppedMail(u *models.User, r *models.Rental, n notice, now time.Time) *models.OutboxMail {
-	lang := mailLang(u)
+	lang := u.MailLang()
 	return &models.OutboxMail{ToAddr: u.Email, Lang: lang, CreatedAt: now,
 		Subject: locales.T(lang, "idle.mail.stopped.subject", r.ID),
 		Body: locales.T(lang, "idle.mail.stopped.body", r.ID, n.eff.BelowPct, n.eff.Minutes, n.streak.PeakPct,

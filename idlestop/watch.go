@@ -72,8 +72,8 @@ func (s *Service) StreakOf(ctx context.Context, rentalID int64, eff models.IdleS
 	if err != nil || len(gpus) == 0 {
 		return Streak{}, err
 	}
-	started, err := rentalstore.RunStartedAt(ctx, s.db(), rentalID)
-	if err != nil || started == nil {
+	started, ran, err := rentalstore.RunStartedAt(ctx, s.db(), rentalID)
+	if err != nil || !ran {
 		return Streak{}, err
 	}
 	ids := make([]int64, 0, len(gpus))
@@ -89,7 +89,7 @@ func (s *Service) StreakOf(ctx context.Context, rentalID int64, eff models.IdleS
 	for _, x := range samples {
 		by[x.GPUID] = append(by[x.GPUID], x)
 	}
-	st := Streak{Idle: true, Since: *started}
+	st := Streak{Idle: true, Since: started}
 	for _, id := range ids {
 		since, first, ok := idleSince(by[id], eff.BelowPct, now)
 		if !ok {
@@ -99,8 +99,8 @@ func (s *Service) StreakOf(ctx context.Context, rentalID int64, eff models.IdleS
 		// start: a run whose readings all stayed low since it began
 		// idled from then, as long as the wait was no longer gap than
 		// MaxSampleGap (and the samples read go back that far).
-		if first && !started.Before(from) && since.Sub(*started) <= MaxSampleGap {
-			since = *started
+		if first && !started.Before(from) && since.Sub(started) <= MaxSampleGap {
+			since = started
 		}
 		if since.After(st.Since) {
 			st.Since = since
@@ -257,7 +257,7 @@ var errChanged = errors.New("idle stop: the rental changed since the watch read 
 // meanwhile (a policy change forgets the warnings, ForgetOrgIdleWarnings),
 // nor stops a rental that began migrating: errChanged otherwise.
 func unchanged(tx *gorm.DB, r *models.Rental, w *rentalstore.IdleWatch) error {
-	if r.Status != models.RentalRunning || r.Term != pricing.OnDemand || r.NoGPU || r.IdleStop != w.Own() || !sameTime(r.IdleWarnedAt, w.WarnedAt) {
+	if r.Status != models.RentalRunning || !Applies(r.Term) || r.NoGPU || r.IdleStop != w.Own() || !sameTime(r.IdleWarnedAt, w.WarnedAt) {
 		return errChanged
 	}
 	org, err := models.OrgByIDIn(tx, r.OrgID)

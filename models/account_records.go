@@ -1,6 +1,11 @@
 package models
 
-import "time"
+import (
+	"cmp"
+	"time"
+
+	"suanli/locales"
+)
 
 // User is a person with a login.
 type User struct {
@@ -24,6 +29,10 @@ type User struct {
 
 // Verified reports whether the user confirmed their email address.
 func (u *User) Verified() bool { return u != nil && u.EmailVerifiedAt != nil }
+
+// MailLang is the language the user's mail is written in: theirs, or the
+// default Chinese for an account that never chose.
+func (u *User) MailLang() string { return cmp.Or(u.Lang, locales.ZH) }
 
 // Organisation kinds.
 const (

@@ -135,7 +135,7 @@ func TestIdleStopStore(t *testing.T) {
 			t.Errorf("after turning it off: %+v, warned %v", r.IdleStop, r.IdleWarnedAt)
 		}
 
-		if at, err := rentalstore.RunStartedAt(ctx, db, own.ID); err != nil || at != nil {
+		if at, ran, err := rentalstore.RunStartedAt(ctx, db, own.ID); err != nil || ran {
 			t.Errorf("run start without events: %v, %v", at, err)
 		}
 		for i, kind := range []string{"running", "stop_requested", "migrated", "stopped"} {
@@ -143,7 +143,7 @@ func TestIdleStopStore(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if at, err := rentalstore.RunStartedAt(ctx, db, own.ID); err != nil || at == nil || !at.Equal(now.Add(2*time.Minute)) {
+		if at, ran, err := rentalstore.RunStartedAt(ctx, db, own.ID); err != nil || !ran || !at.Equal(now.Add(2*time.Minute)) {
 			t.Errorf("run start: %v, %v; want the migrated event's", at, err)
 		}
 	})

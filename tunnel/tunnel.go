@@ -3,7 +3,8 @@
 // renters' containers. The agent dials out (a provider's host needs no
 // inbound port): a WebSocket to PathAgent, authenticated with the node's
 // credential, carrying yamux, on which the server opens a stream per
-// proxied connection and the agent serves HTTP (see agent.Tunnel).
+// proxied connection and the agent serves HTTP (agent.Config.Tunnel,
+// served by agent/workload.Handler).
 //
 // The package is shared by both ends and imports nothing of the
 // marketplace: it runs on providers' hosts as well as on the servers.
@@ -203,8 +204,9 @@ const (
 	ErrRefused = "refused"
 	// ErrNoJupyter: the container runs no Jupyter.
 	ErrNoJupyter = "no-jupyter"
-	// ErrUnsupported: the node's launcher cannot reach its workloads
-	// (a script or simulated launcher).
+	// ErrUnsupported: the agent cannot serve the request: a target it
+	// does not know, or its launcher failed to open the container's
+	// terminal, output or workspace.
 	ErrUnsupported = "unsupported"
 	// ErrBadPath: a workspace path that is not there or not allowed.
 	ErrBadPath = "bad-path"

@@ -54,10 +54,7 @@ func NewKey() string {
 // deletionMail tells a volume's owner when it will be deleted unless its
 // rental starts again.
 func deletionMail(u *models.User, v *models.Volume, baseURL string, now time.Time) *models.OutboxMail {
-	lang := u.Lang
-	if lang == "" {
-		lang = locales.ZH
-	}
+	lang := u.MailLang()
 	at := v.DeleteAfter.In(pricing.Shanghai).Format("2006-01-02 15:04")
 	return &models.OutboxMail{ToAddr: u.Email, Lang: lang, CreatedAt: now,
 		Subject: locales.T(lang, "mail.volume_deletion.subject", fmt.Sprint(v.ID)),

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"suanli/models"
 	"suanli/reqlog"
 	"suanli/routenames"
+	"suanli/workspace"
 )
 
 // appsRoutes are the only routes an apps origin (r{id}.APPS-DOMAIN)
@@ -78,7 +80,7 @@ func appsOrigin(h *handlers.Handler, names map[string]string) echo.MiddlewareFun
 			var u *models.User
 			if ck, err := r.Cookie(browser.AppCookie); err == nil {
 				var err error
-				if u, err = ws.AppUser(r.Context(), ck.Value, id); err != nil {
+				if u, err = ws.AppUser(r.Context(), ck.Value, id); err != nil && !errors.Is(err, workspace.ErrNoAppSession) {
 					return err
 				}
 			}

@@ -100,30 +100,34 @@ func (s *Service) EndAppSessions(ctx context.Context, sessionToken string) error
 	return platform.EndAppGrantsOfSession(ctx, s.DB, sessionHash(sessionToken))
 }
 
-// AppUser is the user of an app session of rentalID's apps origin: nil
-// for a token that is unknown, expired, of another rental, or taken
-// before its user's sessions were ended (or the user is suspended).
-// Whether the user may still work in the rental is For's to say.
+// ErrNoAppSession answers an app session token that is unknown, expired,
+// of another rental, or taken before its user's sessions were ended (or
+// its user is suspended).
+var ErrNoAppSession = apperr.Errorf(apperr.EUNAUTHORIZED, "the app session is unknown, expired or ended: open the app from the rental's page")
+
+// AppUser is the user of an app session of rentalID's apps origin, or
+// ErrNoAppSession. Whether the user may still work in the rental is For's
+// to say.
 func (s *Service) AppUser(ctx context.Context, token string, rentalID int64) (*models.User, error) {
 	if !strings.HasPrefix(token, appPrefix) || len(token) > 100 {
-		return nil, nil
+		return nil, ErrNoAppSession
 	}
 	g, err := platform.AppSessionOf(ctx, s.DB, tokenHash(token), rentalID, s.DB.Now())
 	if apperr.Code(err) == apperr.ENOTFOUND {
-		return nil, nil
+		return nil, ErrNoAppSession
 	}
 	if err != nil {
 		return nil, err
 	}
 	u, err := s.DB.UserByID(ctx, g.UserID)
 	if apperr.Code(err) == apperr.ENOTFOUND {
-		return nil, nil
+		return nil, ErrNoAppSession
 	}
 	if err != nil {
 		return nil, err
 	}
 	if u.SessionEpoch != g.SessionEpoch || u.SuspendedAt != nil {
-		return nil, nil
+		return nil, ErrNoAppSession
 	}
 	return u, nil
 }

@@ -6,9 +6,7 @@ package workspace
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"slices"
 	"strconv"
@@ -183,11 +181,10 @@ func (s *Service) CreateShare(ctx context.Context, u *models.User, rentalID int6
 	if ttl < MinShareTTL || ttl > MaxShareTTL {
 		return "", nil, apperr.Field("hours", "err.share_ttl", int(MinShareTTL/time.Hour), int(MaxShareTTL/time.Hour))
 	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
+	token, err := newToken(SharePrefix)
+	if err != nil {
 		return "", nil, err
 	}
-	token := SharePrefix + base64.RawURLEncoding.EncodeToString(b)
 	now := s.DB.Now()
 	sh := &models.PortShare{RentalID: rentalID, Port: port, TokenHash: tokenHash(token), CreatedBy: u.ID, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	if err := rentalstore.InsertPortShare(ctx, s.DB, sh); err != nil {
@@ -216,14 +213,24 @@ func (s *Service) Shares(ctx context.Context, rentalID int64) ([]models.PortShar
 	return rentalstore.LivePortShares(ctx, s.DB, rentalID, s.DB.Now())
 }
 
-// mayStillWork reports whether the user userID may work in r today.
-func (s *Service) mayStillWork(ctx context.Context, r *models.Rental, userID int64) bool {
+// mayStillWork reports whether the user userID may work in r today (a
+// user or a membership that is gone may not; a failed read is an error).
+func (s *Service) mayStillWork(ctx context.Context, r *models.Rental, userID int64) (bool, error) {
 	u, err := s.DB.UserByID(ctx, userID)
+	if apperr.Code(err) == apperr.ENOTFOUND {
+		return false, nil
+	}
 	if err != nil || u.SuspendedAt != nil {
-		return false
+		return false, err
 	}
 	m, err := s.DB.MembershipOf(ctx, r.OrgID, userID)
-	return err == nil && CanWork(r, u, m)
+	if apperr.Code(err) == apperr.ENOTFOUND {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return CanWork(r, u, m), nil
 }
 
 // Recheck answers whether u still may work in the rental (and it still
@@ -270,7 +277,11 @@ func (s *Service) SharedWorkspace(ctx context.Context, token string) (*Workspace
 	// A link is its maker's: it opens nothing once they may no longer
 	// work in the rental (left the organisation, lost the role, were
 	// suspended).
-	if !s.mayStillWork(ctx, &r, sh.CreatedBy) {
+	may, err := s.mayStillWork(ctx, &r, sh.CreatedBy)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !may {
 		return nil, 0, apperr.NotFound("share link")
 	}
 	ws, err := workspaceOf(&r)

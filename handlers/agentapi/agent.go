@@ -120,7 +120,7 @@ func (h *Handler) AgentTaskProgress(c echo.Context) error {
 
 // AgentTunnel is GET /agent/v1/tunnel: the agent's tunnel, a WebSocket
 // carrying yamux streams, held until it drops or the server stops. The
-// browser proxy (handlers/workspace) opens its streams.
+// browser proxy (handlers/browser) opens its streams.
 func (h *Handler) AgentTunnel(c echo.Context) error {
 	if h.Tunnels == nil {
 		return apperr.NotFound("tunnel")

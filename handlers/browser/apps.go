@@ -93,9 +93,6 @@ func (w *Handler) AppsLogin(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// errAppSessionEnded ends a lasting connection whose app session ended.
-var errAppSessionEnded = apperr.Errorf(apperr.EUNAUTHORIZED, "the app session ended")
-
 // recheck authorises a lasting request again: on an apps origin its
 // session (still valid, its user's sessions not ended), else the
 // marketplace's; then the user's right to work in the rental.
@@ -109,9 +106,6 @@ func (w *Handler) recheck(c echo.Context, ws *workspace.Workspace) func(context.
 			cur, err := w.ws.AppUser(ctx, token, ws.RentalID)
 			if err != nil {
 				return err
-			}
-			if cur == nil {
-				return errAppSessionEnded
 			}
 			return w.ws.Recheck(ctx, cur, ws.RentalID)
 		}

@@ -422,8 +422,6 @@ func answer(err error) error {
 			return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: ae.text, Key: "err.workspace_port_refused"}
 		case tunnel.ErrNoJupyter:
 			return &apperr.Error{Code: apperr.ENOTFOUND, Message: "this rental's container runs no Jupyter", Key: "err.workspace_no_jupyter"}
-		case tunnel.ErrUnsupported:
-			return &apperr.Error{Code: apperr.EUNAVAILABLE, Message: ae.text, Key: "err.workspace_no_container"}
 		case tunnel.ErrBadPath:
 			// The agent's text is for the API and the log; pages say it
 			// in the reader's language, by what the agent answered.

@@ -63,18 +63,19 @@ func ForgetOrgIdleWarnings(tx *gorm.DB, orgID int64) error {
 }
 
 // RunStartedAt is when the rental last started running on the GPUs it
-// holds: its latest running or migrated event (nil when it never ran).
-func RunStartedAt(ctx context.Context, db *models.DB, rentalID int64) (*time.Time, error) {
+// holds: its latest running or migrated event (found false when it never
+// ran).
+func RunStartedAt(ctx context.Context, db *models.DB, rentalID int64) (at time.Time, found bool, err error) {
 	var e models.RentalEvent
-	err := db.R.WithContext(ctx).Where("rental_id = ? AND kind IN ?", rentalID, []string{"running", "migrated"}).
+	err = db.R.WithContext(ctx).Where("rental_id = ? AND kind IN ?", rentalID, []string{"running", "migrated"}).
 		Order("id DESC").Limit(1).Take(&e).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
+		return time.Time{}, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return time.Time{}, false, err
 	}
-	return &e.At, nil
+	return e.At, true, nil
 }
 
 // SetRentalIdleStop stores a rental's own idle-stop setting in tx and
