@@ -2,8 +2,11 @@ package handlers
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -62,6 +65,12 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 func (h *Handler) APIRentalCreate(c echo.Context) error {
 	var in rentBody
 	if err := JSONDecoder(c).Decode(&in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			// A field of the wrong type ("ports":"8000") is named.
+			field, _, _ := strings.Cut(te.Field, ".")
+			return apperr.Invalid(field, fmt.Sprintf("%s: want %s, not a JSON %s", field, te.Type, te.Value))
+		}
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body",
 			Message: `want JSON {"offer_id":N,"gpus":N,"sla":"standard"|"premium","term":"on_demand"|"week"|"month","ssh_public_key":"ssh-ed25519 …"}`}
 	}

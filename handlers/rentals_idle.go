@@ -35,7 +35,7 @@ func bindIdleStop(raw json.RawMessage) (models.IdleStop, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return models.IdleStop{}, apperr.Invalid(idlestop.Field, "idle_stop: want "+idleStopShape)
+		return models.IdleStop{}, &apperr.Error{Code: apperr.EINVALID, Field: idlestop.Field, Message: "idle_stop: want " + idleStopShape, Key: "idle.err.shape"}
 	}
 	if in.GPUUtilBelowPct == 0 && in.Minutes == 0 {
 		return models.IdleStop{}, apperr.Field(idlestop.Field, "idle.err.pct")
@@ -45,10 +45,20 @@ func bindIdleStop(raw json.RawMessage) (models.IdleStop, error) {
 
 // idleStopForm reads the idle-stop inputs of a form: off unless the
 // checkbox is ticked; whole numbers otherwise, or the problem to show
-// beside them.
+// beside them. A tool may instead send idle_stop as the API's JSON
+// ({"gpu_util_below_pct":N,"minutes":M} or null).
 func idleStopForm(f views.Form) (models.IdleStop, *apperr.Error) {
-	if f.Get("idle_stop") == "" {
+	v := strings.TrimSpace(f.Get("idle_stop"))
+	if v == "" {
 		return models.IdleStop{}, nil
+	}
+	if strings.HasPrefix(v, "{") || v == "null" {
+		s, err := bindIdleStop(json.RawMessage(v))
+		if err != nil {
+			ae, _ := apperr.As(err) // bindIdleStop answers *apperr.Error only
+			return models.IdleStop{}, ae
+		}
+		return s, nil
 	}
 	pct, err := strconv.Atoi(strings.TrimSpace(f.Get("idle_stop_below_pct")))
 	if err != nil {

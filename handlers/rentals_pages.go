@@ -78,7 +78,7 @@ func (h *Handler) RentCreate(c echo.Context) error {
 	}
 	f.Values["registry_password"] = "" // never shown again, not even to its author
 	if v, err := idleStopForm(f); err != nil {
-		f.Errors[err.Field] = ViewCtx(c).T(err.Key, err.Args...)
+		f, _ = WithErrors(c, f, err)
 	} else {
 		in.idle = v
 	}
@@ -96,9 +96,12 @@ func (h *Handler) RentCreate(c echo.Context) error {
 			f.Errors["volume_gb"] = ViewCtx(c).T("err.volume_size", volumes.MaxFor(&row.Offer))
 		}
 	}
+	// Ports come as one list ("6006, 7860") or as repeated fields.
+	if all := c.Request().Form["ports"]; len(all) > 1 {
+		f.Values["ports"] = strings.Join(all, ", ")
+	}
 	if ports, err := workspace.ParsePortList(f.Get("ports")); err != nil {
-		ae, _ := apperr.As(err)
-		f.Errors["ports"] = ViewCtx(c).T(ae.Key, ae.Args...)
+		f, _ = WithErrors(c, f, err)
 	} else {
 		in.Ports = ports
 	}

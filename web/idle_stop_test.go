@@ -145,14 +145,24 @@ func TestIdleStopForms(t *testing.T) {
 			"idle_stop": {"1"}, "idle_stop_below_pct": {"10"}, "idle_stop_minutes": {"60"}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity && strings.Contains(fieldMessage(page, "idle_stop"), "on-demand rentals"),
 			"a week with idle stop: %d, message %q", res.StatusCode, fieldMessage(page, "idle_stop"))
+		// A tool may send idle_stop as the API's JSON instead.
+		for _, bad := range []string{`{"gpu_util_below_pct":10}`, `{"gpu_util_below_pct":"10","minutes":30}`, `{"minutes":3,"gpu_util_below_pct":10}`, `{`} {
+			res, page := post(bad, "", "")
+			if res.StatusCode != http.StatusUnprocessableEntity || fieldMessage(page, "idle_stop") == "" {
+				t.Errorf("rent form with idle_stop=%s: %d, message %q", bad, res.StatusCode, fieldMessage(page, "idle_stop"))
+			}
+		}
 		must(t, rentalsOf(t, db, org) == 0, "a refused rent form made a rental")
 		// Unticked, the numbers are not read: off.
 		res, _ = post("", "ten", "")
 		must(t, res.StatusCode == http.StatusSeeOther, "rent with idle stop off: %d", res.StatusCode)
 		res, _ = post("1", "15", "45")
 		must(t, res.StatusCode == http.StatusSeeOther && rentalsOf(t, db, org) == 2, "rent with idle stop: %d", res.StatusCode)
+		res, _ = post(`{"gpu_util_below_pct":20,"minutes":90}`, "", "")
+		must(t, res.StatusCode == http.StatusSeeOther && rentalsOf(t, db, org) == 3, "rent with idle_stop as JSON: %d", res.StatusCode)
 		var ids []int64
-		must(t, db.R.Model(&models.Rental{}).Where("org_id = ?", org).Order("id").Pluck("id", &ids).Error == nil && len(ids) == 2, "rentals: %v", ids)
+		must(t, db.R.Model(&models.Rental{}).Where("org_id = ?", org).Order("id").Pluck("id", &ids).Error == nil && len(ids) == 3, "rentals: %v", ids)
+		must(t, idleOf(t, db, ids[2]) == models.IdleStop{BelowPct: 20, Minutes: 90}, "stored from JSON: %+v", idleOf(t, db, ids[2]))
 		must(t, idleOf(t, db, ids[0]) == models.IdleStop{} && idleOf(t, db, ids[1]) == models.IdleStop{BelowPct: 15, Minutes: 45},
 			"stored: %+v %+v", idleOf(t, db, ids[0]), idleOf(t, db, ids[1]))
 
