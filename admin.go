@@ -30,11 +30,14 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
 
   suanli admin status                          schema version and market counts
   suanli admin gpu-state --uuid U --state S    mark a GPU free, busy or unhealthy
-  suanli admin create-user --email E --password-file F [--name N] [--admin] [--provider COMPANY]
+  suanli admin create-user --email E --password-file F [--name N] [--admin] [--provider COMPANY [--simulated]]
                                                a user with a verified email and a personal
                                                organisation; --admin makes a platform admin;
                                                --provider makes the user the owner of an
-                                               already verified provider of that name
+                                               already verified provider of that name;
+                                               --simulated makes it a test provider whose
+                                               nodes run simulated agents (suanli agent
+                                               --simulate), labelled simulated everywhere
   suanli admin token --email E --name N        print a new API token for the user
   suanli admin credit --email E --fen N --reason R
                                                post a promotional credit to the user's
@@ -44,6 +47,10 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
                                                (default 5; -1 restores the default)
   suanli admin node-token --node ID            print a one-time registration token for a node's
                                                agent (suanli agent --server URL --token T)
+  suanli admin clear-xids --node ID --gpu UUID --reason R
+                                               after dealing with a GPU's critical XIDs (GPU
+                                               reset, reboot): the node's agent forgets them
+                                               and the GPU may pass its checks again; audited
   suanli admin backup --out F                  SQLite: a consistent copy of the live database in
                                                the new file F; PostgreSQL: runs (or prints) pg_dump
 `
@@ -64,7 +71,7 @@ func admin(ctx context.Context, args []string) error {
 	var (
 		uuid, state, email, pwFile, name, reason string
 		provider                                 string
-		isAdmin                                  bool
+		isAdmin, simulated                       bool
 		fen                                      int64
 	)
 	commands := map[string]adminCommand{
@@ -97,8 +104,12 @@ func admin(ctx context.Context, args []string) error {
 				fs.StringVar(&name, "name", "", "display name (default: the email's local part)")
 				fs.BoolVar(&isAdmin, "admin", false, "make the user a platform admin")
 				fs.StringVar(&provider, "provider", "", "also create a verified provider organisation of this name, owned by the user")
+				fs.BoolVar(&simulated, "simulated", false, "with --provider: a test provider whose nodes run simulated agents (--simulate)")
 			},
 			check: func() error {
+				if simulated && provider == "" {
+					return errors.New("admin create-user: --simulated needs --provider")
+				}
 				return requireFlags("create-user", map[string]string{"email": email, "password-file": pwFile})
 			},
 			run: func(ctx context.Context, cfg config.Config, db *models.DB) error {
@@ -119,11 +130,18 @@ func admin(ctx context.Context, args []string) error {
 					return nil
 				}
 				// Operators onboarding a trusted provider skip the review.
-				acc, err := (&providers.Service{DB: db, BaseURL: cfg.BaseURL}).CreateVerified(ctx, u, provider)
+				svc := &providers.Service{DB: db, BaseURL: cfg.BaseURL}
+				create, kind := svc.CreateVerified, "verified"
+				if simulated {
+					// Simulation is the platform's decision: only here (and in
+					// the demo) is a provider made whose nodes run simulated.
+					create, kind = svc.CreateSimulated, "simulated (test) verified"
+				}
+				acc, err := create(ctx, u, provider)
 				if err != nil {
 					return fmt.Errorf("admin create-user: the provider: %w", err)
 				}
-				fmt.Printf("created verified provider %d %q (organisation %d), owned by %s\n", acc.Provider.ID, acc.Provider.NameZH, acc.Org.ID, u.Email)
+				fmt.Printf("created %s provider %d %q (organisation %d), owned by %s\n", kind, acc.Provider.ID, acc.Provider.NameZH, acc.Org.ID, u.Email)
 				return nil
 			},
 		},
@@ -234,6 +252,29 @@ func admin(ctx context.Context, args []string) error {
 				return fmt.Errorf("admin node-token: %w", err)
 			}
 			fmt.Println(tok)
+			return nil
+		},
+	}
+	var xidGPU string
+	commands["clear-xids"] = adminCommand{
+		flags: func(fs *flag.FlagSet) {
+			fs.Int64Var(&nodeID, "node", 0, "the node's id")
+			fs.StringVar(&xidGPU, "gpu", "", "the GPU's UUID")
+			fs.StringVar(&reason, "reason", "", "what was done about the XIDs, for the audit log")
+		},
+		check: func() error {
+			if nodeID <= 0 {
+				return errors.New("admin clear-xids: give --node ID")
+			}
+			return requireFlags("clear-xids", map[string]string{"gpu": xidGPU, "reason": reason})
+		},
+		run: func(ctx context.Context, _ config.Config, db *models.DB) error {
+			// The operator at the console is the system: no user is signed in.
+			id, err := (&fleet.Fleet{DB: db}).ClearXIDs(ctx, nodeID, xidGPU, reason)
+			if err != nil {
+				return fmt.Errorf("admin clear-xids: %w", err)
+			}
+			fmt.Printf("queued task %d: node %d's agent forgets the critical XIDs of %s when it next polls\n", id, nodeID, xidGPU)
 			return nil
 		},
 	}

@@ -42,8 +42,8 @@ func runAgent(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	server := fs.String("server", os.Getenv("SUANLI_SERVER"), "the marketplace's base URL (env SUANLI_SERVER)")
 	token := fs.String("token", os.Getenv("SUANLI_NODE_TOKEN"), "the node's one-time registration token or its credential (env SUANLI_NODE_TOKEN)")
-	state := fs.String("state-file", os.Getenv("SUANLI_AGENT_STATE"), "where to keep the node credential after registration (env SUANLI_AGENT_STATE)")
-	simulate := fs.String("simulate", "", "read go-nvml's mock servers instead of the real NVML: dgxa100, dgxh100, dgxh200, dgxb200, or a catalogue slug (rtx-4090, l40s…); everything it reports is labelled simulated")
+	state := fs.String("state-file", os.Getenv("SUANLI_AGENT_STATE"), "where to keep the node credential after registration, and the critical XIDs seen on the GPUs until cleared (env SUANLI_AGENT_STATE)")
+	simulate := fs.String("simulate", "", "read go-nvml's mock servers instead of the real NVML: dgxa100, dgxh100, dgxh200, dgxb200, or a catalogue slug (rtx-4090, l40s…); everything it reports is labelled simulated; the server accepts it only for the demo's providers and test providers made with `suanli admin create-user … --provider NAME --simulated`")
 	simGPUs := fs.Int("gpus", 0, "with --simulate: the number of GPUs (default 8)")
 	var faults faultFlags
 	fs.Var(&faults, "fault", "with --simulate: inject KIND@GPU[:after=30s], KIND one of xid:N, ecc, offbus, thermal, silent (repeatable)")
@@ -60,6 +60,7 @@ func runAgent(ctx context.Context, args []string) error {
 	pingURL := fs.String("ping-url", os.Getenv("SUANLI_PING_URL"), "the public URL of that endpoint, reported to the server (env SUANLI_PING_URL; default http://PUBLIC-HOST:PORT/ping; behind an https marketplace give an https URL, browsers refuse http from https pages)")
 	benchPython := fs.String("bench-python", agent.DefaultPython, "the Python interpreter (with PyTorch) that runs the benchmark's GPU loads; without one they are reported absent")
 	benchTimeout := fs.Duration("bench-timeout", agent.DefaultBenchTimeout, "how long one benchmark task may run")
+	expectNVLinks := fs.Int("expect-nvlinks", 0, "NVLinks each GPU has that must be up (e.g. 18 on an HGX H100); 0: only links seen up since the agent started must stay up")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,6 +70,9 @@ func runAgent(ctx context.Context, args []string) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
 	if *server == "" || (*token == "" && *state == "") {
 		return errors.New("agent: give --server and --token (or a --state-file from an earlier registration)")
+	}
+	if *expectNVLinks < 0 || *expectNVLinks > nvml.NVLINK_MAX_LINKS {
+		return fmt.Errorf("agent: --expect-nvlinks must be 0 to %d", nvml.NVLINK_MAX_LINKS)
 	}
 	if len(faults) > 0 && *simulate == "" {
 		return errors.New("agent: --fault needs --simulate")
@@ -87,9 +91,12 @@ func runAgent(ctx context.Context, args []string) error {
 	} else {
 		lib = nvml.New()
 	}
-	reader, err := gpu.Open(lib, gpu.Options{})
+	reader, err := gpu.Open(lib, gpu.Options{ExpectNVLinks: *expectNVLinks})
 	if err != nil {
-		slog.Error("NVML unavailable; the agent reports this to the server and offers no GPUs", "err", err)
+		// The Reader retries nvml.Init with backoff (never calling
+		// anything else meanwhile): a driver that loads later is found
+		// without a restart; until then heartbeats say "no NVML (retrying)".
+		slog.Error("NVML unavailable; retrying with backoff, and telling the server meanwhile", "err", err)
 	}
 	defer reader.Close()
 	l, closeLauncher, err := newLauncher(ctx, launcherOptions{

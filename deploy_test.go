@@ -161,7 +161,7 @@ func checkCompose(t *testing.T, known map[string]bool, cmds *suanliCommands) {
 	for _, n := range []string{"provider-setup", "node-setup"} {
 		setup.WriteString(strings.Join(f.Services[n].Command, " "))
 	}
-	for _, want := range []string{"admin create-user", "--provider", "admin token", "/api/v1/provider/datacenters", "/api/v1/provider/nodes"} {
+	for _, want := range []string{"admin create-user", "--provider", "--simulated", "admin token", "/api/v1/provider/datacenters", "/api/v1/provider/nodes"} {
 		if !strings.Contains(setup.String(), want) {
 			t.Errorf("provider-setup/node-setup do not use %q", want)
 		}

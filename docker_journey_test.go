@@ -79,7 +79,7 @@ func TestRenterJourneyOnRealContainers(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("provider-pass-2026\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv.admin("create-user", "--email", "ops@shared-storage.example", "--password-file", pw, "--provider", "Shared Storage GPU Co")
+	srv.admin("create-user", "--email", "ops@shared-storage.example", "--password-file", pw, "--provider", "Shared Storage GPU Co", "--simulated")
 	provider := strings.TrimSpace(srv.admin("token", "--email", "ops@shared-storage.example", "--name", "journey"))
 	renter := srv.renter("renter@shared-storage.example")
 	startPlainServe(srv)

@@ -37,6 +37,7 @@ import (
 	"suanli/models/platform"
 	"suanli/offers"
 	"suanli/payments"
+	"suanli/platformaudit"
 	"suanli/providers"
 	"suanli/rentals"
 	"suanli/secrets"
@@ -479,6 +480,7 @@ func workerOptions(cfg config.Config, work bool, rentals *rentals.Service) worke
 	opts := workers.Options{Work: work, Rentals: rentals, RescueAfter: cfg.JobRescueAfter, MeterEvery: cfg.MeterEvery}
 	if rentals != nil {
 		opts.Payouts = payoutsService(rentals.DB, cfg)
+		opts.Audits, opts.AuditEvery = &platformaudit.Service{DB: rentals.DB, Rentals: rentals, Accounts: accountsService(rentals.DB, cfg)}, cfg.AuditEvery
 	}
 	if cfg.SMTPURL != "" {
 		// Validated with the configuration.

@@ -31,7 +31,7 @@ func TestProviderOnboardsANodeEndToEnd(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("provider-pass-2026\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := srv.admin("create-user", "--email", "ops@tianfu-gpu.example", "--password-file", pw, "--provider", "Tianfu GPU Co")
+	out := srv.admin("create-user", "--email", "ops@tianfu-gpu.example", "--password-file", pw, "--provider", "Tianfu GPU Co", "--simulated")
 	if !strings.Contains(out, "verified provider") {
 		t.Fatalf("create-user --provider said %q", out)
 	}

@@ -62,7 +62,7 @@ func TestScaleOutTwoWebTwoWorkers(t *testing.T) {
 	if err := os.WriteFile(pw, []byte(soPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.cli("admin", "create-user", "--email", "ops@scaleout.example", "--password-file", pw, "--provider", "Scale-out GPU Co")
+	c.cli("admin", "create-user", "--email", "ops@scaleout.example", "--password-file", pw, "--provider", "Scale-out GPU Co", "--simulated")
 	provider := strings.TrimSpace(c.cli("admin", "token", "--email", "ops@scaleout.example", "--name", "scaleout"))
 	c.cli("admin", "create-user", "--email", soRenter, "--password-file", pw)
 	var renter []string

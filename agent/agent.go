@@ -88,6 +88,12 @@ type Agent struct {
 	// imagesErr is the last failure to list local images ("" none), so
 	// that it is logged once, not with every heartbeat.
 	imagesErr string
+	// nodeID and xids are what the state file holds besides the
+	// credential: the node's id, and the critical XIDs last saved.
+	nodeID int64
+	xids   map[string][]int
+	// nvmlErr is NVML's unavailability last logged ("" available).
+	nvmlErr string
 }
 
 // New checks cfg and returns an agent ready to Run.

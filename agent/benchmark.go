@@ -1,24 +1,19 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"suanli/agent/loadgen"
 	"suanli/gpu"
 	"suanli/locales"
 )
@@ -33,12 +28,21 @@ var torchBench []byte
 const (
 	DefaultBenchTimeout = 20 * time.Minute
 	// DefaultSimFactor is what a simulated agent multiplies every nominal
-	// figure by: about what a healthy H100 SXM measures of its datasheet
-	// (dense BF16 ~800 of 989 TFLOPS, a device copy ~2.9 of 3.35 TB/s,
-	// ~52 of 63 GB/s on PCIe Gen 5 x16).
-	DefaultSimFactor   = 0.82
+	// figure by. It sits below what real GPUs reach (a GEMM gets about
+	// 80 % of dense peak on Hopper, 87 % on A100, 78 % on B200 in the MAMF
+	// tables; a device copy ~87 % of the datasheet's bandwidth), so that
+	// a simulated figure never looks better than a real one; a factor
+	// above simCeiling of the task's realistic fraction is lowered to it.
+	DefaultSimFactor   = 0.70
 	DefaultSimDuration = 3 * time.Second
 	DefaultPython      = "python3"
+	// DefaultSustain is how long each dtype's GEMM runs flat out after
+	// its sweep: long enough for clocks to settle under the node's power
+	// and thermal limits (boost clocks hold for the first seconds).
+	DefaultSustain = 10 * time.Second
+	// simCeiling is how close to the realistic fraction of nominal a
+	// simulated figure may come.
+	simCeiling = 0.95
 )
 
 // BenchOptions tunes benchmark tasks. The zero value runs them with the
@@ -65,6 +69,12 @@ type BenchOptions struct {
 	SimDuration time.Duration
 	// LookPath finds the load generators; default exec.LookPath.
 	LookPath func(file string) (string, error)
+	// Sustain is how long each GEMM dtype runs flat out after its sweep.
+	// Default DefaultSustain; tests pass less.
+	Sustain time.Duration
+	// SysRoot is where sysfs is mounted, to find each GPU's NUMA node
+	// and CPUs from its PCI address. Default "/sys".
+	SysRoot string
 }
 
 func (o BenchOptions) withDefaults() BenchOptions {
@@ -89,6 +99,12 @@ func (o BenchOptions) withDefaults() BenchOptions {
 	if o.LookPath == nil {
 		o.LookPath = exec.LookPath
 	}
+	if o.Sustain <= 0 {
+		o.Sustain = DefaultSustain
+	}
+	if o.SysRoot == "" {
+		o.SysRoot = "/sys"
+	}
 	return o
 }
 
@@ -111,7 +127,8 @@ func (a *Agent) benchmark(ctx context.Context, t Task) Result {
 // python3, nvbandwidth, nccl-tests' all_reduce_perf); one that is missing
 // is reported absent and one that fails is reported failed, and neither
 // fails the run. On a simulated host no load runs: every figure is the
-// nominal one times SimFactor, marked simulated. It fails only when the
+// nominal one times SimFactor (kept below the model's realistic fraction
+// when the task carries it), marked simulated. It fails only when the
 // GPUs cannot be benchmarked at all: none named, NVML unavailable, or a
 // GPU not present on this host.
 func RunBenchmark(ctx context.Context, gpus GPUs, uuids []string, nominal *Nominal, opts BenchOptions) (BenchmarkReport, error) {
@@ -131,22 +148,24 @@ func RunBenchmark(ctx context.Context, gpus GPUs, uuids []string, nominal *Nomin
 		return BenchmarkReport{}, err
 	}
 	rep := BenchmarkReport{
-		Simulated: host.Simulated,
-		Host:      snapshot,
-		GPUUUIDs:  slices.Clone(uuids),
-		StartedAt: time.Now(),
+		Simulated:     host.Simulated,
+		Host:          snapshot,
+		GPUUUIDs:      slices.Clone(uuids),
+		StartedAt:     time.Now(),
+		SampleEveryMS: opts.SampleEvery.Milliseconds(),
 	}
 
 	tel := startTelemetry(ctx, samplerFor(gpus, uuids), opts.SampleEvery, opts.MaxSamples, rep.StartedAt)
 	if host.Simulated {
-		rep.SimFactor = opts.SimFactor
-		rep.Loads = simulatedLoads(snapshot.GPUs, nominal, opts.SimFactor)
+		rep.SimFactor = simFactor(opts.SimFactor, nominal)
+		rep.Loads = simulatedLoads(snapshot.GPUs, nominal, rep.SimFactor)
 		select {
 		case <-time.After(opts.SimDuration):
 		case <-ctx.Done():
 		}
 	} else {
-		rep.Loads = runLoads(ctx, uuids, opts)
+		rep.Loads = loadgen.Run(ctx, snapshot.GPUs, loadgen.Options{Python: opts.Python, Script: torchBench,
+			ToolLimit: opts.Timeout / 2, Sustain: opts.Sustain, SysRoot: opts.SysRoot, LookPath: opts.LookPath})
 	}
 	rep.Telemetry = tel.stop()
 	rep.FinishedAt = time.Now()
@@ -379,6 +398,17 @@ func (t *telemetry) stop() []Sample {
 
 // Simulated loads.
 
+// simFactor is the factor a simulated run applies: the one asked for,
+// lowered to simCeiling of the model's realistic fraction when the task
+// carries it, so that a simulated figure stays below what the real model
+// reaches.
+func simFactor(f float64, nom *Nominal) float64 {
+	if nom != nil && nom.RealisticFraction > 0 && f > nom.RealisticFraction*simCeiling {
+		return math.Round(nom.RealisticFraction*simCeiling*1000) / 1000
+	}
+	return f
+}
+
 // simulatedLoads derives every figure from the nominal ones times f. Host
 // to device uses the PCIe link NVML reports (its maximum generation and
 // width), since the catalogue has no figure for it.
@@ -387,11 +417,14 @@ func simulatedLoads(gpus []gpu.Info, nom *Nominal, f float64) []Load {
 	sim := func(metric string, nominal float64, unit, what string) Load {
 		if nominal <= 0 {
 			l := Load{Metric: metric, Tool: LoadSimulated, Status: LoadAbsent}
-			l.say(locales.M("bench.load.sim_absent", locales.M("bench.load.what."+what)))
+			l.Say(locales.M("bench.load.sim_absent", locales.M("bench.load.what."+what)))
 			return l
 		}
 		l := Load{Metric: metric, Tool: LoadSimulated, Status: LoadSimulated, Value: nominal * f, PerGPU: repeat(nominal*f, n)}
-		l.say(locales.M("bench.load.sim", nominal, unit, f))
+		l.Say(locales.M("bench.load.sim", nominal, unit, f))
+		if unit == "TFLOPS" { // no sweep and no sustained run: best and sustained are one figure
+			l.Best, l.BestPerGPU = l.Value, slices.Clone(l.PerGPU)
+		}
 		return l
 	}
 	var bf16, fp16, mem, nvlink float64
@@ -421,7 +454,7 @@ func simulatedLoads(gpus []gpu.Info, nom *Nominal, f float64) []Load {
 	}
 	for _, metric := range []string{MetricH2D, MetricD2H} {
 		l := Load{Metric: metric, Tool: LoadSimulated, Status: LoadSimulated, Value: median(pcie), PerGPU: slices.Clone(pcie)}
-		l.say(locales.M("bench.load.sim_pcie", links, f))
+		l.Say(locales.M("bench.load.sim_pcie", links, f))
 		loads = append(loads, l)
 	}
 
@@ -429,10 +462,10 @@ func simulatedLoads(gpus []gpu.Info, nom *Nominal, f float64) []Load {
 		ar := Load{Metric: MetricAllReduceBus, Tool: LoadSimulated, Status: LoadSimulated}
 		if nvlink > 0 {
 			ar.Value = nvlink / 2 * f
-			ar.say(locales.M("bench.load.sim_nvlink", nvlink, nvlink/2, f))
+			ar.Say(locales.M("bench.load.sim_nvlink", nvlink, nvlink/2, f))
 		} else {
 			ar.Value = median(pcie)
-			ar.say(locales.M("bench.load.sim_no_nvlink", links, f))
+			ar.Say(locales.M("bench.load.sim_no_nvlink", links, f))
 		}
 		loads = append(loads, ar)
 	}
@@ -478,451 +511,4 @@ func median(vs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// Real loads.
-
-// Load generator names, as Load.Tool reports them.
-const (
-	toolPyTorch     = "pytorch"
-	toolNVBandwidth = "nvbandwidth"
-	toolNCCLTests   = "nccl-tests"
-)
-
-// runLoads runs every load generator present, one after the other, on
-// the task's GPUs (CUDA_VISIBLE_DEVICES lists their UUIDs in the task's
-// order, so PerGPU follows GPUUUIDs).
-func runLoads(ctx context.Context, uuids []string, opts BenchOptions) []Load {
-	n := len(uuids)
-	env := append(os.Environ(), "CUDA_VISIBLE_DEVICES="+strings.Join(uuids, ","))
-	limit := opts.Timeout / 2
-	dir, err := os.MkdirTemp("", "suanli-bench-")
-	if err != nil {
-		reason := "no temporary directory: " + err.Error()
-		loads := failedLoads(toolPyTorch, "", pytorchMetrics(n), reason)
-		loads = append(loads, failedLoads(toolNVBandwidth, "", nvbandwidthMetrics, reason)...)
-		if n > 1 {
-			loads = append(loads, failedLoads(toolNCCLTests, "", []string{MetricAllReduceBus}, reason)...)
-		}
-		return loads
-	}
-	defer os.RemoveAll(dir)
-
-	loads := pytorchLoads(ctx, limit, dir, env, n, opts)
-	loads = append(loads, nvbandwidthLoads(ctx, limit, dir, env, n, opts.LookPath)...)
-	if n > 1 {
-		loads = append(loads, ncclTestsLoads(ctx, limit, dir, env, n, opts.LookPath)...)
-	}
-	return loads
-}
-
-func absentLoads(tool string, metrics []string, reason string) []Load {
-	out := make([]Load, len(metrics))
-	for i, m := range metrics {
-		out[i] = Load{Metric: m, Tool: tool, Status: LoadAbsent, Detail: reason}
-	}
-	return out
-}
-
-func failedLoads(tool, version string, metrics []string, reason string) []Load {
-	out := make([]Load, len(metrics))
-	for i, m := range metrics {
-		out[i] = Load{Metric: m, Tool: tool, Version: version, Status: LoadFailed, Detail: reason}
-	}
-	return out
-}
-
-// okLoad is a measured figure, or a failure when it is not a positive
-// finite number (a tool that printed nonsense invents nothing).
-func okLoad(metric, tool, version string, value float64, perGPU []float64, detail string) Load {
-	l := Load{Metric: metric, Tool: tool, Version: version, Status: LoadOK, Value: value, PerGPU: perGPU, Detail: detail}
-	bad := !(value > 0) || math.IsInf(value, 0)
-	for _, v := range perGPU {
-		bad = bad || !(v > 0) || math.IsInf(v, 0)
-	}
-	if bad {
-		return Load{Metric: metric, Tool: tool, Version: version, Status: LoadFailed,
-			Detail: fmt.Sprintf("%s reported %v (per GPU %v), not a bandwidth or rate", tool, value, perGPU)}
-	}
-	return l
-}
-
-// toolFailure says why a tool run failed: its error and the end of its
-// output.
-func toolFailure(name string, err error, stdout, stderr []byte) string {
-	out := shortTail(stderr)
-	if out == "" {
-		out = shortTail(stdout)
-	}
-	if out == "" {
-		return fmt.Sprintf("%s: %v", name, err)
-	}
-	return fmt.Sprintf("%s: %v; output: %s", name, err, out)
-}
-
-// shortTailBytes is how much of a tool's output goes into a load's detail.
-const shortTailBytes = 600
-
-func shortTail(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > shortTailBytes {
-		s = "…" + s[len(s)-shortTailBytes:]
-	}
-	return s
-}
-
-// maxToolOutput is how much of a tool's stdout and stderr is kept (the
-// end of it, where the results are).
-const maxToolOutput = 1 << 20
-
-// tailBuffer keeps the last maxToolOutput bytes written to it.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 2*maxToolOutput {
-		t.b = append(t.b[:0], t.b[len(t.b)-maxToolOutput:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) Bytes() []byte {
-	if len(t.b) > maxToolOutput {
-		return t.b[len(t.b)-maxToolOutput:]
-	}
-	return t.b
-}
-
-// errToolStopped marks a tool killed because its time ran out or the
-// agent is stopping.
-var errToolStopped = errors.New("timed out or stopped")
-
-// runTool runs a load generator in its own process group, so that a
-// timeout also kills what it spawned (PyTorch's all-reduce workers).
-func runTool(ctx context.Context, limit time.Duration, dir string, env []string, path string, args ...string) (stdout, stderr []byte, err error) {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Dir, cmd.Env = dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out, errOut tailBuffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	if err != nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w (%w)", err, errToolStopped)
-	}
-	return out.Bytes(), errOut.Bytes(), err
-}
-
-// PyTorch.
-
-func pytorchMetrics(n int) []string {
-	m := []string{MetricBF16GEMM, MetricFP16GEMM, MetricD2D, MetricH2D, MetricD2H}
-	if n > 1 {
-		m = append(m, MetricAllReduceBus)
-	}
-	return m
-}
-
-// torchOutput is what torchbench.py prints.
-type torchOutput struct {
-	Tool        string        `json:"tool"`
-	Version     string        `json:"version"`
-	CUDA        string        `json:"cuda"`
-	NCCL        string        `json:"nccl"`
-	Unavailable string        `json:"unavailable"`
-	Error       string        `json:"error"`
-	Results     []torchResult `json:"results"`
-}
-
-// torchResult is one metric torchbench.py measured, or why it could not.
-type torchResult struct {
-	Metric string    `json:"metric"`
-	Value  float64   `json:"value"`
-	PerGPU []float64 `json:"per_gpu"`
-	Detail string    `json:"detail"`
-	Error  string    `json:"error"`
-}
-
-func pytorchLoads(ctx context.Context, limit time.Duration, dir string, env []string, n int, opts BenchOptions) []Load {
-	metrics := pytorchMetrics(n)
-	py, err := opts.LookPath(opts.Python)
-	if err != nil {
-		return absentLoads(toolPyTorch, metrics, opts.Python+" not found on PATH")
-	}
-	if _, stderr, err := runTool(ctx, min(limit, 2*time.Minute), dir, env, py, "-c", "import torch"); err != nil {
-		if errors.Is(err, errToolStopped) {
-			return failedLoads(toolPyTorch, "", metrics, toolFailure(py+` -c "import torch"`, err, nil, stderr))
-		}
-		return absentLoads(toolPyTorch, metrics, "PyTorch cannot be imported by "+py+": "+lastLine(stderr))
-	}
-	script := filepath.Join(dir, "torchbench.py")
-	if err := os.WriteFile(script, torchBench, 0o600); err != nil {
-		return failedLoads(toolPyTorch, "", metrics, "writing the script: "+err.Error())
-	}
-	cfg := fmt.Sprintf(`{"gpus":%d,"allreduce_timeout_s":%d}`, n, max(60, int(limit.Seconds())/2))
-	stdout, stderr, err := runTool(ctx, limit, dir, env, py, script, cfg)
-	if err != nil {
-		return failedLoads(toolPyTorch, "", metrics, toolFailure("torchbench.py", err, stdout, stderr))
-	}
-	out, ok := lastJSONLine[torchOutput](stdout, `{"tool"`)
-	if !ok {
-		return failedLoads(toolPyTorch, "", metrics, "torchbench.py printed no result; output: "+shortTail(stdout))
-	}
-	switch {
-	case out.Unavailable != "":
-		return absentLoads(toolPyTorch, metrics, out.Unavailable)
-	case out.Error != "":
-		return failedLoads(toolPyTorch, out.Version, metrics, out.Error)
-	}
-
-	var stack []string
-	if out.CUDA != "" {
-		stack = append(stack, "CUDA "+out.CUDA)
-	}
-	if out.NCCL != "" {
-		stack = append(stack, "NCCL "+out.NCCL)
-	}
-	suffix := ""
-	if len(stack) > 0 {
-		suffix = " (" + strings.Join(stack, ", ") + ")"
-	}
-	loads := make([]Load, 0, len(metrics))
-	for _, m := range metrics {
-		i := slices.IndexFunc(out.Results, func(r torchResult) bool { return r.Metric == m })
-		switch {
-		case i < 0:
-			loads = append(loads, failedLoads(toolPyTorch, out.Version, []string{m}, "torchbench.py reported no result for it")...)
-		case out.Results[i].Error != "":
-			loads = append(loads, failedLoads(toolPyTorch, out.Version, []string{m}, out.Results[i].Error)...)
-		default:
-			r := out.Results[i]
-			if m != MetricAllReduceBus && len(r.PerGPU) != n {
-				loads = append(loads, failedLoads(toolPyTorch, out.Version, []string{m},
-					fmt.Sprintf("torchbench.py measured %d GPUs, the task has %d", len(r.PerGPU), n))...)
-				continue
-			}
-			loads = append(loads, okLoad(m, toolPyTorch, out.Version, r.Value, r.PerGPU, r.Detail+suffix))
-		}
-	}
-	return loads
-}
-
-// lastJSONLine decodes the last line of out that starts with prefix (a
-// tool's stdout may carry library chatter, NCCL's for one, before it).
-func lastJSONLine[T any](out []byte, prefix string) (T, bool) {
-	var v T
-	lines := strings.Split(string(out), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		line := strings.TrimSpace(lines[i])
-		if strings.HasPrefix(line, prefix) && json.Unmarshal([]byte(line), &v) == nil {
-			return v, true
-		}
-	}
-	return v, false
-}
-
-// lastLine is the last non-empty line of a command's output: Python's
-// "ModuleNotFoundError: No module named 'torch'".
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	s := strings.TrimSpace(lines[len(lines)-1])
-	if s == "" {
-		return "import failed"
-	}
-	if len(s) > shortTailBytes {
-		s = s[:shortTailBytes] + "…"
-	}
-	return s
-}
-
-// nvbandwidth.
-
-// nvbandwidthMetrics are what nvbandwidth measures for a report.
-var nvbandwidthMetrics = []string{MetricD2D, MetricH2D, MetricD2H}
-
-// nvbandwidthCases are its testcases, by metric, and what each figure is
-// multiplied by: nvbandwidth counts a local copy's bytes once, the
-// reports count a device copy's read and write.
-var nvbandwidthCases = []struct {
-	metric, testcase string
-	scale            float64
-	detail           string
-}{
-	{MetricD2D, "device_local_copy", 2, "device_local_copy (copy engine) × 2, counting read + write"},
-	{MetricH2D, "host_to_device_memcpy_ce", 1, "host_to_device_memcpy_ce (copy engine, pinned)"},
-	{MetricD2H, "device_to_host_memcpy_ce", 1, "device_to_host_memcpy_ce (copy engine, pinned)"},
-}
-
-// nvbandwidthOutput is nvbandwidth's --json output.
-type nvbandwidthOutput struct {
-	NVBandwidth struct {
-		Version   string                `json:"version"`
-		Error     string                `json:"error"`
-		Testcases []nvbandwidthTestcase `json:"testcases"`
-	} `json:"nvbandwidth"`
-}
-
-// nvbandwidthTestcase is one testcase's outcome; a bandwidth matrix cell
-// is a number written as a string, or "N/A".
-type nvbandwidthTestcase struct {
-	Name   string              `json:"name"`
-	Status string              `json:"status"`
-	Error  string              `json:"error"`
-	Matrix [][]json.RawMessage `json:"bandwidth_matrix"`
-}
-
-func nvbandwidthLoads(ctx context.Context, limit time.Duration, dir string, env []string, n int, lookPath func(string) (string, error)) []Load {
-	path, err := lookPath("nvbandwidth")
-	if err != nil {
-		return absentLoads(toolNVBandwidth, nvbandwidthMetrics, "nvbandwidth not found on PATH")
-	}
-	args := []string{"--json", "--testcase"}
-	for _, c := range nvbandwidthCases {
-		args = append(args, c.testcase)
-	}
-	stdout, stderr, runErr := runTool(ctx, limit, dir, env, path, args...)
-	var out nvbandwidthOutput
-	start := bytes.IndexByte(stdout, '{')
-	if start < 0 || json.NewDecoder(bytes.NewReader(stdout[start:])).Decode(&out) != nil {
-		if runErr == nil {
-			runErr = errors.New("output is not its JSON")
-		}
-		return failedLoads(toolNVBandwidth, "", nvbandwidthMetrics, toolFailure("nvbandwidth", runErr, stdout, stderr))
-	}
-	nv := out.NVBandwidth
-	loads := make([]Load, 0, len(nvbandwidthCases))
-	for _, c := range nvbandwidthCases {
-		i := slices.IndexFunc(nv.Testcases, func(tc nvbandwidthTestcase) bool { return tc.Name == c.testcase })
-		fail := func(reason string) {
-			loads = append(loads, failedLoads(toolNVBandwidth, nv.Version, []string{c.metric}, reason)...)
-		}
-		switch {
-		case i < 0 && nv.Error != "":
-			fail("nvbandwidth: " + nv.Error)
-			continue
-		case i < 0 && runErr != nil:
-			fail(toolFailure("nvbandwidth", runErr, stdout, stderr))
-			continue
-		case i < 0:
-			fail("nvbandwidth reported no " + c.testcase)
-			continue
-		}
-		tc := nv.Testcases[i]
-		switch {
-		case strings.EqualFold(tc.Status, "Waived"):
-			loads = append(loads, Load{Metric: c.metric, Tool: toolNVBandwidth, Version: nv.Version, Status: LoadAbsent,
-				Detail: c.testcase + " waived by nvbandwidth on this host"})
-			continue
-		case !strings.EqualFold(tc.Status, "Passed"):
-			reason := fmt.Sprintf("%s: %s", c.testcase, tc.Status)
-			if tc.Error != "" {
-				reason += ": " + tc.Error
-			}
-			fail(reason)
-			continue
-		case len(tc.Matrix) == 0:
-			fail(c.testcase + ": no bandwidth matrix")
-			continue
-		}
-		var perGPU []float64
-		for _, cell := range tc.Matrix[0] {
-			if v, ok := matrixValue(cell); ok {
-				perGPU = append(perGPU, v*c.scale)
-			}
-		}
-		if len(perGPU) != n {
-			fail(fmt.Sprintf("%s: %d GPU figures for %d GPUs", c.testcase, len(perGPU), n))
-			continue
-		}
-		loads = append(loads, okLoad(c.metric, toolNVBandwidth, nv.Version, median(perGPU), perGPU, c.detail))
-	}
-	return loads
-}
-
-// matrixValue reads one cell of nvbandwidth's matrix: a number written as
-// a string ("55.2"), or "N/A".
-func matrixValue(cell json.RawMessage) (float64, bool) {
-	var s string
-	if json.Unmarshal(cell, &s) == nil {
-		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		return v, err == nil
-	}
-	var v float64
-	return v, json.Unmarshal(cell, &v) == nil
-}
-
-// nccl-tests.
-
-var (
-	ncclTestsVersionRe = regexp.MustCompile(`(?m)^# nccl-tests version (\S+)(?:.*nccl-library=(\d+))?`)
-	ncclVersionRe      = regexp.MustCompile(`(?m)NCCL version (\d+\.\d+\.\d+)`)
-	avgBusBWRe         = regexp.MustCompile(`(?m)^# Avg bus bandwidth\s*:\s*([0-9.eE+-]+)`)
-	outOfBoundsRe      = regexp.MustCompile(`(?m)^# Out of bounds values\s*:\s*(\d+)\s+(\S+)`)
-)
-
-// allReduceBytes is the message size all_reduce_perf runs with.
-const allReduceBytes = "256M"
-
-func ncclTestsLoads(ctx context.Context, limit time.Duration, dir string, env []string, n int, lookPath func(string) (string, error)) []Load {
-	metrics := []string{MetricAllReduceBus}
-	path, err := lookPath("all_reduce_perf")
-	if err != nil {
-		return absentLoads(toolNCCLTests, metrics, "all_reduce_perf (nccl-tests) not found on PATH")
-	}
-	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "NCCL_DEBUG=") }) {
-		env = append(slices.Clip(env), "NCCL_DEBUG=VERSION") // NCCL prints its version
-	}
-	args := []string{"-b", allReduceBytes, "-e", allReduceBytes, "-g", strconv.Itoa(n), "-w", "5", "-n", "20"}
-	stdout, stderr, runErr := runTool(ctx, limit, dir, env, path, args...)
-	version, nccl := parseNCCLTestsVersion(stdout)
-	if runErr != nil {
-		return failedLoads(toolNCCLTests, version, metrics, toolFailure("all_reduce_perf", runErr, stdout, stderr))
-	}
-	if m := outOfBoundsRe.FindSubmatch(stdout); m != nil && string(m[1]) != "0" {
-		return failedLoads(toolNCCLTests, version, metrics, fmt.Sprintf("all_reduce_perf found %s wrong values (%s)", m[1], m[2]))
-	}
-	m := avgBusBWRe.FindSubmatch(stdout)
-	if m == nil {
-		return failedLoads(toolNCCLTests, version, metrics, "all_reduce_perf printed no average bus bandwidth; output: "+shortTail(stdout))
-	}
-	v, err := strconv.ParseFloat(string(m[1]), 64)
-	if err != nil {
-		return failedLoads(toolNCCLTests, version, metrics, "all_reduce_perf: bus bandwidth "+string(m[1])+" is not a number")
-	}
-	detail := fmt.Sprintf("all_reduce_perf %s, average bus bandwidth (out-of-place and in-place)", strings.Join(args, " "))
-	if nccl != "" {
-		detail += "; NCCL " + nccl
-	}
-	if version == "" {
-		detail += "; this nccl-tests does not print its version"
-	}
-	return []Load{okLoad(MetricAllReduceBus, toolNCCLTests, version, v, nil, detail)}
-}
-
-// parseNCCLTestsVersion reads nccl-tests' own version from its header
-// ("# nccl-tests version 2.13.11 nccl-headers=22105 nccl-library=22105",
-// printed since 2.13) and NCCL's, from that header or NCCL's own banner.
-func parseNCCLTestsVersion(out []byte) (version, nccl string) {
-	if m := ncclTestsVersionRe.FindSubmatch(out); m != nil {
-		version = string(m[1])
-		if code, err := strconv.Atoi(string(m[2])); err == nil && code > 0 {
-			nccl = ncclCodeVersion(code)
-		}
-	}
-	if m := ncclVersionRe.FindSubmatch(out); m != nil {
-		nccl = string(m[1])
-	}
-	return version, nccl
-}
-
-// ncclCodeVersion turns NCCL_VERSION_CODE into a version: 22105 is
-// 2.21.5; before 2.9 the code was 2708 for 2.7.8.
-func ncclCodeVersion(code int) string {
-	if code >= 20900 {
-		return fmt.Sprintf("%d.%d.%d", code/10000, code/100%100, code%100)
-	}
-	return fmt.Sprintf("%d.%d.%d", code/1000, code/100%10, code%100)
 }

@@ -3,8 +3,8 @@ package agent
 import (
 	"time"
 
+	"suanli/agent/loadgen"
 	"suanli/gpu"
-	"suanli/locales"
 )
 
 // TaskBenchmark asks the agent to run the benchmark suite on the task's
@@ -22,54 +22,40 @@ type Nominal struct {
 	MemBWGBps  float64 `json:"mem_bw_gbps"` // per GPU
 	NVLinkGBps float64 `json:"nvlink_gbps"` // per GPU, 0 for PCIe parts
 	TDPW       int     `json:"tdp_w"`
+	// RealisticFraction is the share of the dense BF16 (FP16) figure the
+	// model really reaches in a GEMM (the catalogue's, from the MAMF
+	// tables: about 0.80 on Hopper); 0 when the server did not send it. A
+	// simulated agent stays below it.
+	RealisticFraction float64 `json:"realistic_fraction,omitempty"`
 }
 
-// Load metrics a benchmark reports.
+// Load metrics a benchmark reports, and Load.Status values: package
+// loadgen's, which measures them.
 const (
-	MetricBF16GEMM      = "bf16_gemm_tflops"     // dense BF16 GEMM, 8192³, per GPU
-	MetricFP16GEMM      = "fp16_gemm_tflops"     // dense FP16 GEMM, 8192³, per GPU
-	MetricD2D           = "d2d_bw_gbps"          // device memory bandwidth (copy), per GPU
-	MetricH2D           = "h2d_bw_gbps"          // host → device, pinned, per GPU
-	MetricD2H           = "d2h_bw_gbps"          // device → host, pinned, per GPU
-	MetricAllReduceBus  = "allreduce_busbw_gbps" // NCCL all-reduce bus bandwidth, whole node
-	LoadOK, LoadAbsent  = "ok", "absent"         // Load.Status values
-	LoadFailed          = "failed"
-	LoadSimulated       = "simulated"
+	MetricBF16GEMM     = loadgen.MetricBF16GEMM
+	MetricFP16GEMM     = loadgen.MetricFP16GEMM
+	MetricD2D          = loadgen.MetricD2D
+	MetricH2D          = loadgen.MetricH2D
+	MetricD2H          = loadgen.MetricD2H
+	MetricAllReduceBus = loadgen.MetricAllReduceBus
+	LoadOK             = loadgen.StatusOK
+	LoadAbsent         = loadgen.StatusAbsent
+	LoadFailed         = loadgen.StatusFailed
+	LoadSimulated      = loadgen.StatusSimulated
+)
+
+// Telemetry defaults.
+const (
 	DefaultSampleEvery  = 100 * time.Millisecond
 	MaxTelemetrySamples = 20000
 )
 
-// Load is one load generator's result for one metric. A generator that is
-// not installed on the host is reported absent, never invented.
-type Load struct {
-	Metric  string    `json:"metric"`
-	Tool    string    `json:"tool"`    // "pytorch", "nvbandwidth", "nccl-tests", "simulated"
-	Version string    `json:"version"` // the tool's own version string
-	Status  string    `json:"status"`  // ok, absent, failed, simulated
-	Value   float64   `json:"value"`   // per GPU (the node's for all-reduce); median of the timed runs
-	PerGPU  []float64 `json:"per_gpu,omitempty"`
-	Detail  string    `json:"detail,omitempty"`
-	// Msg is Detail as a message ("bench.load." keys), so that the
-	// report reads in the reader's language where the agent wrote it
-	// (a simulated load); a real tool's words are in Detail only.
-	Msg locales.Msg `json:"msg,omitzero"`
-}
+// Load is one load generator's result for one metric (see loadgen.Load:
+// Value is a GEMM's sustained median, Best its sweep's best).
+type Load = loadgen.Load
 
-// say sets a load's detail: its message, and its English text.
-func (l *Load) say(m locales.Msg) {
-	l.Msg = m
-	l.Detail = m.Text(locales.EN)
-}
-
-// DetailText is the load's detail in lang: its message when it is one
-// the catalogues know (the agent is the provider's word, so only
-// benchmark messages are taken), else the detail as sent.
-func (l Load) DetailText(lang string) string {
-	if l.Msg.Valid("bench.load.") {
-		return l.Msg.Text(lang)
-	}
-	return l.Detail
-}
+// SweepPoint is one step of a GEMM shape or all-reduce size sweep.
+type SweepPoint = loadgen.SweepPoint
 
 // Sample is one telemetry reading of one GPU during the run.
 type Sample struct {
@@ -86,10 +72,13 @@ type BenchmarkReport struct {
 	Simulated bool    `json:"simulated"`
 	SimFactor float64 `json:"sim_factor,omitempty"`
 	// Host is the NVML identity and health snapshot before the run.
-	Host       gpu.Host  `json:"host"`
-	GPUUUIDs   []string  `json:"gpu_uuids"`
-	Loads      []Load    `json:"loads"`
-	Telemetry  []Sample  `json:"telemetry"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at"`
+	Host      gpu.Host `json:"host"`
+	GPUUUIDs  []string `json:"gpu_uuids"`
+	Loads     []Load   `json:"loads"`
+	Telemetry []Sample `json:"telemetry"`
+	// SampleEveryMS is the telemetry interval asked for, in milliseconds
+	// (it doubles when a long run is thinned to MaxTelemetrySamples).
+	SampleEveryMS int64     `json:"sample_every_ms,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+	FinishedAt    time.Time `json:"finished_at"`
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"suanli/gpu"
 )
 
 // imagesTimeout bounds listing the host's images for one heartbeat: a
@@ -66,7 +68,7 @@ func (a *Agent) heartbeat(ctx context.Context) (HeartbeatReply, error) {
 		AgentVersion: a.cfg.Version,
 		Hostname:     a.hostname,
 		Launcher:     a.cfg.Launcher.Name(),
-		Host:         a.cfg.GPUs.Read(),
+		Host:         a.readGPUs(),
 		PingURL:      a.cfg.PingURL,
 		Images:       a.localImages(ctx),
 		SentAt:       time.Now().UTC(),
@@ -87,6 +89,35 @@ func (a *Agent) heartbeat(ctx context.Context) (HeartbeatReply, error) {
 	}
 	a.markRegistered()
 	return reply, nil
+}
+
+// readGPUs reads the host's GPUs for a heartbeat, and keeps any critical
+// XID the read found in the state file.
+func (a *Agent) readGPUs() gpu.Host {
+	h := a.cfg.GPUs.Read()
+	a.saveXIDs()
+	if h.InitError != "" {
+		a.noteNVML(h.InitError)
+	} else {
+		a.noteNVML("")
+	}
+	return h
+}
+
+// noteNVML logs when NVML becomes unavailable or available again, not
+// with every heartbeat (the heartbeat itself says "no NVML (retrying)").
+func (a *Agent) noteNVML(msg string) {
+	a.mu.Lock()
+	was := a.nvmlErr
+	a.nvmlErr = msg
+	a.mu.Unlock()
+	switch {
+	case msg == was:
+	case msg == "":
+		a.log.Info("NVML available")
+	default:
+		a.log.Warn("NVML unavailable; heartbeats say so while it is retried with backoff", "err", msg)
+	}
 }
 
 // fallBack switches from a rejected credential (stored, or handed out

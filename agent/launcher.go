@@ -59,6 +59,9 @@ type LaunchSpec struct {
 	Limits *Limits
 	// NoGPU starts the workload without any GPU (无卡模式).
 	NoGPU bool
+	// Verify is the verifier's endpoint and credential for the
+	// container (nil: none).
+	Verify *Verify
 	// Progress, when set, is told how a long step goes (an image pull).
 	// It is called from the launching goroutine and must not block.
 	Progress func(Progress)

@@ -6,20 +6,37 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // state is what the state file holds: the node credential, and the server
 // it is valid for, so that pointing the agent at another server does not
-// send it this one's credential.
+// send it this one's credential; and the critical XIDs seen on this host's
+// GPUs (by UUID), which keep them unhealthy across restarts until an
+// operator clears them (TaskClearXIDs).
 type state struct {
-	Server     string `json:"server"`
-	NodeID     int64  `json:"node_id,omitempty"`
-	Credential string `json:"credential"`
+	Server     string           `json:"server"`
+	NodeID     int64            `json:"node_id,omitempty"`
+	Credential string           `json:"credential"`
+	XIDs       map[string][]int `json:"critical_xids,omitempty"`
+}
+
+// XIDKeeper is implemented by GPUs that keep sticky critical XIDs
+// (gpu.Reader): the agent saves them in its state file and restores them
+// at start, so that a restart does not forget a GPU's fault.
+type XIDKeeper interface {
+	// CriticalXIDs returns the critical XIDs not cleared, by GPU UUID.
+	CriticalXIDs() map[string][]int
+	// RestoreXIDs adds XIDs kept from before a restart.
+	RestoreXIDs(map[string][]int)
+	// ClearXIDs forgets the XIDs of one GPU.
+	ClearXIDs(uuid string)
 }
 
 // loadState takes the credential from the state file, if there is one for
-// this server. A missing or unreadable file only means registering with
-// the configured token.
+// this server, and restores the critical XIDs it keeps (whatever the
+// server: they are this host's). A missing or unreadable file only means
+// registering with the configured token.
 func (a *Agent) loadState() {
 	if a.cfg.StateFile == "" {
 		return
@@ -33,8 +50,19 @@ func (a *Agent) loadState() {
 		return
 	}
 	var s state
-	if err := json.Unmarshal(b, &s); err != nil || s.Credential == "" {
-		a.log.Warn("state file holds no credential; using the configured token", "path", a.cfg.StateFile, "err", err)
+	if err := json.Unmarshal(b, &s); err != nil {
+		a.log.Warn("state file does not decode; using the configured token", "path", a.cfg.StateFile, "err", err)
+		return
+	}
+	a.mu.Lock()
+	a.xids = s.XIDs
+	a.mu.Unlock()
+	if k, ok := a.cfg.GPUs.(XIDKeeper); ok && len(s.XIDs) > 0 {
+		k.RestoreXIDs(s.XIDs)
+		a.log.Warn("critical XIDs kept from before the restart: these GPUs stay unhealthy until an operator clears them", "xids", s.XIDs)
+	}
+	if s.Credential == "" {
+		a.log.Warn("state file holds no credential; using the configured token", "path", a.cfg.StateFile)
 		return
 	}
 	if s.Server != a.server {
@@ -43,6 +71,7 @@ func (a *Agent) loadState() {
 	}
 	a.mu.Lock()
 	a.token = s.Credential
+	a.nodeID = s.NodeID
 	a.mu.Unlock()
 	a.log.Info("using the node credential from the state file", "path", a.cfg.StateFile, "node_id", s.NodeID)
 }
@@ -54,9 +83,57 @@ func (a *Agent) saveState(nodeID int64, credential string) {
 	if a.cfg.StateFile == "" {
 		return
 	}
-	if err := writeState(a.cfg.StateFile, state{Server: a.server, NodeID: nodeID, Credential: credential}); err != nil {
+	a.mu.Lock()
+	a.nodeID = nodeID
+	s := a.stateLocked(credential)
+	a.mu.Unlock()
+	if err := writeState(a.cfg.StateFile, s); err != nil {
 		a.log.Error("cannot save the node credential; a restart will need a new registration token", "path", a.cfg.StateFile, "err", err)
 	}
+}
+
+// stateLocked is the state to write: the credential given (the token in
+// use when it is ""), and the critical XIDs last saved. The caller holds
+// a.mu.
+func (a *Agent) stateLocked(credential string) state {
+	if credential == "" && a.token != a.cfg.Token {
+		credential = a.token
+	}
+	return state{Server: a.server, NodeID: a.nodeID, Credential: credential, XIDs: a.xids}
+}
+
+// saveXIDs writes the GPUs' critical XIDs to the state file when they
+// changed since last saved (a GPU raised one, or an operator cleared
+// them): the file keeps them across restarts.
+func (a *Agent) saveXIDs() {
+	k, ok := a.cfg.GPUs.(XIDKeeper)
+	if !ok || a.cfg.StateFile == "" {
+		return
+	}
+	now := k.CriticalXIDs()
+	a.mu.Lock()
+	if sameXIDs(now, a.xids) {
+		a.mu.Unlock()
+		return
+	}
+	a.xids = now
+	s := a.stateLocked("")
+	a.mu.Unlock()
+	if err := writeState(a.cfg.StateFile, s); err != nil {
+		a.log.Error("cannot save the critical XIDs; a restart would forget them", "path", a.cfg.StateFile, "err", err)
+	}
+}
+
+func sameXIDs(a, b map[string][]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for u, xs := range a {
+		if !slices.Equal(xs, b[u]) {
+			return false
+		}
+	}
+	return true
 }
 
 // writeState replaces path atomically, so a crash mid-write never leaves

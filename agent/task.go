@@ -27,9 +27,29 @@ func (a *Agent) execute(ctx context.Context, t Task) Result {
 		return a.deleteVolume(ctx, t)
 	case TaskBenchmark:
 		return a.benchmark(ctx, t)
+	case TaskClearXIDs:
+		return a.clearXIDs(t)
 	default:
 		return Result{Error: fmt.Sprintf("unknown task kind %q", t.Kind)}
 	}
+}
+
+// clearXIDs forgets the critical XIDs of the task's GPUs, and saves that
+// in the state file, so that they pass again (unless they raise new ones).
+func (a *Agent) clearXIDs(t Task) Result {
+	if len(t.GPUUUIDs) == 0 {
+		return Result{Error: "clear_xids task names no GPUs"}
+	}
+	k, ok := a.cfg.GPUs.(XIDKeeper)
+	if !ok {
+		return Result{Error: "this agent keeps no XIDs to clear"}
+	}
+	for _, u := range t.GPUUUIDs {
+		k.ClearXIDs(u)
+	}
+	a.saveXIDs()
+	a.log.Info("critical XIDs cleared by an operator", "gpus", t.GPUUUIDs)
+	return Result{OK: true}
 }
 
 // verify runs fresh NVML checks on exactly the task's GPUs. A GPU that
@@ -39,6 +59,7 @@ func (a *Agent) verify(t Task) Result {
 		return Result{Error: "verify task names no GPUs"}
 	}
 	verdicts := a.cfg.GPUs.Verify(t.GPUUUIDs)
+	a.saveXIDs()
 	var reasons []string
 	for _, uuid := range t.GPUUUIDs {
 		v, ok := verdicts[uuid]
@@ -78,6 +99,7 @@ func (a *Agent) launch(ctx context.Context, t Task) Result {
 		PullAlways:   t.PullAlways,
 		VolumeGB:     t.VolumeGB,
 		NoGPU:        t.NoGPU,
+		Verify:       t.Verify,
 		Progress:     progress.report,
 	}
 	if t.NoGPU {

@@ -80,6 +80,10 @@ const (
 	// TaskDeleteVolume removes a volume (and any container of the task's
 	// rental still using it), really, on the node.
 	TaskDeleteVolume = "delete_volume"
+	// TaskClearXIDs forgets the critical XIDs seen on the task's GPUs (in
+	// memory and in the state file), once an operator has dealt with them
+	// (`suanli admin clear-xids`): until then they keep the GPUs unhealthy.
+	TaskClearXIDs = "clear_xids"
 )
 
 // Task is work for the agent.
@@ -113,6 +117,9 @@ type Task struct {
 	NoGPU bool `json:"no_gpu,omitempty"`
 	// Nominal is sent with a benchmark task.
 	Nominal *Nominal `json:"nominal,omitempty"`
+	// Verify, on a launch task, is the verifier's endpoint and
+	// rental-scoped credential (added when the task is handed out).
+	Verify *Verify `json:"verify,omitempty"`
 }
 
 // Limits are a container's resource limits, from the offer.

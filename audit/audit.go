@@ -41,6 +41,9 @@ const (
 	WalletCredit   = "wallet.credit"
 	SLACredit      = "sla.credit"
 	ConnectOnboard = "connect.onboarded"
+	// GPUXIDsCleared: an operator cleared the critical XIDs a node's
+	// agent keeps for one of its GPUs.
+	GPUXIDsCleared = "gpu.xids_cleared"
 )
 
 // WithActor returns ctx carrying the signed-in user and their address; the

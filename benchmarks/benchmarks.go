@@ -19,6 +19,7 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/fleet"
+	"suanli/locales"
 	"suanli/models"
 	"suanli/models/supply"
 )
@@ -112,20 +113,22 @@ func request(tx *gorm.DB, nodeID int64, trigger string, now time.Time) (int64, e
 // database has them (the gpu_models table, kept equal to the catalogue
 // compiled into the binary), or from the catalogue itself.
 func nominalOf(tx *gorm.DB, slug string) (agent.Nominal, error) {
+	// The realistic share is the compiled catalogue's (the table keeps
+	// the datasheet figures only); simulated agents stay below it.
+	c, ok := catalog.GPUModelBySlug(slug)
 	m, err := supply.GPUModelRecordBySlug(tx, slug)
 	if err == nil {
 		return agent.Nominal{Model: m.Slug, Name: m.Name, BF16TFLOPS: m.BF16TFLOPS, FP16TFLOPS: m.FP16TFLOPS,
-			MemBWGBps: float64(m.MemBWGBps), NVLinkGBps: m.NVLinkGBps, TDPW: m.TDPW}, nil
+			MemBWGBps: float64(m.MemBWGBps), NVLinkGBps: m.NVLinkGBps, TDPW: m.TDPW, RealisticFraction: c.ExpectedPct / 100}, nil
 	}
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
 		return agent.Nominal{}, err
 	}
-	c, ok := catalog.GPUModelBySlug(slug)
 	if !ok {
 		return agent.Nominal{Model: slug, Name: slug}, nil
 	}
 	return agent.Nominal{Model: c.Slug, Name: c.Name, BF16TFLOPS: c.BF16TFLOPS, FP16TFLOPS: c.FP16TFLOPS,
-		MemBWGBps: float64(c.MemBWGBps), NVLinkGBps: c.NVLinkGBps, TDPW: c.TDPW}, nil
+		MemBWGBps: float64(c.MemBWGBps), NVLinkGBps: c.NVLinkGBps, TDPW: c.TDPW, RealisticFraction: c.ExpectedPct / 100}, nil
 }
 
 // retryBenchmarkAfter is how long the schedule leaves a node alone after
@@ -171,43 +174,81 @@ func scheduledTrigger(n supply.BenchmarkDue) string {
 // it, a snapshot of the nominal figures, and the headline figures. The
 // node's latest report moves to it. A failed run stores nothing; a result
 // whose report cannot be read is recorded as failed.
-func Store(tx *gorm.DB, t *models.AgentTask, res agent.Result, now time.Time) error {
+//
+// A run outside the bounds (CheckBounds), or one that says it is
+// simulated from a node the platform does not run simulated, is stored as
+// refused, with the reason and no headline figure, the task is recorded
+// as failed, and the node is flagged for review (an open
+// IncidentBenchmarkRefused, listed on the admin console); refused is then
+// the reason, for the caller to answer the agent with (Refusal) once the
+// transaction committed. Whether a report is simulated is the node's
+// server-side flag, never the agent's word.
+func Store(tx *gorm.DB, t *models.AgentTask, res agent.Result, now time.Time) (refused string, err error) {
 	if !res.OK {
-		return nil
+		return "", nil
 	}
 	var run agent.BenchmarkReport
 	if err := json.Unmarshal(res.Detail, &run); err != nil || len(res.Detail) == 0 {
 		slog.Warn("benchmark result without a readable report", "task", t.ID, "node", t.NodeID, "err", err)
-		return supply.FailAgentTaskResult(tx, t.ID)
+		return "", supply.FailAgentTaskResult(tx, t.ID)
 	}
 	n, err := supply.NodeByIDTx(tx, t.NodeID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	nom, err := nominalOf(tx, n.GPUModel)
 	if err != nil {
-		return err
+		return "", err
 	}
-	h := HeadlineOf(run, nom)
+	var task agent.Task
+	_ = json.Unmarshal([]byte(t.Payload), &task)
+	m, _ := catalog.GPUModelBySlug(n.GPUModel)
+	refused = CheckBounds(run, nom, m, task.GPUUUIDs)
+	if refused == "" && ReportSimulated(run) && !n.Simulated {
+		refused = "the run says it is simulated, but the platform does not run this node simulated"
+	}
 	gpus := len(run.GPUUUIDs)
-	if gpus == 0 {
-		var task agent.Task
-		_ = json.Unmarshal([]byte(t.Payload), &task)
+	if gpus == 0 || refused != "" {
 		gpus = len(task.GPUUUIDs)
 	}
 	measured := run.FinishedAt.UTC().Truncate(time.Microsecond)
-	if measured.IsZero() || measured.After(now) {
+	if measured.IsZero() || measured.After(now) || refused != "" {
 		measured = now
 	}
 	nomJSON, _ := json.Marshal(nom)
 	runJSON, _ := json.Marshal(run)
 	r := &models.BenchmarkReport{
 		NodeID: n.ID, GPUModel: n.GPUModel, GPUs: gpus, Trigger: triggerOfKey(t.IdemKey),
-		Simulated: ReportSimulated(run), TaskID: &t.ID, Nominal: string(nomJSON), Report: string(runJSON),
-		BF16TFLOPS: h.BF16TFLOPS, FP16TFLOPS: h.FP16TFLOPS, MemBWGBps: h.MemBWGBps, PctOfNominal: h.PctOfNominal,
-		PeakTempC: h.PeakTempC, MeasuredAt: measured, CreatedAt: now,
+		Simulated: n.Simulated, TaskID: &t.ID, Nominal: string(nomJSON), Report: string(runJSON),
+		RefusedReason: refused, MeasuredAt: measured, CreatedAt: now,
 	}
-	return supply.InsertReport(tx, r)
+	if refused == "" {
+		h := HeadlineOf(run, nom)
+		r.BF16TFLOPS, r.FP16TFLOPS, r.MemBWGBps, r.PctOfNominal, r.PeakTempC = h.BF16TFLOPS, h.FP16TFLOPS, h.MemBWGBps, h.PctOfNominal, h.PeakTempC
+	}
+	if err := supply.InsertReport(tx, r); err != nil {
+		return "", err
+	}
+	if refused == "" {
+		return "", nil
+	}
+	slog.Warn("benchmark report refused; node flagged for review", "task", t.ID, "node", n.ID, "report", r.ID, "reason", refused)
+	if err := supply.FailAgentTaskResult(tx, t.ID); err != nil {
+		return "", err
+	}
+	reason := fmt.Sprintf("benchmark report %d refused: %s", r.ID, refused)
+	if _, err := fleet.OpenIncident(tx, n.ID, 0, models.IncidentBenchmarkRefused, reason, now,
+		locales.M("trust.refused_incident", r.ID, fleet.Verbatim(refused))); err != nil {
+		return "", err
+	}
+	return refused, nil
+}
+
+// Refusal is the answer to an agent whose result was refused (422, with
+// the reason): what it reported was kept as refused.
+// A form's problem list is 422 on every surface, the agent's API too.
+func Refusal(reason string) error {
+	return apperr.Fields{apperr.Field("body", "trust.err.refused", reason)}
 }
 
 // triggerOfKey reads the trigger out of a benchmark task's idempotency key

@@ -31,6 +31,17 @@ type GPUModel struct {
 	NVMLNameContains string
 	Confirmed        string // yes, partly or no: how well the figures are sourced
 	Source           string
+	// BoostClockMHz is the SM clock the datasheet's dense tensor rates are
+	// computed at (rate = SMs × FLOP per SM per clock × this clock), so
+	// that a rate at another clock scales by the clock's ratio; 0 where
+	// the rate does not follow from the clock (the H20's is capped).
+	BoostClockMHz int
+	// ExpectedPct is the share of the dense tensor rate, in percent, that
+	// a GEMM really reaches on this model (its maximum achievable matmul
+	// FLOPS); ExpectedSource says where the figure comes from, or that it
+	// is a conservative default.
+	ExpectedPct    float64
+	ExpectedSource string
 }
 
 // TensorTFLOPS is the figure used for price per TFLOPS: BF16, or FP16 for
@@ -113,7 +124,7 @@ func parseGPUs(b []byte) ([]GPUModel, error) {
 	for i, h := range recs[0] {
 		col[h] = i
 	}
-	for _, h := range []string{"slug", "name", "arch", "form_factor", "vram_gb", "mem_bw_gbps", "bf16_dense_tflops", "fp16_dense_tflops", "fp32_tflops", "tdp_w", "nvlink_gbps", "nvml_name_contains", "confirmed", "source"} {
+	for _, h := range []string{"slug", "name", "arch", "form_factor", "vram_gb", "mem_bw_gbps", "bf16_dense_tflops", "fp16_dense_tflops", "fp32_tflops", "tdp_w", "nvlink_gbps", "nvml_name_contains", "confirmed", "source", "boost_clock_mhz", "expected_pct", "expected_source"} {
 		if _, ok := col[h]; !ok {
 			return nil, fmt.Errorf("missing column %q", h)
 		}
@@ -134,6 +145,7 @@ func parseGPUs(b []byte) ([]GPUModel, error) {
 			BF16TFLOPS: num("bf16_dense_tflops"), FP16TFLOPS: num("fp16_dense_tflops"), FP32TFLOPS: num("fp32_tflops"),
 			TDPW: int(num("tdp_w")), NVLinkGBps: num("nvlink_gbps"),
 			NVMLNameContains: r[col["nvml_name_contains"]], Confirmed: r[col["confirmed"]], Source: r[col["source"]],
+			BoostClockMHz: int(num("boost_clock_mhz")), ExpectedPct: num("expected_pct"), ExpectedSource: r[col["expected_source"]],
 		}
 		if perr != nil {
 			return nil, perr

@@ -70,6 +70,10 @@ type Config struct {
 	// MeterEvery is how often the workers bill running rentals
 	// (SUANLI_METER_EVERY).
 	MeterEvery time.Duration
+	// AuditEvery is how often the workers run a pass of the platform's
+	// audits (each offer is audited about daily); 0 turns them off
+	// (SUANLI_AUDIT_EVERY).
+	AuditEvery time.Duration
 	// VolumeKeepDays is how long a stopped rental's volume is kept without
 	// a start before it is deleted, files and all (SUANLI_VOLUME_KEEP_DAYS).
 	VolumeKeepDays int
@@ -115,6 +119,7 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.Float64Var(&c.APIReadRate, "api-read-rate", envFloat("SUANLI_API_READ_RATE", 20), "API GET requests per second per token on each replica, bursts of twice as many; 0: unlimited (SUANLI_API_READ_RATE)")
 	fs.Float64Var(&c.APIWriteRate, "api-write-rate", envFloat("SUANLI_API_WRITE_RATE", 5), "API POST/PATCH requests per second per token on each replica, bursts of twice as many; 0: unlimited (SUANLI_API_WRITE_RATE)")
 	fs.DurationVar(&c.IndexRefresh, "index-refresh", envDuration("SUANLI_INDEX_REFRESH", 2*time.Second), "how often to pick up offer changes made by other processes (SUANLI_INDEX_REFRESH)")
+	fs.DurationVar(&c.AuditEvery, "audit-every", envDuration("SUANLI_AUDIT_EVERY", 10*time.Minute), "how often the workers run a pass of the platform's audit rentals (each offer about daily); 0 turns them off (SUANLI_AUDIT_EVERY)")
 	fs.DurationVar(&c.MeterEvery, "meter-every", envDuration("SUANLI_METER_EVERY", time.Minute), "how often the workers bill running rentals; each pass bills up to the current second (SUANLI_METER_EVERY)")
 	fs.IntVar(&c.VolumeKeepDays, "volume-keep-days", int(envInt64("SUANLI_VOLUME_KEEP_DAYS", 7)), "days a stopped rental's volume is kept (and billed as storage) without a start before it is deleted, with mails 3 days and 1 day before (SUANLI_VOLUME_KEEP_DAYS)")
 	fs.StringVar(&c.SecretKey, "secret-key", env("SUANLI_SECRET_KEY", ""), "platform secret key sealing renters' registry credentials: 64 hex digits or base64 of 32+ random bytes; prefer the environment; empty: DATA_DIR/secret.key with the embedded database, none with PostgreSQL (SUANLI_SECRET_KEY)")
@@ -186,6 +191,9 @@ func (c Config) Validate() error {
 	}
 	if c.MeterEvery < time.Second {
 		errs = append(errs, errors.New("--meter-every must be at least 1s"))
+	}
+	if c.AuditEvery < 0 {
+		errs = append(errs, errors.New("--audit-every must be 0 (off) or more"))
 	}
 	if c.AppsDomain != "" && !appsDomain.MatchString(c.AppsDomain) {
 		errs = append(errs, fmt.Errorf("--apps-domain/SUANLI_APPS_DOMAIN %q: want a DNS name, e.g. apps.suanli.example.cn", c.AppsDomain))

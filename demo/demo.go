@@ -114,11 +114,11 @@ type listing struct {
 }
 
 var demoProviders = []models.Provider{
-	{Slug: "demo-tianfu-compute", NameZH: "天府算力", NameEN: "Tianfu Compute", Demo: true},
-	{Slug: "demo-rongcheng-ai", NameZH: "蓉城智算", NameEN: "Rongcheng AI Cloud", Demo: true},
-	{Slug: "demo-bashu-gpu", NameZH: "巴蜀GPU云", NameEN: "Bashu GPU Cloud", Demo: true},
-	{Slug: "demo-jinghu-ai", NameZH: "京沪智算", NameEN: "Jinghu AI Compute", Demo: true},
-	{Slug: "demo-rhein-compute", NameZH: "莱茵算力", NameEN: "Rhein Compute GmbH", Demo: true},
+	{Slug: "demo-tianfu-compute", NameZH: "天府算力", NameEN: "Tianfu Compute", Demo: true, Simulated: true},
+	{Slug: "demo-rongcheng-ai", NameZH: "蓉城智算", NameEN: "Rongcheng AI Cloud", Demo: true, Simulated: true},
+	{Slug: "demo-bashu-gpu", NameZH: "巴蜀GPU云", NameEN: "Bashu GPU Cloud", Demo: true, Simulated: true},
+	{Slug: "demo-jinghu-ai", NameZH: "京沪智算", NameEN: "Jinghu AI Compute", Demo: true, Simulated: true},
+	{Slug: "demo-rhein-compute", NameZH: "莱茵算力", NameEN: "Rhein Compute GmbH", Demo: true, Simulated: true},
 }
 
 const (
@@ -219,7 +219,9 @@ func SeedDemo(ctx context.Context, db *models.DB) error {
 }
 
 func build(l listing, nodeName string, demo, synthetic bool) demodata.Listing {
-	node := models.Node{Name: nodeName, GPUModel: l.gpu, Status: "active", Demo: demo, Synthetic: synthetic}
+	// The demo's and the synthetic nodes are simulated: the platform says so
+	// (their providers are), never their agents.
+	node := models.Node{Name: nodeName, GPUModel: l.gpu, Status: "active", Demo: demo, Synthetic: synthetic, Simulated: demo || synthetic}
 	var gpus []models.GPU
 	for i := 0; i < l.gpus; i++ {
 		state := models.GPUFree
@@ -299,7 +301,7 @@ func SeedScale(ctx context.Context, db *models.DB, n int) error {
 			k := first + int64(i/perProvider) + 1
 			prov = fmt.Sprintf("synthetic-%d", k)
 			seed.Providers = append(seed.Providers, models.Provider{
-				Slug: prov, NameZH: fmt.Sprintf("合成提供方 %d", k), NameEN: fmt.Sprintf("Synthetic provider %d", k), Synthetic: true,
+				Slug: prov, NameZH: fmt.Sprintf("合成提供方 %d", k), NameEN: fmt.Sprintf("Synthetic provider %d", k), Synthetic: true, Simulated: true,
 			})
 		}
 		m := models_[i%len(models_)]

@@ -17,4 +17,8 @@ type Fleet struct {
 	// Credentials opens renters' sealed registry passwords for the launch
 	// tasks handed to agents (images.PullAuth); nil: none can be opened.
 	Credentials *secrets.Box
+	// VerifyBaseURL is the address rentals' containers reach the server
+	// at: launch tasks carry the verifier's endpoint under it and a
+	// rental-scoped credential (witness.LaunchVerify); "" gives none.
+	VerifyBaseURL string
 }

@@ -25,6 +25,7 @@ import (
 	"suanli/models/supply"
 	"suanli/offers"
 	"suanli/reqlog"
+	"suanli/witness"
 )
 
 // HeartbeatEvery is how often agents are asked to send heartbeats.
@@ -32,6 +33,14 @@ const HeartbeatEvery = 5 * time.Second
 
 // ErrBadNodeToken is a missing, unknown or already used node token.
 var ErrBadNodeToken = &apperr.Error{Code: apperr.EUNAUTHORIZED, Message: "unknown or already used node token"}
+
+// ErrSimulatedRefused is the heartbeat of a simulated agent (go-nvml's
+// mock servers, `suanli agent --simulate`) from a node of a provider the
+// platform does not run simulated: real providers' nodes are never
+// accepted as simulated. Only the demo's providers and test providers
+// made with `suanli admin create-user … --provider NAME --simulated` are.
+var ErrSimulatedRefused = &apperr.Error{Code: apperr.EFORBIDDEN, Key: "trust.err.simulated_refused",
+	Message: "this node's provider does not run simulated agents: a simulated agent (--simulate) is accepted only for the demo's and test providers made with `suanli admin create-user … --provider NAME --simulated`; run the agent on the real NVML"}
 
 // HashNodeToken is the hash the server keeps of a node token (SHA-256,
 // hex): a leaked database does not hand out working credentials.
@@ -168,8 +177,19 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 		}
 		nodeID = n.ID
 		reqlog.Set(ctx, "node_id", n.ID)
+		// Simulation is the platform's decision (the provider's flag), not
+		// the agent's word: a simulated host of any other provider is
+		// refused, at registration (the token stays unused) and after.
+		prov, err := supply.ProviderByIDIn(tx, n.ProviderID)
+		if err != nil {
+			return err
+		}
+		if hb.Host.Simulated && !prov.Simulated {
+			slog.Warn("simulated agent of a real provider refused", "node", n.ID, "provider", prov.ID)
+			return ErrSimulatedRefused
+		}
 		if err := supply.RecordNodeHeartbeat(tx, n.ID, supply.NodeHeartbeat{
-			At: now, Health: nodeHealthOf(hb.Host), Simulated: hb.Host.Simulated, AgentInfo: string(info), PingURL: offers.CleanPingURL(hb.PingURL),
+			At: now, Health: nodeHealthOf(hb.Host), Simulated: prov.Simulated, AgentInfo: string(info), PingURL: offers.CleanPingURL(hb.PingURL),
 			VolumeRoot: cleanVolumeRoot(hb.VolumeRoot), CUDADriverVersion: cleanShort(hb.Host.CUDADriverVersion, 32),
 		}); err != nil {
 			return err
@@ -217,10 +237,8 @@ func gpuVerdict(g gpu.Info, nodeModel string) (health models.GPUHealth, reasons 
 	health = models.GPUHealthy
 	if !g.Health.Healthy {
 		health = models.GPUFailing
-		for _, c := range g.Health.Checks {
-			if c.Name == "present" && !c.OK {
-				health = models.GPUMissing
-			}
+		if gpuMissing(g) {
+			health = models.GPUMissing
 		}
 	}
 	reasons = strings.Join(g.Health.Reasons, "\n")
@@ -241,8 +259,12 @@ func readingStale(cur *models.GPU, g gpu.Info, health models.GPUHealth, reasons 
 	return changed || cur.CheckedAt == nil || now.Sub(*cur.CheckedAt) >= 30*time.Second
 }
 
-// recordGPUs stores what the agent read about each GPU, matched by index.
-// Telemetry is written at most every 30 s per GPU unless the verdict
+// recordGPUs stores what the agent read about each GPU, matched by UUID:
+// a GPU is identified by its UUID, and its index is an attribute that
+// shifts when a GPU before it stops enumerating (see placeGPUs). A slot the
+// agent could not read (gpu.IsUnreadableSlot) marks the GPU stored at that
+// index missing, if one is not reported elsewhere; the others stay as they
+// read. Telemetry is written at most every 30 s per GPU unless the verdict
 // changed, to keep heartbeats cheap on the single SQLite writer.
 func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.Time) error {
 	if n.GPUModel == "" {
@@ -262,22 +284,49 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 		n.GPUModel = slug
 		slog.Info("node model detected from NVML", "node", n.ID, "gpu", slug)
 	}
+	var gpus, unreadable []gpu.Info
+	reported := map[string]bool{}
+	for _, g := range host.GPUs {
+		if g.Unreadable || gpu.IsUnreadableSlot(g.UUID) {
+			unreadable = append(unreadable, g)
+			continue
+		}
+		if reported[g.UUID] {
+			return gpuConflict(errTwice, g)
+		}
+		reported[g.UUID] = true
+		gpus = append(gpus, g)
+	}
 	have, err := supply.GPUsOfNode(tx, n.ID)
 	if err != nil {
 		return err
 	}
+	byUUID := map[string]*models.GPU{}
 	byIdx := map[int]*models.GPU{}
 	for i := range have {
+		byUUID[have[i].UUID] = &have[i]
 		byIdx[have[i].Idx] = &have[i]
 	}
-	seen := map[int]bool{}
-	for _, g := range host.GPUs {
-		seen[g.Index] = true
+	// An unreadable slot is the GPU stored at its index, unless that GPU
+	// is reported by UUID (then the slot's GPU was never stored).
+	slotGPU := map[int64]gpu.Info{}
+	for _, g := range unreadable {
+		if cur, ok := byIdx[g.Index]; ok && !reported[cur.UUID] {
+			slotGPU[cur.ID] = g
+		} else {
+			slog.Warn("node reports a GPU slot it cannot read", "node", n.ID, "slot", g.Index, "reasons", g.Health.Reasons)
+		}
+	}
+	place, err := placeGPUs(tx, have, gpus)
+	if err != nil {
+		return err
+	}
+	for _, g := range gpus {
 		health, reasons, rmsg := gpuVerdict(g, n.GPUModel)
 		tel, _ := json.Marshal(g.Telemetry)
-		cur, ok := byIdx[g.Index]
+		cur, ok := byUUID[g.UUID]
 		if !ok {
-			row := models.GPU{NodeID: n.ID, Idx: g.Index, UUID: g.UUID, GPUModel: n.GPUModel, State: models.GPUFree,
+			row := models.GPU{NodeID: n.ID, Idx: place[g.UUID], UUID: g.UUID, GPUModel: n.GPUModel, State: models.GPUFree,
 				Name: g.Name, PCIBusID: g.PCIBusID, MemoryMiB: int64(g.MemoryTotalMiB), Health: health, Reasons: reasons, ReasonsMsg: rmsg, Telemetry: string(tel), CheckedAt: &now}
 			if health != models.GPUHealthy {
 				row.State = models.GPUUnhealthy
@@ -302,17 +351,107 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 			return err
 		}
 	}
-	for idx, g := range byIdx {
-		if !seen[idx] && g.Health != models.GPUMissing {
-			if err := supply.MarkGPUMissing(tx, g.ID, "not reported by NVML (fallen off the bus?)", locales.Lines(locales.M("check.not_reported")), now); err != nil {
-				return err
-			}
-			if err := f.applyGPUHealth(tx, g, models.GPUMissing, "not reported by NVML", locales.Lines(locales.M("check.not_reported")), now); err != nil {
-				return err
-			}
+	for i := range have {
+		g := &have[i]
+		if reported[g.UUID] {
+			continue
+		}
+		reasons, msg := "not reported by NVML (fallen off the bus?)", locales.Lines(locales.M("check.not_reported"))
+		if slot, ok := slotGPU[g.ID]; ok {
+			reasons, msg = strings.Join(slot.Health.Reasons, "\n"), ReasonsMsg(slot.Health)
+		}
+		if g.Health == models.GPUMissing && g.Reasons == reasons {
+			continue
+		}
+		if err := supply.MarkGPUMissing(tx, g.ID, reasons, msg, now); err != nil {
+			return err
+		}
+		if err := f.applyGPUHealth(tx, g, models.GPUMissing, reasons, msg, now); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// errTwice is a report naming one GPU twice.
+var errTwice = errors.New("GPU reported twice")
+
+// placeGPUs decides, in tx, the index of every GPU of the node after a
+// report and moves the stored ones whose index changed: a GPU the agent
+// reads claims the index it is enumerated at now; a GPU reported missing,
+// or not reported, keeps its index unless a GPU read claims it, and then
+// takes the lowest free one. Moved GPUs are parked first, since indexes
+// are unique per node. It returns the index of each reported GPU.
+func placeGPUs(tx *gorm.DB, have []models.GPU, gpus []gpu.Info) (map[string]int, error) {
+	place := map[string]int{}
+	taken := map[int]bool{}
+	missing := map[string]bool{}
+	for _, g := range gpus {
+		if gpuMissing(g) {
+			missing[g.UUID] = true
+			continue
+		}
+		if taken[g.Index] {
+			return nil, gpuConflict(errTwice, g)
+		}
+		place[g.UUID], taken[g.Index] = g.Index, true
+	}
+	// The others keep their index where they can: stored ones first, then
+	// new ones reported missing.
+	var homeless []string
+	for _, h := range have {
+		if _, placed := place[h.UUID]; placed {
+			continue
+		}
+		if taken[h.Idx] {
+			homeless = append(homeless, h.UUID)
+			continue
+		}
+		place[h.UUID], taken[h.Idx] = h.Idx, true
+	}
+	for _, g := range gpus {
+		if _, placed := place[g.UUID]; placed || !missing[g.UUID] {
+			continue
+		}
+		if taken[g.Index] {
+			homeless = append(homeless, g.UUID)
+			continue
+		}
+		place[g.UUID], taken[g.Index] = g.Index, true
+	}
+	free := 0
+	for _, u := range homeless {
+		for taken[free] {
+			free++
+		}
+		place[u], taken[free] = free, true
+	}
+	var moved []models.GPU
+	for _, h := range have {
+		if place[h.UUID] != h.Idx {
+			if err := supply.MoveGPUIndex(tx, h.ID, supply.ParkedGPUIndex(h.ID)); err != nil {
+				return nil, err
+			}
+			moved = append(moved, h)
+		}
+	}
+	for _, h := range moved {
+		if err := supply.MoveGPUIndex(tx, h.ID, place[h.UUID]); err != nil {
+			return nil, err
+		}
+	}
+	return place, nil
+}
+
+// gpuMissing reports whether the agent reports a GPU missing (its
+// "present" check failed): its index is the one it was last seen at.
+func gpuMissing(g gpu.Info) bool {
+	for _, c := range g.Health.Checks {
+		if c.Name == gpu.CheckPresent && !c.OK {
+			return true
+		}
+	}
+	return false
 }
 
 // recordSample keeps a busy GPU's telemetry in its history (see
@@ -329,10 +468,11 @@ func recordSample(tx *gorm.DB, cur *models.GPU, t gpu.Telemetry, now time.Time) 
 }
 
 // gpuConflict turns a heartbeat whose GPU UUID another node already has
-// (two agents sharing a state file, a GPU moved without deregistering) or
-// whose indexes repeat into a clear 409 for the agent, not a server error.
+// (two agents sharing a state file, a GPU moved without deregistering), or
+// that names one GPU twice or two GPUs read at one index, into a clear 409
+// for the agent, not a server error.
 func gpuConflict(err error, g gpu.Info) error {
-	if ledger.IsUniqueViolation(err) {
+	if errors.Is(err, errTwice) || ledger.IsUniqueViolation(err) {
 		return &apperr.Error{Code: apperr.ECONFLICT,
 			Message: fmt.Sprintf("GPU %d (%s) is already registered, to another node or twice in this report", g.Index, g.UUID)}
 	}
@@ -498,6 +638,9 @@ func (f *Fleet) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, erro
 			} else if !ok {
 				failed = append(failed, r.ID)
 				continue
+			}
+			if err := witness.LaunchVerify(tx, &t, f.VerifyBaseURL, now); err != nil {
+				return err
 			}
 			out = append(out, t)
 		}

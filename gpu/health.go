@@ -8,6 +8,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"suanli/gpu/nvmlcode"
 	"suanli/locales"
 )
 
@@ -21,7 +22,29 @@ const (
 	CheckTemperature    = "temperature"
 	CheckClockEvents    = "clock_events"
 	CheckPCIeLink       = "pcie_link"
+	// CheckPCIeReplay judges the PCIe replay counter's rise (see
+	// pcieReplayLimit).
+	CheckPCIeReplay = "pcie_replay"
+	// CheckNVLink fails a GPU whose NVLinks that should be up are down.
+	CheckNVLink = "nvlink"
+	// CheckNVLinkErrors judges the NVLink replay, recovery and CRC error
+	// counters' rise, as DCGM's NVLink health watch does.
+	CheckNVLinkErrors = "nvlink_errors"
+	// CheckMIG fails a GPU in MIG mode: it is rented whole, and MIG
+	// hides faults and the GPU's own UUID from CUDA.
+	CheckMIG = "mig"
+	// CheckRecovery is NVIDIA's own verdict: the driver's GPU recovery
+	// action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION), where it has one.
+	CheckRecovery = "recovery_action"
 )
+
+// CheckNames lists every check a GPU that NVML answers for gets, in the
+// order a Verdict lists them. A GPU reported missing has only "present"
+// and "xid".
+func CheckNames() []string {
+	return []string{CheckPresent, CheckXID, CheckECCUncorrected, CheckRowRemap, CheckRetiredPages, CheckTemperature,
+		CheckClockEvents, CheckPCIeLink, CheckPCIeReplay, CheckNVLink, CheckNVLinkErrors, CheckMIG, CheckRecovery}
+}
 
 // pcieBusyPct is the utilisation from which a PCIe link running below its
 // maximum generation fails the GPU. An idle GPU lowers its link generation
@@ -50,6 +73,9 @@ type sample struct {
 
 	reasons    uint64
 	reasonsRet nvml.Return
+	// slow is how long the hardware slowdown reasons have held (see
+	// slowdownWindow).
+	slow slowRun
 
 	eccUncorrected uint64
 	eccRet         nvml.Return
@@ -61,7 +87,11 @@ type sample struct {
 	retiredPending nvml.EnableState
 	retiredRet     nvml.Return
 
-	xid Check
+	migCurrent, migPending int
+	migRet                 nvml.Return
+
+	// The checks judged from the Reader's history of this GPU.
+	xid, pcieReplay, nvlink, nvlinkErrors, recovery Check
 }
 
 // verdict runs every check on a GPU that NVML answered for.
@@ -80,6 +110,11 @@ func verdict(s sample, at time.Time) Verdict {
 		temperatureCheck(s),
 		clockEventsCheck(s),
 		pcieCheck(s.info),
+		s.pcieReplay,
+		s.nvlink,
+		s.nvlinkErrors,
+		migCheck(s),
+		s.recovery,
 	}, at)
 }
 
@@ -102,23 +137,34 @@ func failed(c Check, at time.Time) Verdict {
 	return verdictOf([]Check{c}, at)
 }
 
-// unread is the detail of a check whose reading NVML did not give: not
-// supported passes silently on parts without the feature; any other error
-// passes too, saying so, because taking a GPU off the market for one
-// failed read would do more harm than the rare fault it might hide. what
-// names the reading ("check.what.…").
+// unread is the detail of a check whose reading NVML did not give (see
+// readFailed for whether it fails the GPU): not supported passes silently
+// on parts without the feature.
 func unread(what string, ret nvml.Return) locales.Msg {
-	if ret == nvml.ERROR_NOT_SUPPORTED {
+	switch {
+	case unsupported(ret):
 		return locales.M("check.unsupported", locales.M(what))
+	case hardError(ret):
+		return locales.M("check.read_failed", locales.M(what), ret.Error())
 	}
 	return locales.M("check.unreadable", locales.M(what), ret.Error())
+}
+
+// unsupported and hardError classify NVML's errors (see nvmlcode).
+var unsupported, hardError = nvmlcode.Unsupported, nvmlcode.Hard
+
+// readFailed sets a check whose reading NVML did not give: it fails on
+// a hard error (hardError), passes otherwise, and says which.
+func (c *Check) readFailed(what string, ret nvml.Return) {
+	c.OK = !hardError(ret)
+	c.say(unread(what, ret))
 }
 
 func eccCheck(s sample) Check {
 	c := Check{Name: CheckECCUncorrected, OK: true}
 	switch {
 	case s.eccRet != nvml.SUCCESS:
-		c.say(unread("check.what.ecc", s.eccRet))
+		c.readFailed("check.what.ecc", s.eccRet)
 	case s.eccUncorrected > 0:
 		c.OK = false
 		c.say(locales.M("check.ecc.errors", s.eccUncorrected))
@@ -132,7 +178,7 @@ func rowRemapCheck(s sample) Check {
 	c := Check{Name: CheckRowRemap, OK: true}
 	switch {
 	case s.remapRet != nvml.SUCCESS:
-		c.say(unread("check.what.row_remap", s.remapRet))
+		c.readFailed("check.what.row_remap", s.remapRet)
 	case s.remapFailed:
 		c.OK = false
 		c.say(locales.M("check.row_remap.failed", s.remapUncorrectable))
@@ -149,7 +195,7 @@ func retiredPagesCheck(s sample) Check {
 	c := Check{Name: CheckRetiredPages, OK: true}
 	switch {
 	case s.retiredRet != nvml.SUCCESS:
-		c.say(unread("check.what.retired_pages", s.retiredRet))
+		c.readFailed("check.what.retired_pages", s.retiredRet)
 	case s.retiredPending == nvml.FEATURE_ENABLED:
 		c.OK = false
 		c.say(locales.M("check.retired_pages.pending"))
@@ -165,8 +211,9 @@ func temperatureCheck(s sample) Check {
 	c := Check{Name: CheckTemperature, OK: true}
 	switch {
 	case s.tempRet != nvml.SUCCESS:
-		c.say(unread("check.what.temperature", s.tempRet))
+		c.readFailed("check.what.temperature", s.tempRet)
 	case s.slowdownRet != nvml.SUCCESS:
+		c.OK = !hardError(s.slowdownRet)
 		c.say(locales.M("check.temperature.no_threshold", s.temp, unread("check.what.slowdown", s.slowdownRet)))
 	case s.temp >= s.slowdown:
 		c.OK = false
@@ -205,18 +252,63 @@ func reasonNames(bits uint64) []locales.Msg {
 	return names
 }
 
+// clockEventsCheck fails a GPU whose hardware holds its clocks down
+// with sustained evidence (see slowdownWindow): nvml.h says the HW
+// slowdown reason "may be also reported during PState or clock change",
+// so one read proves nothing. HW thermal slowdown with the temperature at
+// or above the slowdown threshold is judged at once: the thermometer
+// confirms what the reason says.
 func clockEventsCheck(s sample) Check {
 	c := Check{Name: CheckClockEvents, OK: true}
+	hw := s.reasons & hwSlowdown
 	switch {
 	case s.reasonsRet != nvml.SUCCESS:
-		c.say(unread("check.what.clock_events", s.reasonsRet))
-	case s.reasons&hwSlowdown != 0:
+		c.readFailed("check.what.clock_events", s.reasonsRet)
+	case s.thermalContext():
 		c.OK = false
-		c.say(locales.M("check.clock_events.slowdown", reasonNames(s.reasons&hwSlowdown)))
+		c.say(locales.M("check.clock_events.slowdown", reasonNames(hw)))
+	case hw != 0 && s.slow.sustained():
+		c.OK = false
+		c.say(locales.M("check.clock_events.sustained", reasonNames(hw), s.slow.Reads, s.slow.Span().Round(time.Second).String()))
+	case hw != 0 && s.slow.verified:
+		// Verify read it again and again and it did not clear.
+		c.OK = false
+		c.say(locales.M("check.clock_events.persists", reasonNames(hw), s.slow.Reads))
+	case hw != 0:
+		c.say(locales.M("check.clock_events.transient", reasonNames(hw), s.slow.Reads, slowdownWindow.String()))
+	case s.slow.cleared:
+		c.say(locales.M("check.clock_events.cleared"))
 	case s.reasons == 0:
 		c.say(locales.M("check.clock_events.none"))
 	default:
 		c.say(locales.M("check.clock_events.ok", reasonNames(s.reasons)))
+	}
+	return c
+}
+
+// thermalContext reports whether the GPU's HW thermal slowdown is
+// confirmed by its temperature, at or above the slowdown threshold.
+func (s sample) thermalContext() bool {
+	return s.reasons&nvml.ClocksThrottleReasonHwThermalSlowdown != 0 && s.tempRet == nvml.SUCCESS &&
+		s.slowdownRet == nvml.SUCCESS && s.slowdown > 0 && s.temp >= s.slowdown
+}
+
+// migCheck fails a GPU in MIG mode: Suanli rents whole GPUs, and under
+// MIG the row-remap and utilisation readings are not supported, memory
+// needs privileges, and CUDA sees no device by the parent's UUID. A
+// pending change is named; it takes effect at the next GPU reset.
+func migCheck(s sample) Check {
+	c := Check{Name: CheckMIG, OK: true}
+	switch {
+	case s.migRet != nvml.SUCCESS:
+		c.readFailed("check.what.mig", s.migRet)
+	case s.migCurrent == nvml.DEVICE_MIG_ENABLE:
+		c.OK = false
+		c.say(locales.M("check.mig.enabled"))
+	case s.migPending == nvml.DEVICE_MIG_ENABLE:
+		c.say(locales.M("check.mig.pending"))
+	default:
+		c.say(locales.M("check.mig.off"))
 	}
 	return c
 }

@@ -40,6 +40,7 @@ type Sampler struct {
 // NVML does not find now is sampled all the same, and each reading of it
 // says why it could not be read.
 func (r *Reader) NewSampler(uuids []string) *Sampler {
+	r.retryInit()
 	s := &Sampler{r: r, uuids: append([]string(nil), uuids...), sets: map[string]nvml.EventSet{}}
 	r.life.RLock()
 	defer r.life.RUnlock()
@@ -106,6 +107,7 @@ func (s *Sampler) read(uuid string) Reading {
 		t.MemoryUsedMiB = v.Used >> 20
 	}
 	s.r.readCounters(dev, &p, t)
+	readInstantPower(dev, &p, t)
 	if p.lost {
 		rd.T = Telemetry{}
 		rd.Err = "NVML says " + nvml.ERROR_GPU_IS_LOST.Error()

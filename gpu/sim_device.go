@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -261,6 +262,21 @@ func (d *simDevice) install() {
 		return nvml.FEATURE_DISABLED, nvml.SUCCESS
 	}
 
+	// Error counters stay at zero on a healthy simulated GPU (field
+	// values: see GetFieldValues).
+	d.GetPcieReplayCounterFunc = lostGuard(func() (int, nvml.Return) { return 0, nvml.SUCCESS })
+	d.GetNvLinkErrorCounterFunc = func(link int, _ nvml.NvLinkErrorCounter) (uint64, nvml.Return) {
+		switch _, ok := d.state(); {
+		case !ok:
+			return 0, nvml.ERROR_GPU_IS_LOST
+		case p.nvlinks == 0:
+			return 0, nvml.ERROR_NOT_SUPPORTED
+		case link < 0 || link >= p.nvlinks:
+			return 0, nvml.ERROR_INVALID_ARGUMENT
+		}
+		return 0, nvml.SUCCESS
+	}
+
 	d.RegisterEventsFunc = func(types uint64, set nvml.EventSet) nvml.Return {
 		es, ok := set.(*simEventSet)
 		if !ok || es.sim != d.sim {
@@ -358,6 +374,39 @@ func (d *simDevice) GetRemappedRows() (int, int, bool, bool, nvml.Return) {
 func (d *simDevice) GetRetiredPagesPendingStatus() (nvml.EnableState, nvml.Return) {
 	return d.GetRetiredPagesPendingStatusFunc()
 }
+func (d *simDevice) GetPcieReplayCounter() (int, nvml.Return) { return d.GetPcieReplayCounterFunc() }
+func (d *simDevice) GetNvLinkErrorCounter(link int, c nvml.NvLinkErrorCounter) (uint64, nvml.Return) {
+	return d.GetNvLinkErrorCounterFunc(link, c)
+}
+
+// GetFieldValues answers NVML field queries on a simulated GPU as nvml.h
+// documents: each value carries its own nvmlReturn. A test that sets the
+// mock's GetFieldValuesFunc answers instead; otherwise the instantaneous
+// power (NVML_FI_DEV_POWER_INSTANT) is the power reading, GPU_IS_LOST on
+// a GPU off the bus, and every other field (the GPU recovery action
+// among them, which the mocks' R550/R560 drivers do not have) is
+// NOT_SUPPORTED.
+func (d *simDevice) GetFieldValues(values []nvml.FieldValue) nvml.Return {
+	if d.GetFieldValuesFunc != nil {
+		return d.GetFieldValuesFunc(values)
+	}
+	for i := range values {
+		v := &values[i]
+		v.ValueType, v.Value = 0, [8]byte{}
+		if v.FieldId != fieldPowerInstant {
+			v.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+			continue
+		}
+		mw, ret := d.GetPowerUsageFunc()
+		v.NvmlReturn = uint32(ret)
+		if ret == nvml.SUCCESS {
+			v.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
+			binary.NativeEndian.PutUint32(v.Value[:], mw)
+		}
+	}
+	return nvml.SUCCESS
+}
+
 func (d *simDevice) RegisterEvents(types uint64, set nvml.EventSet) nvml.Return {
 	return d.RegisterEventsFunc(types, set)
 }

@@ -5,6 +5,8 @@
 package gpu
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"suanli/locales"
@@ -15,6 +17,8 @@ import (
 // function was called (go-nvml kills the process if one is called after
 // a failed Init).
 type Host struct {
+	// InitError says why NVML is not available: "no NVML (retrying): …"
+	// while the Reader keeps trying nvml.Init with backoff.
 	InitError         string `json:"init_error,omitempty"`
 	DriverVersion     string `json:"driver_version,omitempty"`
 	NVMLVersion       string `json:"nvml_version,omitempty"`
@@ -27,10 +31,17 @@ type Host struct {
 	At time.Time `json:"at"`
 }
 
-// Info is one GPU: its inventory, telemetry and health verdict.
+// Info is one GPU: its inventory, telemetry and health verdict. A GPU is
+// identified by its UUID; Index is where NVML enumerates it now, which
+// shifts when a GPU before it stops enumerating.
 type Info struct {
-	Index             int    `json:"index"`
-	UUID              string `json:"uuid"`
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+	// Unreadable is set on a slot NVML enumerates but whose GPU never
+	// told its UUID (GPU_IS_LOST or NO_PERMISSION since the agent
+	// started): UUID is then UnreadableSlot(Index), never a GPU's, and the
+	// verdict's "present" check fails.
+	Unreadable        bool   `json:"unreadable,omitempty"`
 	Name              string `json:"name"`
 	PCIBusID          string `json:"pci_bus_id"`
 	MemoryTotalMiB    uint64 `json:"memory_total_mib"`
@@ -57,11 +68,17 @@ type Telemetry struct {
 	UtilizationPct    int     `json:"utilization_pct"`
 	MemoryUsedMiB     uint64  `json:"memory_used_mib"`
 	ClockEventReasons uint64  `json:"clock_event_reasons"`
+
+	// PowerInstant says PowerW is NVML's instantaneous reading
+	// (NVML_FI_DEV_POWER_INSTANT, taken by a benchmark's Sampler); false:
+	// nvmlDeviceGetPowerUsage, a 1-s average on Ampere (except GA100) and
+	// newer.
+	PowerInstant bool `json:"power_instant,omitempty"`
 }
 
 // Check is one named health check and its outcome on one GPU.
 type Check struct {
-	Name   string `json:"name"`   // "xid", "ecc_uncorrected", "row_remap", "retired_pages", "temperature", "clock_events", "pcie_link", "present"
+	Name   string `json:"name"`   // one of CheckNames()
 	OK     bool   `json:"ok"`     // false: this check fails the GPU
 	Detail string `json:"detail"` // what was read, e.g. "0 uncorrected volatile ECC errors"
 	// Msg is Detail as a message (a "check." key and its arguments), so
@@ -92,4 +109,21 @@ type Verdict struct {
 	Reasons []string  `json:"reasons,omitempty"` // one line per failing check
 	Checks  []Check   `json:"checks"`
 	At      time.Time `json:"at"`
+}
+
+// unreadablePrefix starts the placeholder UUID of an unreadable slot.
+// NVML UUIDs start with "GPU-" (or "MIG-"), so no GPU can have it.
+const unreadablePrefix = "unreadable-slot-"
+
+// UnreadableSlot is the placeholder UUID reported for slot index when the
+// GPU there never answered with its UUID.
+func UnreadableSlot(index int) string {
+	return unreadablePrefix + strconv.Itoa(index)
+}
+
+// IsUnreadableSlot reports whether uuid is not a GPU's UUID but an
+// unreadable slot's placeholder (or empty, as agents before placeholders
+// sent it).
+func IsUnreadableSlot(uuid string) bool {
+	return uuid == "" || strings.HasPrefix(uuid, unreadablePrefix)
 }

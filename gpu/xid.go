@@ -32,14 +32,21 @@ func xidName(x int) locales.Msg {
 }
 
 // xidWatch is the XID event set of one GPU and the XIDs seen on it. Seen
-// XIDs are sticky: a GPU that raised a critical XID stays unhealthy until
-// ClearXIDs, however well it reads afterwards.
+// critical XIDs are sticky: a GPU that raised one stays unhealthy until
+// ClearXIDs, however well it reads afterwards, and across restarts of
+// the agent (RestoreXIDs).
 type xidWatch struct {
-	set nvml.EventSet // nil when the GPU cannot report XID events
-	// unsupported says why set is nil.
+	set nvml.EventSet // nil until registered, or when it cannot be
+	// noEvents is set when the GPU or driver has no XID events
+	// (NOT_SUPPORTED): the check passes, saying so (unsupported).
+	noEvents    bool
 	unsupported locales.Msg
-	critical    []int // in the order first seen
-	ignored     []int
+	// regErr is the last registration's error while it is retried on
+	// every read: the check fails meanwhile, as NVIDIA's device plugin
+	// marks a device whose events cannot be watched unhealthy.
+	regErr   nvml.Return
+	critical []int // in the order first seen
+	ignored  []int
 }
 
 // drainLimit bounds how many events one read takes from a set, so that a
@@ -74,11 +81,16 @@ func (w *xidWatch) check() Check {
 	c := Check{Name: CheckXID, OK: true}
 	var m locales.Msg
 	switch {
-	case w.set == nil:
-		m = w.unsupported
 	case len(w.critical) > 0:
 		c.OK = false
 		m = locales.M("check.xid.critical", xidList(w.critical))
+	case w.noEvents:
+		m = w.unsupported
+	case w.set == nil && w.regErr != nvml.SUCCESS:
+		c.OK = false
+		m = locales.M("check.xid.watch_failed", w.regErr.Error())
+	case w.set == nil:
+		m = locales.M("check.xid.not_registered")
 	default:
 		m = locales.M("check.xid.ok")
 	}
@@ -97,23 +109,24 @@ func xidList(xs []int) []locales.Msg {
 	return s
 }
 
-// xidCheck drains the GPU's XID events, registering for them the first
-// time the GPU is seen, and judges what was seen.
-func (r *Reader) xidCheck(uuid string, dev nvml.Device) Check {
+// xidCheck drains the GPU's XID events, registering for them until that
+// succeeds (or the GPU says it has none), and judges what was seen. It
+// returns the registration's error, so that GPU_IS_LOST counts as the
+// GPU's.
+func (r *Reader) xidCheck(uuid string, dev nvml.Device) (Check, nvml.Return) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.watches[uuid]
 	if w == nil {
-		w = r.watch(dev)
-		if w == nil {
-			c := Check{Name: CheckXID, OK: true}
-			c.say(locales.M("check.xid.not_registered"))
-			return c
-		}
+		w = &xidWatch{}
 		r.watches[uuid] = w
 	}
+	ret := nvml.SUCCESS
+	if w.set == nil && !w.noEvents {
+		ret = r.register(w, dev)
+	}
 	w.drain(r.ignore)
-	return w.check()
+	return w.check(), ret
 }
 
 // xidCheckKnown judges the XIDs seen on a GPU NVML no longer answers for.
@@ -128,22 +141,67 @@ func (r *Reader) xidCheckKnown(uuid string) (Check, bool) {
 	return w.check(), true
 }
 
-// watch registers for a GPU's XID events. It returns nil when the GPU is
-// lost, to try again when it answers; a GPU or driver without XID events
-// gets a watch that says so, and its xid check passes.
-func (r *Reader) watch(dev nvml.Device) *xidWatch {
+// register tries to register a GPU's XID events into w. NOT_SUPPORTED
+// (from creating the set or registering) means the GPU or driver has no
+// XID events: w says so and its check passes. Any other error is kept in
+// w.regErr and the registration is tried again on the next read; the
+// check fails meanwhile. The caller holds r.mu.
+func (r *Reader) register(w *xidWatch, dev nvml.Device) nvml.Return {
 	set, ret := r.lib.EventSetCreate()
 	if ret != nvml.SUCCESS {
-		return &xidWatch{unsupported: locales.M("check.xid.no_events", ret.Error())}
+		if unsupported(ret) {
+			w.noEvents, w.unsupported = true, locales.M("check.xid.no_events", ret.Error())
+		}
+		w.regErr = ret
+		return ret
 	}
 	ret = dev.RegisterEvents(nvml.EventTypeXidCriticalError, set)
-	switch ret {
-	case nvml.SUCCESS:
-		return &xidWatch{set: set}
-	case nvml.ERROR_GPU_IS_LOST:
-		set.Free()
-		return nil
+	if ret == nvml.SUCCESS {
+		w.set, w.regErr = set, nvml.SUCCESS
+		return ret
 	}
 	set.Free()
-	return &xidWatch{unsupported: locales.M("check.xid.unsupported", ret.Error())}
+	if unsupported(ret) {
+		w.noEvents, w.unsupported = true, locales.M("check.xid.unsupported", ret.Error())
+	}
+	w.regErr = ret
+	return ret
+}
+
+// CriticalXIDs returns the critical XIDs seen on each GPU (by UUID) and
+// not yet cleared, for the agent to keep in its state file: they stay
+// until an operator clears them, across restarts too.
+func (r *Reader) CriticalXIDs() map[string][]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]int{}
+	for u, w := range r.watches {
+		if len(w.critical) > 0 {
+			out[u] = slices.Clone(w.critical)
+		}
+	}
+	return out
+}
+
+// RestoreXIDs adds critical XIDs kept from before a restart (by GPU
+// UUID): the GPUs stay unhealthy until ClearXIDs, as if they had just
+// raised them.
+func (r *Reader) RestoreXIDs(xids map[string][]int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for u, xs := range xids {
+		if IsUnreadableSlot(u) {
+			continue
+		}
+		w := r.watches[u]
+		if w == nil {
+			w = &xidWatch{}
+			r.watches[u] = w
+		}
+		for _, x := range xs {
+			if x > 0 && !r.ignore[x] && !slices.Contains(w.critical, x) {
+				w.critical = append(w.critical, x)
+			}
+		}
+	}
 }

@@ -6,9 +6,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/benchmarks"
 	"suanli/catalog"
+	"suanli/handlers/witnessvm"
 	"suanli/models"
 	"suanli/offers"
+	"suanli/witness"
 )
 
 // APIOffer is one offer in the public JSON API.
@@ -56,6 +59,12 @@ type APIOffer struct {
 	// Storage is the datacentre's: "local" (a volume stays on one node's
 	// disk) or "shared" (it follows a rental to any node there).
 	Storage string `json:"storage"`
+	// RenterMeasured and PlatformAudited are what the verifier measured
+	// inside renters' containers and in the platform's audit rentals over
+	// the last 30 days (null without runs): witnesses beside the agent's
+	// benchmark.
+	RenterMeasured  *witnessvm.Figures `json:"renter_measured"`
+	PlatformAudited *witnessvm.Figures `json:"platform_audited"`
 }
 
 // APIOfferBenchmark is the headline of an offer's latest benchmark report (the
@@ -65,8 +74,14 @@ type APIOfferBenchmark struct {
 	ID                 int64    `json:"id"`
 	MeasuredBF16TFLOPS *float64 `json:"measured_bf16_tflops"`
 	PctOfNominal       *float64 `json:"pct_of_nominal"`
-	// Simulated is true for a report from a simulated agent (go-nvml mocks).
-	Simulated  bool      `json:"simulated"`
+	// Simulated is true for a report from a node the platform runs
+	// simulated (its provider's flag, not the agent's word).
+	Simulated bool `json:"simulated"`
+	// Status is what the figures are worth (benchmarks.Status): verified
+	// (an independent witness agrees), unverified (the provider's agent
+	// only), disputed, refused (outside the bounds; its figures are null)
+	// or simulated.
+	Status     string    `json:"status"`
 	MeasuredAt time.Time `json:"measured_at"`
 }
 
@@ -146,7 +161,7 @@ func apiOffer(o models.OfferRow, student bool) APIOffer {
 	}
 	if r := o.Report; r != nil {
 		out.Benchmark = &APIOfferBenchmark{ID: r.ID, MeasuredBF16TFLOPS: r.BF16TFLOPS, PctOfNominal: r.PctOfNominal,
-			Simulated: r.Simulated, MeasuredAt: r.MeasuredAt.UTC()}
+			Simulated: r.Simulated, Status: string(benchmarks.HeadlineStatus(o.GPUModel, r, benchmarks.Independent{})), MeasuredAt: r.MeasuredAt.UTC()}
 	}
 	if student {
 		out.YourPricePerGPUHourFen = out.StudentPricePerGPUHourFen
@@ -169,8 +184,16 @@ func (h *Handler) APIOffersList(c echo.Context) error {
 		return err
 	}
 	out := APIOfferList{Offers: make([]APIOffer, 0, len(res.Offers)), Total: res.Total, Page: q.Page, PerPage: q.PerPage}
+	ids := make([]int64, len(res.Offers))
+	for i, o := range res.Offers {
+		ids[i] = o.ID
+	}
+	sums, err := (&witness.Service{DB: h.DB}).Summaries(c.Request().Context(), ids)
+	if err != nil {
+		return err
+	}
 	for _, o := range res.Offers {
-		out.Offers = append(out.Offers, apiOffer(o.OfferRow, student))
+		out.Offers = append(out.Offers, apiOfferWitnessed(&o.OfferRow, student, sums[o.ID]))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -182,5 +205,21 @@ func (h *Handler) APIOfferShow(c echo.Context) error {
 		return err
 	}
 	student, _ := c.Get(StudentKey).(bool)
-	return c.JSON(http.StatusOK, apiOffer(row, student))
+	sm, err := (&witness.Service{DB: h.DB}).Summary(c.Request().Context(), row.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apiOfferWitnessed(&row, student, sm))
+}
+
+// apiOfferWitnessed is apiOffer with the offer's witnesses
+// (renter_measured, platform_audited) and its benchmark status judged
+// with them.
+func apiOfferWitnessed(row *models.OfferRow, student bool, sm witness.Summary) APIOffer {
+	out := apiOffer(*row, student)
+	out.RenterMeasured, out.PlatformAudited = witnessvm.API(sm.Renter), witnessvm.API(sm.Audit)
+	if out.Benchmark != nil {
+		out.Benchmark.Status = witnessvm.Status(row, sm)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"suanli/models/supply"
 	"suanli/routenames"
 	"suanli/views/pages"
+	"suanli/witness"
 )
 
 // nodeReportsShown is how many reports a node's history shows.
@@ -48,6 +50,9 @@ func (h *Handler) benchmarkFromPath(c echo.Context) (*benchmarkRead, error) {
 	if b.Subject, err = supply.BenchmarkSubjectOf(ctx, h.DB, r.NodeID); err != nil {
 		return nil, err
 	}
+	if b.Witnesses, err = h.nodeWitnesses(ctx, r.NodeID); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -67,7 +72,11 @@ func (h *Handler) NodeBenchmarks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, pages.NodeBenchmarksPage(ViewCtx(c), nodeBenchmarksVM(s, rs, Lang(c))))
+	ind, err := h.nodeWitnesses(ctx, id)
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, pages.NodeBenchmarksPage(ViewCtx(c), nodeBenchmarksVM(s, rs, ind, Lang(c))))
 }
 
 // APIBenchmark is a benchmark report in the JSON API: the headline
@@ -86,6 +95,10 @@ type APIBenchmark struct {
 	MemBWGBps    *float64 `json:"mem_bw_gbps"`
 	PctOfNominal *float64 `json:"pct_of_nominal"`
 	PeakTempC    *int     `json:"peak_temp_c"`
+	// Status is the report's benchmark status (see APIOfferBenchmark);
+	// RefusedReason says why a refused one was ("" otherwise).
+	Status        string `json:"status"`
+	RefusedReason string `json:"refused_reason,omitempty"`
 	// Nominal is the catalogue's figures snapshotted with the report.
 	Nominal    agent.Nominal          `json:"nominal"`
 	MeasuredAt time.Time              `json:"measured_at"`
@@ -93,9 +106,18 @@ type APIBenchmark struct {
 	Run        *agent.BenchmarkReport `json:"run,omitempty"`
 }
 
-func apiBenchmark(c echo.Context, r models.BenchmarkReport, nom agent.Nominal, run *agent.BenchmarkReport) APIBenchmark {
+// nodeWitnesses is what the node's witnesses (renter-measured and
+// platform-audited runs) measured over the witness window, for judging
+// its reports' status.
+func (h *Handler) nodeWitnesses(ctx context.Context, nodeID int64) (benchmarks.Independent, error) {
+	sm, err := (&witness.Service{DB: h.DB}).NodeSummary(ctx, nodeID)
+	return benchmarks.IndependentOf(sm), err
+}
+
+func apiBenchmark(c echo.Context, r models.BenchmarkReport, nom agent.Nominal, run *agent.BenchmarkReport, ind benchmarks.Independent) APIBenchmark {
 	a := APIBenchmark{ID: r.ID, NodeID: r.NodeID, GPUModel: r.GPUModel, GPUs: r.GPUs, Trigger: r.Trigger, Simulated: r.Simulated,
 		BF16TFLOPS: r.BF16TFLOPS, FP16TFLOPS: r.FP16TFLOPS, MemBWGBps: r.MemBWGBps, PctOfNominal: r.PctOfNominal, PeakTempC: r.PeakTempC,
+		Status: string(benchmarks.ReportStatus(&r, ind)), RefusedReason: r.RefusedReason,
 		Nominal: nom, MeasuredAt: r.MeasuredAt.UTC(), URL: c.Echo().Reverse(routenames.BenchmarksShow, r.ID), Run: run}
 	if run != nil && run.Simulated && run.SimFactor > 0 {
 		a.SimFactor = &run.SimFactor
@@ -109,7 +131,7 @@ func (h *Handler) APIBenchmarkShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiBenchmark(c, *b.Report, b.Nominal, &b.Run))
+	return c.JSON(http.StatusOK, apiBenchmark(c, *b.Report, b.Nominal, &b.Run, b.Witnesses))
 }
 
 // APINodeBenchmarks is GET /api/v1/nodes/{id}/benchmarks: a node's
@@ -134,6 +156,10 @@ func (h *Handler) APINodeBenchmarks(c echo.Context) error {
 	if err := pg.Within(total); err != nil {
 		return err
 	}
+	ind, err := h.nodeWitnesses(ctx, id)
+	if err != nil {
+		return err
+	}
 	out := struct {
 		NodeID  int64          `json:"node_id"`
 		Reports []APIBenchmark `json:"reports"`
@@ -146,7 +172,7 @@ func (h *Handler) APINodeBenchmarks(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		out.Reports = append(out.Reports, apiBenchmark(c, r, nom, nil))
+		out.Reports = append(out.Reports, apiBenchmark(c, r, nom, nil, ind))
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -9,12 +10,14 @@ import (
 
 	"suanli/apperr"
 	"suanli/catalog"
+	"suanli/handlers/witnessvm"
 	"suanli/images"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/sla"
 	"suanli/views/pages"
+	"suanli/witness"
 )
 
 // OffersList is GET /offers (and /): the filterable offer list. Invalid
@@ -42,7 +45,11 @@ func (h *Handler) OffersList(c echo.Context) error {
 		}
 		errs = append(errs, e)
 	}
-	vm := offersVM(res, fieldMessages(Lang(c), errs), raw, c.QueryString())
+	sums, err := h.offerWitnesses(c.Request().Context(), res)
+	if err != nil {
+		return err
+	}
+	vm := offersVM(res, sums, fieldMessages(Lang(c), errs), raw, c.QueryString())
 	// The same URL answers a page or a fragment; caches must keep both.
 	c.Response().Header().Add(echo.HeaderVary, "HX-Request")
 	vc := ViewCtx(c)
@@ -138,6 +145,14 @@ func (h *Handler) OfferShow(c echo.Context) error {
 	if len(imgs) > 0 {
 		vm.DriverCUDA = imgs[0].DriverCUDA
 	}
+	sm, err := (&witness.Service{DB: h.DB}).Summary(c.Request().Context(), row.ID)
+	if err != nil {
+		return err
+	}
+	vm.Witnesses = witnessvm.Offer(&row, sm)
+	if r := vm.Offer.Report; r != nil {
+		r.Status = witnessvm.Status(&row, sm)
+	}
 	return Render(c, http.StatusOK, pages.OfferPage(vc, vm))
 }
 
@@ -152,7 +167,11 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := pages.DatacenterVM{Datacenter: datacenterInfoVM(&dc, Lang(c)), Latency: lat, Offers: offerListVM(res)}
+	sums, err := h.offerWitnesses(c.Request().Context(), res)
+	if err != nil {
+		return err
+	}
+	vm := pages.DatacenterVM{Datacenter: datacenterInfoVM(&dc, Lang(c)), Latency: lat, Offers: offerListVM(res, sums)}
 	up, err := sla.DatacenterUptime(c.Request().Context(), h.DB, dc.ID)
 	if err != nil {
 		return err
@@ -165,4 +184,17 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 		vm.LatencySource = "latency.source.demo"
 	}
 	return Render(c, http.StatusOK, pages.DatacenterPage(ViewCtx(c), vm))
+}
+
+// offerWitnesses reads the witnesses of a page of offers (one query), by
+// offer id, for their benchmark status.
+func (h *Handler) offerWitnesses(ctx context.Context, res offers.SearchResult) (map[int64]witness.Summary, error) {
+	if len(res.Offers) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(res.Offers))
+	for i, o := range res.Offers {
+		ids[i] = o.ID
+	}
+	return (&witness.Service{DB: h.DB}).Summaries(ctx, ids)
 }

@@ -3,19 +3,23 @@ package handlers
 import (
 	"net/url"
 
+	"suanli/benchmarks"
+	"suanli/catalog"
+	"suanli/handlers/witnessvm"
 	"suanli/images"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
 	"suanli/views/pages"
+	"suanli/witness"
 )
 
 // offersVM maps a search to the offer list page's view model.
-func offersVM(res offers.SearchResult, errs map[string]string, raw url.Values, rawQuery string) pages.OffersVM {
+func offersVM(res offers.SearchResult, sums map[int64]witness.Summary, errs map[string]string, raw url.Values, rawQuery string) pages.OffersVM {
 	q := res.Query
 	vm := pages.OffersVM{
 		RawQuery: rawQuery, Query: offerQueryVM(q), SortKeys: offers.SortKeys,
-		Results: offerListVM(res), Pages: res.Pages, Errors: errs, Raw: raw,
+		Results: offerListVM(res, sums), Pages: res.Pages, Errors: errs, Raw: raw,
 	}
 	if q.Page > 1 {
 		prev := q
@@ -50,12 +54,16 @@ func offerQueryVM(q offers.Query) pages.OfferQuery {
 	}
 }
 
-// offerListVM maps a search's offers to table rows. A row carries its
-// index entry's HTML cache and reads the offer only when not cached.
-func offerListVM(res offers.SearchResult) pages.OfferList {
+// offerListVM maps a search's offers to table rows, their benchmark
+// status judged with their witnesses sums. A row carries its index
+// entry's HTML cache and reads the offer only when not cached.
+func offerListVM(res offers.SearchResult, sums map[int64]witness.Summary) pages.OfferList {
 	rows := make([]pages.OfferListRow, len(res.Offers))
 	for i, o := range res.Offers {
 		rows[i] = pages.OfferListRow{Rendered: &o.Rendered, Offer: (*listedRow)(o)}
+		if sm, ok := sums[o.ID]; ok {
+			rows[i].Status = witnessvm.Status(&o.OfferRow, sm)
+		}
 	}
 	return pages.OfferList{Total: res.Total, Rows: rows}
 }
@@ -81,7 +89,7 @@ func offerRowVM(o *models.OfferRow, lang string) pages.OfferRow {
 		Demo: o.Demo, Synthetic: o.Synthetic,
 		PricePerGPUHourFen: o.PricePerGPUHourFen, PriceFen: o.PricePerGPUHourFen,
 		StudentPriceFen: offers.StudentPriceFen(&o.Offer),
-		Latency:         o.Latency, Report: offerReportVM(o.Report), Uptime30dPct: o.Uptime30dPct,
+		Latency:         o.Latency, Report: offerReportVM(o.GPUModel, o.Report), Uptime30dPct: o.Uptime30dPct,
 	}
 	if o.MonthlyPricePerGPUFen != nil {
 		list, student := offers.UnitPriceFen(&o.Offer, pricing.Month, false), offers.UnitPriceFen(&o.Offer, pricing.Month, true)
@@ -93,15 +101,18 @@ func offerRowVM(o *models.OfferRow, lang string) pages.OfferRow {
 	return row
 }
 
-// offerReportVM maps a report headline (nil for none).
-func offerReportVM(r *models.ReportHeadline) *pages.OfferReport {
+// offerReportVM maps the report headline of a node of GPU model slug
+// (nil for none), with its status.
+func offerReportVM(slug string, r *models.ReportHeadline) *pages.OfferReport {
 	if r == nil {
 		return nil
 	}
+	m, _ := catalog.GPUModelBySlug(slug)
 	return &pages.OfferReport{
 		ID: r.ID, BF16TFLOPS: r.BF16TFLOPS, FP16TFLOPS: r.FP16TFLOPS, MemBWGBps: r.MemBWGBps, PctOfNominal: r.PctOfNominal,
 		Simulated: r.Simulated, MeasuredAt: r.MeasuredAt,
-		Flagged: offers.ReportFlagged(r), FlagBelowPct: offers.LowPctOfNominal,
+		Flagged: offers.ReportFlagged(&m, r), FlagBelowPct: offers.FlagBelowPct(&m), ExpectedPct: m.ExpectedPct,
+		Status: string(benchmarks.HeadlineStatus(slug, r, benchmarks.Independent{})),
 	}
 }
 

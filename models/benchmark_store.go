@@ -11,7 +11,7 @@ import (
 // whole run, telemetry included, can be megabytes): lists and the offer
 // list need the headline figures only.
 var ReportSummaryColumns = []string{"id", "node_id", "gpu_model", "gpus", "trigger", "simulated", "task_id", "nominal",
-	"bf16_tflops", "fp16_tflops", "mem_bw_gbps", "pct_of_nominal", "peak_temp_c", "measured_at", "created_at"}
+	"bf16_tflops", "fp16_tflops", "mem_bw_gbps", "pct_of_nominal", "peak_temp_c", "refused_reason", "measured_at", "created_at"}
 
 // NominalFigures decodes the snapshot of the catalogue's nominal figures
 // taken when the report was stored. Pages and the API read these, never

@@ -28,9 +28,23 @@ type BenchmarkReport struct {
 	MemBWGBps    *float64 `gorm:"column:mem_bw_gbps"`
 	PctOfNominal *float64 `gorm:"column:pct_of_nominal"`
 	PeakTempC    *int     `gorm:"column:peak_temp_c"`
-	MeasuredAt   time.Time
-	CreatedAt    time.Time
+	// RefusedReason says why the server refused the report (outside the
+	// bounds, see benchmarks.CheckBounds); "" for an accepted one. A
+	// refused report keeps the agent's run for review but no headline
+	// figure: nothing of it is shown or ranked as measured.
+	RefusedReason string
+	MeasuredAt    time.Time
+	CreatedAt     time.Time
 }
+
+// Refused reports whether the server refused the report.
+func (r BenchmarkReport) Refused() bool { return r.RefusedReason != "" }
+
+// IncidentBenchmarkRefused is the node incident (gpu_id 0) that flags a
+// node for review after the server refused one of its benchmark reports:
+// the admin console lists it with the reason. It does not count as
+// downtime (the SLA and uptime count node_silent and gpu_failing only).
+const IncidentBenchmarkRefused = "benchmark_refused"
 
 // SLACredit is one SLA credit computation for a rental and period.
 type SLACredit struct {

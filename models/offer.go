@@ -38,7 +38,10 @@ type ReportHeadline struct {
 	MemBWGBps    *float64
 	PctOfNominal *float64
 	Simulated    bool
-	MeasuredAt   time.Time
+	// Refused is set when the server refused the report (its reason is
+	// on the report's page); its figures are then all nil.
+	Refused    bool
+	MeasuredAt time.Time
 }
 
 // nodeFacts is one node's latest report headline and uptime.
@@ -50,22 +53,23 @@ type nodeFacts struct {
 // nodeFactsSQL reads the latest report headline and the uptime of nodes
 // that have either; callers add the condition choosing the nodes.
 const nodeFactsSQL = `SELECT n.id AS node_id, n.uptime_30d_pct, r.id AS report_id, r.bf16_tflops, r.fp16_tflops,
-	r.mem_bw_gbps, r.pct_of_nominal, r.simulated, r.measured_at
+	r.mem_bw_gbps, r.pct_of_nominal, r.simulated, r.refused_reason, r.measured_at
 	FROM nodes n LEFT JOIN benchmark_reports r ON r.id = n.latest_report_id
 	WHERE (n.latest_report_id IS NOT NULL OR n.uptime_30d_pct IS NOT NULL) AND `
 
 // nodeFactsOf runs nodeFactsSQL with cond and maps the rows by node id.
 func nodeFactsOf(tx *gorm.DB, cond string, args ...any) (map[int64]nodeFacts, error) {
 	var rows []struct {
-		NodeID       int64
-		Uptime30dPct *float64 `gorm:"column:uptime_30d_pct"`
-		ReportID     *int64
-		BF16TFLOPS   *float64 `gorm:"column:bf16_tflops"`
-		FP16TFLOPS   *float64 `gorm:"column:fp16_tflops"`
-		MemBWGBps    *float64 `gorm:"column:mem_bw_gbps"`
-		PctOfNominal *float64 `gorm:"column:pct_of_nominal"`
-		Simulated    *bool
-		MeasuredAt   *time.Time
+		NodeID        int64
+		Uptime30dPct  *float64 `gorm:"column:uptime_30d_pct"`
+		ReportID      *int64
+		BF16TFLOPS    *float64 `gorm:"column:bf16_tflops"`
+		FP16TFLOPS    *float64 `gorm:"column:fp16_tflops"`
+		MemBWGBps     *float64 `gorm:"column:mem_bw_gbps"`
+		PctOfNominal  *float64 `gorm:"column:pct_of_nominal"`
+		Simulated     *bool
+		RefusedReason *string
+		MeasuredAt    *time.Time
 	}
 	if err := tx.Raw(nodeFactsSQL+cond, args...).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("node reports and uptime: %w", err)
@@ -75,7 +79,8 @@ func nodeFactsOf(tx *gorm.DB, cond string, args ...any) (map[int64]nodeFacts, er
 		f := nodeFacts{uptime: r.Uptime30dPct}
 		if r.ReportID != nil {
 			f.report = &ReportHeadline{ID: *r.ReportID, BF16TFLOPS: r.BF16TFLOPS, FP16TFLOPS: r.FP16TFLOPS,
-				MemBWGBps: r.MemBWGBps, PctOfNominal: r.PctOfNominal, Simulated: r.Simulated != nil && *r.Simulated}
+				MemBWGBps: r.MemBWGBps, PctOfNominal: r.PctOfNominal, Simulated: r.Simulated != nil && *r.Simulated,
+				Refused: r.RefusedReason != nil && *r.RefusedReason != ""}
 			if r.MeasuredAt != nil {
 				f.report.MeasuredAt = *r.MeasuredAt
 			}

@@ -37,6 +37,12 @@ type Provider struct {
 	NameEN    string `gorm:"column:name_en"`
 	Demo      bool
 	Synthetic bool
+	// Simulated is the platform's decision that the provider's nodes run
+	// simulated agents (the demo's, and test providers made with `suanli
+	// admin create-user … --simulated`): its nodes are simulated whatever
+	// their heartbeats say, and no other provider's node is accepted as
+	// simulated (migration 00022).
+	Simulated bool
 	CreatedAt time.Time
 	// OrgID is the provider organisation (its members, its verification
 	// status); nil for demo and synthetic providers.
@@ -152,7 +158,8 @@ type Node struct {
 	// NodeSilent (no heartbeat for a while) or NodeNoNVML.
 	Health          NodeHealth
 	LastHeartbeatAt *time.Time
-	// Simulated is true when the agent reads go-nvml mock servers.
+	// Simulated is its provider's Provider.Simulated, set by the server
+	// at each heartbeat (never read from the agent's word).
 	Simulated bool
 	// AgentInfo is the agent's last self-description as JSON (version,
 	// host name, driver, launcher).

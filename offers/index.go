@@ -31,9 +31,9 @@ type Listed struct {
 	// price view (the list price, and the student price lab members pay).
 	keys [nViews]priceKeys
 	// uptimeKey is the node's 30-day uptime in percent, -1 when unknown;
-	// unmeasured is true when no report measured the tensor TFLOPS.
-	uptimeKey  float64
-	unmeasured bool
+	// tier is the offer's group in the measured order (MeasuredTier).
+	uptimeKey float64
+	tier      MeasuredTier
 	// Rendered lets views cache output derived from this offer alone. An
 	// offer in a snapshot never changes (a change makes a new snapshot), so
 	// neither does its HTML; the cache goes with the snapshot.
@@ -147,21 +147,61 @@ const none = 255
 // their orders equal (see build).
 var staticSorts = []string{SortPrice, SortPricePerTFLOP, SortVRAM, SortMeasured, SortReliability}
 
-// LowPctOfNominal is the share of the nominal figure below which a
-// benchmark report is flagged on its offers.
-const LowPctOfNominal = 70.0
+// BelowExpectedShare is the share of what a model really reaches (its
+// catalogue ExpectedPct of nominal: about 80 % on Hopper, 87 % on the
+// A100 SXM, 78 % on the B200 per ml-engineering's MAMF table) below which
+// a benchmark report is flagged on its offers: 85 % of it, wider than the
+// 5 % spread between GPUs of one node and a sustained run's thermal loss.
+const BelowExpectedShare = 0.85
 
-// ReportFlagged reports whether a benchmark report measured less than
-// LowPctOfNominal percent of nominal.
-func ReportFlagged(r *models.ReportHeadline) bool {
-	return r != nil && r.PctOfNominal != nil && *r.PctOfNominal < LowPctOfNominal
+// FlagBelowPct is the share of nominal, in percent, below which a report
+// of model m is flagged: BelowExpectedShare of what the model reaches
+// (68 % of nominal on an H100 SXM, 74 % on an A100 SXM).
+func FlagBelowPct(m *catalog.GPUModel) float64 {
+	return m.ExpectedPct * BelowExpectedShare
+}
+
+// ReportFlagged reports whether a benchmark report of model m measured
+// less than FlagBelowPct of nominal. A refused report has no figure and
+// is never flagged (it says it was refused instead).
+func ReportFlagged(m *catalog.GPUModel, r *models.ReportHeadline) bool {
+	return m != nil && r != nil && !r.Refused && r.PctOfNominal != nil && *r.PctOfNominal < FlagBelowPct(m)
+}
+
+// MeasuredTier is an offer's group in the measured order (sort=measured):
+// offers measured on real GPUs first, by price per measured TFLOPS; then
+// offers whose figures are simulated, by their own simulated figure, so
+// that a simulated figure never ranks among (or above) measured ones;
+// then the unmeasured, by price per nominal TFLOPS: no report, no tensor
+// figure, or a report the server refused (never used as a measurement).
+type MeasuredTier uint8
+
+// Measured tiers, in order.
+const (
+	TierMeasured MeasuredTier = iota
+	TierSimulated
+	TierUnmeasured
+)
+
+// MeasuredTier is the offer's group in the measured order.
+func (o *Listed) MeasuredTier() MeasuredTier { return o.tier }
+
+// measuredTierOf is the tier of an offer of model m with report r.
+func measuredTierOf(m *catalog.GPUModel, r *models.ReportHeadline) MeasuredTier {
+	switch {
+	case measuredTFLOPS(m, r) <= 0:
+		return TierUnmeasured
+	case r.Simulated:
+		return TierSimulated
+	}
+	return TierMeasured
 }
 
 // measuredTFLOPS is the tensor TFLOPS per GPU a report measured, matching
 // the nominal figure price per TFLOPS uses (BF16, or FP16 for models
-// without BF16); 0 when the report lacks it.
+// without BF16); 0 when the report lacks it or was refused.
 func measuredTFLOPS(m *catalog.GPUModel, r *models.ReportHeadline) float64 {
-	if r == nil {
+	if r == nil || r.Refused {
 		return 0
 	}
 	f := r.BF16TFLOPS
@@ -255,11 +295,11 @@ func build(rows []models.OfferRow, version int64) *snapshot {
 			slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
 			continue
 		}
-		o := &Listed{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1, unmeasured: true}
+		o := &Listed{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1,
+			tier: measuredTierOf(m, r.Report)}
 		measured := measuredTFLOPS(m, r.Report)
 		if measured > 0 {
 			o.PricePerMeasuredTFLOPFen = float64(r.PricePerGPUHourFen) / measured
-			o.unmeasured = false
 			anyMeasured = true
 		}
 		for v, price := range [nViews]int64{listView: r.PricePerGPUHourFen, studentView: StudentPriceFen(&r.Offer)} {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"suanli/catalog"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/models"
@@ -106,10 +107,10 @@ func TestMeasuredAndReliabilityOrders(t *testing.T) {
 		if r := got.Report; r == nil || r.ID != r1 || r.Simulated || *r.BF16TFLOPS != 791.2 || *r.PctOfNominal != 80 || !r.MeasuredAt.Equal(measuredAt) {
 			t.Fatalf("swpark report %+v", got.Report)
 		}
-		if got.Uptime30dPct == nil || *got.Uptime30dPct != 99.97 || offers.ReportFlagged(got.Report) {
-			t.Errorf("swpark uptime %v, flagged %v", got.Uptime30dPct, offers.ReportFlagged(got.Report))
+		if got.Uptime30dPct == nil || *got.Uptime30dPct != 99.97 || offers.ReportFlagged(got.GPU, got.Report) {
+			t.Errorf("swpark uptime %v, flagged %v", got.Uptime30dPct, offers.ReportFlagged(got.GPU, got.Report))
 		}
-		if sci, _ := ix.Offer(science.ID); !sci.Report.Simulated || !offers.ReportFlagged(sci.Report) {
+		if sci, _ := ix.Offer(science.ID); !sci.Report.Simulated || !offers.ReportFlagged(sci.GPU, sci.Report) {
 			t.Errorf("science city report %+v: want simulated and flagged", sci.Report)
 		}
 		if o, _ := ix.Offer(bj.ID); o.Report != nil || o.Uptime30dPct != nil || o.PricePerMeasuredTFLOPFen != 0 {
@@ -284,14 +285,22 @@ func TestMergedPagesMatchAFullSort(t *testing.T) {
 		offers.SortPricePerTFLOP: func(a, b *offers.Listed) int { return cmpF(a.PricePerTFLOPFen, b.PricePerTFLOPFen) },
 		offers.SortVRAM:          func(a, b *offers.Listed) int { return b.GPU.VRAMGB - a.GPU.VRAMGB },
 		offers.SortReliability:   func(a, b *offers.Listed) int { return cmpF(up(b), up(a)) },
+		// Measured on real GPUs, then simulated (never mixed with them),
+		// then unmeasured by nominal.
 		offers.SortMeasured: func(a, b *offers.Listed) int {
-			am, bm := a.PricePerMeasuredTFLOPFen > 0, b.PricePerMeasuredTFLOPFen > 0
-			switch {
-			case am != bm && am:
-				return -1
-			case am != bm:
-				return 1
-			case am:
+			tier := func(o *offers.Listed) int {
+				switch {
+				case o.PricePerMeasuredTFLOPFen == 0:
+					return 2
+				case o.Report.Simulated:
+					return 1
+				}
+				return 0
+			}
+			if ta, tb := tier(a), tier(b); ta != tb {
+				return ta - tb
+			}
+			if a.PricePerMeasuredTFLOPFen > 0 {
 				return cmpF(a.PricePerMeasuredTFLOPFen, b.PricePerMeasuredTFLOPFen)
 			}
 			return cmpF(a.PricePerTFLOPFen, b.PricePerTFLOPFen)
@@ -328,5 +337,73 @@ func TestMergedPagesMatchAFullSort(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Under sort=measured, figures measured on real GPUs come first, then
+// simulated ones (never mixed with them, even when cheaper per TFLOPS),
+// then the unmeasured by nominal, a refused report among them: its
+// figures are no measurement.
+func TestMeasuredOrderKeepsSimulatedAndRefusedApart(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		ctx := context.Background()
+		ix := demoIndex(t, db)
+		swpark, science, cq := demoH100(t, db, "cd-tianfu-swpark"), demoH100(t, db, "cd-science-city"), demoH100(t, db, "cq-liangjiang")
+		hitech, bj, sh := demoH100(t, db, "cd-hitech"), demoH100(t, db, "bj-yizhuang"), demoH100(t, db, "sh-jiading")
+		gz, fra := demoH100(t, db, "gz-nansha"), demoH100(t, db, "eu-frankfurt")
+
+		addReport(t, db, swpark.NodeID, 700, 70.8, false) // 3400/700 = 4.86 fen per TFLOPS
+		addReport(t, db, science.NodeID, 811, 82, true)   // 3550/811 = 4.38, but simulated
+		refused := models.BenchmarkReport{NodeID: cq.NodeID, GPUModel: "h100-sxm", GPUs: 8, Trigger: models.BenchOnDemand,
+			Nominal: "{}", Report: "{}", RefusedReason: "bf16_gemm_tflops: 1e+09, above the nominal 989", MeasuredAt: measuredAt, CreatedAt: measuredAt}
+		if err := db.W.Create(&refused).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.W.Exec(`UPDATE nodes SET latest_report_id = ? WHERE id = ?`, refused.ID, cq.NodeID).Error; err != nil {
+			t.Fatal(err)
+		}
+		bumpOffers(t, db)
+		if _, err := ix.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := ix.Offer(cq.ID); o.Report == nil || !o.Report.Refused || o.PricePerMeasuredTFLOPFen != 0 || o.MeasuredTier() != offers.TierUnmeasured {
+			t.Fatalf("the refused report's offer: %+v, tier %d", o.Report, o.MeasuredTier())
+		}
+		if o, _ := ix.Offer(science.ID); o.MeasuredTier() != offers.TierSimulated {
+			t.Errorf("simulated report's tier %d", o.MeasuredTier())
+		}
+		want := []int64{swpark.ID, science.ID, bj.ID, cq.ID, sh.ID, hitech.ID, gz.ID, fra.ID}
+		for _, gpus := range [][]string{{"h100-sxm"}, {"h100-sxm", "h200-sxm"}} {
+			got := search(t, ix, offers.Query{Sort: offers.SortMeasured, GPUs: gpus, PerPage: 50})
+			var h100 []int64
+			for _, o := range got.Offers {
+				if o.GPUModel == "h100-sxm" {
+					h100 = append(h100, o.ID)
+				}
+			}
+			if !sameIDs(h100, want) {
+				t.Errorf("%v: %v, want %v", gpus, h100, want)
+			}
+		}
+	})
+}
+
+// The "below expectation" flag is relative to what each model really
+// reaches (the catalogue's ExpectedPct), not a flat share of nominal.
+func TestReportFlaggedBelowWhatTheModelReaches(t *testing.T) {
+	pct := func(p float64) *models.ReportHeadline { return &models.ReportHeadline{PctOfNominal: &p} }
+	h100, _ := catalog.GPUModelBySlug("h100-sxm")
+	a100, _ := catalog.GPUModelBySlug("a100-80g-sxm")
+	if offers.FlagBelowPct(&h100) != 80*offers.BelowExpectedShare || offers.FlagBelowPct(&a100) != 87*offers.BelowExpectedShare {
+		t.Fatalf("flag lines: H100 %v, A100 %v", offers.FlagBelowPct(&h100), offers.FlagBelowPct(&a100))
+	}
+	// 72% of nominal: fine on an H100 (which reaches 80%), low on an A100 (87%).
+	if offers.ReportFlagged(&h100, pct(72)) || !offers.ReportFlagged(&a100, pct(72)) {
+		t.Errorf("72%%: H100 flagged %v, A100 flagged %v", offers.ReportFlagged(&h100, pct(72)), offers.ReportFlagged(&a100, pct(72)))
+	}
+	if r := pct(10); !offers.ReportFlagged(&h100, r) {
+		t.Error("10% of nominal is not flagged")
+	} else if r.Refused = true; offers.ReportFlagged(&h100, r) {
+		t.Error("a refused report is flagged as low instead of refused")
 	}
 }

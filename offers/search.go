@@ -463,11 +463,8 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int
 		}
 	case SortMeasured:
 		return func(a, b entry) int {
-			if ua, ub := a.o.unmeasured, b.o.unmeasured; ua != ub {
-				if ua {
-					return 1
-				}
-				return -1
+			if ta, tb := a.o.tier, b.o.tier; ta != tb {
+				return cmp.Compare(ta, tb)
 			}
 			if ma, mb := a.o.keys[v].measured, b.o.keys[v].measured; ma != mb {
 				return cmp.Compare(ma, mb)

@@ -199,7 +199,7 @@ func (p *Service) SignUp(ctx context.Context, u *models.User, in Profile) (*Acco
 	if err != nil {
 		return nil, err
 	}
-	return p.create(ctx, u, prof, models.OrgPending, true)
+	return p.create(ctx, u, prof, models.OrgPending, true, false)
 }
 
 // CreateVerified creates an already approved provider owned by u: for
@@ -210,12 +210,28 @@ func (p *Service) CreateVerified(ctx context.Context, u *models.User, company st
 	if err := errs.OrNil(); err != nil {
 		return nil, err
 	}
-	return p.create(ctx, u, Profile{CompanyName: company, ContactEmail: u.Email, ContactName: u.Name}, models.OrgApproved, false)
+	return p.create(ctx, u, Profile{CompanyName: company, ContactEmail: u.Email, ContactName: u.Name}, models.OrgApproved, false, false)
+}
+
+// CreateSimulated creates an already approved test provider owned by u
+// whose nodes run simulated agents (`suanli admin create-user …
+// --provider NAME --simulated`): besides the demo's, the only provider
+// whose nodes the fleet accepts as simulated, and whose nodes are
+// simulated whatever their agents say. Everything they report is
+// labelled simulated.
+func (p *Service) CreateSimulated(ctx context.Context, u *models.User, company string) (*Account, error) {
+	var errs apperr.Fields
+	company = cleanText(&errs, "company_name", company, true)
+	if err := errs.OrNil(); err != nil {
+		return nil, err
+	}
+	return p.create(ctx, u, Profile{CompanyName: company, ContactEmail: u.Email, ContactName: u.Name}, models.OrgApproved, false, true)
 }
 
 // create makes the provider organisation; quota counts it against the
-// user's organisations per day (accounts.CheckOrgQuota), as signing up does.
-func (p *Service) create(ctx context.Context, u *models.User, prof Profile, status string, quota bool) (*Account, error) {
+// user's organisations per day (accounts.CheckOrgQuota), as signing up
+// does; simulated makes a provider whose nodes run simulated agents.
+func (p *Service) create(ctx context.Context, u *models.User, prof Profile, status string, quota, simulated bool) (*Account, error) {
 	now := p.DB.Now().UTC()
 	acc := &Account{Role: models.RoleOwner}
 	err := p.txWithSlug(ctx, func(tx *gorm.DB) error {
@@ -238,7 +254,7 @@ func (p *Service) create(ctx context.Context, u *models.User, prof Profile, stat
 		if err != nil {
 			return err
 		}
-		acc.Provider = models.Provider{Slug: slug, NameZH: prof.CompanyName, NameEN: prof.CompanyName, CreatedAt: now, OrgID: &acc.Org.ID}
+		acc.Provider = models.Provider{Slug: slug, NameZH: prof.CompanyName, NameEN: prof.CompanyName, CreatedAt: now, OrgID: &acc.Org.ID, Simulated: simulated}
 		applyProfile(&acc.Provider, prof)
 		return supply.InsertProvider(tx, &acc.Provider)
 	})

@@ -40,11 +40,16 @@ func realRun(t *testing.T) agent.BenchmarkReport {
 
 // benchNode makes the demo's first 8×H100 SXM node ready to benchmark as
 // its agent would (healthy, every GPU free and healthy) and returns its
-// id, with its GPUs' UUIDs set to the fixture's.
+// id, with its GPUs' UUIDs set to the fixture's. The node stands for a
+// real provider's: its provider and it are not simulated (simulation is
+// the platform's flag, issue 17).
 func (r *rig) benchNode(run agent.BenchmarkReport) int64 {
 	r.t.Helper()
 	o := r.offer("demo-jinghu-ai", "bj-yizhuang", "h100-sxm")
-	if err := r.db.W.Model(&models.Node{}).Where("id = ?", o.NodeID).Update("health", models.NodeHealthy).Error; err != nil {
+	if err := r.db.W.Model(&models.Node{}).Where("id = ?", o.NodeID).Updates(map[string]any{"health": models.NodeHealthy, "simulated": false}).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.db.W.Model(&models.Provider{}).Where("id = ?", o.ProviderID).Update("simulated", false).Error; err != nil {
 		r.t.Fatal(err)
 	}
 	for i, u := range run.GPUUUIDs {
@@ -180,11 +185,11 @@ func TestBenchmarkReportOfARealRun(t *testing.T) {
 		en := r.mustPage(path, "en")
 		wantContains(t, "the English report page", en,
 			"BF16 GEMM 794 TFLOPS = 80% of 989", "FP16 GEMM 790 TFLOPS = 80% of 989", "Memory bandwidth 2,950 GB/s = 88% of 3,350",
-			`id="bench-verified"`, "verified", "550.54.15", "12.4", "pytorch 2.5.1+cu124", "Gen 5 x16", "Peak temperature 71 °C (GPU 3)",
+			`id="bench-unverified"`, "agent-reported", "550.54.15", "12.4", "pytorch 2.5.1+cu124", "Gen 5 x16", "Peak temperature 71 °C (GPU 3)",
 			"SW power cap", "<svg", "<polyline")
 		zh := r.mustPage(path, "zh-CN")
 		wantContains(t, "the Chinese report page", zh,
-			"BF16 GEMM 实测 794 TFLOPS = 标称 989 的 80%", "显存带宽 实测 2,950 GB/s = 标称 3,350 的 88%", "验证于", "最高温度 71 °C（GPU 3）")
+			"BF16 GEMM 实测 794 TFLOPS = 标称 989 的 80%", "显存带宽 实测 2,950 GB/s = 标称 3,350 的 88%", "代理自报", "最高温度 71 °C（GPU 3）")
 		for name, body := range map[string]string{"en": en, "zh-CN": zh} {
 			if strings.Contains(body, `id="bench-simulated"`) {
 				t.Errorf("the %s page of a real run has the simulated banner", name)
@@ -357,14 +362,14 @@ func TestSimulatedNodeBenchmark(t *testing.T) {
 
 		path := fmt.Sprintf("/benchmarks/%d", rep.ID)
 		en := r.mustPage(path, "en")
-		wantContains(t, "the English page", en, `id="bench-simulated"`, "Simulated report.", "× 0.82", "BF16 GEMM 811 TFLOPS = 82% of 989")
+		wantContains(t, "the English page", en, `id="bench-simulated"`, "Simulated report.", "× 0.7", "BF16 GEMM 692 TFLOPS = 70% of 989")
 		zh := r.mustPage(path, "zh-CN")
-		wantContains(t, "the Chinese page", zh, `id="bench-simulated"`, "模拟报告。", "标称值 × 0.82")
+		wantContains(t, "the Chinese page", zh, `id="bench-simulated"`, "模拟报告。", "标称值 × 0.7")
 		if strings.Contains(en, `id="bench-verified"`) || strings.Contains(zh, `id="bench-verified"`) {
 			t.Error("a simulated report is shown as verified")
 		}
 		api := r.mustPage(fmt.Sprintf("/api/v1/benchmarks/%d", rep.ID), "en")
-		wantContains(t, "the API", api, `"simulated":true`, `"sim_factor":0.82`)
+		wantContains(t, "the API", api, `"simulated":true`, `"sim_factor":0.7`)
 		hist := r.mustPage(fmt.Sprintf("/nodes/%d/benchmarks", o.NodeID), "zh-CN")
 		wantContains(t, "the node's history", hist, "模拟", fmt.Sprintf(">#%d<", rep.ID))
 	})

@@ -99,6 +99,11 @@ func (f *provFixture) report(bearer, system string) string {
 		f.t.Fatal(err)
 	}
 	defer reader.Close()
+	// Its nodes run simulated agents: a test provider, as `suanli admin
+	// create-user … --simulated` makes (issue 17).
+	if err := f.db.W.Model(&models.Provider{}).Where("id = ?", f.acc.Provider.ID).Update("simulated", true).Error; err != nil {
+		f.t.Fatal(err)
+	}
 	reply, err := f.rentals.Fleet().Heartbeat(f.ctx, bearer, agent.Heartbeat{AgentVersion: "test", Hostname: "gpu-host", Launcher: "simulated", Host: reader.Read()})
 	if err != nil {
 		f.t.Fatal(err)

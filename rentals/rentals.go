@@ -455,5 +455,5 @@ func (s *Service) Terms() SLATerms {
 // Fleet is the node side of the rental service: heartbeats, credentials
 // and the agents' task queue, on the same database and hub.
 func (s *Service) Fleet() *fleet.Fleet {
-	return &fleet.Fleet{DB: s.DB, Hub: s.Hub, Credentials: s.Credentials}
+	return &fleet.Fleet{DB: s.DB, Hub: s.Hub, Credentials: s.Credentials, VerifyBaseURL: s.BaseURL}
 }

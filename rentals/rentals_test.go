@@ -206,12 +206,12 @@ func TestRentalRunsAfterNVMLChecksAndStops(t *testing.T) {
 		if checks == nil || checks.NodeID != o.NodeID {
 			t.Fatalf("checks %+v, want the node's checks", checks)
 		}
-		if p, total := checks.Passed(); p != 16 || total != 16 {
-			t.Errorf("%d of %d checks passed, want 8 per GPU, all passed", p, total)
+		if p, total := checks.Passed(); p != 2*len(gpu.CheckNames()) || total != p {
+			t.Errorf("%d of %d checks passed, want %d per GPU, all passed", p, total, len(gpu.CheckNames()))
 		}
 		for _, g := range held {
 			v, ok := checks.Verdicts[g.UUID]
-			if !ok || !v.Healthy || len(v.Checks) != 8 {
+			if !ok || !v.Healthy || len(v.Checks) != len(gpu.CheckNames()) {
 				t.Errorf("verdict of held GPU %s: %+v", g.UUID, v)
 			}
 		}

@@ -16,11 +16,15 @@ import (
 
 // TaskResult records an agent's result for one of its node's tasks. A
 // repeated result for a task already done changes nothing. A stop that
-// finished releases the rental's GPUs.
+// finished releases the rental's GPUs. A result the server refuses (an
+// incomplete verify, fleet.RefuseIncompleteVerify; a benchmark outside the
+// bounds, benchmarks.Store) is recorded as failed and, once committed,
+// answered with a 422 naming why.
 func (s *Service) TaskResult(ctx context.Context, nodeID, taskID int64, res agent.Result) error {
-	body, _ := json.Marshal(res)
 	now := s.DB.Now().UTC()
+	var refused string
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		refused = ""
 		t, err := supply.NodeTask(tx, nodeID, taskID)
 		if err != nil {
 			return err
@@ -28,6 +32,8 @@ func (s *Service) TaskResult(ctx context.Context, nodeID, taskID int64, res agen
 		if t.Status == models.TaskDone {
 			return nil
 		}
+		refused = fleet.RefuseIncompleteVerify(t, &res)
+		body, _ := json.Marshal(res)
 		ok := res.OK
 		if err := supply.FinishAgentTask(tx, t, ok, string(body), now); err != nil {
 			return err
@@ -36,12 +42,16 @@ func (s *Service) TaskResult(ctx context.Context, nodeID, taskID int64, res agen
 			return s.finishStop(tx, *t.RentalID, nodeID, now)
 		}
 		if t.Kind == agent.TaskBenchmark {
-			return benchmarks.Store(tx, t, res, now)
+			refused, err = benchmarks.Store(tx, t, res, now)
+			return err
 		}
 		return nil
 	})
 	if err == nil {
 		s.Hub.Signal(fleet.TaskKey(taskID))
+		if refused != "" {
+			return benchmarks.Refusal(refused)
+		}
 	}
 	return err
 }

@@ -327,6 +327,9 @@ const (
 	AgentProgress = "agent.progress"
 	// AgentTunnel is GET /agent/v1/tunnel: the agent's tunnel (WebSocket).
 	AgentTunnel = "agent.tunnel"
+	// WitnessResults is POST /witness/v1/rentals/:id/results: the
+	// verifier in a rental's container posts what it measured.
+	WitnessResults = "witness.results"
 	// Ping is GET agent.PathPing, the latency endpoint.
 	Ping = "ping"
 	// Healthz is GET /healthz.

@@ -11,6 +11,11 @@
 #   suanli-test/jupyter:bookworm  the same + Debian's jupyter-notebook, for
 #                                 the browser-access tests (~26 s)
 #
+# Both are platform images: they ship the verifier (suanli-verify, the
+# launcher's agent/docker/verify.py) at /usr/local/bin/suanli-verify, as
+# the platform's catalogue images do. (The launcher copies it into every
+# container too, so an image built before it shipped works the same.)
+#
 # Needs root (mmdebstrap) and the Debian packages docker.io and mmdebstrap.
 set -euo pipefail
 
@@ -22,6 +27,9 @@ docker_() { "$docker_bin" -H "$host" "$@"; }
 
 sshd_image="${SUANLI_TEST_SSHD_IMAGE:-suanli-test/sshd:bookworm}"
 jupyter_image="${SUANLI_TEST_JUPYTER_IMAGE:-suanli-test/jupyter:bookworm}"
+
+verifier="$(cd "$(dirname "$0")/.." && pwd)/agent/docker/verify.py"
+[ -r "$verifier" ] || { echo "no verifier at $verifier" >&2; exit 1; }
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -36,7 +44,9 @@ build() {
   fi
   local start
   start=$(date +%s)
-  mmdebstrap --quiet --variant=minbase --include="$packages" bookworm "$tmp/rootfs.tar"
+  mmdebstrap --quiet --variant=minbase --include="$packages" \
+    --customize-hook="install -D -m 0755 '$verifier' \"\$1/usr/local/bin/suanli-verify\"" \
+    bookworm "$tmp/rootfs.tar"
   docker_ import "$tmp/rootfs.tar" "$image" >/dev/null
   rm -f "$tmp/rootfs.tar"
   echo "--- test image $image: built in $(( $(date +%s) - start )) s"

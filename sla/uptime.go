@@ -25,7 +25,9 @@ import (
 //     while its node is silent is not counted twice).
 //
 // uptime = 100 × (1 − down GPU-seconds / (GPUs × window seconds)); a node
-// without GPUs counts its silence only. A datacentre's uptime is the
+// without GPUs counts its silence only. A node whose latest benchmark
+// report its independent witnesses dispute loses DisputePenaltyPct more
+// while the dispute lasts (disputes.go). A datacentre's uptime is the
 // GPU-weighted average of its nodes'.
 
 // UptimeWindow is the reliability window.
@@ -138,6 +140,10 @@ func RefreshUptime(ctx context.Context, db *models.DB) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	disputed, err := DisputedNodes(ctx, db)
+	if err != nil {
+		return 0, err
+	}
 	ups := make([]rentalstore.NodeUptime, 0, len(ns))
 	bump := false
 	for _, n := range ns {
@@ -146,6 +152,9 @@ func RefreshUptime(ctx context.Context, db *models.DB) (int, error) {
 			from = n.CreatedAt
 		}
 		pct := NodeUptimePct(n.ID, n.GPUs, incs, from, now)
+		if disputed[n.ID] {
+			pct = math.Max(0, pct-DisputePenaltyPct)
+		}
 		if n.Uptime30dPct == nil || math.Round(*n.Uptime30dPct*100) != math.Round(pct*100) {
 			bump = true
 		}

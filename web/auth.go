@@ -37,8 +37,9 @@ func NewSessions(db *models.DB, secure bool) *scs.SessionManager {
 // noSession lists the paths that never need a session or a user.
 func noSession(c echo.Context) bool {
 	p := c.Request().URL.Path
-	// Node agents authenticate with their own credential (agentapi: Handler.agentNode).
-	return strings.HasPrefix(p, "/static/") || strings.HasPrefix(p, "/agent/") || p == "/healthz" || p == "/readyz" || p == "/metrics"
+	// Node agents authenticate with their own credential (agentapi:
+	// Handler.agentNode), rentals' verifiers with theirs (/witness/).
+	return strings.HasPrefix(p, "/static/") || strings.HasPrefix(p, "/agent/") || strings.HasPrefix(p, "/witness/") || p == "/healthz" || p == "/readyz" || p == "/metrics"
 }
 
 // sessions loads and saves the session around a request.

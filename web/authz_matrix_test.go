@@ -683,6 +683,8 @@ var publicRoutes = []string{
 	routenames.ShareRoot, routenames.Share,
 	// A ticket is its own credential, on an apps origin only (TestWorkspaceAppsOnTheirOwnOrigin).
 	routenames.AppsLogin,
+	// A rental's verify token is its own credential (TestWitnessResultsEndpoint).
+	routenames.WitnessResults,
 }
 
 // nodeRoutes are the node agents' routes: public in the route table (no

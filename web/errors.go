@@ -113,7 +113,7 @@ func jsonFields(f apperr.Fields) jsonInvalid {
 
 func isAPI(c echo.Context) bool {
 	p := c.Request().URL.Path
-	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/agent/") || strings.HasPrefix(p, "/webhooks/")
+	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/agent/") || strings.HasPrefix(p, "/witness/") || strings.HasPrefix(p, "/webhooks/")
 }
 
 // answersJSON reports whether an error is answered as the API answers it

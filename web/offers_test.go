@@ -336,9 +336,9 @@ func TestOffersShowBenchmarksAndUptime(t *testing.T) {
 		}
 		want := []string{i64s(f.cq.ID), i64s(f.swpark.ID), i64s(f.science.ID), i64s(f.bj.ID)}
 		must(t, strings.Join(ids, ",") == strings.Join(want, ","), "measured order %v, want %v", ids, want)
-		must(t, string(offers[1]["benchmark"]) == `{"id":`+i64s(f.realID)+`,"measured_bf16_tflops":791.2,"pct_of_nominal":80,"simulated":false,"measured_at":"2026-11-28T14:00:00Z"}`,
+		must(t, string(offers[1]["benchmark"]) == `{"id":`+i64s(f.realID)+`,"measured_bf16_tflops":791.2,"pct_of_nominal":80,"simulated":false,"status":"unverified","measured_at":"2026-11-28T14:00:00Z"}`,
 			"real benchmark %s", offers[1]["benchmark"])
-		must(t, string(offers[2]["benchmark"]) == `{"id":`+i64s(f.simID)+`,"measured_bf16_tflops":642.9,"pct_of_nominal":65,"simulated":true,"measured_at":"2026-11-28T14:00:00Z"}`,
+		must(t, string(offers[2]["benchmark"]) == `{"id":`+i64s(f.simID)+`,"measured_bf16_tflops":642.9,"pct_of_nominal":65,"simulated":true,"status":"simulated","measured_at":"2026-11-28T14:00:00Z"}`,
 			"simulated benchmark %s", offers[2]["benchmark"])
 		must(t, string(offers[3]["benchmark"]) == "null" && string(offers[3]["uptime_30d_pct"]) == "null", "no report: %s %s", offers[3]["benchmark"], offers[3]["uptime_30d_pct"])
 		must(t, string(offers[1]["uptime_30d_pct"]) == "99.97", "uptime %s", offers[1]["uptime_30d_pct"])
@@ -359,23 +359,27 @@ func TestOffersShowBenchmarksAndUptime(t *testing.T) {
 		must(t, res.StatusCode == 400 && strings.Contains(body, `"param":"sort"`), "bad sort: %d %s", res.StatusCode, body)
 
 		_, en := a.get("/offers"+query("gpu", "h100-sxm", "sort", "measured"), "Accept-Language", "en")
-		contains(t, en, "verified 2026-11-28", ">simulated<", "below 70% of nominal", "measured 791.2", "80% of nominal",
-			"measured 642.9", "65% of nominal", `title="Uptime, last 30 days">99.97%<`, `title="Uptime, last 30 days">—<`, "offers without a report follow",
+		// The agent's word alone is not "verified" (issue 17): no independent
+		// witness measured these nodes. The flag is relative to the 80% an
+		// H100 really reaches (85% of it: 68% of nominal), not a flat 70%.
+		contains(t, en, `data-status="unverified"`, ">agent-reported<", ">simulated<", "below 68% of nominal", "measured 791.2", "80% of nominal",
+			"measured 642.9", "65% of nominal", `title="Uptime, last 30 days">99.97%<`, `title="Uptime, last 30 days">—<`, "offers with simulated figures follow",
 			`href="/benchmarks/`+i64s(f.realID)+`"`, `<option value="reliability">Uptime (30 days)</option>`)
-		must(t, strings.Count(en, "below 70% of nominal") == 1, "only the simulated 65%% report is flagged")
+		must(t, strings.Count(en, "below 68% of nominal") == 1, "only the simulated 65%% report is flagged")
+		must(t, !strings.Contains(en, "badge verified"), "a report without an independent witness is shown verified")
 		_, zh := a.get("/offers"+query("gpu", "h100-sxm", "sort", "reliability"), "Accept-Language", "zh-CN")
-		contains(t, zh, "已验证 2026-11-28", ">模拟<", "低于标称 70%", "实测 791.2", "标称的 80%", `title="近 30 天可用性">99.97%<`, `title="近 30 天可用性">—<`, "尚无数据的节点排在最后")
+		contains(t, zh, ">代理自报<", ">模拟<", "低于标称 68%", "实测 791.2", "标称的 80%", `title="近 30 天可用性">99.97%<`, `title="近 30 天可用性">—<`, "尚无数据的节点排在最后")
 		_, page := a.get("/offers?sort=nope", "Accept-Language", "en")
 		contains(t, page, `id="err-sort" role="alert">Unknown sort`)
 
 		_, en = a.get(a.url(routenames.OffersShow, f.swpark.ID), "Accept-Language", "en")
 		contains(t, en, "Latest benchmark", "791.2 TFLOPS", "989 TFLOPS", "799.1 TFLOPS", "2,680 GB/s", "3,350 GB/s",
-			"<strong>80%</strong>", "verified 2026-11-28", "measured 2026-11-28 22:00 (UTC+8)",
+			"<strong>80%</strong>", ">agent-reported<", "measured 2026-11-28 22:00 (UTC+8)",
 			`href="/benchmarks/`+i64s(f.realID)+`"`, `href="/nodes/`+i64s(f.swpark.NodeID)+`/benchmarks"`,
 			"Uptime, last 30 days", "<strong>99.97%</strong>", `href="/sla"`)
-		must(t, !strings.Contains(en, "below 70%"), "an 80%% report is not flagged")
+		must(t, !strings.Contains(en, "below 68%") && !strings.Contains(en, "badge verified"), "an 80%% report is flagged, or shown verified")
 		_, zh = a.get(a.url(routenames.OffersShow, f.science.ID), "Accept-Language", "zh-CN")
-		contains(t, zh, "最新基准测试", "模拟节点代理", "低于标称 70%", "<strong>65%</strong>", "近 30 天可用性", "99.50%")
+		contains(t, zh, "最新基准测试", "模拟节点代理", "低于标称 68%", "<strong>65%</strong>", "近 30 天可用性", "99.50%")
 		_, en = a.get(a.url(routenames.OffersShow, f.bj.ID), "Accept-Language", "en")
 		contains(t, en, "No benchmark report for this node yet.", "not computed yet")
 	})

@@ -83,7 +83,21 @@ func heartbeatSimulated(t *testing.T, a *app, token, model string, gpus int) {
 	defer reader.Close()
 	rentals := &rentals.Service{DB: a.db, Hub: fleet.NewHub(), BaseURL: "http://suanli.test"}
 	host := reader.Read()
+	markSimulatedProvider(t, a.db, token)
 	if _, err := rentals.Fleet().Heartbeat(context.Background(), token, agent.Heartbeat{Host: host, AgentVersion: "test", Launcher: "simulated"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// markSimulatedProvider makes the provider of the node whose token this
+// is a test provider whose nodes run simulated agents, as `suanli admin
+// create-user … --provider NAME --simulated` does: only such a
+// provider's node is accepted as simulated (issue 17).
+func markSimulatedProvider(t *testing.T, db *models.DB, token string) {
+	t.Helper()
+	h := fleet.HashNodeToken(token)
+	if err := db.W.Exec(`UPDATE providers SET simulated = ? WHERE id IN (SELECT provider_id FROM nodes WHERE reg_token_hash = ? OR cred_hash = ?)`,
+		true, h, h).Error; err != nil {
 		t.Fatal(err)
 	}
 }

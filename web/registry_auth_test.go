@@ -51,7 +51,7 @@ func TestRentWithRegistryCredentials(t *testing.T) {
 			"no password":           {body(ref, `{"username":"bob"}`), "invalid", "registry_auth"},
 			"a colon in the user":   {body(ref, `{"username":"bob:x","password":"`+pw+`"}`), "invalid", "registry_auth"},
 			"an unknown field":      {body(ref, `{"username":"bob","password":"`+pw+`","server":"x"}`), "invalid", "body"},
-			"not an object":         {body(ref, `"bob:`+pw+`"`), "invalid", "body"},
+			"not an object":         {body(ref, `"bob:`+pw+`"`), "invalid", "registry_auth"},
 			// The API refuses a NUL anywhere in a body before any handler.
 			"a NUL in the password": {body(ref, `{"username":"bob","password":"`+pw+`\u0000"}`), "malformed", "body"},
 		} {

@@ -14,6 +14,7 @@ import (
 	"suanli/handlers/provider"
 	usageapi "suanli/handlers/usage"
 	volumeapi "suanli/handlers/volumes"
+	"suanli/handlers/witnessapi"
 	"suanli/routenames"
 	"suanli/static"
 	"suanli/tunnel"
@@ -75,6 +76,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 	vh := &volumeapi.Handler{Handler: h}
 	uh := &usageapi.Handler{Handler: h}
 	agh := &agentapi.Handler{Handler: h}
+	wah := &witnessapi.Handler{Handler: h}
 	wh := browser.New(h)
 	// The admin console's handlers (package admin; the access level of its
 	// routes is also called admin, hence the import's name).
@@ -267,6 +269,8 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/agent/v1/tasks", routenames.AgentTasks, agh.AgentTasks, public},
 		{"POST", "/agent/v1/tasks/:id/result", routenames.AgentResult, agh.AgentTaskResult, public},
 		{"POST", "/agent/v1/tasks/:id/progress", routenames.AgentProgress, agh.AgentTaskProgress, public},
+		// The verifier in a rental's container, with the rental's own credential.
+		{"POST", "/witness/v1/rentals/:id/results", routenames.WitnessResults, wah.WitnessResult, public},
 		{"GET", tunnel.PathAgent, routenames.AgentTunnel, agh.AgentTunnel, public},
 
 		// The latency endpoint that visitors' browsers time, as on an agent

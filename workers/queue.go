@@ -18,6 +18,7 @@ import (
 
 	"suanli/idlestop"
 	"suanli/models"
+	"suanli/platformaudit"
 	"suanli/providers"
 	"suanli/rentals"
 )
@@ -69,6 +70,10 @@ type Options struct {
 	Payouts *providers.Payouts
 	// Metrics, when set, counts and times the jobs worked (see JobMetrics).
 	Metrics *JobMetrics
+	// Audits, when set with AuditEvery > 0, runs a pass of the platform's
+	// audits every AuditEvery.
+	Audits     *platformaudit.Service
+	AuditEvery time.Duration
 }
 
 // New builds the queue for db. On SQLite one client on the write
@@ -106,6 +111,9 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 			river.AddWorker(workers, &ScheduleBenchmarksWorker{Rentals: opts.Rentals})
 			river.AddWorker(workers, &IdleStopWorker{IdleStop: &idlestop.Service{Rentals: opts.Rentals}})
 		}
+		if opts.Audits != nil && opts.AuditEvery > 0 {
+			river.AddWorker(workers, &PlatformAuditWorker{Audits: opts.Audits})
+		}
 		cfg.Workers = workers
 		if opts.Metrics != nil {
 			cfg.Middleware = append(cfg.Middleware, opts.Metrics)
@@ -130,6 +138,9 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 					func() (river.JobArgs, *river.InsertOpts) { return WatchArgs{}, nil },
 					&river.PeriodicJobOpts{RunOnStart: true, ID: "watch_health"}),
 				scheduleBenchmarks(), idleStopJob(opts.IdleEvery))
+		}
+		if opts.Audits != nil && opts.AuditEvery > 0 {
+			cfg.PeriodicJobs = append(cfg.PeriodicJobs, platformAuditJob(opts.AuditEvery))
 		}
 		if opts.Mail != nil {
 			cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MailEvery, 10*time.Second)),

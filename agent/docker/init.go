@@ -74,6 +74,23 @@ if [ -s /.suanli/jupyter-token ] && command -v jupyter >/dev/null 2>&1; then
 	/bin/sh /.suanli/jupyter </dev/null &
 fi
 
+# The verifier (suanli-verify): the launcher's copy, on PATH unless the
+# image ships its own, and its settings in a file of root's for the
+# sessions that do not get this environment; run once now, in the
+# background, when the launch asked for it (a platform image) and the
+# renter did not opt out (/workspace/.suanli-no-verify).
+(umask 077; env | grep '^SUANLI_VERIFY_' > /.suanli/verify.env || true)
+if [ -d /usr/local/bin ] && ! command -v suanli-verify >/dev/null 2>&1; then
+	ln -s /.suanli/verify /usr/local/bin/suanli-verify 2>/dev/null || true
+fi
+if [ "${SUANLI_VERIFY_AT_START:-}" = 1 ] && [ ! -e /workspace/.suanli-no-verify ]; then
+	if command -v python3 >/dev/null 2>&1; then
+		(python3 /.suanli/verify --at-start </dev/null >/.suanli/verify.log 2>&1; tail -n 1 /.suanli/verify.log >&2) &
+	else
+		echo "suanli-init: the image has no python3: the verifier cannot run at start" >&2
+	fi
+fi
+
 exec "$sshd" -D -e -o PermitRootLogin=prohibit-password -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no
 `
 
@@ -188,6 +205,7 @@ func initArchive(sshPublicKey string, jc jupyterConf) ([]byte, error) {
 	files := []file{
 		{initPath[1:], 0o755, initScript},
 		{initDir[1:] + "/authorized_keys", 0o600, key},
+		{verifyPath[1:], 0o755, verifyScript},
 	}
 	if jc.Token != "" {
 		fill := strings.NewReplacer("@PORT@", strconv.Itoa(JupyterPort), "@BASE@", jc.BaseURL, "@GIVEUP@", strconv.Itoa(jupyterGiveUp))

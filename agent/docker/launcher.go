@@ -398,7 +398,7 @@ func (d *Launcher) containerConfig(ctx context.Context, spec agent.LaunchSpec, r
 		User:         "0",
 		Entrypoint:   []string{"/bin/sh", initPath},
 		Cmd:          []string{},
-		Env:          []string{"NVIDIA_VISIBLE_DEVICES=" + visible},
+		Env:          append([]string{"NVIDIA_VISIBLE_DEVICES=" + visible}, verifyEnv(spec, d.Simulated, gpus)...),
 		ExposedPorts: nat.PortSet{sshPort: struct{}{}},
 		Labels:       labels,
 		WorkingDir:   "/workspace",

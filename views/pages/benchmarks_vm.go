@@ -27,7 +27,14 @@ type BenchReport struct {
 	// GPUName is the model's name from the report's nominal snapshot, or
 	// its slug.
 	GPUName string
+	// Status is benchmarks.Status: verified, unverified, disputed,
+	// refused or simulated; RefusedReason says why a refused report was.
+	Status        string
+	RefusedReason string
 }
+
+// Refused reports whether the server refused the report.
+func (r BenchReport) Refused() bool { return r.Status == "refused" }
 
 // BenchSubject is the node a report is about, with its datacentre and
 // provider, named in the reader's language.

@@ -32,6 +32,8 @@ type OfferVM struct {
 	// DriverCUDA is the CUDA version the offer's node's driver supports
 	// ("" until its agent reports one).
 	DriverCUDA string
+	// Witnesses are the renter-measured and platform-audited figures.
+	Witnesses OfferWitnesses
 }
 
 // OfferImage is a catalogue image as the offer page lists it.

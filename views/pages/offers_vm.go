@@ -94,6 +94,11 @@ type OfferList struct {
 type OfferListRow struct {
 	Rendered *sync.Map
 	Offer    OfferRowSource
+	// Status, when set, is the benchmark status judged with the offer's
+	// witnesses (renter-measured, platform-audited), which the search
+	// index does not hold: it replaces the report's own and is part of
+	// the cache key.
+	Status string
 }
 
 // OfferRowSource gives an offer's row figures with names in lang.
@@ -138,9 +143,14 @@ type OfferReport struct {
 	BF16TFLOPS, FP16TFLOPS, MemBWGBps, PctOfNominal *float64
 	Simulated                                       bool
 	MeasuredAt                                      time.Time
-	// Flagged is true when the share of nominal is below FlagBelowPct.
+	// Flagged is true when the share of nominal is below FlagBelowPct
+	// (a share of what the model really reaches, ExpectedPct).
 	Flagged      bool
 	FlagBelowPct float64
+	ExpectedPct  float64
+	// Status is benchmarks.Status: verified, unverified, disputed,
+	// refused or simulated.
+	Status string
 }
 
 func (vm OffersVM) gpuChecked(slug string) bool { return slices.Contains(vm.Query.GPUs, slug) }
@@ -238,7 +248,7 @@ func reportURL(vc views.Ctx, r *OfferReport) string {
 
 // flagLabel is the flag of a report below LowPctOfNominal.
 func flagLabel(vc views.Ctx, r *OfferReport) string {
-	return vc.T("offers.m.flag_low", views.Num(r.FlagBelowPct))
+	return vc.T("offers.m.flag_low", views.Num(math.Round(r.FlagBelowPct)))
 }
 
 // uptimeText writes a 30-day uptime, truncated (never rounded up) to two
@@ -258,12 +268,16 @@ func sortLabel(vc views.Ctx, key string) string { return vc.T("sort." + key) }
 // this language and latency city. The result grid of the offer list is
 // most of its page; rendering 50 rows per request was 80% of its cost.
 func cachedRow(vc views.Ctx, o OfferListRow, city string, withDC bool) string {
-	key := rowKey{vc.Lang, city, withDC, vc.Student}
+	key := rowKey{vc.Lang, city, o.Status, withDC, vc.Student}
 	if s, ok := o.Rendered.Load(key); ok {
 		return s.(string)
 	}
 	var b strings.Builder
-	if err := offerRow(vc, o.Offer.Row(vc.Lang), city, withDC).Render(context.Background(), &b); err != nil {
+	row := o.Offer.Row(vc.Lang)
+	if row.Report != nil && o.Status != "" {
+		row.Report.Status = o.Status
+	}
+	if err := offerRow(vc, row, city, withDC).Render(context.Background(), &b); err != nil {
 		// Rendering into a strings.Builder cannot fail but for a template
 		// bug; show nothing rather than half a row.
 		return ""
@@ -274,8 +288,8 @@ func cachedRow(vc views.Ctx, o OfferListRow, city string, withDC bool) string {
 
 // rowKey is what a row's HTML depends on besides the offer.
 type rowKey struct {
-	lang, city      string
-	withDC, student bool
+	lang, city, status string
+	withDC, student    bool
 }
 
 // cachedRows writes the rows of offers straight to the page.
