@@ -188,12 +188,17 @@ func (h *Handler) APIOffersList(c echo.Context) error {
 	for i, o := range res.Offers {
 		ids[i] = o.ID
 	}
-	sums, err := (&witness.Service{DB: h.DB}).Summaries(c.Request().Context(), ids)
+	ws := &witness.Service{DB: h.DB}
+	sums, err := ws.Summaries(c.Request().Context(), ids)
+	if err != nil {
+		return err
+	}
+	nodeSums, err := h.offerWitnesses(c.Request().Context(), res)
 	if err != nil {
 		return err
 	}
 	for _, o := range res.Offers {
-		out.Offers = append(out.Offers, apiOfferWitnessed(&o.OfferRow, student, sums[o.ID]))
+		out.Offers = append(out.Offers, apiOfferWitnessed(&o.OfferRow, student, sums[o.ID], nodeSums[o.NodeID]))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -205,21 +210,26 @@ func (h *Handler) APIOfferShow(c echo.Context) error {
 		return err
 	}
 	student, _ := c.Get(StudentKey).(bool)
-	sm, err := (&witness.Service{DB: h.DB}).Summary(c.Request().Context(), row.ID)
+	ws := &witness.Service{DB: h.DB}
+	sm, err := ws.Summary(c.Request().Context(), row.ID)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiOfferWitnessed(&row, student, sm))
+	nodeSm, err := ws.NodeSummary(c.Request().Context(), row.NodeID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apiOfferWitnessed(&row, student, sm, nodeSm))
 }
 
-// apiOfferWitnessed is apiOffer with the offer's witnesses
+// apiOfferWitnessed is apiOffer with the offer's witnesses sm
 // (renter_measured, platform_audited) and its benchmark status judged
-// with them.
-func apiOfferWitnessed(row *models.OfferRow, student bool, sm witness.Summary) APIOffer {
+// with its node's, nodeSm (the report is the node's).
+func apiOfferWitnessed(row *models.OfferRow, student bool, sm, nodeSm witness.Summary) APIOffer {
 	out := apiOffer(*row, student)
 	out.RenterMeasured, out.PlatformAudited = witnessvm.API(sm.Renter), witnessvm.API(sm.Audit)
 	if out.Benchmark != nil {
-		out.Benchmark.Status = witnessvm.Status(row, sm)
+		out.Benchmark.Status = witnessvm.Status(row, nodeSm)
 	}
 	return out
 }

@@ -149,9 +149,13 @@ func (h *Handler) OfferShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm.Witnesses = witnessvm.Offer(&row, sm)
+	nodeSm, err := (&witness.Service{DB: h.DB}).NodeSummary(c.Request().Context(), row.NodeID)
+	if err != nil {
+		return err
+	}
+	vm.Witnesses = witnessvm.Offer(&row, sm, nodeSm)
 	if r := vm.Offer.Report; r != nil {
-		r.Status = witnessvm.Status(&row, sm)
+		r.Status = witnessvm.Status(&row, nodeSm)
 	}
 	return Render(c, http.StatusOK, pages.OfferPage(vc, vm))
 }
@@ -186,15 +190,16 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 	return Render(c, http.StatusOK, pages.DatacenterPage(ViewCtx(c), vm))
 }
 
-// offerWitnesses reads the witnesses of a page of offers (one query), by
-// offer id, for their benchmark status.
+// offerWitnesses reads the witnesses of the nodes of a page of offers
+// (one query), by node id, for their benchmark status (a report is its
+// node's, judged with all of the node's witnesses).
 func (h *Handler) offerWitnesses(ctx context.Context, res offers.SearchResult) (map[int64]witness.Summary, error) {
 	if len(res.Offers) == 0 {
 		return nil, nil
 	}
 	ids := make([]int64, len(res.Offers))
 	for i, o := range res.Offers {
-		ids[i] = o.ID
+		ids[i] = o.NodeID
 	}
-	return (&witness.Service{DB: h.DB}).Summaries(ctx, ids)
+	return (&witness.Service{DB: h.DB}).NodeSummaries(ctx, ids)
 }

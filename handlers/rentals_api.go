@@ -2,12 +2,8 @@ package handlers
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
-	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -66,11 +62,8 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 func (h *Handler) APIRentalCreate(c echo.Context) error {
 	var in rentBody
 	if err := JSONDecoder(c).Decode(&in); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			// A field of the wrong type ("ports":"8000") is named.
-			field, _, _ := strings.Cut(te.Field, ".")
-			return apperr.Invalid(field, fmt.Sprintf("%s: want a JSON %s, not a JSON %s", field, jsonKind(te.Type), te.Value))
+		if e := apperr.WrongJSONType(err); e != nil {
+			return e // "ports":"8000" names ports
 		}
 		return &apperr.Error{Code: apperr.EINVALID, Field: "body",
 			Message: `want JSON {"offer_id":N,"gpus":N,"sla":"standard"|"premium","term":"on_demand"|"week"|"month","ssh_public_key":"ssh-ed25519 …"}`}
@@ -249,22 +242,4 @@ func (h *Handler) APIRentalChange(c echo.Context) error {
 		out["rental"] = rentaljson.WithIdle(rentaljson.Of(d), d, org)
 	}
 	return c.JSON(http.StatusOK, out)
-}
-
-// jsonKind names what JSON value a Go type is decoded from, for errors
-// that speak the API's language rather than Go's.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map:
-		return "object"
-	case reflect.Slice, reflect.Array:
-		return "array"
-	case reflect.String:
-		return "string"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	}
-	return "number"
 }

@@ -281,57 +281,53 @@ type Summary struct {
 // (offers without any are absent). Simulated results count only for an
 // offer that has no real ones, and are marked.
 func (s *Service) Summaries(ctx context.Context, offerIDs []int64) (map[int64]Summary, error) {
-	now := s.DB.Now()
-	rs, err := witnessstore.ResultsSince(ctx, s.DB, offerIDs, now.Add(-Window))
+	rs, err := witnessstore.ResultsSince(ctx, s.DB, offerIDs, s.DB.Now().Add(-Window))
 	if err != nil {
 		return nil, err
 	}
-	type key struct {
-		offer  int64
-		source string
-	}
-	by := map[key][]witnessstore.Result{}
-	for _, r := range rs {
-		k := key{r.OfferID, r.Source}
-		by[k] = append(by[k], r)
-	}
-	out := map[int64]Summary{}
-	for k, rs := range by {
-		f := figures(rs)
-		sm := out[k.offer]
-		if k.source == witnessstore.SourceAudit {
-			sm.Audit = f
-		} else {
-			sm.Renter = f
-		}
-		out[k.offer] = sm
-	}
-	return out, nil
+	return summarise(rs, func(r witnessstore.Result) int64 { return r.OfferID }), nil
 }
 
-// NodeSummary is the independent figures of all of a node's offers over
-// Window: what a benchmark report (a node's) is judged with.
-func (s *Service) NodeSummary(ctx context.Context, nodeID int64) (Summary, error) {
-	rs, err := witnessstore.NodeResultsSince(ctx, s.DB, nodeID, s.DB.Now().Add(-Window))
+// NodeSummaries are the independent figures of all of each node's offers
+// over Window, by node id: what a node's benchmark report is judged with,
+// wherever it is shown (an offer's badge, the report's page), so that a
+// report has one status whichever of the node's offers shows it.
+func (s *Service) NodeSummaries(ctx context.Context, nodeIDs []int64) (map[int64]Summary, error) {
+	rs, err := witnessstore.NodesResultsSince(ctx, s.DB, nodeIDs, s.DB.Now().Add(-Window))
 	if err != nil {
-		return Summary{}, err
+		return nil, err
 	}
-	var renter, audit []witnessstore.Result
+	return summarise(rs, func(r witnessstore.Result) int64 { return r.NodeID }), nil
+}
+
+// NodeSummary is one node's NodeSummaries.
+func (s *Service) NodeSummary(ctx context.Context, nodeID int64) (Summary, error) {
+	m, err := s.NodeSummaries(ctx, []int64{nodeID})
+	return m[nodeID], err
+}
+
+// summarise groups results by key and source into summaries.
+func summarise(rs []witnessstore.Result, key func(witnessstore.Result) int64) map[int64]Summary {
+	type group struct {
+		key   int64
+		audit bool
+	}
+	by := map[group][]witnessstore.Result{}
 	for _, r := range rs {
-		if r.Source == witnessstore.SourceAudit {
-			audit = append(audit, r)
+		g := group{key(r), r.Source == witnessstore.SourceAudit}
+		by[g] = append(by[g], r)
+	}
+	out := map[int64]Summary{}
+	for g, rs := range by {
+		sm := out[g.key]
+		if g.audit {
+			sm.Audit = figures(rs)
 		} else {
-			renter = append(renter, r)
+			sm.Renter = figures(rs)
 		}
+		out[g.key] = sm
 	}
-	var sm Summary
-	if len(renter) > 0 {
-		sm.Renter = figures(renter)
-	}
-	if len(audit) > 0 {
-		sm.Audit = figures(audit)
-	}
-	return sm, nil
+	return out
 }
 
 // Summary is one offer's independent figures.

@@ -34,18 +34,19 @@ func API(f *witness.Figures) *Figures {
 	return &Figures{Runs: f.Runs, MedianBF16TFLOPS: f.MedianBF16TFLOPS, LastAt: f.LastAt.UTC(), Simulated: f.Simulated}
 }
 
-// Status is the offer's benchmark status judged with its witnesses (""
-// without a report).
-func Status(row *models.OfferRow, sm witness.Summary) string {
-	return string(benchmarks.HeadlineStatus(row.GPUModel, row.Report, benchmarks.IndependentOf(sm)))
+// Status is the offer's benchmark status judged with its node's
+// witnesses (witness.Service.NodeSummary; "" without a report).
+func Status(row *models.OfferRow, nodeSm witness.Summary) string {
+	return string(benchmarks.HeadlineStatus(row.GPUModel, row.Report, benchmarks.IndependentOf(nodeSm)))
 }
 
-// Offer is what the offer page shows of the witnesses, with the
-// disagreement when the report is disputed.
-func Offer(row *models.OfferRow, sm witness.Summary) pages.OfferWitnesses {
+// Offer is what the offer page shows of the offer's witnesses sm, with
+// the disagreement when the report is disputed (judged with the node's,
+// nodeSm).
+func Offer(row *models.OfferRow, sm, nodeSm witness.Summary) pages.OfferWitnesses {
 	w := pages.OfferWitnesses{Renter: figuresVM(sm.Renter), Audit: figuresVM(sm.Audit),
 		WindowDays: int(witness.Window / (24 * time.Hour)), Command: witness.Command, TolerancePct: benchmarks.DisputeTolerance * 100}
-	if r := row.Report; r != nil && Status(row, sm) == string(benchmarks.StatusDisputed) {
+	if r := row.Report; r != nil && Status(row, nodeSm) == string(benchmarks.StatusDisputed) {
 		w.Disputed, w.AgentTFLOPS = true, r.BF16TFLOPS
 	}
 	return w

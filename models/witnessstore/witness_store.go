@@ -101,6 +101,17 @@ func NodeResultsSince(ctx context.Context, db *models.DB, nodeID int64, since ti
 	return rs, err
 }
 
+// NodesResultsSince are the results taken on any of the nodes since a
+// time, oldest first.
+func NodesResultsSince(ctx context.Context, db *models.DB, nodeIDs []int64, since time.Time) ([]Result, error) {
+	var rs []Result
+	if len(nodeIDs) == 0 {
+		return rs, nil
+	}
+	err := db.R.WithContext(ctx).Where("node_id IN ? AND created_at >= ?", nodeIDs, since).Order("created_at, id").Find(&rs).Error
+	return rs, err
+}
+
 // ResultsOfRental are a rental's results, newest first.
 func ResultsOfRental(ctx context.Context, db *models.DB, rentalID int64) ([]Result, error) {
 	var rs []Result
