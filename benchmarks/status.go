@@ -89,6 +89,11 @@ func StatusOf(f Facts, ind Independent) Status {
 	return StatusUnverified
 }
 
+// noBF16: the witnesses' verifier measures a BF16 GEMM, which a model
+// without BF16 tensor cores (V100) runs far below its FP16 figure, so
+// their figures cannot confirm or dispute its report: it stays
+// unverified rather than disputed on every run.
+
 // HeadlineStatus is StatusOf a report headline of a node with GPUs of
 // model slug (nil: no report, and no status).
 func HeadlineStatus(slug string, r *models.ReportHeadline, ind Independent) Status {
@@ -98,6 +103,7 @@ func HeadlineStatus(slug string, r *models.ReportHeadline, ind Independent) Stat
 	f := Facts{Refused: r.Refused, Simulated: r.Simulated, TFLOPS: r.BF16TFLOPS}
 	if m, ok := catalog.GPUModelBySlug(slug); ok && m.BF16TFLOPS == 0 {
 		f.TFLOPS = r.FP16TFLOPS
+		ind = Independent{} // see noBF16
 	}
 	return StatusOf(f, ind)
 }
@@ -107,6 +113,7 @@ func ReportStatus(r *models.BenchmarkReport, ind Independent) Status {
 	f := Facts{Refused: r.Refused(), Simulated: r.Simulated, TFLOPS: r.BF16TFLOPS}
 	if m, ok := catalog.GPUModelBySlug(r.GPUModel); ok && m.BF16TFLOPS == 0 {
 		f.TFLOPS = r.FP16TFLOPS
+		ind = Independent{} // see noBF16
 	}
 	return StatusOf(f, ind)
 }

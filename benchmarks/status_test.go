@@ -30,11 +30,14 @@ func TestStatusOf(t *testing.T) {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
-	// A V100 (no BF16) is judged by its FP16 figure.
+	// A V100 (no BF16) reports FP16; the witnesses measure BF16, which it
+	// runs far slower: they neither confirm nor dispute it.
 	v := 100.0
 	r := &models.ReportHeadline{FP16TFLOPS: &v}
-	if got := HeadlineStatus("v100-32g-sxm2", r, Independent{AuditRuns: 1, AuditMedianTFLOPS: 101}); got != StatusVerified {
-		t.Errorf("V100 by FP16: %s", got)
+	for _, ind := range []Independent{{AuditRuns: 1, AuditMedianTFLOPS: 101}, {RenterRuns: 3, RenterMedianTFLOPS: 20}} {
+		if got := HeadlineStatus("v100-32g-sxm2", r, ind); got != StatusUnverified {
+			t.Errorf("V100 with witnesses %+v: %s, want unverified", ind, got)
+		}
 	}
 	if got := HeadlineStatus("h100-sxm", nil, Independent{}); got != "" {
 		t.Errorf("no report: %q", got)

@@ -87,7 +87,11 @@ func (s *Service) Pass(ctx context.Context) (PassResult, error) {
 			res.TimedOut++
 		}
 	}
-	done, err := witnessstore.AuditRentalsToRelease(ctx, s.DB)
+	u, org, m, err := s.account(ctx)
+	if err != nil {
+		return res, err
+	}
+	done, err := witnessstore.AuditRentalsToRelease(ctx, s.DB, org.ID)
 	if err != nil {
 		return res, err
 	}
@@ -100,10 +104,6 @@ func (s *Service) Pass(ctx context.Context) (PassResult, error) {
 	}
 	due, err := witnessstore.AuditCandidates(ctx, s.DB, now.Add(-cmp.Or(s.Every, DefaultEvery)), cmp.Or(s.PerPass, DefaultPerPass))
 	if err != nil || len(due) == 0 {
-		return res, err
-	}
-	u, org, m, err := s.account(ctx)
-	if err != nil {
 		return res, err
 	}
 	for _, o := range due {

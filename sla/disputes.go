@@ -25,17 +25,19 @@ func DisputedNodes(ctx context.Context, db *models.DB) (map[int64]bool, error) {
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
+	// A report is its node's, judged with all of the node's witnesses,
+	// as the pages judge it.
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
-		ids[i] = r.ID
+		ids[i] = r.NodeID
 	}
-	sums, err := (&witness.Service{DB: db}).Summaries(ctx, ids)
+	sums, err := (&witness.Service{DB: db}).NodeSummaries(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	out := map[int64]bool{}
 	for _, r := range rows {
-		if r.Report != nil && benchmarks.HeadlineStatus(r.GPUModel, r.Report, benchmarks.IndependentOf(sums[r.ID])) == benchmarks.StatusDisputed {
+		if r.Report != nil && benchmarks.HeadlineStatus(r.GPUModel, r.Report, benchmarks.IndependentOf(sums[r.NodeID])) == benchmarks.StatusDisputed {
 			out[r.NodeID] = true
 		}
 	}

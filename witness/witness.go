@@ -155,6 +155,11 @@ func (s *Service) Submit(ctx context.Context, rentalID int64, token string, rep 
 	if (r.Status != models.RentalRunning && r.Status != models.RentalProvisioning) || r.NodeID == nil {
 		return res, apperr.Errorf(apperr.ECONFLICT, "rental %d is %s: results are taken while it runs", r.ID, r.Status)
 	}
+	if n, err := witnessstore.CountResultsOfRental(ctx, s.DB, r.ID); err != nil {
+		return res, err
+	} else if n >= MaxResultsPerRental {
+		return res, apperr.Errorf(apperr.ERATELIMIT, "rental %d has posted %d results, the most one rental may", r.ID, n)
+	}
 	node, err := supply.NodeByIDTx(s.DB.R.WithContext(ctx), *r.NodeID)
 	if err != nil {
 		return res, err
@@ -255,6 +260,12 @@ func check(rep Report, want []string, nodeSimulated bool, model catalog.GPUModel
 	return errs.OrNil()
 }
 
+// MaxResultsPerRental is how many results one rental may post: enough
+// for a renter who runs the verifier now and then, and a bound on what
+// one credential can store (the median takes one vote per rental, see
+// figures, so more would not move it anyway).
+const MaxResultsPerRental = 20
+
 // Figures are an offer's results of one source over Window.
 type Figures struct {
 	// Runs is how many verifier runs were counted.
@@ -349,7 +360,10 @@ func figures(rs []witnessstore.Result) *Figures {
 	if len(real) > 0 {
 		rs = real
 	}
-	var figs []float64
+	// One vote per rental in the median, its latest figure (rs is
+	// oldest first): a renter who posts many runs from one rental, or a
+	// stolen credential, cannot outvote the others.
+	latest := map[int64]float64{}
 	for _, r := range rs {
 		f.Runs++
 		if r.CreatedAt.After(f.LastAt) {
@@ -359,8 +373,12 @@ func figures(rs []witnessstore.Result) *Figures {
 			f.Unhealthy++
 		}
 		if r.BF16TFLOPS != nil {
-			figs = append(figs, *r.BF16TFLOPS)
+			latest[r.RentalID] = *r.BF16TFLOPS
 		}
+	}
+	figs := make([]float64, 0, len(latest))
+	for _, v := range latest {
+		figs = append(figs, v)
 	}
 	if len(figs) > 0 {
 		m := median(figs)

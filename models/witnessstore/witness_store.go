@@ -112,6 +112,13 @@ func NodesResultsSince(ctx context.Context, db *models.DB, nodeIDs []int64, sinc
 	return rs, err
 }
 
+// CountResultsOfRental counts a rental's results.
+func CountResultsOfRental(ctx context.Context, db *models.DB, rentalID int64) (int64, error) {
+	var n int64
+	err := db.R.WithContext(ctx).Model(&Result{}).Where("rental_id = ?", rentalID).Count(&n).Error
+	return n, err
+}
+
 // ResultsOfRental are a rental's results, newest first.
 func ResultsOfRental(ctx context.Context, db *models.DB, rentalID int64) ([]Result, error) {
 	var rs []Result
@@ -216,11 +223,17 @@ func AuditCandidates(ctx context.Context, db *models.DB, since time.Time, limit 
 
 // AuditRentalsToRelease are the rentals of audit runs that have ended
 // (their result came, or their deadline passed) and that still hold
-// their GPUs: neither released nor failed.
-func AuditRentalsToRelease(ctx context.Context, db *models.DB) ([]int64, error) {
+// AuditRentalsToRelease are the audit organisation's rentals not yet
+// released that no running audit run holds: those of ended audits, and
+// any the audit account rented without its run naming it (a crash or a
+// failed write between the rent and SetAuditRental), which would
+// otherwise hold a GPU and bill the platform for ever.
+func AuditRentalsToRelease(ctx context.Context, db *models.DB, auditOrgID int64) ([]int64, error) {
 	var ids []int64
-	err := db.R.WithContext(ctx).Raw(`SELECT r.id FROM audit_runs a JOIN rentals r ON r.id = a.rental_id
-		WHERE a.status <> ? AND r.released_at IS NULL AND r.status <> ? ORDER BY r.id`, AuditRunning, models.RentalFailed).Scan(&ids).Error
+	err := db.R.WithContext(ctx).Raw(`SELECT r.id FROM rentals r
+		WHERE r.org_id = ? AND r.released_at IS NULL AND r.status <> ?
+		AND NOT EXISTS (SELECT 1 FROM audit_runs a WHERE a.rental_id = r.id AND a.status = ?) ORDER BY r.id`,
+		auditOrgID, models.RentalFailed, AuditRunning).Scan(&ids).Error
 	return ids, err
 }
 

@@ -2,6 +2,7 @@ package witnessstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,8 +69,62 @@ func TestAuditQueries(t *testing.T) {
 		if err != nil || !ok || !at.Equal(runs[2].StartedAt) {
 			t.Fatalf("last audit of offer %d: %v %v %v", os[2].ID, at, ok, err)
 		}
-		if ids, err := witnessstore.AuditRentalsToRelease(ctx, db); err != nil || len(ids) != 0 {
+		org := func(name string) models.Org {
+			o := models.Org{Kind: models.OrgTeam, Name: name, Status: models.OrgActive, CreatedAt: now}
+			if err := db.W.Create(&o).Error; err != nil {
+				t.Fatal(err)
+			}
+			return o
+		}
+		audit, other := org("audit"), org("other")
+		u := models.User{Email: "platform-audit@example.com", Name: "Audit", PasswordHash: "x"}
+		if err := db.W.Create(&u).Error; err != nil {
+			t.Fatal(err)
+		}
+		if ids, err := witnessstore.AuditRentalsToRelease(ctx, db, audit.ID); err != nil || len(ids) != 0 {
 			t.Fatalf("to release without rentals: %v %v", ids, err)
+		}
+		// The audit organisation's rentals: one a running run holds, one
+		// of an ended run, one no run names (the rent committed, the
+		// run's write lost), one released already, one failed; and
+		// another organisation's.
+		var made []int64
+		rent := func(org models.Org, status models.RentalStatus, released bool) int64 {
+			r := models.Rental{OrgID: org.ID, UserID: u.ID, OfferID: os[0].ID, ProviderID: os[0].ProviderID, GPUs: 1, SLA: "standard",
+				Term: "on_demand", Status: status, WorkspaceID: fmt.Sprintf("ws-audit-%d", len(made)), PricePerGPUHourFen: 100, CreatedAt: now, UpdatedAt: now}
+			if released {
+				r.ReleasedAt = &now
+			}
+			if err := db.W.Create(&r).Error; err != nil {
+				t.Fatal(err)
+			}
+			made = append(made, r.ID)
+			return r.ID
+		}
+		held, ended, orphan := rent(audit, models.RentalRunning, false), rent(audit, models.RentalRunning, false), rent(audit, models.RentalRunning, false)
+		rent(audit, models.RentalStopped, true)
+		rent(audit, models.RentalFailed, false)
+		rent(other, models.RentalRunning, false)
+		for _, hold := range []struct {
+			status string
+			rental int64
+		}{{witnessstore.AuditRunning, held}, {witnessstore.AuditPassed, ended}} {
+			run := witnessstore.AuditRun{OfferID: os[0].ID, Status: witnessstore.AuditRunning, StartedAt: now, Deadline: now.Add(time.Hour)}
+			if err := witnessstore.InsertAuditRun(ctx, db, &run); err != nil {
+				t.Fatal(err)
+			}
+			if err := witnessstore.SetAuditRental(ctx, db, run.ID, hold.rental); err != nil {
+				t.Fatal(err)
+			}
+			if hold.status != witnessstore.AuditRunning {
+				if _, err := witnessstore.FinishAuditRun(ctx, db, run.ID, hold.status, "", now); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		ids, err := witnessstore.AuditRentalsToRelease(ctx, db, audit.ID)
+		if err != nil || len(ids) != 2 || ids[0] != ended || ids[1] != orphan {
+			t.Fatalf("to release: %v %v, want the ended run's %d and the orphan %d", ids, err, ended, orphan)
 		}
 	})
 }
