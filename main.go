@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"suanli/accounts"
+	"suanli/benchmarks"
 	"suanli/billing"
 	"suanli/config"
 	"suanli/demo"
@@ -217,6 +218,7 @@ func serve(ctx context.Context, args []string) error {
 		demoLogins = []demoLogin{{"admin", "/admin", admin}, {"provider", "/provider", provider}}
 	}
 	index := offers.NewIndex(db)
+	index.Judge = benchmarks.JudgeOffers(db)
 	if _, err := index.Refresh(ctx); err != nil {
 		return err
 	}

@@ -1,6 +1,31 @@
 package benchmarks
 
-import "suanli/witness"
+import (
+	"context"
+
+	"suanli/models"
+	"suanli/witness"
+)
+
+// JudgeOffers is the offer index's judge (offers.Index.Judge): the
+// benchmark status of each listed offer's report, by offer id, judged
+// with its node's witnesses, for the offers whose node has any (the
+// others keep their report's own status). One query per index load.
+func JudgeOffers(db *models.DB) func(context.Context, []models.OfferRow) (map[int64]string, error) {
+	return func(ctx context.Context, rows []models.OfferRow) (map[int64]string, error) {
+		sums, err := (&witness.Service{DB: db}).AllNodeSummaries(ctx)
+		if err != nil || len(sums) == 0 {
+			return nil, err
+		}
+		out := map[int64]string{}
+		for _, r := range rows {
+			if sm, ok := sums[r.NodeID]; ok && r.Report != nil {
+				out[r.ID] = string(HeadlineStatus(r.GPUModel, r.Report, IndependentOf(sm)))
+			}
+		}
+		return out, nil
+	}
+}
 
 // IndependentOf is what a report's status reads of an offer's witnesses
 // (witness.Summary): the real runs that measured a figure. Simulated

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -45,11 +44,7 @@ func (h *Handler) OffersList(c echo.Context) error {
 		}
 		errs = append(errs, e)
 	}
-	sums, err := h.offerWitnesses(c.Request().Context(), res)
-	if err != nil {
-		return err
-	}
-	vm := offersVM(res, sums, fieldMessages(Lang(c), errs), raw, c.QueryString())
+	vm := offersVM(res, fieldMessages(Lang(c), errs), raw, c.QueryString())
 	// The same URL answers a page or a fragment; caches must keep both.
 	c.Response().Header().Add(echo.HeaderVary, "HX-Request")
 	vc := ViewCtx(c)
@@ -171,11 +166,7 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sums, err := h.offerWitnesses(c.Request().Context(), res)
-	if err != nil {
-		return err
-	}
-	vm := pages.DatacenterVM{Datacenter: datacenterInfoVM(&dc, Lang(c)), Latency: lat, Offers: offerListVM(res, sums)}
+	vm := pages.DatacenterVM{Datacenter: datacenterInfoVM(&dc, Lang(c)), Latency: lat, Offers: offerListVM(res)}
 	up, err := sla.DatacenterUptime(c.Request().Context(), h.DB, dc.ID)
 	if err != nil {
 		return err
@@ -188,18 +179,4 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 		vm.LatencySource = "latency.source.demo"
 	}
 	return Render(c, http.StatusOK, pages.DatacenterPage(ViewCtx(c), vm))
-}
-
-// offerWitnesses reads the witnesses of the nodes of a page of offers
-// (one query), by node id, for their benchmark status (a report is its
-// node's, judged with all of the node's witnesses).
-func (h *Handler) offerWitnesses(ctx context.Context, res offers.SearchResult) (map[int64]witness.Summary, error) {
-	if len(res.Offers) == 0 {
-		return nil, nil
-	}
-	ids := make([]int64, len(res.Offers))
-	for i, o := range res.Offers {
-		ids[i] = o.NodeID
-	}
-	return (&witness.Service{DB: h.DB}).NodeSummaries(ctx, ids)
 }

@@ -5,21 +5,19 @@ import (
 
 	"suanli/benchmarks"
 	"suanli/catalog"
-	"suanli/handlers/witnessvm"
 	"suanli/images"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
 	"suanli/views/pages"
-	"suanli/witness"
 )
 
 // offersVM maps a search to the offer list page's view model.
-func offersVM(res offers.SearchResult, nodeSums map[int64]witness.Summary, errs map[string]string, raw url.Values, rawQuery string) pages.OffersVM {
+func offersVM(res offers.SearchResult, errs map[string]string, raw url.Values, rawQuery string) pages.OffersVM {
 	q := res.Query
 	vm := pages.OffersVM{
 		RawQuery: rawQuery, Query: offerQueryVM(q), SortKeys: offers.SortKeys,
-		Results: offerListVM(res, nodeSums), Pages: res.Pages, Errors: errs, Raw: raw,
+		Results: offerListVM(res), Pages: res.Pages, Errors: errs, Raw: raw,
 	}
 	if q.Page > 1 {
 		prev := q
@@ -55,15 +53,13 @@ func offerQueryVM(q offers.Query) pages.OfferQuery {
 }
 
 // offerListVM maps a search's offers to table rows, their benchmark
-// status judged with their nodes' witnesses (nodeSums, by node id). A row carries its index
-// entry's HTML cache and reads the offer only when not cached.
-func offerListVM(res offers.SearchResult, nodeSums map[int64]witness.Summary) pages.OfferList {
+// status judged with their nodes' witnesses as the index holds it. A
+// row carries its index entry's HTML cache and reads the offer only when
+// not cached.
+func offerListVM(res offers.SearchResult) pages.OfferList {
 	rows := make([]pages.OfferListRow, len(res.Offers))
 	for i, o := range res.Offers {
-		rows[i] = pages.OfferListRow{Rendered: &o.Rendered, Offer: (*listedRow)(o)}
-		if sm, ok := nodeSums[o.NodeID]; ok {
-			rows[i].Status = witnessvm.Status(&o.OfferRow, sm)
-		}
+		rows[i] = pages.OfferListRow{Rendered: &o.Rendered, Offer: (*listedRow)(o), Status: o.WitnessStatus}
 	}
 	return pages.OfferList{Total: res.Total, Rows: rows}
 }

@@ -34,6 +34,10 @@ type Listed struct {
 	// tier is the offer's group in the measured order (MeasuredTier).
 	uptimeKey float64
 	tier      MeasuredTier
+	// WitnessStatus is the benchmark status of the offer's report judged
+	// with its node's independent witnesses (see Index.Judge); "" when
+	// none has measured, and the report's own status stands.
+	WitnessStatus string
 	// Rendered lets views cache output derived from this offer alone. An
 	// offer in a snapshot never changes (a change makes a new snapshot), so
 	// neither does its HTML; the cache goes with the snapshot.
@@ -97,6 +101,11 @@ type Index struct {
 	db     *models.DB
 	snap   atomic.Pointer[snapshot]
 	reload sync.Mutex
+	// Judge, when set (before the first Refresh), gives each load the
+	// benchmark status of offers whose report independent witnesses
+	// judged (benchmarks.JudgeOffers), by offer id: Listed.WitnessStatus.
+	// New witness results move the offers version.
+	Judge func(context.Context, []models.OfferRow) (map[int64]string, error)
 }
 
 type snapshot struct {
@@ -241,7 +250,19 @@ func (ix *Index) Refresh(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("load offers: %w", err)
 	}
-	ix.snap.Store(build(rows, version))
+	snap := build(rows, version)
+	if ix.Judge != nil {
+		statuses, err := ix.Judge(ctx, rows)
+		if err != nil {
+			return false, fmt.Errorf("judge offers: %w", err)
+		}
+		for id, st := range statuses {
+			if o := snap.byID[id]; o != nil {
+				o.WitnessStatus = st
+			}
+		}
+	}
+	ix.snap.Store(snap)
 	slog.Debug("offer index reloaded", "offers", len(rows), "version", version, "took", time.Since(start))
 	return true, nil
 }

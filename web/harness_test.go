@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
+	"suanli/benchmarks"
 	"suanli/billing"
 	"suanli/dbtest"
 	"suanli/demo"
@@ -60,6 +61,7 @@ func newAppOptions(t *testing.T, db *models.DB, opts web.Options, change func(*h
 		t.Fatal(err)
 	}
 	ix := offers.NewIndex(db)
+	ix.Judge = benchmarks.JudgeOffers(db)
 	if _, err := ix.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

