@@ -21,6 +21,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"suanli/agent"
+	"suanli/dockertest"
 	"suanli/gpu"
 )
 
@@ -759,19 +760,18 @@ exec sleep 600
 }
 
 // waitForPIDFile waits for a pid written to path.
-func waitForPIDFile(tb testing.TB, path string, deadline time.Duration) int {
+func waitForPIDFile(tb testing.TB, path string, within time.Duration) int {
 	tb.Helper()
-	end := time.Now().Add(deadline)
-	for time.Now().Before(end) {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
-				return pid
-			}
+	var pid int
+	dockertest.Eventually(tb, within, "a pid in "+path, func() (bool, string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tb.Fatalf("no pid in %s within %v", path, deadline)
-	return 0
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0, string(b)
+	})
+	return pid
 }
 
 // alive says whether a process runs: it exists and is not a zombie
@@ -790,17 +790,13 @@ func alive(pid int) bool {
 	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
 }
 
-// waitGone waits until pid no longer runs; false if it still does at the
-// deadline.
-func waitGone(pid int, deadline time.Duration) bool {
-	end := time.Now().Add(deadline)
-	for time.Now().Before(end) {
-		if !alive(pid) {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return !alive(pid)
+// waitGone waits until pid no longer runs, failing the test with what
+// if it still does once within has passed.
+func waitGone(tb testing.TB, pid int, within time.Duration, what string) {
+	tb.Helper()
+	dockertest.Eventually(tb, within, what, func() (bool, string) {
+		return !alive(pid), fmt.Sprintf("pid %d runs", pid)
+	})
 }
 
 // killAtCleanup kills pid when the test ends, should it still run.
@@ -833,9 +829,7 @@ func TestBenchmarkToolDiesWithTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	helper.Wait()
-	if !waitGone(pid, 10*time.Second) {
-		t.Errorf("the tool (pid %d) still runs 10 s after its agent was killed", pid)
-	}
+	waitGone(t, pid, 10*time.Second, "the tool gone after its agent was killed")
 }
 
 // TestBenchmarkStopKillsTheToolsProcessGroup: a benchmark stopped (the
@@ -863,9 +857,7 @@ wait
 	killAtCleanup(t, pid)
 	cancel()
 	rep := <-done
-	if !waitGone(pid, 10*time.Second) {
-		t.Errorf("the tool's worker (pid %d) still runs 10 s after the benchmark was stopped", pid)
-	}
+	waitGone(t, pid, 10*time.Second, "the tool's worker gone after the benchmark was stopped")
 	if l := loadOf(t, rep, "pytorch", agent.MetricBF16GEMM); l.Status != agent.LoadFailed || !strings.Contains(l.Detail, "timed out or stopped") {
 		t.Errorf("stopped tool: %+v", l)
 	}
