@@ -76,7 +76,14 @@ func CheckBounds(run agent.BenchmarkReport, nom agent.Nominal, m catalog.GPUMode
 		maxClock = max(maxClock, t.SMClockMHz)
 	}
 	for _, l := range run.Loads {
-		vals := append([]float64{l.Value}, l.PerGPU...)
+		// Every figure a page may show is judged: the sustained one, the
+		// sweep's best and each sweep step (a bus bandwidth for an
+		// all-reduce), not only the headline.
+		vals := append([]float64{l.Value, l.Best}, l.PerGPU...)
+		vals = append(vals, l.BestPerGPU...)
+		for _, p := range l.Sweep {
+			vals = append(vals, p.Value, p.BusBW)
+		}
 		for _, v := range vals {
 			if bad(v) {
 				return fmt.Sprintf("%s: %v is not a measurement", l.Metric, v)

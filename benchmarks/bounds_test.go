@@ -75,6 +75,13 @@ func TestCheckBounds(t *testing.T) {
 			r.Loads[0].Value, r.Loads[0].PerGPU = 900, nil
 		}, "highest SM clock sampled, 1200 MHz"},
 		{"a clock no H100 runs at", func(r *agent.BenchmarkReport) { r.Telemetry[0].T.SMClockMHz = 1e6 }, "boosts to 1830"},
+		{"a plausible sweep and best", func(r *agent.BenchmarkReport) {
+			r.Loads[0].Best, r.Loads[0].BestPerGPU = 805, []float64{803, 807}
+			r.Loads[0].Sweep = []agent.SweepPoint{{Value: 760}, {Value: 805}}
+		}, ""},
+		{"an absurd best beside a plausible sustained figure", func(r *agent.BenchmarkReport) { r.Loads[0].Best = 1e9 }, "above the nominal 989"},
+		{"an absurd best of one GPU", func(r *agent.BenchmarkReport) { r.Loads[0].BestPerGPU = []float64{800, 1e9} }, "above the nominal 989"},
+		{"an absurd sweep step", func(r *agent.BenchmarkReport) { r.Loads[0].Sweep = []agent.SweepPoint{{Value: 800}, {Value: 5000}} }, "above the nominal 989"},
 		{"a GPU the task did not name", func(r *agent.BenchmarkReport) { r.GPUUUIDs = append(r.GPUUUIDs, "GPU-z") }, "GPU-z"},
 	}
 	for _, c := range cases {

@@ -40,8 +40,8 @@ const DisputeTolerance = 0.15
 // Independent is what witnesses other than the provider's agent measured
 // on the node's GPUs: runs of the verifier inside renters' containers and
 // in the platform's audit rentals, each with its run count and median
-// tensor TFLOPS per GPU (BF16, FP16 for models without). Until those
-// witnesses are wired in it is empty, and no report is verified.
+// BF16 TFLOPS per GPU (IndependentOf; models without BF16 are not judged
+// by it, see noBF16). Empty, no report is verified.
 type Independent struct {
 	RenterRuns         int
 	RenterMedianTFLOPS float64

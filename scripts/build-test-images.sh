@@ -12,9 +12,9 @@
 #                                 the browser-access tests (~26 s)
 #
 # Both are platform images: they ship the verifier (suanli-verify, the
-# launcher's agent/docker/verify.py) at /usr/local/bin/suanli-verify, as
-# the platform's catalogue images do. (The launcher copies it into every
-# container too, so an image built before it shipped works the same.)
+# launcher's agent/docker/verify.py) at /usr/local/bin/suanli-verify. Other
+# images, the catalogue's included, get it from the launcher, which copies
+# it into every container and links it there when the image has none.
 #
 # Needs root (mmdebstrap) and the Debian packages docker.io and mmdebstrap.
 set -euo pipefail

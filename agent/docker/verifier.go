@@ -17,7 +17,7 @@ var verifyScript string
 
 // verifyPath is where the verifier is in a container; the init links it
 // as /usr/local/bin/suanli-verify when the image has none of its own
-// (the platform images ship it there).
+// (the project's test images ship it there; other images get the link).
 const verifyPath = initDir + "/verify"
 
 // The container's environment for the verifier (see verify.py).

@@ -75,6 +75,13 @@ func TestBenchmarkPageSaysHowFiguresWereTaken(t *testing.T) {
 		}
 	}
 
+	// A "sustained" run shorter than the agent's default is called a burst.
+	run.Loads[0].SustainedS = 0.1
+	if en := benchPage(t, locales.EN, run); !strings.Contains(en, "a run of only 0.1 s, shorter than the 10 s a sustained figure needs") || strings.Contains(en, "sustained median over") {
+		t.Error("a 0.1-s run is called sustained")
+	}
+	run.Loads[0].SustainedS = 10.02
+
 	// Samples of the averaged reading say so, whatever else there is.
 	run.Telemetry[1].T.PowerInstant = false
 	if en := benchPage(t, locales.EN, run); !strings.Contains(en, "1-second average") {

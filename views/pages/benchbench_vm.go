@@ -26,6 +26,11 @@ func benchMethod(vc views.Ctx, l agent.Load) string {
 		if l.Best <= 0 {
 			return vc.T("bench.gemm_burst")
 		}
+		// Only a run as long as the agent's default is called sustained:
+		// the duration is the agent's word, a shorter one is a burst.
+		if need := agent.DefaultSustain.Seconds(); l.SustainedS < need {
+			return vc.T("bench.gemm_short", strconv.FormatFloat(l.SustainedS, 'f', 1, 64), strconv.FormatFloat(need, 'f', 0, 64))
+		}
 		secs := strconv.FormatFloat(l.SustainedS, 'f', 0, 64)
 		if n := len(l.PerGPU); l.Concurrent && n > 1 {
 			return vc.T("bench.gemm_method", secs, n, benchFig(l.Best), "TFLOPS")
