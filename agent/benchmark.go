@@ -453,7 +453,7 @@ func simulatedLoads(gpus []gpu.Info, nom *Nominal, f float64) []Load {
 		}
 	}
 	for _, metric := range []string{MetricH2D, MetricD2H} {
-		l := Load{Metric: metric, Tool: LoadSimulated, Status: LoadSimulated, Value: median(pcie), PerGPU: slices.Clone(pcie)}
+		l := Load{Metric: metric, Tool: LoadSimulated, Status: LoadSimulated, Value: loadgen.Median(pcie), PerGPU: slices.Clone(pcie)}
 		l.Say(locales.M("bench.load.sim_pcie", links, f))
 		loads = append(loads, l)
 	}
@@ -464,7 +464,7 @@ func simulatedLoads(gpus []gpu.Info, nom *Nominal, f float64) []Load {
 			ar.Value = nvlink / 2 * f
 			ar.Say(locales.M("bench.load.sim_nvlink", nvlink, nvlink/2, f))
 		} else {
-			ar.Value = median(pcie)
+			ar.Value = loadgen.Median(pcie)
 			ar.Say(locales.M("bench.load.sim_no_nvlink", links, f))
 		}
 		loads = append(loads, ar)
@@ -498,17 +498,4 @@ func repeat(v float64, n int) []float64 {
 		out[i] = v
 	}
 	return out
-}
-
-// median of the values (of the two middle ones when even).
-func median(vs []float64) float64 {
-	if len(vs) == 0 {
-		return 0
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

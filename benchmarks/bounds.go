@@ -8,6 +8,7 @@ import (
 
 	"suanli/agent"
 	"suanli/catalog"
+	"suanli/witness"
 )
 
 // The bounds a benchmark report must keep to be accepted. The agent is
@@ -18,8 +19,9 @@ const (
 	// measured one may be: GPU Boost runs above the clock the datasheet's
 	// rate is computed at (an H100 SXM reaches 1980 MHz against the 1830
 	// of its 989 TFLOPS, +8 %; GeForce cards boost further), and a copy
-	// may round above the published bandwidth by a few percent.
-	NominalMargin = 1.15
+	// may round above the published bandwidth by a few percent. The
+	// witnesses' results are held to the same margin.
+	NominalMargin = witness.NominalMargin
 	// ClockMargin is how far a GEMM rate may be above what the highest SM
 	// clock sampled during the run gives at the model's per-clock rate
 	// (nominal × clock ÷ BoostClockMHz): telemetry is sampled every

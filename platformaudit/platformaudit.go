@@ -193,7 +193,7 @@ func (s *Service) account(ctx context.Context) (*models.User, *models.Org, *mode
 		}
 		// A password nobody knows: the account is never logged in to.
 		u, err = s.Accounts.CreateUser(ctx, Email, fmt.Sprintf("%x", pw), "Suanli platform audit", false)
-		if err != nil && strings.Contains(err.Error(), "exists") {
+		if apperr.Code(err) == apperr.ECONFLICT || ledger.IsUniqueViolation(err) {
 			u, err = s.DB.UserByEmail(ctx, Email) // made by another process meanwhile
 		}
 	}

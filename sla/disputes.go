@@ -5,7 +5,6 @@ import (
 
 	"suanli/benchmarks"
 	"suanli/models"
-	"suanli/witness"
 )
 
 // DisputePenaltyPct is how many percentage points a node's reliability
@@ -25,19 +24,15 @@ func DisputedNodes(ctx context.Context, db *models.DB) (map[int64]bool, error) {
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	// A report is its node's, judged with all of the node's witnesses,
-	// as the pages judge it.
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.NodeID
-	}
-	sums, err := (&witness.Service{DB: db}).NodeSummaries(ctx, ids)
+	// Judged as the offer index judges them: a report is its node's, with
+	// all of the node's witnesses.
+	statuses, err := benchmarks.JudgeOffers(db)(ctx, rows)
 	if err != nil {
 		return nil, err
 	}
 	out := map[int64]bool{}
 	for _, r := range rows {
-		if r.Report != nil && benchmarks.HeadlineStatus(r.GPUModel, r.Report, benchmarks.IndependentOf(sums[r.NodeID])) == benchmarks.StatusDisputed {
+		if statuses[r.ID] == string(benchmarks.StatusDisputed) {
 			out[r.NodeID] = true
 		}
 	}

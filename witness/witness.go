@@ -40,9 +40,8 @@ import (
 const Window = 30 * 24 * time.Hour
 
 // NominalMargin is how far above the catalogue's nominal tensor figure a
-// measured one may be before it is refused: the same margin for boost
-// clocks as the agent's reports get (benchmarks.NominalMargin, which this
-// package cannot import: benchmarks depends on it through fleet).
+// measured one may be before it is refused: the margin for boost clocks,
+// which the agent's reports get too (benchmarks.NominalMargin is this).
 const NominalMargin = 1.15
 
 // TokenPrefix starts every verify token, so that one found in a log or a

@@ -703,7 +703,7 @@ func nvbandwidthLoads(ctx context.Context, limit time.Duration, dir string, gpus
 		if c.metric != MetricD2D {
 			detail += "; " + strings.Join(where, "; ")
 		}
-		loads = append(loads, okLoad(c.metric, toolNVBandwidth, version, median(per[c.metric]), per[c.metric], detail))
+		loads = append(loads, okLoad(c.metric, toolNVBandwidth, version, Median(per[c.metric]), per[c.metric], detail))
 	}
 	return loads
 }
@@ -781,7 +781,7 @@ func nvbandwidthRun(ctx context.Context, limit time.Duration, dir string, env []
 			fail(fmt.Sprintf("%s: %d GPU figures for %d GPUs", c.testcase, len(perGPU), n))
 			continue
 		}
-		loads = append(loads, okLoad(c.metric, toolNVBandwidth, nv.Version, median(perGPU), perGPU, c.detail))
+		loads = append(loads, okLoad(c.metric, toolNVBandwidth, nv.Version, Median(perGPU), perGPU, c.detail))
 	}
 	return loads, pinned
 }
@@ -940,8 +940,8 @@ func ncclCodeVersion(code int) string {
 	return fmt.Sprintf("%d.%d.%d", code/1000, code/100%10, code%100)
 }
 
-// median of the values (of the two middle ones when even).
-func median(vs []float64) float64 {
+// Median is the median of vs (0 for none).
+func Median(vs []float64) float64 {
 	if len(vs) == 0 {
 		return 0
 	}

@@ -92,15 +92,6 @@ func ResultsSince(ctx context.Context, db *models.DB, offerIDs []int64, since ti
 	return rs, err
 }
 
-// NodeResultsSince are the results taken on a node since a time, oldest
-// first (a benchmark report is a node's: its witnesses are all of the
-// node's offers').
-func NodeResultsSince(ctx context.Context, db *models.DB, nodeID int64, since time.Time) ([]Result, error) {
-	var rs []Result
-	err := db.R.WithContext(ctx).Where("node_id = ? AND created_at >= ?", nodeID, since).Order("created_at, id").Find(&rs).Error
-	return rs, err
-}
-
 // AllResultsSince are every result taken since a time, oldest first.
 func AllResultsSince(ctx context.Context, db *models.DB, since time.Time) ([]Result, error) {
 	var rs []Result
@@ -162,13 +153,6 @@ func InsertAuditRun(ctx context.Context, db *models.DB, a *AuditRun) error {
 	return db.W.WithContext(ctx).Create(a).Error
 }
 
-// RunningAudits are the audit runs still waiting for their result.
-func RunningAudits(ctx context.Context, db *models.DB) ([]AuditRun, error) {
-	var as []AuditRun
-	err := db.R.WithContext(ctx).Where("status = ?", AuditRunning).Order("id").Find(&as).Error
-	return as, err
-}
-
 // FinishAuditRun ends a running audit run with status and reason; one
 // that has ended already is left as it is (false).
 func FinishAuditRun(ctx context.Context, db *models.DB, id int64, status, reason string, now time.Time) (bool, error) {
@@ -206,14 +190,6 @@ func SetAuditRental(ctx context.Context, db *models.DB, id, rentalID int64) erro
 	return db.W.WithContext(ctx).Model(&AuditRun{}).Where("id = ?", id).Update("rental_id", rentalID).Error
 }
 
-// AuditRentalIDs are the rentals the audit runs made, so that what
-// counts a provider's reliability can leave them out.
-func AuditRentalIDs(ctx context.Context, db *models.DB) ([]int64, error) {
-	var ids []int64
-	err := db.R.WithContext(ctx).Model(&AuditRun{}).Where("rental_id IS NOT NULL").Pluck("rental_id", &ids).Error
-	return ids, err
-}
-
 // AuditCandidates are listed offers (not the demo's, not synthetic, with
 // their node shown) that have no audit running and none started since
 // since, oldest audit first, at most limit.
@@ -228,8 +204,6 @@ func AuditCandidates(ctx context.Context, db *models.DB, since time.Time, limit 
 	return out, err
 }
 
-// AuditRentalsToRelease are the rentals of audit runs that have ended
-// (their result came, or their deadline passed) and that still hold
 // AuditRentalsToRelease are the audit organisation's rentals not yet
 // released that no running audit run holds: those of ended audits, and
 // any the audit account rented without its run naming it (a crash or a
