@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Launcher starts and stops renters' workloads on this host. A provider
@@ -72,6 +73,9 @@ type StopSpec struct {
 	RentalID    int64
 	WorkspaceID string
 	GPUUUIDs    []string
+	// Grace is how long the workload has between its stop signal and
+	// being killed (zero: it is removed at once).
+	Grace time.Duration
 }
 
 // VolumeSpec names the workspace a delete_volume task removes, and the

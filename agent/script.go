@@ -95,12 +95,14 @@ func (s ScriptLauncher) Launch(ctx context.Context, spec LaunchSpec) (*Access, e
 }
 
 // Stop implements Launcher. The script is expected to succeed when the
-// rental is not running.
+// rental is not running; SUANLI_GRACE_SECONDS is how long the workload
+// has between its stop signal and being killed (0: at once).
 func (s ScriptLauncher) Stop(ctx context.Context, spec StopSpec) error {
 	_, err := s.run(ctx, "stop", []string{
 		"SUANLI_RENTAL_ID=" + strconv.FormatInt(spec.RentalID, 10),
 		"SUANLI_WORKSPACE_ID=" + spec.WorkspaceID,
 		"SUANLI_GPU_UUIDS=" + strings.Join(spec.GPUUUIDs, ","),
+		"SUANLI_GRACE_SECONDS=" + strconv.Itoa(int(spec.Grace/time.Second)),
 	})
 	return err
 }

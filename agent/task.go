@@ -128,6 +128,7 @@ func (a *Agent) stop(ctx context.Context, t Task) Result {
 		RentalID:    t.RentalID,
 		WorkspaceID: t.WorkspaceID,
 		GPUUUIDs:    slices.Clone(t.GPUUUIDs),
+		Grace:       time.Duration(t.GraceSeconds) * time.Second,
 	})
 	if err != nil {
 		return Result{Error: err.Error()}

@@ -115,6 +115,10 @@ type Task struct {
 	// NoGPU launches the container without any GPU (无卡模式); GPUUUIDs
 	// is then empty.
 	NoGPU bool `json:"no_gpu,omitempty"`
+	// GraceSeconds, on a stop task, is how long the workload has between
+	// its stop signal and being killed (an interrupted rental's grace);
+	// zero stops it at once.
+	GraceSeconds int `json:"grace_seconds,omitempty"`
 	// Nominal is sent with a benchmark task.
 	Nominal *Nominal `json:"nominal,omitempty"`
 	// Verify, on a launch task, is the verifier's endpoint and

@@ -337,6 +337,11 @@ type Offer struct {
 	// price of the rental's container without GPUs (无卡模式).
 	StoragePricePerGBMonthFen int64 `gorm:"column:storage_price_per_gb_month_fen;default:30"`
 	NoGPUPricePerHourFen      int64 `gorm:"column:no_gpu_price_per_hour_fen;default:10"`
+	// InterruptibleFloorPerGPUHourFen opts the offer into interruptible
+	// rentals (竞价实例): the lowest bid per GPU-hour it accepts, in the
+	// units of PricePerGPUHourFen (the off-peak discount applies to bids as
+	// to that price). nil: not interruptible.
+	InterruptibleFloorPerGPUHourFen *int64 `gorm:"column:interruptible_floor_per_gpu_hour_fen"`
 	// Images are the slugs of the catalogue images the offer offers
 	// (offer_images; none: every catalogue image). Only the stores that
 	// say so fill it in; it is not a column.

@@ -17,8 +17,9 @@ import (
 )
 
 // RentalStatus is where a rental is in its life: pending → provisioning →
-// running → stopping → stopped, and failed (nothing charged) or migrating
-// (moving off a failing node). rentalTransitions is the one table of the
+// running → stopping → stopped, and failed (nothing charged), migrating
+// (moving off a failing node) or interrupted (an interruptible rental whose
+// GPUs went to a higher priority: it holds none and resumes by itself). rentalTransitions is the one table of the
 // moves between them; the use cases change a status only along it.
 type RentalStatus string
 
@@ -31,23 +32,31 @@ const (
 	RentalStopping     RentalStatus = "stopping"
 	RentalStopped      RentalStatus = "stopped"
 	RentalFailed       RentalStatus = "failed"
+	// RentalInterrupted: an interruptible rental gave its GPUs to an
+	// on-demand rent, a term or a higher bid. Billing ended when its grace
+	// began; it holds no GPUs, keeps its volume, and resumes (new NVML
+	// checks) when GPUs at its bid are free, unless its renter stops it.
+	RentalInterrupted RentalStatus = "interrupted"
 )
 
 // RentalStatuses are all the statuses, in the order of a rental's life.
-var RentalStatuses = []RentalStatus{RentalPending, RentalProvisioning, RentalRunning, RentalMigrating, RentalStopping, RentalStopped, RentalFailed}
+var RentalStatuses = []RentalStatus{RentalPending, RentalProvisioning, RentalRunning, RentalMigrating, RentalStopping, RentalStopped, RentalFailed, RentalInterrupted}
 
 // rentalTransitions lists, for each status, the statuses it may move to.
 var rentalTransitions = map[RentalStatus][]RentalStatus{
-	RentalPending:      {RentalProvisioning, RentalStopping},
-	RentalProvisioning: {RentalRunning, RentalFailed, RentalStopping},
+	RentalPending:      {RentalProvisioning, RentalStopping, RentalInterrupted},
+	RentalProvisioning: {RentalRunning, RentalFailed, RentalStopping, RentalInterrupted},
 	// A week or month term whose price the balance cannot cover fails in
 	// the transaction that set it running (FailUnpaidTerm).
-	RentalRunning:   {RentalMigrating, RentalStopping, RentalFailed},
+	RentalRunning:   {RentalMigrating, RentalStopping, RentalFailed, RentalInterrupted},
 	RentalMigrating: {RentalRunning, RentalStopped, RentalFailed, RentalStopping},
 	RentalStopping:  {RentalStopped},
 	// A stopped rental that ran may be switched or resized, which starts
 	// it again.
 	RentalStopped: {RentalProvisioning},
+	// An interrupted rental resumes (provisioning, new checks) or is
+	// stopped by its renter (then it waits for nothing).
+	RentalInterrupted: {RentalProvisioning, RentalStopped},
 }
 
 // CanMoveTo reports whether the table allows a move from s to next (a
@@ -62,8 +71,28 @@ func (s RentalStatus) Live() bool { return slices.Contains(LiveRentalStatuses, s
 // Ended reports whether the rental is over (stopped or failed).
 func (s RentalStatus) Ended() bool { return s == RentalStopped || s == RentalFailed }
 
-// CanStop reports whether a rental in this status can be asked to stop.
-func (s RentalStatus) CanStop() bool { return s != RentalStopping && s.CanMoveTo(RentalStopping) }
+// CanStop reports whether a rental in this status can be asked to stop
+// (an interrupted one stops at once: it then no longer resumes).
+func (s RentalStatus) CanStop() bool {
+	return s == RentalInterrupted || (s != RentalStopping && s.CanMoveTo(RentalStopping))
+}
+
+// Interruptible reports whether the rental runs on a bid: its GPUs may
+// go to an on-demand rent, a term or a higher bid.
+func (r *Rental) Interruptible() bool { return r.BidPerGPUHourFen != nil }
+
+// TermName is the rental's term as the API and pages name it:
+// "interruptible" for a bid, else its pricing term.
+func (r *Rental) TermName() string {
+	if r.Interruptible() {
+		return TermInterruptible
+	}
+	return string(r.Term)
+}
+
+// TermInterruptible is the API's term of a rental on a bid (stored as an
+// on-demand term with a bid: it is billed per second like one).
+const TermInterruptible = "interruptible"
 
 // CanChange reports whether the rental can be switched or resized: an
 // on-demand one that is running, or stopped after having run.
@@ -151,6 +180,19 @@ type Rental struct {
 	// (comma-separated, ascending: see ParsePorts), proxied at
 	// /rentals/{id}/ports/{port}/.
 	Ports string
+	// BidPerGPUHourFen is an interruptible rental's bid (nil: not
+	// interruptible), in the units of the offer's price (before the
+	// off-peak and student discounts, which apply to it as to any price);
+	// PricePerGPUHourFen equals it while it is one.
+	BidPerGPUHourFen *int64 `gorm:"column:bid_per_gpu_hour_fen"`
+	// InterruptedAt is when it was last interrupted (its grace began and
+	// its billing ended), InterruptReason and InterruptMsg why, GraceUntil
+	// when its container is stopped for good. Kept after a resume, so the
+	// page can say what happened last.
+	InterruptedAt   *time.Time
+	InterruptReason string
+	InterruptMsg    locales.Msg `gorm:"column:interrupt_msg"`
+	GraceUntil      *time.Time
 }
 
 // DeclaredPorts is r's Ports as numbers.
@@ -222,10 +264,20 @@ func (s IdleStop) On() bool { return s.Minutes > 0 }
 // Released reports whether the rental was released (see ReleasedAt).
 func (r *Rental) Released() bool { return r.ReleasedAt != nil }
 
-// Startable reports whether a stopped rental can start again: on demand,
-// not released, with a volume that still exists.
+// Startable reports whether a stopped or interrupted rental can start
+// again: on demand, not released, with a volume that still exists.
 func (r *Rental) Startable(v *Volume) bool {
-	return r.Status == RentalStopped && r.ReleasedAt == nil && r.Term == pricing.OnDemand && v != nil && v.Status == VolumeActive
+	if r.ReleasedAt != nil || r.Term != pricing.OnDemand || v == nil {
+		return false
+	}
+	switch r.Status {
+	case RentalStopped:
+		return v.Status == VolumeActive
+	case RentalInterrupted:
+		// One interrupted before it ever ran still has its new volume.
+		return v.Status == VolumeActive || (v.Status == VolumePending && r.RunningSince == nil)
+	}
+	return false
 }
 
 // WorkspaceKey is the name the node knows the rental's files by: its

@@ -153,7 +153,7 @@ func (s *Service) Change(ctx context.Context, u *models.User, org *models.Org, m
 				return err
 			}
 		}
-		if err := releaseGPUs(tx, cur.ID, now); err != nil {
+		if err := s.releaseGPUs(tx, cur.ID, now); err != nil {
 			return err
 		}
 		next.Attempts = cur.Attempts + 1

@@ -136,7 +136,7 @@ const DetailNodeRetiring = "the provider is retiring this node"
 // endTerm handles a term rental whose term is over.
 func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) (bool, error) {
 	if r.Status == models.RentalStopped {
-		return false, s.DB.Tx(ctx, func(tx *gorm.DB) error { return releaseGPUs(tx, r.ID, now) })
+		return false, s.DB.Tx(ctx, func(tx *gorm.DB) error { return s.releaseGPUs(tx, r.ID, now) })
 	}
 	renew := r.AutoRenew
 	if renew && r.NodeID != nil {
@@ -245,7 +245,7 @@ func (s *Service) migrate(ctx context.Context, rentalID, nodeID, gpuID int64, ki
 			s.stopTaskOf(tx, &r), now); err != nil {
 			return err
 		}
-		if err := releaseGPUs(tx, r.ID, now); err != nil {
+		if err := s.releaseGPUs(tx, r.ID, now); err != nil {
 			return err
 		}
 		moved = true

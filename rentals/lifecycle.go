@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"suanli/apperr"
+	"suanli/bids"
 	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
@@ -36,7 +37,7 @@ type StartInput struct {
 	VolumeID int64
 }
 
-// Start starts a stopped on-demand rental again with its volume: on the
+// Start starts a stopped (or interrupted) on-demand rental again with its volume: on the
 // node that holds the volume's files (local storage), or on any node of
 // the datacentre with free GPUs of the offer's model, its last node first
 // (shared storage). The new GPUs pass the same NVML checks before the
@@ -115,7 +116,7 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 			if err := startNoGPU(tx, &nx, cv, nodes, now); err != nil {
 				return err
 			}
-		} else if err := startWithGPUs(tx, &nx, cv, &o, nodes, now); err != nil {
+		} else if err := s.startWithGPUs(ctx, tx, &nx, cv, &o, nodes, now); err != nil {
 			return err
 		}
 		if err := rentalstore.SwitchRental(tx, &nx, models.RentalProvisioning, now); err != nil {
@@ -125,6 +126,9 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 			return err
 		}
 		ev, detail := locales.M("event.start_requested", cv.ID), fmt.Sprintf("volume #%d", cv.ID)
+		if cur.Status == models.RentalInterrupted && !in.NoGPU {
+			ev, detail = locales.M("bids.event.resuming", cv.ID), fmt.Sprintf("resuming with volume #%d", cv.ID)
+		}
 		if in.NoGPU {
 			ev, detail = locales.M("event.start_no_gpu", cv.ID), fmt.Sprintf("volume #%d, no GPUs", cv.ID)
 		}
@@ -142,9 +146,10 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 }
 
 // startWithGPUs reserves, in tx, the rental's GPUs on the first of nodes
-// that has them free. Without any, the error names where the files are
-// and offers no-GPU mode.
-func startWithGPUs(tx *gorm.DB, r *models.Rental, v *models.Volume, o *models.Offer, nodes []int64, now time.Time) error {
+// that has them free, or where interruptible rentals give way to it
+// (takeGPUs). Without any, the error names where the files are and offers
+// no-GPU mode.
+func (s *Service) startWithGPUs(ctx context.Context, tx *gorm.DB, r *models.Rental, v *models.Volume, o *models.Offer, nodes []int64, now time.Time) error {
 	if !v.Shared() && v.NodeID != nil {
 		// The files are on one node's disk: a node that is not back would
 		// fail the checks and leave the rental nowhere to go.
@@ -157,8 +162,8 @@ func startWithGPUs(tx *gorm.DB, r *models.Rental, v *models.Volume, o *models.Of
 		}
 	}
 	for _, n := range nodes {
-		noFree := func(err error) bool { return errors.Is(err, ErrNoFreeGPUs) }
-		err := models.Attempt(tx, fmt.Sprintf("start%d", n), func() error { return reserveGPUs(tx, r, n, o.GPUModel, now) }, noFree)
+		noFree := func(err error) bool { return errors.Is(err, ErrNoFreeGPUs) || errors.Is(err, bids.ErrOutbid) }
+		err := models.Attempt(tx, fmt.Sprintf("start%d", n), func() error { return s.takeGPUs(ctx, tx, r, n, o.GPUModel, now) }, noFree)
 		if noFree(err) {
 			continue
 		}

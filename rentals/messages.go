@@ -6,7 +6,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"suanli/locales"
 	"suanli/models/supply"
 	"suanli/pricing"
 )
@@ -27,6 +26,3 @@ func nodeLabel(tx *gorm.DB, id int64) string {
 
 // shTime is a time as pages show it (Asia/Shanghai), for message arguments.
 func shTime(t time.Time) string { return t.In(pricing.Shanghai).Format("2006-01-02 15:04") }
-
-// termMsg names a rental's term ("week", "month") as a message.
-func termMsg(term pricing.Term) locales.Msg { return locales.M("msg.term." + string(term)) }

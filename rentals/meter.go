@@ -47,7 +47,7 @@ func (s *Service) chargeTerm(tx *gorm.DB, r *models.Rental, now time.Time, n int
 	key := ledger.TermKey(r.ID, n)
 	price := *r.TermPriceFen
 	txn := &ledger.LedgerTxn{Kind: billing.ChargeKind, Memo: fmt.Sprintf("rental #%d: %s term %d", r.ID, r.Term, n), IdemKey: &key,
-		MemoMsg: locales.M("memo.term", r.ID, termMsg(r.Term), n), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
+		MemoMsg: locales.M("memo.term", r.ID, billing.TermMsg(r.Term), n), RentalID: &r.ID, CreatedBy: &r.UserID, CreatedAt: now}
 	err := ledger.Post(tx, txn,
 		ledger.Leg{Kind: ledger.AccWallet, OrgID: r.OrgID, AmountFen: -price},
 		ledger.Leg{Kind: ledger.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: price})
@@ -211,7 +211,7 @@ func (s *Service) Meter(ctx context.Context) (MeterResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if res.Terms, res.EarnedFen, err = s.EarnTerms(ctx); err != nil {
+	if res.Terms, res.EarnedFen, err = billing.EarnTerms(ctx, s.DB); err != nil {
 		return res, err
 	}
 	if res.Volumes, res.VolumeFen, err = s.Volumes().Meter(ctx); err != nil {
@@ -379,35 +379,10 @@ func refundRental(tx *gorm.DB, r *models.Rental, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	var legs []ledger.Leg
-	// The provider's side (payable and receivable together) is reversed
-	// as one amount, so that neither account crosses zero on the way.
-	provider := map[int64]int64{}
-	for _, s := range sums {
-		switch {
-		case s.Fen == 0:
-		case s.Kind == ledger.AccProviderPayable || s.Kind == ledger.AccProviderReceivable:
-			provider[s.OrgID] += s.Fen
-		default:
-			legs = append(legs, ledger.Leg{Kind: s.Kind, OrgID: s.OrgID, AmountFen: -s.Fen})
-		}
+	legs, err := billing.RefundLegs(tx, sums)
+	if err != nil {
+		return err
 	}
-	for id, fen := range provider {
-		var side []ledger.Leg
-		var err error
-		if fen > 0 {
-			// What the provider was paid for the rental comes back from its
-			// payable, or, where a payout has taken it, is owed.
-			side, err = billing.ProviderDebitLegs(tx, id, fen)
-		} else {
-			side, err = providerCreditLegs(tx, id, -fen)
-		}
-		if err != nil {
-			return err
-		}
-		legs = append(legs, side...)
-	}
-	legs = mergeLegs(legs)
 	// The rental's page shows what it cost: nothing, now; and the provider
 	// has earned nothing of its term.
 	r.BilledFen, r.EarnedFen = 0, 0

@@ -18,6 +18,7 @@ import (
 	"suanli/apperr"
 	"suanli/fleet"
 	"suanli/gpu"
+	"suanli/images"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/ledger"
@@ -114,6 +115,11 @@ func (s *Service) provisionStep(ctx context.Context, r *models.Rental) (done boo
 	offer, err := s.DB.OfferByID(ctx, r.OfferID)
 	if err != nil {
 		return false, 0, err
+	}
+	// GPUs taken from an interrupted rental are checked and handed over
+	// only once its container has ended (its grace).
+	if busy, err := rentalstore.GPUsInGrace(ctx, s.DB, r.ID, graceSlack, now); err != nil || busy {
+		return false, time.Second, err
 	}
 	base := fmt.Sprintf("r%d/a%d", r.ID, r.Attempts)
 	vt, err := s.ensureTask(ctx, nodeID, r, base+"/verify", agent.Task{Kind: agent.TaskVerify, RentalID: r.ID, GPUUUIDs: uuids})
@@ -339,7 +345,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 				return err
 			}
 			wake = append(wake, old)
-			if err := releaseGPUs(tx, r.ID, now); err != nil {
+			if err := s.releaseGPUs(tx, r.ID, now); err != nil {
 				return err
 			}
 		}
@@ -352,7 +358,7 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 		if err != nil {
 			return err
 		}
-		if cands, err = s.compatibleNodes(ctx, tx, &cur, &offer, cands); err != nil {
+		if cands, err = images.CompatibleRentalNodes(ctx, s.DB, tx, &cur, &offer, cands); err != nil {
 			return err
 		}
 		if only, ok, err := volumeNode(tx, &cur); err != nil {
@@ -503,7 +509,7 @@ func (s *Service) markRunning(ctx context.Context, r *models.Rental, nodeID int6
 					s.stopTaskOf(tx, &cur), now); err != nil {
 					return err
 				}
-				return releaseGPUs(tx, cur.ID, now)
+				return s.releaseGPUs(tx, cur.ID, now)
 			}
 		}
 		if cur.NoGPU {

@@ -12,6 +12,7 @@ import (
 
 	"suanli/agent"
 	"suanli/apperr"
+	"suanli/bids"
 	"suanli/billing"
 	"suanli/catalog"
 	"suanli/fleet"
@@ -32,6 +33,10 @@ import (
 // CommissionPct is the platform's share of every rental charge.
 const CommissionPct = billing.CommissionPct
 
+// ReceivableOffsetKind is the ledger kind of a payout run's offset of what
+// a provider owed the platform against its payable.
+const ReceivableOffsetKind = "receivable_offset"
+
 // FreeIfFailsWithin: a rental whose GPUs fail this soon after it started
 // costs nothing at all.
 const FreeIfFailsWithin = 10 * time.Minute
@@ -41,6 +46,10 @@ const FreeIfFailsWithin = 10 * time.Minute
 // does (workers.Queue does, with a River job).
 type Provisioner interface {
 	EnqueueProvision(ctx context.Context, tx *sql.Tx, rentalID int64) error
+	// EnqueueMarket asks, in the transaction that freed GPUs, for the
+	// market passes (resuming interrupted rentals, standing orders) to
+	// run once it commits.
+	EnqueueMarket(ctx context.Context, tx *sql.Tx) error
 }
 
 // Service runs the rental lifecycle: renting, provisioning through the
@@ -72,6 +81,9 @@ type Service struct {
 	// launch task is handed to an agent; nil (no platform key) refuses
 	// rents with registry credentials.
 	Credentials *secrets.Box
+	// InterruptGrace is how long an interrupted rental's container has
+	// between its stop signal and its end (bids.Grace if zero).
+	InterruptGrace time.Duration
 }
 
 func (s *Service) verifyTimeout() time.Duration { return cmp.Or(s.VerifyTimeout, 20*time.Second) }
@@ -103,6 +115,13 @@ type RentInput struct {
 	// IdleStop is the renter's idle-stop setting (zero: off), as
 	// idlestop.Service.Rent checked it against the lab's policy.
 	IdleStop models.IdleStop
+	// Bid, for an interruptible rental (Term on demand), is its bid per
+	// GPU-hour (bids.Check); nil rents on demand or for the term.
+	Bid *int64
+	// Also runs in the rent's transaction once the rental and its GPUs are
+	// written (a standing order marking itself filled, say); its error
+	// undoes the rent.
+	Also func(tx *gorm.DB, r *models.Rental) error
 }
 
 // ErrNoFreeGPUs is returned when an offer has fewer free GPUs than asked.
@@ -186,7 +205,18 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		PricePerGPUHourFen: o.PricePerGPUHourFen, OffpeakPct: o.OffpeakDiscountPct, StudentPct: student, SLASurchargePct: tier.SurchargePct,
 		AutoRenew: in.AutoRenew && term != pricing.OnDemand, CreatedAt: now, UpdatedAt: now, IdleStop: in.IdleStop,
 		MinBilledS: max(o.MinDurationS, pricing.MinimumSeconds), Ports: models.FormatPorts(ports)}
-	need, err := StartNeeds(o, in.GPUs, term, tier, student > 0, now)
+	priced := o
+	if in.Bid != nil {
+		if term != pricing.OnDemand {
+			return nil, &apperr.Error{Code: apperr.EINVALID, Field: "term", Message: "a bid rents interruptibly, billed per second: it cannot be for a week or month term", Key: "bids.err.term"}
+		}
+		if err := bids.Check(o.InterruptibleFloorPerGPUHourFen, o.PricePerGPUHourFen, *in.Bid); err != nil {
+			return nil, err
+		}
+		r.BidPerGPUHourFen, r.PricePerGPUHourFen = new(*in.Bid), *in.Bid
+		priced.PricePerGPUHourFen = *in.Bid
+	}
+	need, err := StartNeeds(priced, in.GPUs, term, tier, student > 0, now)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +239,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 			return nil, err
 		}
 	}
-	img, err := s.resolveImage(ctx, &o, in.Image, in.RegistryAuth)
+	img, err := images.ResolveForRent(ctx, s.DB, s.Credentials, &o, in.Image, in.RegistryAuth)
 	if err != nil {
 		return nil, err
 	}
@@ -234,23 +264,36 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 				return err
 			}
 		}
-		v, err := attachVolume(tx, r, &o, in.VolumeID, in.VolumeGB, now)
+		v, err := volumes.Attach(tx, r, &o, in.VolumeID, in.VolumeGB, now)
 		if err != nil {
 			return err
 		}
 		r.VolumeID = &v.ID
-		if err := reserveGPUs(tx, r, o.NodeID, o.GPUModel, now); err != nil {
+		if err := s.takeGPUs(ctx, tx, r, o.NodeID, o.GPUModel, now); err != nil {
 			return err
 		}
 		if err := models.AddRentalEvent(tx, r.ID, now, "requested", fmt.Sprintf("%d × %s", r.GPUs, o.GPUModel), nil,
 			locales.M("event.requested", catalog.GPUName(o.GPUModel), r.GPUs)); err != nil {
 			return err
 		}
+		if r.Interruptible() {
+			// The offer's clearing price may have moved.
+			if err := models.BumpOffersVersion(tx); err != nil {
+				return err
+			}
+		}
+		if in.Also != nil {
+			if err := in.Also(tx, r); err != nil {
+				return err
+			}
+		}
 		return s.enqueueProvision(ctx, tx, r.ID)
 	})
 	if err != nil {
 		return nil, err
 	}
+	// Wake the node's agent for the stop of any rental this one interrupted.
+	s.Hub.Signal(fleet.NodeKey(o.NodeID))
 	slog.Info("rental requested", "rental", r.ID, "org", org.ID, "user", u.ID, "offer", o.ID, "gpus", r.GPUs, "term", term)
 	return r, nil
 }
@@ -291,11 +334,15 @@ func reserveGPUs(tx *gorm.DB, r *models.Rental, nodeID int64, model string, now 
 }
 
 // releaseGPUs lets go of every GPU the rental holds (see
-// rentalstore.ReleasedGPUState) and refreshes the availability of the offers
-// on their nodes.
-func releaseGPUs(tx *gorm.DB, rentalID int64, now time.Time) error {
+// rentalstore.ReleasedGPUState), refreshes the availability of the offers
+// on their nodes and asks for the market passes (resumes, standing
+// orders) to run once tx commits.
+func (s *Service) releaseGPUs(tx *gorm.DB, rentalID int64, now time.Time) error {
 	nodes, err := rentalstore.ReleaseRentalGPUs(tx, rentalID, now)
-	if err != nil {
+	if err != nil || len(nodes) == 0 {
+		return err
+	}
+	if err := s.enqueueMarket(tx); err != nil {
 		return err
 	}
 	for _, n := range nodes {
@@ -363,6 +410,10 @@ func (s *Service) Stop(ctx context.Context, id int64, reason string, also ...fun
 		switch r.Status {
 		case models.RentalStopped, models.RentalFailed, models.RentalStopping:
 			return nil // already stopping or stopped: stopping twice is fine
+		case models.RentalInterrupted:
+			// It holds no GPUs and its container got its stop: it only no
+			// longer resumes (its volume is kept as it was).
+			return s.stopInterrupted(tx, &r, reason, now, also)
 		case models.RentalRunning:
 			if err := s.meterOne(tx, &r, now, true); err != nil {
 				return err
@@ -405,6 +456,21 @@ func (s *Service) Stop(ctx context.Context, id int64, reason string, also ...fun
 	return &r, err
 }
 
+// stopInterrupted stops, in tx, an interrupted rental for good (it no
+// longer resumes), running also as Stop does.
+func (s *Service) stopInterrupted(tx *gorm.DB, r *models.Rental, reason string, now time.Time, also []func(tx *gorm.DB, r *models.Rental) error) error {
+	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalInterrupted},
+		rentalstore.RentalMove{StoppedAt: &now, StopReason: &reason}); err != nil {
+		return err
+	}
+	for _, f := range also {
+		if err := f(tx, r); err != nil {
+			return err
+		}
+	}
+	return models.AddRentalEvent(tx, r.ID, now, "stopped", reason, nil)
+}
+
 // finishStop completes a stopping rental in tx: on demand its GPUs are
 // released; a term rental keeps them until its term ends.
 func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time) error {
@@ -418,7 +484,7 @@ func (s *Service) finishStop(tx *gorm.DB, rentalID, nodeID int64, now time.Time)
 		return nil
 	}
 	if r.Term == pricing.OnDemand || r.EndsAt == nil || !r.EndsAt.After(now) {
-		if err := releaseGPUs(tx, r.ID, now); err != nil {
+		if err := s.releaseGPUs(tx, r.ID, now); err != nil {
 			return err
 		}
 	}

@@ -149,9 +149,6 @@ func (s *Service) Add(ctx context.Context, u *models.User, org *models.Org, in I
 	return v, nil
 }
 
-// attachVolume gives a new rental its volume in tx: an existing one of
-// the organisation (volumeID), which must be free and in the offer's
-// datacentre (on local storage, on the offer's node), or a new pending
 // List lists an organisation's volumes.
 func (s *Service) List(ctx context.Context, orgID int64) ([]models.Volume, error) {
 	return rentalstore.OrgVolumes(ctx, s.DB, orgID)

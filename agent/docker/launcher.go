@@ -628,12 +628,21 @@ func (d *Launcher) waitRemoved(ctx context.Context, nameOrID string) error {
 const removeWait = 30 * time.Second
 
 // Stop implements Launcher: the container is removed, the workspace kept.
+// With a grace, its processes first get SIGTERM (the image's stop signal)
+// and the grace to end before they are killed.
 func (d *Launcher) Stop(ctx context.Context, spec agent.StopSpec) error {
 	if d.Client == nil {
 		return errors.New("docker launcher: no Docker client")
 	}
 	d.forget(spec.RentalID)
-	return d.removeContainer(ctx, d.ContainerName(spec.RentalID))
+	name := d.ContainerName(spec.RentalID)
+	if spec.Grace > 0 {
+		secs := int(spec.Grace / time.Second)
+		if err := d.Client.ContainerStop(ctx, name, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
+			d.log().Warn("graceful stop failed; removing", "container", name, "err", err)
+		}
+	}
+	return d.removeContainer(ctx, name)
 }
 
 // DeleteVolume implements Launcher: the rental's container, if any,

@@ -1,4 +1,4 @@
-package rentals
+package billing
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"suanli/billing"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/ledger"
@@ -18,10 +17,6 @@ import (
 // provider has earned by running it: it moves from the provider's unearned
 // account to its payable, less the platform's commission.
 const TermEarnedKind = "term_earned"
-
-// ReceivableOffsetKind is the ledger kind of a payout run's offset of what
-// a provider owed the platform against its payable.
-const ReceivableOffsetKind = "receivable_offset"
 
 // termStart is when the term period ending at end began.
 func termStart(term pricing.Term, end time.Time) time.Time {
@@ -70,7 +65,7 @@ func hourShare(r *models.Rental) int64 {
 // account to its payable, the commission on it (carried over the rental's
 // earned total, as charges carry theirs) to platform revenue.
 func earnLegs(r *models.Rental, before, fen int64) []ledger.Leg {
-	return billing.ShareLegs(ledger.Leg{Kind: ledger.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: -fen}, r.ProviderID, before, fen)
+	return ShareLegs(ledger.Leg{Kind: ledger.AccProviderUnearned, OrgID: r.ProviderID, AmountFen: -fen}, r.ProviderID, before, fen)
 }
 
 // earnBatch is how many term rentals one earning transaction moves.
@@ -81,12 +76,12 @@ const earnBatch = 500
 // at a time, a batch of rentals per transaction; the meter runs it on
 // every pass, so a payout pays a term only as far as it has run. It returns how many rentals it moved money
 // for and how much.
-func (s *Service) EarnTerms(ctx context.Context) (n int, fen int64, err error) {
-	now := s.DB.Now().UTC()
+func EarnTerms(ctx context.Context, db *models.DB) (n int, fen int64, err error) {
+	now := db.Now().UTC()
 	var after int64
 	for {
 		var more bool
-		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		err := db.Tx(ctx, func(tx *gorm.DB) error {
 			rs, err := models.TermsToEarn(tx, after, earnBatch)
 			if err != nil {
 				return err
@@ -113,7 +108,7 @@ func (s *Service) EarnTerms(ctx context.Context) (n int, fen int64, err error) {
 				}
 				posts = append(posts, ledger.Posting{
 					Txn: &ledger.LedgerTxn{Kind: TermEarnedKind, Memo: fmt.Sprintf("rental #%d: %s term earned", r.ID, r.Term),
-						MemoMsg: locales.M("memo.term_earned", r.ID, termMsg(r.Term)), RentalID: &r.ID, CreatedAt: now},
+						MemoMsg: locales.M("memo.term_earned", r.ID, TermMsg(r.Term)), RentalID: &r.ID, CreatedAt: now},
 					Legs: earnLegs(r, r.EarnedFen, d)})
 				n++
 				fen += d
@@ -126,50 +121,5 @@ func (s *Service) EarnTerms(ctx context.Context) (n int, fen int64, err error) {
 	}
 }
 
-// mergeLegs sums legs on the same account and drops those that come to
-// zero (a refund's receivable leg meets the receivable the rental's own
-// earlier debits left).
-func mergeLegs(legs []ledger.Leg) []ledger.Leg {
-	type key struct {
-		kind string
-		org  int64
-	}
-	sum := map[key]int64{}
-	var order []key
-	for _, l := range legs {
-		k := key{l.Kind, l.OrgID}
-		if _, ok := sum[k]; !ok {
-			order = append(order, k)
-		}
-		sum[k] += l.AmountFen
-	}
-	out := make([]ledger.Leg, 0, len(order))
-	for _, k := range order {
-		if sum[k] != 0 {
-			out = append(out, ledger.Leg{Kind: k.kind, OrgID: k.org, AmountFen: sum[k]})
-		}
-	}
-	return out
-}
-
-// providerCreditLegs are the legs that give a provider fen back (the
-// reversal of an SLA credit it paid): first what it owes the platform is
-// forgiven, read under lock in tx, then the rest goes to its payable.
-func providerCreditLegs(tx *gorm.DB, providerID, fen int64) ([]ledger.Leg, error) {
-	if fen <= 0 {
-		return nil, nil
-	}
-	recv, err := ledger.LockBalance(tx, ledger.AccProviderReceivable, providerID)
-	if err != nil {
-		return nil, err
-	}
-	toReceivable := min(max(-recv, 0), fen)
-	var legs []ledger.Leg
-	if toReceivable > 0 {
-		legs = append(legs, ledger.Leg{Kind: ledger.AccProviderReceivable, OrgID: providerID, AmountFen: toReceivable})
-	}
-	if rest := fen - toReceivable; rest > 0 {
-		legs = append(legs, ledger.Leg{Kind: ledger.AccProviderPayable, OrgID: providerID, AmountFen: rest})
-	}
-	return legs, nil
-}
+// TermMsg names a rental's term ("week", "month") as a message.
+func TermMsg(term pricing.Term) locales.Msg { return locales.M("msg.term." + string(term)) }
