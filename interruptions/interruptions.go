@@ -7,10 +7,14 @@ package interruptions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+
+	"gorm.io/gorm"
 
 	"suanli/apperr"
 	"suanli/bids"
+	"suanli/locales"
 	"suanli/models"
 	"suanli/models/rentalstore"
 	"suanli/rentals"
@@ -26,7 +30,7 @@ type Service struct {
 // or interrupts lower bids, and passes new NVML checks before it runs. A
 // rental whose balance or spending limit no longer allows an hour at its
 // bid stops (it would only be interrupted by its own limits), and its
-// renter is told why. It returns how many rentals resumed.
+// renter is mailed why. It returns how many rentals resumed.
 func (s *Service) Pass(ctx context.Context) (int, error) {
 	ws, err := rentalstore.InterruptedRentals(ctx, s.Rentals.DB)
 	if err != nil || len(ws) == 0 {
@@ -57,7 +61,7 @@ func (s *Service) Pass(ctx context.Context) (int, error) {
 			if ae.Code == apperr.ECONFLICT {
 				why = rentals.StopBalance
 			}
-			if _, serr := s.Rentals.Stop(ctx, w.RentalID, why); serr != nil {
+			if _, serr := s.Rentals.Stop(ctx, w.RentalID, why, tellRenter(s.Rentals.BaseURL, ae)); serr != nil {
 				return n, serr
 			}
 			slog.Info("interrupted rental stopped: it cannot pay to resume", "rental", w.RentalID, "err", err)
@@ -69,6 +73,22 @@ func (s *Service) Pass(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// tellRenter mails, in the stop's transaction, the renter of an
+// interrupted rental that could not resume why (the limit's message).
+func tellRenter(baseURL string, why *apperr.Error) func(tx *gorm.DB, r *models.Rental) error {
+	return func(tx *gorm.DB, r *models.Rental) error {
+		u, err := models.UserByIDIn(tx, r.UserID)
+		if err != nil {
+			return err
+		}
+		lang := u.MailLang()
+		reason := locales.T(lang, why.Key, why.Args...)
+		return models.EnqueueMail(tx, &models.OutboxMail{ToAddr: u.Email, Lang: lang, CreatedAt: models.Now(tx),
+			Subject: locales.T(lang, "bids.mail.not_resumed.subject", fmt.Sprint(r.ID)),
+			Body:    locales.T(lang, "bids.mail.not_resumed.body", fmt.Sprint(r.ID), reason, fmt.Sprintf("%s/rentals/%d", baseURL, r.ID))})
+	}
 }
 
 // resume starts one interrupted rental again for its renter, as Start
@@ -103,4 +123,3 @@ func (s *Service) resume(ctx context.Context, id int64) error {
 // StopVolumeGone: an interrupted rental whose volume was deleted stops
 // instead of resuming.
 const StopVolumeGone = "its volume was deleted"
-

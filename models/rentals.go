@@ -95,9 +95,11 @@ func (r *Rental) TermName() string {
 const TermInterruptible = "interruptible"
 
 // CanChange reports whether the rental can be switched or resized: an
-// on-demand one that is running, or stopped after having run.
+// on-demand one (not a bid) that is running, or stopped after having run.
 func (r *Rental) CanChange() bool {
-	if r.Term != pricing.OnDemand || (r.NoGPU && r.Status == RentalRunning) {
+	// A bid is for its offer's GPUs at its price: a switch or resize is a
+	// new rental (a new bid).
+	if r.Term != pricing.OnDemand || r.Interruptible() || (r.NoGPU && r.Status == RentalRunning) {
 		return false
 	}
 	return r.Status == RentalRunning || (r.Status == RentalStopped && r.RunningSince != nil)

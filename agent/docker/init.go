@@ -91,7 +91,30 @@ if [ "${SUANLI_VERIFY_AT_START:-}" = 1 ] && [ ! -e /workspace/.suanli-no-verify 
 	fi
 fi
 
-exec "$sshd" -D -e -o PermitRootLogin=prohibit-password -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no
+# sshd beside this shell, which stays PID 1 so that a stop reaches every
+# process: docker signals only PID 1, and the renter's jobs (started over
+# SSH, in Jupyter) would otherwise be killed without a word. On SIGTERM
+# (an interruption's grace, a stop) each process gets SIGTERM, and the
+# container ends once they have all exited, or when docker's grace runs
+# out (SIGKILL).
+"$sshd" -D -e -o PermitRootLogin=prohibit-password -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no &
+sshd_pid=$!
+alive() {
+	for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" = 1 ] && continue
+		read -r _ _ st _ < "$p/stat" 2>/dev/null || continue
+		[ "$st" = Z ] || return 0
+	done
+	return 1
+}
+on_term() {
+	trap - TERM INT
+	kill -TERM -1 2>/dev/null || true
+	while alive; do sleep 0.2; done
+	exit 0
+}
+trap on_term TERM INT
+wait "$sshd_pid"
 `
 
 // JupyterPort is the port the launcher's Jupyter listens on, on the

@@ -512,3 +512,31 @@ func BenchmarkDockerLaunch(b *testing.B) {
 		report(b, d)
 	})
 }
+
+// A stop with a grace (an interruption) gives every process of the
+// container SIGTERM, the renter's own jobs too, and the time to save their
+// work to /workspace before the container ends; the files are there on
+// the next launch.
+func TestDockerStopGivesGrace(t *testing.T) {
+	cli := dockertest.Client(t)
+	id := uniqueID(t)
+	ws := "t" + strconv.FormatInt(id, 10)
+	cleanupRental(t, cli, id, ws)
+	l := dockerLauncher(t, cli, portBaseFor(t, id))
+	key, signer := dockertest.RenterKey(t, "renter@test")
+	spec := agent.LaunchSpec{RentalID: id, WorkspaceID: ws, GPUUUIDs: []string{"GPU-sim-0"}, SSHPublicKey: key, VolumeGB: 1, Limits: &agent.Limits{CPUs: 1, MemoryMiB: 256, ShmMiB: 64}}
+	ctx := context.Background()
+	mustLaunch(t, l, spec)
+	port := agent.SSHPort(l.PortBase, id)
+	// A "training job" that saves a checkpoint when told to stop.
+	mustSSH(t, port, signer, `nohup sh -c 'trap "echo saved > /workspace/checkpoint; exit 0" TERM; echo started > /workspace/job; while :; do sleep 1; done' >/dev/null 2>&1 &
+		while [ ! -s /workspace/job ]; do sleep 0.1; done; echo ok`)
+	if err := l.Stop(ctx, agent.StopSpec{RentalID: id, WorkspaceID: ws, Grace: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	containerGone(t, cli, id)
+	mustLaunch(t, l, spec)
+	if out := mustSSH(t, port, signer, "cat /workspace/checkpoint 2>&1"); out != "saved" {
+		t.Errorf("/workspace/checkpoint = %q: the job got no SIGTERM and grace before the container ended", out)
+	}
+}
