@@ -111,4 +111,3 @@ func BenchmarkVictims(b *testing.B) {
 		}
 	}
 }
-

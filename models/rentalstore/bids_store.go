@@ -40,9 +40,9 @@ func NodeBidHolders(tx *gorm.DB, nodeID int64, model string) ([]BidHolder, error
 	var hs []BidHolder
 	err := tx.Raw(`SELECT r.id AS rental_id, r.bid_per_gpu_hour_fen AS bid, COUNT(*) AS gpus, r.created_at AS created_at
 		FROM rentals r JOIN rental_gpus rg ON rg.rental_id = r.id AND rg.released_at IS NULL JOIN gpus g ON g.id = rg.gpu_id
-		WHERE rg.node_id = ? AND g.gpu_model = ? AND r.bid_per_gpu_hour_fen IS NOT NULL AND r.status IN ?
+		WHERE r.node_id = ? AND r.bid_per_gpu_hour_fen IS NOT NULL AND r.status IN ? AND rg.node_id = ? AND g.gpu_model = ?
 		GROUP BY r.id, r.bid_per_gpu_hour_fen, r.created_at`,
-		nodeID, model, []models.RentalStatus{models.RentalPending, models.RentalProvisioning, models.RentalRunning}).Scan(&hs).Error
+		nodeID, []models.RentalStatus{models.RentalPending, models.RentalProvisioning, models.RentalRunning}, nodeID, model).Scan(&hs).Error
 	return hs, err
 }
 
