@@ -32,6 +32,8 @@ var useCases = []string{
 	"suanli/sla", "suanli/providers", "suanli/metrics", "suanli/audit", "suanli/accounts", "suanli/images", "suanli/volumes",
 	"suanli/workspace",
 	"suanli/idlestop",
+	"suanli/standingorders",
+	"suanli/spendalerts",
 }
 
 // edge is one import of one file: the file relative to the module root

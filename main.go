@@ -31,6 +31,7 @@ import (
 	"suanli/fleet"
 	"suanli/handlers"
 	"suanli/images"
+	"suanli/interruptions"
 	"suanli/mail"
 	"suanli/metrics"
 	"suanli/migrations"
@@ -42,6 +43,7 @@ import (
 	"suanli/providers"
 	"suanli/rentals"
 	"suanli/secrets"
+	"suanli/standingorders"
 	"suanli/views/accountpages"
 	"suanli/web"
 	"suanli/workers"
@@ -483,6 +485,14 @@ func workerOptions(cfg config.Config, work bool, rentals *rentals.Service) worke
 	if rentals != nil {
 		opts.Payouts = payoutsService(rentals.DB, cfg)
 		opts.Audits, opts.AuditEvery = &platformaudit.Service{DB: rentals.DB, Rentals: rentals, Accounts: accountsService(rentals.DB, cfg)}, cfg.AuditEvery
+		resume := &interruptions.Service{Rentals: rentals}
+		opts.Market = append(opts.Market, workers.MarketPass{Name: "resume_interrupted", Run: func(ctx context.Context) error {
+			_, err := resume.Pass(ctx)
+			return err
+		}})
+		// After the resumes: standing orders get what interrupted rentals left.
+		orders := &standingorders.Service{DB: rentals.DB, Rentals: rentals, Accounts: accountsService(rentals.DB, cfg)}
+		opts.Market = append(opts.Market, workers.MarketPass{Name: "standing_orders", Run: orders.Pass})
 	}
 	if cfg.SMTPURL != "" {
 		// Validated with the configuration.

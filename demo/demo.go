@@ -185,6 +185,18 @@ var demoListings = []listing{
 	{"demo-rhein-compute", "eu-frankfurt", "a100-80g-sxm", 8, 0, nvl, 30.00, 18500, 0, 0},
 }
 
+// demoFloorPct opts a few demo offers (datacentre/model) into
+// interruptible rentals (竞价实例) with a floor at this share of their
+// on-demand price, as spot markets price them (40–60 % of on demand).
+var demoFloorPct = map[string]int{
+	"cd-tianfu-swpark/rtx-4090":  45,
+	"cd-hitech/l40s":             60,
+	"cd-science-city/h100-sxm":   55,
+	"cq-liangjiang/a100-80g-sxm": 50,
+	"bj-yizhuang/h20":            40,
+	"sh-jiading/rtx-4090":        50,
+}
+
 // DemoProviderSlug is the first demo provider; its presence means the demo
 // market has been seeded.
 const DemoProviderSlug = "demo-tianfu-compute"
@@ -209,7 +221,12 @@ func SeedDemo(ctx context.Context, db *models.DB) error {
 	for _, l := range demoListings {
 		perDC[l.dc]++
 		name := fmt.Sprintf("%s-%s-%02d", l.dc, l.gpu, perDC[l.dc])
-		seed.Listings = append(seed.Listings, build(l, name, true, false))
+		lst := build(l, name, true, false)
+		if pct, ok := demoFloorPct[l.dc+"/"+l.gpu]; ok {
+			floor := (lst.Offer.PricePerGPUHourFen*int64(pct) + 50) / 100
+			lst.Offer.InterruptibleFloorPerGPUHourFen = &floor
+		}
+		seed.Listings = append(seed.Listings, lst)
 	}
 	if err := demodata.CreateMarket(ctx, db, seed); err != nil {
 		return fmt.Errorf("seed demo: %w", err)

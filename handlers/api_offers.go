@@ -65,6 +65,9 @@ type APIOffer struct {
 	// benchmark.
 	RenterMeasured  *witnessvm.Figures `json:"renter_measured"`
 	PlatformAudited *witnessvm.Figures `json:"platform_audited"`
+	// Interruptible is the offer's floor and clearing price for bids per
+	// GPU-hour before discounts (offers.Interruptible); null: no bids.
+	Interruptible *offers.Interruptible `json:"interruptible"`
 }
 
 // APIOfferBenchmark is the headline of an offer's latest benchmark report (the
@@ -195,6 +198,7 @@ func (h *Handler) APIOffersList(c echo.Context) error {
 	}
 	for _, o := range res.Offers {
 		a := apiOfferWitnessed(&o.OfferRow, student, sums[o.ID], witness.Summary{})
+		a.Interruptible = o.Interruptible
 		if a.Benchmark != nil && o.WitnessStatus != "" {
 			a.Benchmark.Status = o.WitnessStatus // judged with the node's witnesses by the index
 		}
@@ -219,7 +223,11 @@ func (h *Handler) APIOfferShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiOfferWitnessed(&row, student, sm, nodeSm))
+	out := apiOfferWitnessed(&row, student, sm, nodeSm)
+	if out.Interruptible, err = offers.InterruptibleOf(c.Request().Context(), h.DB, &row.Offer); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // apiOfferWitnessed is apiOffer with the offer's witnesses sm

@@ -137,6 +137,11 @@ func (h *Handler) OfferShow(c echo.Context) error {
 		return err
 	}
 	vm.Images = offerImagesVM(imgs)
+	bid, err := offers.InterruptibleOf(c.Request().Context(), h.DB, &row.Offer)
+	if err != nil {
+		return err
+	}
+	vm.Offer.Interruptible = (*pages.OfferInterruptible)(bid)
 	if len(imgs) > 0 {
 		vm.DriverCUDA = imgs[0].DriverCUDA
 	}

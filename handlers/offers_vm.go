@@ -47,7 +47,7 @@ func offersVM(res offers.SearchResult, errs map[string]string, raw url.Values, r
 func offerQueryVM(q offers.Query) pages.OfferQuery {
 	return pages.OfferQuery{
 		GPUs: q.GPUs, City: q.City, Region: q.Region, From: q.From, Interconnect: q.Interconnect, Sort: q.Sort,
-		Available: q.Available, Student: q.Student, Page: q.Page, LatencyCity: q.LatencyCity(),
+		Available: q.Available, Student: q.Student, Interruptible: q.Interruptible, Page: q.Page, LatencyCity: q.LatencyCity(),
 		SortedByMeasured: q.Sort == offers.SortMeasured, SortedByReliability: q.Sort == offers.SortReliability,
 	}
 }
@@ -73,6 +73,7 @@ func (r *listedRow) Row(lang string) pages.OfferRow {
 	row := offerRowVM(&o.OfferRow, lang)
 	row.GPU = o.GPU
 	row.PriceFen, row.StudentPriceFen = o.PriceFen(false), o.PriceFen(true)
+	row.Interruptible = (*pages.OfferInterruptible)(o.Interruptible)
 	return row
 }
 

@@ -12,7 +12,6 @@ import (
 	"suanli/handlers/rentaljson"
 	"suanli/images"
 	"suanli/models"
-	"suanli/pricing"
 	"suanli/rentals"
 )
 
@@ -34,12 +33,19 @@ type rentBody struct {
 	Ports []int `json:"ports"`
 	// IdleStop: {"gpu_util_below_pct":N,"minutes":M}, or null (off).
 	IdleStop json.RawMessage `json:"idle_stop"`
+	// Bid: the term "interruptible"'s bid per GPU-hour (rentaljson.TermIn).
+	Bid *int64 `json:"bid_per_gpu_hour_fen"`
 	// idle is IdleStop as read (bindIdleStop), or from the form.
 	idle models.IdleStop
 }
 
-// rent authorises the renter for the organisation and rents.
+// rent authorises the renter for the organisation and rents (the API's
+// term "interruptible" with its bid: on demand at the bid).
 func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
+	term, bid, err := rentaljson.TermIn(in.Term, in.Bid)
+	if err != nil {
+		return nil, err
+	}
 	orgParam := ""
 	if in.OrgID != 0 {
 		orgParam = strconv.FormatInt(in.OrgID, 10)
@@ -54,7 +60,7 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 		return nil, err
 	}
 	return h.IdleStop().Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
-		SLA: in.SLA, Term: pricing.Term(in.Term), SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew,
+		SLA: in.SLA, Term: term, Bid: bid, SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew,
 		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth, Ports: in.Ports, IdleStop: in.idle})
 }
 
@@ -175,20 +181,6 @@ func (h *Handler) APIRentalsList(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "rentals": out, "total": total, "page": pg.Page, "per_page": pg.PerPage})
 }
 
-// APIChangeQuote is the preview of a switch or resize.
-type APIChangeQuote struct {
-	FromOfferID    int64  `json:"from_offer_id"`
-	ToOfferID      int64  `json:"to_offer_id"`
-	FromGPUModel   string `json:"from_gpu_model"`
-	ToGPUModel     string `json:"to_gpu_model"`
-	FromGPUs       int    `json:"from_gpus"`
-	ToGPUs         int    `json:"to_gpus"`
-	FromFenPerHour int64  `json:"from_fen_per_hour"`
-	ToFenPerHour   int64  `json:"to_fen_per_hour"`
-	SameNode       bool   `json:"same_node"`
-	Currency       string `json:"currency"`
-}
-
 // changeRental previews (confirm false) or applies a switch or resize for
 // a caller who may change the rental: its renter or an organisation admin.
 func (h *Handler) changeRental(c echo.Context, in rentals.ChangeInput, confirm bool) (*rentals.ChangeQuote, *rentals.RentalDetail, error) {
@@ -231,7 +223,7 @@ func (h *Handler) APIRentalChange(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"quote": APIChangeQuote{FromOfferID: q.FromOfferID, ToOfferID: q.ToOfferID, FromGPUModel: q.FromModel, ToGPUModel: q.ToModel,
+	out := map[string]any{"quote": rentaljson.ChangeQuote{FromOfferID: q.FromOfferID, ToOfferID: q.ToOfferID, FromGPUModel: q.FromModel, ToGPUModel: q.ToModel,
 		FromGPUs: q.FromGPUs, ToGPUs: q.ToGPUs, FromFenPerHour: q.FromFenPerHour, ToFenPerHour: q.ToFenPerHour, SameNode: q.SameNode, Currency: "cny"},
 		"confirmed": in.Confirm}
 	if in.Confirm {

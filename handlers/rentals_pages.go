@@ -10,7 +10,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/apperr"
+	"suanli/bids"
 	"suanli/catalog"
+	"suanli/handlers/alertvm"
 	"suanli/handlers/rentalvm"
 	"suanli/idlestop"
 	"suanli/images"
@@ -27,7 +29,7 @@ import (
 )
 
 // rentFields are the rent form's fields.
-var rentFields = append([]string{"org_id", "gpus", "term", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id",
+var rentFields = append([]string{"org_id", "gpus", "term", "bid", "sla", "ssh_public_key", "auto_renew", "image", "image_custom", "volume_gb", "volume_id",
 	"registry_username", "registry_password", "ports"}, idleStopFields...)
 
 // RentNew is GET /offers/{id}/rent: the rent form, its fields taken from
@@ -60,7 +62,8 @@ func (h *Handler) RentCreate(c echo.Context) error {
 		return err
 	}
 	f := ReadForm(c, rentFields...)
-	in := rentBody{OfferID: row.ID, SLA: f.Get("sla"), Term: f.Get("term"), SSHPublicKey: f.Get("ssh_public_key"), AutoRenew: f.Get("auto_renew") != ""}
+	in := rentBody{OfferID: row.ID, SLA: f.Get("sla"), Term: f.Get("term"), SSHPublicKey: f.Get("ssh_public_key"), AutoRenew: f.Get("auto_renew") != "",
+		Bid: rentalvm.ReadBid(f, ViewCtx(c))}
 	status := http.StatusUnprocessableEntity
 	var rentErr error
 	if n, err := strconv.Atoi(strings.TrimSpace(f.Get("gpus"))); err == nil {
@@ -148,7 +151,7 @@ func (h *Handler) rentFormError(c echo.Context, f *views.Form, err error) (int, 
 	case ae.Key == "err.verify_first":
 		err = &apperr.Error{Code: ae.Code, Field: ae.Field, Key: "rent.verify_first", Message: ae.Message}
 	}
-	return formProblems(ViewCtx(c), f, err, rentFields, "balance", "registry_auth")
+	return formProblems(ViewCtx(c), f, err, rentFields, "balance", "registry_auth", bids.Field)
 }
 
 // ErrorStatus is the HTTP status of an error: web.Status, the one
@@ -268,11 +271,11 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 		return vm, err
 	}
 	student := vm.Selected >= 0 && vm.Orgs[vm.Selected].Student
-	vm.Terms = rentalvm.RentTerms(&row.Offer, student)
+	vm.Terms, vm.Bid = rentalvm.RentTerms(&row.Offer, student), rentalvm.RentBid(&row.Offer, h.Index, f)
 	vm.HourPriceFen = offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
 	now := h.DB.Now()
-	q, err := offers.Quote(row.Offer, offers.QuoteInput{GPUs: f.Get("gpus"), Term: f.Get("term"), SLA: f.Get("sla"),
-		VolumeGB: f.Get("volume_gb"), VolumeID: f.Get("volume_id")}, student, now)
+	priced, q, err := rentalvm.Quote(row.Offer, offers.QuoteInput{GPUs: f.Get("gpus"), Term: f.Get("term"), SLA: f.Get("sla"),
+		VolumeGB: f.Get("volume_gb"), VolumeID: f.Get("volume_id")}, f.Get("bid"), student, now)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.EINVALID {
 		if f.Errors[e.Field] == "" {
 			f.Errors[e.Field] = ViewCtx(c).T(e.Key, e.Args...)
@@ -284,7 +287,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 	vm.Quote = &q
 	vm.QuoteEarlyStopKey = offers.EarlyStopOf(q.Term).Key
 	tier, _ := pricing.TierByName(f.Get("sla"))
-	if vm.NeedFen, err = rentals.StartNeeds(row.Offer, q.GPUs, q.Term, tier, student, now); err != nil {
+	if vm.NeedFen, err = rentals.StartNeeds(priced, q.GPUs, q.Term, tier, student, now); err != nil {
 		return vm, err
 	}
 	return vm, nil
@@ -322,6 +325,11 @@ func (h *Handler) Console(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		past, err := h.DB.RentalsOfOrg(ctx, om.Org.ID, false, rentalpages.HistoryLimit)
+		if err != nil {
+			return err
+		}
+		live, past = rentalvm.Waiting(live, past)
 		for _, r := range live {
 			d, err := h.Rentals.Detail(ctx, r.ID)
 			if err != nil {
@@ -332,10 +340,6 @@ func (h *Handler) Console(c echo.Context) error {
 			row.CanChange = rentals.Changeable(&d.Rental, u, &m)
 			vm.Live = append(vm.Live, row)
 		}
-		past, err := h.DB.RentalsOfOrg(ctx, om.Org.ID, false, rentalpages.HistoryLimit)
-		if err != nil {
-			return err
-		}
 		for _, r := range past {
 			o, err := offer(r.OfferID)
 			if err != nil {
@@ -344,6 +348,9 @@ func (h *Handler) Console(c echo.Context) error {
 			a := rentals.Access(&r)
 			vm.History = append(vm.History, rentalvm.ConsoleRow(r, o, lang, om.Org.Name, r.BilledFen, 0, a, o.Demo || (a != nil && a.Simulated), false, now))
 		}
+	}
+	if vm.Alerts, err = alertvm.Console(ctx, h.DB, oms, u.ID); err != nil {
+		return err
 	}
 	newestFirst := func(a, b rentalpages.RentalRow) int { return b.Rental.CreatedAt.Compare(a.Rental.CreatedAt) }
 	slices.SortStableFunc(vm.Live, newestFirst)
@@ -380,6 +387,9 @@ func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *model
 		vm.Volume = h.volumeVM(d)
 	}
 	vm.NoGPU, vm.NoGPURateFen, vm.NoGPUFenPerHour = d.Rental.NoGPU, d.Rental.NoGPUPricePerHourFen, d.Offer.Offer.NoGPUPricePerHourFen
+	if vm.Runway, err = alertvm.RentalRunway(c.Request().Context(), h.DB, &d.Rental); err != nil {
+		return rentalpages.RentalVM{}, err
+	}
 	if lv := d.LeftVolume; lv != nil {
 		fl := &rentalpages.FilesLeft{VolumeID: lv.ID, Node: d.LeftNode, NodeUp: d.LeftNodeUp,
 			CanStartThere: rentals.CanStop(&d.Rental, u, m) && d.StartableOnLeft(),
@@ -406,13 +416,13 @@ func (h *Handler) RentalStart(c echo.Context) error {
 	if v := c.FormValue("volume_id"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id <= 0 {
-			return h.rentalActionRefused(c, apperr.Field("volume_id", "err.volume_unknown"))
+			return h.RentalActionRefused(c, apperr.Field("volume_id", "err.volume_unknown"))
 		}
 		in.VolumeID = id
 	}
 	d, err := h.startRental(c, in)
 	if err != nil {
-		return h.rentalActionRefused(c, err)
+		return h.RentalActionRefused(c, err)
 	}
 	h.Flash(c, "rental.start_flash", d.Rental.ID)
 	return SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
@@ -423,17 +433,17 @@ func (h *Handler) RentalStart(c echo.Context) error {
 func (h *Handler) RentalRelease(c echo.Context) error {
 	d, err := h.releaseRental(c, releaseBody{DeleteVolume: c.FormValue("delete_volume") == "1"})
 	if err != nil {
-		return h.rentalActionRefused(c, err)
+		return h.RentalActionRefused(c, err)
 	}
 	h.Flash(c, "rental.release_flash", d.Rental.ID)
 	return SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10)))
 }
 
-// rentalActionRefused shows a refused start or release (no free GPUs
-// where the files are, too little balance) on the rental page, with the
-// reason above the actions: 409, 422 or, for a spending limit, 403.
-// Errors that are not about the request go to the error handler.
-func (h *Handler) rentalActionRefused(c echo.Context, err error) error {
+// RentalActionRefused shows a refused start, release or raised bid (no
+// free GPUs where the files are, too little balance) on the rental page,
+// with the reason above the actions (a bid's beside it): 409, 422 or, for
+// a spending limit, 403. Errors not about the request go to the error handler.
+func (h *Handler) RentalActionRefused(c echo.Context, err error) error {
 	ae, ok := apperr.As(err)
 	if !ok || ae.Key == "" {
 		return err
@@ -457,7 +467,7 @@ func (h *Handler) rentalActionRefused(c echo.Context, err error) error {
 		return verr
 	}
 	vc := ViewCtx(c)
-	vm.ActionError = vc.T(ae.Key, ae.Args...)
+	vm.ActionError, vm.ActionField = vc.T(ae.Key, ae.Args...), ae.Field
 	if vm.SLA, verr = h.rentalSLA(c, d); verr != nil {
 		return verr
 	}

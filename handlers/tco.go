@@ -74,6 +74,7 @@ func tcoPlanVM(p tco.Plan) tcopages.TCOPlan {
 		OnDemand: tcoOfferVM(p.Offers.OnDemand), Monthly: tcoOfferVM(p.Offers.Monthly),
 		OnDemandFrom: from(p.OnDemandFrom), MonthlyFrom: from(p.MonthlyFrom),
 		Input: p.Input, Result: p.Result,
+		Interruptible: p.Query.Interruptible, InterruptibleOffer: tcoOfferVM(p.Offers.Interruptible),
 	}
 }
 
@@ -91,6 +92,9 @@ func tcoOfferVM(o *offers.Listed) *tcopages.TCOOffer {
 	}
 	if o.Provider != nil {
 		v.Provider = &views.Name{ZH: o.Provider.NameZH, EN: o.Provider.NameEN}
+	}
+	if o.Interruptible != nil {
+		v.ClearingFen = o.Interruptible.ClearingFen
 	}
 	return v
 }

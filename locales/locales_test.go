@@ -35,7 +35,7 @@ func TestCatalogsHaveTheSameKeys(t *testing.T) {
 func TestEveryKeyUsedExists(t *testing.T) {
 	re := regexp.MustCompile(`\b(?:T|N|flash\(c,) ?\(?"([a-z0-9_.-]+)"|\bField\("[a-z0-9_]*", "([a-z0-9_.-]+)"|"((?:err|error|form|lab|org|tokens|mail|role)\.[a-z0-9_.]+)"`)
 	used := map[string]bool{}
-	for _, dir := range []string{"../views", "../handlers", "../offers", "../tco", "../fleet", "../benchmarks", "../rentals", "../billing", "../sla", "../providers", "../metrics", "../audit", "../web", "../accounts", "../models", "../images", "../volumes", "../idlestop"} {
+	for _, dir := range []string{"../views", "../handlers", "../offers", "../tco", "../fleet", "../benchmarks", "../rentals", "../billing", "../sla", "../providers", "../metrics", "../audit", "../web", "../accounts", "../models", "../images", "../volumes", "../idlestop", "../spendalerts"} {
 		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || strings.HasSuffix(p, "_templ.go") || strings.HasSuffix(p, "_test.go") {
 				return err

@@ -43,7 +43,9 @@ func TestStateTransitionTables(t *testing.T) {
 		}
 	}
 	for _, s := range models.RentalStatuses {
-		want := s == models.RentalPending || s == models.RentalProvisioning || s == models.RentalRunning || s == models.RentalMigrating
+		// An interrupted rental stops at once: it then no longer resumes.
+		want := s == models.RentalPending || s == models.RentalProvisioning || s == models.RentalRunning || s == models.RentalMigrating ||
+			s == models.RentalInterrupted
 		if got := s.CanStop(); got != want {
 			t.Errorf("%s.CanStop() = %v, want %v", s, got, want)
 		}

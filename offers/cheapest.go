@@ -14,6 +14,25 @@ type CheapestOffers struct {
 	// Monthly has the lowest monthly price per GPU (then the lower id); nil
 	// when no offer of the model has a monthly price.
 	Monthly *Listed
+	// Interruptible has the lowest expected interruptible price per
+	// GPU-hour, as OnDemand but at its clearing price (InterruptiblePriceFen);
+	// nil when no offer of the model takes bids.
+	Interruptible *Listed
+}
+
+// InterruptiblePriceFen is what a bid at an interruptible offer's clearing
+// price costs the viewer per GPU-hour before the off-peak discount: the
+// clearing price, less the student discount for a student viewer (it
+// applies to bids as to the on-demand price). 0 for an offer that takes no
+// bids.
+func InterruptiblePriceFen(o *Listed, student bool) int64 {
+	if o.Interruptible == nil {
+		return 0
+	}
+	if student {
+		return pricing.Discounted(o.Interruptible.ClearingFen, o.StudentDiscountPct)
+	}
+	return o.Interruptible.ClearingFen
 }
 
 // CheapestOffers returns the cheapest live offers of the model from the
@@ -22,13 +41,19 @@ type CheapestOffers struct {
 func (ix *Index) CheapestOffers(slug string, offpeakSharePct int, student bool) CheapestOffers {
 	list := ix.snap.Load().sorted[listView][SortPrice][slug] // by price, then id
 	out := CheapestOffers{Listed: len(list)}
-	var best, bestMonthly int64
+	var best, bestMonthly, bestBid int64
 	for i := range list {
 		o := list[i].o
 		// Expected price × 10,000, exactly.
-		blended := UnitPriceFen(&o.Offer, pricing.OnDemand, student) * (10000 - int64(offpeakSharePct)*int64(o.OffpeakDiscountPct))
+		offpeak := 10000 - int64(offpeakSharePct)*int64(o.OffpeakDiscountPct)
+		blended := UnitPriceFen(&o.Offer, pricing.OnDemand, student) * offpeak
 		if out.OnDemand == nil || blended < best {
 			out.OnDemand, best = o, blended
+		}
+		if o.Interruptible != nil {
+			if bid := InterruptiblePriceFen(o, student) * offpeak; out.Interruptible == nil || bid < bestBid {
+				out.Interruptible, bestBid = o, bid
+			}
 		}
 		if o.MonthlyPricePerGPUFen == nil {
 			continue

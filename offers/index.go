@@ -12,6 +12,7 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/models"
+	"suanli/models/supply"
 	"suanli/pricing"
 )
 
@@ -34,6 +35,11 @@ type Listed struct {
 	// tier is the offer's group in the measured order (MeasuredTier).
 	uptimeKey float64
 	tier      MeasuredTier
+	// Interruptible is the offer's floor and clearing price for
+	// interruptible renting, nil when it takes no bids; bidKey orders
+	// by it (SortInterruptible).
+	Interruptible *Interruptible
+	bidKey        int64
 	// WitnessStatus is the benchmark status of the offer's report judged
 	// with its node's independent witnesses (see Index.Judge); "" when
 	// none has measured, and the report's own status stands.
@@ -146,6 +152,8 @@ type offerKey struct {
 	maxGPUs   uint8
 	student   bool
 	available bool
+	// interruptible: the offer takes bids (the interruptible filter).
+	interruptible bool
 }
 
 // none numbers a value the snapshot does not know (it never matches).
@@ -154,7 +162,7 @@ const none = 255
 // staticSorts are the keys whose order does not depend on the query. A
 // key's list may alias an earlier one's when the snapshot's data makes
 // their orders equal (see build).
-var staticSorts = []string{SortPrice, SortPricePerTFLOP, SortVRAM, SortMeasured, SortReliability}
+var staticSorts = []string{SortPrice, SortPricePerTFLOP, SortVRAM, SortMeasured, SortReliability, SortInterruptible}
 
 // BelowExpectedShare is the share of what a model really reaches (its
 // catalogue ExpectedPct of nominal: about 80 % on Hopper, 87 % on the
@@ -226,7 +234,7 @@ func measuredTFLOPS(m *catalog.GPUModel, r *models.ReportHeadline) float64 {
 // NewIndex returns an empty index over db; call Refresh to load it.
 func NewIndex(db *models.DB) *Index {
 	ix := &Index{db: db}
-	ix.snap.Store(build(nil, 0))
+	ix.snap.Store(build(nil, 0, nil))
 	return ix
 }
 
@@ -250,7 +258,14 @@ func (ix *Index) Refresh(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("load offers: %w", err)
 	}
-	snap := build(rows, version)
+	// The bids of the offers' live interruptible rentals give their
+	// clearing prices: one more query per load. A bid that changes moves
+	// the offers version, so a reload follows.
+	running, err := supply.LiveBidsByOffer(ctx, ix.db)
+	if err != nil {
+		return false, fmt.Errorf("load bids: %w", err)
+	}
+	snap := build(rows, version, running)
 	if ix.Judge != nil {
 		statuses, err := ix.Judge(ctx, rows)
 		if err != nil {
@@ -287,7 +302,7 @@ func (ix *Index) Run(ctx context.Context, every time.Duration) {
 // Len returns the number of listed offers in the index.
 func (ix *Index) Len() int { return len(ix.snap.Load().byID) }
 
-func build(rows []models.OfferRow, version int64) *snapshot {
+func build(rows []models.OfferRow, version int64, running supply.OfferBids) *snapshot {
 	s := &snapshot{
 		version: version, byID: make(map[int64]*Listed, len(rows)),
 		gpuIdx: map[string]uint8{}, cityIdx: map[string]uint8{}, regionIdx: map[string]uint8{}, dcIdx: map[int64]uint16{},
@@ -309,7 +324,7 @@ func build(rows []models.OfferRow, version int64) *snapshot {
 	for _, m := range catalog.GPUModels() {
 		gpus[m.Slug] = &m
 	}
-	anyMeasured, anyUptime, anyStudent := false, false, false
+	anyMeasured, anyUptime, anyStudent, anyBids := false, false, false, false
 	for _, r := range rows {
 		m, ok := gpus[r.GPUModel]
 		if !ok {
@@ -332,6 +347,9 @@ func build(rows []models.OfferRow, version int64) *snapshot {
 			o.keys[v] = k
 		}
 		anyStudent = anyStudent || o.keys[studentView].price != o.keys[listView].price
+		o.Interruptible = interruptibleOf(&r.Offer, running[r.ID])
+		o.bidKey = bidKey(o.Interruptible)
+		anyBids = anyBids || o.Interruptible != nil
 		if r.Uptime30dPct != nil {
 			o.uptimeKey = *r.Uptime30dPct
 			anyUptime = true
@@ -364,6 +382,8 @@ func build(rows []models.OfferRow, version int64) *snapshot {
 					continue
 				case key == SortReliability && !anyUptime:
 					continue
+				case key == SortInterruptible && !anyBids:
+					continue
 				}
 				// The searches' own comparator, so that merging pre-sorted
 				// runs (mergePage) keeps their order; it reads the compact
@@ -377,6 +397,11 @@ func build(rows []models.OfferRow, version int64) *snapshot {
 			}
 			if !anyUptime {
 				lists[SortReliability] = lists[SortPrice]
+			}
+			// No offer takes bids: every one sorts after the (no)
+			// interruptible ones by price, the price order.
+			if !anyBids {
+				lists[SortInterruptible] = lists[SortPrice]
 			}
 		})
 	}
@@ -492,6 +517,7 @@ func (s *snapshot) key(o *Listed) offerKey {
 		id: o.ID, price: o.PricePerGPUHourFen, vram: uint16(min(o.GPU.VRAMGB, 65535)), dc: dc,
 		gpu: idx8(s.gpuIdx, o.GPUModel), city: idx8(s.cityIdx, o.Datacenter.City), region: idx8(s.regionIdx, o.Datacenter.Region),
 		ic: ic, maxGPUs: uint8(min(o.MaxGPUs, 255)), student: o.StudentDiscountPct > 0, available: o.AvailableGPUs > 0,
+		interruptible: o.Interruptible != nil,
 	}
 }
 

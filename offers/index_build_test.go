@@ -46,6 +46,6 @@ func BenchmarkIndexBuild100k(b *testing.B) {
 	rows := syntheticRows(100_000)
 	b.ReportAllocs()
 	for b.Loop() {
-		build(rows, 1)
+		build(rows, 1, nil)
 	}
 }

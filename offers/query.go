@@ -32,7 +32,7 @@ const (
 )
 
 // SortKeys lists the sort keys in display order.
-var SortKeys = []string{SortPrice, SortPricePerTFLOP, SortLatency, SortVRAM, SortMeasured, SortReliability}
+var SortKeys = []string{SortPrice, SortPricePerTFLOP, SortLatency, SortVRAM, SortMeasured, SortReliability, SortInterruptible}
 
 // Page sizes.
 const (
@@ -53,9 +53,11 @@ type Query struct {
 	Interconnect string
 	Available    bool
 	Student      bool
-	Sort         string
-	Page         int
-	PerPage      int
+	// Interruptible keeps only offers that take bids (竞价实例).
+	Interruptible bool
+	Sort          string
+	Page          int
+	PerPage       int
 	// DatacenterID restricts to one datacentre (the datacentre page).
 	DatacenterID int64
 	// StudentViewer is true when the viewer is a confirmed member of an
@@ -107,6 +109,9 @@ func (q Query) Values() url.Values {
 	}
 	if q.Student {
 		v.Set("student", "1")
+	}
+	if q.Interruptible {
+		v.Set("interruptible", "1")
 	}
 	if q.Sort != "" && q.Sort != SortPrice {
 		v.Set("sort", q.Sort)
@@ -214,7 +219,7 @@ func ParseQuery(v url.Values, allowPerPage bool) (Query, []*apperr.Error) {
 	for _, p := range []struct {
 		name string
 		dst  *bool
-	}{{"available", &q.Available}, {"student", &q.Student}} {
+	}{{"available", &q.Available}, {"student", &q.Student}, {"interruptible", &q.Interruptible}} {
 		b, ok := parseBool(v.Get(p.name))
 		if !ok {
 			errs = append(errs, apperr.Field(p.name, "err.bool"))

@@ -43,12 +43,13 @@ const (
 	fInterconnect
 	fAvailable
 	fStudent
+	fInterruptible
 )
 
 var filterNames = map[filter]string{
 	fGPU: "gpu", fCity: "city", fRegion: "region", fMinGPUs: "min_gpus", fMinVRAM: "min_vram_gb",
 	fMaxPrice: "max_price", fLatency: "max_latency_ms", fInterconnect: "interconnect",
-	fAvailable: "available", fStudent: "student",
+	fAvailable: "available", fStudent: "student", fInterruptible: "interruptible",
 }
 
 func (q *Query) active() []filter {
@@ -68,6 +69,7 @@ func (q *Query) active() []filter {
 	add(q.Interconnect != "", fInterconnect)
 	add(q.Available, fAvailable)
 	add(q.Student, fStudent)
+	add(q.Interruptible, fInterruptible)
 	return fs
 }
 
@@ -78,6 +80,7 @@ type compiled struct {
 	city, region, latCity      uint8
 	hasLat, hasIC, hasDC       bool
 	available, student         bool
+	interruptible              bool
 	icMask                     uint8 // bit i set: interconnect code i allowed
 	minGPUs                    uint8
 	minVRAM                    uint16
@@ -90,7 +93,7 @@ type compiled struct {
 }
 
 func (s *snapshot) compile(q *Query) compiled {
-	c := compiled{anyGPU: len(q.GPUs) == 0, available: q.Available, student: q.Student,
+	c := compiled{anyGPU: len(q.GPUs) == 0, available: q.Available, student: q.Student, interruptible: q.Interruptible,
 		minGPUs: uint8(min(q.MinGPUs, 255)), minVRAM: uint16(min(q.MinVRAMGB, 65535)), maxPrice: q.MaxPriceFen,
 		view: viewOf(q.StudentViewer)}
 	for _, g := range q.GPUs {
@@ -151,7 +154,8 @@ func (c *compiled) match(s *snapshot, k *offerKey, skip filter) bool {
 		skip != fMaxPrice && c.maxPrice > 0 && k.price > c.maxPrice,
 		skip != fInterconnect && c.hasIC && c.icMask&(1<<k.ic) == 0,
 		skip != fAvailable && c.available && !k.available,
-		skip != fStudent && c.student && !k.student:
+		skip != fStudent && c.student && !k.student,
+		skip != fInterruptible && c.interruptible && !k.interruptible:
 		return false
 	}
 	if skip != fLatency && c.hasLat {
@@ -390,6 +394,8 @@ func (s *snapshot) relaxations(q Query) []Relaxation {
 			rq.Available = false
 		case fStudent:
 			rq.Student = false
+		case fInterruptible:
+			rq.Interruptible = false
 		case fLatency:
 			if math.IsInf(best, 1) {
 				continue
@@ -475,6 +481,13 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int
 		return func(a, b entry) int {
 			if ua, ub := a.o.uptimeKey, b.o.uptimeKey; ua != ub {
 				return cmp.Compare(ub, ua)
+			}
+			return byPrice(a, b)
+		}
+	case SortInterruptible:
+		return func(a, b entry) int {
+			if ba, bb := a.o.bidKey, b.o.bidKey; ba != bb {
+				return cmp.Compare(ba, bb)
 			}
 			return byPrice(a, b)
 		}

@@ -1,6 +1,7 @@
 package offers_test
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -55,6 +56,14 @@ func TestSearchSortOrders(t *testing.T) {
 				return b.GPU.VRAMGB - a.GPU.VRAMGB
 			case offers.SortLatency:
 				return cmpF(a.Latency["chengdu"], b.Latency["chengdu"])
+			case offers.SortInterruptible:
+				bid := func(o *offers.Listed) int64 {
+					if o.Interruptible == nil {
+						return 1 << 62
+					}
+					return o.Interruptible.ClearingFen
+				}
+				return cmp.Or(cmp.Compare(bid(a), bid(b)), cmp.Compare(a.PricePerGPUHourFen, b.PricePerGPUHourFen))
 			case offers.SortReliability:
 				up := func(o *offers.Listed) float64 {
 					if o.Uptime30dPct == nil {

@@ -22,7 +22,8 @@ import (
 // randomStudentMarket seeds n synthetic offers, then gives every offer a
 // random price in a narrow band and a random student discount (so the
 // student order crosses the list order often and rounds to ties), and
-// some nodes a benchmark report and an uptime. It returns the loaded index.
+// some nodes a benchmark report and an uptime, and a fifth of the offers an
+// interruptible floor. It returns the loaded index.
 func randomStudentMarket(t *testing.T, db *models.DB, n int, rng *rand.Rand) *offers.Index {
 	t.Helper()
 	ctx := context.Background()
@@ -52,6 +53,8 @@ func randomStudentMarket(t *testing.T, db *models.DB, n int, rng *rand.Rand) *of
 			SELECT id, gpu_model, 1, 'verified', false, '{}', '{}', 100 + id % 7 * 50, 60 + id % 40, ?, ? FROM nodes WHERE id % 3 = 0`,
 		`UPDATE nodes SET latest_report_id = (SELECT MAX(r.id) FROM benchmark_reports r WHERE r.node_id = nodes.id) WHERE id % 3 = 0`,
 		`UPDATE nodes SET uptime_30d_pct = 99 + (id % 5) / 10.0 WHERE id % 4 = 0`,
+		// A fifth of the offers take bids, with floors that tie often.
+		`UPDATE offers SET interruptible_floor_per_gpu_hour_fen = 900 + id % 7 * 100 WHERE id % 5 = 0`,
 		`UPDATE market_versions SET version = version + 1 WHERE name = 'offers'`,
 	} {
 		var args []any
@@ -129,6 +132,16 @@ func bruteOrder(key, from string) func(a, b *offers.Listed) int {
 		first = func(a, b *offers.Listed) int { return cmp.Compare(up(b), up(a)) }
 	case offers.SortLatency:
 		first = func(a, b *offers.Listed) int { return cmp.Compare(lat(a), lat(b)) }
+	case offers.SortInterruptible:
+		// By clearing price (before discounts, the price bids are in),
+		// offers that take no bids last.
+		bid := func(o *offers.Listed) int64 {
+			if o.Interruptible == nil {
+				return math.MaxInt64
+			}
+			return o.Interruptible.ClearingFen
+		}
+		first = func(a, b *offers.Listed) int { return cmp.Compare(bid(a), bid(b)) }
 	}
 	return func(a, b *offers.Listed) int {
 		return cmp.Or(first(a, b), cmp.Compare(studentPrice(a), studentPrice(b)), cmp.Compare(a.ID, b.ID))

@@ -12,13 +12,13 @@ func TestValidatorCompilesAndChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := http.Header{"Content-Type": {"application/json; charset=UTF-8"}}
-	if err := v.CheckResponse("GET", "/api/v1/wallet", 200, h, []byte(`{"org_id":1,"balance_fen":5,"refundable_fen":0,"currency":"cny"}`)); err != nil {
+	if err := v.CheckResponse("GET", "/api/v1/wallet", 200, h, []byte(`{"org_id":1,"balance_fen":5,"refundable_fen":0,"currency":"cny","runway":{"rate_fen_per_hour":0,"rentals_fen_per_hour":0,"storage_fen_per_hour":0,"running_rentals":0,"volumes":0,"lasts_seconds":null},"alerts":[]}`)); err != nil {
 		t.Errorf("good wallet: %v", err)
 	}
-	if err := v.CheckResponse("GET", "/api/v1/wallet", 200, h, []byte(`{"org_id":1,"balance_fen":5,"currency":"cny"}`)); err == nil {
+	if err := v.CheckResponse("GET", "/api/v1/wallet", 200, h, []byte(`{"org_id":1,"balance_fen":5,"currency":"cny","runway":{"rate_fen_per_hour":0,"rentals_fen_per_hour":0,"storage_fen_per_hour":0,"running_rentals":0,"volumes":0,"lasts_seconds":null},"alerts":[]}`)); err == nil {
 		t.Error("a wallet without refundable_fen passed")
 	}
-	if err := v.CheckResponse("GET", "/api/v1/wallet", 200, h, []byte(`{"org_id":1,"balance_fen":5,"refundable_fen":0,"currency":"cny","extra":1}`)); err == nil {
+	if err := v.CheckResponse("GET", "/api/v1/wallet", 200, h, []byte(`{"org_id":1,"balance_fen":5,"refundable_fen":0,"currency":"cny","runway":{"rate_fen_per_hour":0,"rentals_fen_per_hour":0,"storage_fen_per_hour":0,"running_rentals":0,"volumes":0,"lasts_seconds":null},"alerts":[],"extra":1}`)); err == nil {
 		t.Error("an undocumented field passed")
 	}
 	if err := v.CheckResponse("GET", "/api/v1/wallet", 500, h, []byte(`{"error":{"code":"internal","message":"x"}}`)); err == nil {

@@ -35,6 +35,10 @@ type OfferInput struct {
 	CustomImages                                         bool
 	StoragePricePerGBMonthFen, NoGPUPricePerHourFen      *int64
 	Images                                               []string
+	// InterruptibleFloorPerGPUHourFen opts the offer into interruptible
+	// rentals (竞价实例) with this lowest bid per GPU-hour, at most the
+	// on-demand price; nil: not interruptible.
+	InterruptibleFloorPerGPUHourFen *int64
 }
 
 // OfferPatch is a partial change of an offer; nil fields stay as they are.
@@ -52,7 +56,14 @@ type OfferPatch struct {
 	// Images replaces the offer's catalogue images; an empty list means
 	// every catalogue image.
 	Images *[]string
+	// InterruptibleFloorPerGPUHourFen, when non-nil, sets the floor of
+	// interruptible rentals (a pointer to nil: the offer takes no bids
+	// any more). Bids already placed keep running at their bid.
+	InterruptibleFloorPerGPUHourFen **int64
 }
+
+// FloorField is the API's name of an offer's interruptible floor.
+const FloorField = "interruptible_floor_per_gpu_hour_fen"
 
 // Offer limits.
 const (
@@ -120,6 +131,11 @@ func checkOffer(in OfferInput, n *models.Node, gpuCount int) (OfferInput, error)
 	}
 	if mo := in.MonthlyPricePerGPUFen; mo != nil && (*mo < 1 || (h > 0 && *mo >= 30*24*h)) {
 		errs = append(errs, apperr.Field("monthly_price_per_gpu_fen", "providers.err.monthly_price", pricing.FenToYuanString(30*24*h)))
+	}
+	// A floor above the on-demand price would take no bid: an on-demand
+	// rent costs that and is never interrupted (bids.Check).
+	if f := in.InterruptibleFloorPerGPUHourFen; f != nil && (*f < 1 || (h > 0 && *f > h)) {
+		errs = append(errs, apperr.Field(FloorField, "providers.err.interruptible_floor", pricing.FenToYuanString(max(h, 1))))
 	}
 	if in.OffpeakDiscountPct < 0 || in.OffpeakDiscountPct > MaxDiscountPct {
 		errs = append(errs, apperr.Field("offpeak_discount_pct", "providers.err.range", 0, MaxDiscountPct))
@@ -293,7 +309,8 @@ func (p *Service) CreateOffer(ctx context.Context, u *models.User, providerID in
 			PricePerGPUHourFen: in.PricePerGPUHourFen, WeeklyPricePerGPUFen: in.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: in.MonthlyPricePerGPUFen,
 			OffpeakDiscountPct: in.OffpeakDiscountPct, StudentDiscountPct: in.StudentDiscountPct, MinDurationS: in.MinDurationS,
 			SLATiers: strings.Join(in.SLATiers, ","), Status: models.OfferListed, CreatedAt: now, UpdatedAt: now,
-			CustomImages: in.CustomImages, StoragePricePerGBMonthFen: *in.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: *in.NoGPUPricePerHourFen}
+			CustomImages: in.CustomImages, StoragePricePerGBMonthFen: *in.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: *in.NoGPUPricePerHourFen,
+			InterruptibleFloorPerGPUHourFen: in.InterruptibleFloorPerGPUHourFen}
 		if in.Paused {
 			o.Status = models.OfferPaused
 		}
@@ -365,7 +382,8 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 			WeeklyPricePerGPUFen: o.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen,
 			OffpeakDiscountPct: o.OffpeakDiscountPct, StudentDiscountPct: o.StudentDiscountPct, MinDurationS: o.MinDurationS,
 			SLATiers: strings.Split(o.SLATiers, ","), Paused: o.Status == models.OfferPaused,
-			CustomImages: o.CustomImages, StoragePricePerGBMonthFen: &o.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: &o.NoGPUPricePerHourFen}
+			CustomImages: o.CustomImages, StoragePricePerGBMonthFen: &o.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: &o.NoGPUPricePerHourFen,
+			InterruptibleFloorPerGPUHourFen: o.InterruptibleFloorPerGPUHourFen}
 		setInt := func(dst *int, v *int) {
 			if v != nil {
 				*dst = *v
@@ -395,6 +413,9 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 		}
 		if patch.NoGPUPricePerHourFen != nil {
 			in.NoGPUPricePerHourFen = patch.NoGPUPricePerHourFen
+		}
+		if patch.InterruptibleFloorPerGPUHourFen != nil {
+			in.InterruptibleFloorPerGPUHourFen = *patch.InterruptibleFloorPerGPUHourFen
 		}
 		if patch.SLATiers != nil {
 			in.SLATiers = *patch.SLATiers
@@ -447,6 +468,7 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 		next.OffpeakDiscountPct, next.StudentDiscountPct, next.MinDurationS = in.OffpeakDiscountPct, in.StudentDiscountPct, in.MinDurationS
 		next.SLATiers, next.Status, next.UpdatedAt = strings.Join(in.SLATiers, ","), status, now
 		next.CustomImages, next.StoragePricePerGBMonthFen, next.NoGPUPricePerHourFen = in.CustomImages, *in.StoragePricePerGBMonthFen, *in.NoGPUPricePerHourFen
+		next.InterruptibleFloorPerGPUHourFen = in.InterruptibleFloorPerGPUHourFen
 		relisted := status == models.OfferListed && o.Status != models.OfferListed
 		if relisted {
 			// Listed again: it waits for the node like a new offer (judged

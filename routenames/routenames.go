@@ -90,6 +90,8 @@ const (
 	WalletRefund = "wallet.refund"
 	// OrgsBilling is POST /orgs/:id/billing.
 	OrgsBilling = "orgs.billing"
+	// OrgsAlerts is POST /orgs/:id/alerts.
+	OrgsAlerts = "orgs.alerts"
 	// WalletCSV is GET /orgs/:id/wallet/ledger.csv.
 	WalletCSV = "wallet.csv"
 	// TopupsShow is GET /topups/:id.
@@ -112,6 +114,8 @@ const (
 	RentalsStop = "rentals.stop"
 	// RentalsIdleStop is POST /rentals/:id/idle-stop.
 	RentalsIdleStop = "rentals.idle_stop"
+	// RentalsBid is POST /rentals/:id/bid: raise an interruptible rental's bid.
+	RentalsBid = "rentals.bid"
 	// RentalsStart is POST /rentals/:id/start.
 	RentalsStart = "rentals.start"
 	// RentalsRelease is POST /rentals/:id/release.
@@ -283,6 +287,10 @@ const (
 	APIWalletLedger = "api.wallet.ledger"
 	// APIWalletTopups is POST /api/v1/wallet/topups.
 	APIWalletTopups = "api.wallet.topups"
+	// APIWalletAlerts is GET /api/v1/wallet/alerts.
+	APIWalletAlerts = "api.wallet.alerts"
+	// APIWalletAlertsSet is POST /api/v1/wallet/alerts.
+	APIWalletAlertsSet = "api.wallet.alerts.set"
 	// APIRentalsList is GET /api/v1/rentals.
 	APIRentalsList = "api.rentals.list"
 	// APIRentalsCreate is POST /api/v1/rentals.
@@ -295,6 +303,8 @@ const (
 	APIRentalsStop = "api.rentals.stop"
 	// APIRentalsIdleStop is POST /api/v1/rentals/:id/idle-stop.
 	APIRentalsIdleStop = "api.rentals.idle_stop"
+	// APIRentalsBid is POST /api/v1/rentals/:id/bid.
+	APIRentalsBid = "api.rentals.bid"
 	// APIRentalsChange is POST /api/v1/rentals/:id/change.
 	APIRentalsChange = "api.rentals.change"
 	// APIRentalsStart is POST /api/v1/rentals/:id/start.

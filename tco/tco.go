@@ -79,7 +79,7 @@ var Fields = []string{
 	"gpu", "gpus", "months",
 	"gpu_price", "server_share", "dep_months",
 	"draw_pct", "host_w", "pue", "kwh_price", "space", "ops",
-	"util_pct", "offpeak_pct", "od_price", "od_offpeak", "monthly_price",
+	"util_pct", "offpeak_pct", "od_price", "od_offpeak", "monthly_price", "interruptible",
 }
 
 // Query is a parsed calculator form: every input, defaults in place of
@@ -94,6 +94,10 @@ type Query struct {
 	OnDemandFen        *int64
 	OffpeakDiscountPct *int
 	MonthlyFen         *int64
+	// Interruptible rents by the hour at the cheapest interruptible
+	// offer's clearing price (竞价实例) instead of on demand, where the
+	// model has an offer that takes bids.
+	Interruptible bool
 }
 
 // DefaultQuery is the calculator before any change: 8 GPUs of the
@@ -207,6 +211,13 @@ func ParseQuery(v url.Values) (Query, []*apperr.Error) {
 	}
 	q.OnDemandFen = rentYuan("od_price")
 	q.MonthlyFen = rentYuan("monthly_price")
+	switch strings.ToLower(strings.TrimSpace(v.Get("interruptible"))) {
+	case "", "0", "false", "off", "no":
+	case "1", "true", "on", "yes":
+		q.Interruptible = true
+	default:
+		errs = append(errs, apperr.Field("interruptible", "tco.err.interruptible"))
+	}
 	if s := strings.TrimSpace(v.Get("od_offpeak")); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n >= 0 && n <= 100 {
 			q.OffpeakDiscountPct = &n
@@ -221,6 +232,9 @@ func ParseQuery(v url.Values) (Query, []*apperr.Error) {
 const (
 	FromOffer   = "offer"
 	FromEntered = "entered"
+	// FromInterruptible: the hourly price is an interruptible offer's
+	// clearing price (Query.Interruptible), which can be interrupted.
+	FromInterruptible = "interruptible"
 )
 
 // Plan is a calculator's answer: the query, the offers it compared
@@ -243,15 +257,22 @@ type Plan struct {
 // (student: a confirmed member of an approved lab).
 func Compute(ix *offers.Index, q Query, student bool) (Plan, error) {
 	p := Plan{Query: q, Student: student, Offers: ix.CheapestOffers(q.Model.Slug, q.Input.OffpeakSharePct, student), Input: q.Input}
+	hourly := p.Offers.OnDemand
 	if o := p.Offers.OnDemand; o != nil {
 		p.OnDemandFrom = FromOffer
 		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: offers.UnitPriceFen(&o.Offer, pricing.OnDemand, student), OffpeakDiscountPct: o.OffpeakDiscountPct}
 	}
+	// A bid at the clearing price gets the off-peak and student discounts
+	// as an on-demand price does.
+	if o := p.Offers.Interruptible; q.Interruptible && o != nil {
+		hourly, p.OnDemandFrom = o, FromInterruptible
+		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: offers.InterruptiblePriceFen(o, student), OffpeakDiscountPct: o.OffpeakDiscountPct}
+	}
 	if q.OnDemandFen != nil {
 		p.OnDemandFrom = FromEntered
 		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: *q.OnDemandFen}
-		if o := p.Offers.OnDemand; o != nil {
-			p.Input.OnDemand.OffpeakDiscountPct = o.OffpeakDiscountPct
+		if hourly != nil {
+			p.Input.OnDemand.OffpeakDiscountPct = hourly.OffpeakDiscountPct
 		}
 	}
 	if q.OffpeakDiscountPct != nil && p.Input.OnDemand != nil {
@@ -330,6 +351,9 @@ func (q Query) Values() url.Values {
 	}
 	if q.MonthlyFen != nil {
 		v.Set("monthly_price", pricing.FenToYuanString(*q.MonthlyFen))
+	}
+	if q.Interruptible {
+		v.Set("interruptible", "1")
 	}
 	return v
 }

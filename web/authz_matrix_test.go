@@ -419,6 +419,7 @@ var matrix = []matrixRow{
 	// Without org_id the API means the caller's personal organisation.
 	{route: routenames.APIWallet, want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: routenames.APIWalletLedger, want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.APIWalletAlerts, want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 
 	// Rentals. These rows run while lab A still waits for review (admin.review
 	// comes later), so nobody may rent with it yet.
@@ -499,6 +500,13 @@ var matrix = []matrixRow{
 			r, err := f.a.db.RentalByID(context.Background(), f.memberRental)
 			must(t, err == nil && r.IdleStop == models.IdleStop{BelowPct: 20, Minutes: 60}, "the idle stop set: %v %+v", err, r.IdleStop)
 		}},
+	// Raising a bid: the renter and the organisation's admins get as far
+	// as the rental (not on a bid: refused beside the bid, 422 on the
+	// page, 400 in the API); other members and platform admins may not.
+	{route: routenames.RentalsBid, params: runningRentalParam, form: url.Values{"bid": {"1.00"}},
+		want: expect{Anon: 401, Other: 404, Member: 403, Admin: 422, Platform: 403, Owner: 422}},
+	{route: routenames.APIRentalsBid, params: memberRentalParam, json: func(*matrixFixture) string { return `{"bid_per_gpu_hour_fen":100}` },
+		want: expect{Anon: 401, Other: 404, Member: 400, Admin: 400, Platform: 403, Owner: 400}},
 	// The renter and the organisation's admins may stop a rental; other
 	// members and platform admins may not. Stopping twice is fine.
 	{route: routenames.RentalsStop, params: ownerRentalParam, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 403, Owner: 303},
@@ -533,6 +541,18 @@ var matrix = []matrixRow{
 			var v models.Volume
 			must(t, f.a.db.R.First(&v, f.volume).Error == nil && v.Status == models.VolumeDeleted, "the volume is %s, want deleted", v.Status)
 		}},
+	// Standing orders (web/standingorders_test.go): members see org A's;
+	// placing one is renting (org A may not rent yet); the member who
+	// placed one or an admin cancels it.
+	{route: routenames.StandingOrders, want: anyUserPage},
+	{route: routenames.StandingOrdersNotices, want: anyUserPage},
+	{route: routenames.StandingOrdersCreate, form: standingOrderForm, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
+	{route: routenames.StandingOrdersCancel, params: ownerStandingOrder, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 303, Platform: 404, Owner: 404}, after: standingOrderGone},
+	{route: routenames.APIStandingOrdersList, query: "?org_id=ORG_A", want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.APIStandingOrdersCreate, json: func(f *matrixFixture) string {
+		return `{"org_id":` + idParam(f.orgA.ID) + `,"filters":{"gpu":"b200","max_price_fen":100},"gpus":1,"action":"notify","expires_at":"2099-01-01T00:00:00Z"}`
+	}, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
+	{route: routenames.APIStandingOrdersDelete, params: ownerStandingOrder, want: expect{Anon: 401, Other: 404, Member: 403, Admin: 200, Platform: 404, Owner: 404}, after: standingOrderGone},
 
 	// The same password again: allowed, and it leaves every login working.
 	{route: routenames.AccountPassword, form: url.Values{"current_password": {testPassword}, "password": {testPassword}}, want: anyUserPost},
@@ -584,6 +604,11 @@ var matrix = []matrixRow{
 		}},
 	// A form body is not the JSON the API wants (400 is past the guard).
 	{route: routenames.APIWalletTopups, form: url.Values{"amount_fen": {"10000"}},
+		want: expect{Anon: 401, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
+	// Spending alerts are set by the organisation's owner and admins.
+	{route: routenames.OrgsAlerts, params: orgAParam, form: url.Values{"limit_pcts": {"50, 90"}, "low_balance": {"20"}, "runway_hours": {"12"}},
+		want: orgAdminPost},
+	{route: routenames.APIWalletAlertsSet, form: url.Values{"limit_pcts": {"50"}},
 		want: expect{Anon: 401, Other: 400, Member: 400, Admin: 400, Platform: 400, Owner: 400}},
 	{route: routenames.AdminTopupsConfirm, params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} }, form: url.Values{"received": {"100"}},
 		want: platformPost,

@@ -180,6 +180,7 @@ func TestPagesMarkup(t *testing.T) {
 		{owner, a.url(routenames.WalletShow, idParam(f.orgA.ID))},
 		{owner, a.url(routenames.TopupsShow, idParam(f.topup))},
 		{owner, a.url(routenames.Console)},
+		{owner, a.url(routenames.StandingOrders)},
 		{owner, a.url(routenames.OffersList)},
 		{owner, a.url(routenames.RentalsNew, idParam(f.offer))},
 		{owner, a.url(routenames.RentalsShow, idParam(f.runningRental))},

@@ -149,6 +149,7 @@ var notPages = map[string]string{
 	routenames.APIProviderOffersShow:      "JSON",
 	routenames.APIOpenAPI:                 "JSON",
 	routenames.APIVolumesList:             "JSON",
+	routenames.APIStandingOrdersList:      "JSON",
 	routenames.APIOffersList:              "JSON",
 	routenames.APIOffersShow:              "JSON",
 	routenames.APIOffersQuote:             "JSON",
@@ -156,6 +157,7 @@ var notPages = map[string]string{
 	routenames.APIMe:                      "JSON",
 	routenames.APIWallet:                  "JSON",
 	routenames.APIWalletLedger:            "JSON",
+	routenames.APIWalletAlerts:            "JSON",
 	routenames.APIRentalsList:             "JSON",
 	routenames.APIRentalsShow:             "JSON",
 	routenames.APIRentalsUsage:            "JSON",
@@ -649,6 +651,8 @@ func (m *busyMarket) pages(t *testing.T) []page {
 	add(m.renter, routenames.RentalsNew, "", id(m.offer.ID))
 	add(m.renter, routenames.RentalsNew, query("term", "week"), id(m.termOffer.ID))
 	add(m.renter, routenames.Console, "")
+	add(m.renter, routenames.StandingOrders, "")
+	add(m.renter, routenames.StandingOrdersNotices, "")
 	for _, r := range []int64{m.stopped, m.moved, m.term, m.failed} {
 		add(m.renter, routenames.RentalsShow, "", id(r))
 		add(m.renter, routenames.RentalsLive, "", id(r))

@@ -10,8 +10,10 @@ import (
 	"suanli/handlers/account"
 	adminconsole "suanli/handlers/admin"
 	"suanli/handlers/agentapi"
+	"suanli/handlers/bidding"
 	"suanli/handlers/browser"
 	"suanli/handlers/provider"
+	standingorderapi "suanli/handlers/standingorders"
 	usageapi "suanli/handlers/usage"
 	volumeapi "suanli/handlers/volumes"
 	"suanli/handlers/witnessapi"
@@ -75,6 +77,8 @@ func routes(h *handlers.Handler, m *metrics) []route {
 	ph := &provider.Handler{Handler: h}
 	vh := &volumeapi.Handler{Handler: h}
 	uh := &usageapi.Handler{Handler: h}
+	soh := &standingorderapi.Handler{Handler: h}
+	bh := &bidding.Handler{Handler: h}
 	agh := &agentapi.Handler{Handler: h}
 	wah := &witnessapi.Handler{Handler: h}
 	wh := browser.New(h)
@@ -132,6 +136,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/orgs/:id/wallet/topups", routenames.WalletTopup, acc.WalletTopup, user},
 		{"POST", "/orgs/:id/wallet/refunds", routenames.WalletRefund, acc.WalletRefund, user},
 		{"POST", "/orgs/:id/billing", routenames.OrgsBilling, acc.WalletBilling, user},
+		{"POST", "/orgs/:id/alerts", routenames.OrgsAlerts, acc.WalletAlerts, user},
 		{"GET", "/orgs/:id/wallet/ledger.csv", routenames.WalletCSV, acc.WalletCSV, user},
 		{"GET", "/topups/:id", routenames.TopupsShow, acc.TopupShow, user},
 		{"POST", "/webhooks/stripe", routenames.WebhooksStripe, acc.StripeWebhook, public},
@@ -139,11 +144,17 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/offers/:id/rent", routenames.RentalsNew, h.RentNew, user},
 		{"POST", "/offers/:id/rent", routenames.RentalsCreate, h.RentCreate, user},
 		{"GET", "/console", routenames.Console, h.Console, user},
+		// Standing orders (「有卡就租」): rent (or announce) GPUs as soon as they are free.
+		{"GET", "/standing-orders", routenames.StandingOrders, soh.Page, user},
+		{"POST", "/standing-orders", routenames.StandingOrdersCreate, soh.Create, user},
+		{"GET", "/standing-orders/notices", routenames.StandingOrdersNotices, soh.Notices, user},
+		{"POST", "/standing-orders/:id/cancel", routenames.StandingOrdersCancel, soh.Cancel, user},
 		{"GET", "/rentals/:id", routenames.RentalsShow, h.RentalShow, user},
 		{"GET", "/rentals/:id/live", routenames.RentalsLive, h.RentalLive, user},
 		{"GET", "/rentals/:id/usage", routenames.RentalsUsage, uh.RentalUsage, user},
 		{"POST", "/rentals/:id/stop", routenames.RentalsStop, h.RentalStop, user},
 		{"POST", "/rentals/:id/idle-stop", routenames.RentalsIdleStop, h.RentalIdleStop, user},
+		{"POST", "/rentals/:id/bid", routenames.RentalsBid, bh.RentalBid, user},
 		{"POST", "/rentals/:id/start", routenames.RentalsStart, h.RentalStart, user},
 		{"POST", "/rentals/:id/release", routenames.RentalsRelease, h.RentalRelease, user},
 		{"POST", "/rentals/:id/change", routenames.RentalsChange, h.RentalChange, user},
@@ -244,18 +255,24 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/api/v1/wallet", routenames.APIWallet, acc.APIWallet, user},
 		{"GET", "/api/v1/wallet/ledger", routenames.APIWalletLedger, acc.APIWalletLedger, user},
 		{"POST", "/api/v1/wallet/topups", routenames.APIWalletTopups, acc.APITopupCreate, user},
+		{"GET", "/api/v1/wallet/alerts", routenames.APIWalletAlerts, acc.APIWalletAlerts, user},
+		{"POST", "/api/v1/wallet/alerts", routenames.APIWalletAlertsSet, acc.APIWalletAlertsSet, user},
 		{"GET", "/api/v1/rentals", routenames.APIRentalsList, h.APIRentalsList, user},
 		{"POST", "/api/v1/rentals", routenames.APIRentalsCreate, h.APIRentalCreate, user},
 		{"GET", "/api/v1/rentals/:id", routenames.APIRentalsShow, h.APIRentalShow, user},
 		{"GET", "/api/v1/rentals/:id/usage", routenames.APIRentalsUsage, uh.APIRentalUsage, user},
 		{"POST", "/api/v1/rentals/:id/stop", routenames.APIRentalsStop, h.APIRentalStop, user},
 		{"POST", "/api/v1/rentals/:id/idle-stop", routenames.APIRentalsIdleStop, h.APIRentalIdleStop, user},
+		{"POST", "/api/v1/rentals/:id/bid", routenames.APIRentalsBid, bh.APIRentalBid, user},
 		{"POST", "/api/v1/rentals/:id/change", routenames.APIRentalsChange, h.APIRentalChange, user},
 		{"POST", "/api/v1/rentals/:id/start", routenames.APIRentalsStart, h.APIRentalStart, user},
 		{"POST", "/api/v1/rentals/:id/release", routenames.APIRentalsRelease, h.APIRentalRelease, user},
 		{"GET", "/api/v1/volumes", routenames.APIVolumesList, vh.APIVolumesList, user},
 		{"POST", "/api/v1/volumes", routenames.APIVolumesCreate, vh.APIVolumeCreate, user},
 		{"DELETE", "/api/v1/volumes/:id", routenames.APIVolumesDelete, vh.APIVolumeDelete, user},
+		{"GET", "/api/v1/standing-orders", routenames.APIStandingOrdersList, soh.APIList, user},
+		{"POST", "/api/v1/standing-orders", routenames.APIStandingOrdersCreate, soh.APICreate, user},
+		{"DELETE", "/api/v1/standing-orders/:id", routenames.APIStandingOrdersDelete, soh.APIDelete, user},
 
 		// Benchmark reports are public; running one on demand is for platform admins.
 		{"GET", "/benchmarks/:id", routenames.BenchmarksShow, h.BenchmarkShow, public},

@@ -21,6 +21,7 @@ import (
 	"suanli/platformaudit"
 	"suanli/providers"
 	"suanli/rentals"
+	"suanli/spendalerts"
 )
 
 // Queue is the job queue of one process. Inserter inserts jobs inside gorm
@@ -57,6 +58,8 @@ type Options struct {
 	MeterEvery time.Duration
 	WatchEvery time.Duration
 	IdleEvery  time.Duration
+	// AlertsEvery is the spending alerts' period (with Rentals; default 1 min).
+	AlertsEvery time.Duration
 	// RescueAfter is when a job left running by a crashed process is run
 	// again (default 1 min; every job here is shorter than that).
 	RescueAfter time.Duration
@@ -74,6 +77,10 @@ type Options struct {
 	// audits every AuditEvery.
 	Audits     *platformaudit.Service
 	AuditEvery time.Duration
+	// Market are the passes run when GPUs come free (see MarketArgs) and
+	// every MarketEvery (default 15 s).
+	Market      []MarketPass
+	MarketEvery time.Duration
 }
 
 // New builds the queue for db. On SQLite one client on the write
@@ -106,10 +113,12 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 		}
 		if opts.Rentals != nil {
 			river.AddWorker(workers, &ProvisionWorker{Rentals: opts.Rentals})
+			river.AddWorker(workers, &MarketWorker{DB: db, Passes: opts.Market})
 			river.AddWorker(workers, &MeterWorker{Rentals: opts.Rentals})
 			river.AddWorker(workers, &WatchWorker{Rentals: opts.Rentals})
 			river.AddWorker(workers, &ScheduleBenchmarksWorker{Rentals: opts.Rentals})
 			river.AddWorker(workers, &IdleStopWorker{IdleStop: &idlestop.Service{Rentals: opts.Rentals}})
+			river.AddWorker(workers, &SpendAlertsWorker{Alerts: &spendalerts.Service{DB: db, BaseURL: opts.Rentals.BaseURL}})
 		}
 		if opts.Audits != nil && opts.AuditEvery > 0 {
 			river.AddWorker(workers, &PlatformAuditWorker{Audits: opts.Audits})
@@ -134,10 +143,13 @@ func New(db *models.DB, opts Options) (*Queue, error) {
 				river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MeterEvery, time.Minute)),
 					func() (river.JobArgs, *river.InsertOpts) { return MeterArgs{}, nil },
 					&river.PeriodicJobOpts{ID: "meter_rentals"}),
+				river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.MarketEvery, defaultMarketEvery)),
+					func() (river.JobArgs, *river.InsertOpts) { return MarketArgs{}, nil },
+					&river.PeriodicJobOpts{RunOnStart: true, ID: "market_changed"}),
 				river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(opts.WatchEvery, 5*time.Second)),
 					func() (river.JobArgs, *river.InsertOpts) { return WatchArgs{}, nil },
 					&river.PeriodicJobOpts{RunOnStart: true, ID: "watch_health"}),
-				scheduleBenchmarks(), idleStopJob(opts.IdleEvery))
+				scheduleBenchmarks(), idleStopJob(opts.IdleEvery), spendAlertsJob(opts.AlertsEvery))
 		}
 		if opts.Audits != nil && opts.AuditEvery > 0 {
 			cfg.PeriodicJobs = append(cfg.PeriodicJobs, platformAuditJob(opts.AuditEvery))

@@ -83,7 +83,8 @@ func (h *Handler) walletVM(c echo.Context, org *models.Org) (accountpages.Wallet
 	}
 	_, _, berr := h.Accounts.Authorize(c.Request().Context(), handlers.CurrentUser(c), org.ID, accounts.ManageBilling)
 	vm.CanManage = berr == nil
-	return vm, nil
+	vm.Alerts, err = h.alertsVM(c, org)
+	return vm, err
 }
 
 // WalletShow is GET /orgs/{id}/wallet: balance, top-up, ledger, refunds.
@@ -322,7 +323,11 @@ func (h *Handler) APIWallet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "balance_fen": bal, "refundable_fen": refundable, "currency": "cny"})
+	rw, as, err := h.walletAlertsAPI(c, org)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "balance_fen": bal, "refundable_fen": refundable, "currency": "cny", "runway": rw, "alerts": as})
 }
 
 // APIWalletLedger is GET /api/v1/wallet/ledger (?kind, from, to, page, per_page).

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -26,8 +27,14 @@ import (
 // (web.Status), as the forms show them.
 
 // badBody is the answer to a body that is not the JSON object wanted.
+// A value of the wrong JSON type is named by its field (a string where
+// fen are wanted, say).
 func badBody(err error, want string) error {
 	msg := "want JSON " + want
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return &apperr.Error{Code: apperr.EINVALID, Field: te.Field, Message: fmt.Sprintf("%s: want %s, not a JSON %s", te.Field, te.Type, te.Value)}
+	}
 	if err != nil && strings.Contains(err.Error(), "unknown field") {
 		msg = err.Error() + "; " + msg
 	}
@@ -395,6 +402,9 @@ type APIProviderOffer struct {
 	// Images are the catalogue slugs the offer offers; empty: every
 	// catalogue image.
 	Images []string `json:"images"`
+	// InterruptibleFloorPerGPUHourFen is the lowest bid per GPU-hour the
+	// offer takes for interruptible rentals (竞价实例); null: none.
+	InterruptibleFloorPerGPUHourFen *int64 `json:"interruptible_floor_per_gpu_hour_fen"`
 }
 
 func apiProviderOffer(o models.Offer) APIProviderOffer {
@@ -411,7 +421,8 @@ func apiProviderOffer(o models.Offer) APIProviderOffer {
 		OffpeakDiscountPct: o.OffpeakDiscountPct, StudentDiscountPct: o.StudentDiscountPct, MinDurationS: o.MinDurationS, SLATiers: tiers,
 		AvailableGPUs: o.AvailableGPUs, Status: o.Status, Listed: providers.OfferPublic(&o), AwaitingNode: o.AwaitingNode, ListingNote: o.ListingNote,
 		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, CustomImages: o.CustomImages,
-		StoragePricePerGBMonthFen: o.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: o.NoGPUPricePerHourFen, Images: images}
+		StoragePricePerGBMonthFen: o.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: o.NoGPUPricePerHourFen, Images: images,
+		InterruptibleFloorPerGPUHourFen: o.InterruptibleFloorPerGPUHourFen}
 }
 
 type offerBody struct {
@@ -436,6 +447,8 @@ type offerBody struct {
 	StoragePricePerGBMonthFen *int64   `json:"storage_price_per_gb_month_fen"`
 	NoGPUPricePerHourFen      *int64   `json:"no_gpu_price_per_hour_fen"`
 	Images                    []string `json:"images"`
+	// Absent or null: not interruptible.
+	InterruptibleFloorPerGPUHourFen *int64 `json:"interruptible_floor_per_gpu_hour_fen"`
 }
 
 // APIProviderOfferCreate is POST /api/v1/provider/offers. An offer for
@@ -458,7 +471,8 @@ func (h *Handler) APIProviderOfferCreate(c echo.Context) error {
 		PricePerGPUHourFen: in.PricePerGPUHourFen, WeeklyPricePerGPUFen: in.WeeklyPricePerGPUFen, MonthlyPricePerGPUFen: in.MonthlyPricePerGPUFen,
 		OffpeakDiscountPct: in.OffpeakDiscountPct, StudentDiscountPct: in.StudentDiscountPct, MinDurationS: in.MinDurationS,
 		SLATiers: in.SLATiers, Paused: in.Status == models.OfferPaused, CustomImages: in.CustomImages,
-		StoragePricePerGBMonthFen: in.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: in.NoGPUPricePerHourFen, Images: in.Images})
+		StoragePricePerGBMonthFen: in.StoragePricePerGBMonthFen, NoGPUPricePerHourFen: in.NoGPUPricePerHourFen, Images: in.Images,
+		InterruptibleFloorPerGPUHourFen: in.InterruptibleFloorPerGPUHourFen})
 	if err != nil {
 		return err
 	}
@@ -550,6 +564,8 @@ type offerPatchBody struct {
 	StoragePricePerGBMonthFen *int64      `json:"storage_price_per_gb_month_fen"`
 	NoGPUPricePerHourFen      *int64      `json:"no_gpu_price_per_hour_fen"`
 	Images                    *[]string   `json:"images"`
+	// Absent: unchanged; null: not interruptible any more.
+	InterruptibleFloorPerGPUHourFen nullableFen `json:"interruptible_floor_per_gpu_hour_fen"`
 }
 
 // APIProviderOfferUpdate is PATCH /api/v1/provider/offers/{id}: a partial
@@ -577,6 +593,9 @@ func (h *Handler) APIProviderOfferUpdate(c echo.Context) error {
 	}
 	if in.MonthlyPricePerGPUFen.Set {
 		patch.MonthlyPricePerGPUFen = &in.MonthlyPricePerGPUFen.V
+	}
+	if in.InterruptibleFloorPerGPUHourFen.Set {
+		patch.InterruptibleFloorPerGPUHourFen = &in.InterruptibleFloorPerGPUHourFen.V
 	}
 	o, err := h.Providers.UpdateOffer(ctx, handlers.CurrentUser(c), pid, id, patch)
 	if err != nil {

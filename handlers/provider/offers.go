@@ -21,13 +21,14 @@ import (
 // repeatable and kept comma-joined.
 var offerFormFields = []string{"gpu", "node_id", "interconnect", "max_gpus", "vcpu_per_gpu", "ram_gb_per_gpu", "disk_gb",
 	"price", "weekly_price", "monthly_price", "offpeak_discount_pct", "student_discount_pct", "min_duration_min", "sla_tiers", "paused",
-	"images", "custom_images", "storage_price", "no_gpu_price"}
+	"images", "custom_images", "storage_price", "no_gpu_price", "interruptible_floor"}
 
 // offerAliases rename the market's field names to the form's.
 var offerAliases = map[string]string{
 	"gpus": "max_gpus", "price_per_gpu_hour_fen": "price", "weekly_price_per_gpu_fen": "weekly_price",
 	"monthly_price_per_gpu_fen": "monthly_price", "min_duration_s": "min_duration_min", "gpu_model": "gpu",
 	"storage_price_per_gb_month_fen": "storage_price", "no_gpu_price_per_hour_fen": "no_gpu_price",
+	providers.FloorField: "interruptible_floor",
 }
 
 // The form asks for the minimum duration in whole minutes; its bounds
@@ -55,9 +56,10 @@ type offerNumbers struct {
 	weekly, monthly                                     *int64
 	tiers                                               []string
 	// storage and noGPU are nil when their field is empty (the default on
-	// a new offer, unchanged on an edit).
-	storage, noGPU *int64
-	images         []string
+	// a new offer, unchanged on an edit); floor is nil when its field is
+	// empty: the offer takes no bids.
+	storage, noGPU, floor *int64
+	images                []string
 }
 
 func parseOfferNumbers(c echo.Context, f *views.Form) offerNumbers {
@@ -82,7 +84,7 @@ func parseOfferNumbers(c echo.Context, f *views.Form) offerNumbers {
 	for _, p := range []struct {
 		name string
 		dst  **int64
-	}{{"weekly_price", &n.weekly}, {"monthly_price", &n.monthly}, {"storage_price", &n.storage}, {"no_gpu_price", &n.noGPU}} {
+	}{{"weekly_price", &n.weekly}, {"monthly_price", &n.monthly}, {"storage_price", &n.storage}, {"no_gpu_price", &n.noGPU}, {"interruptible_floor", &n.floor}} {
 		v, e := handlers.YuanField(*f, p.name)
 		if e != nil {
 			f.Errors[p.name] = vc.T("provider.err.yuan")
@@ -213,6 +215,7 @@ func (h *Handler) ProviderOfferCreate(c echo.Context) error {
 			Interconnect: f.Get("interconnect"), PricePerGPUHourFen: n.price, WeeklyPricePerGPUFen: n.weekly, MonthlyPricePerGPUFen: n.monthly,
 			OffpeakDiscountPct: n.offpeak, StudentDiscountPct: n.student, MinDurationS: n.minDurS, SLATiers: n.tiers, Paused: f.Get("paused") != "",
 			CustomImages: f.Get("custom_images") != "", StoragePricePerGBMonthFen: n.storage, NoGPUPricePerHourFen: n.noGPU, Images: n.images,
+			InterruptibleFloorPerGPUHourFen: n.floor,
 		})
 		if err == nil {
 			h.Flash(c, "provider.offer.created")
@@ -266,6 +269,9 @@ func (h *Handler) ProviderOfferEdit(c echo.Context) error {
 	if o.MonthlyPricePerGPUFen != nil {
 		f.Values["monthly_price"] = pricing.FenToYuanString(*o.MonthlyPricePerGPUFen)
 	}
+	if o.InterruptibleFloorPerGPUHourFen != nil {
+		f.Values["interruptible_floor"] = pricing.FenToYuanString(*o.InterruptibleFloorPerGPUHourFen)
+	}
 	vm, err := h.offerFormVM(c, shell, o, f)
 	if err != nil {
 		return err
@@ -295,6 +301,7 @@ func (h *Handler) ProviderOfferUpdate(c echo.Context) error {
 			WeeklyPricePerGPUFen: &n.weekly, MonthlyPricePerGPUFen: &n.monthly, OffpeakDiscountPct: optInt(f, "offpeak_discount_pct", n.offpeak),
 			StudentDiscountPct: optInt(f, "student_discount_pct", n.student), MinDurationS: optInt(f, "min_duration_min", n.minDurS), SLATiers: &tiers,
 			CustomImages: &custom, StoragePricePerGBMonthFen: n.storage, NoGPUPricePerHourFen: n.noGPU, Images: &imgs,
+			InterruptibleFloorPerGPUHourFen: &n.floor,
 		})
 		if err == nil {
 			h.Flash(c, "provider.offer.saved")

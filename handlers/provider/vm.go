@@ -110,7 +110,7 @@ func offerVM(o models.Offer) providerpages.Offer {
 	st := offerState(o)
 	return providerpages.Offer{ID: o.ID, NodeID: o.NodeID, GPUModel: o.GPUModel, MaxGPUs: o.MaxGPUs, Interconnect: o.Interconnect,
 		PricePerGPUHourFen: o.PricePerGPUHourFen, AvailableGPUs: o.AvailableGPUs, Listed: o.Status == models.OfferListed,
-		State: st, StateClass: offerStateClass(st), ListingNote: o.ListingNote}
+		State: st, StateClass: offerStateClass(st), ListingNote: o.ListingNote, InterruptibleFloorFen: o.InterruptibleFloorPerGPUHourFen}
 }
 
 func offersVM(os []models.Offer) []providerpages.Offer {

@@ -74,6 +74,11 @@ type Rental struct {
 	EndsAt            *time.Time `json:"ends_at"`
 	StoppedAt         *time.Time `json:"stopped_at"`
 	Currency          string     `json:"currency"`
+	// BidPerGPUHourFen is an interruptible rental's bid (term
+	// "interruptible"; nil otherwise), Interruption its last interruption
+	// (nil if never).
+	BidPerGPUHourFen *int64        `json:"bid_per_gpu_hour_fen"`
+	Interruption     *Interruption `json:"interruption"`
 }
 
 // Access is how the renter reaches a rental's container: the flat
@@ -192,7 +197,7 @@ type Event struct {
 func Of(d *rentals.RentalDetail) Rental {
 	r := d.Rental
 	out := Rental{ID: r.ID, Status: d.PublicStatus(), Image: r.Image, RegistryAuth: d.RegistryAuth(), Startable: d.Startable(), NoGPU: r.NoGPU, NoGPUPricePerHourFen: r.NoGPUPricePerHourFen, ReleasedAt: r.ReleasedAt, OrgID: r.OrgID, OfferID: r.OfferID, GPUModel: d.Offer.Offer.GPUModel, GPUs: r.GPUs,
-		GPUUUIDs: []string{}, SLA: r.SLA, Term: string(r.Term), AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
+		GPUUUIDs: []string{}, SLA: r.SLA, Term: r.TermName(), BidPerGPUHourFen: r.BidPerGPUHourFen, Interruption: InterruptionOf(&r), AutoRenew: r.AutoRenew, PricePerGPUHourFen: r.PricePerGPUHourFen,
 		StudentDiscountPct: r.StudentPct, OffpeakDiscountPct: r.OffpeakPct, SLASurchargePct: r.SLASurchargePct, TermPriceFen: r.TermPriceFen,
 		CostFen: d.CostFen, BilledFen: r.BilledFen, RateFenPerHour: d.RateFenPerHour, Free: r.Free,
 		DowntimeSecs: r.DowntimeSecs, Failure: r.Failure, StopReason: r.StopReason, Simulated: d.Simulated(), Events: []Event{},
@@ -226,6 +231,20 @@ func Of(d *rentals.RentalDetail) Rental {
 		out.Events = append(out.Events, Event{At: e.At, Kind: e.Kind, Detail: e.Detail})
 	}
 	return out
+}
+
+// ChangeQuote is the preview of a switch or resize.
+type ChangeQuote struct {
+	FromOfferID    int64  `json:"from_offer_id"`
+	ToOfferID      int64  `json:"to_offer_id"`
+	FromGPUModel   string `json:"from_gpu_model"`
+	ToGPUModel     string `json:"to_gpu_model"`
+	FromGPUs       int    `json:"from_gpus"`
+	ToGPUs         int    `json:"to_gpus"`
+	FromFenPerHour int64  `json:"from_fen_per_hour"`
+	ToFenPerHour   int64  `json:"to_fen_per_hour"`
+	SameNode       bool   `json:"same_node"`
+	Currency       string `json:"currency"`
 }
 
 // IdleStop is an idle-stop setting in the API: stop the rental when

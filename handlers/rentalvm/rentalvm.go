@@ -100,12 +100,13 @@ func Figures(r *models.Rental, now time.Time) rentalpages.Rental {
 		DowntimeSecs: r.DowntimeSecs, RunningSecs: RunningSecs(r, now),
 		Failure: r.Failure, FailureMsg: r.FailureMsg,
 		StopReason: r.StopReason, StopReasonKey: stopReasonKeys[r.StopReason],
-		MinBilledS: r.MinBilledS,
+		MinBilledS: r.MinBilledS, Bid: r.BidPerGPUHourFen,
 	}
 }
 
 // RunningSecs is how long a rental has run: from the start to its stop
-// (or now), less the downtime (which is not billed).
+// (or its interruption, while it is interrupted, or now), less the
+// downtime (which is not billed).
 func RunningSecs(r *models.Rental, now time.Time) int64 {
 	if r.RunningSince == nil {
 		return 0
@@ -113,6 +114,9 @@ func RunningSecs(r *models.Rental, now time.Time) int64 {
 	end := now
 	if r.StoppedAt != nil && r.StoppedAt.Before(now) {
 		end = *r.StoppedAt
+	}
+	if r.Status == models.RentalInterrupted && r.InterruptedAt != nil && r.InterruptedAt.Before(end) {
+		end = *r.InterruptedAt // it stopped running when its grace began
 	}
 	secs := int64(end.Sub(*r.RunningSince)/time.Second) - r.DowntimeSecs
 	if r.DownSince != nil && end.After(*r.DownSince) {
@@ -140,6 +144,7 @@ func Detail(vc views.Ctx, d *rentals.RentalDetail) rentalpages.RentalVM {
 		Rental: Figures(&d.Rental, d.At), Datacenter: Place(d.Offer.Datacenter, vc.Lang),
 		Simulated: d.Simulated(), Billing: d.Billing(), CostFen: d.CostFen, RateFenPerHour: d.RateFenPerHour, At: d.At,
 		Access: Access(d.Access), Checks: Checks(d.Checks, vc.Lang), Image: d.Rental.Image, RegistryUser: d.RegistryUser, Released: d.Rental.Released(),
+		Bid: Bid(vc, d),
 	}
 	// A released rental says so, not merely "stopped".
 	vm.Rental.Status = d.PublicStatus()

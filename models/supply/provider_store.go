@@ -348,7 +348,7 @@ func OffersOfProvider(ctx context.Context, db *models.DB, providerID int64) ([]m
 func InsertOffer(tx *gorm.DB, o *models.Offer) error { return tx.Create(o).Error }
 
 // SetOfferTerms stores an offer's sizes, prices (storage and no-GPU
-// prices too), discounts, minimum duration, SLA tiers, whether it allows
+// prices and the interruptible floor too), discounts, minimum duration, SLA tiers, whether it allows
 // custom images, status and update time (the fields of o) in tx, and,
 // when relisted, whether it waits for its node and why.
 func SetOfferTerms(tx *gorm.DB, o *models.Offer, relisted bool) error {
@@ -357,7 +357,8 @@ func SetOfferTerms(tx *gorm.DB, o *models.Offer, relisted bool) error {
 		"weekly_price_per_gpu_fen": o.WeeklyPricePerGPUFen, "monthly_price_per_gpu_fen": o.MonthlyPricePerGPUFen,
 		"offpeak_discount_pct": o.OffpeakDiscountPct, "student_discount_pct": o.StudentDiscountPct, "min_duration_s": o.MinDurationS,
 		"sla_tiers": o.SLATiers, "status": o.Status, "updated_at": o.UpdatedAt, "custom_images": o.CustomImages,
-		"storage_price_per_gb_month_fen": o.StoragePricePerGBMonthFen, "no_gpu_price_per_hour_fen": o.NoGPUPricePerHourFen}
+		"storage_price_per_gb_month_fen": o.StoragePricePerGBMonthFen, "no_gpu_price_per_hour_fen": o.NoGPUPricePerHourFen,
+		"interruptible_floor_per_gpu_hour_fen": o.InterruptibleFloorPerGPUHourFen}
 	if relisted {
 		up["awaiting_node"], up["listing_note"] = o.AwaitingNode, o.ListingNote
 	}

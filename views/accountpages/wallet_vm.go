@@ -35,6 +35,8 @@ type WalletVM struct {
 	// Billing is the invoice details and hourly cap form, for admins.
 	Billing   views.Form
 	CanManage bool
+	// Alerts are the runway and the spending alerts.
+	Alerts AlertsVM
 }
 
 // TopupVM is a top-up's status and receipt page.

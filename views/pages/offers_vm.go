@@ -58,7 +58,9 @@ type OfferQuery struct {
 	GPUs                                   []string
 	City, Region, From, Interconnect, Sort string
 	Available, Student                     bool
-	Page                                   int
+	// Interruptible: only offers that take bids (竞价实例).
+	Interruptible bool
+	Page          int
 	// LatencyCity is the city whose latency the results show ("" for none).
 	LatencyCity string
 	// SortedByMeasured and SortedByReliability say that the results are
@@ -129,6 +131,19 @@ type OfferRow struct {
 	Report *OfferReport
 	// Uptime30dPct is the node's 30-day uptime, nil when unknown.
 	Uptime30dPct *float64
+	// Interruptible is the offer's floor and clearing price for
+	// interruptible renting, nil when it takes no bids.
+	Interruptible *OfferInterruptible
+}
+
+// OfferInterruptible is what an offer shows of interruptible renting
+// (竞价实例), per GPU-hour in fen before the off-peak and student
+// discounts: the provider's floor, and the clearing price, what a bid must
+// reach to run now (the floor while a GPU is free or no bid runs, else the
+// lowest bid running, which a higher bid interrupts).
+type OfferInterruptible struct {
+	FloorFen    int64
+	ClearingFen int64
 }
 
 // OfferPlace is an offer's datacentre, named in the reader's language.

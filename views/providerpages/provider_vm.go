@@ -208,6 +208,9 @@ type Offer struct {
 	Interconnect       string
 	PricePerGPUHourFen int64
 	AvailableGPUs      int
+	// InterruptibleFloorFen is the floor of interruptible rentals (竞价
+	// 底价) per GPU-hour, nil when the offer takes no bids.
+	InterruptibleFloorFen *int64
 	// Listed is true when the provider listed it (shown or not).
 	Listed bool
 	// State is its status as the list shows it: listed, paused,

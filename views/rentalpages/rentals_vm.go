@@ -15,6 +15,7 @@ import (
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views"
+	"suanli/views/bidviews"
 )
 
 // RentOrg is an organisation the renter may pay from, with its balance.
@@ -98,6 +99,9 @@ type RentVM struct {
 	// pay from; IdleMinMinutes and IdleMaxMinutes bound the window.
 	IdlePolicies                   []IdlePolicy
 	IdleMinMinutes, IdleMaxMinutes int
+	// Bid is the interruptible term's choice (nil: the offer takes no
+	// bids).
+	Bid *bidviews.RentBid
 }
 
 // CustomImage is the rent form's image value for "my own image".
@@ -133,6 +137,42 @@ func (vm RentVM) selected() (RentOrg, bool) {
 func (vm RentVM) short() bool {
 	o, ok := vm.selected()
 	return ok && vm.Quote != nil && o.BalanceFen < vm.NeedFen
+}
+
+// rentalTermKey is the message key naming a rental's term: its bid's
+// for an interruptible one.
+func rentalTermKey(r Rental) string {
+	if r.Bid != nil {
+		return "bidpages.term"
+	}
+	return termKey(r.Term)
+}
+
+// interruptedStatus is the status of an interrupted rental: it holds no
+// GPUs, so it has no access to show.
+const interruptedStatus = "interrupted"
+
+// interrupted reports whether the rental is interrupted now.
+func (vm RentalVM) interrupted() bool { return vm.Bid != nil && vm.Bid.Interrupted }
+
+// bidSection is the bid section: its raise form for a viewer who may
+// stop the rental now (its renter or an admin, while it is live or
+// interrupted), with a refused raise's message beside its field.
+// actionError is the message shown above the actions instead.
+func (vm RentalVM) bidSection() bidviews.RentalBid {
+	b := *vm.Bid
+	b.CanRaise = vm.CanStop
+	if vm.ActionField == bidviews.Field {
+		b.Error = vm.ActionError
+	}
+	return b
+}
+
+func (vm RentalVM) actionError() string {
+	if vm.Bid != nil && vm.ActionField == bidviews.Field {
+		return ""
+	}
+	return vm.ActionError
 }
 
 // termKey is the message key naming a billing term.
@@ -237,6 +277,9 @@ type Rental struct {
 	StopReason, StopReasonKey string
 	// MinBilledS is the least it is billed for, in seconds.
 	MinBilledS int
+	// Bid is an interruptible rental's bid per GPU-hour (nil: not
+	// interruptible).
+	Bid *int64
 }
 
 // stopReason says why a rental stopped, in the reader's language when it
@@ -285,6 +328,8 @@ type ConsoleVM struct {
 	// MultiOrg is true when the renter belongs to more than one
 	// organisation (each row then names the one that pays).
 	MultiOrg bool
+	// Alerts are the spending thresholds the organisations crossed now.
+	Alerts []SpendAlert
 }
 
 // HistoryLimit is how many settled rentals the console lists.
@@ -391,6 +436,14 @@ type RentalVM struct {
 	Workspace *WorkspaceVM
 	// Idle is the idle-stop section (nil on the live fragment).
 	Idle *IdleStopVM
+	// Runway is the paying wallet's runway, while it runs billed by the
+	// second (nil otherwise).
+	Runway *Runway
+	// Bid is an interruptible rental's bid and interruption (nil: not
+	// interruptible). ActionField is the field ActionError is about
+	// (bidviews.Field: shown beside the bid, not above the actions).
+	Bid         *bidviews.RentalBid
+	ActionField string
 }
 
 // FilesLeft is the local volume a rental left on another node.

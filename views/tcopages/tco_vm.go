@@ -60,13 +60,37 @@ type TCOPlan struct {
 	// Input is what the comparison computed with; Result its figures.
 	Input  pricing.TCOInput
 	Result pricing.TCOResult
+	// Interruptible: the reader asked to rent by the hour at an
+	// interruptible (竞价) clearing price; InterruptibleOffer is the
+	// cheapest offer of the model that takes bids (nil: none, and the
+	// on-demand price stands). OnDemandFrom is TCOFromInterruptible when
+	// its price was used.
+	Interruptible      bool
+	InterruptibleOffer *TCOOffer
 }
 
 // Where a TCO rent price came from (TCOPlan.OnDemandFrom, MonthlyFrom).
 const (
 	TCOFromOffer   = "offer"
 	TCOFromEntered = "entered"
+	// TCOFromInterruptible: an interruptible offer's clearing price
+	// (tco.FromInterruptible, passed through as it is).
+	TCOFromInterruptible = "interruptible"
 )
+
+// hourlyKey is the message key of a label of renting by the hour: its
+// interruptible variant ("…interruptible" for "…on_demand" or a final
+// "od") when the hourly price is a bid's, so no figure is called on
+// demand that is not.
+func (vm TCOVM) hourlyKey(key string) string {
+	switch {
+	case vm.Plan.OnDemandFrom != TCOFromInterruptible:
+		return key
+	case strings.HasSuffix(key, "od"):
+		return strings.TrimSuffix(key, "od") + "interruptible"
+	}
+	return strings.Replace(key, "on_demand", "interruptible", 1)
+}
 
 // TCOOffer is what the calculator shows of a live offer.
 type TCOOffer struct {
@@ -75,8 +99,11 @@ type TCOOffer struct {
 	MonthlyPricePerGPUFen *int64
 	OffpeakDiscountPct    int
 	StudentDiscountPct    int
-	Demo, Synthetic       bool
-	Datacenter            views.Name
+	// ClearingFen is its interruptible clearing price per GPU-hour, 0
+	// when it takes no bids.
+	ClearingFen     int64
+	Demo, Synthetic bool
+	Datacenter      views.Name
 	// Provider is nil for an offer without a provider.
 	Provider *views.Name
 }
@@ -158,7 +185,9 @@ func (vm TCOVM) fieldGroups(vc views.Ctx) [][]tcoField {
 		Value: vm.value("od_offpeak", tcoOptInt(q.OffpeakDiscountPct))}
 	monthly := tcoField{Name: "monthly_price", Label: vc.T("tco.f.monthly_price"), Unit: perGPUMonth, Step: "0.01", Min: "0.01", Mode: "decimal",
 		Value: vm.value("monthly_price", tcoOptYuan(q.MonthlyFen)), Hint: vc.T("tco.hint.live")}
-	if o := vm.Plan.OnDemand; o != nil {
+	if o := vm.Plan.InterruptibleOffer; o != nil && q.Interruptible {
+		od.Placeholder, odOff.Placeholder = tcoYuan(o.ClearingFen), strconv.Itoa(o.OffpeakDiscountPct)
+	} else if o := vm.Plan.OnDemand; o != nil {
 		od.Placeholder, odOff.Placeholder = tcoYuan(o.PricePerGPUHourFen), strconv.Itoa(o.OffpeakDiscountPct)
 	} else {
 		od.Placeholder, odOff.Placeholder = vc.T("tco.no_offer_short"), "0"
@@ -245,7 +274,7 @@ func (vm TCOVM) formula(vc views.Ctx) []tcoLine {
 	}
 	if r.HasOnDemand {
 		od := in.OnDemand
-		lines = append(lines, tcoLine{vc.T("tco.l.on_demand"),
+		lines = append(lines, tcoLine{vc.T(vm.hourlyKey("tco.l.on_demand")),
 			fmt.Sprintf("%s × %s h × %s × %s × (1 − %s × %s) = %s GPU·h × %s", n, views.Int(pricing.HoursPerMonth), tcoPct(in.UtilisationPct),
 				y(od.PerGPUHourFen), tcoPct(in.OffpeakSharePct), tcoPct(od.OffpeakDiscountPct), tcoRatString(r.OnDemandGPUHoursPerMonth), tcoRatYuan(r.OnDemandBlendedFen)),
 			y(r.OnDemandFenPerMonth) + perMonth + vc.T("tco.l.over", m, y(r.OnDemandFen))})
@@ -258,7 +287,7 @@ func (vm TCOVM) formula(vc views.Ctx) []tcoLine {
 		lines = append(lines, tcoLine{label, fmt.Sprintf("⌈%s ÷ (%s − %s)⌉", y(r.CapexFen), y(rent), y(r.RunningFenPerMonth)), vm.breakEvenText(vc, month)})
 	}
 	if r.HasOnDemand {
-		be(vc.T("tco.l.break_even_od"), r.OnDemandFenPerMonth, r.BreakEvenOnDemand)
+		be(vc.T(vm.hourlyKey("tco.l.break_even_od")), r.OnDemandFenPerMonth, r.BreakEvenOnDemand)
 	}
 	if r.HasMonthly {
 		be(vc.T("tco.l.break_even_monthly"), r.MonthlyFenPerMonth, r.BreakEvenMonthly)
@@ -294,7 +323,7 @@ func (vm TCOVM) options(vc views.Ctx) []tcoOption {
 		{Key: "buy_cash", Label: vc.T("tco.opt.buy_cash"), Note: vc.T("tco.opt.buy_cash_note", views.Yuan(r.CapexFen)), Fen: r.BuyCashFen, Class: "buy"},
 	}
 	if r.HasOnDemand {
-		opts = append(opts, tcoOption{Key: "on_demand", Label: vc.T("tco.opt.on_demand"), Note: vc.T("tco.opt.on_demand_note", tcoPct(in.UtilisationPct)), Fen: r.OnDemandFen, Class: "od"})
+		opts = append(opts, tcoOption{Key: "on_demand", Label: vc.T(vm.hourlyKey("tco.opt.on_demand")), Note: vc.T("tco.opt.on_demand_note", tcoPct(in.UtilisationPct)), Fen: r.OnDemandFen, Class: "od"})
 	}
 	if r.HasMonthly {
 		opts = append(opts, tcoOption{Key: "monthly", Label: vc.T("tco.opt.monthly"), Note: vc.T("tco.opt.monthly_note"), Fen: r.MonthlyFen, Class: "monthly"})
@@ -403,7 +432,7 @@ func (vm TCOVM) chart(vc views.Ctx) tcoChart {
 		c.Lines = append(c.Lines, tcoSeries{Class: class, Label: label, Points: b.String(), Last: views.Yuan(s[len(s)-1])})
 	}
 	line(r.CumulativeBuy, "buy", vc.T("tco.chart.buy"))
-	line(r.CumulativeOnDemand, "od", vc.T("tco.chart.on_demand"))
+	line(r.CumulativeOnDemand, "od", vc.T(vm.hourlyKey("tco.chart.on_demand")))
 	line(r.CumulativeMonthly, "monthly", vc.T("tco.chart.monthly"))
 	for v := int64(0); v <= yMax; v += step {
 		c.YTicks = append(c.YTicks, tcoTick{Pos: tcoPx(yPix(v)), Label: tcoAxisYuan(vc, v)})
