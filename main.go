@@ -485,14 +485,16 @@ func workerOptions(cfg config.Config, work bool, rentals *rentals.Service) worke
 	if rentals != nil {
 		opts.Payouts = payoutsService(rentals.DB, cfg)
 		opts.Audits, opts.AuditEvery = &platformaudit.Service{DB: rentals.DB, Rentals: rentals, Accounts: accountsService(rentals.DB, cfg)}, cfg.AuditEvery
+		// Standing orders first (an on-demand order outranks every bid; an
+		// order's bid that is lower than a waiting rental's is interrupted
+		// by its resume), then the resumes of interrupted rentals.
+		orders := &standingorders.Service{DB: rentals.DB, Rentals: rentals, Accounts: accountsService(rentals.DB, cfg)}
+		opts.Market = append(opts.Market, workers.MarketPass{Name: "standing_orders", Run: orders.Pass})
 		resume := &interruptions.Service{Rentals: rentals}
 		opts.Market = append(opts.Market, workers.MarketPass{Name: "resume_interrupted", Run: func(ctx context.Context) error {
 			_, err := resume.Pass(ctx)
 			return err
 		}})
-		// After the resumes: standing orders get what interrupted rentals left.
-		orders := &standingorders.Service{DB: rentals.DB, Rentals: rentals, Accounts: accountsService(rentals.DB, cfg)}
-		opts.Market = append(opts.Market, workers.MarketPass{Name: "standing_orders", Run: orders.Pass})
 	}
 	if cfg.SMTPURL != "" {
 		// Validated with the configuration.

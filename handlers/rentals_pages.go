@@ -228,7 +228,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 		if err != nil {
 			return vm, err
 		}
-		student := rentals.StudentPrices(&om.Org, &om.Membership)
+		student := offers.StudentPrices(&om.Org, &om.Membership)
 		price := offers.UnitPriceFen(&row.Offer, pricing.OnDemand, student)
 		vm.Orgs = append(vm.Orgs, rentalvm.RentOrg(&om.Org, bal, student, price))
 		p := idlestop.Policy(&om.Org)
@@ -287,7 +287,7 @@ func (h *Handler) rentVM(c echo.Context, row models.OfferRow, f views.Form) (ren
 	vm.Quote = &q
 	vm.QuoteEarlyStopKey = offers.EarlyStopOf(q.Term).Key
 	tier, _ := pricing.TierByName(f.Get("sla"))
-	if vm.NeedFen, err = rentals.StartNeeds(priced, q.GPUs, q.Term, tier, student, now); err != nil {
+	if vm.NeedFen, err = offers.StartNeeds(priced, q.GPUs, q.Term, tier, student, now); err != nil {
 		return vm, err
 	}
 	return vm, nil
@@ -378,7 +378,7 @@ func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *model
 		name = vc.T("rent.org_personal")
 	}
 	vm := rentalvm.Detail(vc, d)
-	vm.GPU, vm.OrgName, vm.StudentPrices = gm, name, rentals.StudentPrices(org, m)
+	vm.GPU, vm.OrgName, vm.StudentPrices = gm, name, offers.StudentPrices(org, m)
 	u := CurrentUser(c)
 	vm.CanStop = rentals.Stoppable(&d.Rental, u, m)
 	vm.CanStart = rentals.CanStop(&d.Rental, u, m) && d.Startable()

@@ -56,15 +56,20 @@ func (s *Service) Pass(ctx context.Context) (int, error) {
 		switch {
 		case err == nil:
 			n++
-		case ae != nil && ae.Field == "balance":
+		case errors.Is(err, rentals.ErrNotInterrupted):
+			// Its renter stopped or started it meanwhile.
+		case ae != nil && (ae.Field == "balance" || ae.Code == apperr.EFORBIDDEN):
 			why := rentals.StopSpendCap
-			if ae.Code == apperr.ECONFLICT {
+			switch {
+			case ae.Code == apperr.ECONFLICT:
 				why = rentals.StopBalance
+			case ae.Field != "balance":
+				why = StopNotAllowed
 			}
-			if _, serr := s.Rentals.Stop(ctx, w.RentalID, why, tellRenter(s.Rentals.BaseURL, ae)); serr != nil {
-				return n, serr
+			if err := s.stopWaiting(ctx, w.RentalID, why, ae); err != nil {
+				return n, err
 			}
-			slog.Info("interrupted rental stopped: it cannot pay to resume", "rental", w.RentalID, "err", err)
+			slog.Info("interrupted rental stopped: it may not resume", "rental", w.RentalID, "why", why, "err", err)
 		case ae != nil && ae.Code == apperr.ECONFLICT:
 			// No GPU at its bid (or its files' node is away): it waits.
 			full[offerOf[w.RentalID]] = true
@@ -75,20 +80,38 @@ func (s *Service) Pass(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// tellRenter mails, in the stop's transaction, the renter of an
-// interrupted rental that could not resume why (the limit's message).
-func tellRenter(baseURL string, why *apperr.Error) func(tx *gorm.DB, r *models.Rental) error {
-	return func(tx *gorm.DB, r *models.Rental) error {
-		u, err := models.UserByIDIn(tx, r.UserID)
-		if err != nil {
-			return err
+// errResumedMeanwhile undoes a stop of a rental that is no longer
+// interrupted by the time the stop has it locked.
+var errResumedMeanwhile = errors.New("no longer interrupted")
+
+// stopWaiting stops an interrupted rental that may not resume, and mails
+// its renter why, only if it is still interrupted once the stop has it
+// locked (its renter may have started it by hand meanwhile).
+func (s *Service) stopWaiting(ctx context.Context, id int64, why string, ae *apperr.Error) error {
+	_, err := s.Rentals.Stop(ctx, id, why, func(tx *gorm.DB, r *models.Rental) error {
+		if r.Status != models.RentalInterrupted {
+			return errResumedMeanwhile
 		}
-		lang := u.MailLang()
-		reason := locales.T(lang, why.Key, why.Args...)
-		return models.EnqueueMail(tx, &models.OutboxMail{ToAddr: u.Email, Lang: lang, CreatedAt: models.Now(tx),
-			Subject: locales.T(lang, "bids.mail.not_resumed.subject", fmt.Sprint(r.ID)),
-			Body:    locales.T(lang, "bids.mail.not_resumed.body", fmt.Sprint(r.ID), reason, fmt.Sprintf("%s/rentals/%d", baseURL, r.ID))})
+		return tellRenter(tx, s.Rentals.BaseURL, r, ae)
+	})
+	if errors.Is(err, errResumedMeanwhile) {
+		return nil
 	}
+	return err
+}
+
+// tellRenter mails, in tx, the renter of an interrupted rental that could
+// not resume why (the refusal's message).
+func tellRenter(tx *gorm.DB, baseURL string, r *models.Rental, why *apperr.Error) error {
+	u, err := models.UserByIDIn(tx, r.UserID)
+	if err != nil {
+		return err
+	}
+	lang := u.MailLang()
+	reason := locales.T(lang, why.Key, why.Args...)
+	return models.EnqueueMail(tx, &models.OutboxMail{ToAddr: u.Email, Lang: lang, CreatedAt: models.Now(tx),
+		Subject: locales.T(lang, "bids.mail.not_resumed.subject", fmt.Sprint(r.ID)),
+		Body:    locales.T(lang, "bids.mail.not_resumed.body", fmt.Sprint(r.ID), reason, fmt.Sprintf("%s/rentals/%d", baseURL, r.ID))})
 }
 
 // resume starts one interrupted rental again for its renter, as Start
@@ -106,19 +129,34 @@ func (s *Service) resume(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
+	if r.Status != models.RentalInterrupted {
+		return rentals.ErrNotInterrupted
+	}
 	v, err := s.Rentals.RentalVolume(ctx, &r)
 	if err != nil {
 		return err
 	}
-	if r.Status == models.RentalInterrupted && !r.Startable(v) {
+	if !r.Startable(v) {
 		// Its volume is gone (not started within the keep days): nothing
 		// is left to resume with.
-		_, err := s.Rentals.Stop(ctx, id, StopVolumeGone)
+		return s.stopWaiting(ctx, id, StopVolumeGone, &apperr.Error{Key: "bids.err.volume_gone"})
+	}
+	// What a rent checks, a resume checks too: a suspended renter or
+	// organisation, or an offer no longer listed for bids, does not resume.
+	row, err := s.Rentals.DB.OfferByID(ctx, r.OfferID)
+	if err != nil {
 		return err
 	}
-	_, err = s.Rentals.Start(ctx, u, org, id, rentals.StartInput{})
+	if u.SuspendedAt != nil || org.SuspendedAt != nil || !org.Usable() || row.Offer.Status != models.OfferListed || row.Offer.InterruptibleFloorPerGPUHourFen == nil {
+		return &apperr.Error{Code: apperr.EFORBIDDEN, Message: "the renter, its organisation or the offer may no longer rent interruptibly", Key: "bids.err.not_allowed"}
+	}
+	_, err = s.Rentals.Start(ctx, u, org, id, rentals.StartInput{Resume: true})
 	return err
 }
+
+// StopNotAllowed: an interrupted rental whose renter, organisation or
+// offer may no longer rent interruptibly stops instead of resuming.
+const StopNotAllowed = "it may no longer resume"
 
 // StopVolumeGone: an interrupted rental whose volume was deleted stops
 // instead of resuming.

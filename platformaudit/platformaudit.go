@@ -35,6 +35,7 @@ import (
 	"suanli/models"
 	"suanli/models/ledger"
 	"suanli/models/witnessstore"
+	"suanli/offers"
 	"suanli/pricing"
 	"suanli/rentals"
 )
@@ -166,7 +167,7 @@ func (s *Service) start(ctx context.Context, u *models.User, org *models.Org, m 
 // rental needs to start (an hour of one GPU), from the platform's
 // promotion account: the platform pays for its own audits.
 func (s *Service) fund(ctx context.Context, orgID int64, o models.Offer, now time.Time) error {
-	need, err := rentals.StartNeeds(o, 1, pricing.OnDemand, pricing.Tiers[0], false, now)
+	need, err := offers.StartNeeds(o, 1, pricing.OnDemand, pricing.Tiers[0], false, now)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package rentals_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,13 +18,13 @@ import (
 	"suanli/rentals"
 )
 
-// bidNode adds a one-GPU node of the RTX offer's provider with its own
-// offer, opted into interruptible rentals at floor fen, starts its agent
-// and returns the offer.
-func (r *rig) bidNode(floor int64) models.Offer {
+// bidNode adds a node of the RTX offer's provider with its own offer
+// (one GPU, or gpus), opted into interruptible rentals at floor fen,
+// starts its agent and returns the offer.
+func (r *rig) bidNode(floor int64, gpus ...int) models.Offer {
 	r.t.Helper()
 	base := r.rtxOffer()
-	nodeID := r.addSibling(base, 1)
+	nodeID := r.addSibling(base, max(1, slices.Max(append(gpus, 1))))
 	if err := r.db.W.Model(&models.Offer{}).Where("node_id = ?", nodeID).Update("interruptible_floor_per_gpu_hour_fen", floor).Error; err != nil {
 		r.t.Fatal(err)
 	}
@@ -285,4 +286,50 @@ func fieldOf(err error) string {
 		return ae.Field
 	}
 	return ""
+}
+
+// An on-demand rent of two GPUs interrupts both one-GPU bids holding
+// them while both bidders raise their bids: each raise waits for the
+// interruption or goes first, nobody deadlocks, and the GPUs end in
+// exactly one live rental.
+func TestOneRentInterruptsTwoBids(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		r := newRig(t, db, rigOptions{})
+		r.quiet()
+		o := r.bidNode(300, 2)
+		a := r.mustRent(o.ID, 1, withBid(320))
+		b := r.mustRent(o.ID, 1, withBid(310))
+		r.waitStatus(a.ID, models.RentalRunning)
+		r.waitStatus(b.ID, models.RentalRunning)
+		var on *models.Rental
+		errs := together(3, func(i int) error {
+			var err error
+			switch i {
+			case 0:
+				on, err = r.rent(o.ID, 2)
+			case 1:
+				_, err = r.rentals.RaiseBid(r.ctx, r.user, r.org, r.member, a.ID, 330)
+			case 2:
+				_, err = r.rentals.RaiseBid(r.ctx, r.user, r.org, r.member, b.ID, 315)
+			}
+			return err
+		})
+		for i, err := range errs {
+			// An interrupted rental's bid may still rise.
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+		}
+		r.waitStatus(on.ID, models.RentalRunning)
+		for _, id := range []int64{a.ID, b.ID} {
+			if got := r.rental(id); got.Status != models.RentalInterrupted || !got.BilledUntil.Equal(*got.InterruptedAt) {
+				t.Errorf("bid rental %d is %s, billed until %s, interrupted at %v; want interrupted, billed to then", id, got.Status, got.BilledUntil, got.InterruptedAt)
+			}
+		}
+		if n := r.liveHolds(o.NodeID); n != 2 {
+			t.Errorf("%d live holds on the two-GPU node, want 2 (the on-demand rental's)", n)
+		}
+		r.checkLedger()
+	})
 }

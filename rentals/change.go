@@ -13,6 +13,7 @@ import (
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/rentalstore"
+	"suanli/offers"
 	"suanli/pricing"
 )
 
@@ -86,7 +87,7 @@ func (s *Service) changeTarget(ctx context.Context, r *models.Rental, org *model
 	next.NoGPU, next.NoGPUPricePerHourFen = false, 0
 	next.PricePerGPUHourFen, next.OffpeakPct = target.PricePerGPUHourFen, target.OffpeakDiscountPct
 	next.StudentPct = 0
-	if StudentPrices(org, m) {
+	if offers.StudentPrices(org, m) {
 		next.StudentPct = target.StudentDiscountPct
 	}
 	return target, next, nil

@@ -22,6 +22,10 @@ import (
 // node is not answering, and the new rental's checks find out.
 const graceSlack = 30 * time.Second
 
+// ErrNotInterrupted refuses to resume a rental that is no longer
+// interrupted (its renter stopped or started it meanwhile).
+var ErrNotInterrupted = &apperr.Error{Code: apperr.ECONFLICT, Message: "the rental is no longer interrupted", Key: "bids.err.not_interrupted"}
+
 func (s *Service) grace() time.Duration {
 	if s.InterruptGrace > 0 {
 		return s.InterruptGrace
@@ -59,6 +63,12 @@ func (s *Service) takeGPUs(ctx context.Context, tx *gorm.DB, r *models.Rental, n
 			}
 			return ErrNoFreeGPUs
 		}
+		// All of them, in id order, before any is billed: a stop or raise of
+		// one of them must not hold it while waiting for what this holds.
+		if err := rentalstore.LockRentals(tx, victims); err != nil {
+			return err
+		}
+		now = s.DB.Now().UTC() // the grace begins now, after the waits
 		for _, id := range victims {
 			if err := s.interrupt(ctx, tx, id, r, now); err != nil {
 				return err
@@ -185,7 +195,10 @@ func (s *Service) RaiseBid(ctx context.Context, u *models.User, org *models.Org,
 		if err != nil {
 			return err
 		}
-		if cur.BidPerGPUHourFen == nil || *cur.BidPerGPUHourFen >= bid {
+		if cur.BidPerGPUHourFen == nil {
+			return &apperr.Error{Code: apperr.EINVALID, Field: bids.Field, Message: "this rental is not interruptible", Key: "bids.err.not_a_bid"}
+		}
+		if *cur.BidPerGPUHourFen >= bid {
 			return bids.CheckRaise(row.Offer.InterruptibleFloorPerGPUHourFen, row.Offer.PricePerGPUHourFen, *cur.BidPerGPUHourFen, bid)
 		}
 		if cur.Status == models.RentalRunning {

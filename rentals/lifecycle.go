@@ -29,6 +29,9 @@ type StartInput struct {
 	// node holding the files (local storage) or any healthy node of the
 	// datacentre, its last node first (shared storage).
 	NoGPU bool
+	// Resume starts it only if it is (still) interrupted: the resume pass
+	// must not start a rental its renter stopped meanwhile.
+	Resume bool
 	// VolumeID, when set, mounts that volume instead of the rental's
 	// current one: the organisation's, active, in the rental's
 	// datacentre and mounted by no other rental. This is how a rental
@@ -91,6 +94,9 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 		cv, err := rentalVolume(tx, &cur)
 		if err != nil {
 			return err
+		}
+		if in.Resume && cur.Status != models.RentalInterrupted {
+			return ErrNotInterrupted
 		}
 		if !cur.Startable(cv) {
 			return &apperr.Error{Code: apperr.ECONFLICT, Message: "the rental changed meanwhile; try again", Key: "err.start_status"}

@@ -127,30 +127,6 @@ type RentInput struct {
 // ErrNoFreeGPUs is returned when an offer has fewer free GPUs than asked.
 var ErrNoFreeGPUs = &apperr.Error{Code: apperr.ECONFLICT, Message: "not enough free GPUs on this offer right now; try fewer GPUs or another offer", Key: "err.no_free_gpus"}
 
-// StudentPrices reports whether renting from the organisation pays
-// student prices: it is an approved lab and the renter a confirmed member.
-func StudentPrices(org *models.Org, m *models.Membership) bool {
-	return org.Kind == models.OrgLab && org.Status == models.OrgApproved && m != nil && m.ConfirmedAt != nil
-}
-
-// StartNeeds is the balance a rental needs to start: the next hour at its
-// rate on demand, the whole term's price for a week or month.
-func StartNeeds(o models.Offer, gpus int, term pricing.Term, tier pricing.Tier, student bool, now time.Time) (int64, error) {
-	switch term {
-	case pricing.OnDemand:
-		sp := 0
-		if student {
-			sp = o.StudentDiscountPct
-		}
-		return pricing.HourFen(pricing.Rate{PricePerGPUHourFen: o.PricePerGPUHourFen, GPUs: gpus, OffpeakPct: o.OffpeakDiscountPct,
-			StudentPct: sp, SLASurchargePct: tier.SurchargePct}, now), nil
-	case pricing.Week, pricing.Month:
-		b, err := offers.Quote(o, offers.QuoteInput{GPUs: fmt.Sprint(gpus), Term: string(term), SLA: tier.Name}, student, now)
-		return b.GPUFen, err // storage is metered, not paid up front
-	}
-	return 0, apperr.Field("term", "err.quote_term")
-}
-
 // Rent reserves GPUs of an offer for the user's organisation and enqueues
 // their provisioning, all in one transaction. It checks the renter's
 // right to spend from the organisation, one hour of balance (on demand) or
@@ -196,7 +172,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, err
 	}
 	student := 0
-	if StudentPrices(org, m) {
+	if offers.StudentPrices(org, m) {
 		student = o.StudentDiscountPct
 	}
 	now := s.DB.Now().UTC()
@@ -216,7 +192,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		r.BidPerGPUHourFen, r.PricePerGPUHourFen = new(*in.Bid), *in.Bid
 		priced.PricePerGPUHourFen = *in.Bid
 	}
-	need, err := StartNeeds(priced, in.GPUs, term, tier, student > 0, now)
+	need, err := offers.StartNeeds(priced, in.GPUs, term, tier, student > 0, now)
 	if err != nil {
 		return nil, err
 	}
@@ -462,6 +438,12 @@ func (s *Service) stopInterrupted(tx *gorm.DB, r *models.Rental, reason string, 
 	if _, err := setStatus(tx, r.ID, models.RentalStopped, now, []models.RentalStatus{models.RentalInterrupted},
 		rentalstore.RentalMove{StoppedAt: &now, StopReason: &reason}); err != nil {
 		return err
+	}
+	if r.RunningSince == nil {
+		// Interrupted before it ever ran: its new volume goes, unbilled.
+		if err := s.dropPendingVolume(tx, r, now); err != nil {
+			return err
+		}
 	}
 	for _, f := range also {
 		if err := f(tx, r); err != nil {

@@ -132,7 +132,7 @@ func (s *Service) check(ctx context.Context, u *models.User, org *models.Org, m 
 	f := in.Filters
 	o := &orderstore.Order{OrgID: org.ID, UserID: u.ID, GPUModel: strings.TrimSpace(f.GPU), City: strings.TrimSpace(f.City),
 		FromCity: strings.TrimSpace(f.From), MaxLatencyMS: f.MaxLatencyMS, GPUs: in.GPUs, Action: in.Action,
-		Student: rentals.StudentPrices(org, m), Status: orderstore.Open, ExpiresAt: in.ExpiresAt.UTC(), CreatedAt: now}
+		Student: offers.StudentPrices(org, m), Status: orderstore.Open, ExpiresAt: in.ExpiresAt.UTC(), CreatedAt: now}
 	if o.GPUModel == "" {
 		add(FieldGPU, "so.err.gpu_missing")
 	} else if _, ok := catalog.GPUModelBySlug(o.GPUModel); !ok {

@@ -19,19 +19,25 @@ var graceSecs = int(bids.Grace / time.Second)
 
 // RentBid is the rent form's interruptible choice for an offer (nil when
 // it takes no bids), with the clearing price the offer index shows for
-// it (what a bid must reach to run now; the floor when the index does
-// not list it). A form without a bid starts with that price.
+// it (the floor, or the lowest bid running when no GPU is free; the floor
+// when the index does not list it). A form without a bid starts with the
+// lowest bid that runs now.
 func RentBid(o *models.Offer, ix *offers.Index, f views.Form) *bidviews.RentBid {
 	floor := o.InterruptibleFloorPerGPUHourFen
 	if floor == nil {
 		return nil
 	}
 	b := &bidviews.RentBid{FloorFen: *floor, OnDemandFen: o.PricePerGPUHourFen, ClearingFen: *floor, GraceSecs: graceSecs}
+	least := *floor // the lowest bid that runs now
 	if l, err := ix.Offer(o.ID); err == nil && l.Interruptible != nil {
 		b.ClearingFen = max(l.Interruptible.ClearingFen, *floor)
+		if l.AvailableGPUs == 0 {
+			// Every GPU is held: a bid runs only above the lowest one running.
+			least = b.ClearingFen + 1
+		}
 	}
 	if strings.TrimSpace(f.Get(bidviews.Field)) == "" && f.Values != nil {
-		f.Values[bidviews.Field] = bidviews.YuanValue(min(b.ClearingFen, b.OnDemandFen))
+		f.Values[bidviews.Field] = bidviews.YuanValue(min(least, b.OnDemandFen))
 	}
 	return b
 }

@@ -160,7 +160,9 @@ func (h *Handler) Create(c echo.Context) error {
 	var hours int
 	num("expires_hours", &hours)
 	if hours > 0 {
-		in.ExpiresAt = h.DB.Now().UTC().Add(time.Duration(hours) * time.Hour)
+		// Bounded before the multiplication (which would wrap): anything
+		// past the service's 30 days is refused beside the field all the same.
+		in.ExpiresAt = h.DB.Now().UTC().Add(time.Duration(min(hours, 24*366)) * time.Hour)
 	}
 	if len(f.Errors) > 0 {
 		return h.render(c, http.StatusUnprocessableEntity, f)

@@ -60,19 +60,30 @@ func SetBid(tx *gorm.DB, id, bid int64, now time.Time) error {
 		"price_per_gpu_hour_fen": bid, "updated_at": now}).Error
 }
 
-// GPUsInGrace reports whether another rental that held one of the
-// rental's GPUs was interrupted and its container may still run: its stop
-// task is not done and its grace (plus slack for the stop itself) has not
-// passed by now. The rental's checks and launch wait for that.
+// GPUsInGrace reports whether the rental must wait for an interrupted
+// container to end before its checks and launch: its own (a resume on
+// the node, under the same container name) or one that held any of its
+// GPUs, while that rental's stop task is not done and its grace (plus
+// slack for the stop itself) has not passed by now.
 func GPUsInGrace(ctx context.Context, db *models.DB, rentalID int64, slack time.Duration, now time.Time) (bool, error) {
 	var n int64
-	err := db.W.WithContext(ctx).Raw(`SELECT COUNT(*) FROM rental_gpus mine
-		JOIN rental_gpus old ON old.gpu_id = mine.gpu_id AND old.rental_id <> mine.rental_id AND old.released_at IS NOT NULL
-		JOIN rentals r ON r.id = old.rental_id
-		WHERE mine.rental_id = ? AND mine.released_at IS NULL AND r.status = ? AND r.grace_until > ?
+	err := db.W.WithContext(ctx).Raw(`SELECT COUNT(*) FROM rentals r
+		WHERE r.grace_until > ? AND (r.id = ? OR r.id IN (SELECT old.rental_id FROM rental_gpus mine
+			JOIN rental_gpus old ON old.gpu_id = mine.gpu_id AND old.rental_id <> mine.rental_id AND old.released_at IS NOT NULL
+			WHERE mine.rental_id = ? AND mine.released_at IS NULL))
 		AND EXISTS (SELECT 1 FROM agent_tasks t WHERE t.rental_id = r.id AND t.kind = 'stop' AND t.status <> 'done')`,
-		rentalID, models.RentalInterrupted, now.Add(-slack)).Scan(&n).Error
+		now.Add(-slack), rentalID, rentalID).Scan(&n).Error
 	return n > 0, err
+}
+
+// LockRentals locks, in tx, the rentals' rows in id order (on
+// PostgreSQL; SQLite serialises writers anyway).
+func LockRentals(tx *gorm.DB, ids []int64) error {
+	if tx.Dialector.Name() != "postgres" || len(ids) == 0 {
+		return nil
+	}
+	var got []int64
+	return tx.Raw(`SELECT id FROM rentals WHERE id IN ? ORDER BY id FOR UPDATE`, ids).Scan(&got).Error
 }
 
 // Interrupted is an interrupted rental waiting to resume.
