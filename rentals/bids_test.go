@@ -53,8 +53,8 @@ func (r *rig) liveHolds(nodeID int64) int64 {
 
 // Fifty bids and one on-demand rent race for a one-GPU node: the on-demand
 // rent always gets it; every bid that got it in between had to outbid the
-// one before (so the bids that ran rise strictly, in the order they came),
-// and each was interrupted, billed to the second its grace began; the
+// one before (so the bids that ran rise strictly, in the order they took
+// it), and each was interrupted, billed to the second its grace began; the
 // others were refused as outbid and left nothing behind. When the
 // on-demand rental stops, the highest bid resumes; the ledger balances.
 func TestBidsRaceOnDemandOnOneGPU(t *testing.T) {
@@ -89,8 +89,12 @@ func TestBidsRaceOnDemandOnOneGPU(t *testing.T) {
 				t.Errorf("bid %d: %v, want nil or outbid", i, err)
 			}
 		}
+		// In the order they took the GPU: the node's lock serialises the
+		// rents, and a rent writes its hold after taking the lock (a rental's
+		// own id is assigned before it).
 		var ran []models.Rental
-		if err := db.R.Where("offer_id = ? AND bid_per_gpu_hour_fen IS NOT NULL", o.ID).Order("id").Find(&ran).Error; err != nil {
+		if err := db.R.Raw(`SELECT r.* FROM rentals r JOIN rental_gpus rg ON rg.rental_id = r.id
+			WHERE r.offer_id = ? AND r.bid_per_gpu_hour_fen IS NOT NULL ORDER BY rg.id`, o.ID).Scan(&ran).Error; err != nil {
 			t.Fatal(err)
 		}
 		accepted := 0

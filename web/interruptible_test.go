@@ -197,7 +197,7 @@ func TestOffersInterruptible(t *testing.T) {
 		_, zh := a.get("/offers?sort=interruptible_price", "Accept-Language", "zh-CN")
 		contains(t, zh, ">竞价 ¥23.00<", "提供方底价 ¥19.53", `id="interruptible-sort-note"`, `<option value="interruptible_price" selected`, "仅显示接受竞价的报价")
 		_, en := a.get("/offers?sort=interruptible_price&interruptible=1", "Accept-Language", "en")
-		contains(t, en, "6 offers", ">bid ¥23.00<", "the provider&#39;s floor is ¥19.53", `name="interruptible" value="1" checked`)
+		contains(t, en, "6 offers", ">bid ¥23.00<", "The provider&#39;s floor is ¥19.53", `name="interruptible" value="1" checked`)
 		must(t, strings.Index(en, "bid ¥2.24") < strings.Index(en, "bid ¥23.00"), "the ¥2.24 floor (Tianfu RTX 4090) is not before the ¥23.00 clearing price")
 		res, en = a.get("/offers?interruptible=maybe", "Accept-Language", "en")
 		must(t, res.StatusCode == 200 && fieldMessage(en, "interruptible") != "", "a bad filter value is not explained: %d", res.StatusCode)
