@@ -279,6 +279,14 @@ func TestBidRulesAndRaise(t *testing.T) {
 		if n, err := (&interruptions.Service{Rentals: r.rentals}).Pass(r.ctx); err != nil || n != 0 {
 			t.Errorf("the resume pass resumed %d (%v), want none: the renter stopped it", n, err)
 		}
+		// A resume that read the rental before its renter stopped it (the
+		// pass's list is older than the stop) does not start it either.
+		if _, err := r.rentals.Start(r.ctx, r.user, r.org, bid.ID, rentals.StartInput{Resume: true}); !errors.Is(err, rentals.ErrNotInterrupted) {
+			t.Errorf("a resume of the stopped rental: %v, want ErrNotInterrupted", err)
+		}
+		if got := r.rental(bid.ID); got.Status != models.RentalStopped {
+			t.Errorf("after the refused resume the rental is %s", got.Status)
+		}
 		r.checkLedger()
 	})
 }
