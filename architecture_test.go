@@ -34,6 +34,7 @@ var useCases = []string{
 	"suanli/idlestop",
 	"suanli/standingorders",
 	"suanli/spendalerts",
+	"suanli/interruptions",
 }
 
 // edge is one import of one file: the file relative to the module root

@@ -349,7 +349,7 @@ func (h *Handler) Console(c echo.Context) error {
 			vm.History = append(vm.History, rentalvm.ConsoleRow(r, o, lang, om.Org.Name, r.BilledFen, 0, a, o.Demo || (a != nil && a.Simulated), false, now))
 		}
 	}
-	if vm.Alerts, err = alertvm.Console(ctx, h.DB, oms, u.ID); err != nil {
+	if vm.Alerts, err = alertvm.Console(ctx, h.DB, oms, u.ID, Lang(c)); err != nil {
 		return err
 	}
 	newestFirst := func(a, b rentalpages.RentalRow) int { return b.Rental.CreatedAt.Compare(a.Rental.CreatedAt) }
@@ -387,7 +387,7 @@ func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *model
 		vm.Volume = h.volumeVM(d)
 	}
 	vm.NoGPU, vm.NoGPURateFen, vm.NoGPUFenPerHour = d.Rental.NoGPU, d.Rental.NoGPUPricePerHourFen, d.Offer.Offer.NoGPUPricePerHourFen
-	if vm.Runway, err = alertvm.RentalRunway(c.Request().Context(), h.DB, &d.Rental); err != nil {
+	if vm.Runway, err = alertvm.RentalRunway(c.Request().Context(), h.DB, &d.Rental, Lang(c)); err != nil {
 		return rentalpages.RentalVM{}, err
 	}
 	if lv := d.LeftVolume; lv != nil {

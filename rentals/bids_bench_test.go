@@ -42,16 +42,12 @@ func benchChooseVictims(b *testing.B, db *models.DB) {
 			if err != nil {
 				return err
 			}
-			hs, err := rentalstore.NodeBidHolders(tx, nodeID, model)
+			holders, err := rentalstore.NodeBidHolders(tx, nodeID, model)
 			if err != nil {
 				return err
 			}
-			holders := make([]bids.Holder, len(hs))
-			for i, h := range hs {
-				holders[i] = bids.Holder{RentalID: h.RentalID, Bid: &h.Bid, GPUs: h.GPUs, CreatedAt: h.CreatedAt}
-			}
-			if len(hs) != 100 {
-				return fmt.Errorf("%d holders, want 100", len(hs))
+			if len(holders) != 100 {
+				return fmt.Errorf("%d holders, want 100", len(holders))
 			}
 			if _, ok := bids.Victims(holders, 8-len(free), &bid); !ok {
 				return errors.New("no victims")

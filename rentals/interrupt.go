@@ -48,13 +48,9 @@ func (s *Service) takeGPUs(ctx context.Context, tx *gorm.DB, r *models.Rental, n
 		return err
 	}
 	if len(free) < r.GPUs {
-		hs, err := rentalstore.NodeBidHolders(tx, nodeID, model)
+		holders, err := rentalstore.NodeBidHolders(tx, nodeID, model)
 		if err != nil {
 			return err
-		}
-		holders := make([]bids.Holder, len(hs))
-		for i, h := range hs {
-			holders[i] = bids.Holder{RentalID: h.RentalID, Bid: &h.Bid, GPUs: h.GPUs, CreatedAt: h.CreatedAt}
 		}
 		victims, ok := bids.Victims(holders, r.GPUs-len(free), r.BidPerGPUHourFen)
 		if !ok {

@@ -39,8 +39,12 @@ func Lasts(lang string, secs int64) string {
 
 // RunwayText is the runway's sentence in lang: how long the balance
 // lasts at the current rate, or that nothing draws on it.
-func RunwayText(lang string, rw Runway) string {
-	rate := yuan(rw.FenPerHour())
+func RunwayText(lang string, rw Runway) string { return RunwayTextIn(lang, rw, yuan) }
+
+// RunwayTextIn is RunwayText with the rate written by money (the pages
+// write yuan with their cents, the mails without).
+func RunwayTextIn(lang string, rw Runway, money func(fen int64) string) string {
+	rate := money(rw.FenPerHour())
 	switch {
 	case !rw.Draws():
 		return locales.T(lang, "alerts.runway_none")

@@ -48,7 +48,8 @@ func (h *Handler) alertsVM(c echo.Context, org *models.Org) (accountpages.Alerts
 	if err != nil {
 		return vm, err
 	}
-	vm.Runway, vm.Current, vm.Settings = alertvm.Runway(rw), alertvm.Alerts(org, as, u.ID), alertvm.Settings(set)
+	lang := handlers.Lang(c)
+	vm.Runway, vm.Current, vm.Settings = alertvm.Runway(rw, lang), alertvm.Alerts(org, as, u.ID, lang), alertvm.Settings(set)
 	vm.Form = handlers.ReadForm(c)
 	vm.Form.Values = alertvm.FormValues(set)
 	return vm, nil

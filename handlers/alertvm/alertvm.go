@@ -10,23 +10,25 @@ import (
 	"suanli/models"
 	"suanli/pricing"
 	"suanli/spendalerts"
+	"suanli/views"
 	"suanli/views/alertviews"
 	"suanli/views/rentalpages"
 )
 
-// Runway maps a wallet's runway to its view.
-func Runway(r spendalerts.Runway) alertviews.Runway {
+// Runway maps a wallet's runway to its view, its sentence in lang as the
+// mails word it (spendalerts.RunwayTextIn), in the pages' yuan.
+func Runway(r spendalerts.Runway, lang string) alertviews.Runway {
 	return alertviews.Runway{BalanceFen: r.BalanceFen, RentalsFenPerHour: r.RentalsFenPerHour, StorageFenPerHour: r.StorageFenPerHour,
-		Rentals: r.Rentals, Volumes: r.Volumes, Seconds: r.Seconds()}
+		Rentals: r.Rentals, Volumes: r.Volumes, Seconds: r.Seconds(), Text: spendalerts.RunwayTextIn(lang, r, views.Yuan)}
 }
 
 // Alerts maps an organisation's alerts to their views; viewerID's own
 // cap is theirs (Self).
-func Alerts(org *models.Org, as []spendalerts.Alert, viewerID int64) []alertviews.Alert {
+func Alerts(org *models.Org, as []spendalerts.Alert, viewerID int64, lang string) []alertviews.Alert {
 	out := make([]alertviews.Alert, len(as))
 	for i, a := range as {
 		out[i] = alertviews.Alert{OrgID: org.ID, OrgName: org.Name, Personal: org.Personal, Kind: a.Kind, UserName: a.UserName,
-			Self: a.UserID != 0 && a.UserID == viewerID, Threshold: a.Threshold, LimitFen: a.LimitFen, UsedFen: a.UsedFen, Runway: Runway(a.Runway)}
+			Self: a.UserID != 0 && a.UserID == viewerID, Threshold: a.Threshold, LimitFen: a.LimitFen, UsedFen: a.UsedFen, Pct: a.Pct(), Runway: Runway(a.Runway, lang)}
 	}
 	return out
 }
@@ -50,7 +52,7 @@ func FormValues(s spendalerts.Settings) map[string]string {
 
 // Console returns the alerts of the viewer's organisations, as each
 // membership lets them see (spendalerts.Service.Alerts), read in db.
-func Console(ctx context.Context, db *models.DB, oms []models.OrgMembership, viewerID int64) ([]rentalpages.SpendAlert, error) {
+func Console(ctx context.Context, db *models.DB, oms []models.OrgMembership, viewerID int64, lang string) ([]rentalpages.SpendAlert, error) {
 	svc := &spendalerts.Service{DB: db}
 	var out []rentalpages.SpendAlert
 	for i := range oms {
@@ -58,14 +60,14 @@ func Console(ctx context.Context, db *models.DB, oms []models.OrgMembership, vie
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Alerts(&oms[i].Org, as, viewerID)...)
+		out = append(out, Alerts(&oms[i].Org, as, viewerID, lang)...)
 	}
 	return out, nil
 }
 
 // RentalRunway is a rental page's runway: the paying wallet's, while the
 // rental runs billed by the second (nil otherwise), read in db.
-func RentalRunway(ctx context.Context, db *models.DB, r *models.Rental) (*rentalpages.Runway, error) {
+func RentalRunway(ctx context.Context, db *models.DB, r *models.Rental, lang string) (*rentalpages.Runway, error) {
 	if r.Status != models.RentalRunning || r.Term != pricing.OnDemand || r.Free {
 		return nil, nil
 	}
@@ -73,7 +75,7 @@ func RentalRunway(ctx context.Context, db *models.DB, r *models.Rental) (*rental
 	if err != nil {
 		return nil, err
 	}
-	return &rentalpages.Runway{Runway: Runway(rw), OrgID: r.OrgID}, nil
+	return &rentalpages.Runway{Runway: Runway(rw, lang), OrgID: r.OrgID}, nil
 }
 
 // API is a wallet's runway in the API.

@@ -65,13 +65,8 @@ func (h *Handler) render(c echo.Context, status int, f views.Form) error {
 	for _, ct := range catalog.Cities() {
 		vm.Cities = append(vm.Cities, standingorderpages.Option{Value: ct.Slug, Label: ct.Name(lang)})
 	}
-	var orgIDs []int64
-	names := map[int64]string{}
-	members := map[int64]*models.Membership{}
+	orgIDs, names, members := orgIndex(oms)
 	for _, om := range oms {
-		orgIDs = append(orgIDs, om.Org.ID)
-		names[om.Org.ID] = om.Org.Name
-		members[om.Org.ID] = &om.Membership
 		vm.Orgs = append(vm.Orgs, standingorderpages.OrgOption{ID: om.Org.ID, Name: om.Org.Name})
 		if om.Org.Personal && f.Get("org_id") == "" {
 			f.Values["org_id"] = strconv.FormatInt(om.Org.ID, 10)
@@ -248,14 +243,7 @@ func (h *Handler) Notices(c echo.Context) error {
 		return err
 	}
 	vm := standingorderpages.NoticesVM{Days: standingorders.NoticeDays}
-	var orgIDs []int64
-	names := map[int64]string{}
-	members := map[int64]*models.Membership{}
-	for _, om := range oms {
-		orgIDs = append(orgIDs, om.Org.ID)
-		names[om.Org.ID] = om.Org.Name
-		members[om.Org.ID] = &om.Membership
-	}
+	orgIDs, names, members := orgIndex(oms)
 	if len(orgIDs) > 0 {
 		open, ended, err := h.orders().Notices(ctx, orgIDs)
 		if err != nil {
@@ -267,4 +255,16 @@ func (h *Handler) Notices(c echo.Context) error {
 		}
 	}
 	return handlers.Render(c, http.StatusOK, standingorderpages.Notices(handlers.ViewCtx(c), vm))
+}
+
+// orgIndex is the user's organisations by id: their ids, names and the
+// user's membership in each.
+func orgIndex(oms []models.OrgMembership) (ids []int64, names map[int64]string, members map[int64]*models.Membership) {
+	names, members = map[int64]string{}, map[int64]*models.Membership{}
+	for _, om := range oms {
+		ids = append(ids, om.Org.ID)
+		names[om.Org.ID] = om.Org.Name
+		members[om.Org.ID] = &om.Membership
+	}
+	return ids, names, members
 }

@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/bids"
 	"suanli/locales"
 	"suanli/models"
 )
@@ -25,8 +26,8 @@ func LockNodeGPUs(tx *gorm.DB, nodeID int64) error {
 	return tx.Exec(`SELECT pg_advisory_xact_lock(?)`, nodeLockSpace|nodeID).Error
 }
 
-// BidHolder is a live interruptible rental holding GPUs of a node.
-type BidHolder struct {
+// bidHolder is a row of NodeBidHolders.
+type bidHolder struct {
 	RentalID  int64
 	Bid       int64
 	GPUs      int `gorm:"column:gpus"`
@@ -35,14 +36,19 @@ type BidHolder struct {
 
 // NodeBidHolders returns, in tx, the interruptible rentals that hold GPUs
 // of the model on the node and may give way (pending, provisioning or
-// running), with how many GPUs each holds there.
-func NodeBidHolders(tx *gorm.DB, nodeID int64, model string) ([]BidHolder, error) {
-	var hs []BidHolder
+// running), with how many GPUs each holds there, as bids.Victims takes
+// them.
+func NodeBidHolders(tx *gorm.DB, nodeID int64, model string) ([]bids.Holder, error) {
+	var rows []bidHolder
 	err := tx.Raw(`SELECT r.id AS rental_id, r.bid_per_gpu_hour_fen AS bid, COUNT(*) AS gpus, r.created_at AS created_at
 		FROM rentals r JOIN rental_gpus rg ON rg.rental_id = r.id AND rg.released_at IS NULL JOIN gpus g ON g.id = rg.gpu_id
 		WHERE r.node_id = ? AND r.bid_per_gpu_hour_fen IS NOT NULL AND r.status IN ? AND rg.node_id = ? AND g.gpu_model = ?
 		GROUP BY r.id, r.bid_per_gpu_hour_fen, r.created_at`,
-		nodeID, []models.RentalStatus{models.RentalPending, models.RentalProvisioning, models.RentalRunning}, nodeID, model).Scan(&hs).Error
+		nodeID, []models.RentalStatus{models.RentalPending, models.RentalProvisioning, models.RentalRunning}, nodeID, model).Scan(&rows).Error
+	hs := make([]bids.Holder, len(rows))
+	for i, h := range rows {
+		hs[i] = bids.Holder{RentalID: h.RentalID, Bid: &h.Bid, GPUs: h.GPUs, CreatedAt: h.CreatedAt}
+	}
 	return hs, err
 }
 

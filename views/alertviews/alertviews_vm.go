@@ -18,6 +18,9 @@ type Runway struct {
 	Rentals, Volumes                     int
 	// Seconds is how long the balance lasts at their sum (when it is > 0).
 	Seconds int64
+	// Text is the runway's sentence (spendalerts.RunwayText, as the mails
+	// say it).
+	Text string
 }
 
 // FenPerHour is the current rate.
@@ -39,16 +42,11 @@ type Alert struct {
 	// low_balance, hours for runway.
 	Threshold         int64
 	LimitFen, UsedFen int64
+	// Pct is how much of its limit is used, in whole percent
+	// (spendalerts.Alert.Pct).
+	Pct int64
 	// Runway is the wallet's, for low_balance and runway.
 	Runway Runway
-}
-
-// Pct is how much of its limit is used, in whole percent.
-func (a Alert) Pct() int64 {
-	if a.LimitFen <= 0 {
-		return 0
-	}
-	return a.UsedFen * 100 / a.LimitFen
 }
 
 // Settings are an organisation's alert thresholds, as shown.
@@ -65,31 +63,6 @@ func PctsText(pcts []int) string {
 		out[i] = views.Itoa(p)
 	}
 	return strings.Join(out, ", ")
-}
-
-// lasts writes how long a balance lasts (rounded down): minutes under an
-// hour, hours under two days, then hours and days.
-func lasts(vc views.Ctx, secs int64) string {
-	switch {
-	case secs < 3600:
-		return vc.N("alerts.lasts.minutes", int(secs/60))
-	case secs < 48*3600:
-		return vc.N("alerts.lasts.hours", int(secs/3600))
-	}
-	return vc.T("alerts.lasts.days", secs/3600, secs/86400)
-}
-
-// RunwayText is the runway's sentence: how long the balance lasts at the
-// current rate, or that nothing draws on it.
-func RunwayText(vc views.Ctx, r Runway) string {
-	rate := views.Yuan(r.FenPerHour())
-	switch {
-	case r.FenPerHour() <= 0:
-		return vc.T("alerts.runway_none")
-	case r.Seconds < 60:
-		return vc.T("alerts.runway_out", rate)
-	}
-	return vc.T("alerts.runway", rate, lasts(vc, r.Seconds))
 }
 
 // partsText says what the rate is made of: the rentals, the volumes
@@ -109,18 +82,18 @@ func partsText(vc views.Ctx, r Runway) []string {
 func AlertText(vc views.Ctx, a Alert) string {
 	switch a.Kind {
 	case "budget":
-		return vc.T("alerts.now.budget", a.Pct(), views.Yuan(a.UsedFen), views.Yuan(a.LimitFen), a.Threshold)
+		return vc.T("alerts.now.budget", a.Pct, views.Yuan(a.UsedFen), views.Yuan(a.LimitFen), a.Threshold)
 	case "member_cap":
 		if a.Self {
-			return vc.T("alerts.now.member_cap_self", a.Pct(), views.Yuan(a.UsedFen), views.Yuan(a.LimitFen), a.Threshold)
+			return vc.T("alerts.now.member_cap_self", a.Pct, views.Yuan(a.UsedFen), views.Yuan(a.LimitFen), a.Threshold)
 		}
-		return vc.T("alerts.now.member_cap", a.UserName, a.Pct(), views.Yuan(a.UsedFen), views.Yuan(a.LimitFen), a.Threshold)
+		return vc.T("alerts.now.member_cap", a.UserName, a.Pct, views.Yuan(a.UsedFen), views.Yuan(a.LimitFen), a.Threshold)
 	case "hourly_cap":
-		return vc.T("alerts.now.hourly_cap", a.Pct(), views.Yuan(a.UsedFen), views.Yuan(a.LimitFen), a.Threshold)
+		return vc.T("alerts.now.hourly_cap", a.Pct, views.Yuan(a.UsedFen), views.Yuan(a.LimitFen), a.Threshold)
 	case "low_balance":
 		return vc.T("alerts.now.low_balance", views.Yuan(a.UsedFen), views.Yuan(a.Threshold))
 	}
-	return vc.T("alerts.now.runway", RunwayText(vc, a.Runway), a.Threshold)
+	return vc.T("alerts.now.runway", a.Runway.Text, a.Threshold)
 }
 
 // orgName names an alert's organisation ("personal" for the viewer's own).
