@@ -50,9 +50,9 @@ func CheckRaise(floor *int64, onDemand, old, bid int64) error {
 	return Check(floor, onDemand, bid)
 }
 
-// ErrOutbid refuses a bid that finds no free GPU and no lower bid to
-// interrupt.
-var ErrOutbid = &apperr.Error{Code: apperr.ECONFLICT, Field: Field, Message: "no free GPU at this bid: every GPU runs on demand or at a bid at least as high; bid higher or try later",
+// ErrOutbid refuses a bid for which the free GPUs and those of lower
+// bids are too few.
+var ErrOutbid = &apperr.Error{Code: apperr.ECONFLICT, Field: Field, Message: "too few GPUs at this bid: the free ones and those of lower bids are fewer than asked; bid higher or try later",
 	Key: "bids.err.outbid"}
 
 // Reason says why a rental was interrupted, in English and as a message,
