@@ -28,6 +28,7 @@ import (
 	"suanli/billing"
 	"suanli/models"
 	"suanli/models/alertstore"
+	"suanli/models/platform"
 	"suanli/pricing"
 )
 
@@ -146,23 +147,43 @@ func (s *Service) Settings(ctx context.Context, orgID int64) (Settings, error) {
 // manage its billing (its owner and admins). Bad values are apperr.Fields
 // (see Check), reported only to those allowed to set them.
 func (s *Service) SetSettings(ctx context.Context, actor *models.User, orgID int64, in Settings) (Settings, error) {
+	return s.UpdateSettings(ctx, actor, orgID, func(set *Settings) error {
+		*set = in
+		return nil
+	})
+}
+
+// UpdateSettings changes an organisation's alert settings with change,
+// which gets the settings stored now, read and written in one
+// transaction with the organisation locked (two partial updates at once
+// both count). An error from change or from Check stores nothing.
+func (s *Service) UpdateSettings(ctx context.Context, actor *models.User, orgID int64, change func(*Settings) error) (Settings, error) {
 	if _, _, err := s.Accounts.Authorize(ctx, actor, orgID, accounts.ManageBilling); err != nil {
-		return in, err
+		return Settings{}, err
 	}
-	out, err := Check(in)
-	if err != nil {
-		return in, err
-	}
-	pcts := make([]string, len(out.LimitPcts))
-	for i, p := range out.LimitPcts {
-		pcts[i] = strconv.Itoa(p)
-	}
-	rec := &alertstore.Settings{OrgID: orgID, LimitPcts: strings.Join(pcts, ","), LowBalanceFen: out.LowBalanceFen,
-		RunwayHours: out.RunwayHours, UpdatedBy: &actor.ID, UpdatedAt: s.DB.Now().UTC()}
-	if err := s.DB.Tx(ctx, func(tx *gorm.DB) error { return alertstore.SaveSettings(tx, rec) }); err != nil {
-		return in, err
-	}
-	return out, nil
+	var out Settings
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if _, err := platform.OrgForUpdate(tx, orgID); err != nil {
+			return err
+		}
+		set, err := settingsOf(tx, orgID)
+		if err != nil {
+			return err
+		}
+		if err := change(&set); err != nil {
+			return err
+		}
+		if out, err = Check(set); err != nil {
+			return err
+		}
+		pcts := make([]string, len(out.LimitPcts))
+		for i, p := range out.LimitPcts {
+			pcts[i] = strconv.Itoa(p)
+		}
+		return alertstore.SaveSettings(tx, &alertstore.Settings{OrgID: orgID, LimitPcts: strings.Join(pcts, ","), LowBalanceFen: out.LowBalanceFen,
+			RunwayHours: out.RunwayHours, UpdatedBy: &actor.ID, UpdatedAt: s.DB.Now().UTC()})
+	})
+	return out, err
 }
 
 // periods are the keys of the periods a limit's alerts are mailed once

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -439,5 +440,30 @@ func TestConcurrentPassesMailOnce(t *testing.T) {
 		}
 		// The budget (60 %) and the owner's cap (120 %): two mails.
 		must(t, len(f.mails(owner.Email)) == 2, "mails: %d", len(f.mails(owner.Email)))
+	})
+}
+
+// Two partial updates at once (one sets the low balance, the other the
+// runway) both count: each reads and writes in its own transaction with
+// the organisation locked.
+func TestPartialUpdatesAtOnceBothCount(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		f := newFixture(t, db)
+		owner := f.user("both@example.com", locales.ZH)
+		team := f.org(models.OrgTeam, nil, nil, nil, owner, models.RoleOwner)
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, change := range []func(*spendalerts.Settings) error{
+			func(s *spendalerts.Settings) error { s.LowBalanceFen = i64(10_000); return nil },
+			func(s *spendalerts.Settings) error { s.RunwayHours = new(24); return nil },
+		} {
+			wg.Go(func() { _, errs[i] = f.svc.UpdateSettings(ctx, owner, team.ID, change) })
+		}
+		wg.Wait()
+		must(t, errs[0] == nil && errs[1] == nil, "updates: %v", errs)
+		got, err := f.svc.Settings(ctx, team.ID)
+		must(t, err == nil && got.LowBalanceFen != nil && *got.LowBalanceFen == 10_000 && got.RunwayHours != nil && *got.RunwayHours == 24,
+			"stored after both: %+v %v", got, err)
 	})
 }

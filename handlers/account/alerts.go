@@ -1,7 +1,6 @@
 package account
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -150,40 +149,32 @@ func (h *Handler) APIWalletAlertsSet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	set, err := h.alerts().Settings(ctx, org.ID)
-	if err != nil {
-		return err
-	}
-	var errs apperr.Fields
-	decode := func(raw json.RawMessage, dst any, bad *apperr.Error) {
-		if raw == nil {
-			return // left out: unchanged
+	// The fields given replace those stored, read in the update's own
+	// transaction: two partial updates at once both count.
+	out, err := h.alerts().UpdateSettings(c.Request().Context(), handlers.CurrentUser(c), org.ID, func(set *spendalerts.Settings) error {
+		var errs apperr.Fields
+		decode := func(raw json.RawMessage, dst any, bad *apperr.Error) {
+			if raw == nil {
+				return // left out: unchanged
+			}
+			if err := json.Unmarshal(raw, dst); err != nil {
+				errs = append(errs, bad)
+			}
 		}
-		if err := json.Unmarshal(raw, dst); err != nil {
-			errs = append(errs, bad)
+		if in.LimitPcts != nil {
+			set.LimitPcts = nil // null: no limit alerts (Check makes it empty)
 		}
-	}
-	if in.LimitPcts != nil {
-		set.LimitPcts = nil
-	}
-	decode(in.LimitPcts, &set.LimitPcts, apperr.Field(spendalerts.FieldLimitPcts, "err.alert_pcts", spendalerts.MaxLimitPcts))
-	if in.LowBalanceFen != nil {
-		set.LowBalanceFen = nil
-	}
-	decode(in.LowBalanceFen, &set.LowBalanceFen, apperr.Field(spendalerts.FieldLowBalance, "err.alert_low_balance", pricing.FenToYuanString(billing.MaxTopupFen)))
-	if in.RunwayHours != nil {
-		set.RunwayHours = nil
-	}
-	decode(in.RunwayHours, &set.RunwayHours, apperr.Field(spendalerts.FieldRunway, "err.alert_runway", spendalerts.MaxRunwayHours))
-	if err := errs.OrNil(); err != nil {
-		// Authorised already: the problems are the caller's to know.
-		return err
-	}
-	if bytes.Equal(bytes.TrimSpace(in.LimitPcts), []byte("null")) {
-		set.LimitPcts = []int{}
-	}
-	out, err := h.alerts().SetSettings(ctx, handlers.CurrentUser(c), org.ID, set)
+		decode(in.LimitPcts, &set.LimitPcts, apperr.Field(spendalerts.FieldLimitPcts, "err.alert_pcts", spendalerts.MaxLimitPcts))
+		if in.LowBalanceFen != nil {
+			set.LowBalanceFen = nil
+		}
+		decode(in.LowBalanceFen, &set.LowBalanceFen, apperr.Field(spendalerts.FieldLowBalance, "err.alert_low_balance", pricing.FenToYuanString(billing.MaxTopupFen)))
+		if in.RunwayHours != nil {
+			set.RunwayHours = nil
+		}
+		decode(in.RunwayHours, &set.RunwayHours, apperr.Field(spendalerts.FieldRunway, "err.alert_runway", spendalerts.MaxRunwayHours))
+		return errs.OrNil()
+	})
 	if err != nil {
 		return err
 	}
