@@ -121,6 +121,18 @@ func Clearing(floor int64, free int, running []int64) int64 {
 	return max(floor, slices.Min(running))
 }
 
+// LeastToRun is the lowest bid that can run now on an offer with free
+// GPUs free and clearing price clearing (Clearing): the clearing price
+// while a GPU is free, else a fen above it (Victims takes only strictly
+// lower bids). When every GPU runs on demand, nothing runs now at any
+// bid; this is then only where a bid starts.
+func LeastToRun(clearing int64, free int) int64 {
+	if free > 0 {
+		return clearing
+	}
+	return clearing + 1
+}
+
 // Waiting is an interrupted rental waiting to resume, as the resume pass
 // sees it.
 type Waiting struct {

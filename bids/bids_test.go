@@ -83,6 +83,12 @@ func TestClearingAndResumeOrder(t *testing.T) {
 	if got := bids.Clearing(300, 0, []int64{450, 380}); got != 380 {
 		t.Errorf("clearing %d, want the lowest running bid", got)
 	}
+	if got := bids.LeastToRun(300, 2); got != 300 {
+		t.Errorf("with free GPUs the least bid that runs is %d, want the clearing price", got)
+	}
+	if got := bids.LeastToRun(380, 0); got != 381 {
+		t.Errorf("with every GPU held the least bid that runs is %d, want a fen above the lowest bid", got)
+	}
 	t0 := time.Now()
 	ws := []bids.Waiting{{RentalID: 1, Bid: 300, CreatedAt: t0}, {RentalID: 2, Bid: 500, CreatedAt: t0.Add(time.Second)},
 		{RentalID: 3, Bid: 500, CreatedAt: t0}, {RentalID: 4, Bid: 400, CreatedAt: t0}}

@@ -28,13 +28,10 @@ func RentBid(o *models.Offer, ix *offers.Index, f views.Form) *bidviews.RentBid 
 		return nil
 	}
 	b := &bidviews.RentBid{FloorFen: *floor, OnDemandFen: o.PricePerGPUHourFen, ClearingFen: *floor, GraceSecs: graceSecs}
-	least := *floor // the lowest bid that runs now
+	least := *floor
 	if l, err := ix.Offer(o.ID); err == nil && l.Interruptible != nil {
 		b.ClearingFen = max(l.Interruptible.ClearingFen, *floor)
-		if l.AvailableGPUs == 0 {
-			// Every GPU is held: a bid runs only above the lowest one running.
-			least = b.ClearingFen + 1
-		}
+		least = bids.LeastToRun(b.ClearingFen, l.AvailableGPUs)
 	}
 	if strings.TrimSpace(f.Get(bidviews.Field)) == "" && f.Values != nil {
 		f.Values[bidviews.Field] = bidviews.YuanValue(min(least, b.OnDemandFen))
