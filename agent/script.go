@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,25 @@ import (
 //	SUANLI_NO_GPU          1 to start without any GPU (无卡模式), else 0 (launch)
 //	SUANLI_PULL_ALWAYS     1 to pull the image even if the host has it (its copy
 //	                       came with another renter's credentials), else 0 (launch)
+//	SUANLI_ENV_FILE        a file with the renter's environment, "" if none (launch)
+//	SUANLI_ENV_NAMES       the names in it, comma-separated (launch)
+//	SUANLI_ONSTART_FILE    a file with the renter's on-start script, "" if none (launch)
+//
+// The renter's environment and script may hold secrets (tokens) and any
+// bytes (quotes, $, newlines), so they are not in the script's own
+// environment, which every program it starts inherits, but in two files
+// only the agent's user may read (0600, in a 0700 directory), deleted
+// once the script exits: a script that needs them later copies them.
+// SUANLI_ENV_FILE is a shell file, one "export NAME='value'" per
+// variable, sorted by name, each value in single quotes (a quote within
+// one closes them, is escaped with a backslash and opens them again; a
+// value may span lines), so that ". "$SUANLI_ENV_FILE"" sets them
+// exactly and Python's shlex reads it; it has no reserved name
+// (SUANLI_*, NVIDIA_VISIBLE_DEVICES and the NVIDIA runtime's other
+// switches: ReservedEnvName).
+// SUANLI_ONSTART_FILE is the script as the renter wrote it; the workload
+// should run it each time it starts, in the renter's environment, as the
+// docker launcher does.
 //
 // On launch it prints one JSON object on stdout:
 // {"host":"203.0.113.7","port":22001,"user":"root","command":"ssh -p 22001 root@203.0.113.7"}
@@ -55,20 +75,25 @@ func (s ScriptLauncher) Launch(ctx context.Context, spec LaunchSpec) (*Access, e
 	if spec.NoGPU {
 		gpus, noGPU = nil, "1"
 	}
-	stdout, err := s.run(ctx, "launch", []string{
-		"SUANLI_RENTAL_ID=" + strconv.FormatInt(spec.RentalID, 10),
-		"SUANLI_WORKSPACE_ID=" + spec.WorkspaceID,
-		"SUANLI_GPU_UUIDS=" + strings.Join(gpus, ","),
-		"SUANLI_SSH_PUBLIC_KEY=" + spec.SSHPublicKey,
-		"SUANLI_IMAGE=" + spec.Image,
-		"SUANLI_REGISTRY_AUTH=" + spec.RegistryAuth,
-		"SUANLI_VOLUME_GB=" + strconv.Itoa(spec.VolumeGB),
-		"SUANLI_CPUS=" + strconv.Itoa(limits.CPUs),
-		"SUANLI_MEMORY_MIB=" + strconv.FormatInt(limits.MemoryMiB, 10),
-		"SUANLI_SHM_MIB=" + strconv.FormatInt(limits.ShmMiB, 10),
-		"SUANLI_NO_GPU=" + noGPU,
-		"SUANLI_PULL_ALWAYS=" + map[bool]string{true: "1", false: "0"}[spec.PullAlways],
-	})
+	files, cleanup, err := renterFiles(spec.Env, spec.Onstart)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	stdout, err := s.run(ctx, "launch", append(files,
+		"SUANLI_RENTAL_ID="+strconv.FormatInt(spec.RentalID, 10),
+		"SUANLI_WORKSPACE_ID="+spec.WorkspaceID,
+		"SUANLI_GPU_UUIDS="+strings.Join(gpus, ","),
+		"SUANLI_SSH_PUBLIC_KEY="+spec.SSHPublicKey,
+		"SUANLI_IMAGE="+spec.Image,
+		"SUANLI_REGISTRY_AUTH="+spec.RegistryAuth,
+		"SUANLI_VOLUME_GB="+strconv.Itoa(spec.VolumeGB),
+		"SUANLI_CPUS="+strconv.Itoa(limits.CPUs),
+		"SUANLI_MEMORY_MIB="+strconv.FormatInt(limits.MemoryMiB, 10),
+		"SUANLI_SHM_MIB="+strconv.FormatInt(limits.ShmMiB, 10),
+		"SUANLI_NO_GPU="+noGPU,
+		"SUANLI_PULL_ALWAYS="+map[bool]string{true: "1", false: "0"}[spec.PullAlways],
+	))
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +162,57 @@ func (s ScriptLauncher) run(ctx context.Context, action string, env []string) ([
 		return nil, fmt.Errorf("%s script %s: %w; stderr: %s", action, s.Path, err, tail(stderr.Bytes()))
 	}
 	return stdout.Bytes(), nil
+}
+
+// renterFiles writes the renter's environment and on-start script for a
+// launch script into a new private directory, and returns the variables
+// that name them and a function that deletes them.
+func renterFiles(env map[string]string, onstart string) (vars []string, cleanup func(), err error) {
+	// Reserved names (SUANLI_*) are left out: sourcing the file would
+	// change the script's own task. The agent logged them already.
+	vars, _ = RenterEnv(env)
+	cleanup = func() {}
+	if len(vars) == 0 && onstart == "" {
+		return []string{"SUANLI_ENV_FILE=", "SUANLI_ENV_NAMES=", "SUANLI_ONSTART_FILE="}, cleanup, nil
+	}
+	dir, err := os.MkdirTemp("", "suanli-launch-")
+	if err != nil {
+		return nil, cleanup, fmt.Errorf("script launcher: a directory for the renter's environment: %w", err)
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	var sh strings.Builder
+	names := make([]string, 0, len(vars))
+	for _, kv := range vars {
+		name, value, _ := strings.Cut(kv, "=")
+		names = append(names, name)
+		sh.WriteString("export " + name + "=" + shellQuote(value) + "\n")
+	}
+	out := []string{"SUANLI_ENV_FILE=", "SUANLI_ENV_NAMES=" + strings.Join(names, ","), "SUANLI_ONSTART_FILE="}
+	write := func(i int, file, body string) error {
+		path := filepath.Join(dir, file)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			return fmt.Errorf("script launcher: writing the renter's %s: %w", file, err)
+		}
+		out[i] += path
+		return nil
+	}
+	if len(vars) > 0 {
+		err = write(0, "env.sh", sh.String())
+	}
+	if err == nil && onstart != "" {
+		err = write(2, "onstart", onstart)
+	}
+	if err != nil {
+		cleanup()
+		return nil, func() {}, err
+	}
+	return out, cleanup, nil
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes nothing is
+// special but the quote itself, which is closed, escaped and reopened.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // head is the start of a script's stdout, enough to see what it printed.

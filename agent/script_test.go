@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,6 +164,86 @@ fi
 		cancel()
 		if _, err := hung.Launch(ctx, agent.LaunchSpec{RentalID: 1, GPUUUIDs: []string{"GPU-aaaa"}}); err == nil {
 			t.Error("launch with a cancelled context succeeded")
+		}
+	})
+}
+
+// The renter's environment and on-start script reach the script in two
+// private files, quoted so that sourcing the environment gives every
+// value back exactly, and are deleted once the script exits.
+func TestScriptLauncherEnvAndOnstart(t *testing.T) {
+	out := t.TempDir()
+	script := mustScript(t, `
+set -eu
+o='`+out+`'
+printf '%s\n' "$SUANLI_ENV_FILE" > "$o/env-path"
+printf '%s\n' "$SUANLI_ONSTART_FILE" > "$o/onstart-path"
+printf '%s\n' "$SUANLI_ENV_NAMES" > "$o/names"
+if [ -n "$SUANLI_ENV_FILE" ]; then
+  stat -c %a "$SUANLI_ENV_FILE" "$SUANLI_ONSTART_FILE" "$(dirname "$SUANLI_ENV_FILE")" > "$o/modes"
+  cp "$SUANLI_ENV_FILE" "$o/env.sh"
+  cp "$SUANLI_ONSTART_FILE" "$o/onstart"
+  . "$SUANLI_ENV_FILE"
+  printf %s "$HF_TOKEN" > "$o/HF_TOKEN"
+  printf %s "$MULTI" > "$o/MULTI"
+  printf %s "$SUANLI_ACTION" > "$o/action"
+fi
+echo '{"host":"node7.example","port":30001}'
+`)
+	l := agent.ScriptLauncher{Path: script}
+	read := func(name string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	const token = "a b'c$d"
+	const multi = "line one\nexport X='y'\n\"two\" `three` \\ $HOME '' \n"
+	const onstart = "#!/bin/bash\necho \"$HF_TOKEN\" > /workspace/out\n"
+	_, err := l.Launch(context.Background(), agent.LaunchSpec{RentalID: 1, GPUUUIDs: []string{"GPU-aaaa"},
+		Env:     map[string]string{"HF_TOKEN": token, "MULTI": multi, "SUANLI_ACTION": "stop", "EMPTY": ""},
+		Onstart: onstart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read("HF_TOKEN"); got != token {
+		t.Errorf("HF_TOKEN after sourcing = %q, want %q", got, token)
+	}
+	if got := read("MULTI"); got != multi {
+		t.Errorf("MULTI after sourcing = %q, want %q", got, multi)
+	}
+	if got := read("action"); got != "launch" {
+		t.Errorf("the renter's SUANLI_ACTION replaced the agent's: %q", got)
+	}
+	if got := read("names"); got != "EMPTY,HF_TOKEN,MULTI\n" {
+		t.Errorf("SUANLI_ENV_NAMES = %q", got)
+	}
+	if got := read("onstart"); got != onstart {
+		t.Errorf("the onstart file = %q, want %q", got, onstart)
+	}
+	if got := read("modes"); got != "600\n600\n700\n" {
+		t.Errorf("modes of the env file, the onstart file and their directory = %q", got)
+	}
+	if got := read("env.sh"); !strings.HasPrefix(got, "export EMPTY=''\nexport HF_TOKEN='a b'\\''c$d'\n") {
+		t.Errorf("env file = %q", got)
+	}
+	for _, p := range []string{strings.TrimSpace(read("env-path")), strings.TrimSpace(read("onstart-path"))} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after the script exited: %v, want it deleted", p, err)
+		}
+		if _, err := os.Stat(filepath.Dir(p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after the script exited: %v, want it deleted", filepath.Dir(p), err)
+		}
+	}
+
+	t.Run("without either the variables are empty", func(t *testing.T) {
+		if _, err := l.Launch(context.Background(), agent.LaunchSpec{RentalID: 2, GPUUUIDs: []string{"GPU-aaaa"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := read("env-path") + read("onstart-path") + read("names"); got != "\n\n\n" {
+			t.Errorf("SUANLI_ENV_FILE, SUANLI_ONSTART_FILE, SUANLI_ENV_NAMES = %q, want empty", got)
 		}
 	})
 }

@@ -2,13 +2,16 @@ package agent
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 )
 
 // SimulatedLauncher starts nothing: it hands out access details marked
 // Simulated and remembers which rentals it "runs". It serves the demo's
-// in-process agents and tests.
+// in-process agents and tests. A launch's environment and on-start script
+// are only recorded (Launched): nothing runs them, and nothing says they
+// ran.
 type SimulatedLauncher struct {
 	// Host goes into the access details ("localhost" if empty).
 	Host string
@@ -29,6 +32,7 @@ func (l *SimulatedLauncher) Launch(_ context.Context, spec LaunchSpec) (*Access,
 	}
 	port := SSHPort(DefaultPortBase, spec.RentalID)
 	spec.GPUUUIDs = slices.Clone(spec.GPUUUIDs)
+	spec.Env = maps.Clone(spec.Env)
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -78,4 +82,16 @@ func (l *SimulatedLauncher) Running() []int64 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// Launched returns what the running rental was launched with (its
+// environment and on-start script, recorded, never run), and false when
+// it is not running.
+func (l *SimulatedLauncher) Launched(rentalID int64) (LaunchSpec, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	spec, ok := l.running[rentalID]
+	spec.GPUUUIDs = slices.Clone(spec.GPUUUIDs)
+	spec.Env = maps.Clone(spec.Env)
+	return spec, ok
 }

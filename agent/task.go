@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -85,6 +86,17 @@ func (a *Agent) launch(ctx context.Context, t Task) Result {
 	if len(t.GPUUUIDs) == 0 && !t.NoGPU {
 		return Result{Error: "launch task names no GPUs"}
 	}
+	if err := CheckLaunchEnv(t.Env, t.Onstart); err != nil {
+		return Result{Error: "launch task: " + err.Error()}
+	}
+	env := maps.Clone(t.Env)
+	if _, skipped := RenterEnv(env); len(skipped) > 0 {
+		// Every launcher would drop them; the operator learns why here.
+		a.log.Warn("the renter's environment names variables the launcher sets itself; skipping them", "rental", t.RentalID, "names", skipped)
+		for _, name := range skipped {
+			delete(env, name)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, taskTimeout)
 	defer cancel()
 	progress := a.newProgressReporter(ctx, t.ID)
@@ -100,6 +112,8 @@ func (a *Agent) launch(ctx context.Context, t Task) Result {
 		VolumeGB:     t.VolumeGB,
 		NoGPU:        t.NoGPU,
 		Verify:       t.Verify,
+		Env:          env,
+		Onstart:      t.Onstart,
 		Progress:     progress.report,
 	}
 	if t.NoGPU {

@@ -102,6 +102,13 @@ type Task struct {
 	// RegistryAuth is the base64url JSON registry credential for pulling
 	// a renter's private image (Docker's X-Registry-Auth), if any.
 	RegistryAuth string `json:"registry_auth,omitempty"`
+	// Env is the renter's environment for the container (a launcher's
+	// "env"), and Onstart the renter's script the container runs once
+	// it has started (a launcher's "onstart"). Like RegistryAuth they
+	// may hold secrets, so the server adds them only when it hands the
+	// launch task out; agent_tasks.payload holds neither.
+	Env     map[string]string `json:"env,omitempty"`
+	Onstart string            `json:"onstart,omitempty"`
 	// VolumeGB is the size of the rental's volume (WorkspaceID names it);
 	// the launcher applies it as a quota where the storage allows.
 	VolumeGB int `json:"volume_gb,omitempty"`

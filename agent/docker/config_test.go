@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/docker/docker/api/types/container"
@@ -47,6 +48,42 @@ func TestContainerConfigGPUs(t *testing.T) {
 				t.Errorf("entrypoint = %v", cfg.Entrypoint)
 			}
 		})
+	}
+}
+
+// The container's environment keeps the renter's variables but none
+// that would widen what the NVIDIA runtime hands it: the launcher's own
+// values win, and the runtime's shared-device switches are off whatever
+// the renter or the image says.
+func TestContainerEnvReservesTheNVIDIARuntimesSwitches(t *testing.T) {
+	d := &Launcher{}
+	spec := agent.LaunchSpec{RentalID: 7, Env: map[string]string{
+		"HF_TOKEN": "hf", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility", "NVIDIA_REQUIRE_CUDA": "cuda>=12.0",
+		"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_NVSWITCH": "enabled", "NVIDIA_MOFED": "enabled",
+		"NVIDIA_GDS": "enabled", "NVIDIA_GDRCOPY": "enabled", "NVIDIA_IMEX_CHANNELS": "0", "SUANLI_VERIFY_TOKEN": "mine",
+	}}
+	env := d.containerEnv(spec, "GPU-aaaa", []string{"GPU-aaaa"})
+	for _, want := range []string{
+		"HF_TOKEN=hf", "NVIDIA_DRIVER_CAPABILITIES=compute,utility", "NVIDIA_REQUIRE_CUDA=cuda>=12.0",
+		"NVIDIA_VISIBLE_DEVICES=GPU-aaaa", "NVIDIA_NVSWITCH=disabled", "NVIDIA_MOFED=disabled",
+		"NVIDIA_GDS=disabled", "NVIDIA_GDRCOPY=disabled",
+	} {
+		if !slices.Contains(env, want) {
+			t.Errorf("env = %v, want %s in it", env, want)
+		}
+	}
+	seen := map[string]bool{}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if seen[name] {
+			t.Errorf("env = %v: %s twice", env, name)
+		}
+		seen[name] = true
+	}
+	for _, bad := range []string{"NVIDIA_IMEX_CHANNELS", "SUANLI_VERIFY_TOKEN"} {
+		if seen[bad] {
+			t.Errorf("env = %v: the renter's %s passed", env, bad)
+		}
 	}
 }
 

@@ -27,9 +27,12 @@ const noSSHDMarker = "suanli-init: image has no sshd"
 // renter's key for root, makes host keys the image lacks, passes the
 // container's environment on to login shells (an image's ENV — CUDA's
 // PATH and LD_LIBRARY_PATH — would otherwise be lost: sshd starts
-// sessions with a clean environment), starts Jupyter beside it when the
-// image has it (jupyterScript), and runs sshd in the foreground as PID 1,
-// logging to stderr (the container's log).
+// sessions with a clean environment; the renter's variables are part of
+// it; the file is root's only, 0600, as it may hold secrets), starts
+// Jupyter beside it when the image has it (jupyterScript),
+// starts sshd, logging to stderr (the container's log), runs the renter's
+// on-start script in the background once sshd listens (onstartScript),
+// and stays PID 1, passing a stop's SIGTERM on to every process.
 //
 // The options on sshd's command line make the key work whatever the
 // image's sshd_config says: root may log in with a key only, and no
@@ -38,6 +41,11 @@ const initScript = `#!/bin/sh
 # Suanli's container init: installs the renter's SSH key and runs sshd.
 set -eu
 umask 022
+# The renter's PATH replaces the image's, and one pasted as a shell line
+# (PATH=/opt/conda/bin:$PATH, the $ kept literally) has no /bin: the
+# standard directories come after it, for this init and what it starts.
+PATH="${PATH:-}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+export PATH
 
 sshd=""
 for p in /usr/sbin/sshd /usr/bin/sshd /sbin/sshd /usr/local/sbin/sshd /usr/local/bin/sshd; do
@@ -51,6 +59,9 @@ if [ -z "$sshd" ]; then
 	exit 127
 fi
 
+# A status left from the container's last start is not this start's.
+rm -f /.suanli/onstart-exit
+
 mkdir -p /root/.ssh
 cp /.suanli/authorized_keys /root/.ssh/authorized_keys
 chown -R 0:0 /root/.ssh
@@ -63,8 +74,15 @@ fi
 mkdir -p /run/sshd /var/empty
 chmod 0755 /run/sshd
 
+# The container's environment (the image's, the renter's, the launcher's)
+# for login shells, as export -p quotes it (a value may hold spaces,
+# quotes, $ or newlines), without what belongs to a session; a subshell
+# drops those, as a filter on lines would cut a value that spans lines.
+# It holds the renter's secrets: root's only (only root logs in), made
+# anew, within the subshell, so that its umask sets the mode.
 if [ -d /etc/profile.d ]; then
-	export -p | grep -Ev '^(export|declare -x) (HOME|HOSTNAME|OLDPWD|PWD|SHLVL|TERM|_)=' > /etc/profile.d/00-suanli-env.sh 2>/dev/null || true
+	rm -f /etc/profile.d/00-suanli-env.sh 2>/dev/null || true
+	(umask 077; unset HOME HOSTNAME OLDPWD PWD SHLVL TERM _ 2>/dev/null || true; export -p > /etc/profile.d/00-suanli-env.sh) 2>/dev/null || true
 fi
 
 # Jupyter, when the image has it and the launcher gave a token: beside
@@ -99,6 +117,13 @@ fi
 # out (SIGKILL).
 "$sshd" -D -e -o PermitRootLogin=prohibit-password -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no &
 sshd_pid=$!
+
+# The renter's on-start script, on every start of the container, beside
+# sshd once it listens (/.suanli/onstart-run); its status goes to
+# /.suanli/onstart-exit (removed above, before sshd) when it ends.
+if [ -s /.suanli/onstart ]; then
+	/bin/sh /.suanli/onstart-run "$sshd_pid" </dev/null &
+fi
 alive() {
 	for p in /proc/[0-9]*; do
 		[ "${p#/proc/}" = 1 ] && continue
@@ -115,6 +140,83 @@ on_term() {
 }
 trap on_term TERM INT
 wait "$sshd_pid"
+`
+
+// Where the renter's on-start script, its log and its exit status are
+// in a container.
+const (
+	onstartPath     = initDir + "/onstart"
+	onstartExitPath = initDir + "/onstart-exit"
+	onstartLogPath  = "/var/log/suanli-onstart.log"
+)
+
+// onstartScript runs the renter's on-start script (onstartPath), started
+// by the init in the background each time the container starts. A
+// launcher (vast.ai's, RunPod's) expects that: it runs on every boot of
+// the container, and as the docker launcher makes a new container for
+// every launch (a start after a stop is one), the script runs once per
+// launch, and again whenever the daemon restarts the container (its
+// restart policy: a crash, the host's reboot). It
+//
+//   - waits until sshd listens on port 22 (at most a minute), so that the
+//     renter can log in while it runs: it is not PID 1 and blocks nothing;
+//   - runs in /workspace (/ when there is none) with the container's
+//     environment, the renter's variables included, stdin /dev/null; a
+//     script with a #! line runs as that program, any other with bash
+//     where the image has it, else sh;
+//   - writes its output to the container's log, each line after
+//     "onstart: " (what the rental's log shows), and as it is to
+//     onstartLogPath (root's only, 0600), appended, between the lines
+//     "suanli-init: onstart started" and "suanli-init: onstart exited N"
+//     (in both);
+//   - records the status N in onstartExitPath (removed by the init at
+//     every start). A script that fails stops nothing.
+//
+// The status line is written when the script exits, even when programs
+// it left in the background still write to the log.
+const onstartScript = `#!/bin/sh
+# Suanli's on-start runner, started by /.suanli/init: runs the renter's
+# /.suanli/onstart once sshd listens.
+set -u
+sshd_pid="$1"
+# sshd listens on port 22 (0016) once a socket in state LISTEN (0A) has it.
+listens() {
+	grep -Eqs '^ *[0-9]+: [0-9A-F]+:0016 [0-9A-F]+:[0-9A-F]+ 0A ' /proc/net/tcp /proc/net/tcp6
+}
+i=0
+while [ "$i" -lt 300 ] && kill -0 "$sshd_pid" 2>/dev/null && ! listens; do
+	sleep 0.2
+	i=$((i + 1))
+done
+cd /workspace 2>/dev/null || cd /
+first=""
+IFS= read -r first < ` + onstartPath + ` || true
+case "$first" in
+'#!'*) set -- ` + onstartPath + ` ;;
+*) if command -v bash >/dev/null 2>&1; then set -- bash ` + onstartPath + `; else set -- /bin/sh ` + onstartPath + `; fi ;;
+esac
+# The log may show the renter's secrets: root's only, while the script
+# keeps the init's umask.
+log=` + onstartLogPath + `
+mkdir -p "${log%/*}" 2>/dev/null
+if (umask 077; : >> "$log") 2>/dev/null; then
+	chmod 0600 "$log" 2>/dev/null || true
+else
+	log=/dev/null
+fi
+{
+	echo "suanli-init: onstart started"
+	"$@" 2>&1 </dev/null
+	code=$?
+	echo "$code" > ` + onstartExitPath + `.new && mv -f ` + onstartExitPath + `.new ` + onstartExitPath + `
+	echo "suanli-init: onstart exited $code"
+} | while IFS= read -r line || [ -n "$line" ]; do
+	printf '%s\n' "$line" >> "$log"
+	case "$line" in
+	"suanli-init: onstart started" | "suanli-init: onstart exited "*) printf '%s\n' "$line" >&2 ;;
+	*) printf 'onstart: %s\n' "$line" >&2 ;;
+	esac
+done
 `
 
 // JupyterPort is the port the launcher's Jupyter listens on, on the
@@ -207,9 +309,10 @@ type jupyterConf struct {
 }
 
 // initArchive is the tar CopyToContainer unpacks at "/": the init, the
-// renter's key and, with a Jupyter token, the Jupyter supervisor, its
-// probe and the token, all owned by root.
-func initArchive(sshPublicKey string, jc jupyterConf) ([]byte, error) {
+// renter's key, with a Jupyter token the Jupyter supervisor, its probe
+// and the token, and with an on-start script the script (root's only: it
+// may hold secrets) and its runner, all owned by root.
+func initArchive(sshPublicKey string, jc jupyterConf, onstart string) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
@@ -235,6 +338,10 @@ func initArchive(sshPublicKey string, jc jupyterConf) ([]byte, error) {
 		files = append(files, file{initDir[1:] + "/jupyter", 0o755, fill.Replace(jupyterScript)},
 			file{initDir[1:] + "/jupyter-ready", 0o755, fill.Replace(jupyterReadyScript)},
 			file{jupyterTokenPath[1:], 0o600, jc.Token})
+	}
+	if onstart != "" {
+		files = append(files, file{initDir[1:] + "/onstart-run", 0o755, onstartScript},
+			file{onstartPath[1:], 0o700, onstart})
 	}
 	for _, f := range files {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.body)), ModTime: now}); err != nil {

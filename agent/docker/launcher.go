@@ -193,6 +193,9 @@ func (d *Launcher) Launch(ctx context.Context, spec agent.LaunchSpec) (*agent.Ac
 	if !dockerName.MatchString(ws) {
 		return nil, fmt.Errorf("docker launcher: workspace id %q is not a valid volume name", spec.WorkspaceID)
 	}
+	if err := agent.CheckLaunchEnv(spec.Env, spec.Onstart); err != nil {
+		return nil, fmt.Errorf("docker launcher: %w", err)
+	}
 	ref := cmp.Or(spec.Image, d.Image)
 	if ref == "" {
 		return nil, errors.New("docker launcher: the task names no image and the agent has no --image")
@@ -236,7 +239,7 @@ func (d *Launcher) Launch(ctx context.Context, spec agent.LaunchSpec) (*agent.Ac
 		return nil, err
 	}
 	jc := jupyterConf{Token: token, BaseURL: agent.JupyterBaseURL(spec.RentalID)}
-	if err := d.start(ctx, id, ref, spec.SSHPublicKey, jc, port); err != nil {
+	if err := d.start(ctx, id, ref, spec.SSHPublicKey, jc, spec.Onstart, port); err != nil {
 		// Nothing is left behind: the port and the name are free for the
 		// next try, here or after the server moved the rental.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -398,7 +401,7 @@ func (d *Launcher) containerConfig(ctx context.Context, spec agent.LaunchSpec, r
 		User:         "0",
 		Entrypoint:   []string{"/bin/sh", initPath},
 		Cmd:          []string{},
-		Env:          append([]string{"NVIDIA_VISIBLE_DEVICES=" + visible}, verifyEnv(spec, d.Simulated, gpus)...),
+		Env:          d.containerEnv(spec, visible, gpus),
 		ExposedPorts: nat.PortSet{sshPort: struct{}{}},
 		Labels:       labels,
 		WorkingDir:   "/workspace",
@@ -434,6 +437,32 @@ func (d *Launcher) containerConfig(ctx context.Context, spec agent.LaunchSpec, r
 	return cfg, host
 }
 
+// disabledNVIDIAFeatures turn off the NVIDIA runtime's features that
+// would hand a container host devices every tenant shares (NVSwitch,
+// InfiniBand, GPUDirect Storage and RDMA). The container's environment
+// overrides the image's ENV, so an image that sets one to "enabled"
+// gets none of them either.
+var disabledNVIDIAFeatures = []string{
+	"NVIDIA_GDRCOPY=disabled", "NVIDIA_GDS=disabled", "NVIDIA_MOFED=disabled", "NVIDIA_NVSWITCH=disabled",
+}
+
+// containerEnv is the container's environment: the renter's variables,
+// then the launcher's own (the GPUs for the NVIDIA runtime, its shared
+// devices turned off, the verifier's), which no renter's variable may
+// replace: reserved names (agent.ReservedEnvName) are skipped, and
+// logged. The image's ENV stays under both (a renter's PATH replaces
+// the image's, as docker run -e does). The init passes all of it on to
+// login shells.
+func (d *Launcher) containerEnv(spec agent.LaunchSpec, visible string, gpus []string) []string {
+	env, skipped := agent.RenterEnv(spec.Env)
+	if len(skipped) > 0 {
+		d.log().Warn("the renter's environment names variables the launcher sets itself; skipping them", "rental", spec.RentalID, "names", skipped)
+	}
+	env = append(env, "NVIDIA_VISIBLE_DEVICES="+visible)
+	env = append(env, disabledNVIDIAFeatures...)
+	return append(env, verifyEnv(spec, d.Simulated, gpus)...)
+}
+
 // create makes the container. A daemon whose storage cannot enforce a
 // quota (overlay2 is only able to on xfs with pquota) refuses the size;
 // the container is then made without one.
@@ -450,10 +479,12 @@ func (d *Launcher) create(ctx context.Context, cfg *container.Config, host *cont
 	return resp.ID, nil
 }
 
-// start copies the init, the key and the Jupyter token into the container, starts it, and
-// waits until its sshd answers.
-func (d *Launcher) start(ctx context.Context, id, ref, key string, jc jupyterConf, port int) error {
-	tarball, err := initArchive(key, jc)
+// start copies the init, the key, the Jupyter token and the renter's
+// on-start script into the container, starts it, and waits until its
+// sshd answers (not for the on-start script, which the init runs beside
+// sshd).
+func (d *Launcher) start(ctx context.Context, id, ref, key string, jc jupyterConf, onstart string, port int) error {
+	tarball, err := initArchive(key, jc, onstart)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func TestContainerConfigVerifier(t *testing.T) {
 
 // Every container gets the verifier beside the init.
 func TestInitArchiveHasTheVerifier(t *testing.T) {
-	b, err := initArchive("ssh-ed25519 AAAA k", jupyterConf{})
+	b, err := initArchive("ssh-ed25519 AAAA k", jupyterConf{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
