@@ -35,6 +35,7 @@ var useCases = []string{
 	"suanli/standingorders",
 	"suanli/spendalerts",
 	"suanli/interruptions",
+	"suanli/launch",
 }
 
 // edge is one import of one file: the file relative to the module root
@@ -136,6 +137,12 @@ var depRules = []depRule{
 		from: not(anyOf(func(pkg string) bool { return pkg == module }, under("suanli/web", "suanli/handlers"))), forbid: under("suanli/handlers")},
 	{name: "use cases do not use river, stripe-go, pgx or prometheus",
 		from: isUseCase, forbid: infraClients},
+	// The renter CLI proves the API is enough: it reaches the server only
+	// through the client generated from the OpenAPI document.
+	{name: "the renter CLI uses only the generated API client and locales of this module",
+		from: under("suanli/rentercli"), forbid: func(imp string) bool {
+			return under(module)(imp) && !under("suanli/apiclient", "suanli/locales")(imp)
+		}},
 }
 
 // exceptions are edges the rules forbid that are part of the design,
@@ -340,10 +347,16 @@ func TestArchitectureRulesCatch(t *testing.T) {
 }
 
 // maxPackageLines is the most hand-written lines a package may hold: its
-// non-test .go files (generated _templ.go files excepted) and its .templ
+// non-test .go files (generated ones excepted: _templ.go files and
+// generatedFiles) and its .templ
 // sources. A package that outgrows it has become more than one concern;
 // split it along its seams instead of raising the limit.
 const maxPackageLines = 3000
+
+// generatedFiles are the other generated .go files, by path: only these,
+// so that a "Code generated" line cannot take a hand-written file out of
+// the count.
+var generatedFiles = []string{"apiclient/client.gen.go"}
 
 // TestArchitecturePackageSize fails on a package that holds more than
 // maxPackageLines hand-written lines.
@@ -365,7 +378,7 @@ func TestArchitecturePackageSize(t *testing.T) {
 		}
 		handWritten := strings.HasSuffix(name, ".templ") ||
 			strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") && !strings.HasSuffix(name, "_templ.go")
-		if !handWritten {
+		if !handWritten || slices.Contains(generatedFiles, filepath.ToSlash(path)) {
 			return nil
 		}
 		b, err := os.ReadFile(path)
