@@ -16,8 +16,24 @@ const (
 	ENOTFOUND  = "not_found" // 404
 	ECONFLICT  = "conflict"  // 409
 	EFORBIDDEN = "forbidden" // 403
-	// EUNAUTHORIZED: no or bad credentials on the API: 401.
-	EUNAUTHORIZED = "unauthorized"
+	// EUNAUTHORIZED: no or bad credentials on the API: 401. The code is
+	// spelt as the API's documents spell it (issue 19).
+	EUNAUTHORIZED = "unauthorised"
+	// EINSUFFICIENTFUNDS: the wallet's balance is below what a start
+	// needs (an hour ahead on demand, a term's price): 402. A spending
+	// limit is EFORBIDDEN. It refines ECONFLICT (General).
+	EINSUFFICIENTFUNDS = "insufficient_funds"
+	// ENOCAPACITY: a launch by instance type found no listed offer with
+	// enough free GPUs: 409. It refines ECONFLICT.
+	ENOCAPACITY = "no_capacity"
+	// EOFFERTAKEN: the offer (or the node holding the rental's files)
+	// has fewer free GPUs than asked: someone took them first: 409. It
+	// refines ECONFLICT.
+	EOFFERTAKEN = "offer_taken"
+	// EIMAGEINCOMPATIBLE: the image cannot run on the offer: its CUDA
+	// runtime needs a newer driver than the node's, or the offer does not
+	// allow it: 422. It refines EINVALID (on the field "image").
+	EIMAGEINCOMPATIBLE = "image_incompatible"
 	// ERATELIMIT: too many attempts: 429.
 	ERATELIMIT = "rate_limited"
 	// EUNAVAILABLE: a provider we depend on did not answer: 503.
@@ -74,6 +90,21 @@ func Code(err error) string {
 	return EINTERNAL
 }
 
+// General is the general code a typed code refines (insufficient_funds,
+// no_capacity and offer_taken are conflicts, image_incompatible is bad
+// input), and any other code itself: code that only tells a conflict from
+// bad input (a page that shows the refusal beside its form, a pass that
+// waits on a conflict) branches on General, a launcher on the code.
+func General(code string) string {
+	switch code {
+	case EINSUFFICIENTFUNDS, ENOCAPACITY, EOFFERTAKEN:
+		return ECONFLICT
+	case EIMAGEINCOMPATIBLE:
+		return EINVALID
+	}
+	return code
+}
+
 // As returns the *Error inside err, if any.
 func As(err error) (*Error, bool) {
 	var e *Error
@@ -116,5 +147,11 @@ func (f Fields) OrNil() error {
 // key and arguments (the English text is the message, for logs and the
 // API; pages say the key in the reader's language).
 func Field(field, key string, args ...any) *Error {
-	return &Error{Code: EINVALID, Field: field, Key: key, Args: args, Message: locales.T(locales.EN, key, args...)}
+	return FieldCode(EINVALID, field, key, args...)
+}
+
+// FieldCode is Field with another code than EINVALID: a typed refusal
+// about one input field (EIMAGEINCOMPATIBLE on "image", say).
+func FieldCode(code, field, key string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Key: key, Args: args, Message: locales.T(locales.EN, key, args...)}
 }

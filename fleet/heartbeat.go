@@ -639,6 +639,12 @@ func (f *Fleet) takeTasks(ctx context.Context, nodeID int64) ([]agent.Task, erro
 				failed = append(failed, r.ID)
 				continue
 			}
+			if ok, err := f.withLaunchSpec(tx, &r, &t, now); err != nil {
+				return err
+			} else if !ok {
+				failed = append(failed, r.ID)
+				continue
+			}
 			if err := witness.LaunchVerify(tx, &t, f.VerifyBaseURL, now); err != nil {
 				return err
 			}

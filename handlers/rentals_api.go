@@ -15,7 +15,8 @@ import (
 	"suanli/rentals"
 )
 
-// rentInput reads what both the API and the page send to rent.
+// rentBody is what the rent page sends to rent (the API's POST
+// /api/v1/rentals reads its own, with a launch spec: handlers/launchapi).
 type rentBody struct {
 	OfferID      int64  `json:"offer_id"`
 	GPUs         int    `json:"gpus"`
@@ -35,7 +36,7 @@ type rentBody struct {
 	IdleStop json.RawMessage `json:"idle_stop"`
 	// Bid: the term "interruptible"'s bid per GPU-hour (rentaljson.TermIn).
 	Bid *int64 `json:"bid_per_gpu_hour_fen"`
-	// idle is IdleStop as read (bindIdleStop), or from the form.
+	// idle is IdleStop as read (BindIdleStop), or from the form.
 	idle models.IdleStop
 }
 
@@ -62,35 +63,6 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 	return h.IdleStop().Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
 		SLA: in.SLA, Term: term, Bid: bid, SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew,
 		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth, Ports: in.Ports, IdleStop: in.idle})
-}
-
-// APIRentalCreate is POST /api/v1/rentals.
-func (h *Handler) APIRentalCreate(c echo.Context) error {
-	var in rentBody
-	if err := JSONDecoder(c).Decode(&in); err != nil {
-		if e := apperr.WrongJSONType(err); e != nil {
-			return e // "ports":"8000" names ports
-		}
-		return &apperr.Error{Code: apperr.EINVALID, Field: "body",
-			Message: `want JSON {"offer_id":N,"gpus":N,"sla":"standard"|"premium","term":"on_demand"|"week"|"month","ssh_public_key":"ssh-ed25519 …"}`}
-	}
-	if in.OfferID <= 0 {
-		return &apperr.Error{Code: apperr.EINVALID, Field: "offer_id", Message: "offer_id is required"}
-	}
-	var err error
-	if in.idle, err = bindIdleStop(in.IdleStop); err != nil {
-		return err
-	}
-	r, err := h.rent(c, in)
-	if err != nil {
-		return err
-	}
-	d, err := h.Rentals.Detail(c.Request().Context(), r.ID)
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("Location", "/api/v1/rentals/"+strconv.FormatInt(r.ID, 10))
-	return h.rentalJSON(c, http.StatusCreated, d)
 }
 
 // RentalFor is rentalFor, for the handlers' area packages.
@@ -151,36 +123,6 @@ func (h *Handler) APIRentalStop(c echo.Context) error {
 	return h.rentalJSON(c, http.StatusOK, d)
 }
 
-// APIRentalsList is GET /api/v1/rentals (?org_id=, page, per_page): live
-// rentals first, then the rest, newest first.
-func (h *Handler) APIRentalsList(c echo.Context) error {
-	org, err := h.APIOrg(c, accounts.ViewRentals, c.QueryParam("org_id"))
-	if err != nil {
-		return err
-	}
-	pg, err := PageParams(c)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	rs, total, err := h.DB.RentalsPage(ctx, org.ID, pg.Offset(), pg.PerPage)
-	if err != nil {
-		return err
-	}
-	if err := pg.Within(total); err != nil {
-		return err
-	}
-	out := []rentaljson.Rental{}
-	for _, r := range rs {
-		d, err := h.Rentals.Detail(ctx, r.ID)
-		if err != nil {
-			return err
-		}
-		out = append(out, rentaljson.WithIdle(rentaljson.Of(d), d, org))
-	}
-	return c.JSON(http.StatusOK, map[string]any{"org_id": org.ID, "rentals": out, "total": total, "page": pg.Page, "per_page": pg.PerPage})
-}
-
 // changeRental previews (confirm false) or applies a switch or resize for
 // a caller who may change the rental: its renter or an organisation admin.
 func (h *Handler) changeRental(c echo.Context, in rentals.ChangeInput, confirm bool) (*rentals.ChangeQuote, *rentals.RentalDetail, error) {
@@ -231,7 +173,9 @@ func (h *Handler) APIRentalChange(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		out["rental"] = rentaljson.WithIdle(rentaljson.Of(d), d, org)
+		if out["rental"], err = rentaljson.WithSpecOne(c.Request().Context(), h.DB, rentaljson.WithIdle(rentaljson.Of(d), d, org)); err != nil {
+			return err
+		}
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -23,11 +23,11 @@ import (
 // idleStopShape is what the API takes for idle_stop.
 const idleStopShape = `{"gpu_util_below_pct":N,"minutes":M} or null`
 
-// bindIdleStop reads an idle_stop value of the API: absent or null is off;
+// BindIdleStop reads an idle_stop value of the API: absent or null is off;
 // anything but an object of the two whole numbers is refused naming
 // idle_stop (an object is a setting, so {"…":0,"minutes":0} is out of
 // range rather than off).
-func bindIdleStop(raw json.RawMessage) (models.IdleStop, error) {
+func BindIdleStop(raw json.RawMessage) (models.IdleStop, error) {
 	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return models.IdleStop{}, nil
 	}
@@ -53,9 +53,9 @@ func idleStopForm(f views.Form) (models.IdleStop, *apperr.Error) {
 		return models.IdleStop{}, nil
 	}
 	if strings.HasPrefix(v, "{") || v == "null" {
-		s, err := bindIdleStop(json.RawMessage(v))
+		s, err := BindIdleStop(json.RawMessage(v))
 		if err != nil {
-			ae, _ := apperr.As(err) // bindIdleStop answers *apperr.Error only
+			ae, _ := apperr.As(err) // BindIdleStop answers *apperr.Error only
 			return models.IdleStop{}, ae
 		}
 		return s, nil
@@ -82,7 +82,11 @@ func (h *Handler) rentalJSON(c echo.Context, status int, d *rentals.RentalDetail
 	if err != nil {
 		return err
 	}
-	return c.JSON(status, rentaljson.WithIdle(rentaljson.Of(d), d, org))
+	out, err := rentaljson.WithSpecOne(c.Request().Context(), h.DB, rentaljson.WithIdle(rentaljson.Of(d), d, org))
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, out)
 }
 
 // APIRentalIdleStop is POST /api/v1/rentals/{id}/idle-stop with the body
@@ -97,7 +101,7 @@ func (h *Handler) APIRentalIdleStop(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := bindIdleStop(raw)
+	v, err := BindIdleStop(raw)
 	if err == nil {
 		_, err = h.IdleStop().Set(c.Request().Context(), CurrentUser(c), m, d.Rental.ID, v)
 	}

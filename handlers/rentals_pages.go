@@ -441,20 +441,19 @@ func (h *Handler) RentalRelease(c echo.Context) error {
 
 // RentalActionRefused shows a refused start, release or raised bid (no
 // free GPUs where the files are, too little balance) on the rental page,
-// with the reason above the actions (a bid's beside it): 409, 422 or, for
-// a spending limit, 403. Errors not about the request go to the error handler.
+// with the reason above the actions (a bid's beside it): the code's status
+// (409, 402 for too little balance, 422; for a spending limit, 403).
+// Errors not about the request go to the error handler.
 func (h *Handler) RentalActionRefused(c echo.Context, err error) error {
 	ae, ok := apperr.As(err)
 	if !ok || ae.Key == "" {
 		return err
 	}
-	status := http.StatusConflict
-	switch ae.Code {
+	status := ErrorStatus(ae)
+	switch apperr.General(ae.Code) {
 	case apperr.EINVALID:
 		status = http.StatusUnprocessableEntity
-	case apperr.EFORBIDDEN:
-		status = http.StatusForbidden
-	case apperr.ECONFLICT:
+	case apperr.EFORBIDDEN, apperr.ECONFLICT:
 	default:
 		return err
 	}
@@ -704,13 +703,13 @@ func (h *Handler) renderChange(c echo.Context, d *rentals.RentalDetail, m *model
 }
 
 // changeFormError puts a refused change's message into the form: beside
-// the offer or the GPUs (422), or at the top (409: a conflict or too
+// the offer or the GPUs (422), or at the top (409: a conflict; 402: too
 // little balance; 403: a spending limit; topUp set when it is about the
 // balance). It returns the status to answer with, or the error itself
 // when it is not about the request.
 func changeFormError(vc views.Ctx, f *views.Form, err error) (status int, topUp bool, _ error) {
 	ae, ok := apperr.As(err)
-	if !ok || ae.Key == "" || !(ae.Code == apperr.EINVALID || ae.Code == apperr.ECONFLICT || ae.Field == "balance") {
+	if !ok || ae.Key == "" || !(apperr.General(ae.Code) == apperr.EINVALID || apperr.General(ae.Code) == apperr.ECONFLICT || ae.Field == "balance") {
 		return 0, false, err
 	}
 	if ae.Key == "err.rent_balance" {

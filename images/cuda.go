@@ -44,7 +44,7 @@ func (v cudaVersion) String() string { return strconv.Itoa(v.major) + "." + strc
 // supports is not judged here (its agent checks the image after pulling
 // it and refuses the launch, naming both versions). An image with no known
 // CUDA requirement (none, or a custom image not yet inspected) runs
-// anywhere. The error is EINVALID on the field "image".
+// anywhere. The error is EIMAGEINCOMPATIBLE on the field "image".
 func CheckNode(choice Choice, driverCUDA string) error {
 	need, ok := parseCUDA(choice.CUDAVersion)
 	if !ok || choice.CUDAVersion == "" {
@@ -58,7 +58,7 @@ func CheckNode(choice Choice, driverCUDA string) error {
 		return nil
 	}
 	if need.newerThan(have) {
-		return apperr.Field("image", "images.err.cuda_too_new", need.String(), have.String())
+		return apperr.FieldCode(apperr.EIMAGEINCOMPATIBLE, "image", "images.err.cuda_too_new", need.String(), have.String())
 	}
 	return nil
 }

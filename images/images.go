@@ -133,7 +133,9 @@ const maxRefLen = 512
 //     name@sha256:…); its CUDA version is the one the offer's node found
 //     in it when it has it locally, else unknown ("").
 //
-// Refusals are EINVALID on the field "image". Resolve does not apply the
+// Refusals are on the field "image": EIMAGEINCOMPATIBLE for an image the
+// offer does not allow (a catalogue image it does not offer, a custom
+// image where it takes none), EINVALID otherwise. Resolve does not apply the
 // CUDA rule: CheckOfferNode and CompatibleNodes do.
 func Resolve(ctx context.Context, db *models.DB, offer models.Offer, ref string) (Choice, error) {
 	tx := db.R.WithContext(ctx)
@@ -161,14 +163,14 @@ func Resolve(ctx context.Context, db *models.DB, offer models.Offer, ref string)
 		return Choice{}, err
 	}
 	if cat != nil {
-		return Choice{}, apperr.Field("image", "images.err.not_offered", cat.Slug, offeredSlugs(offered))
+		return Choice{}, apperr.FieldCode(apperr.EIMAGEINCOMPATIBLE, "image", "images.err.not_offered", cat.Slug, offeredSlugs(offered))
 	}
 	if !strings.ContainsAny(ref, ":@/") {
 		// It reads as a slug, and no catalogue image has it.
 		return Choice{}, apperr.Field("image", "images.err.unknown", ref, offeredSlugs(offered))
 	}
 	if !offer.CustomImages {
-		return Choice{}, apperr.Field("image", "images.err.custom_not_allowed", offeredSlugs(offered))
+		return Choice{}, apperr.FieldCode(apperr.EIMAGEINCOMPATIBLE, "image", "images.err.custom_not_allowed", offeredSlugs(offered))
 	}
 	if err := CheckReference(ref); err != nil {
 		return Choice{}, err

@@ -62,9 +62,16 @@ func reportImages(t *testing.T, db *models.DB, nodeID int64, hash string, imgs .
 
 func field(t *testing.T, err error, key string) {
 	t.Helper()
+	// An image the offer cannot run is image_incompatible (a launcher
+	// picks another offer or image); any other bad image is invalid.
+	want := apperr.EINVALID
+	switch key {
+	case "images.err.cuda_too_new", "images.err.not_offered", "images.err.custom_not_allowed":
+		want = apperr.EIMAGEINCOMPATIBLE
+	}
 	e, ok := apperr.As(err)
-	if !ok || e.Code != apperr.EINVALID || e.Field != "image" || e.Key != key {
-		t.Errorf("got %v, want %s on the field image", err, key)
+	if !ok || e.Code != want || e.Field != "image" || e.Key != key {
+		t.Errorf("got %v, want %s (%s) on the field image", err, key, want)
 	}
 }
 

@@ -94,7 +94,7 @@ func TestCheckNode(t *testing.T) {
 			continue
 		}
 		e, ok := apperr.As(err)
-		if !ok || e.Field != "image" || e.Key != c.key || Compatible(Choice{CUDAVersion: c.image}, c.driver) {
+		if !ok || e.Code != apperr.EIMAGEINCOMPATIBLE || e.Field != "image" || e.Key != c.key || Compatible(Choice{CUDAVersion: c.image}, c.driver) {
 			t.Errorf("image %q on driver %q: %v, want %s", c.image, c.driver, err, c.key)
 		}
 	}

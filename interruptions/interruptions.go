@@ -61,7 +61,7 @@ func (s *Service) Pass(ctx context.Context) (int, error) {
 		case ae != nil && (ae.Field == "balance" || ae.Code == apperr.EFORBIDDEN):
 			why := rentals.StopSpendCap
 			switch {
-			case ae.Code == apperr.ECONFLICT:
+			case apperr.General(ae.Code) == apperr.ECONFLICT:
 				why = rentals.StopBalance
 			case ae.Field != "balance":
 				why = StopNotAllowed
@@ -70,7 +70,7 @@ func (s *Service) Pass(ctx context.Context) (int, error) {
 				return n, err
 			}
 			slog.Info("interrupted rental stopped: it may not resume", "rental", w.RentalID, "why", why, "err", err)
-		case ae != nil && ae.Code == apperr.ECONFLICT:
+		case ae != nil && apperr.General(ae.Code) == apperr.ECONFLICT:
 			// No GPU at its bid (or its files' node is away): it waits.
 			full[offerOf[w.RentalID]] = true
 		default:

@@ -1,7 +1,8 @@
 // Package openapi holds the OpenAPI 3.1 document of /api/v1, written by
 // hand and embedded, and reads it: the operations for the /api/docs page
 // and a validator that checks answers against it (the test suite runs
-// every API answer through it, so the document cannot drift).
+// every API answer through it, so the document cannot drift), and
+// derives its OpenAPI 3.0 form (Document30) for client generators.
 package openapi
 
 import (
@@ -69,6 +70,8 @@ type Response struct {
 	// empty for an inline one.
 	Schema string
 	Fields []Field
+	// JSON: the body is JSON (not none, as a 204's, nor text or bytes).
+	JSON bool
 }
 
 // Field is one property of a schema, nested properties named with dots
@@ -142,7 +145,7 @@ func operation(path, method string, op map[string]any) Operation {
 	for _, code := range codes {
 		r := resolve(responses[code])
 		sch := jsonSchema(r)
-		o.Responses = append(o.Responses, Response{Status: code, Description: str(r, "description"), Schema: refName(sch), Fields: fields(sch, "", 0, nil)})
+		o.Responses = append(o.Responses, Response{Status: code, Description: str(r, "description"), Schema: refName(sch), Fields: fields(sch, "", 0, nil), JSON: sch != nil})
 	}
 	return o
 }

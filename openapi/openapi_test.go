@@ -46,7 +46,7 @@ func TestOperations(t *testing.T) {
 			t.Errorf("%s %s: id %q summary %q, %d responses", o.Method, o.Path, o.ID, o.Summary, len(o.Responses))
 		}
 		for _, r := range o.Responses {
-			if r.Status[0] == '2' && o.Path != "/api/v1/openapi.json" && len(r.Fields) == 0 {
+			if r.Status[0] == '2' && o.Tag != "meta" && r.JSON && len(r.Fields) == 0 {
 				t.Errorf("%s %s %s: no fields", o.Method, o.Path, r.Status)
 			}
 			for _, f := range r.Fields {

@@ -177,10 +177,10 @@ func (s *Service) startWithGPUs(ctx context.Context, tx *gorm.DB, r *models.Rent
 	}
 	noGPU := pricing.FenToYuanString(o.NoGPUPricePerHourFen)
 	if !v.Shared() && v.NodeID != nil {
-		return &apperr.Error{Code: apperr.ECONFLICT, Message: fmt.Sprintf("no free GPUs on node %d, where this rental's files are (local storage); try again later, or start in no-GPU mode (¥%s an hour) to work on the files", *v.NodeID, noGPU),
+		return &apperr.Error{Code: apperr.ENOCAPACITY, Message: fmt.Sprintf("no free GPUs on node %d, where this rental's files are (local storage); try again later, or start in no-GPU mode (¥%s an hour) to work on the files", *v.NodeID, noGPU),
 			Key: "err.start_no_gpus_local", Args: []any{nodeLabel(tx, *v.NodeID), noGPU}}
 	}
-	return &apperr.Error{Code: apperr.ECONFLICT, Message: fmt.Sprintf("no free GPUs of this model in the datacentre right now; try again later, or start in no-GPU mode (¥%s an hour) to work on the files", noGPU),
+	return &apperr.Error{Code: apperr.ENOCAPACITY, Message: fmt.Sprintf("no free GPUs of this model in the datacentre right now; try again later, or start in no-GPU mode (¥%s an hour) to work on the files", noGPU),
 		Key: "err.start_no_gpus", Args: []any{noGPU}}
 }
 
@@ -344,7 +344,7 @@ func (s *Service) checkHourAhead(ctx context.Context, org *models.Org, u *models
 		return err
 	}
 	if bal < need {
-		return &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("this needs a balance of at least ¥%s (the balance is ¥%s): top up first", pricing.FenToYuanString(need), pricing.FenToYuanString(bal)),
+		return &apperr.Error{Code: apperr.EINSUFFICIENTFUNDS, Field: "balance", Message: fmt.Sprintf("this needs a balance of at least ¥%s (the balance is ¥%s): top up first", pricing.FenToYuanString(need), pricing.FenToYuanString(bal)),
 			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
 	}
 	return s.Wallet.CheckSpend(ctx, org, u.ID, need, r.ID, now)

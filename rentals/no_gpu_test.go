@@ -39,8 +39,8 @@ func TestNoGPUModeRunsTheContainerWithoutGPUsAtItsOwnPrice(t *testing.T) {
 		r.waitStatus(other.ID, models.RentalRunning)
 
 		_, err := r.rentals.Start(r.ctx, r.user, r.org, rt.ID, rentals.StartInput{})
-		if apperr.Code(err) != apperr.ECONFLICT || !strings.Contains(startErr(err), "no-GPU mode (¥0.1 an hour)") {
-			t.Fatalf("start with no free GPUs: %v, want a conflict offering no-GPU mode", err)
+		if apperr.Code(err) != apperr.ENOCAPACITY || !strings.Contains(startErr(err), "no-GPU mode (¥0.1 an hour)") {
+			t.Fatalf("start with no free GPUs: %v, want no_capacity offering no-GPU mode", err)
 		}
 		if got := r.rental(rt.ID); got.Status != models.RentalStopped || got.NoGPU {
 			t.Fatalf("a refused start changed the rental: %+v", got)

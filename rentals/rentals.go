@@ -125,7 +125,7 @@ type RentInput struct {
 }
 
 // ErrNoFreeGPUs is returned when an offer has fewer free GPUs than asked.
-var ErrNoFreeGPUs = &apperr.Error{Code: apperr.ECONFLICT, Message: "not enough free GPUs on this offer right now; try fewer GPUs or another offer", Key: "err.no_free_gpus"}
+var ErrNoFreeGPUs = &apperr.Error{Code: apperr.EOFFERTAKEN, Message: "not enough free GPUs on this offer right now; try fewer GPUs or another offer", Key: "err.no_free_gpus"}
 
 // Rent reserves GPUs of an offer for the user's organisation and enqueues
 // their provisioning, all in one transaction. It checks the renter's
@@ -204,7 +204,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, err
 	}
 	if bal < need {
-		return nil, &apperr.Error{Code: apperr.ECONFLICT, Field: "balance", Message: fmt.Sprintf("starting needs a balance of at least ¥%s (the balance is ¥%s): top up first", pricing.FenToYuanString(need), pricing.FenToYuanString(bal)),
+		return nil, &apperr.Error{Code: apperr.EINSUFFICIENTFUNDS, Field: "balance", Message: fmt.Sprintf("starting needs a balance of at least ¥%s (the balance is ¥%s): top up first", pricing.FenToYuanString(need), pricing.FenToYuanString(bal)),
 			Key: "err.rent_balance", Args: []any{pricing.FenToYuanString(need), pricing.FenToYuanString(bal)}}
 	}
 	if err := s.Wallet.CheckSpend(ctx, org, u.ID, need, 0, now); err != nil {

@@ -95,7 +95,7 @@ func TestLastFreeGPUGoesToExactlyOneRenter(t *testing.T) {
 			if err == nil {
 				continue
 			}
-			if e, ok := apperr.As(err); ok && e.Code == apperr.ECONFLICT && e.Message == rentals.ErrNoFreeGPUs.Message {
+			if e, ok := apperr.As(err); ok && e.Code == apperr.EOFFERTAKEN && e.Message == rentals.ErrNoFreeGPUs.Message {
 				conflicts++
 			} else {
 				t.Errorf("a losing rent: %v, want %v", err, rentals.ErrNoFreeGPUs)
@@ -157,7 +157,7 @@ func TestLastFreeGPUGoesToExactlyOneRenter(t *testing.T) {
 				var e struct {
 					Error struct{ Code, Message string } `json:"error"`
 				}
-				if err := json.Unmarshal(a.body, &e); err != nil || e.Error.Code != apperr.ECONFLICT || e.Error.Message != rentals.ErrNoFreeGPUs.Message {
+				if err := json.Unmarshal(a.body, &e); err != nil || e.Error.Code != apperr.EOFFERTAKEN || e.Error.Message != rentals.ErrNoFreeGPUs.Message {
 					t.Errorf("409 body %s, want the no-free-GPUs error", a.body)
 				}
 				refused++
@@ -742,8 +742,8 @@ func TestBalanceAndLimitsStopRentals(t *testing.T) {
 			hour := r.hourFen(o, 1)
 			r.credit(hour - 2)
 			_, err := r.rent(o.ID, 1)
-			if e, ok := apperr.As(err); !ok || e.Code != apperr.ECONFLICT || e.Field != "balance" {
-				t.Fatalf("renting with %d fen for an hour of %d: %v, want a conflict on the balance", hour-1, hour, err)
+			if e, ok := apperr.As(err); !ok || e.Code != apperr.EINSUFFICIENTFUNDS || e.Field != "balance" {
+				t.Fatalf("renting with %d fen for an hour of %d: %v, want insufficient_funds on the balance", hour-1, hour, err)
 			}
 			var rentals, holds, busy int64
 			db.R.Model(&models.Rental{}).Count(&rentals)

@@ -269,6 +269,9 @@ const (
 	APIProviderOffersUpdate = "api.provider.offers.update"
 	// APIOpenAPI is GET /api/v1/openapi.json.
 	APIOpenAPI = "api.openapi"
+	// APIOpenAPI30 is GET /api/v1/openapi-3.0.json, the same document in
+	// OpenAPI 3.0 form.
+	APIOpenAPI30 = "api.openapi30"
 	// APIDocs is GET /api/docs.
 	APIDocs = "api.docs"
 	// APIOffersList is GET /api/v1/offers.
@@ -279,6 +282,10 @@ const (
 	APIOffersQuote = "api.offers.quote"
 	// APIImagesList is GET /api/v1/images.
 	APIImagesList = "api.images.list"
+	// APICatalog is GET /api/v1/catalog.
+	APICatalog = "api.catalog"
+	// APIInstanceTypes is GET /api/v1/instance-types.
+	APIInstanceTypes = "api.instance_types"
 	// APIMe is GET /api/v1/me.
 	APIMe = "api.me"
 	// APIWallet is GET /api/v1/wallet.
@@ -311,6 +318,72 @@ const (
 	APIRentalsStart = "api.rentals.start"
 	// APIRentalsRelease is POST /api/v1/rentals/:id/release.
 	APIRentalsRelease = "api.rentals.release"
+	// APIRentalsLogs is GET /api/v1/rentals/:id/logs: the container's
+	// output (text, or server-sent events with follow=1).
+	APIRentalsLogs = "api.rentals.logs"
+	// APIRentalsFilesList is GET /api/v1/rentals/:id/files: a workspace
+	// directory.
+	APIRentalsFilesList = "api.rentals.files.list"
+	// APIRentalsFilesDownload is GET /api/v1/rentals/:id/files/download.
+	APIRentalsFilesDownload = "api.rentals.files.download"
+	// APIRentalsFilesUpload is POST /api/v1/rentals/:id/files (multipart).
+	APIRentalsFilesUpload = "api.rentals.files.upload"
+	// APIRentalsSharesList is GET /api/v1/rentals/:id/shares.
+	APIRentalsSharesList = "api.rentals.shares.list"
+	// APIRentalsSharesCreate is POST /api/v1/rentals/:id/shares.
+	APIRentalsSharesCreate = "api.rentals.shares.create"
+	// APIRentalsSharesRevoke is DELETE /api/v1/rentals/:id/shares/:sid.
+	APIRentalsSharesRevoke = "api.rentals.shares.revoke"
+	// APIOrgsCreate is POST /api/v1/orgs.
+	APIOrgsCreate = "api.orgs.create"
+	// APIOrgsShow is GET /api/v1/orgs/:id.
+	APIOrgsShow = "api.orgs.show"
+	// APIOrgsBudget is PUT /api/v1/orgs/:id/budget.
+	APIOrgsBudget = "api.orgs.budget"
+	// APIOrgsIdlePolicy is PUT /api/v1/orgs/:id/idle-policy.
+	APIOrgsIdlePolicy = "api.orgs.idle_policy"
+	// APIOrgsInvite is POST /api/v1/orgs/:id/invitations.
+	APIOrgsInvite = "api.orgs.invite"
+	// APIOrgsInvitationsRevoke is DELETE /api/v1/orgs/:id/invitations/:iid.
+	APIOrgsInvitationsRevoke = "api.orgs.invitations.revoke"
+	// APIOrgsMembersRemove is DELETE /api/v1/orgs/:id/members/:uid.
+	APIOrgsMembersRemove = "api.orgs.members.remove"
+	// APIInvitationsMine is GET /api/v1/invitations.
+	APIInvitationsMine = "api.invitations.mine"
+	// APIInvitationsAccept is POST /api/v1/invitations/:id/accept.
+	APIInvitationsAccept = "api.invitations.accept"
+	// APIInvitationsAcceptToken is POST /api/v1/invitations/accept.
+	APIInvitationsAcceptToken = "api.invitations.accept_token"
+	// APILabsApply is POST /api/v1/labs.
+	APILabsApply = "api.labs.apply"
+	// APIWalletRefunds is GET /api/v1/wallet/refunds.
+	APIWalletRefunds = "api.wallet.refunds"
+	// APIWalletRefundsCreate is POST /api/v1/wallet/refunds.
+	APIWalletRefundsCreate = "api.wallet.refunds.create"
+	// APIWalletBilling is GET /api/v1/wallet/billing.
+	APIWalletBilling = "api.wallet.billing"
+	// APIWalletBillingSet is PUT /api/v1/wallet/billing.
+	APIWalletBillingSet = "api.wallet.billing.set"
+	// APITokensList is GET /api/v1/tokens.
+	APITokensList = "api.tokens.list"
+	// APITokensRevoke is DELETE /api/v1/tokens/:id.
+	APITokensRevoke = "api.tokens.revoke"
+	// APIProviderSignup is POST /api/v1/provider/signup.
+	APIProviderSignup = "api.provider.signup"
+	// APIProviderProfile is GET /api/v1/provider/profile.
+	APIProviderProfile = "api.provider.profile"
+	// APIProviderProfileUpdate is PUT /api/v1/provider/profile.
+	APIProviderProfileUpdate = "api.provider.profile.update"
+	// APIProviderDatacentersUpdate is PUT /api/v1/provider/datacenters/:id.
+	APIProviderDatacentersUpdate = "api.provider.datacenters.update"
+	// APIProviderNodesUpdate is PATCH /api/v1/provider/nodes/:id.
+	APIProviderNodesUpdate = "api.provider.nodes.update"
+	// APIProviderNodesToken is POST /api/v1/provider/nodes/:id/token.
+	APIProviderNodesToken = "api.provider.nodes.token"
+	// APIProviderConnect is POST /api/v1/provider/connect.
+	APIProviderConnect = "api.provider.connect"
+	// APIProviderStatement is GET /api/v1/provider/statement.
+	APIProviderStatement = "api.provider.statement"
 	// APIVolumesList is GET /api/v1/volumes.
 	APIVolumesList = "api.volumes.list"
 	// APIVolumesCreate is POST /api/v1/volumes.

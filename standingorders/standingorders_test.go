@@ -148,7 +148,7 @@ func TestEmptyWalletFailsTheOrderWithTheReason(t *testing.T) {
 		r.free(0)
 		r.pass()
 		got := r.order(o.ID)
-		if got.Status != orderstore.Failed || got.FailureCode != apperr.ECONFLICT || !strings.Contains(got.Failure, "balance") ||
+		if got.Status != orderstore.Failed || got.FailureCode != apperr.EINSUFFICIENTFUNDS || !strings.Contains(got.Failure, "balance") ||
 			got.FailureMsg.Key != "err.rent_balance" || got.RentalID != nil {
 			t.Fatalf("order %+v, want failed for the balance", got)
 		}

@@ -700,10 +700,11 @@ var publicRoutes = []string{
 	routenames.AuthSignup, routenames.AuthSignupPost, routenames.AuthLogin, routenames.AuthLoginPost, routenames.AuthLogout, routenames.AuthVerify, routenames.AuthVerifyPost,
 	routenames.PasswordForgot, routenames.PasswordForgotPost, routenames.PasswordReset, routenames.PasswordResetPost,
 	routenames.APIOffersList, routenames.APIOffersShow, routenames.APIOffersQuote, routenames.APIImagesList, routenames.WebhooksStripe, routenames.Healthz, routenames.Readyz, routenames.Metrics, routenames.Static,
+	routenames.APICatalog, routenames.APIInstanceTypes,
 	routenames.BenchmarksShow, routenames.NodesBenchmarks, routenames.APIBenchmarksShow, routenames.APINodesBenchmarks,
 	routenames.TCO,
 	routenames.Ping,
-	routenames.APIOpenAPI, routenames.APIDocs,
+	routenames.APIOpenAPI, routenames.APIOpenAPI30, routenames.APIDocs,
 	// A share link is its own credential (TestShareLinks, TestWorkspaceThroughTheTunnel).
 	routenames.ShareRoot, routenames.Share,
 	// A ticket is its own credential, on an apps origin only (TestWorkspaceAppsOnTheirOwnOrigin).
@@ -739,11 +740,11 @@ func TestAuthzMatrixCoversEveryRoute(t *testing.T) {
 		}
 		seen[r.Name] = true
 		if !inMatrix[r.Name] && !slices.Contains(publicRoutes, r.Name) && !slices.Contains(nodeRoutes, r.Name) &&
-			!slices.Contains(providerAPICovered, r.Name) && !slices.Contains(providerPagesCovered, r.Name) {
+			!slices.Contains(providerAPICovered, r.Name) && !slices.Contains(providerPagesCovered, r.Name) && !slices.Contains(consoleAPICovered, r.Name) {
 			t.Errorf("route %s %s (%q) is in neither the authorisation matrix, publicRoutes nor nodeRoutes", r.Method, r.Path, r.Name)
 		}
 	}
-	for _, name := range slices.Concat(slices.Collect(maps.Keys(inMatrix)), publicRoutes, nodeRoutes, providerAPICovered, providerPagesCovered) {
+	for _, name := range slices.Concat(slices.Collect(maps.Keys(inMatrix)), publicRoutes, nodeRoutes, providerAPICovered, providerPagesCovered, consoleAPICovered) {
 		if !seen[name] {
 			t.Errorf("route %q is listed but not in the route table", name)
 		}
@@ -921,7 +922,7 @@ func TestNodeRoutesNeedANodeCredential(t *testing.T) {
 				t.Errorf("%s %s with %s: %d, want 401\n%s", method, path, c.who, res.StatusCode, snippet(body))
 				continue
 			}
-			contains(t, body, `"code":"unauthorized"`)
+			contains(t, body, `"code":"unauthorised"`)
 		}
 	}
 	// A node's own credential is let in (the long-poll answers at once with wait=0).

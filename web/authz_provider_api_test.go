@@ -150,7 +150,7 @@ func TestProviderAPIAuthorisation(t *testing.T) {
 			}
 			st, out, raw = apiCall(a, "snt_not-a-token", r.method, r.path, r.body)
 			errObj, _ = out["error"].(map[string]any)
-			if st != 401 || errObj["code"] != "unauthorized" {
+			if st != 401 || errObj["code"] != "unauthorised" {
 				t.Errorf("bad token %s %s: %d %s", r.method, r.path, st, raw)
 			}
 		}

@@ -354,7 +354,8 @@ func TestBrowserRentAndStop(t *testing.T) {
 }
 
 // The rent form refuses bad input beside the field (422) and a rental the
-// balance cannot start (409), and changes nothing either way.
+// balance cannot start (402, insufficient_funds), and changes nothing
+// either way.
 func TestRentFormErrors(t *testing.T) {
 	t.Parallel()
 	a := newSQLiteApp(t)
@@ -385,7 +386,7 @@ func TestRentFormErrors(t *testing.T) {
 		{"more GPUs than the offer takes", form("gpus", "99"), 422, "gpus", "Enter 1 to 4"},
 		{"an unknown tier", form("sla", "platinum"), 422, "sla", "Unknown SLA tier"},
 		{"an organisation of someone else", form("org_id", idParam(othersOrg)), 422, "org_id", "This organisation cannot rent"},
-		{"starting needs an hour of balance", form(), 409, "balance", "Starting needs a balance of at least ¥"},
+		{"starting needs an hour of balance", form(), 402, "balance", "Starting needs a balance of at least ¥"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -513,7 +514,7 @@ func TestBrowserResizeRental(t *testing.T) {
 }
 
 // The switch / resize form refuses bad input beside the field (422), and
-// a change the GPUs or the balance cannot make at the top (409); nothing
+// a change the GPUs (409) or the balance (402) cannot make at the top; nothing
 // changes either way. A preview quotes a switch to another offer of the
 // datacentre, and a rental that never ran has nothing to switch.
 func TestRentalChangeFormErrors(t *testing.T) {
@@ -557,7 +558,7 @@ func TestRentalChangeFormErrors(t *testing.T) {
 		// No agent runs here, so no GPU is free.
 		{"no free GPUs", path, ac, url.Values{"gpus": {"2"}, "confirm": {"1"}}, 409, "change-error", "Not enough free GPUs"},
 		{"the balance must cover an hour", a.url(routenames.RentalsChange, idParam(brokeID)), loggedIn(a, "broke renter", broke),
-			url.Values{"gpus": {"2"}, "confirm": {"1"}}, 409, "change-error", "The new size needs a balance of at least ¥"},
+			url.Values{"gpus": {"2"}, "confirm": {"1"}}, 402, "change-error", "The new size needs a balance of at least ¥"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

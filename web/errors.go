@@ -59,8 +59,12 @@ func codeStatus(code string) int {
 		return http.StatusBadRequest
 	case apperr.ENOTFOUND:
 		return http.StatusNotFound
-	case apperr.ECONFLICT:
+	case apperr.ECONFLICT, apperr.ENOCAPACITY, apperr.EOFFERTAKEN:
 		return http.StatusConflict
+	case apperr.EINSUFFICIENTFUNDS:
+		return http.StatusPaymentRequired
+	case apperr.EIMAGEINCOMPATIBLE:
+		return http.StatusUnprocessableEntity
 	case apperr.EFORBIDDEN:
 		return http.StatusForbidden
 	case apperr.EUNAUTHORIZED:

@@ -93,9 +93,10 @@ func idempotency(db *models.DB, mac *secrets.Box) echo.MiddlewareFunc {
 				return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "request body too large"}
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			if mac == nil && bytes.Contains(body, []byte(`"registry_auth"`)) {
+			if mac == nil && (bytes.Contains(body, []byte(`"registry_auth"`)) || bytes.Contains(body, []byte(`"env"`)) || bytes.Contains(body, []byte(`"onstart"`))) {
 				// Without a platform key nothing keys the hash: a body with a
-				// registry password is not remembered (it is refused anyway).
+				// registry password, an environment or a script is not
+				// remembered (it is refused anyway).
 				return next(c)
 			}
 			sum := sha256.New()

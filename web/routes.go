@@ -10,9 +10,13 @@ import (
 	"suanli/handlers/account"
 	adminconsole "suanli/handlers/admin"
 	"suanli/handlers/agentapi"
+	"suanli/handlers/apispec"
 	"suanli/handlers/bidding"
 	"suanli/handlers/browser"
+	"suanli/handlers/launchapi"
+	"suanli/handlers/orgapi"
 	"suanli/handlers/provider"
+	"suanli/handlers/shareapi"
 	standingorderapi "suanli/handlers/standingorders"
 	usageapi "suanli/handlers/usage"
 	volumeapi "suanli/handlers/volumes"
@@ -69,6 +73,12 @@ var rawRoutes = map[string]int{
 	// Only as a multipart form (see rawKind): an urlencoded post to it is
 	// an ordinary form, checked and refused as any other.
 	routenames.RentalsFilesUpload: rawBody,
+	// The API's side of the same: the output and files pass through the
+	// node's tunnel as the pages' do; an upload streams its multipart body.
+	routenames.APIRentalsLogs:          rawProxy,
+	routenames.APIRentalsFilesList:     rawProxy,
+	routenames.APIRentalsFilesDownload: rawProxy,
+	routenames.APIRentalsFilesUpload:   rawBody,
 }
 
 // routes is the one route table of the application.
@@ -82,6 +92,9 @@ func routes(h *handlers.Handler, m *metrics) []route {
 	agh := &agentapi.Handler{Handler: h}
 	wah := &witnessapi.Handler{Handler: h}
 	wh := browser.New(h)
+	oh := &orgapi.Handler{Handler: h}
+	shh := &shareapi.Handler{Handler: h}
+	lah := &launchapi.Handler{Handler: h}
 	// The admin console's handlers (package admin; the access level of its
 	// routes is also called admin, hence the import's name).
 	ah := &adminconsole.Handler{Handler: h}
@@ -242,23 +255,35 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/api/v1/provider/offers", routenames.APIProviderOffersCreate, ph.APIProviderOfferCreate, user},
 		{"GET", "/api/v1/provider/offers/:id", routenames.APIProviderOffersShow, ph.APIProviderOfferShow, user},
 		{"PATCH", "/api/v1/provider/offers/:id", routenames.APIProviderOffersUpdate, ph.APIProviderOfferUpdate, user},
+		{"POST", "/api/v1/provider/signup", routenames.APIProviderSignup, ph.APIProviderSignup, user},
+		{"GET", "/api/v1/provider/profile", routenames.APIProviderProfile, ph.APIProviderProfileShow, user},
+		{"PUT", "/api/v1/provider/profile", routenames.APIProviderProfileUpdate, ph.APIProviderProfileUpdate, user},
+		{"PUT", "/api/v1/provider/datacenters/:id", routenames.APIProviderDatacentersUpdate, ph.APIProviderDatacenterUpdate, user},
+		{"PATCH", "/api/v1/provider/nodes/:id", routenames.APIProviderNodesUpdate, ph.APIProviderNodeUpdate, user},
+		{"POST", "/api/v1/provider/nodes/:id/token", routenames.APIProviderNodesToken, ph.APIProviderNodeToken, user},
+		{"POST", "/api/v1/provider/connect", routenames.APIProviderConnect, ph.APIProviderConnect, user},
+		{"GET", "/api/v1/provider/statement", routenames.APIProviderStatement, ph.APIProviderStatement, user},
 
 		// The API's OpenAPI document, and its reference page rendered from it.
 		{"GET", "/api/v1/openapi.json", routenames.APIOpenAPI, h.APIOpenAPI, public},
+		{"GET", "/api/v1/openapi-3.0.json", routenames.APIOpenAPI30, apispec.OpenAPI30, public},
 		{"GET", "/api/docs", routenames.APIDocs, h.APIDocs, public},
 
 		{"GET", "/api/v1/offers", routenames.APIOffersList, h.APIOffersList, public},
 		{"GET", "/api/v1/offers/:id", routenames.APIOffersShow, h.APIOfferShow, public},
 		{"GET", "/api/v1/offers/:id/quote", routenames.APIOffersQuote, h.APIOfferQuote, public},
 		{"GET", "/api/v1/images", routenames.APIImagesList, h.APIImagesList, public},
+		// What launchers pull: the whole market, compact, and its instance types.
+		{"GET", "/api/v1/catalog", routenames.APICatalog, lah.Catalog, public},
+		{"GET", "/api/v1/instance-types", routenames.APIInstanceTypes, lah.InstanceTypes, public},
 		{"GET", "/api/v1/me", routenames.APIMe, acc.APIMe, user},
 		{"GET", "/api/v1/wallet", routenames.APIWallet, acc.APIWallet, user},
 		{"GET", "/api/v1/wallet/ledger", routenames.APIWalletLedger, acc.APIWalletLedger, user},
 		{"POST", "/api/v1/wallet/topups", routenames.APIWalletTopups, acc.APITopupCreate, user},
 		{"GET", "/api/v1/wallet/alerts", routenames.APIWalletAlerts, acc.APIWalletAlerts, user},
 		{"POST", "/api/v1/wallet/alerts", routenames.APIWalletAlertsSet, acc.APIWalletAlertsSet, user},
-		{"GET", "/api/v1/rentals", routenames.APIRentalsList, h.APIRentalsList, user},
-		{"POST", "/api/v1/rentals", routenames.APIRentalsCreate, h.APIRentalCreate, user},
+		{"GET", "/api/v1/rentals", routenames.APIRentalsList, lah.ListRentals, user},
+		{"POST", "/api/v1/rentals", routenames.APIRentalsCreate, lah.CreateRental, user},
 		{"GET", "/api/v1/rentals/:id", routenames.APIRentalsShow, h.APIRentalShow, user},
 		{"GET", "/api/v1/rentals/:id/usage", routenames.APIRentalsUsage, uh.APIRentalUsage, user},
 		{"POST", "/api/v1/rentals/:id/stop", routenames.APIRentalsStop, h.APIRentalStop, user},
@@ -267,6 +292,35 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/api/v1/rentals/:id/change", routenames.APIRentalsChange, h.APIRentalChange, user},
 		{"POST", "/api/v1/rentals/:id/start", routenames.APIRentalsStart, h.APIRentalStart, user},
 		{"POST", "/api/v1/rentals/:id/release", routenames.APIRentalsRelease, h.APIRentalRelease, user},
+		// The container's output, files and share links (the workspace's
+		// console actions; its files and output pass through the node's
+		// tunnel, as the pages' do).
+		{"GET", "/api/v1/rentals/:id/logs", routenames.APIRentalsLogs, wh.Logs, user},
+		{"GET", "/api/v1/rentals/:id/files", routenames.APIRentalsFilesList, wh.FilesList, user},
+		{"GET", "/api/v1/rentals/:id/files/download", routenames.APIRentalsFilesDownload, wh.FileDownload, user},
+		{"POST", "/api/v1/rentals/:id/files", routenames.APIRentalsFilesUpload, wh.FileUpload, user},
+		{"GET", "/api/v1/rentals/:id/shares", routenames.APIRentalsSharesList, shh.APISharesList, user},
+		{"POST", "/api/v1/rentals/:id/shares", routenames.APIRentalsSharesCreate, shh.APIShareCreate, user},
+		{"DELETE", "/api/v1/rentals/:id/shares/:sid", routenames.APIRentalsSharesRevoke, shh.APIShareRevoke, user},
+		// Organisations and labs: members, invitations, budget, idle policy.
+		{"POST", "/api/v1/orgs", routenames.APIOrgsCreate, oh.APIOrgCreate, user},
+		{"GET", "/api/v1/orgs/:id", routenames.APIOrgsShow, oh.APIOrgShow, user},
+		{"PUT", "/api/v1/orgs/:id/budget", routenames.APIOrgsBudget, oh.APIOrgBudget, user},
+		{"PUT", "/api/v1/orgs/:id/idle-policy", routenames.APIOrgsIdlePolicy, oh.APIOrgIdlePolicy, user},
+		{"POST", "/api/v1/orgs/:id/invitations", routenames.APIOrgsInvite, oh.APIInvitationCreate, user},
+		{"DELETE", "/api/v1/orgs/:id/invitations/:iid", routenames.APIOrgsInvitationsRevoke, oh.APIInvitationRevoke, user},
+		{"DELETE", "/api/v1/orgs/:id/members/:uid", routenames.APIOrgsMembersRemove, oh.APIMemberRemove, user},
+		{"GET", "/api/v1/invitations", routenames.APIInvitationsMine, oh.APIMyInvitations, user},
+		{"POST", "/api/v1/invitations/accept", routenames.APIInvitationsAcceptToken, oh.APIInvitationAcceptToken, user},
+		{"POST", "/api/v1/invitations/:id/accept", routenames.APIInvitationsAccept, oh.APIInvitationAccept, user},
+		{"POST", "/api/v1/labs", routenames.APILabsApply, oh.APILabApply, user},
+		{"GET", "/api/v1/wallet/refunds", routenames.APIWalletRefunds, oh.APIRefundsList, user},
+		{"POST", "/api/v1/wallet/refunds", routenames.APIWalletRefundsCreate, oh.APIRefundCreate, user},
+		{"GET", "/api/v1/wallet/billing", routenames.APIWalletBilling, oh.APIBillingShow, user},
+		{"PUT", "/api/v1/wallet/billing", routenames.APIWalletBillingSet, oh.APIBillingSet, user},
+		// The caller's API tokens: listed and revoked (made on /account only).
+		{"GET", "/api/v1/tokens", routenames.APITokensList, acc.APITokensList, user},
+		{"DELETE", "/api/v1/tokens/:id", routenames.APITokensRevoke, acc.APITokenRevoke, user},
 		{"GET", "/api/v1/volumes", routenames.APIVolumesList, vh.APIVolumesList, user},
 		{"POST", "/api/v1/volumes", routenames.APIVolumesCreate, vh.APIVolumeCreate, user},
 		{"DELETE", "/api/v1/volumes/:id", routenames.APIVolumesDelete, vh.APIVolumeDelete, user},

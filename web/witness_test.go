@@ -95,8 +95,8 @@ func TestWitnessResultsEndpoint(t *testing.T) {
 		status int
 		in     string
 	}{
-		{"no token", ids[0], "", report(gs[0].UUID), 401, `"unauthorized"`},
-		{"an unknown token", ids[0], witness.TokenPrefix + "deadbeef", report(gs[0].UUID), 401, `"unauthorized"`},
+		{"no token", ids[0], "", report(gs[0].UUID), 401, `"unauthorised"`},
+		{"an unknown token", ids[0], witness.TokenPrefix + "deadbeef", report(gs[0].UUID), 401, `"unauthorised"`},
 		{"another rental's token", ids[0], tokens[1], report(gs[0].UUID), 403, `"forbidden"`},
 		{"a rental that does not exist", 999999, tokens[0], report(gs[0].UUID), 403, `"forbidden"`},
 		{"another rental's GPU", ids[0], tokens[0], report(gs[1].UUID), 422, `"gpus"`},

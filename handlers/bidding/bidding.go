@@ -57,7 +57,11 @@ func (h *Handler) APIRentalBid(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, rentaljson.WithIdle(rentaljson.Of(d), d, org))
+	out, err := rentaljson.WithSpecOne(c.Request().Context(), h.DB, rentaljson.WithIdle(rentaljson.Of(d), d, org))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // RentalBid is POST /rentals/{id}/bid (bid: yuan per GPU-hour), the

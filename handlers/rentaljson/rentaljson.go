@@ -5,6 +5,7 @@
 package rentaljson
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -12,15 +13,32 @@ import (
 	"suanli/gpu"
 	"suanli/idlestop"
 	"suanli/images"
+	"suanli/launch"
 	"suanli/models"
+	"suanli/models/launchstore"
 	"suanli/rentals"
 	"suanli/volumes"
 )
 
 // Rental is a rental in the JSON API.
 type Rental struct {
-	ID                 int64    `json:"id"`
-	Status             string   `json:"status"`
+	ID     int64  `json:"id"`
+	Status string `json:"status"`
+	// State is the status as a launcher's state machine follows it
+	// (launch.StateOf: host_offline while its node is silent, released),
+	// StatusMessage one sentence saying why it is there.
+	State         string `json:"state"`
+	StatusMessage string `json:"status_message"`
+	// Name and Labels are what its launcher gave it ("" and {} when
+	// none). EnvSet and OnstartSet say whether it holds an environment and
+	// an on-start script: what they hold is never shown.
+	Name       string            `json:"name"`
+	Labels     map[string]string `json:"labels"`
+	EnvSet     bool              `json:"env_set"`
+	OnstartSet bool              `json:"onstart_set"`
+	// SSH is where to reach it while it runs and its node answers (the
+	// same as access.ssh); null otherwise.
+	SSH                *SSH     `json:"ssh"`
 	OrgID              int64    `json:"org_id"`
 	OfferID            int64    `json:"offer_id"`
 	GPUModel           string   `json:"gpu_model"`
@@ -214,6 +232,10 @@ func Of(d *rentals.RentalDetail) Rental {
 			out.Access.Browser = browser(&r, a)
 		}
 	}
+	out.State, out.StatusMessage, out.Labels = string(launch.StateOf(d)), launch.StatusMessage(d), map[string]string{}
+	if out.Access != nil && out.State == string(launch.StateRunning) {
+		out.SSH = &out.Access.SSH
+	}
 	if lv := d.LeftVolume; lv != nil {
 		out.FilesLeft = &FilesLeft{VolumeID: lv.ID, NodeID: lv.NodeID, NodeBack: d.LeftNodeUp}
 	}
@@ -273,4 +295,37 @@ func WithIdle(out Rental, d *rentals.RentalDetail, org *models.Org) Rental {
 	out.IdleStop, out.IdleStopLabPolicy = IdleStopOf(d.Rental.IdleStop), IdleStopOf(p)
 	out.IdleStopEffective = IdleStopOf(idlestop.Effective(d.Rental.IdleStop, p))
 	return out
+}
+
+// WithSpec adds the rentals' launch specs (name, labels, whether they
+// hold an environment and a script) to their API form.
+func WithSpec(ctx context.Context, db *models.DB, out ...Rental) ([]Rental, error) {
+	ids := make([]int64, len(out))
+	for i := range out {
+		ids[i] = out[i].ID
+	}
+	specs, err := launchstore.ShownOf(ctx, db, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		s, ok := specs[out[i].ID]
+		if !ok {
+			continue
+		}
+		out[i].Name, out[i].EnvSet, out[i].OnstartSet = s.Name, s.EnvSet, s.OnstartSet
+		if s.Labels != nil {
+			out[i].Labels = s.Labels
+		}
+	}
+	return out, nil
+}
+
+// WithSpecOne is WithSpec for one rental.
+func WithSpecOne(ctx context.Context, db *models.DB, out Rental) (Rental, error) {
+	rs, err := WithSpec(ctx, db, out)
+	if err != nil {
+		return Rental{}, err
+	}
+	return rs[0], nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/models"
+	"suanli/models/launchstore"
 )
 
 // InsertVolume creates a volume in tx.
@@ -161,9 +162,12 @@ func ReleaseRental(tx *gorm.DB, id int64, now time.Time) error {
 	if err := tx.Model(&models.Rental{}).Where("id = ? AND released_at IS NULL", id).Updates(map[string]any{"released_at": now, "updated_at": now}).Error; err != nil {
 		return err
 	}
-	// A released rental never starts again: its registry credential has
-	// no further use.
-	return DeleteRegistryAuth(tx, id)
+	// A released rental never starts again: its registry credential, its
+	// environment and its on-start script have no further use.
+	if err := DeleteRegistryAuth(tx, id); err != nil {
+		return err
+	}
+	return launchstore.Forget(tx, id)
 }
 
 // ActiveNodeOfDatacenter returns, in tx, an active node of the
