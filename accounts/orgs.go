@@ -165,6 +165,10 @@ func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, e
 	if err != nil {
 		return err
 	}
+	if org.Personal {
+		// The page offers no invitation form there; the API must refuse too.
+		return &apperr.Error{Code: apperr.ECONFLICT, Key: "err.invite_personal", Message: locales.T(locales.EN, "err.invite_personal")}
+	}
 	var errs FieldErrors
 	email, e := CheckEmail("email", email)
 	if e != nil {
@@ -350,6 +354,17 @@ func (s *Service) RemoveMember(ctx context.Context, actor *models.User, orgID, u
 // SetLabBudget stores a lab's monthly budget and cap per member (nil: none).
 func (s *Service) SetLabBudget(ctx context.Context, actor *models.User, orgID int64, budget, cap *int64) error {
 	if _, _, err := s.Authorize(ctx, actor, orgID, SetBudget); err != nil {
+		return err
+	}
+	// The form cannot send a negative amount; the API can.
+	var errs FieldErrors
+	if budget != nil && *budget < 0 {
+		errs = append(errs, invalid("monthly_budget", "err.amount_negative"))
+	}
+	if cap != nil && *cap < 0 {
+		errs = append(errs, invalid("member_cap", "err.amount_negative"))
+	}
+	if err := errs.OrNil(); err != nil {
 		return err
 	}
 	if budget != nil && cap != nil && *cap > *budget {

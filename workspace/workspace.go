@@ -213,6 +213,15 @@ func (s *Service) Shares(ctx context.Context, rentalID int64) ([]models.PortShar
 	return rentalstore.LivePortShares(ctx, s.DB, rentalID, s.DB.Now())
 }
 
+// SharesFor are a rental's live share links, for a user who may work in
+// it (whatever its status: a stopped rental keeps its links).
+func (s *Service) SharesFor(ctx context.Context, u *models.User, rentalID int64) ([]models.PortShare, error) {
+	if err := s.mayWork(ctx, u, rentalID); err != nil {
+		return nil, err
+	}
+	return s.Shares(ctx, rentalID)
+}
+
 // mayStillWork reports whether the user userID may work in r today (a
 // user or a membership that is gone may not; a failed read is an error).
 func (s *Service) mayStillWork(ctx context.Context, r *models.Rental, userID int64) (bool, error) {

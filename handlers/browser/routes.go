@@ -240,8 +240,10 @@ func (w *Handler) TerminalSocket(c echo.Context) error {
 	return w.forward(c, &target{ws: ws, kind: tunnel.TargetTerminal, path: "/", query: q.Encode(), recheck: w.recheck(c, ws)})
 }
 
-// Logs is GET /rentals/{id}/logs: the container's recent output as
-// text, or with follow=1 as server-sent events that follow it live.
+// Logs is GET /rentals/{id}/logs, and the API's GET
+// /api/v1/rentals/{id}/logs: the container's recent output as text, or
+// with follow=1 as server-sent events that follow it live (resumed after
+// Last-Event-ID). The API's requests may be made with a token.
 func (w *Handler) Logs(c echo.Context) error {
 	ws, err := w.workspace(c)
 	if err != nil {
@@ -258,5 +260,5 @@ func (w *Handler) Logs(c echo.Context) error {
 	if c.QueryParam("follow") == "1" {
 		q.Set("follow", "1")
 	}
-	return w.forward(c, &target{ws: ws, kind: tunnel.TargetLogs, path: "/", query: q.Encode(), recheck: w.recheck(c, ws)})
+	return w.forward(c, &target{ws: ws, kind: tunnel.TargetLogs, path: "/", query: q.Encode(), recheck: w.callerRecheck(c, ws)})
 }
