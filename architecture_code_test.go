@@ -34,9 +34,11 @@ var queryPackages = []string{"models/", "migrations/", "dbtest/"}
 
 // clockFree may read time.Now: the main package (it sets the clock),
 // models/db.go (the clock itself), the node agent and its NVML reader (a
-// separate process on a GPU host, with its own clock), and stripemock (a
-// test tool).
-var clockFree = []string{"models/db.go", "agent/", "gpu/", "stripemock/"}
+// separate process on a GPU host, with its own clock), the renter CLI (a
+// client of the API in the renter's own process, with no domain logic:
+// its clock only times how long it waits for an answer), and stripemock
+// (a test tool).
+var clockFree = []string{"models/db.go", "agent/", "gpu/", "rentercli/", "stripemock/"}
 
 // wallClock lists the files that read time.Now for a reason other than
 // domain time, with the reason.

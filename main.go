@@ -42,6 +42,7 @@ import (
 	"suanli/platformaudit"
 	"suanli/providers"
 	"suanli/rentals"
+	"suanli/rentercli"
 	"suanli/secrets"
 	"suanli/standingorders"
 	"suanli/views/accountpages"
@@ -58,6 +59,8 @@ Usage:
   suanli migrate [flags]   apply database migrations (ours and River's)
   suanli seed    [flags]   --demo: load the demo market; --scale N: add N synthetic offers
   suanli admin   CMD       operator commands: status, gpu-state, create-user, token, credit, node-token, backup
+  suanli login | offers | rent | rentals | ssh | stop | start | release | logs | volumes | images | wallet | orders
+                           the renter's commands, on the API (listed below by "suanli help"; docs/cli.md)
 
 Run "suanli CMD -h" for a command's flags.
 `
@@ -69,6 +72,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if rentercli.IsCommand(os.Args[1]) {
+		// The renter's commands have their own exit codes (docs/cli.md).
+		code := rentercli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, rentercli.EnvMap(os.Environ()))
+		stop()
+		os.Exit(code)
+	}
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "serve":
@@ -84,7 +93,7 @@ func main() {
 	case "admin":
 		err = admin(ctx, args)
 	case "-h", "--help", "help":
-		fmt.Print(usage)
+		fmt.Print(usage + "\n" + rentercli.Help(rentercli.HelpLang(rentercli.EnvMap(os.Environ()))))
 		return
 	default:
 		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s", cmd, usage)
