@@ -315,10 +315,13 @@ type cliUser struct {
 }
 
 // newCLIUser makes a home with ~/.ssh/id_ed25519(.pub), as ssh-keygen
-// leaves them, and an English locale.
+// leaves them, and an English locale. The home and the configuration
+// directory have a space and a % in their names: ssh splits an option's
+// value at white space and expands % in file names, and suanli ssh must
+// give it these paths so that it reads them as they are.
 func newCLIUser(t *testing.T, name string) *cliUser {
 	t.Helper()
-	home := t.TempDir()
+	home := filepath.Join(t.TempDir(), "home 100%h")
 	sshDir := filepath.Join(home, ".ssh")
 	if err := os.MkdirAll(sshDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -343,7 +346,7 @@ func newCLIUser(t *testing.T, name string) *cliUser {
 		t.Fatal(err)
 	}
 	return &cliUser{t: t, env: map[string]string{
-		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "xdg"), "LANG": "en_US.UTF-8", "PATH": os.Getenv("PATH"),
+		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "xdg %d"), "LANG": "en_US.UTF-8", "PATH": os.Getenv("PATH"),
 	}}
 }
 

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -24,10 +26,13 @@ const userAgent = "suanli-cli/1"
 // the bearer token (none: the public endpoints only), through the
 // retrying doer.
 func (a *app) newClient(server, token string) (*apiclient.ClientWithResponses, error) {
-	doer := newDoer(func(wait time.Duration, rateLimited bool) {
+	doer := newDoer(func(wait time.Duration, why waitReason) {
 		key := "cli.wait.network"
-		if rateLimited {
+		switch why {
+		case waitRateLimited:
 			key = "cli.wait.rate_limited"
+		case waitInProgress:
+			key = "cli.wait.in_progress"
 		}
 		fmt.Fprintln(a.stderr, a.T(key, wait.Round(time.Second).String()))
 	})
@@ -46,7 +51,7 @@ func (a *app) newClient(server, token string) (*apiclient.ClientWithResponses, e
 // login is the client of the saved (or overridden) server and token; no
 // token is exit 3 with what to do.
 func (a *app) login() (*apiclient.ClientWithResponses, settings, error) {
-	s, err := loadSettings(a.env)
+	s, err := a.settings()
 	if err != nil {
 		return nil, s, err
 	}
@@ -55,6 +60,54 @@ func (a *app) login() (*apiclient.ClientWithResponses, settings, error) {
 	}
 	c, err := a.newClient(s.server, s.token)
 	return c, s, err
+}
+
+// settings are the command's server and token (see loadSettings), the
+// server's URL normalised as login saves it: SUANLI_SERVER=host:port is
+// https://host:port, and a value that is no http(s) URL is a usage
+// error naming where it came from. A token about to be sent in plain
+// HTTP beyond this machine is warned of (once, on standard error).
+func (a *app) settings() (settings, error) {
+	s, err := loadSettings(a.env)
+	if err != nil || s.server == "" {
+		return s, err
+	}
+	srv, err := normaliseServer(s.server)
+	if err != nil {
+		from := "SUANLI_SERVER"
+		if a.env["SUANLI_SERVER"] == "" {
+			from = filepath.Join(s.dir, configFileName)
+		}
+		return s, a.usageErr("cli.err.bad_server_in", from, s.server, err)
+	}
+	s.server = srv
+	if s.token != "" {
+		a.warnPlainHTTP(srv)
+	}
+	return s, nil
+}
+
+// warnPlainHTTP says on standard error, once per command, that the token
+// travels unencrypted to server when it is an http:// URL of another
+// machine (loopback is the developer's own server).
+func (a *app) warnPlainHTTP(server string) {
+	u, err := url.Parse(server)
+	if err != nil || u.Scheme != "http" || isLoopbackHost(u.Hostname()) || a.warnedPlain {
+		return
+	}
+	a.warnedPlain = true
+	fmt.Fprintln(a.stderr, a.T("cli.warn.plain_http", server))
+}
+
+// isLoopbackHost reports whether host names this machine: localhost (and
+// its subdomains, which resolvers keep on loopback) or a loopback address.
+func isLoopbackHost(host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // normaliseServer checks a server URL and trims its trailing slash; a
@@ -84,6 +137,11 @@ func (a *app) answer(err error, res any, want ...int) error {
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
+		}
+		var ip *inProgressError
+		if errors.As(err, &ip) {
+			// Not a refusal: what was asked may yet be done.
+			return a.errorf(ExitError, "cli.err.in_progress", ip.waited)
 		}
 		return a.errorf(ExitError, "cli.err.unreachable", err)
 	}

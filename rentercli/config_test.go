@@ -1,10 +1,14 @@
 package rentercli
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"suanli/locales"
 )
 
 // The configuration holds a token: its directory is 0700 and its file
@@ -103,5 +107,56 @@ func TestNotLoggedInIsExit3(t *testing.T) {
 	out, errOut, code := runCLI(t, env, "rentals")
 	if code != ExitUnauthorised || out != "" || errOut != "suanli: not logged in: run suanli login (or set SUANLI_SERVER and SUANLI_TOKEN)\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// SUANLI_SERVER is read as login reads a server: a bare host is https,
+// a trailing slash goes, and what is no http(s) URL is a usage error
+// naming the variable. A token bound for plain HTTP on another machine
+// is warned of on standard error, once a command; loopback is not.
+func TestServerFromTheEnvironment(t *testing.T) {
+	home := t.TempDir()
+	for in, want := range map[string]string{
+		"suanli.example":             "https://suanli.example",
+		"suanli.example:8443/":       "https://suanli.example:8443",
+		"https://suanli.example/api": "https://suanli.example/api",
+		"http://127.0.0.1:8080":      "http://127.0.0.1:8080",
+	} {
+		a := &app{env: map[string]string{"HOME": home, "SUANLI_SERVER": in}, stderr: &bytes.Buffer{}, lang: locales.EN}
+		if s, err := a.settings(); err != nil || s.server != want {
+			t.Errorf("SUANLI_SERVER=%s: %q, %v; want %q", in, s.server, err, want)
+		}
+	}
+	for _, bad := range []string{"ftp://suanli.example", "https://", "http://x/?a=b"} {
+		a := &app{env: map[string]string{"HOME": home, "SUANLI_SERVER": bad}, stderr: &bytes.Buffer{}, lang: locales.EN}
+		if _, err := a.settings(); exitCodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "the server URL in SUANLI_SERVER") {
+			t.Errorf("SUANLI_SERVER=%s: exit %d, %v", bad, exitCodeOf(err), err)
+		}
+	}
+	// Through a command: the bare host is not "unsupported protocol
+	// scheme" (it is tried over https; nothing listens there).
+	_, errOut, _ := runCLI(t, map[string]string{"HOME": home, "SUANLI_SERVER": "127.0.0.1:1", "SUANLI_TOKEN": "tok"}, "wallet")
+	if strings.Contains(errOut, "unsupported protocol scheme") || !strings.Contains(errOut, "https://127.0.0.1:1") {
+		t.Errorf("a bare host: %q", errOut)
+	}
+
+	warned := func(server, token string) string {
+		var e bytes.Buffer
+		a := &app{env: map[string]string{"HOME": home, "SUANLI_SERVER": server, "SUANLI_TOKEN": token}, stderr: &e, lang: locales.EN}
+		for range 2 {
+			if _, err := a.settings(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return e.String()
+	}
+	if got := warned("http://suanli.example", "tok"); strings.Count(got, "Warning: http://suanli.example is plain HTTP: your API token travels to it unencrypted") != 1 {
+		t.Errorf("plain HTTP to another machine: stderr %q, want one warning", got)
+	}
+	for _, quiet := range [][2]string{{"https://suanli.example", "tok"}, {"http://127.0.0.1:8080", "tok"}, {"http://localhost:8080", "tok"},
+		{"http://[::1]:8080", "tok"}, {"http://suanli.example", ""}} {
+		if got := warned(quiet[0], quiet[1]); got != "" {
+			t.Errorf("%s with token %q: stderr %q, want no warning", quiet[0], quiet[1], got)
+		}
 	}
 }

@@ -57,6 +57,7 @@ func runLogin(a *app, args []string) error {
 	if err != nil {
 		return a.usageErr("cli.err.bad_server", *server, err)
 	}
+	a.warnPlainHTTP(srv)
 	if *token == "" {
 		prompt(a.T("cli.login.token_prompt", srv+"/account"))
 		*token, err = a.readSecret(in)

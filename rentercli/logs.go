@@ -19,6 +19,7 @@ import (
 // line starts with its time; --timestamps keeps it.
 func runLogs(a *app, args []string) error {
 	fs := a.flags()
+	org := fs.Int("org", 0, a.T("cli.flag.org_lookup"))
 	follow := fs.Bool("f", false, a.T("cli.flag.follow"))
 	fs.BoolVar(follow, "follow", false, a.T("cli.flag.follow"))
 	tail := fs.Int("tail", 200, a.T("cli.flag.tail"))
@@ -34,7 +35,7 @@ func runLogs(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	id, err := a.rentalArg(c, pos)
+	id, err := a.rentalArg(c, pos, *org)
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,13 @@ func runOffers(a *app, args []string) error {
 		if o.Uptime30dPct != nil {
 			uptime = strconv.FormatFloat(float64(*o.Uptime30dPct), 'f', 2, 32) + "%"
 		}
-		t.add(strconv.Itoa(o.Id), o.Gpu.Name, strconv.Itoa(o.Gpus), fmt.Sprintf("%d GB", o.Gpu.VramGb), a.place(o.Datacenter),
+		// Demo offers (and their simulated benchmarks) say so, as on the
+		// offer pages.
+		gpuName := o.Gpu.Name
+		if o.Demo {
+			gpuName += " " + a.T("cli.offers.demo")
+		}
+		t.add(strconv.Itoa(o.Id), gpuName, strconv.Itoa(o.Gpus), fmt.Sprintf("%d GB", o.Gpu.VramGb), a.place(o.Datacenter),
 			yuan(int64(o.YourPricePerGpuHourFen)), bid, strconv.Itoa(o.AvailableGpus), uptime)
 	}
 	if err := t.write(a.stdout); err != nil {
@@ -123,7 +129,7 @@ func (a *app) place(d apiclient.Datacenter) string {
 // client without one for the public endpoints (offers, images): the
 // prices shown are then the list prices, not the caller's.
 func (a *app) clientOrPublic() (*apiclient.ClientWithResponses, settings, error) {
-	s, err := loadSettings(a.env)
+	s, err := a.settings()
 	if err != nil {
 		return nil, s, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"suanli/apiclient"
+	"suanli/rentercli/sshcmd"
 )
 
 // runRent rents GPUs of an offer (POST /api/v1/rentals, with an
@@ -214,13 +215,27 @@ func (a *app) printAccess(r *apiclient.Rental, key sshKey) {
 	if r.Checks != nil {
 		fmt.Fprintln(a.stdout, a.T("cli.rent.checks", r.Checks.Passed, r.Checks.Total))
 	}
+	// Simulated data says so wherever it is shown: a simulated agent's
+	// GPUs are simulated devices, and without a container its ssh
+	// address leads nowhere.
+	if r.Access != nil && r.Access.Simulated {
+		if r.Access.Container != nil && *r.Access.Container {
+			fmt.Fprintln(a.stdout, a.T("cli.rent.simulated_container"))
+		} else {
+			fmt.Fprintln(a.stdout, a.T("cli.rent.simulated"))
+		}
+	}
 	acc := sshOf(r)
 	if acc == nil {
 		return
 	}
+	// Only a target ssh may be given (suanli ssh refuses the rest).
+	if sshcmd.CheckTarget(sshcmd.Target{Host: acc.Host, Port: acc.Port, User: acc.User}) != nil {
+		return
+	}
 	cmd := fmt.Sprintf("ssh -p %d %s@%s", acc.Port, acc.User, acc.Host)
 	if key.privPath != "" && !a.isDefaultKey(key) {
-		cmd = fmt.Sprintf("ssh -i %s -p %d %s@%s", key.privPath, acc.Port, acc.User, acc.Host)
+		cmd = fmt.Sprintf("ssh -i %s -p %d %s@%s", sshcmd.ShellWord(key.privPath), acc.Port, acc.User, acc.Host)
 	}
 	fmt.Fprintln(a.stdout, a.T("cli.rent.ssh", cmd, r.Id))
 }

@@ -1,6 +1,7 @@
 package rentercli
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"suanli/apiclient"
+	"suanli/rentercli/sshcmd"
 )
 
 // runRentals lists the organisation's rentals (live ones first).
@@ -85,9 +87,13 @@ func runRentals(a *app, args []string) error {
 	return t.write(a.stdout)
 }
 
-// rentalArg reads a RENTAL argument: a rental's id, or its name (the
-// one live rental of that name, else the newest).
-func (a *app) rentalArg(c *apiclient.ClientWithResponses, pos []string) (int, error) {
+// rentalArg reads a RENTAL argument: a rental's id, or its name. A name
+// is looked up with the API's name filter in the organisation org, or
+// without one in each of the caller's organisations (those whose
+// rentals the caller may not see are passed over), every page: the one
+// live rental of that name, else the newest of that name; several live
+// ones are a usage error listing their ids.
+func (a *app) rentalArg(c *apiclient.ClientWithResponses, pos []string, org int) (int, error) {
 	if len(pos) != 1 {
 		return 0, a.usageErr("cli.err.rental_arg")
 	}
@@ -98,31 +104,79 @@ func (a *app) rentalArg(c *apiclient.ClientWithResponses, pos []string) (int, er
 		}
 		return id, nil
 	}
-	res, err := c.ListRentalsWithResponse(a.ctx, &apiclient.ListRentalsParams{Name: &arg, PerPage: ptr(apiclient.PerPage(100))})
-	if err := a.answer(err, res, http.StatusOK); err != nil {
-		return 0, err
+	orgs := []int{org}
+	if org <= 0 {
+		me, err := c.GetMeWithResponse(a.ctx)
+		if err := a.answer(err, me, http.StatusOK); err != nil {
+			return 0, err
+		}
+		orgs = orgs[:0]
+		for _, o := range me.JSON200.Orgs {
+			orgs = append(orgs, o.Id)
+		}
 	}
-	var live []int
-	for _, r := range res.JSON200.Rentals {
+	var named []apiclient.Rental
+	for _, o := range orgs {
+		rs, err := a.rentalsNamed(c, arg, o, org > 0)
+		if err != nil {
+			return 0, err
+		}
+		named = append(named, rs...)
+	}
+	var live []string
+	var newest *apiclient.Rental
+	for i, r := range named {
 		if r.State != apiclient.RentalStateReleased && r.State != apiclient.RentalStateFailed {
-			live = append(live, r.Id)
+			live = append(live, strconv.Itoa(r.Id))
+		}
+		if newest == nil || r.CreatedAt.After(newest.CreatedAt) {
+			newest = &named[i]
 		}
 	}
 	switch {
 	case len(live) == 1:
-		return live[0], nil
+		id, _ := strconv.Atoi(live[0])
+		return id, nil
 	case len(live) > 1:
-		return 0, a.usageErr("cli.err.rental_name_many", arg, fmt.Sprint(live))
-	case len(res.JSON200.Rentals) > 0:
-		return res.JSON200.Rentals[0].Id, nil // the newest, ended
+		return 0, a.usageErr("cli.err.rental_name_many", arg, strings.Join(live, ", "))
+	case newest != nil:
+		return newest.Id, nil // none live: the newest, ended
 	}
 	return 0, a.errorf(ExitNotFound, "cli.err.rental_name_none", arg)
+}
+
+// rentalsNamed is every rental named name in the organisation org, all
+// pages. An organisation whose rentals the caller may not see (403, 404)
+// has none for it, unless it was asked for (explicit): then that is the
+// error.
+func (a *app) rentalsNamed(c *apiclient.ClientWithResponses, name string, org int, explicit bool) ([]apiclient.Rental, error) {
+	const perPage = 200 // the API's most
+	var out []apiclient.Rental
+	for page := 1; ; page++ {
+		p := apiclient.ListRentalsParams{Name: &name, Page: ptr(apiclient.Page(page)), PerPage: ptr(apiclient.PerPage(perPage))}
+		if org > 0 {
+			p.OrgId = ptr(apiclient.OrgId(org))
+		}
+		res, err := c.ListRentalsWithResponse(a.ctx, &p)
+		if err := a.answer(err, res, http.StatusOK); err != nil {
+			var ae *apiError
+			if !explicit && errors.As(err, &ae) && (ae.status == http.StatusForbidden || ae.status == http.StatusNotFound) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		out = append(out, res.JSON200.Rentals...)
+		if len(res.JSON200.Rentals) == 0 || page*perPage >= res.JSON200.Total {
+			return out, nil
+		}
+	}
 }
 
 // runStop stops a rental (POST …/stop: GPU billing ends, the volume is
 // kept) and, unless --no-wait, waits until it is stopped.
 func runStop(a *app, args []string) error {
 	fs := a.flags()
+	org := fs.Int("org", 0, a.T("cli.flag.org_lookup"))
 	noWait := fs.Bool("no-wait", false, a.T("cli.flag.no_wait"))
 	timeout := fs.Duration("timeout", 5*time.Minute, a.T("cli.flag.timeout"))
 	asJSON := fs.Bool("json", false, a.T("cli.flag.json"))
@@ -134,7 +188,7 @@ func runStop(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	id, err := a.rentalArg(c, pos)
+	id, err := a.rentalArg(c, pos, *org)
 	if err != nil {
 		return err
 	}
@@ -162,6 +216,7 @@ func runStop(a *app, args []string) error {
 // no-GPU mode or with another volume, and waits until it runs.
 func runStart(a *app, args []string) error {
 	fs := a.flags()
+	org := fs.Int("org", 0, a.T("cli.flag.org_lookup"))
 	noGPU := fs.Bool("no-gpu", false, a.T("cli.flag.no_gpu"))
 	volume := fs.Int("volume", 0, a.T("cli.flag.start_volume"))
 	noWait := fs.Bool("no-wait", false, a.T("cli.flag.no_wait"))
@@ -175,7 +230,7 @@ func runStart(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	id, err := a.rentalArg(c, pos)
+	id, err := a.rentalArg(c, pos, *org)
 	if err != nil {
 		return err
 	}
@@ -204,6 +259,7 @@ func runStart(a *app, args []string) error {
 // volume when --delete-volume.
 func runRelease(a *app, args []string) error {
 	fs := a.flags()
+	org := fs.Int("org", 0, a.T("cli.flag.org_lookup"))
 	deleteVolume := fs.Bool("delete-volume", false, a.T("cli.flag.delete_volume"))
 	noWait := fs.Bool("no-wait", false, a.T("cli.flag.no_wait"))
 	timeout := fs.Duration("timeout", 5*time.Minute, a.T("cli.flag.timeout"))
@@ -216,7 +272,7 @@ func runRelease(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	id, err := a.rentalArg(c, pos)
+	id, err := a.rentalArg(c, pos, *org)
 	if err != nil {
 		return err
 	}
@@ -305,6 +361,7 @@ func (a *app) rentalKey(s settings, id int, flagPath string) sshKey {
 // there and its exit status is the command's.
 func runSSH(a *app, args []string) error {
 	fs := a.flags()
+	org := fs.Int("org", 0, a.T("cli.flag.org_lookup"))
 	keyPath := fs.String("ssh-key", "", a.T("cli.flag.ssh_key_login"))
 	pos, remote, err := a.parse(fs, args)
 	if err != nil {
@@ -314,7 +371,7 @@ func runSSH(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	id, err := a.rentalArg(c, pos)
+	id, err := a.rentalArg(c, pos, *org)
 	if err != nil {
 		return err
 	}
@@ -334,8 +391,28 @@ func runSSH(a *app, args []string) error {
 		return err
 	}
 	key := a.rentalKey(s, id, *keyPath)
-	t := sshTarget{host: acc.Host, port: acc.Port, user: acc.User, alias: hostKeyAlias(int64(id), acc.Host, acc.Port, launchMark(r))}
-	return a.runSSHProgram(sshArgs(t, key.privPath, filepath.Join(s.dir, knownHostsName), remote))
+	t := sshcmd.Target{Host: acc.Host, Port: acc.Port, User: acc.User, Alias: sshcmd.HostKeyAlias(int64(id), acc.Host, acc.Port, launchMark(r))}
+	if err := sshcmd.CheckTarget(t); err != nil {
+		return a.errorf(ExitError, "cli.err.ssh_target", id, err)
+	}
+	// Absolute paths: ssh would read a relative one against its own
+	// working directory, and a leading ~ as a home.
+	knownHosts, err := filepath.Abs(filepath.Join(s.dir, knownHostsName))
+	if err != nil {
+		return err
+	}
+	identity := key.privPath
+	if identity != "" {
+		if identity, err = filepath.Abs(identity); err != nil {
+			return err
+		}
+	}
+	for _, p := range []string{knownHosts, identity} {
+		if err := sshcmd.CheckPath(p); err != nil {
+			return a.errorf(ExitUsage, "cli.err.ssh_path", err)
+		}
+	}
+	return a.runSSHProgram(sshcmd.Args(t, identity, knownHosts, remote))
 }
 
 // launchMark tells one launch of a rental from the next (each has new

@@ -38,11 +38,11 @@ var commands = map[string]command{
 	"types":   {"suanli types [--json]", "cli.help.types", runTypes},
 	"rent":    {"suanli rent OFFER|TYPE [--gpus N] [--image IMG] [--volume ID | --volume-gb N] [--bid YUAN] [--port P]... [--ssh-key PATH] [--name N] [--label k=v]... [--env K=V]... [--onstart FILE] [--region R] [--city C] [--max-price YUAN] [--exclude-node ID]... [--org ID] [--no-wait] [--json]", "cli.help.rent", runRent},
 	"rentals": {"suanli rentals [--label k=v]... [--name N] [--all] [--json]", "cli.help.rentals", runRentals},
-	"ssh":     {"suanli ssh RENTAL [--ssh-key PATH] [-- CMD...]", "cli.help.ssh", runSSH},
-	"stop":    {"suanli stop RENTAL [--no-wait] [--json]", "cli.help.stop", runStop},
-	"start":   {"suanli start RENTAL [--no-gpu] [--volume ID] [--no-wait] [--json]", "cli.help.start", runStart},
-	"release": {"suanli release RENTAL [--delete-volume] [--no-wait] [--json]", "cli.help.release", runRelease},
-	"logs":    {"suanli logs RENTAL [-f] [--tail N] [--timestamps]", "cli.help.logs", runLogs},
+	"ssh":     {"suanli ssh RENTAL [--ssh-key PATH] [--org ID] [-- CMD...]", "cli.help.ssh", runSSH},
+	"stop":    {"suanli stop RENTAL [--org ID] [--no-wait] [--json]", "cli.help.stop", runStop},
+	"start":   {"suanli start RENTAL [--no-gpu] [--volume ID] [--org ID] [--no-wait] [--json]", "cli.help.start", runStart},
+	"release": {"suanli release RENTAL [--delete-volume] [--org ID] [--no-wait] [--json]", "cli.help.release", runRelease},
+	"logs":    {"suanli logs RENTAL [-f] [--tail N] [--timestamps] [--org ID]", "cli.help.logs", runLogs},
 	"volumes": {"suanli volumes [--org ID] [--json]", "cli.help.volumes", runVolumes},
 	"images":  {"suanli images [--offer ID] [--json]", "cli.help.images", runImages},
 	"wallet":  {"suanli wallet [--org ID] [--json]", "cli.help.wallet", runWallet},
@@ -70,6 +70,8 @@ type app struct {
 	// flags' help).
 	cmd  command
 	name string
+	// warnedPlain: the plain-HTTP warning was given (once a command).
+	warnedPlain bool
 }
 
 // Run runs the renter command args[0] with the rest of args and returns

@@ -214,22 +214,6 @@ func TestFlagsAmongArguments(t *testing.T) {
 	}
 }
 
-// The ssh command line: the port, the key, host keys checked against
-// the CLI's own file under one alias per launch, then the command.
-func TestSSHArgs(t *testing.T) {
-	tg := sshTarget{host: "203.0.113.7", port: 22001, user: "root", alias: hostKeyAlias(42, "203.0.113.7", 22001, "1767225600")}
-	got := sshArgs(tg, "/home/r/.ssh/id_ed25519", "/home/r/.config/suanli/known_hosts", []string{"cat", "/etc/os-release"})
-	want := []string{"-p", "22001", "-o", "StrictHostKeyChecking=accept-new", "-o", "UserKnownHostsFile=/home/r/.config/suanli/known_hosts",
-		"-o", "HostKeyAlias=suanli-rental-42-203.0.113.7-22001-1767225600", "-o", "LogLevel=ERROR",
-		"-i", "/home/r/.ssh/id_ed25519", "-o", "IdentitiesOnly=yes", "--", "root@203.0.113.7", "cat", "/etc/os-release"}
-	if !slices.Equal(got, want) {
-		t.Errorf("sshArgs:\n%q\nwant\n%q", got, want)
-	}
-	if got := sshArgs(tg, "", "/k", nil); slices.Contains(got, "-i") || got[len(got)-1] != "root@203.0.113.7" {
-		t.Errorf("without a key or a command: %q", got)
-	}
-}
-
 // `suanli ssh` runs the ssh program with the streams and returns the
 // remote command's status; SUANLI_SSH names the program (here a script
 // standing in for ssh that prints its arguments).

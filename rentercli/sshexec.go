@@ -2,13 +2,12 @@ package rentercli
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
+
+	"suanli/rentercli/sshcmd"
 )
 
 // sshKey is the key a rental is rented with: the public half's path and
@@ -68,48 +67,6 @@ func looksLikePublicKey(s string) bool {
 	return strings.HasPrefix(typ, "ssh-") || strings.HasPrefix(typ, "ecdsa-") || strings.HasPrefix(typ, "sk-")
 }
 
-// sshTarget is where `suanli ssh` logs in.
-type sshTarget struct {
-	host string
-	port int
-	user string
-	// alias names the host key in known_hosts: the rental and its
-	// launch (see hostKeyAlias).
-	alias string
-}
-
-// hostKeyAlias names a rental's host key in the known_hosts file. A
-// container makes new host keys each time it is launched (a start after
-// a stop, a move to another node) and ports are reused by later
-// rentals, so the name is the rental, its address and the launch's
-// start: a new launch is trusted at first sight (accept-new), and a
-// changed key within one launch, which only a machine in the middle
-// would show, is refused by ssh.
-func hostKeyAlias(rentalID int64, host string, port int, launch string) string {
-	alias := fmt.Sprintf("suanli-rental-%d-%s-%d", rentalID, host, port)
-	if launch != "" {
-		alias += "-" + launch
-	}
-	return alias
-}
-
-// sshArgs is the ssh command line (after the program) for target: the
-// port, the identity when known, host key checking against the CLI's own
-// known_hosts, then the destination and the remote command.
-func sshArgs(t sshTarget, identity, knownHosts string, remote []string) []string {
-	args := []string{"-p", strconv.Itoa(t.port),
-		"-o", "StrictHostKeyChecking=accept-new",
-		"-o", "UserKnownHostsFile=" + knownHosts,
-		"-o", "HostKeyAlias=" + t.alias,
-		"-o", "LogLevel=ERROR",
-	}
-	if identity != "" {
-		args = append(args, "-i", identity, "-o", "IdentitiesOnly=yes")
-	}
-	args = append(args, "--", t.user+"@"+t.host)
-	return append(args, remote...)
-}
-
 // runSSHProgram runs the system ssh (SUANLI_SSH names another program)
 // with args, on the command's streams, and returns its exit status as
 // the command's: a remote command's own, or ssh's 255 when it could not
@@ -119,13 +76,13 @@ func (a *app) runSSHProgram(args []string) error {
 	if prog == "" {
 		prog = "ssh"
 	}
-	path, err := lookPath(prog, a.env["PATH"])
+	path, err := sshcmd.LookPath(prog, a.env["PATH"])
 	if err != nil {
 		return a.errorf(ExitError, "cli.err.no_ssh", prog)
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
-	cmd.Env = envList(a.env)
+	cmd.Env = sshcmd.EnvList(a.env)
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -138,33 +95,4 @@ func (a *app) runSSHProgram(args []string) error {
 		return &cliError{code: code}
 	}
 	return err
-}
-
-// lookPath finds prog in the PATH of the command's environment, else in
-// the process's.
-func lookPath(prog, pathEnv string) (string, error) {
-	if strings.Contains(prog, "/") {
-		return exec.LookPath(prog)
-	}
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			continue
-		}
-		p := filepath.Join(dir, prog)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return exec.LookPath(prog)
-}
-
-// envList turns the environment map back into a process environment
-// (sorted, so that runs are alike).
-func envList(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
 }
