@@ -476,6 +476,21 @@ func (e RentalRequestTerm) Valid() bool {
 	}
 }
 
+// Defines values for RentalSLACurrency.
+const (
+	RentalSLACurrencyCny RentalSLACurrency = "cny"
+)
+
+// Valid indicates whether the value is a known member of the RentalSLACurrency enum.
+func (e RentalSLACurrency) Valid() bool {
+	switch e {
+	case RentalSLACurrencyCny:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SpendAlertKind.
 const (
 	Budget     SpendAlertKind = "budget"
@@ -590,6 +605,36 @@ const (
 func (e TopupCurrency) Valid() bool {
 	switch e {
 	case TopupCurrencyCny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TopupRecordCurrency.
+const (
+	TopupRecordCurrencyCny TopupRecordCurrency = "cny"
+)
+
+// Valid indicates whether the value is a known member of the TopupRecordCurrency enum.
+func (e TopupRecordCurrency) Valid() bool {
+	switch e {
+	case TopupRecordCurrencyCny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TopupRecordListCurrency.
+const (
+	TopupRecordListCurrencyCny TopupRecordListCurrency = "cny"
+)
+
+// Valid indicates whether the value is a known member of the TopupRecordListCurrency enum.
+func (e TopupRecordListCurrency) Valid() bool {
+	switch e {
+	case TopupRecordListCurrencyCny:
 		return true
 	default:
 		return false
@@ -1794,6 +1839,12 @@ type MyInvitationList struct {
 	Invitations []MyInvitation `json:"invitations"`
 }
 
+// MyProviderList defines model for MyProviderList.
+type MyProviderList struct {
+	// Providers The caller's providers.
+	Providers []ProviderProfile `json:"providers"`
+}
+
 // NodeBenchmarks defines model for NodeBenchmarks.
 type NodeBenchmarks struct {
 	// NodeId Node.
@@ -1810,6 +1861,42 @@ type NodeBenchmarks struct {
 
 	// Total Reports of the node, all pages.
 	Total int `json:"total"`
+}
+
+// NodeCapacity defines model for NodeCapacity.
+type NodeCapacity struct {
+	// Committed GPUs held by week or month rentals on each of the next days days, from from.
+	Committed []int `json:"committed"`
+
+	// DatacenterId Its datacentre.
+	DatacenterId int `json:"datacenter_id"`
+
+	// Free GPUs free now.
+	Free int `json:"free"`
+
+	// Gpus Its GPUs.
+	Gpus int `json:"gpus"`
+
+	// Name Its name.
+	Name string `json:"name"`
+
+	// NodeId The node.
+	NodeId int `json:"node_id"`
+
+	// Rented GPUs held by rentals billed per second (on demand) now.
+	Rented int `json:"rented"`
+
+	// Reserved GPUs held by week or month rentals now, or busy without a rental.
+	Reserved int `json:"reserved"`
+
+	// Status active or draining.
+	Status string `json:"status"`
+
+	// Unhealthy GPUs failing their health checks.
+	Unhealthy int `json:"unhealthy"`
+
+	// Utilisation30dPct Rented GPU-seconds over available GPU-seconds in the last 30 days (or since the node was added), percent.
+	Utilisation30dPct float32 `json:"utilisation_30d_pct"`
 }
 
 // NodeCreated defines model for NodeCreated.
@@ -2296,6 +2383,21 @@ type Provider struct {
 
 	// Slug Slug.
 	Slug string `json:"slug"`
+}
+
+// ProviderCapacity A provider's capacity.
+type ProviderCapacity struct {
+	// Days How many days committed covers (30).
+	Days int `json:"days"`
+
+	// From The start of today (Asia/Shanghai), UTC: day 0 of each node's committed.
+	From time.Time `json:"from"`
+
+	// Nodes The nodes that are not removed.
+	Nodes []NodeCapacity `json:"nodes"`
+
+	// ProviderId The provider.
+	ProviderId int `json:"provider_id"`
 }
 
 // ProviderConnectLink defines model for ProviderConnectLink.
@@ -3116,7 +3218,7 @@ type RentalRequest struct {
 	// Env The container's environment: at most 64 variables and 32 KiB in all; a name is a letter or _ then letters, digits or _ (at most 128), not starting with SUANLI_ or NVIDIA_ (the platform's). Stored encrypted, given only to the node's agent when it launches the container, never shown again (env_set). A bad one is a 400 naming env.NAME.
 	Env *map[string]string `json:"env,omitempty"`
 
-	// ExcludeNodes With instance_type: never on these nodes (node ids, as node.id shows them): a launcher's failover after a bad node.
+	// ExcludeNodes With instance_type: never on these nodes (node ids, as node.id shows them): a launcher's failover after a bad node. Kept with the rental: the node tried after failed checks, a move off a failing node and a start never pick one either.
 	ExcludeNodes *[]int `json:"exclude_nodes,omitempty"`
 
 	// Gpus GPUs (default 1); with instance_type, the type's (leave it out).
@@ -3167,7 +3269,7 @@ type RentalRequest struct {
 	// Term on_demand (default), week, month, or interruptible (with bid_per_gpu_hour_fen).
 	Term *RentalRequestTerm `json:"term,omitempty"`
 
-	// VolumeGb Size of a new volume at /workspace (default 50 GB, at most the offer's disk).
+	// VolumeGb Size of a new volume at /workspace (default 50 GB, at most the offer's disk). With instance_type only offers whose disk takes it are tried; when offers have the GPUs free but none such a disk, the answer is 409 no_capacity with param volume_gb.
 	VolumeGb *int `json:"volume_gb,omitempty"`
 
 	// VolumeId Mount an existing volume of the organisation instead: free, in the offer's datacentre, and on local storage on the offer's node.
@@ -3177,6 +3279,36 @@ type RentalRequest struct {
 // RentalRequestTerm on_demand (default), week, month, or interruptible (with bid_per_gpu_hour_fen).
 type RentalRequestTerm string
 
+// RentalSLA A rental's SLA.
+type RentalSLA struct {
+	// CompensationMultiple A credit due is at least the downtime's would-be cost at the rental's rate times this.
+	CompensationMultiple int `json:"compensation_multiple"`
+
+	// Credits The tier's credit steps, highest threshold first: the lowest threshold the month's uptime is below decides the credit.
+	Credits []SLACreditStep `json:"credits"`
+
+	// Currency Always cny.
+	Currency RentalSLACurrency `json:"currency"`
+
+	// Free A free rental: no credit.
+	Free bool `json:"free"`
+
+	// Periods The months the rental ran in, oldest first.
+	Periods []SLAPeriod `json:"periods"`
+
+	// RentalId The rental.
+	RentalId int `json:"rental_id"`
+
+	// Tier Its SLA tier: standard or premium.
+	Tier string `json:"tier"`
+
+	// UptimePct The tier's promise: monthly uptime, percent.
+	UptimePct float32 `json:"uptime_pct"`
+}
+
+// RentalSLACurrency Always cny.
+type RentalSLACurrency string
+
 // RentalUsage defines model for RentalUsage.
 type RentalUsage struct {
 	// Gpus The rental's GPUs in index order (none for a rental without GPUs).
@@ -3184,6 +3316,63 @@ type RentalUsage struct {
 
 	// Simulated The node is simulated: the samples come from go-nvml mock devices.
 	Simulated bool `json:"simulated"`
+}
+
+// SLACreditStep defines model for SLACreditStep.
+type SLACreditStep struct {
+	// BelowPct A month's uptime below this, percent …
+	BelowPct float32 `json:"below_pct"`
+
+	// CreditPct … credits this share of its charges, percent.
+	CreditPct int `json:"credit_pct"`
+}
+
+// SLAPeriod defines model for SLAPeriod.
+type SLAPeriod struct {
+	// BilledFen The month's charges, fen.
+	BilledFen int `json:"billed_fen"`
+
+	// CreditFen The credit, fen.
+	CreditFen int `json:"credit_fen"`
+
+	// CreditPct The credit due, percent of the month's charges.
+	CreditPct int `json:"credit_pct"`
+
+	// Credited Its credit is paid into the wallet (a ledger entry of kind sla_credit).
+	Credited bool `json:"credited"`
+
+	// DowntimeCostFen What the downtime would have cost at the rental's rate, fen.
+	DowntimeCostFen int `json:"downtime_cost_fen"`
+
+	// DowntimeSeconds Downtime measured in it.
+	DowntimeSeconds int `json:"downtime_seconds"`
+
+	// Final The month the rental ended in.
+	Final bool `json:"final"`
+
+	// From The start of the rental's running span in the month.
+	From time.Time `json:"from"`
+
+	// Month The month, YYYY-MM (Asia/Shanghai).
+	Month string `json:"month"`
+
+	// Open The month still runs for a live rental: figures so far.
+	Open bool `json:"open"`
+
+	// PeriodSeconds The span's length.
+	PeriodSeconds int `json:"period_seconds"`
+
+	// Recorded Settled: as recorded.
+	Recorded bool `json:"recorded"`
+
+	// Tier The tier that applied.
+	Tier string `json:"tier"`
+
+	// To Its end (now, for an open month).
+	To time.Time `json:"to"`
+
+	// UptimePct Uptime, percent.
+	UptimePct float32 `json:"uptime_pct"`
 }
 
 // SSHAccess defines model for SSHAccess.
@@ -3552,6 +3741,66 @@ type Topup struct {
 // TopupCurrency Always cny.
 type TopupCurrency string
 
+// TopupRecord A top-up of a wallet.
+type TopupRecord struct {
+	// AmountFen Amount asked for, fen.
+	AmountFen int `json:"amount_fen"`
+
+	// Bank A pending bank transfer: where to send the money; null otherwise.
+	Bank *BankDetails `json:"bank"`
+
+	// CreatedAt Started.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Currency Always cny.
+	Currency TopupRecordCurrency `json:"currency"`
+
+	// Id Top-up id.
+	Id int `json:"id"`
+
+	// Method stripe or bank_transfer.
+	Method string `json:"method"`
+
+	// Note A platform admin's note on confirming it; empty otherwise.
+	Note string `json:"note"`
+
+	// OrgId The organisation whose wallet it tops up.
+	OrgId int `json:"org_id"`
+
+	// PaidAt Paid; null until then.
+	PaidAt *time.Time `json:"paid_at"`
+
+	// ReceivedFen What arrived, fen (a bank transfer may differ); null until paid.
+	ReceivedFen *int `json:"received_fen"`
+
+	// Reference Reference to quote on a bank transfer.
+	Reference string `json:"reference"`
+
+	// RefundedFen What of it was refunded, fen.
+	RefundedFen int `json:"refunded_fen"`
+
+	// Status pending, paid, failed or flagged (a payment a platform admin must look at).
+	Status string `json:"status"`
+}
+
+// TopupRecordCurrency Always cny.
+type TopupRecordCurrency string
+
+// TopupRecordList defines model for TopupRecordList.
+type TopupRecordList struct {
+	// Currency Always cny.
+	Currency TopupRecordListCurrency `json:"currency"`
+
+	// OrgId The organisation.
+	OrgId int `json:"org_id"`
+
+	// Topups Top-ups, newest first (at most 100).
+	Topups []TopupRecord `json:"topups"`
+}
+
+// TopupRecordListCurrency Always cny.
+type TopupRecordListCurrency string
+
 // TopupRequest defines model for TopupRequest.
 type TopupRequest struct {
 	// AmountFen Amount, fen.
@@ -3882,6 +4131,12 @@ type QuoteOfferParams struct {
 	VolumeId *int `form:"volume_id,omitempty" json:"volume_id,omitempty"`
 }
 
+// GetProviderCapacityParams defines parameters for GetProviderCapacity.
+type GetProviderCapacityParams struct {
+	// ProviderId The provider; needed only when the caller belongs to several.
+	ProviderId *ProviderId `form:"provider_id,omitempty" json:"provider_id,omitempty"`
+}
+
 // ListProviderDatacentersParams defines parameters for ListProviderDatacenters.
 type ListProviderDatacentersParams struct {
 	// ProviderId The provider; needed only when the caller belongs to several.
@@ -3953,7 +4208,7 @@ type ListRentalsParams struct {
 
 // CreateRentalParams defines parameters for CreateRental.
 type CreateRentalParams struct {
-	// IdempotencyKey A unique key (1–255 printable ASCII characters, e.g. a UUID). Within 24 h, a retry with the same key and body returns the first answer (Idempotent-Replayed: true); the same key with another body is a 409.
+	// IdempotencyKey A unique key (1–255 printable ASCII characters, e.g. a UUID). Within 24 h, a retry with the same key and body returns the first answer (Idempotent-Replayed: true); the same key with another body is a 409. Answers after which a retry may succeed and nothing was created (5xx, 429, insufficient_funds, no_capacity, offer_taken) are not stored: a retry with the same key runs anew.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4065,9 +4320,21 @@ type ListRefundsParams struct {
 	OrgId *OrgId `form:"org_id,omitempty" json:"org_id,omitempty"`
 }
 
+// CreateRefundParams defines parameters for CreateRefund.
+type CreateRefundParams struct {
+	// IdempotencyKey A unique key (1–255 printable ASCII characters, e.g. a UUID). Within 24 h, a retry with the same key and body returns the first answer (Idempotent-Replayed: true); the same key with another body is a 409. Answers after which a retry may succeed and nothing was created (5xx, 429, insufficient_funds, no_capacity, offer_taken) are not stored: a retry with the same key runs anew.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListTopupsParams defines parameters for ListTopups.
+type ListTopupsParams struct {
+	// OrgId The organisation; default the caller's personal one.
+	OrgId *OrgId `form:"org_id,omitempty" json:"org_id,omitempty"`
+}
+
 // CreateTopupParams defines parameters for CreateTopup.
 type CreateTopupParams struct {
-	// IdempotencyKey A unique key (1–255 printable ASCII characters, e.g. a UUID). Within 24 h, a retry with the same key and body returns the first answer (Idempotent-Replayed: true); the same key with another body is a 409.
+	// IdempotencyKey A unique key (1–255 printable ASCII characters, e.g. a UUID). Within 24 h, a retry with the same key and body returns the first answer (Idempotent-Replayed: true); the same key with another body is a 409. Answers after which a retry may succeed and nothing was created (5xx, 429, insufficient_funds, no_capacity, offer_taken) are not stored: a retry with the same key runs anew.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4239,7 +4506,7 @@ type ClientInterface interface {
 
 	// GetCatalog The whole offer catalogue, compact, for launchers
 	//
-	// Every listed offer in one flat row each, cheapest first: what a launcher's optimizer (SkyPilot's catalog, dstack's get_offers) compares. Prices are per GPU-hour in fen before the SLA surcharge. An offer serves the instance types <gpu>.1x to <gpu>.<max_gpus>x. The answer carries a strong ETag that names the offers version and the query: send it back in If-None-Match and, until the market changes (a rent, a stop, a price, an offer listed or withdrawn), the answer is 304 with no body. Cache-Control: no-cache (always ask; the 304 is cheap). Public: no credentials needed.
+	// Every listed offer in one flat row each, cheapest first: what a launcher's optimizer (SkyPilot's catalog, dstack's get_offers) compares. Prices are per GPU-hour in fen before the SLA surcharge. An offer serves the instance types <gpu>.1x to <gpu>.<max_gpus>x. The answer carries a weak ETag (W/"cat-…", the same for the plain and the gzip answer) that names the offers version and the query: send it back in If-None-Match (compared weakly, as RFC 9110 says) and, until the market changes (a rent, a stop, a price, an offer listed or withdrawn), the answer is 304 with no body. Cache-Control: no-cache (always ask; the 304 is cheap). Public: no credentials needed.
 	//
 	// Corresponds with GET /api/v1/catalog (the `GetCatalog` operationId).
 	GetCatalog(ctx context.Context, params *GetCatalogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4447,6 +4714,13 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/v1/orgs/{id}/members/{uid} (the `RemoveMember` operationId).
 	RemoveMember(ctx context.Context, id Id, uid int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetProviderCapacity The provider's capacity: GPUs now, committed ahead, used lately
+	//
+	// As the portal's capacity page shows it: per node that is not removed, its GPUs free, rented (on demand), reserved (week or month terms) and unhealthy now, the GPUs week and month rentals hold on each of the next 30 days (auto-renewing terms throughout), and the share of its GPU-seconds rented over the last 30 days.
+	//
+	// Corresponds with GET /api/v1/provider/capacity (the `GetProviderCapacity` operationId).
+	GetProviderCapacity(ctx context.Context, params *GetProviderCapacityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateProviderConnectLinkWithBody A link to Stripe Connect onboarding
 	//
 	// For owners and admins: the URL of Stripe's Connect Express onboarding for the provider's payouts, to open in a browser (Stripe sends the person back to the portal's earnings page). Where Stripe Connect is not set up: 503 (payouts go by bank transfer). The body may be empty.
@@ -4645,6 +4919,13 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/provider/statement (the `GetProviderStatement` operationId).
 	GetProviderStatement(ctx context.Context, params *GetProviderStatementParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListMyProviders The providers the caller is a member of
+	//
+	// Each with its profile, verification status and the caller's role, as the portal's /provider lists them to choose from; empty for someone in no provider. The provider API's other calls take one's provider_id (needed when there are several).
+	//
+	// Corresponds with GET /api/v1/providers (the `ListMyProviders` operationId).
+	ListMyProviders(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListRentals An organisation's rentals: live ones first, then the rest, newest first
 	//
 	// With label (repeatable, each KEY=VALUE, all must match) and name, only the rentals a launcher created with those labels and that name: how a launcher finds its cluster's instances (label cluster=NAME). A label parameter without = or with a key no label can have: 400 naming label.
@@ -4654,7 +4935,7 @@ type ClientInterface interface {
 
 	// CreateRentalWithBody Rent GPUs of an offer, or launch an instance type
 	//
-	// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
+	// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, whose disk takes volume_gb, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental (after insufficient_funds, no_capacity or offer_taken it runs anew: nothing was rented). The body may be up to 512 KiB (a spec at its limits, escaped); more is 413 too_large. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4663,7 +4944,7 @@ type ClientInterface interface {
 
 	// CreateRental Rent GPUs of an offer, or launch an instance type
 	//
-	// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
+	// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, whose disk takes volume_gb, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental (after insufficient_funds, no_capacity or offer_taken it runs anew: nothing was rented). The body may be up to 512 KiB (a spec at its limits, escaped); more is 413 too_large. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4808,6 +5089,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /api/v1/rentals/{id}/shares/{sid} (the `RevokeRentalShare` operationId).
 	RevokeRentalShare(ctx context.Context, id Id, sid int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRentalSLA The rental's SLA: its tier's promise, and each month's uptime and credit
+	//
+	// As the rental page's SLA section shows it: the tier's monthly uptime promise and credit steps, and for each month the rental ran in its running span, the downtime measured from its timeline, the uptime, the credit due and whether it is paid into the wallet (recorded months as recorded; the current month of a live rental so far, open). A free rental earns no credit. Another organisation's rental is 404, as for one that does not exist.
+	//
+	// Corresponds with GET /api/v1/rentals/{id}/sla (the `GetRentalSLA` operationId).
+	GetRentalSLA(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartRentalWithBody Start a stopped rental again
 	//
@@ -4982,21 +5270,28 @@ type ClientInterface interface {
 
 	// CreateRefundWithBody Refund unused balance
 	//
-	// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen.
+	// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen. Honours Idempotency-Key: a retry with the same key and body gets the first answer (Idempotent-Replayed: true) and refunds nothing more.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/wallet/refunds (the `CreateRefund` operationId).
-	CreateRefundWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateRefundWithBody(ctx context.Context, params *CreateRefundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateRefund Refund unused balance
 	//
-	// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen.
+	// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen. Honours Idempotency-Key: a retry with the same key and body gets the first answer (Idempotent-Replayed: true) and refunds nothing more.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/wallet/refunds (the `CreateRefund` operationId).
-	CreateRefund(ctx context.Context, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateRefund(ctx context.Context, params *CreateRefundParams, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTopups An organisation's top-ups
+	//
+	// The wallet's newest top-ups (at most 100), newest first, as the wallet page lists them: pending, paid, failed or flagged, with what arrived. For anyone who may see the wallet.
+	//
+	// Corresponds with GET /api/v1/wallet/topups (the `ListTopups` operationId).
+	ListTopups(ctx context.Context, params *ListTopupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateTopupWithBody Start a top-up
 	//
@@ -5015,6 +5310,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/wallet/topups (the `CreateTopup` operationId).
 	CreateTopup(ctx context.Context, params *CreateTopupParams, body CreateTopupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTopup One top-up
+	//
+	// A top-up as its page (/topups/{id}) shows it: status, amount and what arrived, and for a pending bank transfer the reference to quote and the account to send it to. Follow one started with createTopup until it is paid. Another organisation's top-up is 404, as for one that does not exist.
+	//
+	// Corresponds with GET /api/v1/wallet/topups/{id} (the `GetTopup` operationId).
+	GetTopup(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetBenchmark One benchmark report, with the agent's whole run
@@ -5034,7 +5336,7 @@ func (c *Client) GetBenchmark(ctx context.Context, id Id, reqEditors ...RequestE
 
 // GetCatalog The whole offer catalogue, compact, for launchers
 //
-// Every listed offer in one flat row each, cheapest first: what a launcher's optimizer (SkyPilot's catalog, dstack's get_offers) compares. Prices are per GPU-hour in fen before the SLA surcharge. An offer serves the instance types <gpu>.1x to <gpu>.<max_gpus>x. The answer carries a strong ETag that names the offers version and the query: send it back in If-None-Match and, until the market changes (a rent, a stop, a price, an offer listed or withdrawn), the answer is 304 with no body. Cache-Control: no-cache (always ask; the 304 is cheap). Public: no credentials needed.
+// Every listed offer in one flat row each, cheapest first: what a launcher's optimizer (SkyPilot's catalog, dstack's get_offers) compares. Prices are per GPU-hour in fen before the SLA surcharge. An offer serves the instance types <gpu>.1x to <gpu>.<max_gpus>x. The answer carries a weak ETag (W/"cat-…", the same for the plain and the gzip answer) that names the offers version and the query: send it back in If-None-Match (compared weakly, as RFC 9110 says) and, until the market changes (a rent, a stop, a price, an offer listed or withdrawn), the answer is 304 with no body. Cache-Control: no-cache (always ask; the 304 is cheap). Public: no credentials needed.
 //
 // Corresponds with GET /api/v1/catalog (the `GetCatalog` operationId).
 func (c *Client) GetCatalog(ctx context.Context, params *GetCatalogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5522,6 +5824,23 @@ func (c *Client) RemoveMember(ctx context.Context, id Id, uid int, reqEditors ..
 	return c.Client.Do(req)
 }
 
+// GetProviderCapacity The provider's capacity: GPUs now, committed ahead, used lately
+//
+// As the portal's capacity page shows it: per node that is not removed, its GPUs free, rented (on demand), reserved (week or month terms) and unhealthy now, the GPUs week and month rentals hold on each of the next 30 days (auto-renewing terms throughout), and the share of its GPU-seconds rented over the last 30 days.
+//
+// Corresponds with GET /api/v1/provider/capacity (the `GetProviderCapacity` operationId).
+func (c *Client) GetProviderCapacity(ctx context.Context, params *GetProviderCapacityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProviderCapacityRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateProviderConnectLinkWithBody A link to Stripe Connect onboarding
 //
 // For owners and admins: the URL of Stripe's Connect Express onboarding for the provider's payouts, to open in a browser (Stripe sends the person back to the portal's earnings page). Where Stripe Connect is not set up: 503 (payouts go by bank transfer). The body may be empty.
@@ -5980,6 +6299,23 @@ func (c *Client) GetProviderStatement(ctx context.Context, params *GetProviderSt
 	return c.Client.Do(req)
 }
 
+// ListMyProviders The providers the caller is a member of
+//
+// Each with its profile, verification status and the caller's role, as the portal's /provider lists them to choose from; empty for someone in no provider. The provider API's other calls take one's provider_id (needed when there are several).
+//
+// Corresponds with GET /api/v1/providers (the `ListMyProviders` operationId).
+func (c *Client) ListMyProviders(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMyProvidersRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListRentals An organisation's rentals: live ones first, then the rest, newest first
 //
 // With label (repeatable, each KEY=VALUE, all must match) and name, only the rentals a launcher created with those labels and that name: how a launcher finds its cluster's instances (label cluster=NAME). A label parameter without = or with a key no label can have: 400 naming label.
@@ -5999,7 +6335,7 @@ func (c *Client) ListRentals(ctx context.Context, params *ListRentalsParams, req
 
 // CreateRentalWithBody Rent GPUs of an offer, or launch an instance type
 //
-// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
+// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, whose disk takes volume_gb, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental (after insufficient_funds, no_capacity or offer_taken it runs anew: nothing was rented). The body may be up to 512 KiB (a spec at its limits, escaped); more is 413 too_large. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6018,7 +6354,7 @@ func (c *Client) CreateRentalWithBody(ctx context.Context, params *CreateRentalP
 
 // CreateRental Rent GPUs of an offer, or launch an instance type
 //
-// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
+// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, whose disk takes volume_gb, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental (after insufficient_funds, no_capacity or offer_taken it runs anew: nothing was rented). The body may be up to 512 KiB (a spec at its limits, escaped); more is 413 too_large. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6334,6 +6670,23 @@ func (c *Client) CreateRentalShare(ctx context.Context, id Id, body CreateRental
 // Corresponds with DELETE /api/v1/rentals/{id}/shares/{sid} (the `RevokeRentalShare` operationId).
 func (c *Client) RevokeRentalShare(ctx context.Context, id Id, sid int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeRentalShareRequest(c.Server, id, sid)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRentalSLA The rental's SLA: its tier's promise, and each month's uptime and credit
+//
+// As the rental page's SLA section shows it: the tier's monthly uptime promise and credit steps, and for each month the rental ran in its running span, the downtime measured from its timeline, the uptime, the credit due and whether it is paid into the wallet (recorded months as recorded; the current month of a live rental so far, open). A free rental earns no credit. Another organisation's rental is 404, as for one that does not exist.
+//
+// Corresponds with GET /api/v1/rentals/{id}/sla (the `GetRentalSLA` operationId).
+func (c *Client) GetRentalSLA(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRentalSLARequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -6747,13 +7100,13 @@ func (c *Client) ListRefunds(ctx context.Context, params *ListRefundsParams, req
 
 // CreateRefundWithBody Refund unused balance
 //
-// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen.
+// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen. Honours Idempotency-Key: a retry with the same key and body gets the first answer (Idempotent-Replayed: true) and refunds nothing more.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/wallet/refunds (the `CreateRefund` operationId).
-func (c *Client) CreateRefundWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateRefundRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateRefundWithBody(ctx context.Context, params *CreateRefundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRefundRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6766,13 +7119,30 @@ func (c *Client) CreateRefundWithBody(ctx context.Context, contentType string, b
 
 // CreateRefund Refund unused balance
 //
-// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen.
+// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen. Honours Idempotency-Key: a retry with the same key and body gets the first answer (Idempotent-Replayed: true) and refunds nothing more.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/wallet/refunds (the `CreateRefund` operationId).
-func (c *Client) CreateRefund(ctx context.Context, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateRefundRequest(c.Server, body)
+func (c *Client) CreateRefund(ctx context.Context, params *CreateRefundParams, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRefundRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTopups An organisation's top-ups
+//
+// The wallet's newest top-ups (at most 100), newest first, as the wallet page lists them: pending, paid, failed or flagged, with what arrived. For anyone who may see the wallet.
+//
+// Corresponds with GET /api/v1/wallet/topups (the `ListTopups` operationId).
+func (c *Client) ListTopups(ctx context.Context, params *ListTopupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTopupsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6811,6 +7181,23 @@ func (c *Client) CreateTopupWithBody(ctx context.Context, params *CreateTopupPar
 // Corresponds with POST /api/v1/wallet/topups (the `CreateTopup` operationId).
 func (c *Client) CreateTopup(ctx context.Context, params *CreateTopupParams, body CreateTopupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateTopupRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTopup One top-up
+//
+// A top-up as its page (/topups/{id}) shows it: status, amount and what arrived, and for a pending bank transfer the reference to quote and the account to send it to. Follow one started with createTopup until it is paid. Another organisation's top-up is 404, as for one that does not exist.
+//
+// Corresponds with GET /api/v1/wallet/topups/{id} (the `GetTopup` operationId).
+func (c *Client) GetTopup(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTopupRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -8068,6 +8455,60 @@ func NewRemoveMemberRequest(server string, id Id, uid int) (*http.Request, error
 	return req, nil
 }
 
+// NewGetProviderCapacityRequest constructs an http.Request for the GetProviderCapacity method
+func NewGetProviderCapacityRequest(server string, params *GetProviderCapacityParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/provider/capacity")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ProviderId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "provider_id", *params.ProviderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateProviderConnectLinkRequest calls the generic CreateProviderConnectLink builder with application/json body
 func NewCreateProviderConnectLinkRequest(server string, body CreateProviderConnectLinkJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -8905,6 +9346,33 @@ func NewGetProviderStatementRequest(server string, params *GetProviderStatementP
 	return req, nil
 }
 
+// NewListMyProvidersRequest constructs an http.Request for the ListMyProviders method
+func NewListMyProvidersRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/providers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListRentalsRequest constructs an http.Request for the ListRentals method
 func NewListRentalsRequest(server string, params *ListRentalsParams) (*http.Request, error) {
 	var err error
@@ -9645,6 +10113,40 @@ func NewRevokeRentalShareRequest(server string, id Id, sid int) (*http.Request, 
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRentalSLARequest constructs an http.Request for the GetRentalSLA method
+func NewGetRentalSLARequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/rentals/%s/sla", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -10531,18 +11033,18 @@ func NewListRefundsRequest(server string, params *ListRefundsParams) (*http.Requ
 }
 
 // NewCreateRefundRequest calls the generic CreateRefund builder with application/json body
-func NewCreateRefundRequest(server string, body CreateRefundJSONRequestBody) (*http.Request, error) {
+func NewCreateRefundRequest(server string, params *CreateRefundParams, body CreateRefundJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateRefundRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateRefundRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateRefundRequestWithBody constructs an http.Request for the CreateRefund method, with any body, and a specified content type
-func NewCreateRefundRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateRefundRequestWithBody(server string, params *CreateRefundParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10566,6 +11068,75 @@ func NewCreateRefundRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListTopupsRequest constructs an http.Request for the ListTopups method
+func NewListTopupsRequest(server string, params *ListTopupsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/wallet/topups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.OrgId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "org_id", *params.OrgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -10625,6 +11196,40 @@ func NewCreateTopupRequestWithBody(server string, params *CreateTopupParams, con
 	return req, nil
 }
 
+// NewGetTopupRequest constructs an http.Request for the GetTopup method
+func NewGetTopupRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/wallet/topups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -10678,7 +11283,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetCatalogWithResponse The whole offer catalogue, compact, for launchers
 	//
-	// Every listed offer in one flat row each, cheapest first: what a launcher's optimizer (SkyPilot's catalog, dstack's get_offers) compares. Prices are per GPU-hour in fen before the SLA surcharge. An offer serves the instance types <gpu>.1x to <gpu>.<max_gpus>x. The answer carries a strong ETag that names the offers version and the query: send it back in If-None-Match and, until the market changes (a rent, a stop, a price, an offer listed or withdrawn), the answer is 304 with no body. Cache-Control: no-cache (always ask; the 304 is cheap). Public: no credentials needed.
+	// Every listed offer in one flat row each, cheapest first: what a launcher's optimizer (SkyPilot's catalog, dstack's get_offers) compares. Prices are per GPU-hour in fen before the SLA surcharge. An offer serves the instance types <gpu>.1x to <gpu>.<max_gpus>x. The answer carries a weak ETag (W/"cat-…", the same for the plain and the gzip answer) that names the offers version and the query: send it back in If-None-Match (compared weakly, as RFC 9110 says) and, until the market changes (a rent, a stop, a price, an offer listed or withdrawn), the answer is 304 with no body. Cache-Control: no-cache (always ask; the 304 is cheap). Public: no credentials needed.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10918,6 +11523,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api/v1/orgs/{id}/members/{uid} (the `RemoveMember` operationId).
 	RemoveMemberWithResponse(ctx context.Context, id Id, uid int, reqEditors ...RequestEditorFn) (*RemoveMemberResponse, error)
 
+	// GetProviderCapacityWithResponse The provider's capacity: GPUs now, committed ahead, used lately
+	//
+	// As the portal's capacity page shows it: per node that is not removed, its GPUs free, rented (on demand), reserved (week or month terms) and unhealthy now, the GPUs week and month rentals hold on each of the next 30 days (auto-renewing terms throughout), and the share of its GPU-seconds rented over the last 30 days.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/provider/capacity (the `GetProviderCapacity` operationId).
+	GetProviderCapacityWithResponse(ctx context.Context, params *GetProviderCapacityParams, reqEditors ...RequestEditorFn) (*GetProviderCapacityResponse, error)
+
 	// CreateProviderConnectLinkWithBodyWithResponse A link to Stripe Connect onboarding
 	//
 	// For owners and admins: the URL of Stripe's Connect Express onboarding for the provider's payouts, to open in a browser (Stripe sends the person back to the portal's earnings page). Where Stripe Connect is not set up: 503 (payouts go by bank transfer). The body may be empty.
@@ -11132,6 +11746,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/provider/statement (the `GetProviderStatement` operationId).
 	GetProviderStatementWithResponse(ctx context.Context, params *GetProviderStatementParams, reqEditors ...RequestEditorFn) (*GetProviderStatementResponse, error)
 
+	// ListMyProvidersWithResponse The providers the caller is a member of
+	//
+	// Each with its profile, verification status and the caller's role, as the portal's /provider lists them to choose from; empty for someone in no provider. The provider API's other calls take one's provider_id (needed when there are several).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/providers (the `ListMyProviders` operationId).
+	ListMyProvidersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMyProvidersResponse, error)
+
 	// ListRentalsWithResponse An organisation's rentals: live ones first, then the rest, newest first
 	//
 	// With label (repeatable, each KEY=VALUE, all must match) and name, only the rentals a launcher created with those labels and that name: how a launcher finds its cluster's instances (label cluster=NAME). A label parameter without = or with a key no label can have: 400 naming label.
@@ -11143,7 +11766,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRentalWithBodyWithResponse Rent GPUs of an offer, or launch an instance type
 	//
-	// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
+	// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, whose disk takes volume_gb, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental (after insufficient_funds, no_capacity or offer_taken it runs anew: nothing was rented). The body may be up to 512 KiB (a spec at its limits, escaped); more is 413 too_large. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11152,7 +11775,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRentalWithResponse Rent GPUs of an offer, or launch an instance type
 	//
-	// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
+	// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, whose disk takes volume_gb, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental (after insufficient_funds, no_capacity or offer_taken it runs anew: nothing was rented). The body may be up to 512 KiB (a spec at its limits, escaped); more is 413 too_large. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11309,6 +11932,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /api/v1/rentals/{id}/shares/{sid} (the `RevokeRentalShare` operationId).
 	RevokeRentalShareWithResponse(ctx context.Context, id Id, sid int, reqEditors ...RequestEditorFn) (*RevokeRentalShareResponse, error)
+
+	// GetRentalSLAWithResponse The rental's SLA: its tier's promise, and each month's uptime and credit
+	//
+	// As the rental page's SLA section shows it: the tier's monthly uptime promise and credit steps, and for each month the rental ran in its running span, the downtime measured from its timeline, the uptime, the credit due and whether it is paid into the wallet (recorded months as recorded; the current month of a live rental so far, open). A free rental earns no credit. Another organisation's rental is 404, as for one that does not exist.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/rentals/{id}/sla (the `GetRentalSLA` operationId).
+	GetRentalSLAWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetRentalSLAResponse, error)
 
 	// StartRentalWithBodyWithResponse Start a stopped rental again
 	//
@@ -11509,21 +12141,30 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRefundWithBodyWithResponse Refund unused balance
 	//
-	// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen.
+	// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen. Honours Idempotency-Key: a retry with the same key and body gets the first answer (Idempotent-Replayed: true) and refunds nothing more.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/wallet/refunds (the `CreateRefund` operationId).
-	CreateRefundWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error)
+	CreateRefundWithBodyWithResponse(ctx context.Context, params *CreateRefundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error)
 
 	// CreateRefundWithResponse Refund unused balance
 	//
-	// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen.
+	// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen. Honours Idempotency-Key: a retry with the same key and body gets the first answer (Idempotent-Replayed: true) and refunds nothing more.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/wallet/refunds (the `CreateRefund` operationId).
-	CreateRefundWithResponse(ctx context.Context, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error)
+	CreateRefundWithResponse(ctx context.Context, params *CreateRefundParams, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error)
+
+	// ListTopupsWithResponse An organisation's top-ups
+	//
+	// The wallet's newest top-ups (at most 100), newest first, as the wallet page lists them: pending, paid, failed or flagged, with what arrived. For anyone who may see the wallet.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/wallet/topups (the `ListTopups` operationId).
+	ListTopupsWithResponse(ctx context.Context, params *ListTopupsParams, reqEditors ...RequestEditorFn) (*ListTopupsResponse, error)
 
 	// CreateTopupWithBodyWithResponse Start a top-up
 	//
@@ -11542,6 +12183,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/wallet/topups (the `CreateTopup` operationId).
 	CreateTopupWithResponse(ctx context.Context, params *CreateTopupParams, body CreateTopupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTopupResponse, error)
+
+	// GetTopupWithResponse One top-up
+	//
+	// A top-up as its page (/topups/{id}) shows it: status, amount and what arrived, and for a pending bank transfer the reference to quote and the account to send it to. Follow one started with createTopup until it is paid. Another organisation's top-up is 404, as for one that does not exist.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/wallet/topups/{id} (the `GetTopup` operationId).
+	GetTopupWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetTopupResponse, error)
 }
 
 // GetBenchmarkResponse429Headers the declared response headers of an HTTP 429 response for GetBenchmark
@@ -11811,6 +12461,8 @@ type ListInstanceTypesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *InstanceTypeList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -11824,6 +12476,11 @@ type ListInstanceTypesResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListInstanceTypesResponse) GetJSON200() *InstanceTypeList {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListInstanceTypesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -13434,6 +14091,89 @@ func (r RemoveMemberResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RemoveMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetProviderCapacityResponse429Headers the declared response headers of an HTTP 429 response for GetProviderCapacity
+type GetProviderCapacityResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetProviderCapacityResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderCapacity
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetProviderCapacityResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProviderCapacityResponse) GetJSON200() *ProviderCapacity {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetProviderCapacityResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetProviderCapacityResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetProviderCapacityResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetProviderCapacityResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetProviderCapacityResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProviderCapacityResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProviderCapacityResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProviderCapacityResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProviderCapacityResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15054,6 +15794,75 @@ func (r GetProviderStatementResponse) ContentType() string {
 	return ""
 }
 
+// ListMyProvidersResponse429Headers the declared response headers of an HTTP 429 response for ListMyProviders
+type ListMyProvidersResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListMyProvidersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MyProviderList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListMyProvidersResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMyProvidersResponse) GetJSON200() *MyProviderList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMyProvidersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListMyProvidersResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListMyProvidersResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMyProvidersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMyProvidersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMyProvidersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMyProvidersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListRentalsResponse429Headers the declared response headers of an HTTP 429 response for ListRentals
 type ListRentalsResponse429Headers struct {
 	RetryAfter *int
@@ -16358,6 +17167,89 @@ func (r RevokeRentalShareResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeRentalShareResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRentalSLAResponse429Headers the declared response headers of an HTTP 429 response for GetRentalSLA
+type GetRentalSLAResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetRentalSLAResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RentalSLA
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRentalSLAResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRentalSLAResponse) GetJSON200() *RentalSLA {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetRentalSLAResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetRentalSLAResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetRentalSLAResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetRentalSLAResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetRentalSLAResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRentalSLAResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRentalSLAResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRentalSLAResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRentalSLAResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17981,6 +18873,8 @@ type CreateRefundResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -18014,6 +18908,11 @@ func (r CreateRefundResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateRefundResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateRefundResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -18054,6 +18953,89 @@ func (r CreateRefundResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateRefundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListTopupsResponse429Headers the declared response headers of an HTTP 429 response for ListTopups
+type ListTopupsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListTopupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TopupRecordList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTopupsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTopupsResponse) GetJSON200() *TopupRecordList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListTopupsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListTopupsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListTopupsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListTopupsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListTopupsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTopupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTopupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTopupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTopupsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18171,6 +19153,89 @@ func (r CreateTopupResponse) ContentType() string {
 	return ""
 }
 
+// GetTopupResponse429Headers the declared response headers of an HTTP 429 response for GetTopup
+type GetTopupResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetTopupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TopupRecord
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTopupResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTopupResponse) GetJSON200() *TopupRecord {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetTopupResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetTopupResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetTopupResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetTopupResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTopupResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTopupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTopupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTopupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTopupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetBenchmarkWithResponse One benchmark report, with the agent's whole run
 //
 // Returns a wrapper object for the known response body format(s).
@@ -18186,7 +19251,7 @@ func (c *ClientWithResponses) GetBenchmarkWithResponse(ctx context.Context, id I
 
 // GetCatalogWithResponse The whole offer catalogue, compact, for launchers
 //
-// Every listed offer in one flat row each, cheapest first: what a launcher's optimizer (SkyPilot's catalog, dstack's get_offers) compares. Prices are per GPU-hour in fen before the SLA surcharge. An offer serves the instance types <gpu>.1x to <gpu>.<max_gpus>x. The answer carries a strong ETag that names the offers version and the query: send it back in If-None-Match and, until the market changes (a rent, a stop, a price, an offer listed or withdrawn), the answer is 304 with no body. Cache-Control: no-cache (always ask; the 304 is cheap). Public: no credentials needed.
+// Every listed offer in one flat row each, cheapest first: what a launcher's optimizer (SkyPilot's catalog, dstack's get_offers) compares. Prices are per GPU-hour in fen before the SLA surcharge. An offer serves the instance types <gpu>.1x to <gpu>.<max_gpus>x. The answer carries a weak ETag (W/"cat-…", the same for the plain and the gzip answer) that names the offers version and the query: send it back in If-None-Match (compared weakly, as RFC 9110 says) and, until the market changes (a rent, a stop, a price, an offer listed or withdrawn), the answer is 304 with no body. Cache-Control: no-cache (always ask; the 304 is cheap). Public: no credentials needed.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18594,6 +19659,21 @@ func (c *ClientWithResponses) RemoveMemberWithResponse(ctx context.Context, id I
 	return ParseRemoveMemberResponse(rsp)
 }
 
+// GetProviderCapacityWithResponse The provider's capacity: GPUs now, committed ahead, used lately
+//
+// As the portal's capacity page shows it: per node that is not removed, its GPUs free, rented (on demand), reserved (week or month terms) and unhealthy now, the GPUs week and month rentals hold on each of the next 30 days (auto-renewing terms throughout), and the share of its GPU-seconds rented over the last 30 days.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/provider/capacity (the `GetProviderCapacity` operationId).
+func (c *ClientWithResponses) GetProviderCapacityWithResponse(ctx context.Context, params *GetProviderCapacityParams, reqEditors ...RequestEditorFn) (*GetProviderCapacityResponse, error) {
+	rsp, err := c.GetProviderCapacity(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProviderCapacityResponse(rsp)
+}
+
 // CreateProviderConnectLinkWithBodyWithResponse A link to Stripe Connect onboarding
 //
 // For owners and admins: the URL of Stripe's Connect Express onboarding for the provider's payouts, to open in a browser (Stripe sends the person back to the portal's earnings page). Where Stripe Connect is not set up: 503 (payouts go by bank transfer). The body may be empty.
@@ -18964,6 +20044,21 @@ func (c *ClientWithResponses) GetProviderStatementWithResponse(ctx context.Conte
 	return ParseGetProviderStatementResponse(rsp)
 }
 
+// ListMyProvidersWithResponse The providers the caller is a member of
+//
+// Each with its profile, verification status and the caller's role, as the portal's /provider lists them to choose from; empty for someone in no provider. The provider API's other calls take one's provider_id (needed when there are several).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/providers (the `ListMyProviders` operationId).
+func (c *ClientWithResponses) ListMyProvidersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMyProvidersResponse, error) {
+	rsp, err := c.ListMyProviders(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMyProvidersResponse(rsp)
+}
+
 // ListRentalsWithResponse An organisation's rentals: live ones first, then the rest, newest first
 //
 // With label (repeatable, each KEY=VALUE, all must match) and name, only the rentals a launcher created with those labels and that name: how a launcher finds its cluster's instances (label cluster=NAME). A label parameter without = or with a key no label can have: 400 naming label.
@@ -18981,7 +20076,7 @@ func (c *ClientWithResponses) ListRentalsWithResponse(ctx context.Context, param
 
 // CreateRentalWithBodyWithResponse Rent GPUs of an offer, or launch an instance type
 //
-// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
+// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, whose disk takes volume_gb, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental (after insufficient_funds, no_capacity or offer_taken it runs anew: nothing was rented). The body may be up to 512 KiB (a spec at its limits, escaped); more is 413 too_large. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18996,7 +20091,7 @@ func (c *ClientWithResponses) CreateRentalWithBodyWithResponse(ctx context.Conte
 
 // CreateRentalWithResponse Rent GPUs of an offer, or launch an instance type
 //
-// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
+// Give exactly one of offer_id (that offer) or instance_type (a launch: the cheapest listed offer of the type with the GPUs free, in region or city when given, on no node of exclude_nodes, at most max_price_fen per GPU-hour, whose disk takes volume_gb, that takes the rent; when one was taken meanwhile the next is tried). Errors a launcher acts on: 402 insufficient_funds (top up), 409 no_capacity (no offer of the type has the GPUs free: another region or type, or later), 409 offer_taken (the named offer's GPUs went: pick another), 422 image_incompatible (the image cannot run on the offer). name, labels, env and onstart are the launch spec: labels find the rental again (GET /api/v1/rentals?label=k=v); env and onstart are stored encrypted, given to the node's agent only when it launches the container (on every start and move), and never shown again (answers say env_set and onstart_set); bad ones are a 400 naming the field (name, labels.KEY, env.NAME, onstart) and nothing is rented. Starts provisioning: the GPUs are checked through NVML before access is handed over (watch state). On demand needs at least one hour of balance. Honours Idempotency-Key: a retry with the same key and body gets the same rental (after insufficient_funds, no_capacity or offer_taken it runs anew: nothing was rented). The body may be up to 512 KiB (a spec at its limits, escaped); more is 413 too_large. With term interruptible and bid_per_gpu_hour_fen it rents on a bid (竞价实例): billed per second at the bid like on demand, interrupted (status interrupted) when an on-demand rent, a term or a higher bid on the node finds no free GPU; it interrupts lower bids itself when it finds none free, and is a 409 (param bid_per_gpu_hour_fen) when even that frees too few. A bid below the offer's floor or above its on-demand price, term interruptible without a bid, or a bid with another term: 400 naming bid_per_gpu_hour_fen (term for an offer that takes no bids), and nothing is rented.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19260,6 +20355,21 @@ func (c *ClientWithResponses) RevokeRentalShareWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseRevokeRentalShareResponse(rsp)
+}
+
+// GetRentalSLAWithResponse The rental's SLA: its tier's promise, and each month's uptime and credit
+//
+// As the rental page's SLA section shows it: the tier's monthly uptime promise and credit steps, and for each month the rental ran in its running span, the downtime measured from its timeline, the uptime, the credit due and whether it is paid into the wallet (recorded months as recorded; the current month of a live rental so far, open). A free rental earns no credit. Another organisation's rental is 404, as for one that does not exist.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/rentals/{id}/sla (the `GetRentalSLA` operationId).
+func (c *ClientWithResponses) GetRentalSLAWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetRentalSLAResponse, error) {
+	rsp, err := c.GetRentalSLA(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRentalSLAResponse(rsp)
 }
 
 // StartRentalWithBodyWithResponse Start a stopped rental again
@@ -19599,13 +20709,13 @@ func (c *ClientWithResponses) ListRefundsWithResponse(ctx context.Context, param
 
 // CreateRefundWithBodyWithResponse Refund unused balance
 //
-// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen.
+// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen. Honours Idempotency-Key: a retry with the same key and body gets the first answer (Idempotent-Replayed: true) and refunds nothing more.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/wallet/refunds (the `CreateRefund` operationId).
-func (c *ClientWithResponses) CreateRefundWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error) {
-	rsp, err := c.CreateRefundWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateRefundWithBodyWithResponse(ctx context.Context, params *CreateRefundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error) {
+	rsp, err := c.CreateRefundWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19614,17 +20724,32 @@ func (c *ClientWithResponses) CreateRefundWithBodyWithResponse(ctx context.Conte
 
 // CreateRefundWithResponse Refund unused balance
 //
-// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen.
+// For the organisation's admins: pays amount_fen back against the original payments, newest first (card payments through Stripe at once, bank transfers by a platform admin); the wallet is debited now. More than the refundable balance is a 400 naming amount_fen. Honours Idempotency-Key: a retry with the same key and body gets the first answer (Idempotent-Replayed: true) and refunds nothing more.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/wallet/refunds (the `CreateRefund` operationId).
-func (c *ClientWithResponses) CreateRefundWithResponse(ctx context.Context, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error) {
-	rsp, err := c.CreateRefund(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateRefundWithResponse(ctx context.Context, params *CreateRefundParams, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error) {
+	rsp, err := c.CreateRefund(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreateRefundResponse(rsp)
+}
+
+// ListTopupsWithResponse An organisation's top-ups
+//
+// The wallet's newest top-ups (at most 100), newest first, as the wallet page lists them: pending, paid, failed or flagged, with what arrived. For anyone who may see the wallet.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/wallet/topups (the `ListTopups` operationId).
+func (c *ClientWithResponses) ListTopupsWithResponse(ctx context.Context, params *ListTopupsParams, reqEditors ...RequestEditorFn) (*ListTopupsResponse, error) {
+	rsp, err := c.ListTopups(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTopupsResponse(rsp)
 }
 
 // CreateTopupWithBodyWithResponse Start a top-up
@@ -19655,6 +20780,21 @@ func (c *ClientWithResponses) CreateTopupWithResponse(ctx context.Context, param
 		return nil, err
 	}
 	return ParseCreateTopupResponse(rsp)
+}
+
+// GetTopupWithResponse One top-up
+//
+// A top-up as its page (/topups/{id}) shows it: status, amount and what arrived, and for a pending bank transfer the reference to quote and the account to send it to. Follow one started with createTopup until it is paid. Another organisation's top-up is 404, as for one that does not exist.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/wallet/topups/{id} (the `GetTopup` operationId).
+func (c *ClientWithResponses) GetTopupWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetTopupResponse, error) {
+	rsp, err := c.GetTopup(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTopupResponse(rsp)
 }
 
 // ParseGetBenchmarkResponse parses an HTTP response from a GetBenchmarkWithResponse call
@@ -19922,6 +21062,13 @@ func ParseListInstanceTypesResponse(rsp *http.Response) (*ListInstanceTypesRespo
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
@@ -21342,6 +22489,80 @@ func ParseRemoveMemberResponse(rsp *http.Response) (*RemoveMemberResponse, error
 	switch {
 	case rsp.StatusCode == 429:
 		var headers RemoveMemberResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetProviderCapacityResponse parses an HTTP response from a GetProviderCapacityWithResponse call
+func ParseGetProviderCapacityResponse(rsp *http.Response) (*GetProviderCapacityResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProviderCapacityResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderCapacity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetProviderCapacityResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22825,6 +24046,66 @@ func ParseGetProviderStatementResponse(rsp *http.Response) (*GetProviderStatemen
 	return response, nil
 }
 
+// ParseListMyProvidersResponse parses an HTTP response from a ListMyProvidersWithResponse call
+func ParseListMyProvidersResponse(rsp *http.Response) (*ListMyProvidersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMyProvidersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MyProviderList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListMyProvidersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListRentalsResponse parses an HTTP response from a ListRentalsWithResponse call
 func ParseListRentalsResponse(rsp *http.Response) (*ListRentalsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24011,6 +25292,80 @@ func ParseRevokeRentalShareResponse(rsp *http.Response) (*RevokeRentalShareRespo
 	switch {
 	case rsp.StatusCode == 429:
 		var headers RevokeRentalShareResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRentalSLAResponse parses an HTTP response from a GetRentalSLAWithResponse call
+func ParseGetRentalSLAResponse(rsp *http.Response) (*GetRentalSLAResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRentalSLAResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RentalSLA
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetRentalSLAResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25516,6 +26871,13 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25542,6 +26904,80 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 	switch {
 	case rsp.StatusCode == 429:
 		var headers CreateRefundResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTopupsResponse parses an HTTP response from a ListTopupsWithResponse call
+func ParseListTopupsResponse(rsp *http.Response) (*ListTopupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTopupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TopupRecordList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListTopupsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25647,6 +27083,80 @@ func ParseCreateTopupResponse(rsp *http.Response) (*CreateTopupResponse, error) 
 		response.Headers201 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateTopupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTopupResponse parses an HTTP response from a GetTopupWithResponse call
+func ParseGetTopupResponse(rsp *http.Response) (*GetTopupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTopupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TopupRecord
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetTopupResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -114,11 +114,13 @@ type Catalogue struct {
 	Entries []Entry
 }
 
-// ETagOf is the catalogue's strong entity tag for the offers version and
-// query: a client that holds it has the answer.
+// ETagOf is the catalogue's weak entity tag (W/"cat-…") for the offers
+// version and query: a client that holds it has the answer. Weak, as it
+// names the content, not the bytes: the answer is sent plain or
+// compressed (gzip), and a strong tag would have to differ between them.
 func ETagOf(version int64, q CatalogueQuery) string {
 	sum := sha256.Sum256([]byte(q.key()))
-	return `"cat-` + strconv.FormatInt(version, 10) + "-" + hex.EncodeToString(sum[:6]) + `"`
+	return `W/"cat-` + strconv.FormatInt(version, 10) + "-" + hex.EncodeToString(sum[:6]) + `"`
 }
 
 // ReadCatalogue builds the catalogue from the offer index.

@@ -109,7 +109,7 @@ func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id
 			if cur.NodeID != nil {
 				nodes = append(nodes, *cur.NodeID)
 			}
-			more, err := rentalstore.StartNodes(tx, &o)
+			more, err := rentalstore.StartNodes(tx, &o, cur.ID)
 			if err != nil {
 				return err
 			}

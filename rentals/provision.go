@@ -398,8 +398,8 @@ func (s *Service) nextNode(ctx context.Context, r *models.Rental, now time.Time,
 			if err := s.dropPendingVolume(tx, &cur, now); err != nil {
 				return err
 			}
-			// A failed rental never starts: its registry credential goes.
-			if err := rentalstore.DeleteRegistryAuth(tx, r.ID); err != nil {
+			// A failed rental never starts: its launch secrets go.
+			if err := rentalstore.ForgetLaunchSecrets(tx, r.ID); err != nil {
 				return err
 			}
 			return models.AddRentalEvent(tx, r.ID, now, "failed", reason, nil, msg)

@@ -384,6 +384,16 @@ const (
 	APIProviderConnect = "api.provider.connect"
 	// APIProviderStatement is GET /api/v1/provider/statement.
 	APIProviderStatement = "api.provider.statement"
+	// APIProviderCapacity is GET /api/v1/provider/capacity.
+	APIProviderCapacity = "api.provider.capacity"
+	// APIProvidersMine is GET /api/v1/providers: the caller's providers.
+	APIProvidersMine = "api.providers.mine"
+	// APIWalletTopupsList is GET /api/v1/wallet/topups.
+	APIWalletTopupsList = "api.wallet.topups.list"
+	// APIWalletTopupsShow is GET /api/v1/wallet/topups/:id.
+	APIWalletTopupsShow = "api.wallet.topups.show"
+	// APIRentalsSLA is GET /api/v1/rentals/:id/sla.
+	APIRentalsSLA = "api.rentals.sla"
 	// APIVolumesList is GET /api/v1/volumes.
 	APIVolumesList = "api.volumes.list"
 	// APIVolumesCreate is POST /api/v1/volumes.

@@ -400,8 +400,8 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 				return err
 			}
 			// Without its volume the rental never starts again: its
-			// registry credential has no further use.
-			return rentalstore.DeleteRegistryAuth(tx, rid)
+			// registry credential, env and on-start script have no use.
+			return rentalstore.ForgetLaunchSecrets(tx, rid)
 		})
 		if err != nil {
 			return deleted, err

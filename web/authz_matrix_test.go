@@ -420,6 +420,10 @@ var matrix = []matrixRow{
 	{route: routenames.APIWallet, want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: routenames.APIWalletLedger, want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: routenames.APIWalletAlerts, want: expect{Anon: 401, Other: 200, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	// Org A's top-ups through the API: as its wallet page and top-up page.
+	{route: routenames.APIWalletTopupsList, query: "?org_id=ORG_A", want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.APIWalletTopupsShow, params: func(f *matrixFixture) []any { return []any{idParam(f.topup)} },
+		want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 
 	// Rentals. These rows run while lab A still waits for review (admin.review
 	// comes later), so nobody may rent with it yet.
@@ -440,6 +444,7 @@ var matrix = []matrixRow{
 	{route: routenames.APIRentalsList, query: "?org_id=ORG_A", want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: routenames.APIRentalsShow, params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: routenames.APIRentalsUsage, params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.APIRentalsSLA, params: ownerRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	// A platform admin may look but is no member: renting with org A is
 	// "not found" for them as for any outsider; its members are refused while
 	// the lab waits for review.
@@ -740,11 +745,12 @@ func TestAuthzMatrixCoversEveryRoute(t *testing.T) {
 		}
 		seen[r.Name] = true
 		if !inMatrix[r.Name] && !slices.Contains(publicRoutes, r.Name) && !slices.Contains(nodeRoutes, r.Name) &&
-			!slices.Contains(providerAPICovered, r.Name) && !slices.Contains(providerPagesCovered, r.Name) && !slices.Contains(consoleAPICovered, r.Name) {
+			!slices.Contains(providerAPICovered, r.Name) && !slices.Contains(providerPagesCovered, r.Name) && !slices.Contains(consoleAPICovered, r.Name) &&
+			!slices.Contains(pageAPICovered, r.Name) {
 			t.Errorf("route %s %s (%q) is in neither the authorisation matrix, publicRoutes nor nodeRoutes", r.Method, r.Path, r.Name)
 		}
 	}
-	for _, name := range slices.Concat(slices.Collect(maps.Keys(inMatrix)), publicRoutes, nodeRoutes, providerAPICovered, providerPagesCovered, consoleAPICovered) {
+	for _, name := range slices.Concat(slices.Collect(maps.Keys(inMatrix)), publicRoutes, nodeRoutes, providerAPICovered, providerPagesCovered, consoleAPICovered, pageAPICovered) {
 		if !seen[name] {
 			t.Errorf("route %q is listed but not in the route table", name)
 		}

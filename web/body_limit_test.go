@@ -22,6 +22,7 @@ import (
 	"suanli/fleet"
 	"suanli/handlers"
 	"suanli/handlers/account"
+	"suanli/handlers/launchapi"
 	"suanli/models"
 	"suanli/routenames"
 )
@@ -183,8 +184,9 @@ func TestNoRequestLeavesFilesBehind(t *testing.T) {
 	must(t, len(multipartFiles(t, tmp)) == 0, "files left behind: %v", multipartFiles(t, tmp))
 }
 
-// Bodies are limited per route: forms and the JSON API small, agents'
-// heartbeats and results as large as they need; above its limit a body
+// Bodies are limited per route: forms and the JSON API small, a launch
+// large enough for its spec at its limits, agents' heartbeats and results
+// as large as they need; above its limit a body
 // is a 413 in the error shape of the route (JSON for the API and agents,
 // a page for people), and below it the route answers as ever.
 func TestBodiesOverTheirRouteLimitAre413(t *testing.T) {
@@ -208,7 +210,8 @@ func TestBodiesOverTheirRouteLimitAre413(t *testing.T) {
 			api                       bool
 		}{
 			{"a form", "/login", "application/x-www-form-urlencoded", "", 64 << 10, false},
-			{"the JSON API", "/api/v1/rentals", "application/json", token, 64 << 10, true},
+			{"the JSON API", "/api/v1/wallet/topups", "application/json", token, 64 << 10, true},
+			{"a launch", "/api/v1/rentals", "application/json", token, launchapi.MaxCreateBytes, true},
 			{"a heartbeat", agent.PathHeartbeat, "application/json", cred, agent.MaxHeartbeatBytes, true},
 			{"a task result", "/agent/v1/tasks/1/result", "application/json", cred, agent.MaxResultBytes, true},
 			{"a webhook", "/webhooks/stripe", "application/json", "", account.MaxWebhookBytes, true},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/handlers"
+	"suanli/handlers/launchapi"
 	"suanli/models"
 	"suanli/secrets"
 )
@@ -30,16 +32,25 @@ const (
 	// idempotencyPurgeEvery is how often a process deletes expired keys,
 	// on the next keyed request (no background goroutine).
 	idempotencyPurgeEvery = 10 * time.Minute
-	// maxIdempotentBody bounds the request bodies read for hashing; the
-	// handlers read at most 64 KiB of JSON anyway.
-	maxIdempotentBody = 64 << 10
+	// maxIdempotentBody bounds the request bodies read for hashing: the
+	// largest body limit of the routes below (a create's, see bodyLimits;
+	// guardInput refuses a larger body before this reads it).
+	maxIdempotentBody = launchapi.MaxCreateBytes
 )
 
 // idempotentRoutes are the routes (echo paths) that honour Idempotency-Key.
 var idempotentRoutes = map[string]bool{
-	"POST /api/v1/rentals":       true,
-	"POST /api/v1/wallet/topups": true,
+	"POST /api/v1/rentals":        true,
+	"POST /api/v1/wallet/topups":  true,
+	"POST /api/v1/wallet/refunds": true,
 }
+
+// unstoredRefusals are the error codes of refusals after which nothing
+// was created and a retry may well succeed (a top-up, a freed GPU): like
+// a 429 they are not stored, so that a launcher retrying with its fixed
+// key (one per node) runs anew rather than get the stale refusal for a
+// day.
+var unstoredRefusals = []string{apperr.EINSUFFICIENTFUNDS, apperr.ENOCAPACITY, apperr.EOFFERTAKEN}
 
 // idempotency makes a POST with an Idempotency-Key header run at most
 // once per user and key for 24 h. The first request inserts an
@@ -49,8 +60,8 @@ var idempotentRoutes = map[string]bool{
 // Idempotent-Replayed: true. The same key with another body is a 409; so
 // is a duplicate that arrives while the first is still running (it does
 // not wait: the client retries and then gets the stored answer). Answers
-// that say "try again" (5xx, 429) are not stored: the key is released so
-// a retry runs anew. With mac (the registry credentials' box) the stored
+// that say "try again" (5xx, 429, and the refusals of unstoredRefusals)
+// are not stored: the key is released so a retry runs anew. With mac (the registry credentials' box) the stored
 // hash is keyed: a body may hold a registry password, and a plain
 // SHA-256 of it would let whoever reads the table test guesses at it.
 func idempotency(db *models.DB, mac *secrets.Box) echo.MiddlewareFunc {
@@ -90,7 +101,7 @@ func idempotency(db *models.DB, mac *secrets.Box) echo.MiddlewareFunc {
 				return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "could not read the request body"}
 			}
 			if len(body) > maxIdempotentBody {
-				return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "request body too large"}
+				return tooLarge(maxIdempotentBody)
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			if mac == nil && (bytes.Contains(body, []byte(`"registry_auth"`)) || bytes.Contains(body, []byte(`"env"`)) || bytes.Contains(body, []byte(`"onstart"`))) {
@@ -154,13 +165,14 @@ func idempotency(db *models.DB, mac *secrets.Box) echo.MiddlewareFunc {
 					release()
 				}
 			}()
-			if err := next(c); err != nil {
+			err = next(c)
+			if err != nil {
 				c.Error(err)
 			}
 			finished = true
 			c.Response().Writer = rec.ResponseWriter
 			st := c.Response().Status
-			if st >= 500 || st == http.StatusTooManyRequests || rec.over {
+			if st >= 500 || st == http.StatusTooManyRequests || rec.over || err != nil && slices.Contains(unstoredRefusals, apperr.Code(err)) {
 				release()
 				return nil
 			}

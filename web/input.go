@@ -15,6 +15,7 @@ import (
 	"suanli/agent"
 	"suanli/apperr"
 	"suanli/handlers/account"
+	"suanli/handlers/launchapi"
 )
 
 // Request bodies are bounded per route: forms and the JSON API take
@@ -28,6 +29,8 @@ var bodyLimits = map[string]int64{
 	"agent.heartbeat": agent.MaxHeartbeatBytes,
 	"agent.result":    agent.MaxResultBytes,
 	"webhooks.stripe": account.MaxWebhookBytes,
+	// A launch spec at its limits, heavily escaped (launchapi.MaxCreateBytes).
+	"api.rentals.create": launchapi.MaxCreateBytes,
 }
 
 // bodyLimit is the most a request to the named route may send.

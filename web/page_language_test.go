@@ -184,6 +184,11 @@ var notPages = map[string]string{
 	routenames.APITokensList:           "JSON",
 	routenames.APIProviderProfile:      "JSON",
 	routenames.APIProviderStatement:    "JSON",
+	routenames.APIProviderCapacity:     "JSON",
+	routenames.APIProvidersMine:        "JSON",
+	routenames.APIWalletTopupsList:     "JSON",
+	routenames.APIWalletTopupsShow:     "JSON",
+	routenames.APIRentalsSLA:           "JSON",
 	// Browser access to a container: the container's own answers, and
 	// pages that need one running (rendered in both languages by
 	// TestWorkspacePagesSpeakBothLanguages).

@@ -17,7 +17,9 @@ import (
 	"suanli/handlers/orgapi"
 	"suanli/handlers/provider"
 	"suanli/handlers/shareapi"
+	"suanli/handlers/slaapi"
 	standingorderapi "suanli/handlers/standingorders"
+	"suanli/handlers/topupapi"
 	usageapi "suanli/handlers/usage"
 	volumeapi "suanli/handlers/volumes"
 	"suanli/handlers/witnessapi"
@@ -95,6 +97,9 @@ func routes(h *handlers.Handler, m *metrics) []route {
 	oh := &orgapi.Handler{Handler: h}
 	shh := &shareapi.Handler{Handler: h}
 	lah := &launchapi.Handler{Handler: h}
+	// The API's reads of what console pages show (web/parity_test.go).
+	tuh := &topupapi.Handler{Handler: h}
+	slh := &slaapi.Handler{Handler: h}
 	// The admin console's handlers (package admin; the access level of its
 	// routes is also called admin, hence the import's name).
 	ah := &adminconsole.Handler{Handler: h}
@@ -263,6 +268,8 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/api/v1/provider/nodes/:id/token", routenames.APIProviderNodesToken, ph.APIProviderNodeToken, user},
 		{"POST", "/api/v1/provider/connect", routenames.APIProviderConnect, ph.APIProviderConnect, user},
 		{"GET", "/api/v1/provider/statement", routenames.APIProviderStatement, ph.APIProviderStatement, user},
+		{"GET", "/api/v1/provider/capacity", routenames.APIProviderCapacity, ph.APIProviderCapacity, user},
+		{"GET", "/api/v1/providers", routenames.APIProvidersMine, ph.APIProvidersMine, user},
 
 		// The API's OpenAPI document, and its reference page rendered from it.
 		{"GET", "/api/v1/openapi.json", routenames.APIOpenAPI, h.APIOpenAPI, public},
@@ -280,12 +287,15 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/api/v1/wallet", routenames.APIWallet, acc.APIWallet, user},
 		{"GET", "/api/v1/wallet/ledger", routenames.APIWalletLedger, acc.APIWalletLedger, user},
 		{"POST", "/api/v1/wallet/topups", routenames.APIWalletTopups, acc.APITopupCreate, user},
+		{"GET", "/api/v1/wallet/topups", routenames.APIWalletTopupsList, tuh.APITopupsList, user},
+		{"GET", "/api/v1/wallet/topups/:id", routenames.APIWalletTopupsShow, tuh.APITopupShow, user},
 		{"GET", "/api/v1/wallet/alerts", routenames.APIWalletAlerts, acc.APIWalletAlerts, user},
 		{"POST", "/api/v1/wallet/alerts", routenames.APIWalletAlertsSet, acc.APIWalletAlertsSet, user},
 		{"GET", "/api/v1/rentals", routenames.APIRentalsList, lah.ListRentals, user},
 		{"POST", "/api/v1/rentals", routenames.APIRentalsCreate, lah.CreateRental, user},
 		{"GET", "/api/v1/rentals/:id", routenames.APIRentalsShow, h.APIRentalShow, user},
 		{"GET", "/api/v1/rentals/:id/usage", routenames.APIRentalsUsage, uh.APIRentalUsage, user},
+		{"GET", "/api/v1/rentals/:id/sla", routenames.APIRentalsSLA, slh.APIRentalSLA, user},
 		{"POST", "/api/v1/rentals/:id/stop", routenames.APIRentalsStop, h.APIRentalStop, user},
 		{"POST", "/api/v1/rentals/:id/idle-stop", routenames.APIRentalsIdleStop, h.APIRentalIdleStop, user},
 		{"POST", "/api/v1/rentals/:id/bid", routenames.APIRentalsBid, bh.APIRentalBid, user},

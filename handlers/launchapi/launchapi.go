@@ -35,9 +35,10 @@ func (h *Handler) launcher() *launch.Service {
 
 // Catalog is GET /api/v1/catalog (?from=CITY, gpu repeated,
 // available=1): every listed offer in the compact form, cheapest first.
-// Its strong ETag names the offers version and the query, so a client
-// that sends it back in If-None-Match gets 304 with no body until the
-// market changes.
+// Its weak ETag (W/"…": the gzip middleware outside may compress the
+// answer, and a strong tag would have to differ between the encodings)
+// names the offers version and the query, so a client that sends it back
+// in If-None-Match gets 304 with no body until the market changes.
 func (h *Handler) Catalog(c echo.Context) error {
 	q, err := launch.ParseCatalogueQuery(c.QueryParams())
 	if err != nil {
@@ -92,6 +93,17 @@ type createBody struct {
 	Onstart  string            `json:"onstart"`
 }
 
+// MaxCreateBytes is the largest body POST /api/v1/rentals takes (the
+// web layer's limit for the route; a larger one is 413 too_large): a
+// spec at every limit of package launch fits, however its JSON escapes.
+// A byte of an environment value or the script is at most 6 bytes
+// escaped (\u0001; Go's encoder writes <, > and & so too): 6 × 32 KiB of
+// env and 6 × 16 KiB of script; a character of a label or the name at
+// most 12 (a character outside the BMP as two \u escapes): 20 labels ×
+// 255 characters, about 62 KiB; a registry password (4096 bytes) at
+// most 24 KiB. About 375 KiB in all, and the rest of the body is small.
+const MaxCreateBytes = 512 << 10
+
 // bodyShape is the create's body, said when it does not parse.
 const bodyShape = `want JSON {"offer_id":N | "instance_type":"h100-sxm.2x","gpus":N,"sla":"standard"|"premium","term":"on_demand"|"week"|"month"|"interruptible",` +
 	`"ssh_public_key":"ssh-ed25519 …","name":"…","labels":{"k":"v"},"env":{"NAME":"value"},"onstart":"…"}`
@@ -102,7 +114,9 @@ const bodyShape = `want JSON {"offer_id":N | "instance_type":"h100-sxm.2x","gpus
 // with the launch spec stored in the same transaction.
 func (h *Handler) CreateRental(c echo.Context) error {
 	var in createBody
-	if err := handlers.JSONDecoder(c).Decode(&in); err != nil {
+	dec := handlers.JSONDecoderLimit(c, MaxCreateBytes)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
 		if e := apperr.WrongJSONType(err); e != nil {
 			return e // "ports":"8000" names ports
 		}
@@ -206,12 +220,14 @@ func (h *Handler) ListRentals(c echo.Context) error {
 }
 
 // etagMatches reports whether an If-None-Match header names etag: "*",
-// or a list of tags compared weakly (a proxy that compresses the answer
-// may have made the tag weak, W/"…"), as RFC 9110 says for GET.
+// or a list of tags one of which matches it in the weak comparison
+// RFC 9110 (§13.1.2) prescribes for If-None-Match: the opaque tags equal,
+// whether either is weak (W/"…") or not.
 func etagMatches(header, etag string) bool {
+	want := strings.TrimPrefix(etag, "W/")
 	for _, t := range strings.Split(header, ",") {
 		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == "*" || t == etag {
+		if t == "*" || t == want {
 			return true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -44,6 +45,39 @@ type Label struct {
 
 // TableName implements gorm's tabler.
 func (Label) TableName() string { return "rental_labels" }
+
+// ExcludedNode is a node a rental's launch was told to avoid
+// (exclude_nodes): the nodes a retry, a move or a start tries skip it
+// (migration 00029; rentalstore.CandidateNodes reads it).
+type ExcludedNode struct {
+	RentalID int64 `gorm:"primaryKey;autoIncrement:false"`
+	NodeID   int64 `gorm:"primaryKey;autoIncrement:false"`
+}
+
+// TableName implements gorm's tabler.
+func (ExcludedNode) TableName() string { return "rental_excluded_nodes" }
+
+// SaveExcludedNodes records, in tx, the nodes the rental is never placed
+// on (each once, whatever the list repeats).
+func SaveExcludedNodes(tx *gorm.DB, rentalID int64, nodes []int64) error {
+	ids := slices.Compact(slices.Sorted(slices.Values(nodes)))
+	if len(ids) == 0 {
+		return nil
+	}
+	rows := make([]ExcludedNode, len(ids))
+	for i, n := range ids {
+		rows[i] = ExcludedNode{RentalID: rentalID, NodeID: n}
+	}
+	return tx.Create(&rows).Error
+}
+
+// ExcludedNodes returns, in tx, the nodes the rental is never placed on,
+// in order.
+func ExcludedNodes(tx *gorm.DB, rentalID int64) ([]int64, error) {
+	var ids []int64
+	err := tx.Model(&ExcludedNode{}).Where("rental_id = ?", rentalID).Order("node_id").Pluck("node_id", &ids).Error
+	return ids, err
+}
 
 // Secrets are the parts of a spec that are sealed at rest: the
 // container's environment and its on-start script.

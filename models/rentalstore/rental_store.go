@@ -185,10 +185,15 @@ func MoveRental(tx *gorm.DB, id int64, to models.RentalStatus, from []models.Ren
 
 // FailUnpaidTerm fails, in tx, a term rental just set running whose term
 // the balance did not pay (running → failed, see rentalTransitions): its
-// term end is cleared and why recorded.
+// term end is cleared and why recorded, and, as a failed rental never
+// launches again, its launch secrets forgotten.
 func FailUnpaidTerm(tx *gorm.DB, id int64, why string, msg locales.Msg, now time.Time) error {
-	return tx.Model(&models.Rental{}).Where("id = ? AND status = ?", id, models.RentalRunning).Updates(map[string]any{"status": models.RentalFailed, "ends_at": nil,
-		"failure": why, "failure_msg": msg, "stopped_at": now, "updated_at": now}).Error
+	res := tx.Model(&models.Rental{}).Where("id = ? AND status = ?", id, models.RentalRunning).Updates(map[string]any{"status": models.RentalFailed, "ends_at": nil,
+		"failure": why, "failure_msg": msg, "stopped_at": now, "updated_at": now})
+	if res.Error != nil || res.RowsAffected == 0 {
+		return res.Error
+	}
+	return ForgetLaunchSecrets(tx, id)
 }
 
 // SetRentalAttempts records in tx how many nodes a rental's provisioning
@@ -247,15 +252,18 @@ func NodeByID(ctx context.Context, db *models.DB, id int64) (*models.Node, error
 	return &n, err
 }
 
-// CandidateNodes returns, in tx, the nodes a rental may move to: healthy
-// and active, of the offer's provider, datacentre and GPU model, never
-// one the rental has held GPUs on; the offer's own node first, then by id.
+// CandidateNodes returns, in tx, the nodes a rental may move to (the
+// next node after failed checks, a move off a failing one): healthy and
+// active, of the offer's provider, datacentre and GPU model, never one
+// the rental has held GPUs on nor one its launch excluded
+// (rental_excluded_nodes); the offer's own node first, then by id.
 func CandidateNodes(tx *gorm.DB, o *models.Offer, rentalID int64) ([]int64, error) {
 	var cands []int64
 	err := tx.Raw(`SELECT n.id FROM nodes n WHERE n.provider_id = ? AND n.datacenter_id = ? AND n.gpu_model = ?
 		AND n.health = ? AND n.status = ?
 		AND n.id NOT IN (SELECT node_id FROM rental_gpus WHERE rental_id = ?)
-		ORDER BY CASE WHEN n.id = ? THEN 0 ELSE 1 END, n.id`, o.ProviderID, o.DatacenterID, o.GPUModel, models.NodeHealthy, models.NodeActive, rentalID, o.NodeID).
+		AND n.id NOT IN (SELECT node_id FROM rental_excluded_nodes WHERE rental_id = ?)
+		ORDER BY CASE WHEN n.id = ? THEN 0 ELSE 1 END, n.id`, o.ProviderID, o.DatacenterID, o.GPUModel, models.NodeHealthy, models.NodeActive, rentalID, rentalID, o.NodeID).
 		Scan(&cands).Error
 	return cands, err
 }

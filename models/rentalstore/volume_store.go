@@ -157,17 +157,24 @@ func SetRentalVolume(tx *gorm.DB, rentalID, volumeID int64) error {
 }
 
 // ReleaseRental marks a stopped rental released in tx, forgetting its
-// registry credential.
+// launch secrets (ForgetLaunchSecrets).
 func ReleaseRental(tx *gorm.DB, id int64, now time.Time) error {
 	if err := tx.Model(&models.Rental{}).Where("id = ? AND released_at IS NULL", id).Updates(map[string]any{"released_at": now, "updated_at": now}).Error; err != nil {
 		return err
 	}
-	// A released rental never starts again: its registry credential, its
-	// environment and its on-start script have no further use.
-	if err := DeleteRegistryAuth(tx, id); err != nil {
+	return ForgetLaunchSecrets(tx, id)
+}
+
+// ForgetLaunchSecrets forgets, in tx, what only a launch of the rental's
+// container needs: its registry credential, its environment and its
+// on-start script. Called where a rental can never launch again: its
+// release, its failed provisioning, its volume deleted after the days a
+// stopped rental keeps it. Its name and labels stay.
+func ForgetLaunchSecrets(tx *gorm.DB, rentalID int64) error {
+	if err := DeleteRegistryAuth(tx, rentalID); err != nil {
 		return err
 	}
-	return launchstore.Forget(tx, id)
+	return launchstore.Forget(tx, rentalID)
 }
 
 // ActiveNodeOfDatacenter returns, in tx, an active node of the
@@ -197,12 +204,14 @@ func OfferStorage(tx *gorm.DB, offerID int64) (priceFen int64, storage models.St
 
 // StartNodes returns, in tx, the nodes a stopped rental of the offer
 // with a shared volume may start on: active and healthy, of the offer's
-// provider, datacentre and GPU model; the offer's own node first.
-func StartNodes(tx *gorm.DB, o *models.Offer) ([]int64, error) {
+// provider, datacentre and GPU model, never one its launch excluded
+// (rental_excluded_nodes); the offer's own node first.
+func StartNodes(tx *gorm.DB, o *models.Offer, rentalID int64) ([]int64, error) {
 	var ids []int64
 	err := tx.Raw(`SELECT n.id FROM nodes n WHERE n.provider_id = ? AND n.datacenter_id = ? AND n.gpu_model = ?
 		AND n.health = ? AND n.status = ?
-		ORDER BY CASE WHEN n.id = ? THEN 0 ELSE 1 END, n.id`, o.ProviderID, o.DatacenterID, o.GPUModel, models.NodeHealthy, models.NodeActive, o.NodeID).
+		AND n.id NOT IN (SELECT node_id FROM rental_excluded_nodes WHERE rental_id = ?)
+		ORDER BY CASE WHEN n.id = ? THEN 0 ELSE 1 END, n.id`, o.ProviderID, o.DatacenterID, o.GPUModel, models.NodeHealthy, models.NodeActive, rentalID, o.NodeID).
 		Scan(&ids).Error
 	return ids, err
 }
