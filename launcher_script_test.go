@@ -67,7 +67,11 @@ func TestLauncherScriptDrivesTheAPI(t *testing.T) {
 		"catalog: ", "catalog again with If-None-Match: 304 Not Modified", "instance type: ",
 		"launched sky-test-head: rental ", "launched sky-test-worker: rental ", "found by label cluster=sky-test: [",
 		"running: rental ", "env_set True, onstart_set True", "stopped: [", "terminated: [",
-		"409 no_capacity", "released the ",
+		// No "released the N filling instances" line is required: the
+		// type the script picks may be full already (the two it released
+		// free their GPUs once their nodes confirm), and then it fills
+		// with none; the check below still holds nothing left rented.
+		"409 no_capacity",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the script's output lacks %q", want)

@@ -91,3 +91,20 @@ func RequirePlatformAdmin(u *models.User) error {
 	}
 	return nil
 }
+
+// Topup is the top-up id with its organisation, for a user who may see
+// that organisation's wallet; another organisation's top-up is
+// ENOTFOUND, exactly as one that does not exist.
+func (s *Service) Topup(ctx context.Context, u *models.User, id int64) (*models.Topup, *models.Org, error) {
+	t, err := s.DB.TopupByID(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	org, _, err := s.Authorize(ctx, u, t.OrgID, ViewWallet)
+	if code := apperr.Code(err); code == apperr.ENOTFOUND || code == apperr.EFORBIDDEN {
+		return nil, nil, apperr.NotFound("top-up")
+	} else if err != nil {
+		return nil, nil, err
+	}
+	return t, org, nil
+}

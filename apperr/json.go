@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unicode"
 )
 
 // WrongJSONType is the EINVALID naming the field of a JSON body whose
@@ -16,7 +17,14 @@ func WrongJSONType(err error) *Error {
 	if !errors.As(err, &te) || te.Field == "" {
 		return nil
 	}
-	field, _, _ := strings.Cut(te.Field, ".")
+	// The path names an embedded struct's Go type on the way
+	// ("RentFields.ports"), where the JSON has no key: the API's keys
+	// are snake_case, so a capitalised step before the last is skipped.
+	path := strings.Split(te.Field, ".")
+	for len(path) > 1 && path[0] != "" && unicode.IsUpper(rune(path[0][0])) {
+		path = path[1:]
+	}
+	field := path[0]
 	return Invalid(field, fmt.Sprintf("%s: want a JSON %s, not a JSON %s", field, jsonKind(te.Type), te.Value))
 }
 

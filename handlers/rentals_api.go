@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -15,9 +16,9 @@ import (
 	"suanli/rentals"
 )
 
-// rentBody is what the rent page sends to rent (the API's POST
-// /api/v1/rentals reads its own, with a launch spec: handlers/launchapi).
-type rentBody struct {
+// RentFields are a rent's fields, from the rent page's form or embedded
+// in the body of the API's POST /api/v1/rentals (handlers/launchapi).
+type RentFields struct {
 	OfferID      int64  `json:"offer_id"`
 	GPUs         int    `json:"gpus"`
 	SLA          string `json:"sla"`
@@ -30,22 +31,21 @@ type rentBody struct {
 	VolumeID     int64  `json:"volume_id"`
 	// RegistryAuth: {"username":…,"password":…} for a custom image.
 	RegistryAuth *images.RegistryAuth `json:"registry_auth"`
-	// Ports are container ports to open in the browser.
-	Ports []int `json:"ports"`
+	Ports        []int                `json:"ports"` // container ports to open in the browser
 	// IdleStop: {"gpu_util_below_pct":N,"minutes":M}, or null (off).
 	IdleStop json.RawMessage `json:"idle_stop"`
 	// Bid: the term "interruptible"'s bid per GPU-hour (rentaljson.TermIn).
 	Bid *int64 `json:"bid_per_gpu_hour_fen"`
-	// idle is IdleStop as read (BindIdleStop), or from the form.
-	idle models.IdleStop
 }
 
-// rent authorises the renter for the organisation and rents (the API's
-// term "interruptible" with its bid: on demand at the bid).
-func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
+// Rent authorises the renter for in's organisation and rents with do
+// (rentals' Rent or launch's Launch): the term "interruptible" on demand
+// at its bid, idle the idle stop as read. It answers the organisation too.
+func (h *Handler) Rent(c echo.Context, in RentFields, idle models.IdleStop,
+	do func(context.Context, *models.User, *models.Org, *models.Membership, rentals.RentInput) (*models.Rental, error)) (*models.Rental, *models.Org, error) {
 	term, bid, err := rentaljson.TermIn(in.Term, in.Bid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	orgParam := ""
 	if in.OrgID != 0 {
@@ -53,16 +53,17 @@ func (h *Handler) rent(c echo.Context, in rentBody) (*models.Rental, error) {
 	}
 	org, err := h.APIOrg(c, accounts.Rent, orgParam)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	u := CurrentUser(c)
 	m, err := h.DB.MembershipOf(c.Request().Context(), org.ID, u.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return h.IdleStop().Rent(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
+	r, err := do(c.Request().Context(), u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
 		SLA: in.SLA, Term: term, Bid: bid, SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew,
-		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth, Ports: in.Ports, IdleStop: in.idle})
+		Image: in.Image, VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth, Ports: in.Ports, IdleStop: idle})
+	return r, org, err
 }
 
 // RentalFor is rentalFor, for the handlers' area packages.

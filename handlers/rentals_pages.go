@@ -62,7 +62,7 @@ func (h *Handler) RentCreate(c echo.Context) error {
 		return err
 	}
 	f := ReadForm(c, rentFields...)
-	in := rentBody{OfferID: row.ID, SLA: f.Get("sla"), Term: f.Get("term"), SSHPublicKey: f.Get("ssh_public_key"), AutoRenew: f.Get("auto_renew") != "",
+	in := RentFields{OfferID: row.ID, SLA: f.Get("sla"), Term: f.Get("term"), SSHPublicKey: f.Get("ssh_public_key"), AutoRenew: f.Get("auto_renew") != "",
 		Bid: rentalvm.ReadBid(f, ViewCtx(c))}
 	status := http.StatusUnprocessableEntity
 	var rentErr error
@@ -80,10 +80,9 @@ func (h *Handler) RentCreate(c echo.Context) error {
 		in.RegistryAuth = &images.RegistryAuth{Username: u, Password: p}
 	}
 	f.Values["registry_password"] = "" // never shown again, not even to its author
-	if v, err := idleStopForm(f); err != nil {
-		f, _ = WithErrors(c, f, err)
-	} else {
-		in.idle = v
+	idle, ierr := idleStopForm(f)
+	if ierr != nil { // idle goes unused: no rent with errors
+		f, _ = WithErrors(c, f, ierr)
 	}
 	if v := strings.TrimSpace(f.Get("volume_id")); v != "" {
 		if id, err := strconv.ParseInt(v, 10, 64); err == nil && id > 0 {
@@ -116,7 +115,7 @@ func (h *Handler) RentCreate(c echo.Context) error {
 	default:
 		in.OrgID = orgID
 		var r *models.Rental
-		if r, rentErr = h.rent(c, in); rentErr == nil {
+		if r, _, rentErr = h.Rent(c, in, idle, h.IdleStop().Rent); rentErr == nil {
 			h.Flash(c, "rental.requested_flash", r.ID)
 			return SeeOther(c, c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(r.ID, 10)))
 		}

@@ -20,12 +20,8 @@ func (a *app) listFlags(args []string, withOrg bool) (org int, asJSON bool, err 
 		orgFlag = fs.Int("org", 0, a.T("cli.flag.org"))
 	}
 	j := fs.Bool("json", false, a.T("cli.flag.json"))
-	pos, _, err := a.parse(fs, args)
-	if err != nil {
+	if err := a.parseNoArgs(fs, args); err != nil {
 		return 0, false, err
-	}
-	if len(pos) > 0 {
-		return 0, false, a.usageErr("cli.err.extra_args", strings.Join(pos, " "))
 	}
 	if orgFlag != nil {
 		org = *orgFlag
@@ -33,13 +29,30 @@ func (a *app) listFlags(args []string, withOrg bool) (org int, asJSON bool, err 
 	return org, *j, nil
 }
 
+// orgList parses the flags of a list of the organisation's (listFlags,
+// with --org) and logs in.
+func (a *app) orgList(args []string) (c *apiclient.ClientWithResponses, org int, asJSON bool, err error) {
+	if org, asJSON, err = a.listFlags(args, true); err != nil {
+		return nil, 0, false, err
+	}
+	c, _, err = a.login()
+	return c, org, asJSON, err
+}
+
+// noTable is a list command's end where no table is printed: the
+// answer's body with --json, else the line none says (the list is
+// empty).
+func (a *app) noTable(asJSON bool, body []byte, none string) error {
+	if asJSON {
+		return printJSON(a.stdout, body)
+	}
+	fmt.Fprintln(a.stdout, a.T(none))
+	return nil
+}
+
 // runVolumes lists the organisation's volumes.
 func runVolumes(a *app, args []string) error {
-	org, asJSON, err := a.listFlags(args, true)
-	if err != nil {
-		return err
-	}
-	c, _, err := a.login()
+	c, org, asJSON, err := a.orgList(args)
 	if err != nil {
 		return err
 	}
@@ -51,12 +64,8 @@ func runVolumes(a *app, args []string) error {
 	if err := a.answer(err, res, http.StatusOK); err != nil {
 		return err
 	}
-	if asJSON {
-		return printJSON(a.stdout, res.Body)
-	}
-	if len(res.JSON200.Volumes) == 0 {
-		fmt.Fprintln(a.stdout, a.T("cli.volumes.none"))
-		return nil
+	if asJSON || len(res.JSON200.Volumes) == 0 {
+		return a.noTable(asJSON, res.Body, "cli.volumes.none")
 	}
 	t := newTable(a.T("cli.col.id"), a.T("cli.col.name"), ">"+a.T("cli.col.size"), a.T("cli.col.storage"), a.T("cli.col.status"),
 		a.T("cli.col.rental"), ">"+a.T("cli.col.per_day"), ">"+a.T("cli.col.billed"), a.T("cli.col.delete_after"))
@@ -81,12 +90,8 @@ func runImages(a *app, args []string) error {
 	fs := a.flags()
 	offer := fs.Int("offer", 0, a.T("cli.flag.offer"))
 	asJSON := fs.Bool("json", false, a.T("cli.flag.json"))
-	pos, _, err := a.parse(fs, args)
-	if err != nil {
+	if err := a.parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return a.usageErr("cli.err.extra_args", strings.Join(pos, " "))
 	}
 	c, _, err := a.clientOrPublic()
 	if err != nil {
@@ -129,11 +134,7 @@ func runImages(a *app, args []string) error {
 // runWallet shows the wallet: balance, what it pays an hour now and how
 // long the balance lasts.
 func runWallet(a *app, args []string) error {
-	org, asJSON, err := a.listFlags(args, true)
-	if err != nil {
-		return err
-	}
-	c, _, err := a.login()
+	c, org, asJSON, err := a.orgList(args)
 	if err != nil {
 		return err
 	}
@@ -176,11 +177,7 @@ func runOrders(a *app, args []string) error {
 	if len(args) > 0 && (args[0] == "delete" || args[0] == "cancel") {
 		return runOrderDelete(a, args[1:])
 	}
-	org, asJSON, err := a.listFlags(args, true)
-	if err != nil {
-		return err
-	}
-	c, _, err := a.login()
+	c, org, asJSON, err := a.orgList(args)
 	if err != nil {
 		return err
 	}
@@ -192,12 +189,8 @@ func runOrders(a *app, args []string) error {
 	if err := a.answer(err, res, http.StatusOK); err != nil {
 		return err
 	}
-	if asJSON {
-		return printJSON(a.stdout, res.Body)
-	}
-	if len(res.JSON200.StandingOrders) == 0 {
-		fmt.Fprintln(a.stdout, a.T("cli.orders.none"))
-		return nil
+	if asJSON || len(res.JSON200.StandingOrders) == 0 {
+		return a.noTable(asJSON, res.Body, "cli.orders.none")
 	}
 	t := newTable(a.T("cli.col.id"), a.T("cli.col.status"), a.T("cli.col.action"), a.T("cli.col.gpu"), ">"+a.T("cli.col.max_price"),
 		a.T("cli.col.rental"), a.T("cli.col.expires"))

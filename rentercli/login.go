@@ -18,12 +18,8 @@ func runLogin(a *app, args []string) error {
 	fs := a.flags()
 	server := fs.String("server", "", a.T("cli.flag.server"))
 	token := fs.String("token", "", a.T("cli.flag.token"))
-	pos, _, err := a.parse(fs, args)
-	if err != nil {
+	if err := a.parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return a.usageErr("cli.err.extra_args", strings.Join(pos, " "))
 	}
 	s, err := loadSettings(a.env)
 	if err != nil {
@@ -97,12 +93,8 @@ func runLogin(a *app, args []string) error {
 // on the account page).
 func runLogout(a *app, args []string) error {
 	fs := a.flags()
-	pos, _, err := a.parse(fs, args)
-	if err != nil {
+	if err := a.parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return a.usageErr("cli.err.extra_args", strings.Join(pos, " "))
 	}
 	dir, err := configDir(a.env)
 	if err != nil {

@@ -26,12 +26,8 @@ func runOffers(a *app, args []string) error {
 	sort := fs.String("sort", "", a.T("cli.flag.sort"))
 	page := fs.Int("page", 0, a.T("cli.flag.page"))
 	asJSON := fs.Bool("json", false, a.T("cli.flag.json"))
-	pos, _, err := a.parse(fs, args)
-	if err != nil {
+	if err := a.parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return a.usageErr("cli.err.extra_args", strings.Join(pos, " "))
 	}
 	p := apiclient.ListOffersParams{}
 	if len(gpus) > 0 {
@@ -72,13 +68,9 @@ func runOffers(a *app, args []string) error {
 	if err := a.answer(err, res, http.StatusOK); err != nil {
 		return err
 	}
-	if *asJSON {
-		return printJSON(a.stdout, res.Body)
-	}
 	list := res.JSON200
-	if list == nil || len(list.Offers) == 0 {
-		fmt.Fprintln(a.stdout, a.T("cli.offers.none"))
-		return nil
+	if *asJSON || list == nil || len(list.Offers) == 0 {
+		return a.noTable(*asJSON, res.Body, "cli.offers.none")
 	}
 	t := newTable(a.T("cli.col.id"), a.T("cli.col.gpu"), ">"+a.T("cli.col.gpus"), ">"+a.T("cli.col.vram"), a.T("cli.col.datacenter"),
 		">"+a.T("cli.col.price"), ">"+a.T("cli.col.bid_from"), ">"+a.T("cli.col.free"), ">"+a.T("cli.col.uptime"))
@@ -155,12 +147,8 @@ func runTypes(a *app, args []string) error {
 	if err := a.answer(err, res, http.StatusOK); err != nil {
 		return err
 	}
-	if asJSON {
-		return printJSON(a.stdout, res.Body)
-	}
-	if len(res.JSON200.InstanceTypes) == 0 {
-		fmt.Fprintln(a.stdout, a.T("cli.types.none"))
-		return nil
+	if asJSON || len(res.JSON200.InstanceTypes) == 0 {
+		return a.noTable(asJSON, res.Body, "cli.types.none")
 	}
 	t := newTable(a.T("cli.col.type"), a.T("cli.col.gpu"), ">"+a.T("cli.col.vram"), ">"+a.T("cli.col.offers"), ">"+a.T("cli.col.launchable"),
 		">"+a.T("cli.col.price_from"), ">"+a.T("cli.col.free_from"), a.T("cli.col.cities"))

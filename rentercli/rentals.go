@@ -2,6 +2,7 @@ package rentercli
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -23,12 +24,8 @@ func runRentals(a *app, args []string) error {
 	org := fs.Int("org", 0, a.T("cli.flag.org"))
 	page := fs.Int("page", 0, a.T("cli.flag.page"))
 	asJSON := fs.Bool("json", false, a.T("cli.flag.json"))
-	pos, _, err := a.parse(fs, args)
-	if err != nil {
+	if err := a.parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return a.usageErr("cli.err.extra_args", strings.Join(pos, " "))
 	}
 	c, _, err := a.login()
 	if err != nil {
@@ -172,65 +169,80 @@ func (a *app) rentalsNamed(c *apiclient.ClientWithResponses, name string, org in
 	}
 }
 
-// runStop stops a rental (POST …/stop: GPU billing ends, the volume is
-// kept) and, unless --no-wait, waits until it is stopped.
-func runStop(a *app, args []string) error {
-	fs := a.flags()
+// rentalCmd is what stop, start and release share: the rental they act
+// on, found with --org, and their flags --no-wait, --timeout and --json.
+type rentalCmd struct {
+	c       *apiclient.ClientWithResponses
+	s       settings
+	id      int
+	noWait  bool
+	timeout time.Duration
+	asJSON  bool
+}
+
+// rentalCommand adds the shared flags to fs (which holds the command's
+// own; the wait is timeout unless --timeout), parses args, logs in and
+// reads the RENTAL argument.
+func (a *app) rentalCommand(fs *flag.FlagSet, args []string, timeout time.Duration) (rentalCmd, error) {
 	org := fs.Int("org", 0, a.T("cli.flag.org_lookup"))
 	noWait := fs.Bool("no-wait", false, a.T("cli.flag.no_wait"))
-	timeout := fs.Duration("timeout", 5*time.Minute, a.T("cli.flag.timeout"))
+	wait := fs.Duration("timeout", timeout, a.T("cli.flag.timeout"))
 	asJSON := fs.Bool("json", false, a.T("cli.flag.json"))
 	pos, _, err := a.parse(fs, args)
 	if err != nil {
-		return err
+		return rentalCmd{}, err
 	}
-	c, _, err := a.login()
-	if err != nil {
-		return err
+	rc := rentalCmd{noWait: *noWait, timeout: *wait, asJSON: *asJSON}
+	if rc.c, rc.s, err = a.login(); err != nil {
+		return rc, err
 	}
-	id, err := a.rentalArg(c, pos, *org)
-	if err != nil {
-		return err
-	}
-	res, err := c.StopRentalWithResponse(a.ctx, apiclient.Id(id))
-	if err := a.answer(err, res, http.StatusOK); err != nil {
-		return err
-	}
-	r, body := res.JSON200, res.Body
-	if !*noWait {
-		if r, body, err = a.waitStatus(c, id, *timeout, apiclient.RentalStateStopped, apiclient.RentalStateReleased); err != nil {
+	rc.id, err = a.rentalArg(rc.c, pos, *org)
+	return rc, err
+}
+
+// settle waits, unless --no-wait, until the rental r (as the action
+// answered it, with its body) is in one of want, then shows it: the body
+// with --json, else say's words.
+func (a *app) settle(rc rentalCmd, r *apiclient.Rental, body []byte, say func(*apiclient.Rental), want ...apiclient.RentalState) error {
+	if !rc.noWait {
+		var err error
+		if r, body, err = a.waitStatus(rc.c, rc.id, rc.timeout, want...); err != nil {
 			return err
 		}
 	}
-	if *asJSON {
+	if rc.asJSON {
 		return printJSON(a.stdout, body)
 	}
-	fmt.Fprintln(a.stdout, a.T("cli.stop.done", id, a.stateWord(string(r.State))))
-	if r.Volume != nil && r.Volume.DeleteAfter != nil {
-		fmt.Fprintln(a.stdout, a.T("cli.stop.volume_kept", r.Volume.Id, shTime(*r.Volume.DeleteAfter)))
-	}
+	say(r)
 	return nil
+}
+
+// runStop stops a rental (POST …/stop: GPU billing ends, the volume is
+// kept) and, unless --no-wait, waits until it is stopped.
+func runStop(a *app, args []string) error {
+	rc, err := a.rentalCommand(a.flags(), args, 5*time.Minute)
+	if err != nil {
+		return err
+	}
+	res, err := rc.c.StopRentalWithResponse(a.ctx, apiclient.Id(rc.id))
+	if err := a.answer(err, res, http.StatusOK); err != nil {
+		return err
+	}
+	return a.settle(rc, res.JSON200, res.Body, func(r *apiclient.Rental) {
+		fmt.Fprintln(a.stdout, a.T("cli.stop.done", rc.id, a.stateWord(string(r.State))))
+		if r.Volume != nil && r.Volume.DeleteAfter != nil {
+			fmt.Fprintln(a.stdout, a.T("cli.stop.volume_kept", r.Volume.Id, shTime(*r.Volume.DeleteAfter)))
+		}
+	}, apiclient.RentalStateStopped, apiclient.RentalStateReleased)
 }
 
 // runStart starts a stopped rental again (POST …/start), optionally in
 // no-GPU mode or with another volume, and waits until it runs.
 func runStart(a *app, args []string) error {
 	fs := a.flags()
-	org := fs.Int("org", 0, a.T("cli.flag.org_lookup"))
 	noGPU := fs.Bool("no-gpu", false, a.T("cli.flag.no_gpu"))
 	volume := fs.Int("volume", 0, a.T("cli.flag.start_volume"))
-	noWait := fs.Bool("no-wait", false, a.T("cli.flag.no_wait"))
-	timeout := fs.Duration("timeout", 15*time.Minute, a.T("cli.flag.timeout"))
-	asJSON := fs.Bool("json", false, a.T("cli.flag.json"))
-	pos, _, err := a.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	c, s, err := a.login()
-	if err != nil {
-		return err
-	}
-	id, err := a.rentalArg(c, pos, *org)
+	rc, err := a.rentalCommand(fs, args, 15*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -241,38 +253,26 @@ func runStart(a *app, args []string) error {
 	if *volume > 0 {
 		body.VolumeId = volume
 	}
-	res, err := c.StartRentalWithResponse(a.ctx, apiclient.Id(id), body)
+	res, err := rc.c.StartRentalWithResponse(a.ctx, apiclient.Id(rc.id), body)
 	if err := a.answer(err, res, http.StatusOK); err != nil {
 		return err
 	}
-	if *noWait {
-		if *asJSON {
+	if rc.noWait {
+		if rc.asJSON {
 			return printJSON(a.stdout, res.Body)
 		}
-		fmt.Fprintln(a.stdout, a.T("cli.start.no_wait", id, a.stateWord(string(res.JSON200.State))))
+		fmt.Fprintln(a.stdout, a.T("cli.start.no_wait", rc.id, a.stateWord(string(res.JSON200.State))))
 		return nil
 	}
-	return a.waitAndShow(c, id, *timeout, *asJSON, a.rentalKey(s, id, ""))
+	return a.waitAndShow(rc.c, rc.id, rc.timeout, rc.asJSON, a.rentalKey(rc.s, rc.id, ""))
 }
 
 // runRelease releases a rental for good (POST …/release), with its
 // volume when --delete-volume.
 func runRelease(a *app, args []string) error {
 	fs := a.flags()
-	org := fs.Int("org", 0, a.T("cli.flag.org_lookup"))
 	deleteVolume := fs.Bool("delete-volume", false, a.T("cli.flag.delete_volume"))
-	noWait := fs.Bool("no-wait", false, a.T("cli.flag.no_wait"))
-	timeout := fs.Duration("timeout", 5*time.Minute, a.T("cli.flag.timeout"))
-	asJSON := fs.Bool("json", false, a.T("cli.flag.json"))
-	pos, _, err := a.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	c, _, err := a.login()
-	if err != nil {
-		return err
-	}
-	id, err := a.rentalArg(c, pos, *org)
+	rc, err := a.rentalCommand(fs, args, 5*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -280,62 +280,20 @@ func runRelease(a *app, args []string) error {
 	if *deleteVolume {
 		body.DeleteVolume = deleteVolume
 	}
-	res, err := c.ReleaseRentalWithResponse(a.ctx, apiclient.Id(id), body)
+	res, err := rc.c.ReleaseRentalWithResponse(a.ctx, apiclient.Id(rc.id), body)
 	if err := a.answer(err, res, http.StatusOK); err != nil {
 		return err
 	}
-	r, raw := res.JSON200, res.Body
-	if !*noWait {
-		if r, raw, err = a.waitStatus(c, id, *timeout, apiclient.RentalStateReleased); err != nil {
-			return err
-		}
-	}
-	if *asJSON {
-		return printJSON(a.stdout, raw)
-	}
-	fmt.Fprintln(a.stdout, a.T("cli.release.done", id, a.stateWord(string(r.State))))
-	if r.Volume != nil {
-		if *deleteVolume {
-			fmt.Fprintln(a.stdout, a.T("cli.release.volume_deleted", r.Volume.Id))
-		} else {
-			fmt.Fprintln(a.stdout, a.T("cli.release.volume_kept", r.Volume.Id))
-		}
-	}
-	return nil
-}
-
-// waitStatus reads the rental every pollEvery until its status is one of
-// want (a stop or a release taking effect on the node).
-func (a *app) waitStatus(c *apiclient.ClientWithResponses, id int, timeout time.Duration, want ...apiclient.RentalState) (*apiclient.Rental, []byte, error) {
-	p := newProgress(a.stderr, isTerminal(a.stderr))
-	defer p.done()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(a.pollEvery)
-	defer tick.Stop()
-	for {
-		res, err := c.GetRentalWithResponse(a.ctx, apiclient.Id(id))
-		if err := a.answer(err, res, http.StatusOK); err != nil {
-			return nil, nil, err
-		}
-		r := res.JSON200
-		for _, w := range want {
-			if r.State == w {
-				return r, res.Body, nil
+	return a.settle(rc, res.JSON200, res.Body, func(r *apiclient.Rental) {
+		fmt.Fprintln(a.stdout, a.T("cli.release.done", rc.id, a.stateWord(string(r.State))))
+		if r.Volume != nil {
+			if *deleteVolume {
+				fmt.Fprintln(a.stdout, a.T("cli.release.volume_deleted", r.Volume.Id))
+			} else {
+				fmt.Fprintln(a.stdout, a.T("cli.release.volume_kept", r.Volume.Id))
 			}
 		}
-		if r.State == apiclient.RentalStateFailed {
-			return r, res.Body, a.errorf(ExitRentalFailed, "cli.err.rental_failed", id, failureOf(r))
-		}
-		p.show(a.progressLine(r))
-		if time.Now().After(deadline) {
-			return r, res.Body, a.errorf(ExitError, "cli.err.wait_timeout", id, timeout, a.stateWord(string(r.State)))
-		}
-		select {
-		case <-a.ctx.Done():
-			return nil, nil, a.errorf(ExitInterrupted, "cli.err.wait_interrupted", id)
-		case <-tick.C:
-		}
-	}
+	}, apiclient.RentalStateReleased)
 }
 
 // rentalKey is the key to log in to a rental with: --ssh-key, else the

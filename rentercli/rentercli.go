@@ -184,6 +184,16 @@ func (a *app) parse(fs *flag.FlagSet, args []string) (pos, rest []string, err er
 	return pos, rest, err
 }
 
+// parseNoArgs parses the flags of a command that takes no positional
+// argument (parse); one given is a usage error naming it.
+func (a *app) parseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, _, err := a.parse(fs, args)
+	if err == nil && len(pos) > 0 {
+		err = a.usageErr("cli.err.extra_args", strings.Join(pos, " "))
+	}
+	return err
+}
+
 // isTerminal reports whether f is a terminal (a spinner, a hidden
 // password prompt).
 func isTerminal(f any) bool {

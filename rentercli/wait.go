@@ -4,17 +4,41 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"suanli/apiclient"
 )
 
-// waitRunning reads the rental every pollEvery (GET
-// /api/v1/rentals/{id}) until it runs, showing where it is on standard
-// error, and returns it with the answer's body. A rental that fails, or
-// ends otherwise, while waited for is exit 9; Ctrl-C is exit 130 (the
-// rental goes on); no answer in timeout is exit 1.
+// waitRunning waits (pollRental) until the rental runs. One that ends
+// otherwise while waited for is exit 9, as one that fails.
 func (a *app) waitRunning(c *apiclient.ClientWithResponses, id int, timeout time.Duration) (*apiclient.Rental, []byte, error) {
+	return a.pollRental(c, id, timeout, func(r *apiclient.Rental) (bool, error) {
+		switch r.State {
+		case apiclient.RentalStateRunning:
+			return true, nil
+		case apiclient.RentalStateStopped, apiclient.RentalStateReleased, apiclient.RentalStateInterrupted:
+			return true, a.errorf(ExitRentalFailed, "cli.err.rental_ended", id, a.stateWord(string(r.State)), r.StatusMessage)
+		}
+		return false, nil
+	})
+}
+
+// waitStatus waits (pollRental) until the rental's status is one of want
+// (a stop or a release taking effect on the node).
+func (a *app) waitStatus(c *apiclient.ClientWithResponses, id int, timeout time.Duration, want ...apiclient.RentalState) (*apiclient.Rental, []byte, error) {
+	return a.pollRental(c, id, timeout, func(r *apiclient.Rental) (bool, error) {
+		return slices.Contains(want, r.State), nil
+	})
+}
+
+// pollRental reads the rental every pollEvery (GET
+// /api/v1/rentals/{id}), showing where it is on standard error, until
+// settled says it is (with the error to end with, if any), and returns
+// it with the answer's body. A rental that fails while waited for is
+// exit 9; Ctrl-C is exit 130 (the rental goes on); no answer in timeout
+// is exit 1.
+func (a *app) pollRental(c *apiclient.ClientWithResponses, id int, timeout time.Duration, settled func(*apiclient.Rental) (bool, error)) (*apiclient.Rental, []byte, error) {
 	p := newProgress(a.stderr, isTerminal(a.stderr))
 	defer p.done()
 	deadline := time.Now().Add(timeout)
@@ -28,29 +52,19 @@ func (a *app) waitRunning(c *apiclient.ClientWithResponses, id int, timeout time
 			}
 			return nil, nil, err
 		}
-		r := res.JSON200
-		if r == nil {
-			return nil, nil, a.errorf(ExitError, "cli.err.unexpected", "GET /api/v1/rentals/{id}")
-		}
-		switch r.State {
-		case apiclient.RentalStateRunning:
-			p.done()
-			return r, res.Body, nil
-		case apiclient.RentalStateFailed:
-			p.done()
+		r := res.JSON200 // answer has checked it is there
+		if r.State == apiclient.RentalStateFailed {
 			return r, res.Body, a.errorf(ExitRentalFailed, "cli.err.rental_failed", id, failureOf(r))
-		case apiclient.RentalStateStopped, apiclient.RentalStateReleased, apiclient.RentalStateInterrupted:
-			p.done()
-			return r, res.Body, a.errorf(ExitRentalFailed, "cli.err.rental_ended", id, a.stateWord(string(r.State)), r.StatusMessage)
+		}
+		if done, err := settled(r); done {
+			return r, res.Body, err
 		}
 		p.show(a.progressLine(r))
 		if time.Now().After(deadline) {
-			p.done()
 			return r, res.Body, a.errorf(ExitError, "cli.err.wait_timeout", id, timeout, a.stateWord(string(r.State)))
 		}
 		select {
 		case <-a.ctx.Done():
-			p.done()
 			return nil, nil, a.errorf(ExitInterrupted, "cli.err.wait_interrupted", id)
 		case <-tick.C:
 		}

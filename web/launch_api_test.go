@@ -235,6 +235,8 @@ func TestLaunchByInstanceType(t *testing.T) {
 		refused("the runtime's GPU selector", token, launchBody(`,"env":{"NVIDIA_VISIBLE_DEVICES":"all"}`), 400, "invalid", "env.NVIDIA_VISIBLE_DEVICES")
 		refused("a script over 16 KiB", token, launchBody(`,"onstart":"`+strings.Repeat("#", launch.MaxOnstartBytes+1)+`"`), 400, "invalid", "onstart")
 		refused("labels as a list", token, launchBody(`,"labels":["a"]`), 400, "invalid", "labels")
+		refused("ports as a string", token, launchBody(`,"ports":"8000"`), 400, "invalid", "ports")
+		refused("an unknown field", token, launchBody(`,"RentFields":{}`), 400, "invalid", "body")
 
 		// No balance: 402, before any GPU is taken.
 		brokeUser, brokeOrg := fundedRenter(t, db, "broke-launcher@example.com", testPassword, 0)

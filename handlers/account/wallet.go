@@ -263,15 +263,8 @@ func (h *Handler) TopupShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	t, err := h.DB.TopupByID(ctx, id)
+	t, org, err := h.Accounts.Topup(c.Request().Context(), handlers.CurrentUser(c), id)
 	if err != nil {
-		return err
-	}
-	org, _, err := h.Accounts.Authorize(ctx, handlers.CurrentUser(c), t.OrgID, accounts.ViewWallet)
-	if code := apperr.Code(err); code == apperr.ENOTFOUND || code == apperr.EFORBIDDEN {
-		return apperr.NotFound("top-up") // another organisation's top-up does not exist for you
-	} else if err != nil {
 		return err
 	}
 	return handlers.Render(c, http.StatusOK, accountpages.TopupPage(handlers.ViewCtx(c), accountpages.TopupVM{Topup: topupVM(t), Org: orgVM(org), Returned: c.QueryParam("return"), Bank: h.Bank}))

@@ -6,7 +6,7 @@
 package launchapi
 
 import (
-	"encoding/json"
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,8 +17,8 @@ import (
 	"suanli/apperr"
 	"suanli/handlers"
 	"suanli/handlers/rentaljson"
-	"suanli/images"
 	"suanli/launch"
+	"suanli/models"
 	"suanli/models/launchstore"
 	"suanli/rentals"
 )
@@ -66,31 +66,16 @@ func (h *Handler) InstanceTypes(c echo.Context) error {
 // instance_type with its filters; the rent's fields as ever; and the
 // launch spec.
 type createBody struct {
-	OfferID      int64   `json:"offer_id"`
-	InstanceType string  `json:"instance_type"`
-	Region       string  `json:"region"`
-	City         string  `json:"city"`
-	ExcludeNodes []int64 `json:"exclude_nodes"`
-	MaxPriceFen  *int64  `json:"max_price_fen"`
-	GPUs         int     `json:"gpus"`
-	SLA          string  `json:"sla"`
-	Term         string  `json:"term"`
-	SSHPublicKey string  `json:"ssh_public_key"`
-	OrgID        int64   `json:"org_id"`
-	AutoRenew    bool    `json:"auto_renew"`
-	Image        string  `json:"image"`
-	VolumeGB     int     `json:"volume_gb"`
-	VolumeID     int64   `json:"volume_id"`
-	// RegistryAuth: {"username":…,"password":…} for a custom image.
-	RegistryAuth *images.RegistryAuth `json:"registry_auth"`
-	Ports        []int                `json:"ports"`
-	// IdleStop: {"gpu_util_below_pct":N,"minutes":M}, or null (off).
-	IdleStop json.RawMessage   `json:"idle_stop"`
-	Bid      *int64            `json:"bid_per_gpu_hour_fen"`
-	Name     string            `json:"name"`
-	Labels   map[string]string `json:"labels"`
-	Env      map[string]string `json:"env"`
-	Onstart  string            `json:"onstart"`
+	handlers.RentFields
+	InstanceType string            `json:"instance_type"`
+	Region       string            `json:"region"`
+	City         string            `json:"city"`
+	ExcludeNodes []int64           `json:"exclude_nodes"`
+	MaxPriceFen  *int64            `json:"max_price_fen"`
+	Name         string            `json:"name"`
+	Labels       map[string]string `json:"labels"`
+	Env          map[string]string `json:"env"`
+	Onstart      string            `json:"onstart"`
 }
 
 // MaxCreateBytes is the largest body POST /api/v1/rentals takes (the
@@ -144,31 +129,14 @@ func (h *Handler) CreateRental(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	term, bid, err := rentaljson.TermIn(in.Term, in.Bid)
-	if err != nil {
-		return err
-	}
-	orgParam := ""
-	if in.OrgID != 0 {
-		orgParam = strconv.FormatInt(in.OrgID, 10)
-	}
-	org, err := h.APIOrg(c, accounts.Rent, orgParam)
+	spec := launch.Spec{Name: in.Name, Labels: in.Labels, Env: in.Env, Onstart: in.Onstart}
+	r, org, err := h.Rent(c, in.RentFields, idle, func(ctx context.Context, u *models.User, org *models.Org, m *models.Membership, ri rentals.RentInput) (*models.Rental, error) {
+		return h.launcher().Launch(ctx, u, org, m, ri, spec, target)
+	})
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	u := handlers.CurrentUser(c)
-	m, err := h.DB.MembershipOf(ctx, org.ID, u.ID)
-	if err != nil {
-		return err
-	}
-	spec := launch.Spec{Name: in.Name, Labels: in.Labels, Env: in.Env, Onstart: in.Onstart}
-	r, err := h.launcher().Launch(ctx, u, org, m, rentals.RentInput{OrgID: org.ID, OfferID: in.OfferID, GPUs: in.GPUs,
-		SLA: in.SLA, Term: term, Bid: bid, SSHPublicKey: in.SSHPublicKey, AutoRenew: in.AutoRenew, Image: in.Image,
-		VolumeGB: in.VolumeGB, VolumeID: in.VolumeID, RegistryAuth: in.RegistryAuth, Ports: in.Ports, IdleStop: idle}, spec, target)
-	if err != nil {
-		return err
-	}
 	d, err := h.Rentals.Detail(ctx, r.ID)
 	if err != nil {
 		return err

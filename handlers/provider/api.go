@@ -100,6 +100,22 @@ type datacenterBody struct {
 	Storage    string         `json:"storage"`
 }
 
+// input is the datacentre as the use case takes it, from a create or an
+// update.
+func (b datacenterBody) input() providers.DatacenterInput {
+	lats := make([]providers.DeclaredLatency, len(b.Latencies))
+	for i, l := range b.Latencies {
+		lats[i] = providers.DeclaredLatency{FromCity: l.FromCity, RTTms: l.RTTms}
+	}
+	// One "district" serves both languages unless district_en is given.
+	districtEN := b.DistrictEN
+	if districtEN == "" {
+		districtEN = b.District
+	}
+	return providers.DatacenterInput{NameZH: b.Name, NameEN: b.NameEN, City: b.City, DistrictZH: b.District, DistrictEN: districtEN,
+		Tier: b.Tier, UplinkGbps: b.UplinkGbps, Latencies: lats, Storage: b.Storage}
+}
+
 // APIProviderDatacenter is a datacentre in the provider API.
 type APIProviderDatacenter struct {
 	ID         int64             `json:"id"`
@@ -143,18 +159,7 @@ func (h *Handler) APIProviderDatacenterCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lats := make([]providers.DeclaredLatency, len(in.Latencies))
-	for i, l := range in.Latencies {
-		lats[i] = providers.DeclaredLatency{FromCity: l.FromCity, RTTms: l.RTTms}
-	}
-	// One "district" serves both languages unless district_en is given.
-	districtEN := in.DistrictEN
-	if districtEN == "" {
-		districtEN = in.District
-	}
-	dc, err := h.Providers.CreateDatacenter(c.Request().Context(), handlers.CurrentUser(c), pid, providers.DatacenterInput{
-		NameZH: in.Name, NameEN: in.NameEN, City: in.City, DistrictZH: in.District, DistrictEN: districtEN,
-		Tier: in.Tier, UplinkGbps: in.UplinkGbps, Latencies: lats, Storage: in.Storage})
+	dc, err := h.Providers.CreateDatacenter(c.Request().Context(), handlers.CurrentUser(c), pid, in.input())
 	if err != nil {
 		return err
 	}

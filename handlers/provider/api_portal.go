@@ -144,17 +144,7 @@ func (h *Handler) APIProviderDatacenterUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lats := make([]providers.DeclaredLatency, len(in.Latencies))
-	for i, l := range in.Latencies {
-		lats[i] = providers.DeclaredLatency{FromCity: l.FromCity, RTTms: l.RTTms}
-	}
-	districtEN := in.DistrictEN
-	if districtEN == "" {
-		districtEN = in.District
-	}
-	if err := h.Providers.UpdateDatacenter(ctx, u, pid, id, providers.DatacenterInput{
-		NameZH: in.Name, NameEN: in.NameEN, City: in.City, DistrictZH: in.District, DistrictEN: districtEN,
-		Tier: in.Tier, UplinkGbps: in.UplinkGbps, Latencies: lats, Storage: in.Storage}); err != nil {
+	if err := h.Providers.UpdateDatacenter(ctx, u, pid, id, in.input()); err != nil {
 		return err
 	}
 	all, err := h.Providers.Datacenters(ctx, u, pid)

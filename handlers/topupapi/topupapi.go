@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
-	"suanli/apperr"
 	"suanli/handlers"
 	"suanli/models"
 	"suanli/views/accountpages"
@@ -88,15 +87,8 @@ func (h *Handler) APITopupShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	t, err := h.DB.TopupByID(ctx, id)
+	t, _, err := h.Accounts.Topup(c.Request().Context(), handlers.CurrentUser(c), id)
 	if err != nil {
-		return err
-	}
-	_, _, err = h.Accounts.Authorize(ctx, handlers.CurrentUser(c), t.OrgID, accounts.ViewWallet)
-	if code := apperr.Code(err); code == apperr.ENOTFOUND || code == apperr.EFORBIDDEN {
-		return apperr.NotFound("top-up")
-	} else if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, h.topupJSON(t))
