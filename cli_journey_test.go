@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -268,6 +269,9 @@ func TestRenterCLIJourney(t *testing.T) {
 	}
 	var images apiclient.ImageList
 	decodeStrict(t, renter.must("images", "--json"), &images)
+	if !slices.ContainsFunc(images.Images, func(im apiclient.Image) bool { return im.Slug == "debian-sshd" }) {
+		t.Errorf("images --json lacks debian-sshd: %+v", images.Images)
+	}
 	if !strings.Contains(renter.must("images"), "debian-sshd") {
 		t.Errorf("images lacks debian-sshd")
 	}
@@ -281,6 +285,10 @@ func TestRenterCLIJourney(t *testing.T) {
 	}
 	var orders apiclient.StandingOrderList
 	decodeStrict(t, renter.must("orders", "--json"), &orders)
+	// The journey placed no standing order.
+	if len(orders.StandingOrders) != 0 || orders.Total != 0 {
+		t.Errorf("orders --json: %+v", orders)
+	}
 
 	// stop, start (the file is there; ssh trusts the new launch's host
 	// key), release with the volume.

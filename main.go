@@ -59,7 +59,7 @@ Usage:
   suanli migrate [flags]   apply database migrations (ours and River's)
   suanli seed    [flags]   --demo: load the demo market; --scale N: add N synthetic offers
   suanli admin   CMD       operator commands: status, gpu-state, create-user, token, credit, node-token, backup
-  suanli login | offers | rent | rentals | ssh | stop | start | release | logs | volumes | images | wallet | orders
+  suanli login | logout | offers | types | rent | rentals | ssh | stop | start | release | logs | volumes | images | wallet | orders
                            the renter's commands, on the API (listed below by "suanli help"; docs/cli.md)
 
 Run "suanli CMD -h" for a command's flags.

@@ -19,11 +19,15 @@ var shanghai = func() *time.Location {
 	return time.FixedZone("CST", 8*3600)
 }()
 
-// yuan writes fen as ¥1,234.56 (both languages write money this way).
+// yuan writes fen as ¥1,234.56, a negative amount as −¥2.50 with the
+// minus sign U+2212 (both languages write money this way). It copies
+// views.Yuan deliberately, to print exactly what the web pages print:
+// rentercli may import only apiclient and locales (architecture_test.go),
+// so keep the two in step.
 func yuan(fen int64) string {
 	sign := ""
 	if fen < 0 {
-		sign, fen = "-", -fen
+		sign, fen = "−", -fen
 	}
 	whole := strconv.FormatInt(fen/100, 10)
 	var b strings.Builder

@@ -264,7 +264,10 @@ func newIdempotencyKey() string {
 var yuanRe = regexp.MustCompile(`^[0-9]{1,7}(\.[0-9]{1,2})?$`)
 
 // parseYuan reads a yuan amount (12, 12.5, ¥12.50) into fen without
-// floating point.
+// floating point. It copies pricing.ParseYuan deliberately (plus the
+// optional ¥), so the CLI takes what the web forms take: rentercli may
+// import only apiclient and locales (architecture_test.go), so keep the
+// two in step.
 func parseYuan(s string) (int64, bool) {
 	s = strings.TrimPrefix(strings.TrimSpace(s), "¥")
 	if !yuanRe.MatchString(s) {

@@ -77,11 +77,22 @@ func runRentals(a *app, args []string) error {
 		t.add(strconv.Itoa(r.Id), name, a.stateWord(string(r.State)), fmt.Sprintf("%d × %s", r.Gpus, r.GpuModel), image, ssh,
 			yuan(int64(r.RateFenPerHour)), yuan(int64(r.CostSoFarFen)), shTime(r.CreatedAt))
 	}
+	// The table is one page: say how many there are in all and which page
+	// this is, so that a long list does not end silently at 100.
+	list := res.JSON200
+	pages := 1
+	if list.PerPage > 0 && list.Total > list.PerPage {
+		pages = (list.Total + list.PerPage - 1) / list.PerPage
+	}
 	if shown == 0 {
 		fmt.Fprintln(a.stdout, a.T("cli.rentals.none"))
 		return nil
 	}
-	return t.write(a.stdout)
+	if err := t.write(a.stdout); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, a.T("cli.rentals.count", list.Total, list.Page, pages))
+	return nil
 }
 
 // rentalArg reads a RENTAL argument: a rental's id, or its name. A name

@@ -105,7 +105,7 @@ func TestAPIErrorMessages(t *testing.T) {
 }
 
 func TestYuan(t *testing.T) {
-	for fen, want := range map[int64]string{0: "¥0.00", 5: "¥0.05", 123456: "¥1,234.56", 100000000: "¥1,000,000.00", -250: "-¥2.50", 99999: "¥999.99"} {
+	for fen, want := range map[int64]string{0: "¥0.00", 5: "¥0.05", 123456: "¥1,234.56", 100000000: "¥1,000,000.00", -250: "−¥2.50", 99999: "¥999.99"} {
 		if got := yuan(fen); got != want {
 			t.Errorf("yuan(%d) = %q, want %q", fen, got, want)
 		}
