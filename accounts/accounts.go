@@ -213,9 +213,15 @@ func createPersonalOrg(tx *gorm.DB, u *models.User, now time.Time) error {
 
 // mailLink stores a one-time token and writes its mail to the outbox, in tx.
 func (s *Service) mailLink(tx *gorm.DB, lang, to string, t models.EmailToken, kind, path string, args ...any) error {
+	return s.mailTokenLink(tx, lang, to, &t, kind, path, args...)
+}
+
+// mailTokenLink is mailLink for a caller that needs the token row it
+// inserted (its id): t is filled in.
+func (s *Service) mailTokenLink(tx *gorm.DB, lang, to string, t *models.EmailToken, kind, path string, args ...any) error {
 	plain, hash := newToken()
 	t.TokenHash, t.CreatedAt = hash, s.DB.Now().UTC()
-	if err := models.InsertEmailToken(tx, &t); err != nil {
+	if err := models.InsertEmailToken(tx, t); err != nil {
 		return err
 	}
 	link := strings.TrimRight(s.BaseURL, "/") + path + "?token=" + plain

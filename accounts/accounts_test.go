@@ -273,13 +273,13 @@ func TestLabsAndStudentPricing(t *testing.T) {
 		}
 
 		// Invitations: only on the lab's domain; accepting confirms.
-		if err := f.s.Invite(ctx, owner, lab.ID, "someone@gmail.com", models.RoleMember); fieldOf(err) != "email" {
+		if _, err := f.s.Invite(ctx, owner, lab.ID, "someone@gmail.com", models.RoleMember); fieldOf(err) != "email" {
 			t.Errorf("invite off-domain: %v", err)
 		}
-		if err := f.s.Invite(ctx, outsider, lab.ID, "x@scu.edu.cn", models.RoleMember); apperr.Code(err) != apperr.ENOTFOUND {
+		if _, err := f.s.Invite(ctx, outsider, lab.ID, "x@scu.edu.cn", models.RoleMember); apperr.Code(err) != apperr.ENOTFOUND {
 			t.Errorf("outsider invites: %v", err)
 		}
-		if err := f.s.Invite(ctx, owner, lab.ID, "wang@cs.scu.edu.cn", models.RoleMember); err != nil {
+		if _, err := f.s.Invite(ctx, owner, lab.ID, "wang@cs.scu.edu.cn", models.RoleMember); err != nil {
 			t.Fatal(err)
 		}
 		// The link is no bearer token: someone else who has it cannot join.

@@ -247,7 +247,10 @@ func TestMailingActionsAreThrottled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		invite := func(email string) error { return f.s.Invite(ctx, inviter, team.ID, email, models.RoleMember) }
+		invite := func(email string) error {
+			_, err := f.s.Invite(ctx, inviter, team.ID, email, models.RoleMember)
+			return err
+		}
 		for i := range accounts.InvitesPerEmail {
 			if err := invite("stranger@example.com"); err != nil {
 				t.Fatalf("invitation %d to one address: %v", i, err)
@@ -327,7 +330,7 @@ func TestInvitationsAreForTheInvitedAddress(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.s.Invite(ctx, owner, team.ID, "Bob@Example.com", models.RoleAdmin); err != nil {
+		if _, err := f.s.Invite(ctx, owner, team.ID, "Bob@Example.com", models.RoleAdmin); err != nil {
 			t.Fatal(err)
 		}
 		link := f.link("bob@example.com", "/invitations/accept")
@@ -363,7 +366,7 @@ func TestInvitationsAreForTheInvitedAddress(t *testing.T) {
 		}
 
 		// Revoking: the link no longer works; only those who may invite.
-		if err := f.s.Invite(ctx, owner, team.ID, "carol@example.com", models.RoleMember); err != nil {
+		if _, err := f.s.Invite(ctx, owner, team.ID, "carol@example.com", models.RoleMember); err != nil {
 			t.Fatal(err)
 		}
 		carolLink := f.link("carol@example.com", "/invitations/accept")

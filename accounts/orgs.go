@@ -159,15 +159,16 @@ func (s *Service) ConfirmLabAddress(ctx context.Context, u *models.User, token s
 // Invite mails an invitation to join the organisation with a role. For a
 // lab, the address must be on the lab's domain: accepting the link then
 // also confirms it. It is throttled per inviter and per invited address
-// (InvitesPerUser, InvitesPerEmail; *Throttled).
-func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, email, role string) error {
+// (InvitesPerUser, InvitesPerEmail; *Throttled). It returns the pending
+// invitation it mailed.
+func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, email, role string) (*Invitation, error) {
 	org, m, err := s.Authorize(ctx, actor, orgID, InviteMembers)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if org.Personal {
 		// The page offers no invitation form there; the API must refuse too.
-		return &apperr.Error{Code: apperr.ECONFLICT, Key: "err.invite_personal", Message: locales.T(locales.EN, "err.invite_personal")}
+		return nil, &apperr.Error{Code: apperr.ECONFLICT, Key: "err.invite_personal", Message: locales.T(locales.EN, "err.invite_personal")}
 	}
 	var errs FieldErrors
 	email, e := CheckEmail("email", email)
@@ -182,14 +183,15 @@ func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, e
 		errs = append(errs, invalid("role", "err.role"))
 	}
 	if err := errs.OrNil(); err != nil {
-		return err
+		return nil, err
 	}
 	now := s.DB.Now().UTC()
 	rates := []rate{{throttleInviteUser, fmt.Sprint(actor.ID), InvitesPerUser}, {throttleInviteEmail, email, InvitesPerEmail}}
 	if err := s.checkRates(ctx, now, rates...); err != nil {
-		return err
+		return nil, err
 	}
-	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+	t := models.EmailToken{Purpose: models.TokenInvite, OrgID: &org.ID, Email: email, Role: role, ExpiresAt: now.Add(InviteTTL)}
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		if err := takeRates(tx, now, rates...); err != nil {
 			return err
 		}
@@ -197,9 +199,12 @@ func (s *Service) Invite(ctx context.Context, actor *models.User, orgID int64, e
 			locales.M("audit.invited", email, locales.M("role."+role))); err != nil {
 			return err
 		}
-		return s.mailLink(tx, actor.Lang, email, models.EmailToken{Purpose: models.TokenInvite, OrgID: &org.ID, Email: email, Role: role, ExpiresAt: now.Add(InviteTTL)},
-			"invite", "/invitations/accept", org.Name, actor.Name)
+		return s.mailTokenLink(tx, actor.Lang, email, &t, "invite", "/invitations/accept", org.Name, actor.Name)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &Invitation{ID: t.ID, Email: t.Email, Role: t.Role, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt}, nil
 }
 
 // ErrInviteOtherAddress refuses an invitation opened by someone whose

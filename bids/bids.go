@@ -111,9 +111,10 @@ func Victims(holders []Holder, need int, bid *int64) (ids []int64, ok bool) {
 	return nil, false
 }
 
-// Clearing is the interruptible price an offer shows: what a bid must
-// reach to run now. With a free GPU, or with no bid running, that is the
-// floor; otherwise the lowest bid running (a bid above it interrupts it).
+// Clearing is the interruptible price an offer shows: the floor while a
+// GPU is free or no bid runs, else the lowest bid running — what a bid
+// must exceed to take that bid's GPU (LeastToRun is the bid that runs
+// now; on-demand rentals are never interrupted, so a bid may still wait).
 func Clearing(floor int64, free int, running []int64) int64 {
 	if free > 0 || len(running) == 0 {
 		return floor

@@ -37,7 +37,7 @@ func WithErrors(c echo.Context, f views.Form, err error) (views.Form, bool) {
 		}
 		return f, true
 	}
-	if ae, ok := apperr.As(err); ok && ae.Code == apperr.EINVALID && ae.Key != "" {
+	if ae, ok := apperr.As(err); ok && apperr.General(ae.Code) == apperr.EINVALID && ae.Key != "" {
 		field := ae.Field
 		if field == "" {
 			field = "_form"

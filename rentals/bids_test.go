@@ -333,6 +333,9 @@ func TestOneRentInterruptsTwoBids(t *testing.T) {
 				t.Errorf("call %d: %v", i, err)
 			}
 		}
+		if on == nil {
+			t.Fatal("the on-demand rent failed (above): nothing to follow")
+		}
 		r.waitStatus(on.ID, models.RentalRunning)
 		for _, id := range []int64{a.ID, b.ID} {
 			if got := r.rental(id); got.Status != models.RentalInterrupted || !got.BilledUntil.Equal(*got.InterruptedAt) {

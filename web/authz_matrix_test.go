@@ -681,7 +681,7 @@ var matrix = []matrixRow{
 		if err != nil {
 			panic(err)
 		}
-		if err := svc.Invite(context.Background(), owner, f.orgA.ID, "revoked@pku.edu.cn", models.RoleMember); err != nil {
+		if _, err := svc.Invite(context.Background(), owner, f.orgA.ID, "revoked@pku.edu.cn", models.RoleMember); err != nil {
 			panic(err)
 		}
 		invs, err := svc.PendingInvitations(context.Background(), owner, f.orgA.ID)

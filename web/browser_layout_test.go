@@ -146,7 +146,7 @@ func TestBrowserLayoutFits(t *testing.T) {
 		t.Fatal(err)
 	}
 	invitee := loggedIn(a, "invitee", mustUser(t, a.db, "ivy@layout.example", "Ivy Invitee", false))
-	if err := svc.Invite(ctx, owner.user, team.ID, invitee.user.Email, models.RoleAdmin); err != nil {
+	if _, err := svc.Invite(ctx, owner.user, team.ID, invitee.user.Email, models.RoleAdmin); err != nil {
 		t.Fatal(err)
 	}
 	type page struct {

@@ -366,7 +366,7 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 		t.Fatal(err)
 	}
 	m.teamOrg = team.ID
-	if err := h.Accounts.Invite(rctx, renter, team.ID, "zhang.wei@example.com", models.RoleMember); err != nil {
+	if _, err := h.Accounts.Invite(rctx, renter, team.ID, "zhang.wei@example.com", models.RoleMember); err != nil {
 		t.Fatal(err)
 	}
 	labOwner := mustUser(t, db, "wang.lab@example.com", "王老师", false)

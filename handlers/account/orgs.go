@@ -100,7 +100,7 @@ func (h *Handler) OrgInvite(c echo.Context) error {
 		return err
 	}
 	f := handlers.ReadForm(c, "email", "role")
-	if err := h.Accounts.Invite(c.Request().Context(), handlers.CurrentUser(c), id, f.Get("email"), f.Get("role")); err != nil {
+	if _, err := h.Accounts.Invite(c.Request().Context(), handlers.CurrentUser(c), id, f.Get("email"), f.Get("role")); err != nil {
 		if msg, ok := throttled(c, err); ok {
 			f.Errors["email"] = msg
 			return h.orgPage(c, http.StatusTooManyRequests, f, views.Form{}, views.Form{})

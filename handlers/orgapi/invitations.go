@@ -6,9 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/accounts"
-	"suanli/apperr"
 	"suanli/handlers"
-	"suanli/models"
 )
 
 // APIInvitationCreate is POST /api/v1/orgs/{id}/invitations
@@ -27,22 +25,11 @@ func (h *Handler) APIInvitationCreate(c echo.Context) error {
 	if err := decode(c, &in, `{"email":"…","role":"member"|"admin"}`); err != nil {
 		return err
 	}
-	ctx, u := c.Request().Context(), handlers.CurrentUser(c)
-	if err := h.Accounts.Invite(ctx, u, id, in.Email, in.Role); err != nil {
+	inv, err := h.Accounts.Invite(c.Request().Context(), handlers.CurrentUser(c), id, in.Email, in.Role)
+	if err != nil {
 		return throttledAPI(c, err)
 	}
-	// The invitation just mailed is the newest pending one to the address.
-	invs, err := h.Accounts.PendingInvitations(ctx, u, id)
-	if err != nil {
-		return err
-	}
-	email := models.NormalizeEmail(in.Email)
-	for _, inv := range invs {
-		if models.NormalizeEmail(inv.Email) == email {
-			return c.JSON(http.StatusCreated, Invitation{ID: inv.ID, Email: inv.Email, Role: inv.Role, CreatedAt: inv.CreatedAt, ExpiresAt: inv.ExpiresAt})
-		}
-	}
-	return apperr.NotFound("invitation")
+	return c.JSON(http.StatusCreated, Invitation{ID: inv.ID, Email: inv.Email, Role: inv.Role, CreatedAt: inv.CreatedAt, ExpiresAt: inv.ExpiresAt})
 }
 
 // APIInvitationRevoke is DELETE /api/v1/orgs/{id}/invitations/{iid}: the

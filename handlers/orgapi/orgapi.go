@@ -7,7 +7,6 @@
 package orgapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -129,9 +128,8 @@ func decode(c echo.Context, dst any, want string) error {
 	if err == nil {
 		return nil
 	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return &apperr.Error{Code: apperr.EINVALID, Field: te.Field, Message: fmt.Sprintf("%s: want %s, not a JSON %s", te.Field, te.Type, te.Value)}
+	if e := apperr.WrongJSONType(err); e != nil {
+		return e
 	}
 	return &apperr.Error{Code: apperr.EINVALID, Field: "body", Message: "want JSON " + want + ": " + err.Error()}
 }

@@ -12,6 +12,7 @@ import (
 	"suanli/catalog"
 	"suanli/fleet"
 	"suanli/idlestop"
+	"suanli/interruptions"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/pricing"
@@ -87,6 +88,9 @@ var stopReasonKeys = map[string]string{
 	rentals.StopTermEnded: "rental.stop_reason.term_ended",
 	idlestop.StopReason:   "rental.stop_reason.idle",
 	detailNoNode:          "rental.stop_reason.no_node",
+	// An interrupted bid that was stopped instead of resumed.
+	interruptions.StopNotAllowed: "rental.stop_reason.not_allowed",
+	interruptions.StopVolumeGone: "rental.stop_reason.volume_gone",
 }
 
 // Figures maps a rental's record as its figures stand at now.

@@ -157,7 +157,7 @@ func (h *Handler) Create(c echo.Context) error {
 	if hours > 0 {
 		// Bounded before the multiplication (which would wrap): anything
 		// past the service's 30 days is refused beside the field all the same.
-		in.ExpiresAt = h.DB.Now().UTC().Add(time.Duration(min(hours, 24*366)) * time.Hour)
+		in.ExpiresAt = h.DB.Now().UTC().Add(time.Duration(min(hours, int(standingorders.MaxAhead/time.Hour)+1)) * time.Hour)
 	}
 	if len(f.Errors) > 0 {
 		return h.render(c, http.StatusUnprocessableEntity, f)
@@ -212,7 +212,7 @@ func (h *Handler) refused(c echo.Context, f views.Form, err error) error {
 		}
 	}
 	status := handlers.ErrorStatus(err)
-	if ae.Code == apperr.EINVALID {
+	if apperr.General(ae.Code) == apperr.EINVALID {
 		status = http.StatusUnprocessableEntity
 	}
 	return h.render(c, status, f)

@@ -235,9 +235,6 @@ type Filter struct {
 	Name   string
 }
 
-// Active reports whether the filter selects anything less than all.
-func (f Filter) Active() bool { return len(f.Labels) > 0 || f.Name != "" }
-
 // RentalsPage returns one page of the organisation's rentals that the
 // filter selects, in the API's order (live rentals first, then the rest,
 // newest first), and how many it selects in all.
