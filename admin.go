@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"suanli/models/listing"
 
 	"gorm.io/gorm"
 
@@ -76,7 +77,7 @@ func admin(ctx context.Context, args []string) error {
 	)
 	commands := map[string]adminCommand{
 		"status": {run: func(ctx context.Context, _ config.Config, db *models.DB) error {
-			rows, version, err := db.ListedOffers(ctx)
+			rows, version, err := listing.All(ctx, db)
 			if err != nil {
 				return err
 			}

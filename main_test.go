@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"suanli/models/listing"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func TestSeedAndMigrateCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, _, err := db.ListedOffers(ctx)
+	rows, _, err := listing.All(ctx, db)
 	if err != nil || len(rows) != 93 {
 		t.Errorf("%d offers (%v), want 43 demo + 50 synthetic", len(rows), err)
 	}

@@ -2,6 +2,7 @@ package demo_test
 
 import (
 	"context"
+	"suanli/models/listing"
 	"testing"
 
 	"suanli/accounts"
@@ -25,7 +26,7 @@ func TestSeedDemoIsBelievableAndIdempotent(t *testing.T) {
 		if v1 != v2 {
 			t.Errorf("second seed changed the offers version %d → %d", v1, v2)
 		}
-		rows, _, err := db.ListedOffers(ctx)
+		rows, _, err := listing.All(ctx, db)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestSeedScaleAddsSyntheticOffersEverywhere(t *testing.T) {
 		if err := demo.SeedScale(ctx, db, 30); err != nil {
 			t.Fatal(err)
 		}
-		rows, _, err := db.ListedOffers(ctx)
+		rows, _, err := listing.All(ctx, db)
 		if err != nil {
 			t.Fatal(err)
 		}

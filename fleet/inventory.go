@@ -113,13 +113,14 @@ func SettleAwaitingOffers(tx *gorm.DB, nodeID int64, now time.Time) error {
 		if err := supply.SetOfferListing(tx, o.ID, awaiting, note, now); err != nil {
 			return err
 		}
+		// Either way the public list changes: the offer joins or leaves it.
+		bump = true
 		if !awaiting {
-			bump = true
 			slog.Info("offer listed: node reported matching GPUs", "offer", o.ID, "node", nodeID, "gpu", o.GPUModel)
 		}
 	}
 	if bump {
-		return models.BumpOffersVersion(tx)
+		return models.OffersChanged(tx, models.OfferScope{Nodes: []int64{nodeID}})
 	}
 	return nil
 }

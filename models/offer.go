@@ -44,10 +44,10 @@ type ReportHeadline struct {
 	MeasuredAt time.Time
 }
 
-// nodeFacts is one node's latest report headline and uptime.
-type nodeFacts struct {
-	report *ReportHeadline
-	uptime *float64
+// NodeFacts is one node's latest report headline and uptime.
+type NodeFacts struct {
+	Report *ReportHeadline
+	Uptime *float64
 }
 
 // nodeFactsSQL reads the latest report headline and the uptime of nodes
@@ -57,8 +57,9 @@ const nodeFactsSQL = `SELECT n.id AS node_id, n.uptime_30d_pct, r.id AS report_i
 	FROM nodes n LEFT JOIN benchmark_reports r ON r.id = n.latest_report_id
 	WHERE (n.latest_report_id IS NOT NULL OR n.uptime_30d_pct IS NOT NULL) AND `
 
-// nodeFactsOf runs nodeFactsSQL with cond and maps the rows by node id.
-func nodeFactsOf(tx *gorm.DB, cond string, args ...any) (map[int64]nodeFacts, error) {
+// NodeFactsOf runs nodeFactsSQL with cond (a condition on nodes n) and
+// maps the rows by node id.
+func NodeFactsOf(tx *gorm.DB, cond string, args ...any) (map[int64]NodeFacts, error) {
 	var rows []struct {
 		NodeID        int64
 		Uptime30dPct  *float64 `gorm:"column:uptime_30d_pct"`
@@ -74,15 +75,15 @@ func nodeFactsOf(tx *gorm.DB, cond string, args ...any) (map[int64]nodeFacts, er
 	if err := tx.Raw(nodeFactsSQL+cond, args...).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("node reports and uptime: %w", err)
 	}
-	out := make(map[int64]nodeFacts, len(rows))
+	out := make(map[int64]NodeFacts, len(rows))
 	for _, r := range rows {
-		f := nodeFacts{uptime: r.Uptime30dPct}
+		f := NodeFacts{Uptime: r.Uptime30dPct}
 		if r.ReportID != nil {
-			f.report = &ReportHeadline{ID: *r.ReportID, BF16TFLOPS: r.BF16TFLOPS, FP16TFLOPS: r.FP16TFLOPS,
+			f.Report = &ReportHeadline{ID: *r.ReportID, BF16TFLOPS: r.BF16TFLOPS, FP16TFLOPS: r.FP16TFLOPS,
 				MemBWGBps: r.MemBWGBps, PctOfNominal: r.PctOfNominal, Simulated: r.Simulated != nil && *r.Simulated,
 				Refused: r.RefusedReason != nil && *r.RefusedReason != ""}
 			if r.MeasuredAt != nil {
-				f.report.MeasuredAt = *r.MeasuredAt
+				f.Report.MeasuredAt = *r.MeasuredAt
 			}
 		}
 		out[r.NodeID] = f
@@ -90,97 +91,22 @@ func nodeFactsOf(tx *gorm.DB, cond string, args ...any) (map[int64]nodeFacts, er
 	return out, nil
 }
 
-// publicOfferSQL selects the offers the public list shows (arguments:
+// PublicOfferSQL selects the offers the public list shows (arguments:
 // OfferListed, false): listed by the provider, not waiting for their
 // node's agent, on a node that is not draining or removed, of a provider
 // that is a demo one or approved and not suspended.
-const publicOfferSQL = `status = ? AND awaiting_node = ?
+const PublicOfferSQL = `status = ? AND awaiting_node = ?
 	AND node_id IN (SELECT id FROM nodes WHERE status = 'active')
 	AND provider_id IN (SELECT p.id FROM providers p LEFT JOIN orgs o ON o.id = p.org_id
 		WHERE p.org_id IS NULL OR (o.status = 'approved' AND o.suspended_at IS NULL))`
 
-// ListedOffers returns every listed offer with its datacentre, provider,
-// latency table, and its node's latest benchmark report and 30-day uptime.
-// It feeds the in-memory offer index, so it reads in a few
-// large queries rather than one per offer.
-func (db *DB) ListedOffers(ctx context.Context) ([]OfferRow, int64, error) {
-	var (
-		rows    []OfferRow
-		version int64
-	)
-	// One read transaction gives a consistent snapshot of the version and rows.
-	err := db.R.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Raw(`SELECT version FROM market_versions WHERE name = 'offers'`).Scan(&version).Error; err != nil {
-			return err
-		}
-		dcs, err := datacentersByID(tx)
-		if err != nil {
-			return err
-		}
-		var provs []Provider
-		if err := tx.Find(&provs).Error; err != nil {
-			return err
-		}
-		pm := make(map[int64]*Provider, len(provs))
-		for i := range provs {
-			pm[provs[i].ID] = &provs[i]
-		}
-		var offers []Offer
-		if err := tx.Where(publicOfferSQL, OfferListed, false).Order("id").Find(&offers).Error; err != nil {
-			return err
-		}
-		facts, err := nodeFactsOf(tx, `n.id IN (SELECT node_id FROM offers WHERE `+publicOfferSQL+`)`, OfferListed, false)
-		if err != nil {
-			return err
-		}
-		rows = make([]OfferRow, len(offers))
-		for i, o := range offers {
-			dc, ok := dcs[o.DatacenterID]
-			if !ok {
-				return fmt.Errorf("offer %d: datacentre %d missing", o.ID, o.DatacenterID)
-			}
-			f := facts[o.NodeID]
-			rows[i] = OfferRow{Offer: o, Datacenter: &dc.Datacenter, Provider: pm[o.ProviderID], Latency: dc.latency,
-				Report: f.report, Uptime30dPct: f.uptime}
-		}
-		return nil
-	})
-	return rows, version, err
-}
-
-type dcWithLatency struct {
-	Datacenter
-	latency map[string]float64
-}
-
-func datacentersByID(tx *gorm.DB) (map[int64]*dcWithLatency, error) {
-	var dcs []Datacenter
-	if err := tx.Find(&dcs).Error; err != nil {
-		return nil, err
-	}
-	var lats []DatacenterLatency
-	if err := tx.Find(&lats).Error; err != nil {
-		return nil, err
-	}
-	out := make(map[int64]*dcWithLatency, len(dcs))
-	for _, d := range dcs {
-		out[d.ID] = &dcWithLatency{Datacenter: d, latency: map[string]float64{}}
-	}
-	for _, l := range lats {
-		if d, ok := out[l.DatacenterID]; ok {
-			d.latency[l.FromCity] = l.RTTms
-		}
-	}
-	return out, nil
-}
-
 // PublicOfferByID returns an offer the public list shows (see
-// publicOfferSQL), as OfferByID does; a paused offer, one waiting for its
+// PublicOfferSQL), as OfferByID does; a paused offer, one waiting for its
 // node, and one of an unverified or suspended provider are ENOTFOUND, so
 // that their page, quote and rent form are not reachable by id either.
 func (db *DB) PublicOfferByID(ctx context.Context, id int64) (OfferRow, error) {
 	var n int64
-	if err := db.R.WithContext(ctx).Model(&Offer{}).Where("id = ? AND "+publicOfferSQL, id, OfferListed, false).Count(&n).Error; err != nil {
+	if err := db.R.WithContext(ctx).Model(&Offer{}).Where("id = ? AND "+PublicOfferSQL, id, OfferListed, false).Count(&n).Error; err != nil {
 		return OfferRow{}, err
 	}
 	if n == 0 {
@@ -208,11 +134,11 @@ func (db *DB) OfferByID(ctx context.Context, id int64) (OfferRow, error) {
 	if err := db.R.WithContext(ctx).First(row.Provider, o.ProviderID).Error; err != nil {
 		return OfferRow{}, err
 	}
-	facts, err := nodeFactsOf(db.R.WithContext(ctx), `n.id = ?`, o.NodeID)
+	facts, err := NodeFactsOf(db.R.WithContext(ctx), `n.id = ?`, o.NodeID)
 	if err != nil {
 		return OfferRow{}, err
 	}
-	row.Report, row.Uptime30dPct = facts[o.NodeID].report, facts[o.NodeID].uptime
+	row.Report, row.Uptime30dPct = facts[o.NodeID].Report, facts[o.NodeID].Uptime
 	row.Latency, err = db.latencies(ctx, o.DatacenterID)
 	return row, err
 }
@@ -260,23 +186,25 @@ func (db *DB) RefreshAvailability(ctx context.Context) (int64, error) {
 		// One pass over the GPUs, grouped per node and model, joined to the
 		// offers (a correlated count per offer took seconds at 100k offers).
 		now := db.Now().UTC()
-		res := tx.Exec(`UPDATE offers SET available_gpus = f.n, updated_at = ?
+		// RETURNING names the offers changed, for the offer index's log.
+		var ids, gone []int64
+		if err := tx.Raw(`UPDATE offers SET available_gpus = f.n, updated_at = ?
 			FROM (SELECT g.node_id, g.gpu_model, COUNT(*) FILTER (WHERE g.state = 'free' AND n.health <> 'silent') AS n
 				FROM gpus g JOIN nodes n ON n.id = g.node_id GROUP BY g.node_id, g.gpu_model) AS f
-			WHERE f.node_id = offers.node_id AND f.gpu_model = offers.gpu_model AND offers.available_gpus <> f.n`, now)
-		if res.Error != nil {
-			return res.Error
+			WHERE f.node_id = offers.node_id AND f.gpu_model = offers.gpu_model AND offers.available_gpus <> f.n
+			RETURNING id`, now).Scan(&ids).Error; err != nil {
+			return err
 		}
-		changed = res.RowsAffected
 		// Offers whose node has no GPUs of their model left have none free.
-		res = tx.Exec(`UPDATE offers SET available_gpus = 0, updated_at = ? WHERE available_gpus <> 0
-			AND NOT EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = offers.node_id AND g.gpu_model = offers.gpu_model)`, now)
-		if res.Error != nil {
-			return res.Error
+		if err := tx.Raw(`UPDATE offers SET available_gpus = 0, updated_at = ? WHERE available_gpus <> 0
+			AND NOT EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = offers.node_id AND g.gpu_model = offers.gpu_model)
+			RETURNING id`, now).Scan(&gone).Error; err != nil {
+			return err
 		}
-		changed += res.RowsAffected
+		ids = append(ids, gone...)
+		changed = int64(len(ids))
 		if changed > 0 {
-			return bumpOffersVersion(tx)
+			return OffersChanged(tx, OfferScope{Offers: ids})
 		}
 		return nil
 	})

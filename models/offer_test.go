@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"suanli/models/listing"
 	"testing"
 
 	"suanli/dbtest"
@@ -18,7 +19,7 @@ func TestRefreshAvailabilityFollowsGPUStates(t *testing.T) {
 		if n, err := db.RefreshAvailability(ctx); err != nil || n != 0 {
 			t.Fatalf("seeded figures must already be right: changed %d, %v", n, err)
 		}
-		rows, _, _ := db.ListedOffers(ctx)
+		rows, _, _ := listing.All(ctx, db)
 		a, b := rows[0], rows[1]
 		var gpus []models.GPU
 		db.R.Where("node_id = ?", a.NodeID).Order("idx").Find(&gpus)

@@ -135,7 +135,7 @@ func SetOrgStatus(tx *gorm.DB, orgID int64, status, reason string, by int64, at 
 	}).Error; err != nil {
 		return err
 	}
-	return bumpOffersVersion(tx)
+	return OffersChanged(tx, OfferScope{Orgs: []int64{orgID}})
 }
 
 // SetLabBudget stores a lab's monthly budget and per-member cap (nil: none).

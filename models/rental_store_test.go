@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"suanli/models/listing"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func newRentalWorld(t *testing.T, db *models.DB) *rentalWorld {
 	if err := models.InsertOrg(db.W, w.org); err != nil {
 		t.Fatal(err)
 	}
-	rows, _, err := db.ListedOffers(ctx)
+	rows, _, err := listing.All(ctx, db)
 	if err != nil || len(rows) == 0 {
 		t.Fatalf("offers: %d, %v", len(rows), err)
 	}

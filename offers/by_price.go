@@ -1,5 +1,10 @@
 package offers
 
+import (
+	"cmp"
+	"slices"
+)
+
 // ByPrice returns every listed offer of the loaded snapshot, cheapest
 // first at the price the viewer pays (the student price for a student
 // viewer; then the lower id), and the offers version the snapshot was
@@ -8,10 +13,21 @@ package offers
 // change.
 func (ix *Index) ByPrice(student bool) (version int64, list []*Listed) {
 	s := ix.snap.Load()
-	sorted := s.sorted[viewOf(student)][SortPrice][""]
-	list = make([]*Listed, len(sorted))
-	for i := range sorted {
-		list[i] = sorted[i].o
+	v := viewOf(student)
+	ents := make([]*entry, 0, s.n)
+	for _, p := range s.parts {
+		if p != nil {
+			for i := range p.ents {
+				ents = append(ents, &p.ents[i])
+			}
+		}
+	}
+	slices.SortFunc(ents, func(a, b *entry) int {
+		return cmp.Or(cmp.Compare(a.k.prices[v], b.k.prices[v]), cmp.Compare(a.k.id, b.k.id))
+	})
+	list = make([]*Listed, len(ents))
+	for i, e := range ents {
+		list[i] = e.o
 	}
 	return s.version, list
 }

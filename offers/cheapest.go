@@ -39,27 +39,42 @@ func InterruptiblePriceFen(o *Listed, student bool) int64 {
 // index, on demand at the off-peak share (percent of used hours) and
 // monthly, at student prices for a student viewer.
 func (ix *Index) CheapestOffers(slug string, offpeakSharePct int, student bool) CheapestOffers {
-	list := ix.snap.Load().sorted[listView][SortPrice][slug] // by price, then id
-	out := CheapestOffers{Listed: len(list)}
+	s := ix.snap.Load()
+	g, ok := s.gpuIdx[slug]
+	if !ok {
+		return CheapestOffers{}
+	}
+	var out CheapestOffers
+	// Ties go to the lower list price, then the lower id.
+	before := func(a, b *Listed) bool {
+		return a.PricePerGPUHourFen < b.PricePerGPUHourFen || a.PricePerGPUHourFen == b.PricePerGPUHourFen && a.ID < b.ID
+	}
 	var best, bestMonthly, bestBid int64
-	for i := range list {
-		o := list[i].o
-		// Expected price × 10,000, exactly.
-		offpeak := 10000 - int64(offpeakSharePct)*int64(o.OffpeakDiscountPct)
-		blended := UnitPriceFen(&o.Offer, pricing.OnDemand, student) * offpeak
-		if out.OnDemand == nil || blended < best {
-			out.OnDemand, best = o, blended
-		}
-		if o.Interruptible != nil {
-			if bid := InterruptiblePriceFen(o, student) * offpeak; out.Interruptible == nil || bid < bestBid {
-				out.Interruptible, bestBid = o, bid
-			}
-		}
-		if o.MonthlyPricePerGPUFen == nil {
+	for c := range s.cityParts {
+		p := s.parts[int(g)*s.cityParts+c]
+		if p == nil {
 			continue
 		}
-		if p := UnitPriceFen(&o.Offer, pricing.Month, student); out.Monthly == nil || p < bestMonthly || (p == bestMonthly && o.ID < out.Monthly.ID) {
-			out.Monthly, bestMonthly = o, p
+		out.Listed += len(p.ents)
+		for i := range p.ents {
+			o := p.ents[i].o
+			// Expected price × 10,000, exactly.
+			offpeak := 10000 - int64(offpeakSharePct)*int64(o.OffpeakDiscountPct)
+			blended := UnitPriceFen(&o.Offer, pricing.OnDemand, student) * offpeak
+			if out.OnDemand == nil || blended < best || blended == best && before(o, out.OnDemand) {
+				out.OnDemand, best = o, blended
+			}
+			if o.Interruptible != nil {
+				if bid := InterruptiblePriceFen(o, student) * offpeak; out.Interruptible == nil || bid < bestBid || bid == bestBid && before(o, out.Interruptible) {
+					out.Interruptible, bestBid = o, bid
+				}
+			}
+			if o.MonthlyPricePerGPUFen == nil {
+				continue
+			}
+			if p := UnitPriceFen(&o.Offer, pricing.Month, student); out.Monthly == nil || p < bestMonthly || (p == bestMonthly && o.ID < out.Monthly.ID) {
+				out.Monthly, bestMonthly = o, p
+			}
 		}
 	}
 	return out

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/models"
+	"suanli/models/listing"
 	"suanli/models/supply"
 	"suanli/pricing"
 )
@@ -98,72 +98,6 @@ func (o *Listed) LatencyFrom(city string) (float64, bool) {
 	return ms, ok
 }
 
-// Index keeps every listed offer in memory, pre-sorted by each static
-// sort key overall and per GPU model, so a search never scans rows through
-// the database driver. Writers bump the offers version in the same
-// transaction as their change; Refresh reloads when it moves. A snapshot is
-// immutable once published, so searches need no lock.
-type Index struct {
-	db     *models.DB
-	snap   atomic.Pointer[snapshot]
-	reload sync.Mutex
-	// Judge, when set (before the first Refresh), gives each load the
-	// benchmark status of offers whose report independent witnesses
-	// judged (benchmarks.JudgeOffers), by offer id: Listed.WitnessStatus.
-	// New witness results move the offers version.
-	Judge func(context.Context, []models.OfferRow) (map[int64]string, error)
-}
-
-type snapshot struct {
-	version int64
-	byID    map[int64]*Listed
-	// sorted[view][key][""] is every offer, sorted[view][key][slug] one
-	// model's, sorted[view][key]["@"+city] one city's and
-	// sorted[view][key][slug+"@"+city] one model's in one city (the
-	// commonest search: "H100s in Chengdu"), each ordered by the view's
-	// prices. Each entry carries a compact copy of the filter fields (its
-	// price is the view's), so a search scans contiguous memory instead of
-	// chasing a pointer per offer. The student view aliases the list view
-	// when no offer has a student discount.
-	sorted [nViews]map[string]map[string][]entry
-	// Dense numbering of the values filters compare.
-	gpuIdx, cityIdx, regionIdx map[string]uint8
-	dcIdx                      map[int64]uint16
-	// lat[dc][city] is the published RTT in ms, or -1 when none is published.
-	lat [][]float32
-}
-
-// entry is one offer in a sorted list: its filter key and the offer.
-type entry struct {
-	k offerKey
-	o *Listed
-}
-
-// offerKey holds what the filters test, densely numbered.
-type offerKey struct {
-	id        int64 // the offer's id: the last tie-break of every order
-	price     int64 // per GPU-hour in the list's price view
-	vram      uint16
-	dc        uint16
-	gpu       uint8
-	city      uint8
-	region    uint8
-	ic        uint8
-	maxGPUs   uint8
-	student   bool
-	available bool
-	// interruptible: the offer takes bids (the interruptible filter).
-	interruptible bool
-}
-
-// none numbers a value the snapshot does not know (it never matches).
-const none = 255
-
-// staticSorts are the keys whose order does not depend on the query. A
-// key's list may alias an earlier one's when the snapshot's data makes
-// their orders equal (see build).
-var staticSorts = []string{SortPrice, SortPricePerTFLOP, SortVRAM, SortMeasured, SortReliability, SortInterruptible}
-
 // BelowExpectedShare is the share of what a model really reaches (its
 // catalogue ExpectedPct of nominal: about 80 % on Hopper, 87 % on the
 // A100 SXM, 78 % on the B200 per ml-engineering's MAMF table) below which
@@ -231,15 +165,43 @@ func measuredTFLOPS(m *catalog.GPUModel, r *models.ReportHeadline) float64 {
 	return *f
 }
 
+// Index keeps every listed offer in memory, pre-sorted by each static sort
+// key within each partition of one GPU model in one city, so a search never
+// scans rows through the database driver. Writers log what they changed
+// with the offers version (models.OffersChanged); Refresh reads the log and
+// patches only the partitions of the offers that changed, copying them and
+// sharing the rest, so a change costs what it touched, not the catalogue's
+// size. A snapshot is immutable once published, so searches need no lock.
+type Index struct {
+	db     *models.DB
+	snap   atomic.Pointer[snapshot]
+	reload sync.Mutex
+	// Judge, when set (before the first Refresh), gives each load the
+	// benchmark status of offers whose report independent witnesses
+	// judged (benchmarks.JudgeOffers), by offer id: Listed.WitnessStatus.
+	// New witness results move the offers version.
+	Judge func(context.Context, []models.OfferRow) (map[int64]string, error)
+	// Loads counts whole loads and Patches patched ones, for tests and
+	// the capacity figures.
+	Loads, Patches atomic.Int64
+}
+
 // NewIndex returns an empty index over db; call Refresh to load it.
 func NewIndex(db *models.DB) *Index {
 	ix := &Index{db: db}
-	ix.snap.Store(build(nil, 0, nil))
+	ix.snap.Store(emptySnapshot())
 	return ix
 }
 
-// Refresh reloads the index if the offers version in the database differs
-// from the loaded one. It reports whether it reloaded.
+// patchShare is the share of the catalogue above which a change is loaded
+// whole rather than patched: past it, the patch's per-offer work costs
+// more than one sort of everything.
+const patchShare = 4
+
+// Refresh brings the index up to the offers version in the database: the
+// offers that changed since the loaded version (from the change log), or
+// everything at start and when the log cannot say (a gap, a change
+// without a narrower scope). It reports whether anything changed.
 func (ix *Index) Refresh(ctx context.Context) (bool, error) {
 	v, err := ix.db.OffersVersion(ctx)
 	if err != nil {
@@ -250,36 +212,67 @@ func (ix *Index) Refresh(ctx context.Context) (bool, error) {
 	}
 	ix.reload.Lock()
 	defer ix.reload.Unlock()
-	if v == ix.snap.Load().version {
+	cur := ix.snap.Load()
+	if v == cur.version {
 		return false, nil
 	}
 	start := time.Now()
-	rows, version, err := ix.db.ListedOffers(ctx)
+	if cur.version > 0 {
+		d, err := listing.Since(ctx, ix.db, cur.version, max(cur.n/patchShare, 1000))
+		if err != nil {
+			return false, fmt.Errorf("load offer changes: %w", err)
+		}
+		if !d.Full {
+			if d.Version == cur.version {
+				return false, nil
+			}
+			ids := make([]int64, len(d.Rows))
+			for i := range d.Rows {
+				ids[i] = d.Rows[i].ID
+			}
+			running, err := supply.LiveBidsOfOffers(ctx, ix.db, ids)
+			if err != nil {
+				return false, fmt.Errorf("load bids: %w", err)
+			}
+			judged, err := ix.judge(ctx, d.Rows)
+			if err != nil {
+				return false, err
+			}
+			ix.snap.Store(cur.apply(d.Version, d.Touched, d.Rows, running, judged))
+			ix.Patches.Add(1)
+			slog.Debug("offer index patched", "touched", len(d.Touched), "version", d.Version, "took", time.Since(start))
+			return true, nil
+		}
+	}
+	rows, version, err := listing.All(ctx, ix.db)
 	if err != nil {
 		return false, fmt.Errorf("load offers: %w", err)
 	}
 	// The bids of the offers' live interruptible rentals give their
-	// clearing prices: one more query per load. A bid that changes moves
-	// the offers version, so a reload follows.
+	// clearing prices. A bid that changes moves the offers version.
 	running, err := supply.LiveBidsByOffer(ctx, ix.db)
 	if err != nil {
 		return false, fmt.Errorf("load bids: %w", err)
 	}
-	snap := build(rows, version, running)
-	if ix.Judge != nil {
-		statuses, err := ix.Judge(ctx, rows)
-		if err != nil {
-			return false, fmt.Errorf("judge offers: %w", err)
-		}
-		for id, st := range statuses {
-			if o := snap.byID[id]; o != nil {
-				o.WitnessStatus = st
-			}
-		}
+	judged, err := ix.judge(ctx, rows)
+	if err != nil {
+		return false, err
 	}
-	ix.snap.Store(snap)
-	slog.Debug("offer index reloaded", "offers", len(rows), "version", version, "took", time.Since(start))
+	ix.snap.Store(build(rows, version, running, judged))
+	ix.Loads.Add(1)
+	slog.Debug("offer index loaded", "offers", len(rows), "version", version, "took", time.Since(start))
 	return true, nil
+}
+
+func (ix *Index) judge(ctx context.Context, rows []models.OfferRow) (map[int64]string, error) {
+	if ix.Judge == nil || len(rows) == 0 {
+		return nil, nil
+	}
+	statuses, err := ix.Judge(ctx, rows)
+	if err != nil {
+		return nil, fmt.Errorf("judge offers: %w", err)
+	}
+	return statuses, nil
 }
 
 // Run refreshes the index every interval until ctx ends, so changes made by
@@ -300,230 +293,44 @@ func (ix *Index) Run(ctx context.Context, every time.Duration) {
 }
 
 // Len returns the number of listed offers in the index.
-func (ix *Index) Len() int { return len(ix.snap.Load().byID) }
+func (ix *Index) Len() int { return ix.snap.Load().n }
 
-func build(rows []models.OfferRow, version int64, running supply.OfferBids) *snapshot {
-	s := &snapshot{
-		version: version, byID: make(map[int64]*Listed, len(rows)),
-		gpuIdx: map[string]uint8{}, cityIdx: map[string]uint8{}, regionIdx: map[string]uint8{}, dcIdx: map[int64]uint16{},
+// newListed derives an offer's index record from its row.
+func newListed(r models.OfferRow, m *catalog.GPUModel, running []int64, status string) *Listed {
+	o := &Listed{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1,
+		tier: measuredTierOf(m, r.Report), WitnessStatus: status}
+	measured := measuredTFLOPS(m, r.Report)
+	if measured > 0 {
+		o.PricePerMeasuredTFLOPFen = float64(r.PricePerGPUHourFen) / measured
 	}
-	for i, m := range catalog.GPUModels() {
-		s.gpuIdx[m.Slug] = uint8(i)
-	}
-	for i, c := range catalog.Cities() {
-		s.cityIdx[c.Slug] = uint8(i)
-	}
-	for i, r := range catalog.Regions() {
-		s.regionIdx[r.Slug] = uint8(i)
-	}
-	var all [nViews][]entry
-	for v := range all {
-		all[v] = make([]entry, 0, len(rows))
-	}
-	gpus := map[string]*catalog.GPUModel{}
-	for _, m := range catalog.GPUModels() {
-		gpus[m.Slug] = &m
-	}
-	anyMeasured, anyUptime, anyStudent, anyBids := false, false, false, false
-	for _, r := range rows {
-		m, ok := gpus[r.GPUModel]
-		if !ok {
-			slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
-			continue
-		}
-		o := &Listed{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1,
-			tier: measuredTierOf(m, r.Report)}
-		measured := measuredTFLOPS(m, r.Report)
+	for v, price := range [nViews]int64{listView: r.PricePerGPUHourFen, studentView: StudentPriceFen(&r.Offer)} {
+		k := priceKeys{price: price, perTFLOP: float64(price) / m.TensorTFLOPS()}
+		k.measured = k.perTFLOP
 		if measured > 0 {
-			o.PricePerMeasuredTFLOPFen = float64(r.PricePerGPUHourFen) / measured
-			anyMeasured = true
+			k.measured = float64(price) / measured
 		}
-		for v, price := range [nViews]int64{listView: r.PricePerGPUHourFen, studentView: StudentPriceFen(&r.Offer)} {
-			k := priceKeys{price: price, perTFLOP: float64(price) / m.TensorTFLOPS()}
-			k.measured = k.perTFLOP
-			if measured > 0 {
-				k.measured = float64(price) / measured
-			}
-			o.keys[v] = k
-		}
-		anyStudent = anyStudent || o.keys[studentView].price != o.keys[listView].price
-		o.Interruptible = interruptibleOf(&r.Offer, running[r.ID])
-		o.bidKey = bidKey(o.Interruptible)
-		anyBids = anyBids || o.Interruptible != nil
-		if r.Uptime30dPct != nil {
-			o.uptimeKey = *r.Uptime30dPct
-			anyUptime = true
-		}
-		s.byID[r.ID] = o
-		k := s.key(o)
-		for v := range all {
-			k.price = o.keys[v].price
-			all[v] = append(all[v], entry{k: k, o: o})
-		}
+		o.keys[v] = k
 	}
-	// The partitions' sizes are the same in every list: count them once,
-	// so that each partition is allocated once at its size.
-	sizes := s.partitionSizes(all[listView])
-	// The views share nothing they write: build them side by side.
-	var wg sync.WaitGroup
-	for v := range nViews {
-		if v == studentView && !anyStudent {
-			continue // every student price is the list price: aliased below
-		}
-		lists := map[string]map[string][]entry{}
-		s.sorted[v] = lists
-		wg.Go(func() {
-			for _, key := range staticSorts {
-				// Without any report (uptime) the measured (reliability)
-				// order is the nominal price per TFLOPS (price) order:
-				// share its lists.
-				switch {
-				case key == SortMeasured && !anyMeasured:
-					continue
-				case key == SortReliability && !anyUptime:
-					continue
-				case key == SortInterruptible && !anyBids:
-					continue
-				}
-				// The searches' own comparator, so that merging pre-sorted
-				// runs (mergePage) keeps their order; it reads the compact
-				// keys, chasing no pointer for the price and VRAM orders.
-				sorted := slices.Clone(all[v])
-				slices.SortFunc(sorted, s.entryComparator(key, &compiled{view: v}))
-				lists[key] = s.partition(sorted, sizes)
-			}
-			if !anyMeasured {
-				lists[SortMeasured] = lists[SortPricePerTFLOP]
-			}
-			if !anyUptime {
-				lists[SortReliability] = lists[SortPrice]
-			}
-			// No offer takes bids: every one sorts after the (no)
-			// interruptible ones by price, the price order.
-			if !anyBids {
-				lists[SortInterruptible] = lists[SortPrice]
-			}
-		})
+	o.Interruptible = interruptibleOf(&r.Offer, running)
+	o.bidKey = bidKey(o.Interruptible)
+	if r.Uptime30dPct != nil {
+		o.uptimeKey = *r.Uptime30dPct
 	}
-	wg.Wait()
-	if !anyStudent {
-		s.sorted[studentView] = s.sorted[listView]
-	}
-	return s
+	return o
 }
 
-// partSizes counts the entries of each partition of a list by the dense
-// numbers of model and city (offerKey.gpu, offerKey.city).
-type partSizes struct {
-	gpu, city, both []int // both[gpu*len(city)+city]
-}
-
-// Every entry's model is in the catalogue (build leaves out the others).
-func (s *snapshot) partitionSizes(list []entry) *partSizes {
-	n := &partSizes{gpu: make([]int, len(s.gpuIdx)), city: make([]int, len(s.cityIdx))}
-	n.both = make([]int, len(n.gpu)*len(n.city))
-	for i := range list {
-		g, c := int(list[i].k.gpu), int(list[i].k.city)
-		n.gpu[g]++
-		if c != none {
-			n.city[c]++
-			n.both[g*len(n.city)+c]++
-		}
+// build makes a snapshot of rows, every partition sorted afresh.
+func build(rows []models.OfferRow, version int64, running supply.OfferBids, judged map[int64]string) *snapshot {
+	ids := make([]int64, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID
 	}
-	return n
-}
-
-// partition splits a sorted list into its partitions (see
-// snapshot.sorted), keeping the order: by the dense numbers, each slice
-// allocated at its size, rather than a map lookup and two string
-// concatenations per entry.
-func (s *snapshot) partition(sorted []entry, n *partSizes) map[string][]entry {
-	mk := func(sizes []int) [][]entry {
-		out := make([][]entry, len(sizes))
-		for i, size := range sizes {
-			if size > 0 {
-				out[i] = make([]entry, 0, size)
-			}
-		}
-		return out
-	}
-	byGPU, byCity, both := mk(n.gpu), mk(n.city), mk(n.both)
-	per := map[string][]entry{"": sorted}
-	for _, e := range sorted {
-		g, c := int(e.k.gpu), int(e.k.city)
-		byGPU[g] = append(byGPU[g], e)
-		if c == none {
-			// A city the catalogue does not know: no search names it, but
-			// keep its partitions as before, by name.
-			city := "@" + e.o.Datacenter.City
-			per[city] = append(per[city], e)
-			per[e.o.GPUModel+city] = append(per[e.o.GPUModel+city], e)
-			continue
-		}
-		byCity[c] = append(byCity[c], e)
-		both[g*len(byCity)+c] = append(both[g*len(byCity)+c], e)
-	}
-	gpus, cities := catalog.GPUModels(), catalog.Cities()
-	for g, l := range byGPU {
-		if len(l) > 0 {
-			per[gpus[g].Slug] = l
-		}
-	}
-	for c, l := range byCity {
-		if len(l) > 0 {
-			per["@"+cities[c].Slug] = l
-		}
-	}
-	for i, l := range both {
-		if len(l) > 0 {
-			per[gpus[i/len(byCity)].Slug+"@"+cities[i%len(byCity)].Slug] = l
-		}
-	}
-	return per
-}
-
-func idx8(m map[string]uint8, k string) uint8 {
-	if i, ok := m[k]; ok {
-		return i
-	}
-	return none
-}
-
-// key numbers an offer's filter fields, registering its datacentre.
-func (s *snapshot) key(o *Listed) offerKey {
-	dc, ok := s.dcIdx[o.DatacenterID]
-	if !ok {
-		dc = uint16(len(s.lat))
-		s.dcIdx[o.DatacenterID] = dc
-		row := make([]float32, len(s.cityIdx))
-		for i := range row {
-			row[i] = -1
-		}
-		for city, ms := range o.Latency {
-			if ci, ok := s.cityIdx[city]; ok {
-				row[ci] = float32(ms)
-			}
-		}
-		s.lat = append(s.lat, row)
-	}
-	ic := uint8(0)
-	switch o.Interconnect {
-	case catalog.InterconnectNVLink:
-		ic = 1
-	case catalog.InterconnectNVLinkIB:
-		ic = 2
-	}
-	return offerKey{
-		id: o.ID, price: o.PricePerGPUHourFen, vram: uint16(min(o.GPU.VRAMGB, 65535)), dc: dc,
-		gpu: idx8(s.gpuIdx, o.GPUModel), city: idx8(s.cityIdx, o.Datacenter.City), region: idx8(s.regionIdx, o.Datacenter.Region),
-		ic: ic, maxGPUs: uint8(min(o.MaxGPUs, 255)), student: o.StudentDiscountPct > 0, available: o.AvailableGPUs > 0,
-		interruptible: o.Interruptible != nil,
-	}
+	return emptySnapshot().apply(version, ids, rows, running, judged)
 }
 
 // Offer returns a listed offer by id, or ENOTFOUND.
 func (ix *Index) Offer(id int64) (*Listed, error) {
-	if o, ok := ix.snap.Load().byID[id]; ok {
+	if o := ix.snap.Load().ids.get(id); o != nil {
 		return o, nil
 	}
 	return nil, apperr.NotFound(fmt.Sprintf("offer %d", id))

@@ -31,6 +31,7 @@ func syntheticRows(n int) []models.OfferRow {
 		r.StudentDiscountPct = []int{0, 0, 10, 20}[rng.IntN(4)]
 		r.MaxGPUs, r.AvailableGPUs = 8, rng.IntN(9)
 		r.Datacenter = dcs[rng.IntN(len(dcs))]
+		r.DatacenterID = r.Datacenter.ID
 		r.Latency = lat
 		if i%4 < 2 {
 			f, up := 100+float64(i%700), 99+float64(i%100)/100
@@ -46,6 +47,6 @@ func BenchmarkIndexBuild100k(b *testing.B) {
 	rows := syntheticRows(100_000)
 	b.ReportAllocs()
 	for b.Loop() {
-		build(rows, 1, nil)
+		build(rows, 1, nil, nil)
 	}
 }

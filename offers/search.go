@@ -103,6 +103,7 @@ func (s *snapshot) compile(q *Query) compiled {
 	}
 	if q.City != "" {
 		c.hasCity, c.city = true, idx8(s.cityIdx, q.City)
+		c.impossible = c.city == none
 	}
 	if q.Region != "" {
 		c.hasRegion, c.region = true, idx8(s.regionIdx, q.Region)
@@ -151,7 +152,7 @@ func (c *compiled) match(s *snapshot, k *offerKey, skip filter) bool {
 		skip != fRegion && c.hasRegion && k.region != c.region,
 		skip != fMinGPUs && k.maxGPUs < c.minGPUs,
 		skip != fMinVRAM && k.vram < c.minVRAM,
-		skip != fMaxPrice && c.maxPrice > 0 && k.price > c.maxPrice,
+		skip != fMaxPrice && c.maxPrice > 0 && k.prices[c.view] > c.maxPrice,
 		skip != fInterconnect && c.hasIC && c.icMask&(1<<k.ic) == 0,
 		skip != fAvailable && c.available && !k.available,
 		skip != fStudent && c.student && !k.student,
@@ -165,96 +166,109 @@ func (c *compiled) match(s *snapshot, k *offerKey, skip filter) bool {
 	return true
 }
 
-// candidates returns the entries to scan, already in sort order when the
-// sort key is static; sorted reports which.
-func (s *snapshot) candidates(q *Query) (list []entry, sorted bool) {
-	lists := s.sorted[viewOf(q.StudentViewer)]
-	per, static := lists[q.Sort]
-	if !static {
-		per = lists[SortPrice]
+// candidates returns the runs to scan: the partitions of the query's
+// models and city, each in the sort key's order when the key is static
+// (sorted), else in price order.
+func (s *snapshot) candidates(q *Query) (runs []run, sorted bool) {
+	ki, sorted := sortIndex(q.Sort)
+	if !sorted {
+		ki, _ = sortIndex(SortPrice)
 	}
-	city := ""
-	if q.City != "" {
-		city = "@" + q.City
-	}
-	if len(q.GPUs) == 1 {
-		return per[q.GPUs[0]+city], static
-	}
+	v := viewOf(q.StudentViewer)
+	var gpus []int
 	if len(q.GPUs) == 0 {
-		return per[city], static
-	}
-	if static {
-		return nil, false // several models under a static key: see sortedRuns
-	}
-	var out []entry
-	for _, g := range q.GPUs {
-		out = append(out, per[g+city]...)
-	}
-	return out, false
-}
-
-// sortedRuns returns, for a search over several models under a static
-// sort key, each model's pre-sorted list (in the query's city), which
-// mergePage merges; nil for any other search.
-func (s *snapshot) sortedRuns(q *Query) [][]entry {
-	per, static := s.sorted[viewOf(q.StudentViewer)][q.Sort]
-	if !static || len(q.GPUs) < 2 {
-		return nil
-	}
-	city := ""
-	if q.City != "" {
-		city = "@" + q.City
-	}
-	runs := make([][]entry, 0, len(q.GPUs))
-	for _, g := range q.GPUs {
-		if l := per[g+city]; len(l) > 0 {
-			runs = append(runs, l)
+		for g := range len(s.gpuIdx) {
+			gpus = append(gpus, g)
 		}
 	}
-	return runs
+	for _, slug := range q.GPUs {
+		if g, ok := s.gpuIdx[slug]; ok && !slices.Contains(gpus, int(g)) {
+			gpus = append(gpus, int(g))
+		}
+	}
+	cities := []int{}
+	switch c := idx8(s.cityIdx, q.City); {
+	case q.City == "":
+		for c := range s.cityParts {
+			cities = append(cities, c)
+		}
+	case c != none:
+		cities = append(cities, int(c))
+	}
+	for _, g := range gpus {
+		for _, c := range cities {
+			if p := s.parts[g*s.cityParts+c]; p != nil {
+				runs = append(runs, run{ents: p.ents, ord: p.ord[v][ki]})
+			}
+		}
+	}
+	return runs, sorted
 }
 
 // mergePage fills res with the page [from, from+n) of the matches in
 // runs, each in cmpFn order, and their total: one pass counts, and the
-// merge stops at the page's end. Sorting every match of several models
-// cost milliseconds at 100k offers.
-func (s *snapshot) mergePage(runs [][]entry, c *compiled, q *Query, from, n int, cmpFn func(a, b entry) int, res *SearchResult) {
+// merge stops at the page's end. A heap of the runs' heads picks the next
+// match, so many runs (every model in every city) cost log(runs) a step.
+func (s *snapshot) mergePage(runs []run, c *compiled, q *Query, from, n int, cmpFn func(a, b *entry) int, res *SearchResult) {
 	plain := q.DatacenterID == 0 && !slices.ContainsFunc(q.active(), func(f filter) bool { return f != fGPU && f != fCity })
-	for _, run := range runs {
+	for _, r := range runs {
 		if plain {
-			res.Total += len(run) // the runs are exactly the matches
+			res.Total += r.len() // the runs are exactly the matches
 			continue
 		}
-		for i := range run {
-			if c.match(s, &run[i].k, fNone) {
+		for i := range r.ord {
+			if c.match(s, &r.at(i).k, fNone) {
 				res.Total++
 			}
 		}
 	}
+	if from >= res.Total {
+		return
+	}
 	heads := make([]int, len(runs))
 	skip := func(r int) { // moves run r's head to its next match
-		for !plain && heads[r] < len(runs[r]) && !c.match(s, &runs[r][heads[r]].k, fNone) {
+		for !plain && heads[r] < runs[r].len() && !c.match(s, &runs[r].at(heads[r]).k, fNone) {
 			heads[r]++
 		}
 	}
-	for r := range runs {
-		skip(r)
-	}
-	for pos := 0; pos < from+n; pos++ {
-		best := -1
-		for r := range runs {
-			if heads[r] < len(runs[r]) && (best < 0 || cmpFn(runs[r][heads[r]], runs[best][heads[best]]) < 0) {
-				best = r
+	// h holds the runs that have a head, as a binary min-heap by head.
+	h := make([]int, 0, len(runs))
+	less := func(a, b int) bool { return cmpFn(runs[h[a]].at(heads[h[a]]), runs[h[b]].at(heads[h[b]])) < 0 }
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(h) && less(l, m) {
+				m = l
 			}
+			if l+1 < len(h) && less(l+1, m) {
+				m = l + 1
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
 		}
-		if best < 0 {
-			return
+	}
+	for r := range runs {
+		if skip(r); heads[r] < runs[r].len() {
+			h = append(h, r)
 		}
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for pos := 0; pos < from+n && len(h) > 0; pos++ {
+		best := h[0]
 		if pos >= from {
-			res.Offers = append(res.Offers, runs[best][heads[best]].o)
+			res.Offers = append(res.Offers, runs[best].at(heads[best]).o)
 		}
 		heads[best]++
-		skip(best)
+		if skip(best); heads[best] >= runs[best].len() {
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
+		}
+		down(0)
 	}
 }
 
@@ -281,41 +295,49 @@ func (ix *Index) Search(q Query) (SearchResult, error) {
 		q.Page = 1
 	}
 	c := s.compile(&q)
-	list, sorted := s.candidates(&q)
-	runs := s.sortedRuns(&q)
+	runs, sorted := s.candidates(&q)
+	if c.impossible {
+		runs = nil
+	}
 	from := (q.Page - 1) * q.PerPage
-	res := SearchResult{Query: q, Offers: make([]*Listed, 0, min(q.PerPage, max(len(list), len(runs)*q.PerPage)))}
+	res := SearchResult{Query: q, Offers: make([]*Listed, 0, q.PerPage)}
 	switch {
-	case runs != nil:
-		// Several models, each pre-sorted: merge them up to the page.
-		s.mergePage(runs, &c, &q, from, q.PerPage, s.entryComparator(q.Sort, &c), &res)
-	case sorted && q.onlyPartitionFilters():
-		// The list is exactly the matches, in order: no scan at all.
-		res.Total = len(list)
-		for i := from; i < min(from+q.PerPage, len(list)); i++ {
-			res.Offers = append(res.Offers, list[i].o)
+	case len(runs) == 0:
+	case sorted && len(runs) == 1 && q.onlyPartitionFilters():
+		// The run is exactly the matches, in order: no scan at all.
+		r := runs[0]
+		res.Total = r.len()
+		for i := from; i < min(from+q.PerPage, r.len()); i++ {
+			res.Offers = append(res.Offers, r.at(i).o)
 		}
-	case sorted:
+	case sorted && len(runs) == 1:
 		// Pre-sorted: count every match but keep only the requested page.
-		for i := range list {
-			if !c.match(s, &list[i].k, fNone) {
+		r := runs[0]
+		for i := range r.ord {
+			e := r.at(i)
+			if !c.match(s, &e.k, fNone) {
 				continue
 			}
 			if res.Total >= from && len(res.Offers) < q.PerPage {
-				res.Offers = append(res.Offers, list[i].o)
+				res.Offers = append(res.Offers, e.o)
 			}
 			res.Total++
 		}
-	case q.Sort == SortLatency && len(q.GPUs) <= 1:
-		// The list is in price order and latency depends only on the
-		// datacentre: bucket the matches per datacentre, then merge the
-		// buckets in latency order. No sort, no pointer copies.
-		s.latencyPage(list, &c, from, q.PerPage, &res)
+	case sorted:
+		// Several partitions, each pre-sorted: merge them up to the page.
+		s.mergePage(runs, &c, &q, from, q.PerPage, s.entryComparator(q.Sort, &c), &res)
+	case q.Sort == SortLatency:
+		// The runs are in price order and latency depends only on the
+		// datacentre: bucket the matches per datacentre, then take the
+		// buckets in latency order.
+		s.latencyPage(runs, &c, from, q.PerPage, &res)
 	default:
-		var all []entry
-		for i := range list {
-			if c.match(s, &list[i].k, fNone) {
-				all = append(all, list[i])
+		var all []*entry
+		for _, r := range runs {
+			for i := range r.ord {
+				if e := r.at(i); c.match(s, &e.k, fNone) {
+					all = append(all, e)
+				}
 			}
 		}
 		slices.SortFunc(all, s.entryComparator(q.Sort, &c))
@@ -340,9 +362,9 @@ func (ix *Index) Search(q Query) (SearchResult, error) {
 // relaxations tries leaving out, or loosening to the nearest value that
 // lets something through, each active filter in turn.
 func (s *snapshot) relaxations(q Query) []Relaxation {
-	// In the viewer's price view, so that the loosened max_price is a
-	// price the viewer is shown.
-	all := s.sorted[viewOf(q.StudentViewer)][SortPrice][""]
+	// In the viewer's price view (compile's), so that the loosened
+	// max_price is a price the viewer is shown. Counting needs no order:
+	// every partition's entries, as they lie.
 	c := s.compile(&q)
 	var out []Relaxation
 	for _, f := range q.active() {
@@ -355,8 +377,7 @@ func (s *snapshot) relaxations(q Query) []Relaxation {
 			best = math.Inf(-1)
 		}
 		n := 0
-		for i := range all {
-			k := &all[i].k
+		for k := range s.keys() {
 			if !c.match(s, k, f) {
 				continue
 			}
@@ -367,7 +388,7 @@ func (s *snapshot) relaxations(q Query) []Relaxation {
 					best = math.Min(best, float64(ms))
 				}
 			case fMaxPrice:
-				best = math.Min(best, float64(k.price))
+				best = math.Min(best, float64(k.prices[c.view]))
 			case fMinGPUs:
 				best = math.Max(best, float64(k.maxGPUs))
 			case fMinVRAM:
@@ -411,8 +432,8 @@ func (s *snapshot) relaxations(q Query) []Relaxation {
 		// Count what the loosened query really lets through.
 		rc := s.compile(&rq)
 		count := 0
-		for i := range all {
-			if rc.match(s, &all[i].k, fNone) {
+		for k := range s.keys() {
+			if rc.match(s, k, fNone) {
 				count++
 			}
 		}
@@ -429,13 +450,13 @@ func (s *snapshot) relaxations(q Query) []Relaxation {
 // sorting thousands of matches by latency was a map lookup per comparison.
 // Prices are those of the price view c.view (the entries' own). The
 // index's pre-sorted lists use it too, so merged runs keep their order.
-func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int {
+func (s *snapshot) entryComparator(key string, c *compiled) func(a, b *entry) int {
 	v := c.view
 	// Explicit ifs, not cmp.Or: cmp.Or evaluates every comparison, and the
 	// later ones are rarely needed.
-	byPrice := func(a, b entry) int {
-		if a.k.price != b.k.price {
-			return cmp.Compare(a.k.price, b.k.price)
+	byPrice := func(a, b *entry) int {
+		if pa, pb := a.k.prices[v], b.k.prices[v]; pa != pb {
+			return cmp.Compare(pa, pb)
 		}
 		return cmp.Compare(a.k.id, b.k.id)
 	}
@@ -447,28 +468,28 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int
 			}
 			return math.MaxFloat32
 		}
-		return func(a, b entry) int {
-			if la, lb := lat(&a), lat(&b); la != lb {
+		return func(a, b *entry) int {
+			if la, lb := lat(a), lat(b); la != lb {
 				return cmp.Compare(la, lb)
 			}
 			return byPrice(a, b)
 		}
 	case SortVRAM:
-		return func(a, b entry) int {
+		return func(a, b *entry) int {
 			if a.k.vram != b.k.vram {
 				return cmp.Compare(b.k.vram, a.k.vram)
 			}
 			return byPrice(a, b)
 		}
 	case SortPricePerTFLOP:
-		return func(a, b entry) int {
+		return func(a, b *entry) int {
 			if pa, pb := a.o.keys[v].perTFLOP, b.o.keys[v].perTFLOP; pa != pb {
 				return cmp.Compare(pa, pb)
 			}
 			return byPrice(a, b)
 		}
 	case SortMeasured:
-		return func(a, b entry) int {
+		return func(a, b *entry) int {
 			if ta, tb := a.o.tier, b.o.tier; ta != tb {
 				return cmp.Compare(ta, tb)
 			}
@@ -478,14 +499,14 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int
 			return byPrice(a, b)
 		}
 	case SortReliability:
-		return func(a, b entry) int {
+		return func(a, b *entry) int {
 			if ua, ub := a.o.uptimeKey, b.o.uptimeKey; ua != ub {
 				return cmp.Compare(ub, ua)
 			}
 			return byPrice(a, b)
 		}
 	case SortInterruptible:
-		return func(a, b entry) int {
+		return func(a, b *entry) int {
 			if ba, bb := a.o.bidKey, b.o.bidKey; ba != bb {
 				return cmp.Compare(ba, bb)
 			}
@@ -495,15 +516,19 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b entry) int
 	return byPrice
 }
 
-// latencyPage fills res with the page [from, from+n) of list's matches in
-// (latency, price, id) order, and the total; list must be in price order.
-func (s *snapshot) latencyPage(list []entry, c *compiled, from, n int, res *SearchResult) {
-	buckets := make([][]int32, len(s.lat))
-	for i := range list {
-		if c.match(s, &list[i].k, fNone) {
-			dc := list[i].k.dc
-			buckets[dc] = append(buckets[dc], int32(i))
-			res.Total++
+// latencyPage fills res with the page [from, from+n) of the runs'
+// matches in (latency, price, id) order, and the total; the runs must be
+// in price order. Latency depends only on the datacentre: the matches are
+// bucketed per datacentre, the buckets grouped by latency, and only the
+// groups the page reaches are ordered by price.
+func (s *snapshot) latencyPage(runs []run, c *compiled, from, n int, res *SearchResult) {
+	buckets := make([][]*entry, len(s.lat))
+	for _, r := range runs {
+		for i := range r.ord {
+			if e := r.at(i); c.match(s, &e.k, fNone) {
+				buckets[e.k.dc] = append(buckets[e.k.dc], e)
+				res.Total++
+			}
 		}
 	}
 	type group struct {
@@ -515,7 +540,7 @@ func (s *snapshot) latencyPage(list []entry, c *compiled, from, n int, res *Sear
 		if len(b) == 0 {
 			continue
 		}
-		ms, ok := c.latency(s, &list[b[0]].k)
+		ms, ok := c.latency(s, &b[0].k)
 		if !ok {
 			ms = math.MaxFloat32
 		}
@@ -527,6 +552,7 @@ func (s *snapshot) latencyPage(list []entry, c *compiled, from, n int, res *Sear
 		groups[i].dcs = append(groups[i].dcs, dc)
 	}
 	slices.SortFunc(groups, func(a, b group) int { return cmp.Compare(a.ms, b.ms) })
+	byPrice := s.entryComparator(SortPrice, c)
 	pos := 0
 	for _, g := range groups {
 		if pos >= from+n {
@@ -540,24 +566,35 @@ func (s *snapshot) latencyPage(list []entry, c *compiled, from, n int, res *Sear
 			pos += size // the whole group is before the page
 			continue
 		}
-		// Merge the group's buckets by (price, id): indices into a
-		// price-ordered list compare as positions.
-		heads := make([]int, len(g.dcs))
-		for {
-			best := -1
-			for j, dc := range g.dcs {
-				if heads[j] < len(buckets[dc]) && (best < 0 || buckets[dc][heads[j]] < buckets[g.dcs[best]][heads[best]]) {
-					best = j
-				}
-			}
-			if best < 0 || pos >= from+n {
-				break
+		var all []*entry
+		for _, dc := range g.dcs {
+			all = append(all, buckets[dc]...)
+		}
+		slices.SortFunc(all, byPrice)
+		for _, e := range all {
+			if pos >= from+n {
+				return
 			}
 			if pos >= from {
-				res.Offers = append(res.Offers, list[buckets[g.dcs[best]][heads[best]]].o)
+				res.Offers = append(res.Offers, e.o)
 			}
-			heads[best]++
 			pos++
+		}
+	}
+}
+
+// keys yields every listed offer's key, in no order.
+func (s *snapshot) keys() func(yield func(*offerKey) bool) {
+	return func(yield func(*offerKey) bool) {
+		for _, p := range s.parts {
+			if p == nil {
+				continue
+			}
+			for i := range p.ents {
+				if !yield(&p.ents[i].k) {
+					return
+				}
+			}
 		}
 	}
 }

@@ -373,7 +373,7 @@ func (p *Service) UpdateProfile(ctx context.Context, u *models.User, providerID 
 			return err
 		}
 		// The offer list shows provider names.
-		return models.BumpOffersVersion(tx)
+		return models.OffersChanged(tx, models.OfferScope{Providers: []int64{pr.ID}})
 	})
 }
 
@@ -571,7 +571,7 @@ func (p *Service) UpdateDatacenter(ctx context.Context, u *models.User, provider
 			return err
 		}
 		// The offer list shows datacentre names, cities and latencies.
-		return models.BumpOffersVersion(tx)
+		return models.OffersChanged(tx, models.OfferScope{Datacenters: []int64{dcID}})
 	})
 }
 

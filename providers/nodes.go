@@ -198,7 +198,7 @@ func (p *Service) SetNodeStatus(ctx context.Context, u *models.User, providerID,
 		}
 		slog.Info("node status", "provider", acc.Provider.ID, "node", n.ID, "from", n.Status, "to", to, "user", u.ID)
 		// The public list hides offers on nodes that are not active.
-		return models.BumpOffersVersion(tx)
+		return models.OffersChanged(tx, models.OfferScope{Nodes: []int64{n.ID}})
 	})
 }
 

@@ -335,7 +335,7 @@ func (p *Service) CreateOffer(ctx context.Context, u *models.User, providerID in
 		if err := supply.RefreshNodeAvailability(tx, n.ID, now); err != nil {
 			return err
 		}
-		return models.BumpOffersVersion(tx)
+		return models.OffersChanged(tx, models.OfferScope{Offers: []int64{o.ID}})
 	})
 	if err != nil {
 		return nil, err
@@ -494,7 +494,7 @@ func (p *Service) UpdateOffer(ctx context.Context, u *models.User, providerID, o
 		if err := withImages(tx, o); err != nil {
 			return err
 		}
-		return models.BumpOffersVersion(tx)
+		return models.OffersChanged(tx, models.OfferScope{Offers: []int64{o.ID}})
 	})
 	if err != nil {
 		return nil, err

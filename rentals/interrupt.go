@@ -137,7 +137,7 @@ func (s *Service) interrupt(ctx context.Context, tx *gorm.DB, id int64, by *mode
 		return err
 	}
 	slog.Info("rental interrupted", "rental", v.ID, "by", by.ID, "reason", why, "grace_until", graceUntil)
-	return models.BumpOffersVersion(tx)
+	return models.OffersChanged(tx, models.OfferScope{Offers: []int64{v.OfferID}})
 }
 
 // interruptedMail tells a renter that their interruptible rental was
@@ -214,7 +214,7 @@ func (s *Service) RaiseBid(ctx context.Context, u *models.User, org *models.Org,
 				return err
 			}
 		}
-		return models.BumpOffersVersion(tx)
+		return models.OffersChanged(tx, models.OfferScope{Offers: []int64{cur.OfferID}})
 	})
 	if err != nil {
 		return nil, err

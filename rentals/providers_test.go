@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"suanli/models/listing"
 	"testing"
 	"time"
 
@@ -130,7 +131,7 @@ func (f *provFixture) mustOffer(in providers.OfferInput) *models.Offer {
 // publicIDs are the offer ids the public list shows.
 func (f *provFixture) publicIDs() []int64 {
 	f.t.Helper()
-	rows, _, err := f.db.ListedOffers(f.ctx)
+	rows, _, err := listing.All(f.ctx, f.db)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -254,7 +254,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		}
 		if r.Interruptible() {
 			// The offer's clearing price may have moved.
-			if err := models.BumpOffersVersion(tx); err != nil {
+			if err := models.OffersChanged(tx, models.OfferScope{Offers: []int64{o.ID}}); err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,7 @@ package sla
 
 import (
 	"context"
+	"suanli/models/listing"
 
 	"suanli/benchmarks"
 	"suanli/models"
@@ -20,7 +21,7 @@ const DisputePenaltyPct = 5.0
 // DisputedNodes are the nodes with a listed offer whose latest report is
 // disputed by its witnesses.
 func DisputedNodes(ctx context.Context, db *models.DB) (map[int64]bool, error) {
-	rows, _, err := db.ListedOffers(ctx)
+	rows, _, err := listing.All(ctx, db)
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"suanli/models/listing"
 	"sync"
 	"testing"
 	"time"
@@ -312,7 +313,7 @@ func TestRunway(t *testing.T) {
 		if err := demo.SeedDemo(ctx, db); err != nil {
 			t.Fatal(err)
 		}
-		offers, _, err := db.ListedOffers(ctx)
+		offers, _, err := listing.All(ctx, db)
 		must(t, err == nil && len(offers) > 0, "offers: %v", err)
 		o := offers[0].Offer
 		owner := f.user("runway@example.com", locales.EN)

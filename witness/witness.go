@@ -211,7 +211,9 @@ func (s *Service) Submit(ctx context.Context, rentalID int64, token string, rep 
 	}
 	// The offer index holds its offers' statuses, judged with these
 	// results: it reloads when the offers version moves.
-	if err := s.DB.Tx(ctx, models.BumpOffersVersion); err != nil {
+	if err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		return models.OffersChanged(tx, models.OfferScope{Nodes: []int64{node.ID}})
+	}); err != nil {
 		return res, err
 	}
 	if res.Source == witnessstore.SourceAudit && audit.Status == witnessstore.AuditRunning {

@@ -2,6 +2,7 @@ package workers_test
 
 import (
 	"context"
+	"suanli/models/listing"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func TestAvailabilityJobRunsOnTheQueue(t *testing.T) {
 		if err := demo.SeedDemo(ctx, db); err != nil {
 			t.Fatal(err)
 		}
-		rows, _, err := db.ListedOffers(ctx)
+		rows, _, err := listing.All(ctx, db)
 		if err != nil {
 			t.Fatal(err)
 		}

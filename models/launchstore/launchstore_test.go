@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"suanli/models/listing"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func newWorld(t *testing.T, db *models.DB) *world {
 	if err := models.InsertOrg(db.W, w.org); err != nil {
 		t.Fatal(err)
 	}
-	rows, _, err := db.ListedOffers(ctx)
+	rows, _, err := listing.All(ctx, db)
 	if err != nil || len(rows) == 0 {
 		t.Fatalf("offers: %d, %v", len(rows), err)
 	}

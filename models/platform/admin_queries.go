@@ -87,7 +87,7 @@ func SetOrgSuspended(tx *gorm.DB, orgID int64, at *time.Time) error {
 		return err
 	}
 	// A suspended provider's offers leave the list (and come back).
-	return models.BumpOffersVersion(tx)
+	return models.OffersChanged(tx, models.OfferScope{Orgs: []int64{orgID}})
 }
 
 // ProvidersOfOrgs returns the provider profiles of the organisations, by

@@ -143,7 +143,11 @@ func SetNodeUptimes(ctx context.Context, db *models.DB, ups []NodeUptime, now ti
 			}
 		}
 		if bump {
-			return models.BumpOffersVersion(tx)
+			nodes := make([]int64, len(ups))
+			for i, u := range ups {
+				nodes[i] = u.NodeID
+			}
+			return models.OffersChanged(tx, models.OfferScope{Nodes: nodes})
 		}
 		return nil
 	})

@@ -105,5 +105,5 @@ func InsertReport(tx *gorm.DB, r *models.BenchmarkReport) error {
 	if res.RowsAffected == 0 {
 		return nil
 	}
-	return models.BumpOffersVersion(tx)
+	return models.OffersChanged(tx, models.OfferScope{Nodes: []int64{r.NodeID}})
 }

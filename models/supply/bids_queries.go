@@ -2,6 +2,8 @@ package supply
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"gorm.io/gorm"
 
@@ -25,6 +27,23 @@ type OfferBids map[int64][]int64
 // rentals in one query (the offer index loads them with the offers).
 func LiveBidsByOffer(ctx context.Context, db *models.DB) (OfferBids, error) {
 	return liveBids(db.R.WithContext(ctx), "")
+}
+
+// LiveBidsOfOffers reads the bids of the live interruptible rentals of
+// some offers (the offer index's patch), by offer.
+func LiveBidsOfOffers(ctx context.Context, db *models.DB, offerIDs []int64) (OfferBids, error) {
+	if len(offerIDs) == 0 {
+		return OfferBids{}, nil
+	}
+	out := OfferBids{}
+	for c := range slices.Chunk(offerIDs, 5000) {
+		m, err := liveBids(db.R.WithContext(ctx), " AND offer_id IN ?", c)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(out, m)
+	}
+	return out, nil
 }
 
 // LiveBidsOfOffer reads the bids of one offer's live interruptible

@@ -26,7 +26,7 @@ func RefreshNodeAvailability(tx *gorm.DB, nodeID int64, now time.Time) error {
 		return res.Error
 	}
 	if res.RowsAffected > 0 {
-		return models.BumpOffersVersion(tx)
+		return models.OffersChanged(tx, models.OfferScope{Nodes: []int64{nodeID}})
 	}
 	return nil
 }
