@@ -36,9 +36,10 @@ var queryPackages = []string{"models/", "migrations/", "dbtest/"}
 // models/db.go (the clock itself), the node agent and its NVML reader (a
 // separate process on a GPU host, with its own clock), the renter CLI (a
 // client of the API in the renter's own process, with no domain logic:
-// its clock only times how long it waits for an answer), and stripemock
-// (a test tool).
-var clockFree = []string{"models/db.go", "agent/", "gpu/", "rentercli/", "stripemock/"}
+// its clock only times how long it waits for an answer), stripemock
+// (a test tool) and the load tools under scripts/ (API clients that pace
+// and time their requests).
+var clockFree = []string{"models/db.go", "agent/", "gpu/", "rentercli/", "stripemock/", "scripts/"}
 
 // wallClock lists the files that read time.Now for a reason other than
 // domain time, with the reason.

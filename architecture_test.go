@@ -144,6 +144,10 @@ var depRules = []depRule{
 			// Its own packages (rentercli/sshcmd) are held to the same rule.
 			return under(module)(imp) && !under("suanli/apiclient", "suanli/locales", "suanli/rentercli")(imp)
 		}},
+	// The load tools drive a running server as its clients do, so what
+	// they measure is what a client gets.
+	{name: "the load tools under scripts/ use only the standard library and the generated API client",
+		from: under("suanli/scripts"), forbid: not(anyOf(stdlib, under("suanli/apiclient")))},
 }
 
 // exceptions are edges the rules forbid that are part of the design,
@@ -310,6 +314,7 @@ func TestArchitectureRulesCatch(t *testing.T) {
 		add("views/x.go", "suanli/handlers"),
 		add("workers/x.go", "suanli/handlers/admin"),
 		add("handlers/admin/x.go", "suanli/web"),
+		add("scripts/churn/x.go", "suanli/models"),
 	}
 	fine := []edge{
 		add("x.go", "suanli/web"),
@@ -330,6 +335,7 @@ func TestArchitectureRulesCatch(t *testing.T) {
 		add("billing/x.go", "suanli/models/ledger"),
 		add("models/x_test.go", "suanli/models/rentalstore"),
 		add("rentals/x.go", "suanli/billing"),
+		add("scripts/churn/x.go", "suanli/apiclient"),
 	}
 	bad := violations(edges, pkgOf)
 	for _, e := range forbidden {

@@ -53,13 +53,14 @@ func offerQueryVM(q offers.Query) pages.OfferQuery {
 }
 
 // offerListVM maps a search's offers to table rows, their benchmark
-// status judged with their nodes' witnesses as the index holds it. A
-// row carries its index entry's HTML cache and reads the offer only when
-// not cached.
+// status judged with their nodes' witnesses as the index holds it. The
+// index entry is the row's revision: a changed offer gets a new entry, so
+// its cached HTML is not served again, and the offer is read only when
+// the row is not cached.
 func offerListVM(res offers.SearchResult) pages.OfferList {
 	rows := make([]pages.OfferListRow, len(res.Offers))
 	for i, o := range res.Offers {
-		rows[i] = pages.OfferListRow{Rendered: &o.Rendered, Offer: (*listedRow)(o), Status: o.WitnessStatus}
+		rows[i] = pages.OfferListRow{ID: o.ID, Rev: o, Offer: (*listedRow)(o), Status: o.WitnessStatus}
 	}
 	return pages.OfferList{Total: res.Total, Rows: rows}
 }

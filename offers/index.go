@@ -44,11 +44,11 @@ type Listed struct {
 	// with its node's independent witnesses (see Index.Judge); "" when
 	// none has measured, and the report's own status stands.
 	WitnessStatus string
-	// Rendered lets views cache output derived from this offer alone. An
-	// offer in a snapshot never changes (a change makes a new snapshot), so
-	// neither does its HTML; the cache goes with the snapshot.
-	Rendered sync.Map
 }
+
+// A Listed never changes once an index holds it: a change to the offer
+// makes a new Listed, so views may cache what they derive from one under
+// its pointer.
 
 // priceView names the price that an index list orders and filters by:
 // everyone sees the list price except confirmed members of approved labs,

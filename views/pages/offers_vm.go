@@ -7,14 +7,13 @@ package pages
 
 import (
 	"context"
+	"hash/maphash"
 	"io"
 	"math"
-
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -23,6 +22,7 @@ import (
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views"
+	"suanli/views/rowcache"
 )
 
 // OffersVM is the offer list page's view model.
@@ -89,13 +89,17 @@ type OfferList struct {
 	Rows  []OfferListRow
 }
 
-// OfferListRow is one row of an offer table. Its HTML is cached in
-// Rendered, which belongs to the offer's entry in the search index and
-// lives as long as it; Offer gives the row's figures, read only when the
-// row is not cached yet.
+// OfferListRow is one row of an offer table. Its HTML is cached in the
+// process-wide row cache under ID, Rev and what else it depends on;
+// Offer gives the row's figures, read only when the row is not cached.
 type OfferListRow struct {
-	Rendered *sync.Map
-	Offer    OfferRowSource
+	// ID is the offer's id; Rev names the offer's current figures and
+	// changes whenever they do (the search index's entry, a pointer: an
+	// entry is replaced, never changed). Rev must be comparable; nil
+	// means the row is rendered every time.
+	ID    int64
+	Rev   any
+	Offer OfferRowSource
 	// Status, when set, is the benchmark status judged with the offer's
 	// witnesses (renter-measured, platform-audited), which the search
 	// index does not hold: it replaces the report's own and is part of
@@ -279,13 +283,37 @@ func interconnectLabel(vc views.Ctx, ic string) string { return vc.T("ic." + ic)
 
 func sortLabel(vc views.Ctx, key string) string { return vc.T("sort." + key) }
 
-// cachedRow returns the offer's row HTML, rendering it on first use for
-// this language and latency city. The result grid of the offer list is
-// most of its page; rendering 50 rows per request was 80% of its cost.
+// rowCacheBytes is the row cache's budget. A row is ~1.55 kB of HTML and
+// ~1.75 kB with its key (BenchmarkRows logs the size), so 8 MiB keeps
+// ~4,800 rows: 50-row pages of the ~50 most popular searches in both
+// languages. The cache is live heap, which the GC's target doubles, and
+// the server's whole memory target at 100k offers is 150 MB. A miss costs
+// one row's render, ~13 µs.
+const rowCacheBytes = 8 << 20
+
+// rowCache holds the offer tables' rows of every offer, language and
+// latency city within rowCacheBytes.
+var rowCache = rowcache.New(rowCacheBytes, func(k rowCacheKey) uint64 { return uint64(k.id) })
+
+// rowCacheKey names a row's HTML: the offer, its revision and the rest.
+// A revision that is a pointer keeps its index entry alive until the
+// row is evicted; an old revision's rows are never read again, so CLOCK
+// evicts them first.
+type rowCacheKey struct {
+	id  int64
+	rev any
+	rowKey
+}
+
+// cachedRow returns the offer's row HTML, rendering it on a miss. The
+// result grid of the offer list is most of its page; rendering 50 rows
+// per request was 80% of its cost.
 func cachedRow(vc views.Ctx, o OfferListRow, city string, withDC bool) string {
-	key := rowKey{vc.Lang, city, o.Status, withDC, vc.Student}
-	if s, ok := o.Rendered.Load(key); ok {
-		return s.(string)
+	key := rowCacheKey{o.ID, o.Rev, rowKey{vc.Lang, city, o.Status, withDC, vc.Student}}
+	if o.Rev != nil {
+		if s, ok := rowCache.Get(key); ok {
+			return s
+		}
 	}
 	var b strings.Builder
 	row := o.Offer.Row(vc.Lang)
@@ -297,8 +325,14 @@ func cachedRow(vc views.Ctx, o OfferListRow, city string, withDC bool) string {
 		// bug; show nothing rather than half a row.
 		return ""
 	}
-	s, _ := o.Rendered.LoadOrStore(key, b.String())
-	return s.(string)
+	s := b.String()
+	if o.Rev != nil {
+		// The city may be a slice of the request's query: copy it rather
+		// than keep the whole query alive.
+		key.city = strings.Clone(city)
+		rowCache.Put(key, s, len(key.city)+len(key.status))
+	}
+	return s
 }
 
 // rowKey is what a row's HTML depends on besides the offer.
@@ -321,22 +355,23 @@ func cachedRows(vc views.Ctx, rows []OfferListRow, city string, withDC bool) tem
 
 // filterForms caches the filter form's HTML by language and raw query:
 // the form depends on nothing else when no field has an error, and a
-// market's popular searches repeat. Bounded: cleared when full.
-var filterForms struct {
-	sync.Mutex
-	m map[string]string
-}
+// market's popular searches repeat. Every distinct query string is a new
+// entry, so the cache has a byte budget (filterFormBytes) rather than
+// growing with the queries seen.
+var filterForms = rowcache.New(filterFormBytes, func(k string) uint64 { return maphash.String(formSeed, k) })
 
-const maxCachedForms = 4096
+// filterFormBytes is the filter forms' budget: a form is ~5.5 kB of HTML
+// (every GPU model and city is an option), so 2 MiB keeps the forms of
+// ~370 searches, the popular ones. (It was 4,096 forms, ~22 MB.)
+const filterFormBytes = 2 << 20
+
+var formSeed = maphash.MakeSeed()
 
 func cachedFilters(vc views.Ctx, vm OffersVM) string {
 	cacheable := len(vm.Errors) == 0 && len(vm.RawQuery) < 512
 	key := vc.Lang + "?" + vm.RawQuery
 	if cacheable {
-		filterForms.Lock()
-		s, ok := filterForms.m[key]
-		filterForms.Unlock()
-		if ok {
+		if s, ok := filterForms.Get(key); ok {
 			return s
 		}
 	}
@@ -346,12 +381,7 @@ func cachedFilters(vc views.Ctx, vm OffersVM) string {
 	}
 	s := b.String()
 	if cacheable {
-		filterForms.Lock()
-		if filterForms.m == nil || len(filterForms.m) >= maxCachedForms {
-			filterForms.m = make(map[string]string, maxCachedForms)
-		}
-		filterForms.m[key] = s
-		filterForms.Unlock()
+		filterForms.Put(key, s, len(key))
 	}
 	return s
 }
