@@ -244,23 +244,34 @@ func (ix *Index) Refresh(ctx context.Context) (bool, error) {
 			return true, nil
 		}
 	}
-	rows, version, err := listing.All(ctx, ix.db)
+	b, n := newBuilder(0), 0
+	var running supply.OfferBids
+	version, err := listing.Each(ctx, ix.db, loadChunk, func(rows []models.OfferRow) error {
+		if running == nil {
+			// The bids of the offers' live interruptible rentals give
+			// their clearing prices; read after the version (Each's
+			// first read), so they are at least as new. A bid that
+			// changes moves the offers version.
+			var err error
+			if running, err = supply.LiveBidsByOffer(ctx, ix.db); err != nil {
+				return fmt.Errorf("load bids: %w", err)
+			}
+		}
+		judged, err := ix.judge(ctx, rows)
+		if err != nil {
+			return err
+		}
+		b.add(rows, running, judged)
+		n += len(rows)
+		return nil
+	})
 	if err != nil {
 		return false, fmt.Errorf("load offers: %w", err)
 	}
-	// The bids of the offers' live interruptible rentals give their
-	// clearing prices. A bid that changes moves the offers version.
-	running, err := supply.LiveBidsByOffer(ctx, ix.db)
-	if err != nil {
-		return false, fmt.Errorf("load bids: %w", err)
-	}
-	judged, err := ix.judge(ctx, rows)
-	if err != nil {
-		return false, err
-	}
-	ix.snap.Store(build(rows, version, running, judged))
+	b.s.version = version
+	ix.snap.Store(b.finish())
 	ix.Loads.Add(1)
-	slog.Debug("offer index loaded", "offers", len(rows), "version", version, "took", time.Since(start))
+	slog.Debug("offer index loaded", "offers", n, "version", version, "took", time.Since(start))
 	return true, nil
 }
 
@@ -319,13 +330,14 @@ func newListed(r models.OfferRow, m *catalog.GPUModel, running []int64, status s
 	return o
 }
 
+// loadChunk is how many rows a whole load reads at a time.
+const loadChunk = 10000
+
 // build makes a snapshot of rows, every partition sorted afresh.
 func build(rows []models.OfferRow, version int64, running supply.OfferBids, judged map[int64]string) *snapshot {
-	ids := make([]int64, len(rows))
-	for i := range rows {
-		ids[i] = rows[i].ID
-	}
-	return emptySnapshot().apply(version, ids, rows, running, judged)
+	b := newBuilder(version)
+	b.add(rows, running, judged)
+	return b.finish()
 }
 
 // Offer returns a listed offer by id, or ENOTFOUND.

@@ -169,10 +169,10 @@ func (s *snapshot) apply(version int64, touched []int64, rows []models.OfferRow,
 			slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
 			continue
 		}
-		if !dcsCopied && ns.dcChanged(&r) {
-			ns.dcIdx, ns.lat, dcsCopied = maps.Clone(s.dcIdx), slices.Clone(s.lat), true
-		}
-		if dcsCopied {
+		if ns.dcChanged(&r) {
+			if !dcsCopied {
+				ns.dcIdx, ns.lat, dcsCopied = maps.Clone(s.dcIdx), slices.Clone(s.lat), true
+			}
 			ns.registerDC(&r)
 		}
 		o := newListed(r, m, running[r.ID], judged[r.ID])
@@ -185,6 +185,51 @@ func (s *snapshot) apply(version int64, touched []int64, rows []models.OfferRow,
 		ns.parts[p] = ns.patch(s.parts[p], c.gone, c.adds)
 	}
 	return &ns
+}
+
+// builder makes a whole snapshot from rows passed in chunks: each chunk
+// becomes index records at once (so a load never holds every row and
+// every record together), and the partitions are sorted once at the end.
+type builder struct {
+	s    *snapshot
+	adds [][]entry
+}
+
+func newBuilder(version int64) *builder {
+	s := emptySnapshot()
+	s.version = version
+	return &builder{s: s, adds: make([][]entry, len(s.parts))}
+}
+
+func (b *builder) add(rows []models.OfferRow, running supply.OfferBids, judged map[int64]string) {
+	s := b.s
+	for _, r := range rows {
+		m, ok := s.gpus[r.GPUModel]
+		if !ok {
+			slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
+			continue
+		}
+		if s.dcChanged(&r) {
+			s.registerDC(&r)
+		}
+		o := newListed(r, m, running[r.ID], judged[r.ID])
+		k := s.key(o)
+		p := s.partOf(&k)
+		b.adds[p] = append(b.adds[p], entry{k: k, o: o})
+		s.ids.shards[uint64(r.ID)%idShards][r.ID] = o
+		s.n++
+	}
+}
+
+func (b *builder) finish() *snapshot {
+	for p, ents := range b.adds {
+		if len(ents) > 0 {
+			part := &part{ents: slices.Clip(ents)}
+			part.sortAll()
+			b.s.parts[p] = part
+		}
+	}
+	return b.s
 }
 
 // partOf is the partition of an offer with key k.
@@ -203,7 +248,22 @@ func (s *snapshot) dcChanged(r *models.OfferRow) bool {
 	if !ok {
 		return true
 	}
-	return !slices.Equal(s.lat[dc], s.latRow(r.Latency))
+	// Compared in place: a full load asks once per offer.
+	row, known := s.lat[dc], 0
+	for city, ms := range r.Latency {
+		if ci, ok := s.cityIdx[city]; ok {
+			known++
+			if row[ci] != float32(ms) {
+				return true
+			}
+		}
+	}
+	for _, ms := range row {
+		if ms >= 0 {
+			known--
+		}
+	}
+	return known != 0
 }
 
 func (s *snapshot) latRow(lat map[string]float64) []float32 {

@@ -2,10 +2,13 @@ package sla
 
 import (
 	"context"
-	"suanli/models/listing"
+	"maps"
+	"slices"
 
 	"suanli/benchmarks"
 	"suanli/models"
+	"suanli/models/listing"
+	"suanli/witness"
 )
 
 // DisputePenaltyPct is how many percentage points a node's reliability
@@ -21,7 +24,13 @@ const DisputePenaltyPct = 5.0
 // DisputedNodes are the nodes with a listed offer whose latest report is
 // disputed by its witnesses.
 func DisputedNodes(ctx context.Context, db *models.DB) (map[int64]bool, error) {
-	rows, _, err := listing.All(ctx, db)
+	// Only nodes with witnesses can be disputed: read just their offers,
+	// not the whole catalogue.
+	sums, err := (&witness.Service{DB: db}).AllNodeSummaries(ctx)
+	if err != nil || len(sums) == 0 {
+		return nil, err
+	}
+	rows, err := listing.OnNodes(ctx, db, slices.Collect(maps.Keys(sums)))
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
