@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"suanli/models/listing"
 
 	"gorm.io/gorm"
 
@@ -23,6 +22,7 @@ import (
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/ledger"
+	"suanli/models/listing"
 	"suanli/pricing"
 	"suanli/providers"
 )

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"suanli/models/listing"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"suanli/migrations"
 	"suanli/models"
 	"suanli/models/ledger"
+	"suanli/models/listing"
 )
 
 // withoutOwnSettings clears, for the test, the environment variables

@@ -2,7 +2,6 @@ package demo_test
 
 import (
 	"context"
-	"suanli/models/listing"
 	"testing"
 
 	"suanli/accounts"
@@ -10,6 +9,7 @@ import (
 	"suanli/demo"
 	"suanli/migrations"
 	"suanli/models"
+	"suanli/models/listing"
 )
 
 func TestSeedDemoIsBelievableAndIdempotent(t *testing.T) {

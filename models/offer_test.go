@@ -2,12 +2,12 @@ package models_test
 
 import (
 	"context"
-	"suanli/models/listing"
 	"testing"
 
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/models"
+	"suanli/models/listing"
 )
 
 func TestRefreshAvailabilityFollowsGPUStates(t *testing.T) {

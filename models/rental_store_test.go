@@ -2,7 +2,6 @@ package models_test
 
 import (
 	"context"
-	"suanli/models/listing"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/ledger"
+	"suanli/models/listing"
 	"suanli/models/rentalstore"
 	"suanli/pricing"
 )

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"suanli/models/listing"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"suanli/gpu"
 	"suanli/models"
 	"suanli/models/ledger"
+	"suanli/models/listing"
 	"suanli/offers"
 	"suanli/providers"
 	"suanli/rentals"

@@ -2,13 +2,13 @@ package workers_test
 
 import (
 	"context"
-	"suanli/models/listing"
 	"testing"
 	"time"
 
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/models"
+	"suanli/models/listing"
 	"suanli/workers"
 )
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"suanli/models/listing"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"suanli/demo"
 	"suanli/models"
 	"suanli/models/launchstore"
+	"suanli/models/listing"
 	"suanli/models/rentalstore"
 	"suanli/secrets"
 )
