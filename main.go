@@ -26,6 +26,7 @@ import (
 	"suanli/accounts"
 	"suanli/benchmarks"
 	"suanli/billing"
+	"suanli/changefeed"
 	"suanli/config"
 	"suanli/demo"
 	"suanli/fleet"
@@ -200,13 +201,6 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, set := os.LookupEnv("GOGC"); !set {
-		// The offer index is a large, long-lived heap that every GC cycle
-		// marks again; collecting at 400% growth instead of 100% cut the
-		// offer list's p99 under load from 25–28 ms to 19–22 ms (100k
-		// offers) for a higher peak heap. GOGC overrides.
-		debug.SetGCPercent(400)
-	}
 	db, err := open(ctx, cfg)
 	if err != nil {
 		return err
@@ -233,6 +227,10 @@ func serve(ctx context.Context, args []string) error {
 	if _, err := index.Refresh(ctx); err != nil {
 		return err
 	}
+	// The first load is the process's largest burst of garbage (the rows
+	// read, the sorts); hand it back to the OS now rather than keep the
+	// heap it peaked at for minutes. Later changes are patched.
+	debug.FreeOSMemory()
 	wallet := walletService(db, cfg)
 	rentals := rentalsService(db, wallet, cfg)
 	if rentals.Credentials, err = registryCredentials(cfg); err != nil {
@@ -255,6 +253,10 @@ func serve(ctx context.Context, args []string) error {
 	if relay := hubRelay(db, rentals); relay != nil {
 		wg.Go(func() { relay.Run(bg) })
 	}
+	// What changed, for the pages that wait on it (the rental page's
+	// event stream) instead of polling.
+	changes := changefeed.New()
+	wg.Go(func() { changes.Run(bg, db, changefeed.Options{}) })
 
 	if cfg.PprofAddr != "" {
 		pl, err := net.Listen("tcp", cfg.PprofAddr)
@@ -281,7 +283,7 @@ func serve(ctx context.Context, args []string) error {
 		Wallet: wallet, Rentals: rentals, StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
 		Providers: &providers.Service{DB: db, Rentals: rentals, BaseURL: cfg.BaseURL},
 		Payouts:   payoutsService(db, cfg),
-		Tunnels:   tunnels, AppsDomain: cfg.AppsDomain,
+		Tunnels:   tunnels, AppsDomain: cfg.AppsDomain, Changes: changes,
 	}, web.Options{SecureCookies: cfg.SecureCookies(), Collectors: []prometheus.Collector{metrics.New(db), jobMetrics},
 		RateLimit: web.RateLimit{ReadPerSec: cfg.APIReadRate, ReadBurst: int(2 * cfg.APIReadRate), WritePerSec: cfg.APIWriteRate, WriteBurst: int(2 * cfg.APIWriteRate)}})
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -314,6 +316,7 @@ func serve(ctx context.Context, args []string) error {
 		}
 		stopAgents()
 		rentals.Hub.Close()
+		changes.Close() // open event streams end
 		// Agents dial again, to another replica or to this one restarted.
 		tunnels.Local.Close()
 	})

@@ -4953,6 +4953,8 @@ type ClientInterface interface {
 
 	// GetRental One rental, with its access, checks and timeline
 	//
+	// The answer carries a weak ETag (W/"r<id>-…") naming the rental's state as this caller sees it: send it back in an If-None-Match header (compared weakly, as RFC 9110 says) and, while the rental is unchanged, the answer is 304 with no body — cheaper for the server than the full answer, so a client polling a rental should send it. The tag changes at once when the rental's own record changes (its status, access, billing: so cost_so_far_fen in a 304'd answer is at most one meter pass, about a minute, old) and within about a second when its timeline, GPUs, launch progress, volume, node or organisation change. Tags are per server replica: behind a load balancer another replica may answer 200 with a tag of its own. Cache-Control: no-cache (always ask; the 304 is cheap). Another organisation's rental is 404, as for one that does not exist, with no tag.
+	//
 	// Corresponds with GET /api/v1/rentals/{id} (the `GetRental` operationId).
 	GetRental(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -6372,6 +6374,8 @@ func (c *Client) CreateRental(ctx context.Context, params *CreateRentalParams, b
 }
 
 // GetRental One rental, with its access, checks and timeline
+//
+// The answer carries a weak ETag (W/"r<id>-…") naming the rental's state as this caller sees it: send it back in an If-None-Match header (compared weakly, as RFC 9110 says) and, while the rental is unchanged, the answer is 304 with no body — cheaper for the server than the full answer, so a client polling a rental should send it. The tag changes at once when the rental's own record changes (its status, access, billing: so cost_so_far_fen in a 304'd answer is at most one meter pass, about a minute, old) and within about a second when its timeline, GPUs, launch progress, volume, node or organisation change. Tags are per server replica: behind a load balancer another replica may answer 200 with a tag of its own. Cache-Control: no-cache (always ask; the 304 is cheap). Another organisation's rental is 404, as for one that does not exist, with no tag.
 //
 // Corresponds with GET /api/v1/rentals/{id} (the `GetRental` operationId).
 func (c *Client) GetRental(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11784,6 +11788,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetRentalWithResponse One rental, with its access, checks and timeline
 	//
+	// The answer carries a weak ETag (W/"r<id>-…") naming the rental's state as this caller sees it: send it back in an If-None-Match header (compared weakly, as RFC 9110 says) and, while the rental is unchanged, the answer is 304 with no body — cheaper for the server than the full answer, so a client polling a rental should send it. The tag changes at once when the rental's own record changes (its status, access, billing: so cost_so_far_fen in a 304'd answer is at most one meter pass, about a minute, old) and within about a second when its timeline, GPUs, launch progress, volume, node or organisation change. Tags are per server replica: behind a load balancer another replica may answer 200 with a tag of its own. Cache-Control: no-cache (always ask; the 304 is cheap). Another organisation's rental is 404, as for one that does not exist, with no tag.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/rentals/{id} (the `GetRental` operationId).
@@ -16072,6 +16078,16 @@ func (r CreateRentalResponse) ContentType() string {
 	return ""
 }
 
+// GetRentalResponse200Headers the declared response headers of an HTTP 200 response for GetRental
+type GetRentalResponse200Headers struct {
+	ETag *string
+}
+
+// GetRentalResponse304Headers the declared response headers of an HTTP 304 response for GetRental
+type GetRentalResponse304Headers struct {
+	ETag *string
+}
+
 // GetRentalResponse429Headers the declared response headers of an HTTP 429 response for GetRental
 type GetRentalResponse429Headers struct {
 	RetryAfter *int
@@ -16092,6 +16108,10 @@ type GetRentalResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetRentalResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetRentalResponse304Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetRentalResponse429Headers
 }
@@ -20112,6 +20132,8 @@ func (c *ClientWithResponses) CreateRentalWithResponse(ctx context.Context, para
 }
 
 // GetRentalWithResponse One rental, with its access, checks and timeline
+//
+// The answer carries a weak ETag (W/"r<id>-…") naming the rental's state as this caller sees it: send it back in an If-None-Match header (compared weakly, as RFC 9110 says) and, while the rental is unchanged, the answer is 304 with no body — cheaper for the server than the full answer, so a client polling a rental should send it. The tag changes at once when the rental's own record changes (its status, access, billing: so cost_so_far_fen in a 304'd answer is at most one meter pass, about a minute, old) and within about a second when its timeline, GPUs, launch progress, volume, node or organisation change. Tags are per server replica: behind a load balancer another replica may answer 200 with a tag of its own. Cache-Control: no-cache (always ask; the 304 is cheap). Another organisation's rental is 404, as for one that does not exist, with no tag.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -24334,6 +24356,9 @@ func ParseGetRentalResponse(rsp *http.Response) (*GetRentalResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24372,6 +24397,26 @@ func ParseGetRentalResponse(rsp *http.Response) (*GetRentalResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetRentalResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetRentalResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetRentalResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

@@ -5,9 +5,12 @@ package handlers
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
+	"strings"
 	"suanli/accounts"
 	"suanli/billing"
+	"suanli/changefeed"
 	"suanli/fleet"
 	"suanli/offers"
 	"suanli/providers"
@@ -54,6 +57,12 @@ type Handler struct {
 	// ports) on an origin of their own per rental, r{id}.AppsDomain, with
 	// the scheme and port of the marketplace's base URL (--apps-domain).
 	AppsDomain string
+	// Changes tells waiting pages that what they show changed (the rental
+	// page's event stream); nil: they poll. StreamKeepAlive and
+	// StreamRefresh tune that stream (package rentalwatch; zero: its
+	// defaults).
+	Changes                        *changefeed.Feed
+	StreamKeepAlive, StreamRefresh time.Duration
 }
 
 // SessionUserKey is the session key of the logged-in user's id, and
@@ -117,21 +126,42 @@ func ViewCtx(c echo.Context) views.Ctx {
 	return vc
 }
 
-// routeURLs caches the URLs of routes without parameters: echo's Reverse
-// walks the whole route table, and a page asks for a dozen links.
+// routeURLs caches each route's URL split where its parameters go:
+// echo's Reverse walks the whole route table (a map) per call, and an
+// offer list page asks for a few links per row.
 var routeURLs sync.Map
+
+// routeSlot marks a parameter's place when a route's parts are cut.
+const routeSlot = "\x00"
 
 func reverser(e *echo.Echo) func(string, ...any) string {
 	return func(name string, params ...any) string {
-		if len(params) > 0 {
-			return e.Reverse(name, params...)
+		v, ok := routeURLs.Load(name)
+		if !ok {
+			slots := make([]any, 8)
+			for i := range slots {
+				slots[i] = routeSlot
+			}
+			v, _ = routeURLs.LoadOrStore(name, strings.Split(e.Reverse(name, slots...), routeSlot))
 		}
-		if u, ok := routeURLs.Load(name); ok {
-			return u.(string)
+		parts := v.([]string)
+		if len(parts) != len(params)+1 {
+			return e.Reverse(name, params...) // as echo does with too few
 		}
-		u := e.Reverse(name)
-		routeURLs.Store(name, u)
-		return u
+		var b strings.Builder
+		b.WriteString(parts[0])
+		for i, p := range params {
+			switch p := p.(type) {
+			case int64:
+				b.WriteString(strconv.FormatInt(p, 10))
+			case string:
+				b.WriteString(p)
+			default:
+				fmt.Fprint(&b, p)
+			}
+			b.WriteString(parts[i+1])
+		}
+		return b.String()
 	}
 }
 

@@ -523,16 +523,12 @@ func (h *Handler) RentalUsageVM(c echo.Context, d *rentals.RentalDetail) (*renta
 // no longer current, htmx is told to reload the whole page, so that the
 // checks, GPUs and timeline follow.
 func (h *Handler) RentalLive(c echo.Context) error {
-	d, m, err := h.rentalFor(c)
-	if err != nil {
-		return err
-	}
-	vm, err := h.rentalPageVM(c, d, m)
+	vm, err := h.RentalLiveVM(c)
 	if err != nil {
 		return err
 	}
 	if seen := c.QueryParam("seen"); seen != "" && seen != vm.Seen() {
-		show := c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(d.Rental.ID, 10))
+		show := c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(vm.Rental.ID, 10))
 		if cur, err := url.Parse(c.Request().Header.Get("HX-Current-URL")); err == nil && cur.Path != "" && cur.Path != show {
 			// The page is the answer to a POST (a previewed change):
 			// reloading it would post again, so go to the rental's page.
@@ -542,6 +538,17 @@ func (h *Handler) RentalLive(c echo.Context) error {
 		}
 	}
 	return Render(c, http.StatusOK, rentalpages.RentalLive(ViewCtx(c), vm))
+}
+
+// RentalLiveVM is the live block of the rental named by the path's id as
+// the viewer may see it (404 outside its organisation), for RentalLive
+// and the block's event stream (package rentalwatch).
+func (h *Handler) RentalLiveVM(c echo.Context) (rentalpages.RentalVM, error) {
+	d, m, err := h.rentalFor(c)
+	if err != nil {
+		return rentalpages.RentalVM{}, err
+	}
+	return h.rentalPageVM(c, d, m)
 }
 
 // RentalStop is POST /rentals/{id}/stop, for the renter and the

@@ -108,6 +108,9 @@ const (
 	RentalsShow = "rentals.show"
 	// RentalsLive is GET /rentals/:id/live.
 	RentalsLive = "rentals.live"
+	// RentalsEvents is GET /rentals/:id/events: the live block as
+	// server-sent events, pushed when the rental changes.
+	RentalsEvents = "rentals.events"
 	// RentalsUsage is GET /rentals/:id/usage: the GPU usage section.
 	RentalsUsage = "rentals.usage"
 	// RentalsStop is POST /rentals/:id/stop.

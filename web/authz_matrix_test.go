@@ -440,6 +440,7 @@ var matrix = []matrixRow{
 		}},
 	{route: routenames.RentalsShow, params: ownerRentalParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: routenames.RentalsLive, params: ownerRentalParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
+	{route: routenames.RentalsEvents, params: ownerRentalParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: routenames.RentalsUsage, params: ownerRentalParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: routenames.APIRentalsList, query: "?org_id=ORG_A", want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},
 	{route: routenames.APIRentalsShow, params: memberRentalParam, want: expect{Anon: 401, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},

@@ -135,6 +135,7 @@ func (h *missingMessages) take() []string {
 
 // notPages are the GET routes that answer no page a person reads, and why.
 var notPages = map[string]string{
+	routenames.RentalsEvents:              "the live block of rentals.live (rendered there) as server-sent events",
 	routenames.LangSwitch:                 "a redirect back to the page",
 	routenames.WalletMine:                 "a redirect to the wallet of the reader's organisation",
 	routenames.WalletCSV:                  "a CSV download (its memo column is the stored English text, for machines)",

@@ -241,9 +241,12 @@ var consolePages = map[string]page{
 	routenames.StandingOrders:        {form: routenames.StandingOrdersCreate, api: []apiOp{opOrders}},
 	routenames.StandingOrdersNotices: {api: []apiOp{opOrders}},
 	// The rental page: the rental (access, checks, timeline, idle-stop),
-	// its GPU usage, share links and SLA; its live part polls the rental.
+	// its GPU usage, share links and SLA; its live part polls the rental,
+	// or has it pushed as server-sent events when it changes (events; an
+	// API client polls getRental with If-None-Match).
 	routenames.RentalsShow:     {api: []apiOp{opRental, opUsage, {routenames.APIRentalsSharesList, "listRentalShares"}, {routenames.APIRentalsSLA, "getRentalSLA"}}},
 	routenames.RentalsLive:     {api: []apiOp{opRental}},
+	routenames.RentalsEvents:   {api: []apiOp{opRental}},
 	routenames.RentalsUsage:    {api: []apiOp{opUsage}},
 	routenames.RentalsFiles:    {form: routenames.RentalsFilesUpload, api: []apiOp{{routenames.APIRentalsFilesList, "listRentalFiles"}}},
 	routenames.RentalsTerminal: {exempt: viewAppFrame},

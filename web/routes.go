@@ -16,6 +16,7 @@ import (
 	"suanli/handlers/launchapi"
 	"suanli/handlers/orgapi"
 	"suanli/handlers/provider"
+	"suanli/handlers/rentalwatch"
 	"suanli/handlers/shareapi"
 	"suanli/handlers/slaapi"
 	standingorderapi "suanli/handlers/standingorders"
@@ -103,6 +104,9 @@ func routes(h *handlers.Handler, m *metrics) []route {
 	// The admin console's handlers (package admin; the access level of its
 	// routes is also called admin, hence the import's name).
 	ah := &adminconsole.Handler{Handler: h}
+	// A rental followed cheaply: the live block's event stream and the
+	// API's conditional GET.
+	rwh := &rentalwatch.Handler{Handler: h}
 	return []route{
 		{"GET", "/", routenames.Home, h.OffersList, public},
 		{"GET", "/offers", routenames.OffersList, h.OffersList, public},
@@ -169,6 +173,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/standing-orders/:id/cancel", routenames.StandingOrdersCancel, soh.Cancel, user},
 		{"GET", "/rentals/:id", routenames.RentalsShow, h.RentalShow, user},
 		{"GET", "/rentals/:id/live", routenames.RentalsLive, h.RentalLive, user},
+		{"GET", "/rentals/:id/events", routenames.RentalsEvents, rwh.Events, user},
 		{"GET", "/rentals/:id/usage", routenames.RentalsUsage, uh.RentalUsage, user},
 		{"POST", "/rentals/:id/stop", routenames.RentalsStop, h.RentalStop, user},
 		{"POST", "/rentals/:id/idle-stop", routenames.RentalsIdleStop, h.RentalIdleStop, user},
@@ -293,7 +298,7 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/api/v1/wallet/alerts", routenames.APIWalletAlertsSet, acc.APIWalletAlertsSet, user},
 		{"GET", "/api/v1/rentals", routenames.APIRentalsList, lah.ListRentals, user},
 		{"POST", "/api/v1/rentals", routenames.APIRentalsCreate, lah.CreateRental, user},
-		{"GET", "/api/v1/rentals/:id", routenames.APIRentalsShow, h.APIRentalShow, user},
+		{"GET", "/api/v1/rentals/:id", routenames.APIRentalsShow, rwh.APIRentalShow, user},
 		{"GET", "/api/v1/rentals/:id/usage", routenames.APIRentalsUsage, uh.APIRentalUsage, user},
 		{"GET", "/api/v1/rentals/:id/sla", routenames.APIRentalsSLA, slh.APIRentalSLA, user},
 		{"POST", "/api/v1/rentals/:id/stop", routenames.APIRentalsStop, h.APIRentalStop, user},

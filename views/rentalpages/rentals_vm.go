@@ -563,6 +563,12 @@ func (vm RentalVM) liveURL(vc views.Ctx) string {
 	return vc.URL(routenames.RentalsLive, views.I64(vm.Rental.ID)) + "?seen=" + url.QueryEscape(vm.Seen())
 }
 
+// eventsURL is the live block's event stream (static/rental-events.js),
+// with the state the page shows, as liveURL.
+func (vm RentalVM) eventsURL(vc views.Ctx) string {
+	return vc.URL(routenames.RentalsEvents, views.I64(vm.Rental.ID)) + "?seen=" + url.QueryEscape(vm.Seen())
+}
+
 // unixMS is a time for the ticker's data attributes.
 func unixMS(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 

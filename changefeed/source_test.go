@@ -1,0 +1,296 @@
+package changefeed_test
+
+import (
+	"context"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"suanli/changefeed"
+	"suanli/dbtest"
+	"suanli/demo"
+	"suanli/models"
+	"suanli/models/changelog"
+	"suanli/models/listing"
+	"suanli/models/rentalstore"
+)
+
+// world is a seeded database with one rental of one organisation.
+type world struct {
+	db                   *models.DB
+	userID, orgID, rent  int64
+	volumeID, walletAcct int64
+}
+
+func newWorld(t *testing.T, db *models.DB) *world {
+	t.Helper()
+	ctx := context.Background()
+	if err := demo.SeedDemo(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	u := &models.User{Email: "watcher@example.com", Name: "W", Lang: "en", CreatedAt: now}
+	if err := models.InsertUser(db.W, u); err != nil {
+		t.Fatal(err)
+	}
+	o := &models.Org{Kind: "team", Name: "W", Personal: true, Status: models.OrgActive, CreatedAt: now}
+	if err := models.InsertOrg(db.W, o); err != nil {
+		t.Fatal(err)
+	}
+	rows, _, err := listing.All(ctx, db)
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("offers: %d, %v", len(rows), err)
+	}
+	of := rows[0].Offer
+	r := &models.Rental{OrgID: o.ID, UserID: u.ID, OfferID: of.ID, ProviderID: of.ProviderID, GPUs: 1, SLA: "standard",
+		Term: "on_demand", Status: models.RentalProvisioning, SSHPublicKey: "ssh-ed25519 AAAA", WorkspaceID: "ws-watch",
+		PricePerGPUHourFen: 1000, CreatedAt: now, UpdatedAt: now}
+	if err := rentalstore.InsertRental(db.W, r); err != nil {
+		t.Fatal(err)
+	}
+	w := &world{db: db, userID: u.ID, orgID: o.ID, rent: r.ID}
+	if err := db.W.Raw("INSERT INTO ledger_accounts (kind, org_id, balance_fen, created_at) VALUES ('wallet', ?, 0, ?) RETURNING id", o.ID, now).
+		Scan(&w.walletAcct).Error; err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// otherProcess opens a second handle on db's database, as another
+// process would.
+func otherProcess(t *testing.T, db *models.DB) *models.DB {
+	t.Helper()
+	loc := ""
+	if db.Dialect == "postgres" {
+		loc = db.PGX.Config().ConnString()
+	} else if err := db.SQL.QueryRow("SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&loc); err != nil {
+		t.Fatal(err)
+	}
+	o, err := models.Open(context.Background(), db.Dialect, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
+// run starts a feed on db and stops it when the test ends, failing if it
+// does not stop.
+func run(t *testing.T, db *models.DB) *changefeed.Feed {
+	t.Helper()
+	f := changefeed.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Run(ctx, db, changefeed.Options{Poll: 20 * time.Millisecond}); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return within 10s of its context's end")
+		}
+	})
+	select {
+	case <-f.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the feed was not reading its source within 10s")
+	}
+	return f
+}
+
+func hear(t *testing.T, s *changefeed.Subscription, what string) {
+	t.Helper()
+	select {
+	case <-s.C:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no change heard within 10s", what)
+	}
+}
+
+func exec(t *testing.T, db *models.DB, sql string, args ...any) {
+	t.Helper()
+	if err := db.W.Exec(sql, args...).Error; err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// A change committed by another process reaches this process's
+// subscribers; the meter's writes (a rental's billing columns, a
+// wallet's debit) reach nobody. Changes arrive in commit order, so once
+// a later change is heard an earlier one would have been too.
+func TestChangesFromAnotherProcessReachSubscribers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		w := newWorld(t, db)
+		f := run(t, db)
+		other := otherProcess(t, db)
+		rental := f.Subscribe(changefeed.Rental(w.rent))
+		defer rental.Close()
+		org := f.Subscribe(changefeed.Org(w.orgID))
+		defer org.Close()
+		user := f.Subscribe(changefeed.User(w.userID))
+		defer user.Close()
+		sentinel := func(what string) {
+			t.Helper()
+			exec(t, other, "UPDATE users SET session_epoch = session_epoch + 1 WHERE id = ?", w.userID)
+			hear(t, user, what)
+		}
+		sentinel("a user's session epoch")
+		pending(rental)
+		pending(org)
+		v0, ok := f.Version(changefeed.Rental(w.rent))
+		if !ok {
+			t.Fatal("a reading feed promised no version")
+		}
+
+		exec(t, other, "UPDATE rentals SET status = 'running' WHERE id = ?", w.rent)
+		hear(t, rental, "the rental's status")
+		hear(t, org, "a rental's status changes its organisation's rate")
+		v1, _ := f.Version(changefeed.Rental(w.rent))
+		if v1 == v0 {
+			t.Errorf("the rental's version stayed %q after it changed", v1)
+		}
+
+		now := time.Date(2030, 1, 2, 4, 0, 0, 0, time.UTC)
+		exec(t, other, "UPDATE rentals SET billed_fen = billed_fen + 5, billed_until = ?, carry_num = 7, updated_at = ? WHERE id = ?", now, now, w.rent)
+		exec(t, other, "UPDATE ledger_accounts SET balance_fen = 0 WHERE id = ?", w.walletAcct)
+		sentinel("after a meter pass")
+		if pending(rental) || pending(org) {
+			t.Error("a meter pass (billing columns, no credit) woke a subscriber")
+		}
+		if v, _ := f.Version(changefeed.Rental(w.rent)); v != v1 {
+			t.Errorf("a meter pass moved the rental's version from %q to %q", v1, v)
+		}
+
+		exec(t, other, "INSERT INTO rental_events (rental_id, at, kind, detail) VALUES (?, ?, 'started', '')", w.rent, now)
+		hear(t, rental, "an event on the rental's timeline")
+		exec(t, other, "UPDATE ledger_accounts SET balance_fen = balance_fen + 100 WHERE id = ?", w.walletAcct)
+		hear(t, org, "a credit to the wallet")
+		exec(t, other, "UPDATE ledger_accounts SET balance_fen = balance_fen - 10 WHERE id = ?", w.walletAcct)
+		sentinel("after a debit")
+		if pending(org) {
+			t.Error("a debit woke the organisation's subscribers")
+		}
+	})
+}
+
+// Run ends with its context and leaves no goroutine behind.
+func TestRunLeavesNoGoroutines(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		before := runtime.NumGoroutine()
+		f := changefeed.New()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { f.Run(ctx, db, changefeed.Options{Poll: 10 * time.Millisecond}); close(done) }()
+		<-f.Ready()
+		for range 100 {
+			f.Subscribe(changefeed.Rental(1)).Close()
+		}
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return within 10s")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for runtime.NumGoroutine() > before {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d goroutines, %d before Run", runtime.NumGoroutine(), before)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, ok := f.Version(changefeed.Rental(1)); ok {
+			t.Error("a stopped feed promised a version")
+		}
+	})
+}
+
+// excluded are the columns whose changes the triggers leave out on
+// purpose: identity, and what the meter and the housekeeping passes
+// write (see migration 00031).
+var excluded = map[string][]string{
+	"rentals": {"id", "created_at", "updated_at", "billed_until", "carry_num", "billed_fen", "earned_fen", "downtime_secs",
+		"low_balance_mailed", "idle_warned_at"},
+	"volumes": {"id", "created_at", "billed_until", "carry_num", "billed_fen", "reminded_days"},
+}
+
+// Every column of a table the triggers filter is either compared by its
+// update trigger or left out on purpose: a new column cannot silently
+// stop a page from following its rental.
+func TestTriggersCoverEveryColumn(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		for table, trigger := range map[string]string{"rentals": "rentals_changed", "volumes": "volumes_changed"} {
+			var def string
+			var cols []string
+			if db.Dialect == "postgres" {
+				if err := db.R.Raw("SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgname = ?", trigger).Scan(&def).Error; err != nil {
+					t.Fatal(err)
+				}
+				if err := db.R.Raw("SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?", table).
+					Scan(&cols).Error; err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err := db.R.Raw("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", trigger).Scan(&def).Error; err != nil {
+					t.Fatal(err)
+				}
+				if err := db.R.Raw("SELECT name FROM pragma_table_info(?)", table).Scan(&cols).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if def == "" || len(cols) < 10 {
+				t.Fatalf("%s: trigger %q, columns %v", table, def, cols)
+			}
+			// Its condition only: the body names the ids it reports.
+			def = regexp.MustCompile(`(?is)\bWHEN\b(.*?)\b(BEGIN|EXECUTE)\b`).FindString(def)
+			for _, c := range cols {
+				named := regexp.MustCompile(`(?i)new\.` + regexp.QuoteMeta(c) + `\b`).MatchString(def)
+				if named == slices.Contains(excluded[table], c) {
+					t.Errorf("%s.%s: compared by %s: %v; left out on purpose: %v", table, c, trigger, named, !named)
+				}
+			}
+		}
+	})
+}
+
+// On SQLite the poller prunes only rows it has read and that are old;
+// ids go on from the last one ever given, so no gap is seen.
+func TestPruneKeepsWhatIsUnreadOrNew(t *testing.T) {
+	db := dbtest.SQLite(t)
+	ctx := context.Background()
+	exec(t, db, "INSERT INTO change_log (topic, ref_id, created_at) VALUES ('rental', 1, 0), ('rental', 2, 0), ('rental', 3, CAST(strftime('%s', 'now') AS INTEGER))")
+	last, err := changelog.Latest(ctx, db)
+	if err != nil || last != 3 {
+		t.Fatalf("latest %d, %v", last, err)
+	}
+	if err := changelog.Prune(ctx, db, 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := changelog.After(ctx, db, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cs {
+		got = append(got, strconv.FormatInt(c.ID, 10)+":"+c.Topic+":"+strconv.FormatInt(c.RefID, 10))
+	}
+	if strings.Join(got, " ") != "2:rental:2 3:rental:3" {
+		t.Errorf("after pruning up to 1: %v", got)
+	}
+	if err := changelog.Prune(ctx, db, 3, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, db, "INSERT INTO change_log (topic, ref_id, created_at) VALUES ('org', 9, 0)")
+	if cs, err = changelog.After(ctx, db, 3, 10); err != nil || len(cs) != 1 || cs[0].ID != 4 {
+		t.Errorf("after pruning everything read: %+v, %v", cs, err)
+	}
+	if _, _, ok := changelog.Parse("rental:x"); ok {
+		t.Error("parsed a payload without an id")
+	}
+	if topic, id, ok := changelog.Parse("org:12"); !ok || topic != "org" || id != 12 {
+		t.Errorf("Parse(org:12) = %q %d %v", topic, id, ok)
+	}
+}

@@ -1,0 +1,95 @@
+package rentalwatch
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"suanli/accounts"
+	"suanli/changefeed"
+	"suanli/handlers"
+)
+
+// APIRentalShow is GET /api/v1/rentals/{id} with a weak ETag: sent back
+// in If-None-Match, it answers 304 with no body while the rental is as
+// the client saw it, having read only the rental's row (besides the
+// caller's credential and membership) instead of everything the answer
+// holds. Otherwise it answers as handlers.Handler.APIRentalShow, with the
+// ETag.
+func (h *Handler) APIRentalShow(c echo.Context) error {
+	etag, err := h.rentalETag(c)
+	if err != nil {
+		return err
+	}
+	if etag != "" {
+		c.Response().Header().Set("ETag", etag)
+		if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+			return c.NoContent(http.StatusNotModified)
+		}
+	}
+	return h.Handler.APIRentalShow(c)
+}
+
+// rentalETag names the rental's state as the caller sees it, or "" when
+// it cannot (no change feed, or the feed has a gap; a rental that does
+// not exist or is not the caller's: the full answer says so). It hashes
+// the rental's row (which the meter's passes change: the answer's cost
+// so far is at most one pass old) and the feed's versions of what the
+// answer shows beside it: the timeline, GPUs, launch progress, labels
+// (the rental's topic), its volume, node and organisation. A change
+// outside the row reaches the version within the feed's delay (on
+// SQLite its poll interval). The version is this process's: another
+// replica answers 200 with its own tag.
+func (h *Handler) rentalETag(c echo.Context) (string, error) {
+	u := handlers.CurrentUser(c)
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if h.Changes == nil || u == nil || err != nil || id <= 0 {
+		return "", nil
+	}
+	ctx := c.Request().Context()
+	r, err := h.DB.RentalByID(ctx, id)
+	if err != nil {
+		return "", nil // the full answer says why
+	}
+	if _, _, err := h.Accounts.Authorize(ctx, u, r.OrgID, accounts.ViewRentals); err != nil {
+		return "", nil
+	}
+	keys := []changefeed.Key{changefeed.Rental(r.ID), changefeed.Org(r.OrgID)}
+	if r.VolumeID != nil {
+		keys = append(keys, changefeed.Volume(*r.VolumeID))
+	}
+	if r.NodeID != nil {
+		keys = append(keys, changefeed.Node(*r.NodeID))
+	}
+	v, ok := h.Changes.Version(keys...)
+	if !ok {
+		return "", nil
+	}
+	row, err := json.Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.New()
+	sum.Write(row)
+	sum.Write([]byte("|" + v + "|" + strconv.FormatInt(u.ID, 10)))
+	return `W/"r` + strconv.FormatInt(r.ID, 10) + "-" + hex.EncodeToString(sum.Sum(nil)[:12]) + `"`, nil
+}
+
+// etagMatches reports whether an If-None-Match header names etag: "*",
+// or a tag that matches it in the weak comparison RFC 9110 (§13.1.2)
+// prescribes for If-None-Match.
+func etagMatches(header, etag string) bool {
+	want := strings.TrimPrefix(etag, "W/")
+	for t := range strings.SplitSeq(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == want {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,110 @@
+// Suanli — the rental page's live block, pushed by the server.
+//
+// The block (#rental-live) names its event stream in data-events-url
+// (GET /rentals/{id}/events). While the stream is open the server sends
+// the block again whenever the rental changes, and nothing otherwise, so
+// an open page costs the server nothing while nothing happens. Events:
+//
+//   card    the block's new HTML: it replaces the old one
+//   reload  the status or the timeline changed: the whole page follows
+//           (data: the rental's page, where a previewed change goes)
+//   end     the rental is settled: nothing more will come
+//   poll    this server cannot push: poll instead
+//
+// The block also carries htmx's every-3s polling (hx-get, hx-trigger):
+// the fallback where a browser has no EventSource, or its stream keeps
+// failing. While the stream works, those polls are cancelled before
+// they leave the browser.
+(function () {
+  "use strict";
+
+  if (!window.EventSource) return; // htmx polls, as without this script
+
+  var live = false; // the stream delivers: cancel htmx's polls
+  var source = null;
+  var failures = 0;
+
+  function card() {
+    return document.getElementById("rental-live");
+  }
+
+  // fallBack gives the block back to htmx's polling.
+  function fallBack() {
+    live = false;
+    if (source) source.close();
+    source = null;
+  }
+
+  function swap(html) {
+    var old = card();
+    if (!old) return;
+    var tpl = document.createElement("template");
+    tpl.innerHTML = html.trim();
+    var el = tpl.content.firstElementChild;
+    if (!el || el.id !== "rental-live") return;
+    old.replaceWith(el);
+    if (window.htmx) {
+      window.htmx.process(el);
+      // ticker.js starts the new figures and copy buttons on htmx:load.
+      window.htmx.trigger(el, "htmx:load", { elt: el });
+    }
+  }
+
+  function open(url) {
+    if (!live) return; // fallen back meanwhile
+    source = new EventSource(url);
+    source.addEventListener("open", function () {
+      failures = 0;
+    });
+    source.addEventListener("card", function (ev) {
+      failures = 0;
+      swap(ev.data);
+    });
+    source.addEventListener("reload", function (ev) {
+      fallBack();
+      var to = ev.data || window.location.pathname;
+      if (to !== window.location.pathname) {
+        // The page answers a POST (a previewed change): reloading it
+        // would post again.
+        window.location.assign(to);
+      } else {
+        window.location.reload();
+      }
+    });
+    source.addEventListener("end", function () {
+      // The last card is settled and polls no more.
+      if (source) source.close();
+      source = null;
+    });
+    source.addEventListener("poll", fallBack);
+    source.addEventListener("error", function () {
+      // The browser reconnects by itself unless the answer was not a
+      // stream (CLOSED); after three failures in a row, poll instead.
+      failures++;
+      if (!source || source.readyState === EventSource.CLOSED || failures >= 3) fallBack();
+    });
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    var el = card();
+    if (live && el && ev.target === el) ev.preventDefault();
+  });
+
+  // The stream opens when the first poll would have been sent, 3 s after
+  // the page loaded: the page is current until then, and a reload it
+  // might ask for does not cut a page that is still loading (or the
+  // flash message just shown) short. htmx's polls wait for it.
+  function start() {
+    var el = card();
+    var url = el && el.getAttribute("data-events-url");
+    if (!url) return;
+    live = true;
+    setTimeout(function () { open(url); }, 3000);
+  }
+
+  if (document.readyState === "complete") {
+    start();
+  } else {
+    window.addEventListener("load", start);
+  }
+})();
