@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"slices"
 
 	"suanli/models"
 	"suanli/witness"
@@ -10,10 +11,18 @@ import (
 // JudgeOffers is the offer index's judge (offers.Index.Judge): the
 // benchmark status of each listed offer's report, by offer id, judged
 // with its node's witnesses, for the offers whose node has any (the
-// others keep their report's own status). One query per index load.
+// others keep their report's own status). One query per call, for the
+// rows' nodes only: the index calls it per patch and per chunk of a load.
 func JudgeOffers(db *models.DB) func(context.Context, []models.OfferRow) (map[int64]string, error) {
 	return func(ctx context.Context, rows []models.OfferRow) (map[int64]string, error) {
-		sums, err := (&witness.Service{DB: db}).AllNodeSummaries(ctx)
+		var nodes []int64
+		for _, r := range rows {
+			if r.Report != nil {
+				nodes = append(nodes, r.NodeID)
+			}
+		}
+		slices.Sort(nodes)
+		sums, err := (&witness.Service{DB: db}).NodeSummaries(ctx, slices.Compact(nodes))
 		if err != nil || len(sums) == 0 {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,7 @@ type Listed struct {
 	// keys are the orders that depend on the price, precomputed for each
 	// price view (the list price, and the student price lab members pay).
 	keys [nViews]priceKeys
-	// uptimeKey is the node's 30-day uptime in percent, -1 when unknown;
+	// uptimeKey is the node's 30-day uptime as shown (UptimeShown), -1 when unknown;
 	// tier is the offer's group in the measured order (MeasuredTier).
 	uptimeKey float64
 	tier      MeasuredTier
@@ -306,6 +307,12 @@ func (ix *Index) Run(ctx context.Context, every time.Duration) {
 // Len returns the number of listed offers in the index.
 func (ix *Index) Len() int { return ix.snap.Load().n }
 
+// UptimeShown is an uptime as pages show it, 0.01 % rounded down: what
+// the reliability order sorts by, and the precision at which a node's
+// figure changing moves the offers version (sla.RefreshUptime), so that a
+// patched index orders as a fresh one does.
+func UptimeShown(pct float64) float64 { return math.Floor(pct*100) / 100 }
+
 // newListed derives an offer's index record from its row.
 func newListed(r models.OfferRow, m *catalog.GPUModel, running []int64, status string) *Listed {
 	o := &Listed{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1,
@@ -325,7 +332,7 @@ func newListed(r models.OfferRow, m *catalog.GPUModel, running []int64, status s
 	o.Interruptible = interruptibleOf(&r.Offer, running)
 	o.bidKey = bidKey(o.Interruptible)
 	if r.Uptime30dPct != nil {
-		o.uptimeKey = *r.Uptime30dPct
+		o.uptimeKey = UptimeShown(*r.Uptime30dPct)
 	}
 	return o
 }

@@ -26,6 +26,8 @@ type snapshot struct {
 	dcIdx map[int64]uint16
 	// lat[dc][city] is the published RTT in ms, or -1 when none is published.
 	lat [][]float32
+	// prices is the snapshot's own (ByPrice): never shared with another.
+	prices *priceLists
 }
 
 // numbers is the dense numbering of the values filters compare, from the
@@ -54,7 +56,7 @@ var catalogNumbers = sync.OnceValue(func() *numbers {
 
 func emptySnapshot() *snapshot {
 	n := catalogNumbers()
-	return &snapshot{numbers: n, parts: make([]*part, len(n.gpuIdx)*n.cityParts), ids: newIDMap(), dcIdx: map[int64]uint16{}}
+	return &snapshot{numbers: n, parts: make([]*part, len(n.gpuIdx)*n.cityParts), ids: newIDMap(), dcIdx: map[int64]uint16{}, prices: &priceLists{}}
 }
 
 // part is one partition: its entries in no order, and for each price view
@@ -125,7 +127,7 @@ func (m idMap) get(id int64) *Listed { return m.shards[uint64(id)%idShards][id] 
 // running and judged give the rows' live bids and witness statuses.
 func (s *snapshot) apply(version int64, touched []int64, rows []models.OfferRow, running supply.OfferBids, judged map[int64]string) *snapshot {
 	ns := *s
-	ns.version = version
+	ns.version, ns.prices = version, &priceLists{}
 	ns.parts = slices.Clone(s.parts)
 	ns.ids = idMap{shards: slices.Clone(s.ids.shards)}
 	copied := map[uint64]bool{}

@@ -8,6 +8,7 @@ import (
 
 	"suanli/models"
 	"suanli/models/rentalstore"
+	"suanli/offers"
 )
 
 // Reliability: each node's uptime over the last UptimeWindow, measured
@@ -127,9 +128,8 @@ func totalSecs(ivs []interval) float64 {
 
 // RefreshUptime recomputes every node's 30-day uptime (nodes that never
 // sent a heartbeat have none) and stores it with the time; it returns how
-// many nodes it updated. The offers version moves when a figure changed
-// at the precision pages show (0.01%), so the offer index reloads then
-// and not every pass.
+// many nodes it updated. The offer index patches the offers of the nodes
+// whose figure changed at the precision pages show, not every pass.
 func RefreshUptime(ctx context.Context, db *models.DB) (int, error) {
 	now := db.Now().UTC()
 	ns, err := rentalstore.NodesForUptime(ctx, db)
@@ -145,7 +145,7 @@ func RefreshUptime(ctx context.Context, db *models.DB) (int, error) {
 		return 0, err
 	}
 	ups := make([]rentalstore.NodeUptime, 0, len(ns))
-	bump := false
+	var changed []int64
 	for _, n := range ns {
 		from := now.Add(-UptimeWindow)
 		if n.CreatedAt.After(from) {
@@ -155,12 +155,15 @@ func RefreshUptime(ctx context.Context, db *models.DB) (int, error) {
 		if disputed[n.ID] {
 			pct = math.Max(0, pct-DisputePenaltyPct)
 		}
-		if n.Uptime30dPct == nil || math.Round(*n.Uptime30dPct*100) != math.Round(pct*100) {
-			bump = true
+		// The offer index patches the offers of nodes whose figure
+		// changed at the precision pages show (0.01 %, rounded down as
+		// they show it), and orders by that figure (offers.UptimeKey).
+		if n.Uptime30dPct == nil || shownUptime(*n.Uptime30dPct) != shownUptime(pct) {
+			changed = append(changed, n.ID)
 		}
 		ups = append(ups, rentalstore.NodeUptime{NodeID: n.ID, Pct: pct})
 	}
-	return len(ups), rentalstore.SetNodeUptimes(ctx, db, ups, now, bump)
+	return len(ups), rentalstore.SetNodeUptimes(ctx, db, ups, now, changed)
 }
 
 // Uptime is a datacentre's 30-day uptime: the GPU-weighted average of its
@@ -197,3 +200,6 @@ func DatacenterUptime(ctx context.Context, db *models.DB, datacenterID int64) (U
 	}
 	return u, nil
 }
+
+// shownUptime is an uptime as pages show it: 0.01 %, rounded down.
+func shownUptime(pct float64) float64 { return offers.UptimeShown(pct) }

@@ -3,6 +3,7 @@ package rentalstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -10,6 +11,7 @@ import (
 	"suanli/apperr"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/supply"
 	"suanli/pricing"
 )
 
@@ -180,7 +182,31 @@ func MoveRental(tx *gorm.DB, id int64, to models.RentalStatus, from []models.Ren
 	up := m.fields()
 	up["status"], up["updated_at"] = to, now
 	res := tx.Model(&models.Rental{}).Where("id = ? AND status IN ?", id, from).Updates(up)
-	return res.RowsAffected == 1, res.Error
+	if res.Error != nil || res.RowsAffected != 1 {
+		return false, res.Error
+	}
+	// A bid counts towards its offer's clearing price only in the
+	// bid-holding statuses (supply.BidHoldingStatuses): entering or
+	// leaving them changes what the offer list shows.
+	if slices.ContainsFunc(from, func(f models.RentalStatus) bool { return holdsBid(f) != holdsBid(to) }) {
+		return true, bidOfferChanged(tx, id)
+	}
+	return true, nil
+}
+
+func holdsBid(s models.RentalStatus) bool { return slices.Contains(supply.BidHoldingStatuses, s) }
+
+// bidOfferChanged logs, in tx, the offer of an interruptible rental whose
+// bid started or stopped counting; nothing for other rentals.
+func bidOfferChanged(tx *gorm.DB, id int64) error {
+	var offers []int64
+	if err := tx.Model(&models.Rental{}).Where("id = ? AND bid_per_gpu_hour_fen IS NOT NULL", id).Pluck("offer_id", &offers).Error; err != nil {
+		return err
+	}
+	if len(offers) == 0 {
+		return nil
+	}
+	return models.OffersChanged(tx, models.OfferScope{Offers: offers})
 }
 
 // FailUnpaidTerm fails, in tx, a term rental just set running whose term
@@ -213,6 +239,16 @@ func EndRentalDowntime(tx *gorm.DB, id, downtimeSecs int64) error {
 // and clears what its last stop left (stopped_at, stop_reason, the low
 // balance mail).
 func SwitchRental(tx *gorm.DB, next *models.Rental, status models.RentalStatus, now time.Time) error {
+	if next.BidPerGPUHourFen != nil {
+		// The bid leaves one offer's clearing price and joins another's.
+		var prev []int64
+		if err := tx.Model(&models.Rental{}).Where("id = ?", next.ID).Pluck("offer_id", &prev).Error; err != nil {
+			return err
+		}
+		if err := models.OffersChanged(tx, models.OfferScope{Offers: append(prev, next.OfferID)}); err != nil {
+			return err
+		}
+	}
 	return tx.Model(&models.Rental{}).Where("id = ?", next.ID).Updates(map[string]any{
 		"offer_id": next.OfferID, "provider_id": next.ProviderID, "gpus": next.GPUs,
 		"price_per_gpu_hour_fen": next.PricePerGPUHourFen, "offpeak_pct": next.OffpeakPct, "student_pct": next.StudentPct,

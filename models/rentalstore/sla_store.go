@@ -132,9 +132,8 @@ type NodeUptime struct {
 }
 
 // SetNodeUptimes stores nodes' 30-day uptimes at now in one transaction,
-// and bumps the offers version when bump is set (a figure the offer list
-// shows changed).
-func SetNodeUptimes(ctx context.Context, db *models.DB, ups []NodeUptime, now time.Time, bump bool) error {
+// and logs the nodes whose figure changed (changed) for the offer index.
+func SetNodeUptimes(ctx context.Context, db *models.DB, ups []NodeUptime, now time.Time, changed []int64) error {
 	return db.Tx(ctx, func(tx *gorm.DB) error {
 		for _, u := range ups {
 			if err := tx.Model(&models.Node{}).Where("id = ?", u.NodeID).
@@ -142,12 +141,8 @@ func SetNodeUptimes(ctx context.Context, db *models.DB, ups []NodeUptime, now ti
 				return err
 			}
 		}
-		if bump {
-			nodes := make([]int64, len(ups))
-			for i, u := range ups {
-				nodes[i] = u.NodeID
-			}
-			return models.OffersChanged(tx, models.OfferScope{Nodes: nodes})
+		if len(changed) > 0 {
+			return models.OffersChanged(tx, models.OfferScope{Nodes: changed})
 		}
 		return nil
 	})
