@@ -11,6 +11,7 @@
 package changefeed
 
 import (
+	"crypto/rand"
 	"hash/maphash"
 	"strconv"
 	"strings"
@@ -34,6 +35,10 @@ const (
 	TopicUser = "user"
 	// TopicNode: a node's name, status, health or simulated flag.
 	TopicNode = "node"
+	// TopicSession: a browser session ended (its row was deleted: a
+	// logout, a renewed token, a purge). The id is the row's rowid on
+	// SQLite, hashtext(token) on PostgreSQL (models/changelog.Session).
+	TopicSession = "session"
 )
 
 // Key names one thing that changes: a topic and an id.
@@ -57,9 +62,13 @@ func User(id int64) Key { return Key{TopicUser, id} }
 // Node is the key of a node's changes.
 func Node(id int64) Key { return Key{TopicNode, id} }
 
-// versionSlots is how many change counters Version hashes keys into: a
-// fixed size, so memory does not grow with the rentals that ever changed.
-// Two keys sharing a slot only make a version change more often.
+// Session is the key of a session's end (see TopicSession).
+func Session(id int64) Key { return Key{TopicSession, id} }
+
+// versionSlots is how many slots Version hashes keys into: a fixed
+// size, so memory does not grow with the rentals that ever changed. A
+// slot holds the feed's sequence number of its keys' last change. Two
+// keys sharing a slot only make a version change more often.
 const versionSlots = 1 << 14
 
 // Feed fans changes out to subscriptions. The zero value is not usable:
@@ -72,8 +81,15 @@ type Feed struct {
 
 	// live is set while the source is read without a gap (Run): only
 	// then may Version promise that nothing changed.
-	live  atomic.Bool
+	live atomic.Bool
+	// proc names this feed among every process's (and this process's
+	// earlier runs): every feed counts from the same start, so without
+	// it two processes, or one before and after a restart, would give
+	// the same version to different states.
+	proc  string
 	epoch atomic.Uint64
+	// seq counts the changes published (PublishAll's too).
+	seq   atomic.Uint64
 	slots [versionSlots]atomic.Uint64
 	seed  maphash.Seed
 
@@ -86,7 +102,7 @@ type Feed struct {
 // New returns a feed with no source yet: Run reads one.
 func New() *Feed {
 	return &Feed{subs: map[Key]map[*Subscription]struct{}{}, all: map[*Subscription]struct{}{},
-		seed: maphash.MakeSeed(), ready: make(chan struct{}), done: make(chan struct{})}
+		proc: rand.Text(), seed: maphash.MakeSeed(), ready: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Subscription is one waiter's interest in some keys.
@@ -148,7 +164,13 @@ func (s *Subscription) wake() {
 
 // Publish tells k's subscribers that k changed and moves k's version on.
 func (f *Feed) Publish(k Key) {
-	f.slots[f.slot(k)].Add(1)
+	n := f.seq.Add(1)
+	// The largest wins: a slot never goes back to a version it had.
+	for sl := &f.slots[f.slot(k)]; ; {
+		if old := sl.Load(); old >= n || sl.CompareAndSwap(old, n) {
+			break
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for s := range f.subs[k] {
@@ -160,7 +182,34 @@ func (f *Feed) Publish(k Key) {
 // source had a gap: a reconnect, pruned rows) and moves every version on.
 func (f *Feed) PublishAll() {
 	f.epoch.Add(1)
+	f.seq.Add(1)
 	f.wakeAll()
+}
+
+// Mark is where a feed stood when a waiter read what it shows: see
+// ChangedSince.
+type Mark struct{ seq, epoch uint64 }
+
+// Mark returns where the feed stands now. Taken before a read, it tells
+// a waiter that subscribes only after the read (to keys the read named)
+// whether a change it did not hear may have slipped in between.
+func (f *Feed) Mark() Mark { return Mark{f.seq.Load(), f.epoch.Load()} }
+
+// ChangedSince reports whether one of keys may have changed since m: a
+// change to it (or to a key sharing its slot) was published, the source
+// had a gap, or the feed is not reading it now. Call it after
+// subscribing to keys: a false answer means no change to them went
+// unheard.
+func (f *Feed) ChangedSince(m Mark, keys ...Key) bool {
+	if !f.live.Load() || f.epoch.Load() != m.epoch {
+		return true
+	}
+	for _, k := range keys {
+		if f.slots[f.slot(k)].Load() > m.seq {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *Feed) wakeAll() {
@@ -186,13 +235,17 @@ func (f *Feed) slot(k Key) uint64 {
 // Version names the state of keys as far as this process's feed knows:
 // it differs after any change to one of them. ok is false while the feed
 // is not reading its source (not started, reconnecting), when no version
-// can promise that nothing changed. Versions are this process's own:
-// another replica names the same state differently.
+// can promise that nothing changed. Versions are this feed's own: they
+// begin with a random name of the feed (crypto/rand, drawn by New), so a
+// version another process, or this one before a restart, gave never
+// matches one of this feed's, whatever state either names.
 func (f *Feed) Version(keys ...Key) (v string, ok bool) {
 	if !f.live.Load() {
 		return "", false
 	}
 	var b strings.Builder
+	b.WriteString(f.proc)
+	b.WriteByte('.')
 	b.WriteString(strconv.FormatUint(f.epoch.Load(), 10))
 	for _, k := range keys {
 		b.WriteByte('.')

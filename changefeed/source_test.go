@@ -294,3 +294,69 @@ func TestPruneKeepsWhatIsUnreadOrNew(t *testing.T) {
 		t.Errorf("Parse(org:12) = %q %d %v", topic, id, ok)
 	}
 }
+
+// Two processes' feeds on one database (or one process before and after
+// a restart) never give the same version: a tag that one answered names
+// a state the other never saw, so it must not match there.
+func TestVersionsAreTheFeedsOwn(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		k := changefeed.Rental(1)
+		a, b := run(t, db), run(t, otherProcess(t, db))
+		va, okA := a.Version(k)
+		vb, okB := b.Version(k)
+		if !okA || !okB || va == vb {
+			t.Fatalf("versions %q (%v) and %q (%v): two feeds gave one version", va, okA, vb, okB)
+		}
+	})
+}
+
+// A session's end (its row deleted: a logout) is reported under the id
+// changelog.Session reads for it while it lasts.
+func TestSessionEndsAreHeard(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		f := run(t, db)
+		ctx := context.Background()
+		expiry := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+		for _, tok := range []string{"other-token", "the-token"} {
+			exec(t, db, "INSERT INTO sessions (token, data, expiry) VALUES (?, ?, ?)", tok, []byte("x"), expiry)
+		}
+		id, exp, found, err := changelog.Session(ctx, db, "the-token")
+		if err != nil || !found || !exp.Equal(expiry) {
+			t.Fatalf("Session: %d %v %v %v, want expiry %v", id, exp, found, err, expiry)
+		}
+		other, _, _, _ := changelog.Session(ctx, db, "other-token")
+		if other == id {
+			t.Fatalf("two sessions share the id %d", id)
+		}
+		s := f.Subscribe(changefeed.Session(id))
+		defer s.Close()
+		exec(t, db, "DELETE FROM sessions WHERE token = ?", "the-token")
+		hear(t, s, "logout")
+		if _, _, found, err := changelog.Session(ctx, db, "the-token"); found || err != nil {
+			t.Fatalf("a deleted session is found: %v %v", found, err)
+		}
+	})
+}
+
+// A mark taken before a read tells whether a key the read named changed
+// before the subscription to it: a change since, or a gap, says so.
+func TestChangedSinceAMark(t *testing.T) {
+	t.Parallel()
+	f := run(t, dbtest.SQLite(t))
+	k := changefeed.Org(7)
+	m := f.Mark()
+	if f.ChangedSince(m, k) {
+		t.Fatal("nothing was published, yet the key changed")
+	}
+	f.Publish(k)
+	if !f.ChangedSince(m, k) || f.ChangedSince(f.Mark(), k) {
+		t.Fatal("a publish after the mark was not seen, or one before it was")
+	}
+	m = f.Mark()
+	f.PublishAll()
+	if !f.ChangedSince(m, k) {
+		t.Fatal("a gap after the mark was not seen")
+	}
+}

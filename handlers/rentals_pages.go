@@ -390,7 +390,7 @@ func (h *Handler) rentalPageVM(c echo.Context, d *rentals.RentalDetail, m *model
 		return rentalpages.RentalVM{}, err
 	}
 	if lv := d.LeftVolume; lv != nil {
-		fl := &rentalpages.FilesLeft{VolumeID: lv.ID, Node: d.LeftNode, NodeUp: d.LeftNodeUp,
+		fl := &rentalpages.FilesLeft{VolumeID: lv.ID, Node: d.LeftNode, NodeID: lv.NodeID, NodeUp: d.LeftNodeUp,
 			CanStartThere: rentals.CanStop(&d.Rental, u, m) && d.StartableOnLeft(),
 			StopFirst:     d.LeftNodeUp && rentals.Stoppable(&d.Rental, u, m)}
 		if d.Volume != nil {

@@ -6,10 +6,13 @@ import (
 	"html"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	neturl "net/url"
 	"os"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -496,4 +499,246 @@ func TestIdleRentalPagesStatements(t *testing.T) {
 		t.Logf("%s: %d open pages over %v: %.2f statements/min per page (connecting: %.1f per page, once); the process's change feed %.1f statements/min; polling instead: %d statements per GET …/live, %d/min per page",
 			db.Dialect, pages, window, float64(len(other))/pages/mins, float64(len(connect))/pages, float64(len(feed))/mins, len(poll), 20*len(poll))
 	})
+}
+
+// A logout in one tab ends the stream another tab of the same browser
+// session holds (the session's row goes; the user's other sessions and
+// epoch stay): the stream ends, and connecting again is refused.
+func TestRentalEventsEndAtLogout(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a, _ := watchApp(t, db, time.Hour)
+		const email = "events-logout@example.com"
+		u, org := fundedRenter(t, db, email, testPassword, 100_000)
+		id := runningRental(t, db, org, u.ID, rtxOffer(t, db), 500)
+		ac := loginWith(a, "renter", email, testPassword)
+		// The other tab: the same session cookie.
+		jar, _ := cookiejar.New(nil)
+		srvURL, _ := neturl.Parse(a.srv.URL)
+		jar.SetCookies(srvURL, ac.c.Jar.Cookies(srvURL))
+		tab := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		path := a.url(routenames.RentalsEvents, idParam(id))
+		s := openStream(t, tab, a.srv.URL+path)
+		s.want(t, "card", `id="rental-live"`)
+		res, _ := ac.post(a.url(routenames.AuthLogout), nil)
+		must(t, res.StatusCode == http.StatusSeeOther, "POST /logout: %d", res.StatusCode)
+		s.ends(t)
+		req, _ := http.NewRequest("GET", a.srv.URL+path, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		res, err := tab.Do(req)
+		must(t, err == nil, "reconnect: %v", err)
+		res.Body.Close()
+		must(t, res.StatusCode == http.StatusSeeOther, "reconnect after the logout: %d", res.StatusCode)
+	})
+}
+
+// A stream ends when its session expires, though nothing is written.
+func TestRentalEventsEndAtTheSessionsExpiry(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	a, _ := watchApp(t, db, time.Hour)
+	const email = "events-expiry@example.com"
+	u, org := fundedRenter(t, db, email, testPassword, 100_000)
+	id := runningRental(t, db, org, u.ID, rtxOffer(t, db), 500)
+	ac := loginWith(a, "renter", email, testPassword)
+	// Generous: the stream must connect before it.
+	expiry := db.Now().Add(4 * time.Second).UTC()
+	must(t, db.W.Exec("UPDATE sessions SET expiry = ? WHERE token = ?", expiry, ac.cookie("suanli_session")).Error == nil, "expiry")
+	s := openStream(t, ac.c, a.srv.URL+a.url(routenames.RentalsEvents, idParam(id)))
+	s.want(t, "card", `id="rental-live"`)
+	s.ends(t)
+	must(t, !db.Now().Before(expiry), "the stream ended before the session's expiry")
+}
+
+// The block shows whether the node that holds the files a rental left
+// behind is back (files_left.node_back in the API): that node's health
+// moves the API's tag on and pushes the block.
+func TestRentalWatchFollowsTheNodeOfTheFilesLeft(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a, feed := watchApp(t, db, time.Hour)
+		const email = "events-left@example.com"
+		u, org := fundedRenter(t, db, email, testPassword, 100_000)
+		o := rtxOffer(t, db)
+		id := runningRental(t, db, org, u.ID, o, 500)
+		var o2 models.Offer
+		must(t, db.R.Where("node_id <> ?", o.NodeID).Order("id").First(&o2).Error == nil, "an offer on another node")
+		left := ownVolume(t, db, org, u.ID, o2)
+		must(t, db.W.Model(&models.Volume{}).Where("id = ?", left).Update("left_by_rental_id", id).Error == nil, "mark left")
+		var n models.Node
+		must(t, db.R.First(&n, o2.NodeID).Error == nil, "node")
+		health := n.Health
+		toggle := func() {
+			t.Helper()
+			health = map[bool]models.NodeHealth{true: models.NodeSilent, false: models.NodeHealthy}[health != models.NodeSilent]
+			must(t, db.W.Model(&models.Node{}).Where("id = ?", o2.NodeID).Update("health", health).Error == nil, "node health")
+		}
+		token, _, err := (&accounts.Service{DB: db}).CreateAPIToken(context.Background(), u, "watch")
+		must(t, err == nil, "token: %v", err)
+		path := a.url(routenames.APIRentalsShow, idParam(id))
+		settle(t, feed, db, org)
+		res, body := a.get(path, "Authorization", "Bearer "+token)
+		etag := res.Header.Get("ETag")
+		must(t, res.StatusCode == 200 && etag != "" && strings.Contains(body, `"files_left"`), "GET: %d %q %s", res.StatusCode, etag, snippet(body))
+		res, _ = a.get(path, "Authorization", "Bearer "+token, "If-None-Match", etag)
+		must(t, res.StatusCode == http.StatusNotModified, "unchanged: %d", res.StatusCode)
+		toggle()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if res, _ = a.get(path, "Authorization", "Bearer "+token, "If-None-Match", etag); res.StatusCode == 200 {
+				break
+			}
+			must(t, time.Now().Before(deadline), "the left node's health changed, still %d after 10s", res.StatusCode)
+		}
+
+		ac := loginWith(a, "renter", email, testPassword)
+		s := openStream(t, ac.c, a.srv.URL+a.url(routenames.RentalsEvents, idParam(id)))
+		s.want(t, "card", `id="rental-files-left"`)
+		toggle()
+		s.want(t, "card", `id="rental-files-left"`)
+	})
+}
+
+// hookLog runs fire once, inside the first statement after arm whose
+// SQL holds match: a change committed at that point of a read.
+type hookLog struct {
+	logger.Interface
+	match string
+	armed atomic.Bool
+	fire  func()
+}
+
+func (l *hookLog) LogMode(logger.LogLevel) logger.Interface { return l }
+
+func (l *hookLog) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	if !l.armed.Load() {
+		return
+	}
+	if s, _ := fc(); strings.Contains(s, l.match) && !strings.Contains(s, "change_log") && l.armed.CompareAndSwap(true, false) {
+		l.fire()
+	}
+}
+
+// A stream subscribes to what its first read showed (the wallet's
+// runway) only after that read: a change committed in between, and
+// heard before the subscription, still reaches the page.
+func TestRentalEventsMissNoChangeBeforeTheySubscribe(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		a, feed := watchApp(t, db, time.Hour)
+		const email = "events-race@example.com"
+		u, org := fundedRenter(t, db, email, testPassword, 100_000)
+		id := runningRental(t, db, org, u.ID, rtxOffer(t, db), 500)
+		ac := loginWith(a, "renter", email, testPassword)
+		hook := &hookLog{Interface: logger.Discard, match: "ledger_accounts"}
+		hook.fire = func() {
+			// Credited after the read of the wallet, and heard at once.
+			heard := feed.Subscribe(changefeed.Org(org))
+			defer heard.Close()
+			must(t, db.W.Exec("UPDATE ledger_accounts SET balance_fen = balance_fen + 12300 WHERE kind = 'wallet' AND org_id = ?", org).Error == nil, "credit")
+			select {
+			case <-heard.C:
+			case <-time.After(10 * time.Second):
+				t.Error("the feed heard no credit within 10s")
+			}
+		}
+		db.W.Config.Logger, db.R.Config.Logger = hook, hook
+		hook.armed.Store(true)
+		s := openStream(t, ac.c, a.srv.URL+a.url(routenames.RentalsEvents, idParam(id)))
+		must(t, !hook.armed.Load(), "the stream read no wallet")
+		for {
+			if ev := s.want(t, "card", `id="rental-runway"`); strings.Contains(ev.data, "¥1,123.00") {
+				break
+			}
+		}
+	})
+}
+
+// stallConn is a connection whose client stops reading when stalled:
+// a write then waits for its deadline (forever without one), as one to
+// a full socket buffer does.
+type stallConn struct {
+	net.Conn
+	stalled   *atomic.Bool
+	mu        sync.Mutex
+	deadline  time.Time
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *stallConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *stallConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *stallConn) Write(p []byte) (int, error) {
+	for c.stalled.Load() {
+		c.mu.Lock()
+		d := c.deadline
+		c.mu.Unlock()
+		if !d.IsZero() && !time.Now().Before(d) {
+			return 0, os.ErrDeadlineExceeded
+		}
+		select {
+		case <-c.closed:
+			return 0, net.ErrClosed
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *stallConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+type stallListener struct {
+	net.Listener
+	stalled *atomic.Bool
+}
+
+func (l stallListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &stallConn{Conn: c, stalled: l.stalled, closed: make(chan struct{})}, nil
+}
+
+// A client that stops reading does not hold its stream for good: a
+// write waits at most its deadline, and the stream ends, closing its
+// subscriptions (and freeing the server's shutdown).
+func TestRentalEventsEndWhenTheClientStopsReading(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	a, feed := watchApp(t, db, 20*time.Millisecond)
+	const email = "events-stall@example.com"
+	u, org := fundedRenter(t, db, email, testPassword, 100_000)
+	id := runningRental(t, db, org, u.ID, rtxOffer(t, db), 500)
+	ac := loginWith(a, "renter", email, testPassword)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled := new(atomic.Bool)
+	srv := &http.Server{Handler: a.e}
+	go func() { _ = srv.Serve(stallListener{ln, stalled}) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	base := feed.Subscribers()
+	s := openStream(t, ac.c, "http://"+ln.Addr().String()+a.url(routenames.RentalsEvents, idParam(id)))
+	s.want(t, "card", `id="rental-live"`)
+	must(t, feed.Subscribers() > base, "the stream subscribed to nothing")
+	stalled.Store(true)
+	for deadline := time.Now().Add(10 * time.Second); feed.Subscribers() > base; time.Sleep(10 * time.Millisecond) {
+		must(t, time.Now().Before(deadline), "a stream nobody reads still holds %d subscriptions after 10s", feed.Subscribers()-base)
+	}
 }

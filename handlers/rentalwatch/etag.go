@@ -13,6 +13,7 @@ import (
 	"suanli/accounts"
 	"suanli/changefeed"
 	"suanli/handlers"
+	"suanli/models/rentalstore"
 )
 
 // APIRentalShow is GET /api/v1/rentals/{id} with a weak ETag: sent back
@@ -41,10 +42,13 @@ func (h *Handler) APIRentalShow(c echo.Context) error {
 // the rental's row (which the meter's passes change: the answer's cost
 // so far is at most one pass old) and the feed's versions of what the
 // answer shows beside it: the timeline, GPUs, launch progress, labels
-// (the rental's topic), its volume, node and organisation. A change
-// outside the row reaches the version within the feed's delay (on
-// SQLite its poll interval). The version is this process's: another
-// replica answers 200 with its own tag.
+// (the rental's topic), its volume, node and organisation, and the node
+// of the volume it left behind (files_left.node_back: one more read). A
+// change outside the row reaches the version within the feed's delay (on
+// SQLite its poll interval). The version is this process's feed's own
+// (changefeed.Feed.Version): a tag from another replica, or from this
+// one before a restart, never matches, and is answered 200 with this
+// process's tag.
 func (h *Handler) rentalETag(c echo.Context) (string, error) {
 	u := handlers.CurrentUser(c)
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
@@ -65,6 +69,15 @@ func (h *Handler) rentalETag(c echo.Context) (string, error) {
 	}
 	if r.NodeID != nil {
 		keys = append(keys, changefeed.Node(*r.NodeID))
+	}
+	// The volume's own changes are the rental's (its trigger names
+	// left_by_rental_id); its node's health is not.
+	left, err := rentalstore.LeftVolume(ctx, h.DB, r.ID)
+	if err != nil {
+		return "", nil // the full answer fails too, and says so
+	}
+	if left != nil && left.NodeID != nil {
+		keys = append(keys, changefeed.Node(*left.NodeID))
 	}
 	v, ok := h.Changes.Version(keys...)
 	if !ok {

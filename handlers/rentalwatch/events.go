@@ -8,6 +8,7 @@ package rentalwatch
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,8 +19,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"suanli/apperr"
 	"suanli/changefeed"
 	"suanli/handlers"
+	"suanli/models/changelog"
 	"suanli/routenames"
 	"suanli/views/rentalpages"
 )
@@ -51,16 +54,17 @@ const eventStream = "text/event-stream"
 // server-sent events (static/rental-events.js). It authorises once, as
 // GET /rentals/{id}/live does (404 outside the rental's organisation),
 // sends the block ("card"), then sends it again whenever the rental, its
-// volume or its wallet's runway changes, and only then: while nothing
-// changes it costs no database statement, only a keep-alive comment
-// (and, while the rental is billed by the second, one render every
-// StreamRefresh, for the falling balance). It
-// ends with "reload" (the page's status or timeline, ?seen=, changed:
-// the page reloads, as the polled block asks htmx to), with "end" once
-// the rental is settled, and when the viewer's memberships or sessions
-// change (the browser reconnects and is authorised again). A client
-// that does not accept text/event-stream, or a server without a change
-// feed, gets the block once and "poll".
+// volume, the node its files were left on or its wallet's runway
+// changes, and only then: while nothing changes it costs no database
+// statement, only a keep-alive comment (and, while the rental is billed
+// by the second, one render every StreamRefresh, for the falling
+// balance). It ends with "reload" (the page's status or timeline,
+// ?seen=, changed: the page reloads, as the polled block asks htmx to),
+// with "end" once the rental is settled, and when the viewer's
+// memberships change, or its session ends (a logout, the user's
+// sessions ended, the session's expiry): the browser reconnects and is
+// authorised again. A client that does not accept text/event-stream, or
+// a server without a change feed, gets the block once and "poll".
 func (h *Handler) Events(c echo.Context) error {
 	// Subscribed before the first read: a change from then on is seen.
 	u := handlers.CurrentUser(c)
@@ -71,27 +75,28 @@ func (h *Handler) Events(c echo.Context) error {
 		authC = auth.C
 	}
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
-	var sub *changefeed.Subscription
-	var keys []changefeed.Key
+	w := &watch{h: h, c: c}
 	if h.Changes != nil {
-		keys = []changefeed.Key{changefeed.Rental(id)}
-		sub = h.Changes.Subscribe(keys...)
+		w.keys = []changefeed.Key{changefeed.Rental(id)}
+		w.sub = h.Changes.Subscribe(w.keys...)
 	}
 	defer func() {
-		if sub != nil {
-			sub.Close()
+		if w.sub != nil {
+			w.sub.Close()
 		}
 	}()
+	w.mark()
 	vm, err := h.RentalLiveVM(c)
 	if err != nil {
 		return err
 	}
+	keepAlive := cmp.Or(h.StreamKeepAlive, DefaultKeepAlive)
 	s := &stream{c: c, seen: c.QueryParam("seen"), show: c.Echo().Reverse(routenames.RentalsShow, strconv.FormatInt(vm.Rental.ID, 10))}
 	hd := c.Response().Header()
 	hd.Set(echo.HeaderContentType, eventStream+"; charset=utf-8")
 	hd.Set(echo.HeaderCacheControl, "no-cache")
 	hd.Set("X-Accel-Buffering", "no") // a proxy in front must not hold events back
-	if sub == nil || !strings.Contains(c.Request().Header.Get(echo.HeaderAccept), eventStream) {
+	if w.sub == nil || !strings.Contains(c.Request().Header.Get(echo.HeaderAccept), eventStream) {
 		c.Response().WriteHeader(http.StatusOK)
 		if done, err := s.send(vm); done || err != nil {
 			return nil
@@ -99,32 +104,52 @@ func (h *Handler) Events(c echo.Context) error {
 		_ = s.event("poll", "")
 		return nil
 	}
+	ctx := c.Request().Context()
+	// The session's end: its row's deletion (a logout: the user's other
+	// sessions and epoch stay as they were) and its expiry.
+	var endC <-chan struct{}  // nil: never ready
+	var expC <-chan time.Time // nil: never ready
+	if token := h.sessionToken(c); token != "" {
+		sid, expiry, found, err := changelog.Session(ctx, h.DB, token)
+		if err != nil {
+			return err
+		}
+		if !found { // ended since the request was authenticated
+			return apperr.Errorf(apperr.EUNAUTHORIZED, "log in first")
+		}
+		// An end committed between the read and the subscription (a
+		// window of microseconds) is seen at the expiry, or the next
+		// reconnect.
+		ses := h.Changes.Subscribe(changefeed.Session(sid))
+		defer ses.Close()
+		endC = ses.C
+		exp := time.NewTimer(expiry.Sub(h.DB.Now()))
+		defer exp.Stop()
+		expC = exp.C
+	}
+	if vm, err = w.follow(vm); err != nil {
+		return err
+	}
 	// A stream outlives the server's read and write timeouts (which
-	// would end it after a minute); it ends when the client goes or
-	// the feed closes at shutdown.
+	// would end it after a minute): it ends when the client goes or the
+	// feed closes at shutdown. Each write has its own deadline instead,
+	// so that a client that stopped reading does not hold the stream
+	// (and its subscriptions) for good.
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
+	s.deadline = 2 * keepAlive
 	c.Response().WriteHeader(http.StatusOK)
-	if _, err := io.WriteString(c.Response(), "retry: 3000\n\n"); err != nil {
+	if s.write("retry: 3000\n\n") != nil {
 		return nil
 	}
-	keepAlive := time.NewTicker(cmp.Or(h.StreamKeepAlive, DefaultKeepAlive))
-	defer keepAlive.Stop()
+	keepAliveT := time.NewTicker(keepAlive)
+	defer keepAliveT.Stop()
 	refresh := time.NewTimer(time.Hour)
 	refresh.Stop()
 	defer refresh.Stop()
-	ctx := c.Request().Context()
 	for {
 		if done, err := s.send(vm); done || err != nil {
 			return nil
-		}
-		if more := liveKeys(vm); !slices.Equal(more, keys) {
-			// Its volume or organisation is known now, or changed.
-			keys = more
-			old := sub
-			sub = h.Changes.Subscribe(keys...)
-			old.Close()
 		}
 		if every := h.refreshEvery(); every > 0 && (vm.Billing || vm.Runway != nil) {
 			refresh.Reset(every)
@@ -138,18 +163,27 @@ func (h *Handler) Events(c echo.Context) error {
 				return nil
 			case <-authC:
 				return nil
-			case <-keepAlive.C:
+			case <-endC:
+				return nil
+			case <-expC:
+				return nil
+			case <-keepAliveT.C:
 				if s.comment() != nil {
 					return nil
 				}
 			case <-refresh.C:
 				break wait
-			case <-sub.C:
+			case <-w.sub.C:
 				break wait
 			}
 		}
 		refresh.Stop()
-		if vm, err = h.RentalLiveVM(c); err != nil {
+		w.mark()
+		vm, err = h.RentalLiveVM(c)
+		if err == nil {
+			vm, err = w.follow(vm)
+		}
+		if err != nil {
 			// Gone or no longer allowed (the browser reconnects and hears
 			// why), or the database failed: the stream ends either way.
 			slog.Warn("rental events: reading the rental failed; the stream ends", "rental_id", id, "err", err,
@@ -157,6 +191,55 @@ func (h *Handler) Events(c echo.Context) error {
 			return nil
 		}
 	}
+}
+
+// sessionToken is the request's session token ("" when none).
+func (h *Handler) sessionToken(c echo.Context) string {
+	if h.Sessions == nil {
+		return ""
+	}
+	return h.Sessions.Token(c.Request().Context())
+}
+
+// watch is a stream's subscription to what its block shows.
+type watch struct {
+	h    *Handler
+	c    echo.Context
+	keys []changefeed.Key
+	sub  *changefeed.Subscription
+	read changefeed.Mark // where the feed stood before the last read
+}
+
+// mark records where the feed stands, before a read of the block.
+func (w *watch) mark() {
+	if w.h.Changes != nil {
+		w.read = w.h.Changes.Mark()
+	}
+}
+
+// follow subscribes to what vm shows (liveKeys) when that is more or
+// other than what is subscribed, and then, if the feed heard a change
+// to those keys since the read began (Mark), reads the block once more
+// without waiting: a change to a key it adds (its volume, organisation
+// or left node) committed after vm was read but heard before the
+// subscription would otherwise be lost. Asking the feed first keeps the
+// usual connect at one read. It returns the block to send.
+func (w *watch) follow(vm rentalpages.RentalVM) (rentalpages.RentalVM, error) {
+	for more := liveKeys(vm); !slices.Equal(more, w.keys); more = liveKeys(vm) {
+		w.keys = more
+		old := w.sub
+		w.sub = w.h.Changes.Subscribe(w.keys...)
+		old.Close()
+		if !w.h.Changes.ChangedSince(w.read, w.keys...) {
+			break
+		}
+		w.mark()
+		var err error
+		if vm, err = w.h.RentalLiveVM(w.c); err != nil {
+			return vm, err
+		}
+	}
+	return vm, nil
 }
 
 // refreshEvery is StreamRefresh with its default (0: never).
@@ -170,12 +253,16 @@ func (h *Handler) refreshEvery() time.Duration {
 	return h.StreamRefresh
 }
 
-// liveKeys are what the block shows: the rental, its volume, and its
+// liveKeys are what the block shows: the rental, its volume, the node
+// that holds the files it left (whether that node is back), and its
 // organisation's wallet (the runway).
 func liveKeys(vm rentalpages.RentalVM) []changefeed.Key {
 	keys := []changefeed.Key{changefeed.Rental(vm.Rental.ID)}
 	if vm.Volume != nil {
 		keys = append(keys, changefeed.Volume(vm.Volume.ID))
+	}
+	if fl := vm.FilesLeft; fl != nil && fl.NodeID != nil {
+		keys = append(keys, changefeed.Node(*fl.NodeID))
 	}
 	if vm.Runway != nil {
 		keys = append(keys, changefeed.Org(vm.Runway.OrgID))
@@ -188,7 +275,10 @@ type stream struct {
 	c    echo.Context
 	seen string // the state the page shows (RentalVM.Seen)
 	show string // the rental's page, where a reload goes
-	buf  bytes.Buffer
+	// deadline bounds each write (0: the server's own timeout): a
+	// client that stops reading ends the stream instead of blocking it.
+	deadline time.Duration
+	buf      bytes.Buffer
 }
 
 // send sends vm's block, or "reload" when the page no longer shows the
@@ -226,8 +316,14 @@ func (s *stream) event(name, data string) error {
 func (s *stream) comment() error { return s.write(": keep-alive\n\n") }
 
 func (s *stream) write(p string) error {
+	rc := http.NewResponseController(s.c.Response())
+	if s.deadline > 0 {
+		if err := rc.SetWriteDeadline(time.Now().Add(s.deadline)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+	}
 	if _, err := io.WriteString(s.c.Response(), p); err != nil {
 		return err
 	}
-	return http.NewResponseController(s.c.Response()).Flush()
+	return rc.Flush()
 }

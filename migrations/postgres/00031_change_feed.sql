@@ -20,6 +20,13 @@
 --                session epoch (an open stream authorises again)
 --   node:<id>    the node's name, status, health or simulated flag (not
 --                its heartbeats)
+--   session:<id> a browser session ended (its row deleted: a logout, a
+--                renewed token, a purge): an open stream of that
+--                session ends. The id is hashtext(token) here (the row
+--                has no integer key; two tokens that share a hash only
+--                end a stream that reconnects at once), the rowid on
+--                SQLite: an integer a stream reads once when it
+--                connects, never the token itself
 --
 -- The meter's passes change none of these, so a running rental that
 -- nothing else touches costs its open pages nothing.
@@ -197,7 +204,21 @@ WHEN (OLD.name IS DISTINCT FROM NEW.name OR OLD.status IS DISTINCT FROM NEW.stat
     OR OLD.removed_at IS DISTINCT FROM NEW.removed_at)
 EXECUTE FUNCTION suanli_notify_change('node', 'id');
 
+-- +goose StatementBegin
+CREATE FUNCTION suanli_notify_session_ended() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('suanli_changes', 'session:' || hashtext(OLD.token));
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER sessions_deleted AFTER DELETE ON sessions FOR EACH ROW
+EXECUTE FUNCTION suanli_notify_session_ended();
+
 -- +goose Down
+DROP TRIGGER sessions_deleted ON sessions;
+DROP FUNCTION suanli_notify_session_ended();
 DROP TRIGGER nodes_changed ON nodes;
 DROP TRIGGER users_sessions_changed ON users;
 DROP TRIGGER memberships_deleted ON memberships;

@@ -20,6 +20,12 @@
 --                session epoch (an open stream authorises again)
 --   node:<id>    the node's name, status, health or simulated flag (not
 --                its heartbeats)
+--   session:<id> a browser session ended (its row deleted: a logout, a
+--                renewed token, a purge): an open stream of that
+--                session ends. The id is the row's rowid here (a rowid
+--                table; ON CONFLICT DO UPDATE keeps it), hashtext(token)
+--                on PostgreSQL: an integer a stream reads once when it
+--                connects, never the token itself
 --
 -- The meter's passes change none of these, so a running rental that
 -- nothing else touches costs its open pages nothing.
@@ -305,7 +311,16 @@ BEGIN
 END;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE TRIGGER sessions_deleted AFTER DELETE ON sessions
+BEGIN
+    INSERT INTO change_log (topic, ref_id, created_at)
+        VALUES ('session', OLD.rowid, CAST(strftime('%s', 'now') AS INTEGER));
+END;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP TRIGGER sessions_deleted;
 DROP TRIGGER nodes_changed;
 DROP TRIGGER users_sessions_changed;
 DROP TRIGGER memberships_deleted;

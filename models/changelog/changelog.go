@@ -104,3 +104,26 @@ func Parse(payload string) (topic string, id int64, ok bool) {
 	}
 	return topic, id, true
 }
+
+// Session returns the id under which the deletion of token's session
+// row is reported (topic "session": the rowid on SQLite, hashtext(token)
+// on PostgreSQL, as migration 00031's trigger names it) and the
+// session's expiry; found is false when no such session is stored. One
+// statement.
+func Session(ctx context.Context, db *models.DB, token string) (id int64, expiry time.Time, found bool, err error) {
+	q := "SELECT rowid AS id, expiry FROM sessions WHERE token = ?"
+	if db.Dialect == "postgres" {
+		q = "SELECT hashtext(token) AS id, expiry FROM sessions WHERE token = ?"
+	}
+	var rows []struct {
+		ID     int64
+		Expiry time.Time
+	}
+	if err := db.W.WithContext(ctx).Raw(q, token).Scan(&rows).Error; err != nil {
+		return 0, time.Time{}, false, err
+	}
+	if len(rows) == 0 {
+		return 0, time.Time{}, false, nil
+	}
+	return rows[0].ID, rows[0].Expiry, true, nil
+}

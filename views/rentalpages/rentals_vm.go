@@ -450,6 +450,8 @@ type RentalVM struct {
 type FilesLeft struct {
 	VolumeID int64
 	Node     string
+	// NodeID is its node's id (nil: none), whose health NodeUp follows.
+	NodeID *int64
 	// NodeUp: the node is back. CanStartThere: the viewer may start the
 	// rental there with the volume now; StopFirst: they may once the
 	// running rental is stopped.
