@@ -280,6 +280,14 @@ func benchIndexPatch(b *testing.B, db *models.DB, qm *statementMeter, ix *offers
 	if ix.Loads.Load() != loads {
 		b.Fatal("the index reloaded whole instead of patching")
 	}
+	// Put the figures back: the rent benchmark rents what they say is free.
+	if err := db.W.Exec(`UPDATE offers SET available_gpus = (SELECT COUNT(*) FROM gpus g
+		WHERE g.node_id = offers.node_id AND g.gpu_model = offers.gpu_model AND g.state = 'free') WHERE id IN ?`, ids).Error; err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Tx(ctx, func(tx *gorm.DB) error { return models.OffersChanged(tx, models.OfferScope{Offers: ids}) }); err != nil {
+		b.Fatal(err)
+	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "patch-cpu-ns/op")
 	b.ReportMetric(float64(stmts)/float64(b.N), "patch-queries/op")
 }
