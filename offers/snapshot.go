@@ -166,22 +166,18 @@ func (s *snapshot) apply(version int64, touched []int64, rows []models.OfferRow,
 	}
 	dcsCopied := false
 	for _, r := range rows {
-		m, ok := s.gpus[r.GPUModel]
-		if !ok {
-			slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
-			continue
-		}
 		if ns.dcChanged(&r) {
 			if !dcsCopied {
 				ns.dcIdx, ns.lat, dcsCopied = maps.Clone(s.dcIdx), slices.Clone(s.lat), true
 			}
 			ns.registerDC(&r)
 		}
-		o := newListed(r, m, running[r.ID], judged[r.ID])
-		k := ns.key(o)
-		at(ns.partOf(&k)).adds = append(at(ns.partOf(&k)).adds, entry{k: k, o: o})
-		shard(r.ID)[r.ID] = o
-		ns.n++
+		if e, ok := ns.record(r, running, judged); ok {
+			c := at(ns.partOf(&e.k))
+			c.adds = append(c.adds, e)
+			shard(r.ID)[r.ID] = e.o
+			ns.n++
+		}
 	}
 	for p, c := range changes {
 		ns.parts[p] = ns.patch(s.parts[p], c.gone, c.adds)
@@ -206,21 +202,28 @@ func newBuilder(version int64) *builder {
 func (b *builder) add(rows []models.OfferRow, running supply.OfferBids, judged map[int64]string) {
 	s := b.s
 	for _, r := range rows {
-		m, ok := s.gpus[r.GPUModel]
-		if !ok {
-			slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
-			continue
-		}
 		if s.dcChanged(&r) {
 			s.registerDC(&r)
 		}
-		o := newListed(r, m, running[r.ID], judged[r.ID])
-		k := s.key(o)
-		p := s.partOf(&k)
-		b.adds[p] = append(b.adds[p], entry{k: k, o: o})
-		s.ids.shards[uint64(r.ID)%idShards][r.ID] = o
-		s.n++
+		if e, ok := s.record(r, running, judged); ok {
+			p := s.partOf(&e.k)
+			b.adds[p] = append(b.adds[p], e)
+			s.ids.shards[uint64(r.ID)%idShards][r.ID] = e.o
+			s.n++
+		}
 	}
+}
+
+// record makes r's index record and partition entry; s must number r's
+// datacentre already. False for a model the catalogue lacks.
+func (s *snapshot) record(r models.OfferRow, running supply.OfferBids, judged map[int64]string) (entry, bool) {
+	m, ok := s.gpus[r.GPUModel]
+	if !ok {
+		slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
+		return entry{}, false
+	}
+	o := newListed(r, m, running[r.ID], judged[r.ID])
+	return entry{k: s.key(o), o: o}, true
 }
 
 func (b *builder) finish() *snapshot {
