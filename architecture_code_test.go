@@ -44,17 +44,18 @@ var clockFree = []string{"models/db.go", "agent/", "gpu/", "rentercli/", "stripe
 // wallClock lists the files that read time.Now for a reason other than
 // domain time, with the reason.
 var wallClock = map[string]string{
-	"metrics/metrics.go":     "how old the cached reading is: elapsed time",
-	"rentals/provision.go":   "how long one job run may wait for an agent: elapsed time",
-	"web/idempotency.go":     "when expired keys were last purged: elapsed time",
-	"web/middleware.go":      "a request's latency: elapsed time",
-	"web/metrics.go":         "a request's latency: elapsed time",
-	"offers/index.go":        "how long an index rebuild took: elapsed time",
-	"workers/metrics.go":     "how long a job took: elapsed time",
-	"mail/smtp.go":           "the Date header of a mail sent now",
-	"web/ratelimit.go":       "a rate limit's window: elapsed time",
-	"web/heartbeat_limit.go": "a rate limit's window: elapsed time",
-	"payments/stripe.go":     "Stripe compares checkout expiry and webhook signatures with its own clock",
+	"metrics/metrics.go":             "how old the cached reading is: elapsed time",
+	"rentals/provision.go":           "how long one job run may wait for an agent: elapsed time",
+	"web/idempotency.go":             "when expired keys were last purged: elapsed time",
+	"web/middleware.go":              "a request's latency: elapsed time",
+	"web/metrics.go":                 "a request's latency: elapsed time",
+	"offers/index.go":                "how long an index rebuild took: elapsed time",
+	"workers/metrics.go":             "how long a job took: elapsed time",
+	"mail/smtp.go":                   "the Date header of a mail sent now",
+	"web/ratelimit.go":               "a rate limit's window: elapsed time",
+	"web/heartbeat_limit.go":         "a rate limit's window: elapsed time",
+	"payments/stripe.go":             "Stripe compares checkout expiry and webhook signatures with its own clock",
+	"handlers/rentalwatch/events.go": "an event stream's write deadline: the network's clock",
 }
 
 // productionFiles parses every non-test, non-generated Go file of the
