@@ -78,6 +78,8 @@ type Feed struct {
 	subs map[Key]map[*Subscription]struct{}
 	// all holds every subscription, for PublishAll.
 	all map[*Subscription]struct{}
+	// subsChanged is closed when len(all) changes (SubscribersChanged).
+	subsChanged chan struct{}
 
 	// live is set while the source is read without a gap (Run): only
 	// then may Version promise that nothing changed.
@@ -123,6 +125,7 @@ func (f *Feed) Subscribe(keys ...Key) *Subscription {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.all[s] = struct{}{}
+	f.countChanged()
 	for _, k := range keys {
 		m := f.subs[k]
 		if m == nil {
@@ -142,6 +145,7 @@ func (s *Subscription) Close() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(f.all, s)
+		f.countChanged()
 		for _, k := range s.keys {
 			if m := f.subs[k]; m != nil {
 				delete(m, s)
@@ -256,6 +260,26 @@ func (f *Feed) Version(keys ...Key) (v string, ok bool) {
 		return "", false
 	}
 	return b.String(), true
+}
+
+// SubscribersChanged is closed at the next subscribe or close: a waiter
+// takes it, then reads Subscribers, then waits on it (for tests that wait
+// for streams to let go).
+func (f *Feed) SubscribersChanged() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.subsChanged == nil {
+		f.subsChanged = make(chan struct{})
+	}
+	return f.subsChanged
+}
+
+// countChanged wakes SubscribersChanged's waiters; f.mu is held.
+func (f *Feed) countChanged() {
+	if f.subsChanged != nil {
+		close(f.subsChanged)
+		f.subsChanged = nil
+	}
 }
 
 // Subscribers is how many subscriptions are open (for tests and metrics).

@@ -404,16 +404,11 @@ func TestRentalAPIAnswers304WhileUnchanged(t *testing.T) {
 		contains(t, body, "registry.example/pushed:3")
 		etag = res.Header.Get("ETag")
 		// Its timeline changes (not its row): a new tag once the feed hears it.
+		heard := feed.Subscribe(changefeed.Rental(id))
 		must(t, db.W.Exec("INSERT INTO rental_events (rental_id, at, kind, detail) VALUES (?, ?, 'note', '')", id, time.Now().UTC()).Error == nil, "event")
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			res, _ = get(token, etag)
-			if res.StatusCode == 200 {
-				break
-			}
-			must(t, time.Now().Before(deadline), "the timeline changed, still %d after 10s", res.StatusCode)
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitHeard(t, heard, "the timeline's change")
+		res, _ = get(token, etag)
+		must(t, res.StatusCode == 200, "the timeline changed, still %d once the feed heard it", res.StatusCode)
 
 		other, _ := fundedRenter(t, db, "etag-other@example.com", testPassword, 0)
 		otherToken, _, err := (&accounts.Service{DB: db}).CreateAPIToken(context.Background(), other, "other")
@@ -582,13 +577,11 @@ func TestRentalWatchFollowsTheNodeOfTheFilesLeft(t *testing.T) {
 		must(t, res.StatusCode == 200 && etag != "" && strings.Contains(body, `"files_left"`), "GET: %d %q %s", res.StatusCode, etag, snippet(body))
 		res, _ = a.get(path, "Authorization", "Bearer "+token, "If-None-Match", etag)
 		must(t, res.StatusCode == http.StatusNotModified, "unchanged: %d", res.StatusCode)
+		heard := feed.Subscribe(changefeed.Node(o2.NodeID))
 		toggle()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if res, _ = a.get(path, "Authorization", "Bearer "+token, "If-None-Match", etag); res.StatusCode == 200 {
-				break
-			}
-			must(t, time.Now().Before(deadline), "the left node's health changed, still %d after 10s", res.StatusCode)
-		}
+		waitHeard(t, heard, "the left node's health")
+		res, _ = a.get(path, "Authorization", "Bearer "+token, "If-None-Match", etag)
+		must(t, res.StatusCode == 200, "the left node's health changed, still %d once the feed heard it", res.StatusCode)
 
 		ac := loginWith(a, "renter", email, testPassword)
 		s := openStream(t, ac.c, a.srv.URL+a.url(routenames.RentalsEvents, idParam(id)))
@@ -738,7 +731,28 @@ func TestRentalEventsEndWhenTheClientStopsReading(t *testing.T) {
 	s.want(t, "card", `id="rental-live"`)
 	must(t, feed.Subscribers() > base, "the stream subscribed to nothing")
 	stalled.Store(true)
-	for deadline := time.Now().Add(10 * time.Second); feed.Subscribers() > base; time.Sleep(10 * time.Millisecond) {
-		must(t, time.Now().Before(deadline), "a stream nobody reads still holds %d subscriptions after 10s", feed.Subscribers()-base)
+	deadline := time.After(10 * time.Second)
+	for {
+		changed := feed.SubscribersChanged() // before the count: no change is missed
+		if feed.Subscribers() <= base {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("a stream nobody reads still holds %d subscriptions after 10s", feed.Subscribers()-base)
+		}
+	}
+}
+
+// waitHeard waits until the feed tells sub of a change (the feed moves
+// the key's version before it wakes anyone), then closes sub.
+func waitHeard(t *testing.T, sub *changefeed.Subscription, what string) {
+	t.Helper()
+	defer sub.Close()
+	select {
+	case <-sub.C:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the feed did not hear %s within 10s", what)
 	}
 }
