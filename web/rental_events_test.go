@@ -336,14 +336,8 @@ func TestRentalEventsOutliveTheWriteTimeout(t *testing.T) {
 	u, org := fundedRenter(t, db, email, testPassword, 100_000)
 	id := runningRental(t, db, org, u.ID, rtxOffer(t, db), 500)
 	ac := loginWith(a, "renter", email, testPassword)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const timeout = 200 * time.Millisecond
-	srv := &http.Server{Handler: a.e, ReadTimeout: timeout, WriteTimeout: timeout}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	ln := ownServer(t, &http.Server{Handler: a.e, ReadTimeout: timeout, WriteTimeout: timeout}, nil)
 	start := time.Now()
 	s := openStream(t, ac.c, "http://"+ln.Addr().String()+a.url(routenames.RentalsEvents, idParam(id)))
 	s.want(t, "card", `id="rental-live"`)
@@ -718,14 +712,8 @@ func TestRentalEventsEndWhenTheClientStopsReading(t *testing.T) {
 	u, org := fundedRenter(t, db, email, testPassword, 100_000)
 	id := runningRental(t, db, org, u.ID, rtxOffer(t, db), 500)
 	ac := loginWith(a, "renter", email, testPassword)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	stalled := new(atomic.Bool)
-	srv := &http.Server{Handler: a.e}
-	go func() { _ = srv.Serve(stallListener{ln, stalled}) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	ln := ownServer(t, &http.Server{Handler: a.e}, func(l net.Listener) net.Listener { return stallListener{l, stalled} })
 	base := feed.Subscribers()
 	s := openStream(t, ac.c, "http://"+ln.Addr().String()+a.url(routenames.RentalsEvents, idParam(id)))
 	s.want(t, "card", `id="rental-live"`)
@@ -743,6 +731,24 @@ func TestRentalEventsEndWhenTheClientStopsReading(t *testing.T) {
 			t.Fatalf("a stream nobody reads still holds %d subscriptions after 10s", feed.Subscribers()-base)
 		}
 	}
+}
+
+// ownServer serves srv on a loopback port of its own (through wrap when
+// set) until the test ends, for tests that need the server's own
+// timeouts or connections.
+func ownServer(t *testing.T, srv *http.Server, wrap func(net.Listener) net.Listener) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := ln
+	if wrap != nil {
+		served = wrap(ln)
+	}
+	go func() { _ = srv.Serve(served) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln
 }
 
 // waitHeard waits until the feed tells sub of a change (the feed moves
