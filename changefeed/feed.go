@@ -62,6 +62,23 @@ func User(id int64) Key { return Key{TopicUser, id} }
 // Node is the key of a node's changes.
 func Node(id int64) Key { return Key{TopicNode, id} }
 
+// RentalKeys are the keys of what a rental's answers show: the rental
+// (its row, timeline, GPUs, launch, labels) and, where set, its
+// organisation (the wallet's runway), volume, node and the node holding
+// the files it left behind.
+func RentalKeys(rental int64, org, volume, node, leftNode *int64) []Key {
+	keys := []Key{Rental(rental)}
+	for _, k := range []struct {
+		id  *int64
+		key func(int64) Key
+	}{{org, Org}, {volume, Volume}, {node, Node}, {leftNode, Node}} {
+		if k.id != nil {
+			keys = append(keys, k.key(*k.id))
+		}
+	}
+	return keys
+}
+
 // Session is the key of a session's end (see TopicSession).
 func Session(id int64) Key { return Key{TopicSession, id} }
 

@@ -63,23 +63,17 @@ func (h *Handler) rentalETag(c echo.Context) (string, error) {
 	if _, _, err := h.Accounts.Authorize(ctx, u, r.OrgID, accounts.ViewRentals); err != nil {
 		return "", nil
 	}
-	keys := []changefeed.Key{changefeed.Rental(r.ID), changefeed.Org(r.OrgID)}
-	if r.VolumeID != nil {
-		keys = append(keys, changefeed.Volume(*r.VolumeID))
-	}
-	if r.NodeID != nil {
-		keys = append(keys, changefeed.Node(*r.NodeID))
-	}
 	// The volume's own changes are the rental's (its trigger names
 	// left_by_rental_id); its node's health is not.
 	left, err := rentalstore.LeftVolume(ctx, h.DB, r.ID)
 	if err != nil {
 		return "", nil // the full answer fails too, and says so
 	}
-	if left != nil && left.NodeID != nil {
-		keys = append(keys, changefeed.Node(*left.NodeID))
+	var leftNode *int64
+	if left != nil {
+		leftNode = left.NodeID
 	}
-	v, ok := h.Changes.Version(keys...)
+	v, ok := h.Changes.Version(changefeed.RentalKeys(r.ID, &r.OrgID, r.VolumeID, r.NodeID, leftNode)...)
 	if !ok {
 		return "", nil
 	}

@@ -257,17 +257,18 @@ func (h *Handler) refreshEvery() time.Duration {
 // that holds the files it left (whether that node is back), and its
 // organisation's wallet (the runway).
 func liveKeys(vm rentalpages.RentalVM) []changefeed.Key {
-	keys := []changefeed.Key{changefeed.Rental(vm.Rental.ID)}
-	if vm.Volume != nil {
-		keys = append(keys, changefeed.Volume(vm.Volume.ID))
-	}
-	if fl := vm.FilesLeft; fl != nil && fl.NodeID != nil {
-		keys = append(keys, changefeed.Node(*fl.NodeID))
-	}
+	var org, volume, leftNode *int64
 	if vm.Runway != nil {
-		keys = append(keys, changefeed.Org(vm.Runway.OrgID))
+		org = &vm.Runway.OrgID
 	}
-	return keys
+	if vm.Volume != nil {
+		volume = &vm.Volume.ID
+	}
+	if vm.FilesLeft != nil {
+		leftNode = vm.FilesLeft.NodeID
+	}
+	// The card shows no node of its own: only the files' node's health.
+	return changefeed.RentalKeys(vm.Rental.ID, org, volume, nil, leftNode)
 }
 
 // stream writes one response's events.
