@@ -36,6 +36,8 @@ var useCases = []string{
 	"suanli/spendalerts",
 	"suanli/interruptions",
 	"suanli/launch",
+	"suanli/identity",
+	"suanli/invoices",
 }
 
 // edge is one import of one file: the file relative to the module root
@@ -115,7 +117,7 @@ var depRules = []depRule{
 	{name: "the tunnel runs on both ends: stdlib, yamux and the WebSocket library only",
 		from: under("suanli/tunnel"), forbid: not(anyOf(stdlib, under("github.com/hashicorp/yamux", "github.com/coder/websocket")))},
 	{name: "pure shared packages import the standard library only",
-		from: under("suanli/locales", "suanli/catalog"), forbid: not(stdlib)},
+		from: under("suanli/locales", "suanli/catalog", "suanli/cnid"), forbid: not(stdlib)},
 	{name: "use cases never import the edge (handlers, web, views, workers)",
 		from: isUseCase, forbid: isEdge},
 	// models/ (its leaf packages too: models/ledger, models/supply, …)
