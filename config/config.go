@@ -81,6 +81,15 @@ type Config struct {
 	// must be kept but never shown again (renters' registry passwords) is
 	// sealed under keys derived from it. Empty: see PlatformKey.
 	SecretKey string
+	// RealName is whether renting and payouts need real-name
+	// verification (SUANLI_REAL_NAME): RealNameRequired (mainland China's
+	// rule, the default) or RealNameOff (deployments outside it).
+	RealName string
+	// PIIKey seals personal information (ID numbers, licence images)
+	// when set (SUANLI_PII_KEY); empty: a key derived from the platform
+	// key. PIIOldKeys (SUANLI_PII_OLD_KEYS, comma-separated) still open
+	// what older keys sealed, until `suanli admin reseal-pii` has run.
+	PIIKey, PIIOldKeys string
 	// AdvertiseURL is this web replica's URL as the other replicas reach
 	// it (SUANLI_ADVERTISE_URL): a renter's request for a node whose
 	// agent's tunnel another replica holds is passed on there. Empty: see
@@ -122,6 +131,9 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.DurationVar(&c.AuditEvery, "audit-every", envDuration("SUANLI_AUDIT_EVERY", 10*time.Minute), "how often the workers run a pass of the platform's audit rentals (each offer about daily); 0 turns them off (SUANLI_AUDIT_EVERY)")
 	fs.DurationVar(&c.MeterEvery, "meter-every", envDuration("SUANLI_METER_EVERY", time.Minute), "how often the workers bill running rentals; each pass bills up to the current second (SUANLI_METER_EVERY)")
 	fs.IntVar(&c.VolumeKeepDays, "volume-keep-days", int(envInt64("SUANLI_VOLUME_KEEP_DAYS", 7)), "days a stopped rental's volume is kept (and billed as storage) without a start before it is deleted, with mails 3 days and 1 day before (SUANLI_VOLUME_KEEP_DAYS)")
+	fs.StringVar(&c.RealName, "real-name", env("SUANLI_REAL_NAME", RealNameRequired), "real-name verification (实名认证) before renting and payouts: required (mainland China) or off (SUANLI_REAL_NAME)")
+	fs.StringVar(&c.PIIKey, "pii-key", env("SUANLI_PII_KEY", ""), "key sealing ID numbers and licence images: 64 hex digits or base64 of 32+ bytes; empty: derived from the platform secret key; prefer the environment (SUANLI_PII_KEY)")
+	fs.StringVar(&c.PIIOldKeys, "pii-old-keys", env("SUANLI_PII_OLD_KEYS", ""), "earlier PII keys, comma-separated, kept to open what they sealed until `admin reseal-pii` ran (SUANLI_PII_OLD_KEYS)")
 	fs.StringVar(&c.SecretKey, "secret-key", env("SUANLI_SECRET_KEY", ""), "platform secret key sealing renters' registry credentials: 64 hex digits or base64 of 32+ random bytes; prefer the environment; empty: DATA_DIR/secret.key with the embedded database, none with PostgreSQL (SUANLI_SECRET_KEY)")
 	fs.StringVar(&c.AppsDomain, "apps-domain", env("SUANLI_APPS_DOMAIN", ""), "serve renters' apps (Jupyter, declared ports) on an origin of their own per rental, r{id}.DOMAIN (wildcard DNS and certificate to the web replicas), so that their scripts never share the marketplace's origin; empty: on the marketplace's origin (SUANLI_APPS_DOMAIN)")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", env("SUANLI_ADVERTISE_URL", ""), "this web replica's URL as the other replicas reach it, for browser access through a node's tunnel held by another replica (serve on PostgreSQL); empty: http://FIRST-NON-LOOPBACK-IP:PORT (SUANLI_ADVERTISE_URL)")
@@ -203,6 +215,17 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--advertise-url/SUANLI_ADVERTISE_URL %q: want http(s)://host:port", c.AdvertiseURL))
 		}
 	}
+	if c.RealName != RealNameRequired && c.RealName != RealNameOff {
+		errs = append(errs, fmt.Errorf("--real-name/SUANLI_REAL_NAME %q: want required or off", c.RealName))
+	}
+	for i, k := range append([]string{c.PIIKey}, splitList(c.PIIOldKeys)...) {
+		if k == "" && i == 0 {
+			continue
+		}
+		if _, err := secrets.ParseKey(k); err != nil {
+			errs = append(errs, fmt.Errorf("--pii-key/--pii-old-keys: %w", err))
+		}
+	}
 	if c.SecretKey != "" {
 		if _, err := secrets.ParseKey(c.SecretKey); err != nil {
 			// The key itself is never repeated in a message.
@@ -266,6 +289,53 @@ func (c Config) PlatformKey() (*secrets.Key, error) {
 		return nil, err
 	}
 	return secrets.LoadOrCreate(filepath.Join(filepath.Dir(loc), SecretKeyFile))
+}
+
+// Real-name modes (--real-name).
+const (
+	RealNameRequired = "required"
+	RealNameOff      = "off"
+)
+
+// PIIPurpose is what personal information is sealed for: a ring's keys
+// derive from it, so PII never opens under another purpose's key.
+const PIIPurpose = "pii"
+
+// PIIRing returns the keys sealing personal information: --pii-key (or,
+// when empty, the platform key) current, --pii-old-keys to open older
+// values. It is nil when there is no key at all (PostgreSQL without
+// SUANLI_SECRET_KEY or SUANLI_PII_KEY): nothing personal can be stored.
+func (c Config) PIIRing() (*secrets.Ring, error) {
+	var cur *secrets.Key
+	var err error
+	if c.PIIKey != "" {
+		cur, err = secrets.ParseKey(c.PIIKey)
+	} else {
+		cur, err = c.PlatformKey()
+	}
+	if err != nil || cur == nil {
+		return nil, err
+	}
+	var old []*secrets.Key
+	for _, s := range splitList(c.PIIOldKeys) {
+		k, err := secrets.ParseKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("--pii-old-keys: %w", err)
+		}
+		old = append(old, k)
+	}
+	return secrets.NewRing(PIIPurpose, cur, old...), nil
+}
+
+// splitList is a comma-separated list's non-empty items, trimmed.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Dialects.

@@ -1,0 +1,49 @@
+package secrets
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func newKey(t *testing.T) *Key {
+	t.Helper()
+	return mustKey(t, GenerateKey())
+}
+
+func TestRingRotation(t *testing.T) {
+	k1, k2 := newKey(t), newKey(t)
+	ctx := []byte("user:7")
+	before := NewRing("pii", k1)
+	sealed := before.Seal([]byte("510107199003071236"), ctx)
+	if strings.Contains(sealed, "510107") {
+		t.Fatalf("sealed value shows its plaintext: %s", sealed)
+	}
+
+	after := NewRing("pii", k2, k1) // k2 now current, k1 kept to open
+	if after.Current(sealed) {
+		t.Fatal("a value sealed under the old key reported current")
+	}
+	plain, err := after.Open(sealed, ctx)
+	if err != nil || string(plain) != "510107199003071236" {
+		t.Fatalf("old value under the rotated ring: %q, %v", plain, err)
+	}
+	resealed, err := after.Reseal(sealed, ctx)
+	if err != nil || !after.Current(resealed) {
+		t.Fatalf("Reseal: %q, %v", resealed, err)
+	}
+	// Once every value is resealed, the old key can go.
+	onlyNew := NewRing("pii", k2)
+	if plain, err := onlyNew.Open(resealed, ctx); err != nil || string(plain) != "510107199003071236" {
+		t.Fatalf("resealed value without the old key: %q, %v", plain, err)
+	}
+	if _, err := onlyNew.Open(sealed, ctx); !errors.Is(err, ErrOpen) {
+		t.Fatalf("old value opened without its key: %v", err)
+	}
+	if _, err := after.Open(resealed, []byte("user:8")); !errors.Is(err, ErrOpen) {
+		t.Fatalf("value opened for another context: %v", err)
+	}
+	if _, err := NewRing("other", k2).Open(resealed, ctx); !errors.Is(err, ErrOpen) {
+		t.Fatalf("value opened for another purpose: %v", err)
+	}
+}
