@@ -85,3 +85,13 @@ func (r *Ring) Reseal(sealed string, context []byte) (string, error) {
 	}
 	return r.Seal(plain, context), nil
 }
+
+// Digest is a keyed digest (HMAC-SHA256, hex) of data under the current
+// key: a blind index, so that a table can find "the same ID number" —
+// one person, one verified account — without holding the number. A
+// rotation changes every digest: Reseal's caller computes them again.
+func (r *Ring) Digest(data []byte) string {
+	m := r.current.box.NewMAC()
+	m.Write(data)
+	return hex.EncodeToString(m.Sum(nil))
+}

@@ -47,3 +47,14 @@ func TestRingRotation(t *testing.T) {
 		t.Fatalf("value opened for another purpose: %v", err)
 	}
 }
+
+func TestRingDigestIsKeyed(t *testing.T) {
+	k1, k2 := newKey(t), newKey(t)
+	a, b := NewRing("pii", k1), NewRing("pii", k2)
+	if a.Digest([]byte("x")) != a.Digest([]byte("x")) {
+		t.Fatal("digest not deterministic")
+	}
+	if a.Digest([]byte("x")) == b.Digest([]byte("x")) || a.Digest([]byte("x")) == a.Digest([]byte("y")) {
+		t.Fatal("digest does not depend on key and data")
+	}
+}
