@@ -19,6 +19,7 @@ import (
 	"suanli/billing"
 	"suanli/config"
 	"suanli/fleet"
+	"suanli/identity"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/ledger"
@@ -31,9 +32,13 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
 
   suanli admin status                          schema version and market counts
   suanli admin gpu-state --uuid U --state S    mark a GPU free, busy or unhealthy
-  suanli admin create-user --email E --password-file F [--name N] [--admin] [--provider COMPANY [--simulated]]
+  suanli admin create-user --email E --password-file F [--name N] [--admin] [--provider COMPANY [--simulated]] [--verified-identity]
                                                a user with a verified email and a personal
                                                organisation; --admin makes a platform admin;
+                                               --verified-identity makes the real-name
+                                               verification done on the operator's word (no
+                                               ID number stored; audited: operators' and
+                                               test accounts);
                                                --provider makes the user the owner of an
                                                already verified provider of that name;
                                                --simulated makes it a test provider whose
@@ -52,6 +57,10 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
                                                after dealing with a GPU's critical XIDs (GPU
                                                reset, reboot): the node's agent forgets them
                                                and the GPU may pass its checks again; audited
+  suanli admin reseal-pii                      after a new --pii-key (the old one in
+                                               --pii-old-keys): seal every stored ID number
+                                               again under the new key and recompute the
+                                               blind indexes; prints the counts
   suanli admin backup --out F                  SQLite: a consistent copy of the live database in
                                                the new file F; PostgreSQL: runs (or prints) pg_dump
 `
@@ -72,7 +81,7 @@ func admin(ctx context.Context, args []string) error {
 	var (
 		uuid, state, email, pwFile, name, reason string
 		provider                                 string
-		isAdmin, simulated                       bool
+		isAdmin, simulated, verifiedIdentity     bool
 		fen                                      int64
 	)
 	commands := map[string]adminCommand{
@@ -106,6 +115,7 @@ func admin(ctx context.Context, args []string) error {
 				fs.BoolVar(&isAdmin, "admin", false, "make the user a platform admin")
 				fs.StringVar(&provider, "provider", "", "also create a verified provider organisation of this name, owned by the user")
 				fs.BoolVar(&simulated, "simulated", false, "with --provider: a test provider whose nodes run simulated agents (--simulate)")
+				fs.BoolVar(&verifiedIdentity, "verified-identity", false, "make the user's real-name verification done on the operator's word (no ID number stored; audited)")
 			},
 			check: func() error {
 				if simulated && provider == "" {
@@ -127,6 +137,12 @@ func admin(ctx context.Context, args []string) error {
 					role = " (platform admin)"
 				}
 				fmt.Printf("created user %d <%s>%s\n", u.ID, u.Email, role)
+				if verifiedIdentity {
+					if err := (&identity.Service{DB: db, Mode: cfg.RealName}).VerifyByOperator(ctx, u); err != nil {
+						return fmt.Errorf("admin create-user: the real-name verification: %w", err)
+					}
+					fmt.Printf("real-name verification of %s done by the operator (no ID number stored)\n", u.Email)
+				}
 				if provider == "" {
 					return nil
 				}
@@ -279,6 +295,21 @@ func admin(ctx context.Context, args []string) error {
 			return nil
 		},
 	}
+	commands["reseal-pii"] = adminCommand{run: func(ctx context.Context, cfg config.Config, db *models.DB) error {
+		ids, err := identityService(db, cfg)
+		if err != nil {
+			return err
+		}
+		counts, err := ids.Reseal(ctx)
+		for _, c := range counts {
+			fmt.Printf("%s: %d sealed values, %d sealed again under the current key\n", c.Kind, c.Seen, c.Resealed)
+		}
+		if err != nil {
+			return fmt.Errorf("admin reseal-pii: %w", err)
+		}
+		fmt.Println("done: the old keys in --pii-old-keys may be removed")
+		return nil
+	}}
 	var backupOut string
 	commands["backup"] = adminCommand{
 		flags: func(fs *flag.FlagSet) {

@@ -31,6 +31,7 @@ import (
 	"suanli/demo"
 	"suanli/fleet"
 	"suanli/handlers"
+	"suanli/identity"
 	"suanli/images"
 	"suanli/interruptions"
 	"suanli/mail"
@@ -59,7 +60,7 @@ Usage:
   suanli agent   [flags]   run the node agent on a GPU host (--server URL --token T; --simulate dgxh100)
   suanli migrate [flags]   apply database migrations (ours and River's)
   suanli seed    [flags]   --demo: load the demo market; --scale N: add N synthetic offers
-  suanli admin   CMD       operator commands: status, gpu-state, create-user, token, credit, node-token, backup
+  suanli admin   CMD       operator commands: status, gpu-state, create-user, token, credit, node-token, reseal-pii, backup
   suanli login | logout | offers | types | rent | rentals | ssh | stop | start | release | logs | volumes | images | wallet | orders
                            the renter's commands, on the API (listed below by "suanli help"; docs/cli.md)
 
@@ -207,6 +208,10 @@ func serve(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 	svc := accountsService(db, cfg)
+	ids, err := identityService(db, cfg)
+	if err != nil {
+		return err
+	}
 	var demoLogins []demoLogin
 	if cfg.Demo {
 		if err := demo.SeedDemo(ctx, db); err != nil {
@@ -221,6 +226,13 @@ func serve(ctx context.Context, args []string) error {
 			return err
 		}
 		demoLogins = []demoLogin{{"admin", "/admin", admin}, {"provider", "/provider", provider}}
+		// The demo's own accounts rent without the real-name step (the
+		// operator's word, as create-user --verified-identity).
+		for _, l := range demoLogins {
+			if err := verifyIdentity(ctx, db, ids, l.Email); err != nil {
+				return err
+			}
+		}
 	}
 	index := offers.NewIndex(db)
 	index.Judge = benchmarks.JudgeOffers(db)
@@ -283,7 +295,7 @@ func serve(ctx context.Context, args []string) error {
 		Wallet: wallet, Rentals: rentals, StripeWebhookSecret: cfg.StripeWebhookSecret, Bank: bankDetails(cfg),
 		Providers: &providers.Service{DB: db, Rentals: rentals, BaseURL: cfg.BaseURL},
 		Payouts:   payoutsService(db, cfg),
-		Tunnels:   tunnels, AppsDomain: cfg.AppsDomain, Changes: changes,
+		Tunnels:   tunnels, AppsDomain: cfg.AppsDomain, Changes: changes, Identity: ids,
 	}, web.Options{SecureCookies: cfg.SecureCookies(), Collectors: []prometheus.Collector{metrics.New(db), jobMetrics},
 		RateLimit: web.RateLimit{ReadPerSec: cfg.APIReadRate, ReadBurst: int(2 * cfg.APIReadRate), WritePerSec: cfg.APIWriteRate, WriteBurst: int(2 * cfg.APIWriteRate)}})
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -474,7 +486,40 @@ func bankDetails(cfg config.Config) accountpages.BankDetails {
 // workerOptions configures the queue; with SMTP_URL set it delivers mail.
 // rentalsService builds the rental rules; its Jobs is set once the queue exists.
 func rentalsService(db *models.DB, w *billing.Wallet, cfg config.Config) *rentals.Service {
-	return &rentals.Service{DB: db, Wallet: w, Hub: fleet.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now(), VolumeKeepDays: cfg.VolumeKeepDays}
+	return &rentals.Service{DB: db, Wallet: w, Hub: fleet.NewHub(), BaseURL: cfg.BaseURL, Started: time.Now(), VolumeKeepDays: cfg.VolumeKeepDays,
+		// The rent gate needs no key: it reads statuses and the ledger.
+		Gate: &identity.Service{DB: db, Mode: cfg.RealName}}
+}
+
+// identityService is real-name verification (--real-name, the PII key
+// ring; codes go through Tencent Cloud SMS when configured, else to the
+// SMS outbox). Without any key (PostgreSQL without
+// SUANLI_SECRET_KEY or SUANLI_PII_KEY) nothing personal can be stored:
+// starting a verification answers 503 until one is set.
+func identityService(db *models.DB, cfg config.Config) (*identity.Service, error) {
+	ring, err := cfg.PIIRing()
+	if err != nil {
+		return nil, fmt.Errorf("the PII key ring: %w", err)
+	}
+	if ring == nil && cfg.RealName == config.RealNameRequired {
+		slog.Warn("no SUANLI_PII_KEY or SUANLI_SECRET_KEY: real-name verification cannot store ID numbers and answers 503 (set one, the same on every replica)")
+	}
+	ids := &identity.Service{DB: db, Ring: ring, Mode: cfg.RealName}
+	if cfg.SMSTencentSecretID != "" {
+		ids.SMS = identity.NewTencentSMS(identity.TencentConfig{SecretID: cfg.SMSTencentSecretID, SecretKey: cfg.SMSTencentSecretKey,
+			Region: cfg.SMSTencentRegion, AppID: cfg.SMSTencentAppID, Sign: cfg.SMSTencentSign, Template: cfg.SMSTencentTemplate})
+	}
+	return ids, nil
+}
+
+// verifyIdentity makes the user of an email verified on the operator's
+// word (no ID number stored; audited).
+func verifyIdentity(ctx context.Context, db *models.DB, ids *identity.Service, email string) error {
+	u, err := db.UserByEmail(ctx, email)
+	if err != nil {
+		return fmt.Errorf("verify the identity of %s: %w", email, err)
+	}
+	return ids.VerifyByOperator(ctx, u)
 }
 
 // registryCredentials is the box that seals renters' registry passwords
@@ -519,7 +564,8 @@ func workerOptions(cfg config.Config, work bool, rentals *rentals.Service) worke
 
 // payoutsService pays providers; with a Stripe key, through Connect.
 func payoutsService(db *models.DB, cfg config.Config) *providers.Payouts {
-	p := &providers.Payouts{DB: db}
+	// --real-name required: unverified provider organisations wait.
+	p := &providers.Payouts{DB: db, RealName: cfg.RealName}
 	if cfg.StripeSecretKey != "" {
 		p.Connect = payments.NewStripe(cfg.StripeSecretKey, cfg.StripeAPIBase)
 	}

@@ -125,6 +125,102 @@ func (e InstanceTypeListCurrency) Valid() bool {
 	}
 }
 
+// Defines values for InvoiceCurrency.
+const (
+	InvoiceCurrencyCny InvoiceCurrency = "cny"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceCurrency enum.
+func (e InvoiceCurrency) Valid() bool {
+	switch e {
+	case InvoiceCurrencyCny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceStatus.
+const (
+	InvoiceStatusCancelled InvoiceStatus = "cancelled"
+	InvoiceStatusIssued    InvoiceStatus = "issued"
+	InvoiceStatusRejected  InvoiceStatus = "rejected"
+	InvoiceStatusRequested InvoiceStatus = "requested"
+	InvoiceStatusReversed  InvoiceStatus = "reversed"
+	InvoiceStatusVoided    InvoiceStatus = "voided"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceStatus enum.
+func (e InvoiceStatus) Valid() bool {
+	switch e {
+	case InvoiceStatusCancelled:
+		return true
+	case InvoiceStatusIssued:
+		return true
+	case InvoiceStatusRejected:
+		return true
+	case InvoiceStatusRequested:
+		return true
+	case InvoiceStatusReversed:
+		return true
+	case InvoiceStatusVoided:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceFileType.
+const (
+	InvoiceFileTypeOfd InvoiceFileType = "ofd"
+	InvoiceFileTypePdf InvoiceFileType = "pdf"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceFileType enum.
+func (e InvoiceFileType) Valid() bool {
+	switch e {
+	case InvoiceFileTypeOfd:
+		return true
+	case InvoiceFileTypePdf:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceListCurrency.
+const (
+	InvoiceListCurrencyCny InvoiceListCurrency = "cny"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceListCurrency enum.
+func (e InvoiceListCurrency) Valid() bool {
+	switch e {
+	case InvoiceListCurrencyCny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceRequestKind.
+const (
+	Normal  InvoiceRequestKind = "normal"
+	Special InvoiceRequestKind = "special"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceRequestKind enum.
+func (e InvoiceRequestKind) Valid() bool {
+	switch e {
+	case Normal:
+		return true
+	case Special:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JupyterAccessKind.
 const (
 	Lab      JupyterAccessKind = "lab"
@@ -152,6 +248,30 @@ const (
 func (e LedgerCurrency) Valid() bool {
 	switch e {
 	case LedgerCurrencyCny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MeRealName.
+const (
+	MeRealNamePending    MeRealName = "pending"
+	MeRealNameRejected   MeRealName = "rejected"
+	MeRealNameUnverified MeRealName = "unverified"
+	MeRealNameVerified   MeRealName = "verified"
+)
+
+// Valid indicates whether the value is a known member of the MeRealName enum.
+func (e MeRealName) Valid() bool {
+	switch e {
+	case MeRealNamePending:
+		return true
+	case MeRealNameRejected:
+		return true
+	case MeRealNameUnverified:
+		return true
+	case MeRealNameVerified:
 		return true
 	default:
 		return false
@@ -254,6 +374,75 @@ func (e OfferRequestStatus) Valid() bool {
 	}
 }
 
+// Defines values for OrgVerificationStatus.
+const (
+	OrgVerificationStatusPending    OrgVerificationStatus = "pending"
+	OrgVerificationStatusRejected   OrgVerificationStatus = "rejected"
+	OrgVerificationStatusReset      OrgVerificationStatus = "reset"
+	OrgVerificationStatusUnverified OrgVerificationStatus = "unverified"
+	OrgVerificationStatusVerified   OrgVerificationStatus = "verified"
+)
+
+// Valid indicates whether the value is a known member of the OrgVerificationStatus enum.
+func (e OrgVerificationStatus) Valid() bool {
+	switch e {
+	case OrgVerificationStatusPending:
+		return true
+	case OrgVerificationStatusRejected:
+		return true
+	case OrgVerificationStatusReset:
+		return true
+	case OrgVerificationStatusUnverified:
+		return true
+	case OrgVerificationStatusVerified:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrgVerificationSubmissionLicenceType.
+const (
+	OrgVerificationSubmissionLicenceTypeEmpty OrgVerificationSubmissionLicenceType = ""
+	OrgVerificationSubmissionLicenceTypeJpeg  OrgVerificationSubmissionLicenceType = "jpeg"
+	OrgVerificationSubmissionLicenceTypePdf   OrgVerificationSubmissionLicenceType = "pdf"
+	OrgVerificationSubmissionLicenceTypePng   OrgVerificationSubmissionLicenceType = "png"
+)
+
+// Valid indicates whether the value is a known member of the OrgVerificationSubmissionLicenceType enum.
+func (e OrgVerificationSubmissionLicenceType) Valid() bool {
+	switch e {
+	case OrgVerificationSubmissionLicenceTypeEmpty:
+		return true
+	case OrgVerificationSubmissionLicenceTypeJpeg:
+		return true
+	case OrgVerificationSubmissionLicenceTypePdf:
+		return true
+	case OrgVerificationSubmissionLicenceTypePng:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrgVerificationSubmissionSource.
+const (
+	Form     OrgVerificationSubmissionSource = "form"
+	Operator OrgVerificationSubmissionSource = "operator"
+)
+
+// Valid indicates whether the value is a known member of the OrgVerificationSubmissionSource enum.
+func (e OrgVerificationSubmissionSource) Valid() bool {
+	switch e {
+	case Form:
+		return true
+	case Operator:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProviderDatacenterStorage.
 const (
 	ProviderDatacenterStorageLocal  ProviderDatacenterStorage = "local"
@@ -296,6 +485,60 @@ const (
 func (e QuoteCurrency) Valid() bool {
 	switch e {
 	case QuoteCurrencyCny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RealNameKind.
+const (
+	RealNameKindIndividual RealNameKind = "individual"
+)
+
+// Valid indicates whether the value is a known member of the RealNameKind enum.
+func (e RealNameKind) Valid() bool {
+	switch e {
+	case RealNameKindIndividual:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RealNameStatus.
+const (
+	RealNameStatusPending    RealNameStatus = "pending"
+	RealNameStatusRejected   RealNameStatus = "rejected"
+	RealNameStatusUnverified RealNameStatus = "unverified"
+	RealNameStatusVerified   RealNameStatus = "verified"
+)
+
+// Valid indicates whether the value is a known member of the RealNameStatus enum.
+func (e RealNameStatus) Valid() bool {
+	switch e {
+	case RealNameStatusPending:
+		return true
+	case RealNameStatusRejected:
+		return true
+	case RealNameStatusUnverified:
+		return true
+	case RealNameStatusVerified:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RealNameStartKind.
+const (
+	RealNameStartKindIndividual RealNameStartKind = "individual"
+)
+
+// Valid indicates whether the value is a known member of the RealNameStartKind enum.
+func (e RealNameStartKind) Valid() bool {
+	switch e {
+	case RealNameStartKindIndividual:
 		return true
 	default:
 		return false
@@ -1285,7 +1528,7 @@ type Discount struct {
 type Error struct {
 	// Error What went wrong.
 	Error struct {
-		// Code Machine-readable, each with one HTTP status: invalid 400 (422 for fields checked together), malformed 400, unauthorised 401, insufficient_funds 402, forbidden 403, not_found 404, method_not_allowed 405, conflict 409, no_capacity 409, offer_taken 409, too_large 413, image_incompatible 422, rate_limited 429, internal 500, unavailable 503. A client that knows only some acts on the status.
+		// Code Machine-readable, each with one HTTP status: invalid 400 (422 for fields checked together), malformed 400, unauthorised 401, insufficient_funds 402, forbidden 403, real_name_required 403, not_found 404, method_not_allowed 405, conflict 409, no_capacity 409, offer_taken 409, too_large 413, image_incompatible 422, rate_limited 429, internal 500, unavailable 503. A client that knows only some acts on the status.
 		Code string `json:"code"`
 
 		// Fields Only in a 422 answer: every field's problem.
@@ -1605,6 +1848,153 @@ type InvitationTokenRequest struct {
 	Token string `json:"token"`
 }
 
+// Invoice defines model for Invoice.
+type Invoice struct {
+	// Address The buyer's address; empty: none.
+	Address string `json:"address"`
+
+	// AmountFen Amount, fen.
+	AmountFen int `json:"amount_fen"`
+
+	// Bank The buyer's bank; empty: none.
+	Bank string `json:"bank"`
+
+	// BankAccount The buyer's bank account; empty: none.
+	BankAccount string `json:"bank_account"`
+
+	// CreatedAt Asked for.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Currency Always cny.
+	Currency InvoiceCurrency `json:"currency"`
+
+	// Email Where the issued invoice's notice also goes; empty: none.
+	Email string `json:"email"`
+
+	// EndedAt Withdrawn, rejected, voided or reversed; null otherwise.
+	EndedAt *time.Time `json:"ended_at"`
+
+	// File The issued invoice's file; null before it is issued.
+	File *InvoiceFile `json:"file"`
+
+	// Id The invoice's id.
+	Id int `json:"id"`
+
+	// IssueDate The issue date, YYYY-MM-DD; null until issued.
+	IssueDate *string `json:"issue_date"`
+
+	// IssuedAt Recorded as issued; null before.
+	IssuedAt *time.Time `json:"issued_at"`
+
+	// Kind normal (普票) or special (专票).
+	Kind string `json:"kind"`
+
+	// Number The invoice number (发票号码, 20 digits); null until issued.
+	Number *string `json:"number"`
+
+	// OrgId The organisation.
+	OrgId int `json:"org_id"`
+
+	// Phone The buyer's phone; empty: none.
+	Phone string `json:"phone"`
+
+	// Reason Why it was rejected, voided or reversed; empty: none.
+	Reason string `json:"reason"`
+
+	// RedNumber The red-letter invoice's number of a reversed invoice; null otherwise.
+	RedNumber *string `json:"red_number"`
+
+	// Remark The remark asked for; empty: none.
+	Remark string `json:"remark"`
+
+	// RequestedBy The user who asked for it.
+	RequestedBy int `json:"requested_by"`
+
+	// Status requested (waiting for a platform admin), issued, voided (作废), reversed (红冲, by a red-letter invoice), cancelled (withdrawn before it was issued) or rejected. Requested and issued invoices count against invoiceable_fen and block a refund of their amount.
+	Status InvoiceStatus `json:"status"`
+
+	// TaxpayerId The buyer's taxpayer ID; empty: none.
+	TaxpayerId string `json:"taxpayer_id"`
+
+	// Title The invoice title (发票抬头).
+	Title string `json:"title"`
+}
+
+// InvoiceCurrency Always cny.
+type InvoiceCurrency string
+
+// InvoiceStatus requested (waiting for a platform admin), issued, voided (作废), reversed (红冲, by a red-letter invoice), cancelled (withdrawn before it was issued) or rejected. Requested and issued invoices count against invoiceable_fen and block a refund of their amount.
+type InvoiceStatus string
+
+// InvoiceFile defines model for InvoiceFile.
+type InvoiceFile struct {
+	// Size Bytes.
+	Size int `json:"size"`
+
+	// Type PDF or OFD, as the tax system produced it.
+	Type InvoiceFileType `json:"type"`
+
+	// Url Where to download it (GET, same credentials).
+	Url string `json:"url"`
+}
+
+// InvoiceFileType PDF or OFD, as the tax system produced it.
+type InvoiceFileType string
+
+// InvoiceList defines model for InvoiceList.
+type InvoiceList struct {
+	// Currency Always cny.
+	Currency InvoiceListCurrency `json:"currency"`
+
+	// InvoiceableFen What may still be invoiced now, fen.
+	InvoiceableFen int `json:"invoiceable_fen"`
+
+	// Invoices Invoices, newest first.
+	Invoices []Invoice `json:"invoices"`
+
+	// OrgId The organisation.
+	OrgId int `json:"org_id"`
+}
+
+// InvoiceListCurrency Always cny.
+type InvoiceListCurrency string
+
+// InvoiceRequest defines model for InvoiceRequest.
+type InvoiceRequest struct {
+	// Address The buyer's registered address; required for a special invoice.
+	Address *string `json:"address,omitempty"`
+
+	// AmountFen How much, fen: more than 0, at most invoiceable_fen.
+	AmountFen int `json:"amount_fen"`
+
+	// Bank The buyer's bank; required for a special invoice.
+	Bank *string `json:"bank,omitempty"`
+
+	// BankAccount The buyer's bank account; required for a special invoice.
+	BankAccount *string `json:"bank_account,omitempty"`
+
+	// Email Also mail the issued invoice's notice here (optional).
+	Email *string `json:"email,omitempty"`
+
+	// Kind normal: 普通发票 (普票); special: 增值税专用发票 (专票). Both are digital (数电票).
+	Kind InvoiceRequestKind `json:"kind"`
+
+	// Phone The buyer's phone; required for a special invoice.
+	Phone *string `json:"phone,omitempty"`
+
+	// Remark What to write in the invoice's remark (备注), optional.
+	Remark *string `json:"remark,omitempty"`
+
+	// TaxpayerId The buyer's taxpayer ID (纳税人识别号): its 18-character unified social credit code. Required for a special invoice and for a company.
+	TaxpayerId *string `json:"taxpayer_id,omitempty"`
+
+	// Title The invoice title (发票抬头): the buyer's name, at most 100 characters.
+	Title string `json:"title"`
+}
+
+// InvoiceRequestKind normal: 普通发票 (普票); special: 增值税专用发票 (专票). Both are digital (数电票).
+type InvoiceRequestKind string
+
 // JupyterAccess The image has Jupyter and the launcher started it in the container, with no port published on the node: the browser opens it through the marketplace (browser.jupyter). Absent when the image has none. Its token stays on the node.
 type JupyterAccess struct {
 	// Kind JupyterLab or the classic Notebook.
@@ -1787,9 +2177,15 @@ type Me struct {
 	// PlatformAdmin A platform admin.
 	PlatformAdmin bool `json:"platform_admin"`
 
+	// RealName Real-name verification (实名认证): unverified (never started), pending (an SMS code was sent: POST /api/v1/me/real-name/confirm), verified, or rejected by a platform admin (start again). Renting beyond the trial credit needs verified where the server requires it.
+	RealName MeRealName `json:"real_name"`
+
 	// StudentPricing Student prices apply to this user.
 	StudentPricing bool `json:"student_pricing"`
 }
+
+// MeRealName Real-name verification (实名认证): unverified (never started), pending (an SMS code was sent: POST /api/v1/me/real-name/confirm), verified, or rejected by a platform admin (start again). Renting beyond the trial credit needs verified where the server requires it.
+type MeRealName string
 
 // MeOrg defines model for MeOrg.
 type MeOrg struct {
@@ -2348,6 +2744,90 @@ type OrgRequest struct {
 	// Name The name.
 	Name string `json:"name"`
 }
+
+// OrgVerification An organisation's verification (企业认证) as its page shows it: never the licence file nor the full credit code.
+type OrgVerification struct {
+	// CanSubmit The caller may submit now: an owner or admin of an organisation that is not personal, pending or verified.
+	CanSubmit bool `json:"can_submit"`
+
+	// NoticeVersion The privacy notice a submission now agrees to.
+	NoticeVersion string `json:"notice_version"`
+
+	// OrgId The organisation.
+	OrgId int `json:"org_id"`
+
+	// PayoutsWait A provider organisation whose payouts wait for its verification.
+	PayoutsWait bool `json:"payouts_wait"`
+
+	// Status unverified (never submitted), or the newest submission's: pending (waiting for a platform admin's review), verified, rejected (see reason; submit again) or reset (was verified until the platform reopened it; see reason; submit again).
+	Status OrgVerificationStatus `json:"status"`
+
+	// Submission The newest submission; null when the organisation never submitted.
+	Submission *OrgVerificationSubmission `json:"submission"`
+}
+
+// OrgVerificationStatus unverified (never submitted), or the newest submission's: pending (waiting for a platform admin's review), verified, rejected (see reason; submit again) or reset (was verified until the platform reopened it; see reason; submit again).
+type OrgVerificationStatus string
+
+// OrgVerificationRequest A verification submission, multipart/form-data (the verification page's form). Sending it is consent to the current privacy notice.
+type OrgVerificationRequest struct {
+	// CreditCode The 18-character unified social credit code (统一社会信用代码).
+	CreditCode string `json:"credit_code"`
+
+	// LegalRep The legal representative (法定代表人), 2 to 50 characters.
+	LegalRep string `json:"legal_rep"`
+
+	// Licence The business licence (营业执照): a PNG or JPEG image or a PDF, at most 5 MiB.
+	Licence openapi_types.File `json:"licence"`
+
+	// OrgName The registered name, as on the licence (2 to 100 characters).
+	OrgName string `json:"org_name"`
+}
+
+// OrgVerificationSubmission One verification submission.
+type OrgVerificationSubmission struct {
+	// ConsentVersion The privacy notice the submitter agreed to (empty: an operator's).
+	ConsentVersion string `json:"consent_version"`
+
+	// ConsentedAt When.
+	ConsentedAt *time.Time `json:"consented_at"`
+
+	// CreditCodeMasked The unified social credit code masked (9151**********8W34).
+	CreditCodeMasked string `json:"credit_code_masked"`
+
+	// DecidedAt When a platform admin approved, rejected or reset it; null while pending.
+	DecidedAt *time.Time `json:"decided_at"`
+
+	// Id The submission's id.
+	Id int `json:"id"`
+
+	// LegalRep The legal representative given.
+	LegalRep string `json:"legal_rep"`
+
+	// LicenceBytes The licence file's size.
+	LicenceBytes int `json:"licence_bytes"`
+
+	// LicenceType The licence file's type, told by its content (empty: none, an operator's).
+	LicenceType OrgVerificationSubmissionLicenceType `json:"licence_type"`
+
+	// OrgName The registered name given.
+	OrgName string `json:"org_name"`
+
+	// Reason Why it was rejected or reset; empty otherwise.
+	Reason string `json:"reason"`
+
+	// Source form (submitted with a licence), or operator (the platform's operator vouched for the organisation: no code, names or licence).
+	Source OrgVerificationSubmissionSource `json:"source"`
+
+	// SubmittedAt Submitted.
+	SubmittedAt time.Time `json:"submitted_at"`
+}
+
+// OrgVerificationSubmissionLicenceType The licence file's type, told by its content (empty: none, an operator's).
+type OrgVerificationSubmissionLicenceType string
+
+// OrgVerificationSubmissionSource form (submitted with a licence), or operator (the platform's operator vouched for the organisation: no code, names or licence).
+type OrgVerificationSubmissionSource string
 
 // Payout defines model for Payout.
 type Payout struct {
@@ -2921,6 +3401,66 @@ type Quote struct {
 
 // QuoteCurrency Always cny.
 type QuoteCurrency string
+
+// RealName defines model for RealName.
+type RealName struct {
+	// CodeExpiresAt While pending: when the SMS code stops working.
+	CodeExpiresAt *time.Time `json:"code_expires_at,omitempty"`
+
+	// ConsentedAt When consent was given.
+	ConsentedAt *time.Time `json:"consented_at,omitempty"`
+
+	// IdNumberMasked The ID number masked (5101**********1234); the full number is never shown.
+	IdNumberMasked string `json:"id_number_masked"`
+
+	// Kind What was verified.
+	Kind RealNameKind `json:"kind"`
+
+	// Name The legal name given.
+	Name string `json:"name"`
+
+	// NoticeVersion The privacy notice consented to.
+	NoticeVersion string `json:"notice_version"`
+
+	// PhoneMasked The mobile number masked (138****5678).
+	PhoneMasked string `json:"phone_masked"`
+
+	// Status The verification's status (as GET /api/v1/me's real_name).
+	Status RealNameStatus `json:"status"`
+
+	// VerifiedAt When it was verified.
+	VerifiedAt *time.Time `json:"verified_at,omitempty"`
+}
+
+// RealNameKind What was verified.
+type RealNameKind string
+
+// RealNameStatus The verification's status (as GET /api/v1/me's real_name).
+type RealNameStatus string
+
+// RealNameCode defines model for RealNameCode.
+type RealNameCode struct {
+	// Code The 6-digit code sent by SMS.
+	Code string `json:"code"`
+}
+
+// RealNameStart defines model for RealNameStart.
+type RealNameStart struct {
+	// IdNumber The 18-character resident identity number (GB 11643); a final x is read as X.
+	IdNumber string `json:"id_number"`
+
+	// Kind individual: a person with a resident identity card.
+	Kind RealNameStartKind `json:"kind"`
+
+	// Name Legal name as on the ID card, 1 to 50 characters (letters, Chinese characters, the middle dot ·).
+	Name string `json:"name"`
+
+	// Phone Mainland mobile number: 11 digits starting 13–19, +86 optional.
+	Phone string `json:"phone"`
+}
+
+// RealNameStartKind individual: a person with a resident identity card.
+type RealNameStartKind string
 
 // Refund defines model for Refund.
 type Refund struct {
@@ -3972,6 +4512,9 @@ type IdempotencyKey = string
 // Id defines model for id.
 type Id = int
 
+// InvoiceId defines model for invoice_id.
+type InvoiceId = int
+
 // OrgId defines model for org_id.
 type OrgId = int
 
@@ -4129,6 +4672,18 @@ type QuoteOfferParams struct {
 
 	// VolumeId An existing volume the rental mounts instead of a new one: no storage is added (that volume is billed already).
 	VolumeId *int `form:"volume_id,omitempty" json:"volume_id,omitempty"`
+}
+
+// ListInvoicesParams defines parameters for ListInvoices.
+type ListInvoicesParams struct {
+	// Month A month, YYYY-MM (Asia/Shanghai); another form is a 400 naming month.
+	Month *string `form:"month,omitempty" json:"month,omitempty"`
+}
+
+// CreateInvoiceParams defines parameters for CreateInvoice.
+type CreateInvoiceParams struct {
+	// IdempotencyKey A unique key (1–255 printable ASCII characters, e.g. a UUID). Within 24 h, a retry with the same key and body returns the first answer (Idempotent-Replayed: true); the same key with another body is a 409. Answers after which a retry may succeed and nothing was created (5xx, 429, insufficient_funds, no_capacity, offer_taken) are not stored: a retry with the same key runs anew.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // GetProviderCapacityParams defines parameters for GetProviderCapacity.
@@ -4344,6 +4899,12 @@ type AcceptInvitationTokenJSONRequestBody = InvitationTokenRequest
 // ApplyLabJSONRequestBody defines body for ApplyLab for application/json ContentType.
 type ApplyLabJSONRequestBody = LabRequest
 
+// StartRealNameJSONRequestBody defines body for StartRealName for application/json ContentType.
+type StartRealNameJSONRequestBody = RealNameStart
+
+// ConfirmRealNameJSONRequestBody defines body for ConfirmRealName for application/json ContentType.
+type ConfirmRealNameJSONRequestBody = RealNameCode
+
 // CreateOrgJSONRequestBody defines body for CreateOrg for application/json ContentType.
 type CreateOrgJSONRequestBody = OrgRequest
 
@@ -4355,6 +4916,12 @@ type SetOrgIdlePolicyJSONRequestBody = OrgIdlePolicyRequest
 
 // CreateInvitationJSONRequestBody defines body for CreateInvitation for application/json ContentType.
 type CreateInvitationJSONRequestBody = InvitationRequest
+
+// CreateInvoiceJSONRequestBody defines body for CreateInvoice for application/json ContentType.
+type CreateInvoiceJSONRequestBody = InvoiceRequest
+
+// SubmitOrgVerificationMultipartRequestBody defines body for SubmitOrgVerification for multipart/form-data ContentType.
+type SubmitOrgVerificationMultipartRequestBody = OrgVerificationRequest
 
 // CreateProviderConnectLinkJSONRequestBody defines body for CreateProviderConnectLink for application/json ContentType.
 type CreateProviderConnectLinkJSONRequestBody = ProviderConnectRequest
@@ -4580,6 +5147,49 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
 	GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// WithdrawRealName Withdraw consent and delete the caller's real-name information (撤回同意并删除实名信息)
+	//
+	// The caller withdraws their consent to the privacy notice (Personal Information Protection Law arts. 15 and 47), whatever their verification's status (pending, verified or rejected): the legal name, the encrypted ID number with its mask and digest, the mobile number and the consent record are deleted at once, any code not yet used stops working, and an audit entry (realname.withdrawn) records the withdrawal. The caller is unverified after it (GET /api/v1/me's real_name): on servers run with --real-name required, renting beyond the trial credit is 403 real_name_required again until a new verification, which may use the same ID number. Kept: the audit log's entries (the platform's legal record) and the records of the text messages and codes sent (number, time and network address; the sending limits count them). The call is the confirmation; it takes no body (or {}). 204 whether or not anything was held (a retried call answers the same).
+	//
+	// Corresponds with DELETE /api/v1/me/real-name (the `WithdrawRealName` operationId).
+	WithdrawRealName(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartRealNameWithBody Start real-name verification (实名认证) as an individual
+	//
+	// Mainland China's Cybersecurity Law requires a network service to know who its users are: renting beyond the trial credit needs a verified identity (on servers run with --real-name required, the default). Give your legal name, your 18-character resident ID number (its check character and birth date are checked) and a mainland mobile number (11 digits, +86 optional); an SMS code is sent to the number (confirm it with POST /api/v1/me/real-name/confirm within 10 minutes). Calling this operation is your consent to the current privacy notice (shown on /account/real-name; its version and the time are recorded with your verification): the name, ID number and phone number are collected to meet the real-name rule; the ID number is stored encrypted and shown masked, read in full only by the platform's review (every read audited); they are kept until you withdraw your consent (DELETE /api/v1/me/real-name, or the page), which deletes them at once; the audit log's entries and the records of the codes sent are kept. Bad fields are 422 naming each (kind, name, id_number, phone). An ID number already verified on another account, or an account already verified, is 409. Codes are sent at most once a minute and 5 times a day to one number, 10 times an hour from one address: 429 rate_limited with Retry-After. Starting again (after a rejection, or to change the number) replaces the pending verification.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/me/real-name (the `StartRealName` operationId).
+	StartRealNameWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartRealName Start real-name verification (实名认证) as an individual
+	//
+	// Mainland China's Cybersecurity Law requires a network service to know who its users are: renting beyond the trial credit needs a verified identity (on servers run with --real-name required, the default). Give your legal name, your 18-character resident ID number (its check character and birth date are checked) and a mainland mobile number (11 digits, +86 optional); an SMS code is sent to the number (confirm it with POST /api/v1/me/real-name/confirm within 10 minutes). Calling this operation is your consent to the current privacy notice (shown on /account/real-name; its version and the time are recorded with your verification): the name, ID number and phone number are collected to meet the real-name rule; the ID number is stored encrypted and shown masked, read in full only by the platform's review (every read audited); they are kept until you withdraw your consent (DELETE /api/v1/me/real-name, or the page), which deletes them at once; the audit log's entries and the records of the codes sent are kept. Bad fields are 422 naming each (kind, name, id_number, phone). An ID number already verified on another account, or an account already verified, is 409. Codes are sent at most once a minute and 5 times a day to one number, 10 times an hour from one address: 429 rate_limited with Retry-After. Starting again (after a rejection, or to change the number) replaces the pending verification.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/me/real-name (the `StartRealName` operationId).
+	StartRealName(ctx context.Context, body StartRealNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConfirmRealNameWithBody Confirm real-name verification with the SMS code
+	//
+	// Ends a pending verification with the 6-digit code sent by SMS: verified. A wrong, expired (after 10 minutes) or used code is 422 naming code; after 5 wrong tries the code is dead (ask for a new one with POST /api/v1/me/real-name). Nothing pending, or already verified, is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/me/real-name/confirm (the `ConfirmRealName` operationId).
+	ConfirmRealNameWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConfirmRealName Confirm real-name verification with the SMS code
+	//
+	// Ends a pending verification with the 6-digit code sent by SMS: verified. A wrong, expired (after 10 minutes) or used code is 422 naming code; after 5 wrong tries the code is dead (ask for a new one with POST /api/v1/me/real-name). Nothing pending, or already verified, is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/me/real-name/confirm (the `ConfirmRealName` operationId).
+	ConfirmRealName(ctx context.Context, body ConfirmRealNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListNodeBenchmarks A node's benchmark reports, newest first, without their runs
 	//
 	// Corresponds with GET /api/v1/nodes/{id}/benchmarks (the `ListNodeBenchmarks` operationId).
@@ -4707,12 +5317,74 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/v1/orgs/{id}/invitations/{iid} (the `RevokeInvitation` operationId).
 	RevokeInvitation(ctx context.Context, id Id, iid int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListInvoices An organisation's VAT invoices
+	//
+	// The organisation's invoices (发票), newest first (at most 200), and invoiceable_fen: what may still be invoiced (cash top-ups received, less refunds, less the invoices requested or issued; promotional, trial and SLA credit never counts). With month, only that month's invoices, by their date (the issue date once issued, else the day asked for), as the accountant's CSV lists them. For anyone who may see the wallet.
+	//
+	// Corresponds with GET /api/v1/orgs/{id}/invoices (the `ListInvoices` operationId).
+	ListInvoices(ctx context.Context, id Id, params *ListInvoicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInvoiceWithBody Request a VAT invoice
+	//
+	// For the organisation's owner and admins: asks for a 数电票, normal (普票) or special (专票), of amount_fen. title is required; taxpayer_id (the 18-character unified social credit code, its check character verified) is required for a special invoice and for a company's title; a special invoice also needs address, phone, bank and bank_account. The fields are checked together: 422 naming each bad one, amount_fen when it is above invoiceable_fen (checked again under the lock a refund takes, so two requests at once never together exceed it). Nothing is stored on a refusal. A platform admin then issues it (the requester is mailed) or rejects it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/orgs/{id}/invoices (the `CreateInvoice` operationId).
+	CreateInvoiceWithBody(ctx context.Context, id Id, params *CreateInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInvoice Request a VAT invoice
+	//
+	// For the organisation's owner and admins: asks for a 数电票, normal (普票) or special (专票), of amount_fen. title is required; taxpayer_id (the 18-character unified social credit code, its check character verified) is required for a special invoice and for a company's title; a special invoice also needs address, phone, bank and bank_account. The fields are checked together: 422 naming each bad one, amount_fen when it is above invoiceable_fen (checked again under the lock a refund takes, so two requests at once never together exceed it). Nothing is stored on a refusal. A platform admin then issues it (the requester is mailed) or rejects it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/orgs/{id}/invoices (the `CreateInvoice` operationId).
+	CreateInvoice(ctx context.Context, id Id, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInvoice One VAT invoice
+	//
+	// One of the organisation's invoices; another organisation's is a 404, as one that does not exist.
+	//
+	// Corresponds with GET /api/v1/orgs/{id}/invoices/{invoice_id} (the `GetInvoice` operationId).
+	GetInvoice(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelInvoice Withdraw a requested invoice
+	//
+	// For whoever asked for it and the organisation's admins, while it is requested (409 once issued, rejected or withdrawn: an issued invoice is voided or reversed by a platform admin). Its amount may be invoiced again.
+	//
+	// Corresponds with POST /api/v1/orgs/{id}/invoices/{invoice_id}/cancel (the `CancelInvoice` operationId).
+	CancelInvoice(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DownloadInvoiceFile Download an issued invoice's file
+	//
+	// The PDF or OFD the tax system produced, as an attachment named for its number; a 404 before the invoice is issued. Voided and reversed invoices keep their file.
+	//
+	// Corresponds with GET /api/v1/orgs/{id}/invoices/{invoice_id}/file (the `DownloadInvoiceFile` operationId).
+	DownloadInvoiceFile(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RemoveMember Remove a member
 	//
 	// For the owner; the owner cannot be removed (409).
 	//
 	// Corresponds with DELETE /api/v1/orgs/{id}/members/{uid} (the `RemoveMember` operationId).
 	RemoveMember(ctx context.Context, id Id, uid int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOrgVerification An organisation's verification (企业认证)
+	//
+	// What the organisation's verification page (/orgs/{id}/verification) shows: its status (unverified until it submits, then the newest submission's), whether the caller may submit now, and the newest submission with its credit code masked (9151**********8W34), the registered name, the legal representative, the licence file's type and size, the privacy notice agreed to, when it was submitted and decided, and why it was rejected or reset. Never the licence file nor the full credit code: only the platform's review opens those (every opening audited). For the organisation's members and platform admins; anyone else gets 404, as for an organisation that does not exist.
+	//
+	// Corresponds with GET /api/v1/orgs/{id}/verification (the `GetOrgVerification` operationId).
+	GetOrgVerification(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitOrgVerificationWithBody Submit an organisation for verification (企业认证)
+	//
+	// For the organisation's owners and admins (members: 403; anyone else, platform admins included: 404), the same submission as the verification page's form: a multipart/form-data body with credit_code (the 18-character unified social credit code, its GB 32100 check character verified; lower case is accepted), org_name (the registered name as on the licence, 2 to 100 characters), legal_rep (the legal representative, 2 to 50 characters) and licence (the business licence file: PNG, JPEG or PDF, told by its content, at most 5 MiB; the whole body at most 6 MiB, else 413). With a token no CSRF token is needed. Calling this operation is your consent to the current privacy notice (notice_version in GET /api/v1/orgs/{id}/verification, shown on the verification page; its version and the time are recorded with the submission): the code, the names and the licence are collected because mainland China's Cybersecurity Law requires a network service to know who its users are, providers are paid out only to verified organisations and invoices name the verified organisation; the licence is stored encrypted (AES-256-GCM, a key kept apart from the database) and opened in full only by the platform's review, every opening recorded in the audit log; they are kept while the organisation has an account and then as long as the law requires. The fields are checked together: 422 naming each bad one (credit_code, org_name, legal_rep, licence), nothing stored. The submission then waits for a platform admin's review (the owners are mailed the decision); a rejected or reset organisation submits again. Already pending or verified, or a personal organisation (verified through its owner's real-name verification): 409. No key to encrypt licences configured on the server: 503.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/orgs/{id}/verification (the `SubmitOrgVerification` operationId).
+	SubmitOrgVerificationWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetProviderCapacity The provider's capacity: GPUs now, committed ahead, used lately
 	//
@@ -5512,6 +6184,99 @@ func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*htt
 	return c.Client.Do(req)
 }
 
+// WithdrawRealName Withdraw consent and delete the caller's real-name information (撤回同意并删除实名信息)
+//
+// The caller withdraws their consent to the privacy notice (Personal Information Protection Law arts. 15 and 47), whatever their verification's status (pending, verified or rejected): the legal name, the encrypted ID number with its mask and digest, the mobile number and the consent record are deleted at once, any code not yet used stops working, and an audit entry (realname.withdrawn) records the withdrawal. The caller is unverified after it (GET /api/v1/me's real_name): on servers run with --real-name required, renting beyond the trial credit is 403 real_name_required again until a new verification, which may use the same ID number. Kept: the audit log's entries (the platform's legal record) and the records of the text messages and codes sent (number, time and network address; the sending limits count them). The call is the confirmation; it takes no body (or {}). 204 whether or not anything was held (a retried call answers the same).
+//
+// Corresponds with DELETE /api/v1/me/real-name (the `WithdrawRealName` operationId).
+func (c *Client) WithdrawRealName(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWithdrawRealNameRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartRealNameWithBody Start real-name verification (实名认证) as an individual
+//
+// Mainland China's Cybersecurity Law requires a network service to know who its users are: renting beyond the trial credit needs a verified identity (on servers run with --real-name required, the default). Give your legal name, your 18-character resident ID number (its check character and birth date are checked) and a mainland mobile number (11 digits, +86 optional); an SMS code is sent to the number (confirm it with POST /api/v1/me/real-name/confirm within 10 minutes). Calling this operation is your consent to the current privacy notice (shown on /account/real-name; its version and the time are recorded with your verification): the name, ID number and phone number are collected to meet the real-name rule; the ID number is stored encrypted and shown masked, read in full only by the platform's review (every read audited); they are kept until you withdraw your consent (DELETE /api/v1/me/real-name, or the page), which deletes them at once; the audit log's entries and the records of the codes sent are kept. Bad fields are 422 naming each (kind, name, id_number, phone). An ID number already verified on another account, or an account already verified, is 409. Codes are sent at most once a minute and 5 times a day to one number, 10 times an hour from one address: 429 rate_limited with Retry-After. Starting again (after a rejection, or to change the number) replaces the pending verification.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/me/real-name (the `StartRealName` operationId).
+func (c *Client) StartRealNameWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartRealNameRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartRealName Start real-name verification (实名认证) as an individual
+//
+// Mainland China's Cybersecurity Law requires a network service to know who its users are: renting beyond the trial credit needs a verified identity (on servers run with --real-name required, the default). Give your legal name, your 18-character resident ID number (its check character and birth date are checked) and a mainland mobile number (11 digits, +86 optional); an SMS code is sent to the number (confirm it with POST /api/v1/me/real-name/confirm within 10 minutes). Calling this operation is your consent to the current privacy notice (shown on /account/real-name; its version and the time are recorded with your verification): the name, ID number and phone number are collected to meet the real-name rule; the ID number is stored encrypted and shown masked, read in full only by the platform's review (every read audited); they are kept until you withdraw your consent (DELETE /api/v1/me/real-name, or the page), which deletes them at once; the audit log's entries and the records of the codes sent are kept. Bad fields are 422 naming each (kind, name, id_number, phone). An ID number already verified on another account, or an account already verified, is 409. Codes are sent at most once a minute and 5 times a day to one number, 10 times an hour from one address: 429 rate_limited with Retry-After. Starting again (after a rejection, or to change the number) replaces the pending verification.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/me/real-name (the `StartRealName` operationId).
+func (c *Client) StartRealName(ctx context.Context, body StartRealNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartRealNameRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConfirmRealNameWithBody Confirm real-name verification with the SMS code
+//
+// Ends a pending verification with the 6-digit code sent by SMS: verified. A wrong, expired (after 10 minutes) or used code is 422 naming code; after 5 wrong tries the code is dead (ask for a new one with POST /api/v1/me/real-name). Nothing pending, or already verified, is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/me/real-name/confirm (the `ConfirmRealName` operationId).
+func (c *Client) ConfirmRealNameWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConfirmRealNameRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConfirmRealName Confirm real-name verification with the SMS code
+//
+// Ends a pending verification with the 6-digit code sent by SMS: verified. A wrong, expired (after 10 minutes) or used code is 422 naming code; after 5 wrong tries the code is dead (ask for a new one with POST /api/v1/me/real-name). Nothing pending, or already verified, is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/me/real-name/confirm (the `ConfirmRealName` operationId).
+func (c *Client) ConfirmRealName(ctx context.Context, body ConfirmRealNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConfirmRealNameRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListNodeBenchmarks A node's benchmark reports, newest first, without their runs
 //
 // Corresponds with GET /api/v1/nodes/{id}/benchmarks (the `ListNodeBenchmarks` operationId).
@@ -5809,6 +6574,112 @@ func (c *Client) RevokeInvitation(ctx context.Context, id Id, iid int, reqEditor
 	return c.Client.Do(req)
 }
 
+// ListInvoices An organisation's VAT invoices
+//
+// The organisation's invoices (发票), newest first (at most 200), and invoiceable_fen: what may still be invoiced (cash top-ups received, less refunds, less the invoices requested or issued; promotional, trial and SLA credit never counts). With month, only that month's invoices, by their date (the issue date once issued, else the day asked for), as the accountant's CSV lists them. For anyone who may see the wallet.
+//
+// Corresponds with GET /api/v1/orgs/{id}/invoices (the `ListInvoices` operationId).
+func (c *Client) ListInvoices(ctx context.Context, id Id, params *ListInvoicesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInvoicesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInvoiceWithBody Request a VAT invoice
+//
+// For the organisation's owner and admins: asks for a 数电票, normal (普票) or special (专票), of amount_fen. title is required; taxpayer_id (the 18-character unified social credit code, its check character verified) is required for a special invoice and for a company's title; a special invoice also needs address, phone, bank and bank_account. The fields are checked together: 422 naming each bad one, amount_fen when it is above invoiceable_fen (checked again under the lock a refund takes, so two requests at once never together exceed it). Nothing is stored on a refusal. A platform admin then issues it (the requester is mailed) or rejects it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/orgs/{id}/invoices (the `CreateInvoice` operationId).
+func (c *Client) CreateInvoiceWithBody(ctx context.Context, id Id, params *CreateInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInvoiceRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInvoice Request a VAT invoice
+//
+// For the organisation's owner and admins: asks for a 数电票, normal (普票) or special (专票), of amount_fen. title is required; taxpayer_id (the 18-character unified social credit code, its check character verified) is required for a special invoice and for a company's title; a special invoice also needs address, phone, bank and bank_account. The fields are checked together: 422 naming each bad one, amount_fen when it is above invoiceable_fen (checked again under the lock a refund takes, so two requests at once never together exceed it). Nothing is stored on a refusal. A platform admin then issues it (the requester is mailed) or rejects it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/orgs/{id}/invoices (the `CreateInvoice` operationId).
+func (c *Client) CreateInvoice(ctx context.Context, id Id, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInvoiceRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInvoice One VAT invoice
+//
+// One of the organisation's invoices; another organisation's is a 404, as one that does not exist.
+//
+// Corresponds with GET /api/v1/orgs/{id}/invoices/{invoice_id} (the `GetInvoice` operationId).
+func (c *Client) GetInvoice(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInvoiceRequest(c.Server, id, invoiceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelInvoice Withdraw a requested invoice
+//
+// For whoever asked for it and the organisation's admins, while it is requested (409 once issued, rejected or withdrawn: an issued invoice is voided or reversed by a platform admin). Its amount may be invoiced again.
+//
+// Corresponds with POST /api/v1/orgs/{id}/invoices/{invoice_id}/cancel (the `CancelInvoice` operationId).
+func (c *Client) CancelInvoice(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelInvoiceRequest(c.Server, id, invoiceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DownloadInvoiceFile Download an issued invoice's file
+//
+// The PDF or OFD the tax system produced, as an attachment named for its number; a 404 before the invoice is issued. Voided and reversed invoices keep their file.
+//
+// Corresponds with GET /api/v1/orgs/{id}/invoices/{invoice_id}/file (the `DownloadInvoiceFile` operationId).
+func (c *Client) DownloadInvoiceFile(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadInvoiceFileRequest(c.Server, id, invoiceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RemoveMember Remove a member
 //
 // For the owner; the owner cannot be removed (409).
@@ -5816,6 +6687,42 @@ func (c *Client) RevokeInvitation(ctx context.Context, id Id, iid int, reqEditor
 // Corresponds with DELETE /api/v1/orgs/{id}/members/{uid} (the `RemoveMember` operationId).
 func (c *Client) RemoveMember(ctx context.Context, id Id, uid int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRemoveMemberRequest(c.Server, id, uid)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOrgVerification An organisation's verification (企业认证)
+//
+// What the organisation's verification page (/orgs/{id}/verification) shows: its status (unverified until it submits, then the newest submission's), whether the caller may submit now, and the newest submission with its credit code masked (9151**********8W34), the registered name, the legal representative, the licence file's type and size, the privacy notice agreed to, when it was submitted and decided, and why it was rejected or reset. Never the licence file nor the full credit code: only the platform's review opens those (every opening audited). For the organisation's members and platform admins; anyone else gets 404, as for an organisation that does not exist.
+//
+// Corresponds with GET /api/v1/orgs/{id}/verification (the `GetOrgVerification` operationId).
+func (c *Client) GetOrgVerification(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOrgVerificationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitOrgVerificationWithBody Submit an organisation for verification (企业认证)
+//
+// For the organisation's owners and admins (members: 403; anyone else, platform admins included: 404), the same submission as the verification page's form: a multipart/form-data body with credit_code (the 18-character unified social credit code, its GB 32100 check character verified; lower case is accepted), org_name (the registered name as on the licence, 2 to 100 characters), legal_rep (the legal representative, 2 to 50 characters) and licence (the business licence file: PNG, JPEG or PDF, told by its content, at most 5 MiB; the whole body at most 6 MiB, else 413). With a token no CSRF token is needed. Calling this operation is your consent to the current privacy notice (notice_version in GET /api/v1/orgs/{id}/verification, shown on the verification page; its version and the time are recorded with the submission): the code, the names and the licence are collected because mainland China's Cybersecurity Law requires a network service to know who its users are, providers are paid out only to verified organisations and invoices name the verified organisation; the licence is stored encrypted (AES-256-GCM, a key kept apart from the database) and opened in full only by the platform's review, every opening recorded in the audit log; they are kept while the organisation has an account and then as long as the law requires. The fields are checked together: 422 naming each bad one (credit_code, org_name, legal_rep, licence), nothing stored. The submission then waits for a platform admin's review (the owners are mailed the decision); a rejected or reset organisation submits again. Already pending or verified, or a personal organisation (verified through its owner's real-name verification): 409. No key to encrypt licences configured on the server: 503.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/orgs/{id}/verification (the `SubmitOrgVerification` operationId).
+func (c *Client) SubmitOrgVerificationWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitOrgVerificationRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7612,6 +8519,113 @@ func NewGetMeRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewWithdrawRealNameRequest constructs an http.Request for the WithdrawRealName method
+func NewWithdrawRealNameRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/me/real-name")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStartRealNameRequest calls the generic StartRealName builder with application/json body
+func NewStartRealNameRequest(server string, body StartRealNameJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartRealNameRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewStartRealNameRequestWithBody constructs an http.Request for the StartRealName method, with any body, and a specified content type
+func NewStartRealNameRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/me/real-name")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewConfirmRealNameRequest calls the generic ConfirmRealName builder with application/json body
+func NewConfirmRealNameRequest(server string, body ConfirmRealNameJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewConfirmRealNameRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewConfirmRealNameRequestWithBody constructs an http.Request for the ConfirmRealName method, with any body, and a specified content type
+func NewConfirmRealNameRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/me/real-name/confirm")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListNodeBenchmarksRequest constructs an http.Request for the ListNodeBenchmarks method
 func NewListNodeBenchmarksRequest(server string, id Id, params *ListNodeBenchmarksParams) (*http.Request, error) {
 	var err error
@@ -8418,6 +9432,252 @@ func NewRevokeInvitationRequest(server string, id Id, iid int) (*http.Request, e
 	return req, nil
 }
 
+// NewListInvoicesRequest constructs an http.Request for the ListInvoices method
+func NewListInvoicesRequest(server string, id Id, params *ListInvoicesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/orgs/%s/invoices", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Month != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "month", *params.Month, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateInvoiceRequest calls the generic CreateInvoice builder with application/json body
+func NewCreateInvoiceRequest(server string, id Id, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateInvoiceRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCreateInvoiceRequestWithBody constructs an http.Request for the CreateInvoice method, with any body, and a specified content type
+func NewCreateInvoiceRequestWithBody(server string, id Id, params *CreateInvoiceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/orgs/%s/invoices", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetInvoiceRequest constructs an http.Request for the GetInvoice method
+func NewGetInvoiceRequest(server string, id Id, invoiceId InvoiceId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "invoice_id", invoiceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/orgs/%s/invoices/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelInvoiceRequest constructs an http.Request for the CancelInvoice method
+func NewCancelInvoiceRequest(server string, id Id, invoiceId InvoiceId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "invoice_id", invoiceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/orgs/%s/invoices/%s/cancel", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDownloadInvoiceFileRequest constructs an http.Request for the DownloadInvoiceFile method
+func NewDownloadInvoiceFileRequest(server string, id Id, invoiceId InvoiceId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "invoice_id", invoiceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/orgs/%s/invoices/%s/file", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRemoveMemberRequest constructs an http.Request for the RemoveMember method
 func NewRemoveMemberRequest(server string, id Id, uid int) (*http.Request, error) {
 	var err error
@@ -8455,6 +9715,76 @@ func NewRemoveMemberRequest(server string, id Id, uid int) (*http.Request, error
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetOrgVerificationRequest constructs an http.Request for the GetOrgVerification method
+func NewGetOrgVerificationRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/orgs/%s/verification", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSubmitOrgVerificationRequestWithBody constructs an http.Request for the SubmitOrgVerification method, with any body, and a specified content type
+func NewSubmitOrgVerificationRequestWithBody(server string, id Id, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/orgs/%s/verification", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -11373,6 +12703,51 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
 	GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
 
+	// WithdrawRealNameWithResponse Withdraw consent and delete the caller's real-name information (撤回同意并删除实名信息)
+	//
+	// The caller withdraws their consent to the privacy notice (Personal Information Protection Law arts. 15 and 47), whatever their verification's status (pending, verified or rejected): the legal name, the encrypted ID number with its mask and digest, the mobile number and the consent record are deleted at once, any code not yet used stops working, and an audit entry (realname.withdrawn) records the withdrawal. The caller is unverified after it (GET /api/v1/me's real_name): on servers run with --real-name required, renting beyond the trial credit is 403 real_name_required again until a new verification, which may use the same ID number. Kept: the audit log's entries (the platform's legal record) and the records of the text messages and codes sent (number, time and network address; the sending limits count them). The call is the confirmation; it takes no body (or {}). 204 whether or not anything was held (a retried call answers the same).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/me/real-name (the `WithdrawRealName` operationId).
+	WithdrawRealNameWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WithdrawRealNameResponse, error)
+
+	// StartRealNameWithBodyWithResponse Start real-name verification (实名认证) as an individual
+	//
+	// Mainland China's Cybersecurity Law requires a network service to know who its users are: renting beyond the trial credit needs a verified identity (on servers run with --real-name required, the default). Give your legal name, your 18-character resident ID number (its check character and birth date are checked) and a mainland mobile number (11 digits, +86 optional); an SMS code is sent to the number (confirm it with POST /api/v1/me/real-name/confirm within 10 minutes). Calling this operation is your consent to the current privacy notice (shown on /account/real-name; its version and the time are recorded with your verification): the name, ID number and phone number are collected to meet the real-name rule; the ID number is stored encrypted and shown masked, read in full only by the platform's review (every read audited); they are kept until you withdraw your consent (DELETE /api/v1/me/real-name, or the page), which deletes them at once; the audit log's entries and the records of the codes sent are kept. Bad fields are 422 naming each (kind, name, id_number, phone). An ID number already verified on another account, or an account already verified, is 409. Codes are sent at most once a minute and 5 times a day to one number, 10 times an hour from one address: 429 rate_limited with Retry-After. Starting again (after a rejection, or to change the number) replaces the pending verification.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/me/real-name (the `StartRealName` operationId).
+	StartRealNameWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartRealNameResponse, error)
+
+	// StartRealNameWithResponse Start real-name verification (实名认证) as an individual
+	//
+	// Mainland China's Cybersecurity Law requires a network service to know who its users are: renting beyond the trial credit needs a verified identity (on servers run with --real-name required, the default). Give your legal name, your 18-character resident ID number (its check character and birth date are checked) and a mainland mobile number (11 digits, +86 optional); an SMS code is sent to the number (confirm it with POST /api/v1/me/real-name/confirm within 10 minutes). Calling this operation is your consent to the current privacy notice (shown on /account/real-name; its version and the time are recorded with your verification): the name, ID number and phone number are collected to meet the real-name rule; the ID number is stored encrypted and shown masked, read in full only by the platform's review (every read audited); they are kept until you withdraw your consent (DELETE /api/v1/me/real-name, or the page), which deletes them at once; the audit log's entries and the records of the codes sent are kept. Bad fields are 422 naming each (kind, name, id_number, phone). An ID number already verified on another account, or an account already verified, is 409. Codes are sent at most once a minute and 5 times a day to one number, 10 times an hour from one address: 429 rate_limited with Retry-After. Starting again (after a rejection, or to change the number) replaces the pending verification.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/me/real-name (the `StartRealName` operationId).
+	StartRealNameWithResponse(ctx context.Context, body StartRealNameJSONRequestBody, reqEditors ...RequestEditorFn) (*StartRealNameResponse, error)
+
+	// ConfirmRealNameWithBodyWithResponse Confirm real-name verification with the SMS code
+	//
+	// Ends a pending verification with the 6-digit code sent by SMS: verified. A wrong, expired (after 10 minutes) or used code is 422 naming code; after 5 wrong tries the code is dead (ask for a new one with POST /api/v1/me/real-name). Nothing pending, or already verified, is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/me/real-name/confirm (the `ConfirmRealName` operationId).
+	ConfirmRealNameWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConfirmRealNameResponse, error)
+
+	// ConfirmRealNameWithResponse Confirm real-name verification with the SMS code
+	//
+	// Ends a pending verification with the 6-digit code sent by SMS: verified. A wrong, expired (after 10 minutes) or used code is 422 naming code; after 5 wrong tries the code is dead (ask for a new one with POST /api/v1/me/real-name). Nothing pending, or already verified, is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/me/real-name/confirm (the `ConfirmRealName` operationId).
+	ConfirmRealNameWithResponse(ctx context.Context, body ConfirmRealNameJSONRequestBody, reqEditors ...RequestEditorFn) (*ConfirmRealNameResponse, error)
+
 	// ListNodeBenchmarksWithResponse A node's benchmark reports, newest first, without their runs
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -11518,6 +12893,60 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api/v1/orgs/{id}/invitations/{iid} (the `RevokeInvitation` operationId).
 	RevokeInvitationWithResponse(ctx context.Context, id Id, iid int, reqEditors ...RequestEditorFn) (*RevokeInvitationResponse, error)
 
+	// ListInvoicesWithResponse An organisation's VAT invoices
+	//
+	// The organisation's invoices (发票), newest first (at most 200), and invoiceable_fen: what may still be invoiced (cash top-ups received, less refunds, less the invoices requested or issued; promotional, trial and SLA credit never counts). With month, only that month's invoices, by their date (the issue date once issued, else the day asked for), as the accountant's CSV lists them. For anyone who may see the wallet.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/orgs/{id}/invoices (the `ListInvoices` operationId).
+	ListInvoicesWithResponse(ctx context.Context, id Id, params *ListInvoicesParams, reqEditors ...RequestEditorFn) (*ListInvoicesResponse, error)
+
+	// CreateInvoiceWithBodyWithResponse Request a VAT invoice
+	//
+	// For the organisation's owner and admins: asks for a 数电票, normal (普票) or special (专票), of amount_fen. title is required; taxpayer_id (the 18-character unified social credit code, its check character verified) is required for a special invoice and for a company's title; a special invoice also needs address, phone, bank and bank_account. The fields are checked together: 422 naming each bad one, amount_fen when it is above invoiceable_fen (checked again under the lock a refund takes, so two requests at once never together exceed it). Nothing is stored on a refusal. A platform admin then issues it (the requester is mailed) or rejects it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/orgs/{id}/invoices (the `CreateInvoice` operationId).
+	CreateInvoiceWithBodyWithResponse(ctx context.Context, id Id, params *CreateInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInvoiceResponse, error)
+
+	// CreateInvoiceWithResponse Request a VAT invoice
+	//
+	// For the organisation's owner and admins: asks for a 数电票, normal (普票) or special (专票), of amount_fen. title is required; taxpayer_id (the 18-character unified social credit code, its check character verified) is required for a special invoice and for a company's title; a special invoice also needs address, phone, bank and bank_account. The fields are checked together: 422 naming each bad one, amount_fen when it is above invoiceable_fen (checked again under the lock a refund takes, so two requests at once never together exceed it). Nothing is stored on a refusal. A platform admin then issues it (the requester is mailed) or rejects it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/orgs/{id}/invoices (the `CreateInvoice` operationId).
+	CreateInvoiceWithResponse(ctx context.Context, id Id, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvoiceResponse, error)
+
+	// GetInvoiceWithResponse One VAT invoice
+	//
+	// One of the organisation's invoices; another organisation's is a 404, as one that does not exist.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/orgs/{id}/invoices/{invoice_id} (the `GetInvoice` operationId).
+	GetInvoiceWithResponse(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*GetInvoiceResponse, error)
+
+	// CancelInvoiceWithResponse Withdraw a requested invoice
+	//
+	// For whoever asked for it and the organisation's admins, while it is requested (409 once issued, rejected or withdrawn: an issued invoice is voided or reversed by a platform admin). Its amount may be invoiced again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/orgs/{id}/invoices/{invoice_id}/cancel (the `CancelInvoice` operationId).
+	CancelInvoiceWithResponse(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*CancelInvoiceResponse, error)
+
+	// DownloadInvoiceFileWithResponse Download an issued invoice's file
+	//
+	// The PDF or OFD the tax system produced, as an attachment named for its number; a 404 before the invoice is issued. Voided and reversed invoices keep their file.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/orgs/{id}/invoices/{invoice_id}/file (the `DownloadInvoiceFile` operationId).
+	DownloadInvoiceFileWithResponse(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*DownloadInvoiceFileResponse, error)
+
 	// RemoveMemberWithResponse Remove a member
 	//
 	// For the owner; the owner cannot be removed (409).
@@ -11526,6 +12955,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /api/v1/orgs/{id}/members/{uid} (the `RemoveMember` operationId).
 	RemoveMemberWithResponse(ctx context.Context, id Id, uid int, reqEditors ...RequestEditorFn) (*RemoveMemberResponse, error)
+
+	// GetOrgVerificationWithResponse An organisation's verification (企业认证)
+	//
+	// What the organisation's verification page (/orgs/{id}/verification) shows: its status (unverified until it submits, then the newest submission's), whether the caller may submit now, and the newest submission with its credit code masked (9151**********8W34), the registered name, the legal representative, the licence file's type and size, the privacy notice agreed to, when it was submitted and decided, and why it was rejected or reset. Never the licence file nor the full credit code: only the platform's review opens those (every opening audited). For the organisation's members and platform admins; anyone else gets 404, as for an organisation that does not exist.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/orgs/{id}/verification (the `GetOrgVerification` operationId).
+	GetOrgVerificationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetOrgVerificationResponse, error)
+
+	// SubmitOrgVerificationWithBodyWithResponse Submit an organisation for verification (企业认证)
+	//
+	// For the organisation's owners and admins (members: 403; anyone else, platform admins included: 404), the same submission as the verification page's form: a multipart/form-data body with credit_code (the 18-character unified social credit code, its GB 32100 check character verified; lower case is accepted), org_name (the registered name as on the licence, 2 to 100 characters), legal_rep (the legal representative, 2 to 50 characters) and licence (the business licence file: PNG, JPEG or PDF, told by its content, at most 5 MiB; the whole body at most 6 MiB, else 413). With a token no CSRF token is needed. Calling this operation is your consent to the current privacy notice (notice_version in GET /api/v1/orgs/{id}/verification, shown on the verification page; its version and the time are recorded with the submission): the code, the names and the licence are collected because mainland China's Cybersecurity Law requires a network service to know who its users are, providers are paid out only to verified organisations and invoices name the verified organisation; the licence is stored encrypted (AES-256-GCM, a key kept apart from the database) and opened in full only by the platform's review, every opening recorded in the audit log; they are kept while the organisation has an account and then as long as the law requires. The fields are checked together: 422 naming each bad one (credit_code, org_name, legal_rep, licence), nothing stored. The submission then waits for a platform admin's review (the owners are mailed the decision); a rejected or reset organisation submits again. Already pending or verified, or a personal organisation (verified through its owner's real-name verification): 409. No key to encrypt licences configured on the server: 503.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/orgs/{id}/verification (the `SubmitOrgVerification` operationId).
+	SubmitOrgVerificationWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitOrgVerificationResponse, error)
 
 	// GetProviderCapacityWithResponse The provider's capacity: GPUs now, committed ahead, used lately
 	//
@@ -12962,6 +14409,290 @@ func (r GetMeResponse) ContentType() string {
 	return ""
 }
 
+// WithdrawRealNameResponse429Headers the declared response headers of an HTTP 429 response for WithdrawRealName
+type WithdrawRealNameResponse429Headers struct {
+	RetryAfter *int
+}
+
+type WithdrawRealNameResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WithdrawRealNameResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r WithdrawRealNameResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WithdrawRealNameResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r WithdrawRealNameResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WithdrawRealNameResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WithdrawRealNameResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WithdrawRealNameResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WithdrawRealNameResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WithdrawRealNameResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WithdrawRealNameResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartRealNameResponse429Headers the declared response headers of an HTTP 429 response for StartRealName
+type StartRealNameResponse429Headers struct {
+	RetryAfter *int
+}
+
+type StartRealNameResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *RealName
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartRealNameResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r StartRealNameResponse) GetJSON202() *RealName {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartRealNameResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartRealNameResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartRealNameResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r StartRealNameResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StartRealNameResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StartRealNameResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartRealNameResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartRealNameResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartRealNameResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartRealNameResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartRealNameResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartRealNameResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConfirmRealNameResponse429Headers the declared response headers of an HTTP 429 response for ConfirmRealName
+type ConfirmRealNameResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ConfirmRealNameResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RealName
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ConfirmRealNameResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ConfirmRealNameResponse) GetJSON200() *RealName {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ConfirmRealNameResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ConfirmRealNameResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ConfirmRealNameResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ConfirmRealNameResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ConfirmRealNameResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ConfirmRealNameResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ConfirmRealNameResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ConfirmRealNameResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ConfirmRealNameResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConfirmRealNameResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConfirmRealNameResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConfirmRealNameResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListNodeBenchmarksResponse429Headers the declared response headers of an HTTP 429 response for ListNodeBenchmarks
 type ListNodeBenchmarksResponse429Headers struct {
 	RetryAfter *int
@@ -14020,6 +15751,449 @@ func (r RevokeInvitationResponse) ContentType() string {
 	return ""
 }
 
+// ListInvoicesResponse429Headers the declared response headers of an HTTP 429 response for ListInvoices
+type ListInvoicesResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListInvoicesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvoiceList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInvoicesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInvoicesResponse) GetJSON200() *InvoiceList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListInvoicesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListInvoicesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListInvoicesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListInvoicesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListInvoicesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInvoicesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInvoicesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInvoicesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInvoicesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateInvoiceResponse429Headers the declared response headers of an HTTP 429 response for CreateInvoice
+type CreateInvoiceResponse429Headers struct {
+	RetryAfter *int
+}
+
+type CreateInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Invoice
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateInvoiceResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateInvoiceResponse) GetJSON201() *Invoice {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateInvoiceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateInvoiceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateInvoiceResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateInvoiceResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateInvoiceResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateInvoiceResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateInvoiceResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateInvoiceResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInvoiceResponse429Headers the declared response headers of an HTTP 429 response for GetInvoice
+type GetInvoiceResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInvoiceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInvoiceResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetInvoiceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInvoiceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetInvoiceResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetInvoiceResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInvoiceResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelInvoiceResponse429Headers the declared response headers of an HTTP 429 response for CancelInvoice
+type CancelInvoiceResponse429Headers struct {
+	RetryAfter *int
+}
+
+type CancelInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelInvoiceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelInvoiceResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CancelInvoiceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelInvoiceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelInvoiceResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CancelInvoiceResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CancelInvoiceResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CancelInvoiceResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CancelInvoiceResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DownloadInvoiceFileResponse429Headers the declared response headers of an HTTP 429 response for DownloadInvoiceFile
+type DownloadInvoiceFileResponse429Headers struct {
+	RetryAfter *int
+}
+
+type DownloadInvoiceFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DownloadInvoiceFileResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DownloadInvoiceFileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DownloadInvoiceFileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DownloadInvoiceFileResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DownloadInvoiceFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DownloadInvoiceFileResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r DownloadInvoiceFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DownloadInvoiceFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DownloadInvoiceFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DownloadInvoiceFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RemoveMemberResponse429Headers the declared response headers of an HTTP 429 response for RemoveMember
 type RemoveMemberResponse429Headers struct {
 	RetryAfter *int
@@ -14097,6 +16271,200 @@ func (r RemoveMemberResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RemoveMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetOrgVerificationResponse429Headers the declared response headers of an HTTP 429 response for GetOrgVerification
+type GetOrgVerificationResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetOrgVerificationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OrgVerification
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOrgVerificationResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOrgVerificationResponse) GetJSON200() *OrgVerification {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetOrgVerificationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOrgVerificationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOrgVerificationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetOrgVerificationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOrgVerificationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOrgVerificationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOrgVerificationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOrgVerificationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOrgVerificationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SubmitOrgVerificationResponse429Headers the declared response headers of an HTTP 429 response for SubmitOrgVerification
+type SubmitOrgVerificationResponse429Headers struct {
+	RetryAfter *int
+}
+
+type SubmitOrgVerificationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *OrgVerification
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SubmitOrgVerificationResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r SubmitOrgVerificationResponse) GetJSON201() *OrgVerification {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SubmitOrgVerificationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SubmitOrgVerificationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SubmitOrgVerificationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SubmitOrgVerificationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SubmitOrgVerificationResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SubmitOrgVerificationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SubmitOrgVerificationResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SubmitOrgVerificationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SubmitOrgVerificationResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SubmitOrgVerificationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SubmitOrgVerificationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SubmitOrgVerificationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SubmitOrgVerificationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19424,6 +21792,81 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 	return ParseGetMeResponse(rsp)
 }
 
+// WithdrawRealNameWithResponse Withdraw consent and delete the caller's real-name information (撤回同意并删除实名信息)
+//
+// The caller withdraws their consent to the privacy notice (Personal Information Protection Law arts. 15 and 47), whatever their verification's status (pending, verified or rejected): the legal name, the encrypted ID number with its mask and digest, the mobile number and the consent record are deleted at once, any code not yet used stops working, and an audit entry (realname.withdrawn) records the withdrawal. The caller is unverified after it (GET /api/v1/me's real_name): on servers run with --real-name required, renting beyond the trial credit is 403 real_name_required again until a new verification, which may use the same ID number. Kept: the audit log's entries (the platform's legal record) and the records of the text messages and codes sent (number, time and network address; the sending limits count them). The call is the confirmation; it takes no body (or {}). 204 whether or not anything was held (a retried call answers the same).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/me/real-name (the `WithdrawRealName` operationId).
+func (c *ClientWithResponses) WithdrawRealNameWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WithdrawRealNameResponse, error) {
+	rsp, err := c.WithdrawRealName(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWithdrawRealNameResponse(rsp)
+}
+
+// StartRealNameWithBodyWithResponse Start real-name verification (实名认证) as an individual
+//
+// Mainland China's Cybersecurity Law requires a network service to know who its users are: renting beyond the trial credit needs a verified identity (on servers run with --real-name required, the default). Give your legal name, your 18-character resident ID number (its check character and birth date are checked) and a mainland mobile number (11 digits, +86 optional); an SMS code is sent to the number (confirm it with POST /api/v1/me/real-name/confirm within 10 minutes). Calling this operation is your consent to the current privacy notice (shown on /account/real-name; its version and the time are recorded with your verification): the name, ID number and phone number are collected to meet the real-name rule; the ID number is stored encrypted and shown masked, read in full only by the platform's review (every read audited); they are kept until you withdraw your consent (DELETE /api/v1/me/real-name, or the page), which deletes them at once; the audit log's entries and the records of the codes sent are kept. Bad fields are 422 naming each (kind, name, id_number, phone). An ID number already verified on another account, or an account already verified, is 409. Codes are sent at most once a minute and 5 times a day to one number, 10 times an hour from one address: 429 rate_limited with Retry-After. Starting again (after a rejection, or to change the number) replaces the pending verification.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/me/real-name (the `StartRealName` operationId).
+func (c *ClientWithResponses) StartRealNameWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartRealNameResponse, error) {
+	rsp, err := c.StartRealNameWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartRealNameResponse(rsp)
+}
+
+// StartRealNameWithResponse Start real-name verification (实名认证) as an individual
+//
+// Mainland China's Cybersecurity Law requires a network service to know who its users are: renting beyond the trial credit needs a verified identity (on servers run with --real-name required, the default). Give your legal name, your 18-character resident ID number (its check character and birth date are checked) and a mainland mobile number (11 digits, +86 optional); an SMS code is sent to the number (confirm it with POST /api/v1/me/real-name/confirm within 10 minutes). Calling this operation is your consent to the current privacy notice (shown on /account/real-name; its version and the time are recorded with your verification): the name, ID number and phone number are collected to meet the real-name rule; the ID number is stored encrypted and shown masked, read in full only by the platform's review (every read audited); they are kept until you withdraw your consent (DELETE /api/v1/me/real-name, or the page), which deletes them at once; the audit log's entries and the records of the codes sent are kept. Bad fields are 422 naming each (kind, name, id_number, phone). An ID number already verified on another account, or an account already verified, is 409. Codes are sent at most once a minute and 5 times a day to one number, 10 times an hour from one address: 429 rate_limited with Retry-After. Starting again (after a rejection, or to change the number) replaces the pending verification.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/me/real-name (the `StartRealName` operationId).
+func (c *ClientWithResponses) StartRealNameWithResponse(ctx context.Context, body StartRealNameJSONRequestBody, reqEditors ...RequestEditorFn) (*StartRealNameResponse, error) {
+	rsp, err := c.StartRealName(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartRealNameResponse(rsp)
+}
+
+// ConfirmRealNameWithBodyWithResponse Confirm real-name verification with the SMS code
+//
+// Ends a pending verification with the 6-digit code sent by SMS: verified. A wrong, expired (after 10 minutes) or used code is 422 naming code; after 5 wrong tries the code is dead (ask for a new one with POST /api/v1/me/real-name). Nothing pending, or already verified, is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/me/real-name/confirm (the `ConfirmRealName` operationId).
+func (c *ClientWithResponses) ConfirmRealNameWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConfirmRealNameResponse, error) {
+	rsp, err := c.ConfirmRealNameWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfirmRealNameResponse(rsp)
+}
+
+// ConfirmRealNameWithResponse Confirm real-name verification with the SMS code
+//
+// Ends a pending verification with the 6-digit code sent by SMS: verified. A wrong, expired (after 10 minutes) or used code is 422 naming code; after 5 wrong tries the code is dead (ask for a new one with POST /api/v1/me/real-name). Nothing pending, or already verified, is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/me/real-name/confirm (the `ConfirmRealName` operationId).
+func (c *ClientWithResponses) ConfirmRealNameWithResponse(ctx context.Context, body ConfirmRealNameJSONRequestBody, reqEditors ...RequestEditorFn) (*ConfirmRealNameResponse, error) {
+	rsp, err := c.ConfirmRealName(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfirmRealNameResponse(rsp)
+}
+
 // ListNodeBenchmarksWithResponse A node's benchmark reports, newest first, without their runs
 //
 // Returns a wrapper object for the known response body format(s).
@@ -19671,6 +22114,96 @@ func (c *ClientWithResponses) RevokeInvitationWithResponse(ctx context.Context, 
 	return ParseRevokeInvitationResponse(rsp)
 }
 
+// ListInvoicesWithResponse An organisation's VAT invoices
+//
+// The organisation's invoices (发票), newest first (at most 200), and invoiceable_fen: what may still be invoiced (cash top-ups received, less refunds, less the invoices requested or issued; promotional, trial and SLA credit never counts). With month, only that month's invoices, by their date (the issue date once issued, else the day asked for), as the accountant's CSV lists them. For anyone who may see the wallet.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/orgs/{id}/invoices (the `ListInvoices` operationId).
+func (c *ClientWithResponses) ListInvoicesWithResponse(ctx context.Context, id Id, params *ListInvoicesParams, reqEditors ...RequestEditorFn) (*ListInvoicesResponse, error) {
+	rsp, err := c.ListInvoices(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInvoicesResponse(rsp)
+}
+
+// CreateInvoiceWithBodyWithResponse Request a VAT invoice
+//
+// For the organisation's owner and admins: asks for a 数电票, normal (普票) or special (专票), of amount_fen. title is required; taxpayer_id (the 18-character unified social credit code, its check character verified) is required for a special invoice and for a company's title; a special invoice also needs address, phone, bank and bank_account. The fields are checked together: 422 naming each bad one, amount_fen when it is above invoiceable_fen (checked again under the lock a refund takes, so two requests at once never together exceed it). Nothing is stored on a refusal. A platform admin then issues it (the requester is mailed) or rejects it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/orgs/{id}/invoices (the `CreateInvoice` operationId).
+func (c *ClientWithResponses) CreateInvoiceWithBodyWithResponse(ctx context.Context, id Id, params *CreateInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInvoiceResponse, error) {
+	rsp, err := c.CreateInvoiceWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInvoiceResponse(rsp)
+}
+
+// CreateInvoiceWithResponse Request a VAT invoice
+//
+// For the organisation's owner and admins: asks for a 数电票, normal (普票) or special (专票), of amount_fen. title is required; taxpayer_id (the 18-character unified social credit code, its check character verified) is required for a special invoice and for a company's title; a special invoice also needs address, phone, bank and bank_account. The fields are checked together: 422 naming each bad one, amount_fen when it is above invoiceable_fen (checked again under the lock a refund takes, so two requests at once never together exceed it). Nothing is stored on a refusal. A platform admin then issues it (the requester is mailed) or rejects it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/orgs/{id}/invoices (the `CreateInvoice` operationId).
+func (c *ClientWithResponses) CreateInvoiceWithResponse(ctx context.Context, id Id, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvoiceResponse, error) {
+	rsp, err := c.CreateInvoice(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInvoiceResponse(rsp)
+}
+
+// GetInvoiceWithResponse One VAT invoice
+//
+// One of the organisation's invoices; another organisation's is a 404, as one that does not exist.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/orgs/{id}/invoices/{invoice_id} (the `GetInvoice` operationId).
+func (c *ClientWithResponses) GetInvoiceWithResponse(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*GetInvoiceResponse, error) {
+	rsp, err := c.GetInvoice(ctx, id, invoiceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInvoiceResponse(rsp)
+}
+
+// CancelInvoiceWithResponse Withdraw a requested invoice
+//
+// For whoever asked for it and the organisation's admins, while it is requested (409 once issued, rejected or withdrawn: an issued invoice is voided or reversed by a platform admin). Its amount may be invoiced again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/orgs/{id}/invoices/{invoice_id}/cancel (the `CancelInvoice` operationId).
+func (c *ClientWithResponses) CancelInvoiceWithResponse(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*CancelInvoiceResponse, error) {
+	rsp, err := c.CancelInvoice(ctx, id, invoiceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelInvoiceResponse(rsp)
+}
+
+// DownloadInvoiceFileWithResponse Download an issued invoice's file
+//
+// The PDF or OFD the tax system produced, as an attachment named for its number; a 404 before the invoice is issued. Voided and reversed invoices keep their file.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/orgs/{id}/invoices/{invoice_id}/file (the `DownloadInvoiceFile` operationId).
+func (c *ClientWithResponses) DownloadInvoiceFileWithResponse(ctx context.Context, id Id, invoiceId InvoiceId, reqEditors ...RequestEditorFn) (*DownloadInvoiceFileResponse, error) {
+	rsp, err := c.DownloadInvoiceFile(ctx, id, invoiceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDownloadInvoiceFileResponse(rsp)
+}
+
 // RemoveMemberWithResponse Remove a member
 //
 // For the owner; the owner cannot be removed (409).
@@ -19684,6 +22217,36 @@ func (c *ClientWithResponses) RemoveMemberWithResponse(ctx context.Context, id I
 		return nil, err
 	}
 	return ParseRemoveMemberResponse(rsp)
+}
+
+// GetOrgVerificationWithResponse An organisation's verification (企业认证)
+//
+// What the organisation's verification page (/orgs/{id}/verification) shows: its status (unverified until it submits, then the newest submission's), whether the caller may submit now, and the newest submission with its credit code masked (9151**********8W34), the registered name, the legal representative, the licence file's type and size, the privacy notice agreed to, when it was submitted and decided, and why it was rejected or reset. Never the licence file nor the full credit code: only the platform's review opens those (every opening audited). For the organisation's members and platform admins; anyone else gets 404, as for an organisation that does not exist.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/orgs/{id}/verification (the `GetOrgVerification` operationId).
+func (c *ClientWithResponses) GetOrgVerificationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetOrgVerificationResponse, error) {
+	rsp, err := c.GetOrgVerification(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOrgVerificationResponse(rsp)
+}
+
+// SubmitOrgVerificationWithBodyWithResponse Submit an organisation for verification (企业认证)
+//
+// For the organisation's owners and admins (members: 403; anyone else, platform admins included: 404), the same submission as the verification page's form: a multipart/form-data body with credit_code (the 18-character unified social credit code, its GB 32100 check character verified; lower case is accepted), org_name (the registered name as on the licence, 2 to 100 characters), legal_rep (the legal representative, 2 to 50 characters) and licence (the business licence file: PNG, JPEG or PDF, told by its content, at most 5 MiB; the whole body at most 6 MiB, else 413). With a token no CSRF token is needed. Calling this operation is your consent to the current privacy notice (notice_version in GET /api/v1/orgs/{id}/verification, shown on the verification page; its version and the time are recorded with the submission): the code, the names and the licence are collected because mainland China's Cybersecurity Law requires a network service to know who its users are, providers are paid out only to verified organisations and invoices name the verified organisation; the licence is stored encrypted (AES-256-GCM, a key kept apart from the database) and opened in full only by the platform's review, every opening recorded in the audit log; they are kept while the organisation has an account and then as long as the law requires. The fields are checked together: 422 naming each bad one (credit_code, org_name, legal_rep, licence), nothing stored. The submission then waits for a platform admin's review (the owners are mailed the decision); a rejected or reset organisation submits again. Already pending or verified, or a personal organisation (verified through its owner's real-name verification): 409. No key to encrypt licences configured on the server: 503.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/orgs/{id}/verification (the `SubmitOrgVerification` operationId).
+func (c *ClientWithResponses) SubmitOrgVerificationWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitOrgVerificationResponse, error) {
+	rsp, err := c.SubmitOrgVerificationWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitOrgVerificationResponse(rsp)
 }
 
 // GetProviderCapacityWithResponse The provider's capacity: GPUs now, committed ahead, used lately
@@ -21522,6 +24085,266 @@ func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 	return response, nil
 }
 
+// ParseWithdrawRealNameResponse parses an HTTP response from a WithdrawRealNameWithResponse call
+func ParseWithdrawRealNameResponse(rsp *http.Response) (*WithdrawRealNameResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WithdrawRealNameResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers WithdrawRealNameResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartRealNameResponse parses an HTTP response from a StartRealNameWithResponse call
+func ParseStartRealNameResponse(rsp *http.Response) (*StartRealNameResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartRealNameResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest RealName
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers StartRealNameResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConfirmRealNameResponse parses an HTTP response from a ConfirmRealNameWithResponse call
+func ParseConfirmRealNameResponse(rsp *http.Response) (*ConfirmRealNameResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConfirmRealNameResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RealName
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ConfirmRealNameResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListNodeBenchmarksResponse parses an HTTP response from a ListNodeBenchmarksWithResponse call
 func ParseListNodeBenchmarksResponse(rsp *http.Response) (*ListNodeBenchmarksResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -22454,6 +25277,404 @@ func ParseRevokeInvitationResponse(rsp *http.Response) (*RevokeInvitationRespons
 	return response, nil
 }
 
+// ParseListInvoicesResponse parses an HTTP response from a ListInvoicesWithResponse call
+func ParseListInvoicesResponse(rsp *http.Response) (*ListInvoicesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInvoicesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvoiceList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListInvoicesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateInvoiceResponse parses an HTTP response from a CreateInvoiceWithResponse call
+func ParseCreateInvoiceResponse(rsp *http.Response) (*CreateInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInvoiceResponse parses an HTTP response from a GetInvoiceWithResponse call
+func ParseGetInvoiceResponse(rsp *http.Response) (*GetInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelInvoiceResponse parses an HTTP response from a CancelInvoiceWithResponse call
+func ParseCancelInvoiceResponse(rsp *http.Response) (*CancelInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CancelInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDownloadInvoiceFileResponse parses an HTTP response from a DownloadInvoiceFileWithResponse call
+func ParseDownloadInvoiceFileResponse(rsp *http.Response) (*DownloadInvoiceFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DownloadInvoiceFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DownloadInvoiceFileResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseRemoveMemberResponse parses an HTTP response from a RemoveMemberWithResponse call
 func ParseRemoveMemberResponse(rsp *http.Response) (*RemoveMemberResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -22518,6 +25739,182 @@ func ParseRemoveMemberResponse(rsp *http.Response) (*RemoveMemberResponse, error
 	switch {
 	case rsp.StatusCode == 429:
 		var headers RemoveMemberResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOrgVerificationResponse parses an HTTP response from a GetOrgVerificationWithResponse call
+func ParseGetOrgVerificationResponse(rsp *http.Response) (*GetOrgVerificationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOrgVerificationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OrgVerification
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetOrgVerificationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSubmitOrgVerificationResponse parses an HTTP response from a SubmitOrgVerificationWithResponse call
+func ParseSubmitOrgVerificationResponse(rsp *http.Response) (*SubmitOrgVerificationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SubmitOrgVerificationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest OrgVerification
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers SubmitOrgVerificationResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

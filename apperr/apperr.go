@@ -34,6 +34,10 @@ const (
 	// runtime needs a newer driver than the node's, or the offer does not
 	// allow it: 422. It refines EINVALID (on the field "image").
 	EIMAGEINCOMPATIBLE = "image_incompatible"
+	// EREALNAMEREQUIRED: renting (not paid entirely from trial credit)
+	// needs real-name verification (实名认证) the user has not done: 403.
+	// It refines EFORBIDDEN.
+	EREALNAMEREQUIRED = "real_name_required"
 	// ERATELIMIT: too many attempts: 429.
 	ERATELIMIT = "rate_limited"
 	// EUNAVAILABLE: a provider we depend on did not answer: 503.
@@ -101,6 +105,8 @@ func General(code string) string {
 		return ECONFLICT
 	case EIMAGEINCOMPATIBLE:
 		return EINVALID
+	case EREALNAMEREQUIRED:
+		return EFORBIDDEN
 	}
 	return code
 }

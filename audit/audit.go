@@ -44,6 +44,34 @@ const (
 	// GPUXIDsCleared: an operator cleared the critical XIDs a node's
 	// agent keeps for one of its GPUs.
 	GPUXIDsCleared = "gpu.xids_cleared"
+	// Real-name verification of individuals (package identity): started
+	// (name, ID number and phone given, an SMS code sent), verified (the
+	// code confirmed, or an operator's account), rejected by an admin,
+	// and every full read of a sealed ID number (who read whose).
+	RealNameSubmitted = "realname.submitted"
+	RealNameVerified  = "realname.verified"
+	RealNameRejected  = "realname.rejected"
+	RealNameIDRead    = "realname.id_read"
+	// RealNameWithdrawn: the user withdrew their consent and their
+	// verification's personal information was deleted.
+	RealNameWithdrawn = "realname.withdrawn"
+	// Organisation verification (企业认证): a submission, a platform
+	// admin's decision on it (or reopening a verified one), and every
+	// full read of a business licence by the admin review.
+	OrgVerifySubmitted = "orgverify.submitted"
+	OrgVerifyApproved  = "orgverify.approved"
+	OrgVerifyRejected  = "orgverify.rejected"
+	OrgVerifyReset     = "orgverify.reset"
+	OrgLicenceRead     = "orgverify.licence_read"
+	// Invoices (package invoices): asked for, withdrawn by the
+	// organisation, issued or rejected by an admin, voided (作废) or
+	// reversed by a red-letter invoice (红冲).
+	InvoiceRequested = "invoice.requested"
+	InvoiceCancelled = "invoice.cancelled"
+	InvoiceIssued    = "invoice.issued"
+	InvoiceRejected  = "invoice.rejected"
+	InvoiceVoided    = "invoice.voided"
+	InvoiceReversed  = "invoice.reversed"
 )
 
 // WithActor returns ctx carrying the signed-in user and their address; the

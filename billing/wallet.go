@@ -16,6 +16,7 @@ import (
 	"suanli/audit"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/models/invoicestore"
 	"suanli/models/ledger"
 	"suanli/payments"
 	"suanli/pricing"
@@ -285,21 +286,48 @@ func CreditPromo(tx *gorm.DB, orgID, fen int64, kind, reason string, key *string
 }
 
 // Refundable is how much of a wallet may be paid back as cash: never
-// promotional credit, never more than was paid in and not yet refunded.
+// promotional credit, never more than was paid in and not yet refunded,
+// and never money an active invoice (requested or issued) covers: that
+// invoice must be reversed or voided first.
 func (w *Wallet) Refundable(ctx context.Context, orgID int64) (int64, error) {
+	cash, _, err := w.refundableCash(ctx, orgID)
+	return cash, err
+}
+
+// refundableCash is Refundable, and what it would be without the
+// organisation's active invoices.
+func (w *Wallet) refundableCash(ctx context.Context, orgID int64) (cash, uninvoiced int64, err error) {
 	bal, err := ledger.WalletBalance(ctx, w.DB, orgID)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	promo, err := ledger.WalletCreditsOfKinds(ctx, w.DB, orgID, promotionalKinds)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	paid, err := ledger.PaidNotRefunded(ctx, w.DB, orgID)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return refundable(bal, promo, paid), nil
+	invoiced, err := invoicestore.ActiveSumRead(ctx, w.DB, orgID)
+	if err != nil {
+		return 0, 0, err
+	}
+	return refundable(bal, promo, paid-invoiced), refundable(bal, promo, paid), nil
+}
+
+// invoicedRefusal refuses a refund of amount that only the organisation's
+// active invoices stand in the way of: it names them, and says to have
+// them reversed (红冲) or voided (作废) first; at most left is refundable.
+func invoicedRefusal(active []invoicestore.Invoice, left int64) error {
+	names := make([]string, len(active))
+	for i, inv := range active {
+		names[i] = "#" + strconv.FormatInt(inv.ID, 10)
+		if n := inv.NumberOrEmpty(); n != "" {
+			names[i] += " (" + n + ")"
+		}
+	}
+	return apperr.Field("amount_fen", "invoice.err.refund_invoiced", pricing.FenToYuanString(left), strings.Join(names, ", "))
 }
 
 // promotionalKinds are the ledger transactions that credit a wallet with
@@ -317,9 +345,16 @@ func refundable(balance, promo, paidIn int64) int64 {
 // for an admin to pay. The wallet is debited in the same transaction that
 // records the refunds.
 func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amountFen int64) ([]models.Refund, error) {
-	refundable, err := w.Refundable(ctx, orgID)
+	refundable, uninvoiced, err := w.refundableCash(ctx, orgID)
 	if err != nil {
 		return nil, err
+	}
+	if amountFen > refundable && amountFen <= uninvoiced {
+		active, err := invoicestore.ActiveOfRead(ctx, w.DB, orgID)
+		if err != nil {
+			return nil, err
+		}
+		return nil, invoicedRefusal(active, refundable)
 	}
 	if amountFen <= 0 || amountFen > refundable {
 		return nil, apperr.Field("amount_fen", "err.refund_limit", pricing.FenToYuanString(refundable))
@@ -327,10 +362,27 @@ func (w *Wallet) RequestRefund(ctx context.Context, u *models.User, orgID, amoun
 	var refunds []models.Refund
 	now := w.DB.Now().UTC()
 	err = w.DB.Tx(ctx, func(tx *gorm.DB) error {
-		// Locked, so two refund requests at once cannot both take the same money.
+		// Locked, so two refund requests at once cannot both take the same
+		// money, nor a refund and an invoice request (package invoices
+		// takes the same lock) the same money twice.
 		paid, err := ledger.RefundableTopups(tx, orgID)
 		if err != nil {
 			return err
+		}
+		var cash int64
+		for _, t := range paid {
+			cash += *t.ReceivedFen - t.RefundedFen
+		}
+		active, err := invoicestore.ActiveOf(tx, orgID)
+		if err != nil {
+			return err
+		}
+		var invoiced int64
+		for _, inv := range active {
+			invoiced += inv.AmountFen
+		}
+		if amountFen > cash-invoiced && amountFen <= cash {
+			return invoicedRefusal(active, max(0, cash-invoiced))
 		}
 		left := amountFen
 		for _, t := range paid {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,11 @@ type Config struct {
 	// key. PIIOldKeys (SUANLI_PII_OLD_KEYS, comma-separated) still open
 	// what older keys sealed, until `suanli admin reseal-pii` has run.
 	PIIKey, PIIOldKeys string
+	// SMSTencent* send real-name verification codes through Tencent Cloud
+	// SMS when SMSTencentSecretID is set (SUANLI_SMS_TENCENT_*: the API
+	// key pair, the SMS application's SdkAppId, the approved signature and
+	// template, the region); otherwise codes wait in the SMS outbox.
+	SMSTencentSecretID, SMSTencentSecretKey, SMSTencentAppID, SMSTencentSign, SMSTencentTemplate, SMSTencentRegion string
 	// AdvertiseURL is this web replica's URL as the other replicas reach
 	// it (SUANLI_ADVERTISE_URL): a renter's request for a node whose
 	// agent's tunnel another replica holds is passed on there. Empty: see
@@ -134,6 +140,12 @@ func Flags(fs *flag.FlagSet) func() (Config, error) {
 	fs.StringVar(&c.RealName, "real-name", env("SUANLI_REAL_NAME", RealNameRequired), "real-name verification (实名认证) before renting and payouts: required (mainland China) or off (SUANLI_REAL_NAME)")
 	fs.StringVar(&c.PIIKey, "pii-key", env("SUANLI_PII_KEY", ""), "key sealing ID numbers and licence images: 64 hex digits or base64 of 32+ bytes; empty: derived from the platform secret key; prefer the environment (SUANLI_PII_KEY)")
 	fs.StringVar(&c.PIIOldKeys, "pii-old-keys", env("SUANLI_PII_OLD_KEYS", ""), "earlier PII keys, comma-separated, kept to open what they sealed until `admin reseal-pii` ran (SUANLI_PII_OLD_KEYS)")
+	fs.StringVar(&c.SMSTencentSecretID, "sms-tencent-secret-id", env("SUANLI_SMS_TENCENT_SECRET_ID", ""), "Tencent Cloud API SecretId sending SMS codes; empty: codes wait in the SMS outbox (/admin/sms) (SUANLI_SMS_TENCENT_SECRET_ID)")
+	fs.StringVar(&c.SMSTencentSecretKey, "sms-tencent-secret-key", env("SUANLI_SMS_TENCENT_SECRET_KEY", ""), "its SecretKey; prefer the environment (SUANLI_SMS_TENCENT_SECRET_KEY)")
+	fs.StringVar(&c.SMSTencentAppID, "sms-tencent-app-id", env("SUANLI_SMS_TENCENT_APP_ID", ""), "the SMS application's SdkAppId (SUANLI_SMS_TENCENT_APP_ID)")
+	fs.StringVar(&c.SMSTencentSign, "sms-tencent-sign", env("SUANLI_SMS_TENCENT_SIGN", ""), "the approved SMS signature, e.g. 算力 (SUANLI_SMS_TENCENT_SIGN)")
+	fs.StringVar(&c.SMSTencentTemplate, "sms-tencent-template", env("SUANLI_SMS_TENCENT_TEMPLATE", ""), "the approved template's id; {1} is the code, {2} its minutes (SUANLI_SMS_TENCENT_TEMPLATE)")
+	fs.StringVar(&c.SMSTencentRegion, "sms-tencent-region", env("SUANLI_SMS_TENCENT_REGION", "ap-guangzhou"), "the SMS API's region (SUANLI_SMS_TENCENT_REGION)")
 	fs.StringVar(&c.SecretKey, "secret-key", env("SUANLI_SECRET_KEY", ""), "platform secret key sealing renters' registry credentials: 64 hex digits or base64 of 32+ random bytes; prefer the environment; empty: DATA_DIR/secret.key with the embedded database, none with PostgreSQL (SUANLI_SECRET_KEY)")
 	fs.StringVar(&c.AppsDomain, "apps-domain", env("SUANLI_APPS_DOMAIN", ""), "serve renters' apps (Jupyter, declared ports) on an origin of their own per rental, r{id}.DOMAIN (wildcard DNS and certificate to the web replicas), so that their scripts never share the marketplace's origin; empty: on the marketplace's origin (SUANLI_APPS_DOMAIN)")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", env("SUANLI_ADVERTISE_URL", ""), "this web replica's URL as the other replicas reach it, for browser access through a node's tunnel held by another replica (serve on PostgreSQL); empty: http://FIRST-NON-LOOPBACK-IP:PORT (SUANLI_ADVERTISE_URL)")
@@ -224,6 +236,11 @@ func (c Config) Validate() error {
 		}
 		if _, err := secrets.ParseKey(k); err != nil {
 			errs = append(errs, fmt.Errorf("--pii-key/--pii-old-keys: %w", err))
+		}
+	}
+	if tc := []string{c.SMSTencentSecretKey, c.SMSTencentAppID, c.SMSTencentSign, c.SMSTencentTemplate}; c.SMSTencentSecretID != "" || slices.ContainsFunc(tc, func(v string) bool { return v != "" }) {
+		if c.SMSTencentSecretID == "" || slices.Contains(tc, "") || c.SMSTencentRegion == "" {
+			errs = append(errs, errors.New("--sms-tencent-*/SUANLI_SMS_TENCENT_*: set all of the secret id and key, app id, sign, template and region, or none"))
 		}
 	}
 	if c.SecretKey != "" {

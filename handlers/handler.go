@@ -12,6 +12,7 @@ import (
 	"suanli/billing"
 	"suanli/changefeed"
 	"suanli/fleet"
+	"suanli/identity"
 	"suanli/offers"
 	"suanli/providers"
 	"sync"
@@ -63,6 +64,9 @@ type Handler struct {
 	// defaults).
 	Changes                        *changefeed.Feed
 	StreamKeepAlive, StreamRefresh time.Duration
+	// Identity is real-name verification (its pages, the admin's review
+	// and reads, the SMS outbox); nil: the routes answer 503.
+	Identity *identity.Service
 }
 
 // SessionUserKey is the session key of the logged-in user's id, and

@@ -150,7 +150,7 @@ func (h *Handler) rentFormError(c echo.Context, f *views.Form, err error) (int, 
 	case ae.Key == "err.verify_first":
 		err = &apperr.Error{Code: ae.Code, Field: ae.Field, Key: "rent.verify_first", Message: ae.Message}
 	}
-	return formProblems(ViewCtx(c), f, err, rentFields, "balance", "registry_auth", bids.Field)
+	return formProblems(ViewCtx(c), f, err, rentFields, "balance", "registry_auth", bids.Field, "real_name")
 }
 
 // ErrorStatus is the HTTP status of an error: web.Status, the one

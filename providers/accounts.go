@@ -13,6 +13,7 @@ import (
 	"suanli/apperr"
 	"suanli/catalog"
 	"suanli/models"
+	"suanli/models/identitystore"
 	"suanli/models/ledger"
 	"suanli/models/supply"
 	"suanli/rentals"
@@ -202,8 +203,9 @@ func (p *Service) SignUp(ctx context.Context, u *models.User, in Profile) (*Acco
 	return p.create(ctx, u, prof, models.OrgPending, true, false)
 }
 
-// CreateVerified creates an already approved provider owned by u: for
-// operators onboarding a trusted provider from the command line, and tests.
+// CreateVerified creates an already approved provider owned by u, its
+// organisation verification done (so it is paid out): for operators
+// onboarding a trusted provider from the command line, and tests.
 func (p *Service) CreateVerified(ctx context.Context, u *models.User, company string) (*Account, error) {
 	var errs apperr.Fields
 	company = cleanText(&errs, "company_name", company, true)
@@ -246,6 +248,13 @@ func (p *Service) create(ctx context.Context, u *models.User, prof Profile, stat
 		}
 		if err := models.InsertOrg(tx, &acc.Org); err != nil {
 			return err
+		}
+		if status == models.OrgApproved {
+			// An operator vouched for it (CreateVerified, CreateSimulated):
+			// its organisation verification (企业认证) is done too.
+			if err := identitystore.MarkOrgVerified(tx, acc.Org.ID, now); err != nil {
+				return err
+			}
 		}
 		if err := models.AddMember(tx, &models.Membership{OrgID: acc.Org.ID, UserID: u.ID, Role: models.RoleOwner, CreatedAt: now}); err != nil {
 			return err

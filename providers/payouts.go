@@ -46,6 +46,11 @@ type Payouts struct {
 	// ConnectCountry is the country of new Express accounts (default
 	// "HK": Connect payouts do not reach mainland China).
 	ConnectCountry string
+	// RealName is config.RealNameRequired (also when empty) or
+	// config.RealNameOff (--real-name): when required, a provider
+	// organisation that is not verified is not paid out; its payable
+	// waits (payouts_verified.go).
+	RealName string
 }
 
 // Ledger transaction kinds of payouts.
@@ -71,7 +76,9 @@ func checkPeriod(period string, now time.Time) error {
 }
 
 // Run creates the period's payouts: for each verified provider with a
-// positive payable balance, one payout of that whole balance, recorded
+// positive payable balance (and, with --real-name required, whose
+// organisation verification is done: the others' balances wait,
+// untouched), one payout of that whole balance, recorded
 // with its ledger transaction in one transaction per provider. The
 // payouts table's unique key (provider, period) makes a second run, or
 // one running at the same time, create nothing. Stripe payouts are then
@@ -129,6 +136,10 @@ func (p *Payouts) create(ctx context.Context, pr *models.Provider, period string
 	method, clearing := p.method(pr)
 	created := false
 	err := p.DB.Tx(ctx, func(tx *gorm.DB) error {
+		// Not verified (--real-name required): no money moves.
+		if held, err := p.heldIn(tx, pr); err != nil || held {
+			return err
+		}
 		// The balance read under the lock is what is paid: charges and
 		// SLA credits posted meanwhile wait for it, so a payout never
 		// exceeds the balance.

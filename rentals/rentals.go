@@ -84,6 +84,10 @@ type Service struct {
 	// InterruptGrace is how long an interrupted rental's container has
 	// between its stop signal and its end (bids.Grace if zero).
 	InterruptGrace time.Duration
+	// Gate refuses renters who may not rent yet (identity.Service: real-name verification); nil: none.
+	Gate interface {
+		MayRent(ctx context.Context, u *models.User, orgID int64) error
+	}
 }
 
 func (s *Service) verifyTimeout() time.Duration { return cmp.Or(s.VerifyTimeout, 20*time.Second) }
@@ -141,6 +145,9 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Field: "org_id", Message: "this organisation may not rent yet", Key: "err.org_not_usable"}
 	}
 	row, err := s.DB.OfferByID(ctx, in.OfferID)
+	if err == nil && s.Gate != nil {
+		err = s.Gate.MayRent(ctx, u, org.ID)
+	}
 	if err != nil {
 		return nil, err
 	}

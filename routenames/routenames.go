@@ -44,6 +44,17 @@ const (
 	PasswordResetPost = "password.reset.post"
 	// AccountShow is GET /account.
 	AccountShow = "account.show"
+	// RealNameShow is GET /account/real-name: real-name verification.
+	RealNameShow = "realname.show"
+	// RealNameStart is POST /account/real-name.
+	RealNameStart = "realname.start"
+	// RealNameConfirm is POST /account/real-name/confirm.
+	RealNameConfirm = "realname.confirm"
+	// RealNameResend is POST /account/real-name/resend.
+	RealNameResend = "realname.resend"
+	// RealNameWithdraw is POST /account/real-name/withdraw: the consent
+	// withdrawn, the verification's personal information deleted.
+	RealNameWithdraw = "realname.withdraw"
 	// AccountPassword is POST /account/password.
 	AccountPassword = "account.password"
 	// AccountResend is POST /account/verify.
@@ -68,6 +79,12 @@ const (
 	OrgsBudget = "orgs.budget"
 	// OrgsIdlePolicy is POST /orgs/:id/idle-policy.
 	OrgsIdlePolicy = "orgs.idle_policy"
+	// OrgVerify is GET /orgs/:id/verification: the organisation's
+	// verification (企业认证) and the form that submits it.
+	OrgVerify = "orgverify.show"
+	// OrgVerifySubmit is POST /orgs/:id/verification (multipart: the
+	// business licence file).
+	OrgVerifySubmit = "orgverify.submit"
 	// LabsApply is GET /labs/apply.
 	LabsApply = "labs.apply"
 	// LabsApplyPost is POST /labs/apply.
@@ -96,6 +113,17 @@ const (
 	WalletCSV = "wallet.csv"
 	// TopupsShow is GET /topups/:id.
 	TopupsShow = "topups.show"
+	// InvoicesPage is GET /orgs/:id/invoices: the organisation's invoices
+	// and the form that asks for one.
+	InvoicesPage = "invoices.page"
+	// InvoicesCreate is POST /orgs/:id/invoices.
+	InvoicesCreate = "invoices.create"
+	// InvoicesCSV is GET /orgs/:id/invoices.csv (?month=YYYY-MM).
+	InvoicesCSV = "invoices.csv"
+	// InvoicesCancel is POST /orgs/:id/invoices/:invoice_id/cancel.
+	InvoicesCancel = "invoices.cancel"
+	// InvoicesFile is GET /orgs/:id/invoices/:invoice_id/file.
+	InvoicesFile = "invoices.file"
 	// WebhooksStripe is POST /webhooks/stripe.
 	WebhooksStripe = "webhooks.stripe"
 	// RentalsNew is GET /offers/:id/rent.
@@ -166,6 +194,18 @@ const (
 	AdminRefundsPaid = "admin.refunds.paid"
 	// AdminReview is POST /admin/orgs/:id/review.
 	AdminReview = "admin.review"
+	// AdminOrgVerify is GET /admin/org-verifications/:id: an
+	// organisation's verification submission, for review.
+	AdminOrgVerify = "admin.orgverify.show"
+	// AdminOrgVerifyLicence is GET /admin/org-verifications/:id/licence:
+	// the business licence file, each read audited.
+	AdminOrgVerifyLicence = "admin.orgverify.licence"
+	// AdminOrgVerifyApprove is POST /admin/org-verifications/:id/approve.
+	AdminOrgVerifyApprove = "admin.orgverify.approve"
+	// AdminOrgVerifyReject is POST /admin/org-verifications/:id/reject.
+	AdminOrgVerifyReject = "admin.orgverify.reject"
+	// AdminOrgVerifyReset is POST /admin/org-verifications/:id/reset.
+	AdminOrgVerifyReset = "admin.orgverify.reset"
 	// AdminUsers is GET /admin/users.
 	AdminUsers = "admin.users"
 	// AdminUsersSuspend is POST /admin/users/:id/suspend.
@@ -190,12 +230,34 @@ const (
 	AdminPayoutsFailed = "admin.payouts.failed"
 	// AdminOutbox is GET /admin/outbox.
 	AdminOutbox = "admin.outbox"
+	// AdminSMS is GET /admin/sms: the SMS outbox.
+	AdminSMS = "admin.sms"
+	// AdminRealName is GET /admin/users/:id/real-name.
+	AdminRealName = "admin.realname"
+	// AdminRealNameReveal is POST /admin/users/:id/real-name/reveal.
+	AdminRealNameReveal = "admin.realname.reveal"
+	// AdminRealNameReject is POST /admin/users/:id/real-name/reject.
+	AdminRealNameReject = "admin.realname.reject"
 	// AdminJobs is GET /admin/jobs.
 	AdminJobs = "admin.jobs"
 	// AdminAudit is GET /admin/audit.
 	AdminAudit = "admin.audit"
 	// AdminAuditCSV is GET /admin/audit.csv.
 	AdminAuditCSV = "admin.audit.csv"
+	// AdminInvoices is GET /admin/invoices: the invoice queue.
+	AdminInvoices = "admin.invoices"
+	// AdminInvoicesCSV is GET /admin/invoices.csv (?month=YYYY-MM).
+	AdminInvoicesCSV = "admin.invoices.csv"
+	// AdminInvoicesShow is GET /admin/invoices/:id.
+	AdminInvoicesShow = "admin.invoices.show"
+	// AdminInvoicesIssue is POST /admin/invoices/:id/issue (multipart: the file).
+	AdminInvoicesIssue = "admin.invoices.issue"
+	// AdminInvoicesReject is POST /admin/invoices/:id/reject.
+	AdminInvoicesReject = "admin.invoices.reject"
+	// AdminInvoicesVoid is POST /admin/invoices/:id/void.
+	AdminInvoicesVoid = "admin.invoices.void"
+	// AdminInvoicesReverse is POST /admin/invoices/:id/reverse.
+	AdminInvoicesReverse = "admin.invoices.reverse"
 	// ProviderHome is GET /provider.
 	ProviderHome = "provider.home"
 	// ProviderSignup is POST /provider/signup.
@@ -291,6 +353,12 @@ const (
 	APIInstanceTypes = "api.instance_types"
 	// APIMe is GET /api/v1/me.
 	APIMe = "api.me"
+	// APIMeRealName is POST /api/v1/me/real-name.
+	APIMeRealName = "api.me.realname"
+	// APIMeRealNameConfirm is POST /api/v1/me/real-name/confirm.
+	APIMeRealNameConfirm = "api.me.realname.confirm"
+	// APIMeRealNameWithdraw is DELETE /api/v1/me/real-name.
+	APIMeRealNameWithdraw = "api.me.realname.withdraw"
 	// APIWallet is GET /api/v1/wallet.
 	APIWallet = "api.wallet"
 	// APIWalletLedger is GET /api/v1/wallet/ledger.
@@ -351,6 +419,10 @@ const (
 	APIOrgsInvitationsRevoke = "api.orgs.invitations.revoke"
 	// APIOrgsMembersRemove is DELETE /api/v1/orgs/:id/members/:uid.
 	APIOrgsMembersRemove = "api.orgs.members.remove"
+	// APIOrgVerify is GET /api/v1/orgs/:id/verification.
+	APIOrgVerify = "api.orgverify.show"
+	// APIOrgVerifySubmit is POST /api/v1/orgs/:id/verification (multipart).
+	APIOrgVerifySubmit = "api.orgverify.submit"
 	// APIInvitationsMine is GET /api/v1/invitations.
 	APIInvitationsMine = "api.invitations.mine"
 	// APIInvitationsAccept is POST /api/v1/invitations/:id/accept.
@@ -367,6 +439,16 @@ const (
 	APIWalletBilling = "api.wallet.billing"
 	// APIWalletBillingSet is PUT /api/v1/wallet/billing.
 	APIWalletBillingSet = "api.wallet.billing.set"
+	// APIInvoicesList is GET /api/v1/orgs/:id/invoices.
+	APIInvoicesList = "api.invoices.list"
+	// APIInvoicesCreate is POST /api/v1/orgs/:id/invoices.
+	APIInvoicesCreate = "api.invoices.create"
+	// APIInvoicesShow is GET /api/v1/orgs/:id/invoices/:invoice_id.
+	APIInvoicesShow = "api.invoices.show"
+	// APIInvoicesCancel is POST /api/v1/orgs/:id/invoices/:invoice_id/cancel.
+	APIInvoicesCancel = "api.invoices.cancel"
+	// APIInvoicesFile is GET /api/v1/orgs/:id/invoices/:invoice_id/file.
+	APIInvoicesFile = "api.invoices.file"
 	// APITokensList is GET /api/v1/tokens.
 	APITokensList = "api.tokens.list"
 	// APITokensRevoke is DELETE /api/v1/tokens/:id.

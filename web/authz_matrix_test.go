@@ -410,6 +410,26 @@ var matrix = []matrixRow{
 	{route: routenames.AdminJobs, want: platformPage},
 	{route: routenames.AdminAudit, query: "?action=topup.", want: platformPage},
 	{route: routenames.AdminAuditCSV, want: platformPage},
+	// Real-name verification: each user's own (bad input is past the
+	// guard: 422; nothing pending to resend: 409); the review and the SMS
+	// outbox are the platform's (the member has no identity: 404 past it).
+	{route: routenames.RealNameShow, want: anyUserPage},
+	{route: routenames.RealNameStart, form: url.Values{"kind": {"individual"}}, want: expect{Anon: 401, Other: 422, Member: 422, Admin: 422, Platform: 422, Owner: 422}},
+	{route: routenames.RealNameConfirm, form: url.Values{"code": {"1"}}, want: expect{Anon: 401, Other: 422, Member: 422, Admin: 422, Platform: 422, Owner: 422}},
+	{route: routenames.RealNameResend, want: expect{Anon: 401, Other: 409, Member: 409, Admin: 409, Platform: 409, Owner: 409}},
+	{route: routenames.APIMeRealName, json: func(*matrixFixture) string { return `{"kind":"individual"}` },
+		want: expect{Anon: 401, Other: 422, Member: 422, Admin: 422, Platform: 422, Owner: 422}},
+	{route: routenames.APIMeRealNameConfirm, json: func(*matrixFixture) string { return `{"code":"1"}` },
+		want: expect{Anon: 401, Other: 422, Member: 422, Admin: 422, Platform: 422, Owner: 422}},
+	// Withdrawing: each user's own, done at once (nothing held: 303, 204).
+	{route: routenames.RealNameWithdraw, form: url.Values{"confirm": {"1"}}, want: anyUserPost},
+	{route: routenames.APIMeRealNameWithdraw, want: expect{Anon: 401, Other: 204, Member: 204, Admin: 204, Platform: 204, Owner: 204}},
+	{route: routenames.AdminSMS, want: platformPage},
+	{route: routenames.AdminRealName, params: func(f *matrixFixture) []any { return []any{idParam(f.memberUser.ID)} }, want: platformPage},
+	{route: routenames.AdminRealNameReveal, params: func(f *matrixFixture) []any { return []any{idParam(f.memberUser.ID)} },
+		want: expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
+	{route: routenames.AdminRealNameReject, params: func(f *matrixFixture) []any { return []any{idParam(f.memberUser.ID)} }, form: url.Values{"reason": {"matrix"}},
+		want: expect{Anon: 401, Other: 403, Member: 403, Admin: 403, Platform: 404, Owner: 403}},
 	// Everyone logged in is sent to their own wallet.
 	{route: routenames.WalletMine, want: expect{Anon: 303, Other: 303, Member: 303, Admin: 303, Platform: 303, Owner: 303}},
 	{route: routenames.WalletShow, params: orgAParam, want: expect{Anon: 303, Other: 404, Member: 200, Admin: 200, Platform: 200, Owner: 200}},

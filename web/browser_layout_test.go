@@ -16,8 +16,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"suanli/accounts"
+	"suanli/billing"
+	"suanli/invoices"
 	"suanli/locales"
 	"suanli/models"
+	"suanli/pricing"
 	"suanli/providers"
 	"suanli/routenames"
 	"suanli/workspace"
@@ -48,6 +51,14 @@ const layoutProbe = `(() => {
 	});
 	return JSON.stringify(out);
 })()`
+
+// invoiceTablesProbe names the invoice tables (the organisation's list,
+// the admins' queue, an invoice's details) that are wider than the window
+// or than their own box, "" when none is.
+const invoiceTablesProbe = `[...document.querySelectorAll("#invoices, #admin-invoices, #invoice-details")].filter(t => {
+	const r = t.getBoundingClientRect();
+	return r.right > window.innerWidth + 0.5 || t.scrollWidth > t.clientWidth + 1 || [...t.querySelectorAll("td")].some(td => td.scrollWidth > td.clientWidth + 1);
+}).map(t => "#" + t.id).join(", ")`
 
 type layoutMeasure struct {
 	VW, Doc    int
@@ -149,6 +160,32 @@ func TestBrowserLayoutFits(t *testing.T) {
 	if _, err := svc.Invite(ctx, owner.user, team.ID, invitee.user.Email, models.RoleAdmin); err != nil {
 		t.Fatal(err)
 	}
+	// The invoices pages: ¥2,000 paid by bank transfer, a 专票 with long
+	// details issued, a 普票 waiting for the admin.
+	wallet := &billing.Wallet{DB: a.db}
+	paid, _, err := wallet.StartTopup(ctx, owner.user, f.orgA.ID, 200_000, models.MethodBank, "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wallet.ConfirmBankTransfer(ctx, plain.user, paid.ID, 200_000); err != nil {
+		t.Fatal(err)
+	}
+	isvc := &invoices.Service{DB: a.db, Accounts: svc, BaseURL: "http://suanli.test"}
+	invAsked, err := isvc.Request(ctx, owner.user, f.orgA.ID, invoices.Input{Kind: "normal", Title: "Peking University", TaxpayerID: "91350100M000100Y43",
+		Email: "accounts-payable-department@very-long-company-domain.example.com", AmountFen: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invIssued, err := isvc.Request(ctx, owner.user, f.orgA.ID, invoices.Input{Kind: "special", Title: "成都天府新区人工智能与机器人研究院有限责任公司（高新区分公司）",
+		TaxpayerID: "91350100M000100Y43", Address: "成都市高新区天府大道北段 1700 号环球中心 E3 栋 12 层 1201 室", Phone: "028-8888 6666",
+		Bank: "招商银行股份有限公司成都天府软件园支行", BankAccount: "6214 8300 0000 1234 5678", AmountFen: 123_456})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := isvc.Issue(ctx, plain.user, invIssued.ID, invoices.IssueInput{Number: "26510000000000000001",
+		IssueDate: a.db.Now().In(pricing.Shanghai).Format("2006-01-02"), File: testPDF}); err != nil {
+		t.Fatal(err)
+	}
 	type page struct {
 		who  *actor // nil: a visitor
 		path string
@@ -182,6 +219,10 @@ func TestBrowserLayoutFits(t *testing.T) {
 		{p.owner, a.url(routenames.ProviderOffers, pid), false},
 		{p.owner, a.url(routenames.ProviderDatacenters, pid), false},
 		{p.owner, a.url(routenames.ProviderEarnings, pid), false},
+		{owner, a.url(routenames.InvoicesPage, idParam(f.orgA.ID)), false},
+		{plain, a.url(routenames.AdminInvoices), false},
+		{plain, a.url(routenames.AdminInvoicesShow, idParam(invAsked.ID)), false},
+		{plain, a.url(routenames.AdminInvoicesShow, idParam(invIssued.ID)), false},
 	}
 	shots := os.Getenv("SUANLI_SCREENSHOTS")
 	b := newBrowser(t, 6*time.Minute)
@@ -246,6 +287,11 @@ func TestBrowserLayoutFits(t *testing.T) {
 					if tb.Width > tb.Room || tb.Scroll > tb.Client {
 						t.Errorf("%s: the offer table is %d px (scrolls %d) in %d px", where, tb.Width, tb.Scroll, tb.Room)
 					}
+				}
+				// The invoice tables clip what overflows them (table.offers
+				// hides its overflow): nothing in them wider than they are.
+				if over := eval[string](t, b, invoiceTablesProbe); over != "" {
+					t.Errorf("%s: an invoice table overflows: %s", where, over)
 				}
 				if width >= 1280 && m.Rows > 0 && m.RowMax > denseRow {
 					t.Errorf("%s: offer rows up to %.0f px tall, want at most %d", where, m.RowMax, denseRow)

@@ -65,7 +65,7 @@ func codeStatus(code string) int {
 		return http.StatusPaymentRequired
 	case apperr.EIMAGEINCOMPATIBLE:
 		return http.StatusUnprocessableEntity
-	case apperr.EFORBIDDEN:
+	case apperr.EFORBIDDEN, apperr.EREALNAMEREQUIRED:
 		return http.StatusForbidden
 	case apperr.EUNAUTHORIZED:
 		return http.StatusUnauthorized

@@ -18,14 +18,17 @@ import (
 	"suanli/accounts"
 	"suanli/benchmarks"
 	"suanli/billing"
+	"suanli/config"
 	"suanli/dbtest"
 	"suanli/demo"
 	"suanli/fleet"
 	"suanli/handlers"
+	"suanli/identity"
 	"suanli/models"
 	"suanli/offers"
 	"suanli/providers"
 	"suanli/rentals"
+	"suanli/secrets"
 	"suanli/views/accountpages"
 	"suanli/web"
 	"suanli/workers"
@@ -139,6 +142,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// testPIIKey seals the test servers' personal information.
+var testPIIKey = func() *secrets.Key {
+	k, err := secrets.ParseKey(secrets.GenerateKey())
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
 // testHandler wires the real handlers over db, as main does.
 func testHandler(db *models.DB, ix *offers.Index) *handlers.Handler {
 	wallet := &billing.Wallet{DB: db, BaseURL: "http://suanli.test"}
@@ -149,8 +161,13 @@ func testHandler(db *models.DB, ix *offers.Index) *handlers.Handler {
 		panic(err)
 	}
 	rentals := &rentals.Service{DB: db, Wallet: wallet, Jobs: q, Hub: fleet.NewHub(), BaseURL: "http://suanli.test"}
+	// Real-name verification, wired as main wires it (the service is the
+	// rent gate) but off: these suites are not about it; the
+	// realname_*_test.go suites turn it on (realNameApp).
+	ids := &identity.Service{DB: db, Ring: secrets.NewRing(config.PIIPurpose, testPIIKey), Mode: config.RealNameOff}
+	rentals.Gate = ids
 	return &handlers.Handler{
-		DB: db, Index: ix,
+		DB: db, Index: ix, Identity: ids,
 		Accounts:  &accounts.Service{DB: db, BaseURL: "http://suanli.test", EduSuffixes: accounts.DefaultEduSuffixes},
 		Sessions:  web.NewSessions(db, false),
 		Wallet:    wallet,

@@ -43,6 +43,8 @@ var idempotentRoutes = map[string]bool{
 	"POST /api/v1/rentals":        true,
 	"POST /api/v1/wallet/topups":  true,
 	"POST /api/v1/wallet/refunds": true,
+	// An invoice request, retried after a lost answer, must not ask twice.
+	"POST /api/v1/orgs/:id/invoices": true,
 }
 
 // unstoredRefusals are the error codes of refusals after which nothing

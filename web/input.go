@@ -16,6 +16,7 @@ import (
 	"suanli/apperr"
 	"suanli/handlers/account"
 	"suanli/handlers/launchapi"
+	"suanli/handlers/orgverify"
 )
 
 // Request bodies are bounded per route: forms and the JSON API take
@@ -31,6 +32,10 @@ var bodyLimits = map[string]int64{
 	"webhooks.stripe": account.MaxWebhookBytes,
 	// A launch spec at its limits, heavily escaped (launchapi.MaxCreateBytes).
 	"api.rentals.create": launchapi.MaxCreateBytes,
+	// An organisation's business licence (multipart, parsed in memory).
+	"orgverify.submit": orgverify.MaxSubmitBytes,
+	// The same through the API (the same multipart form).
+	"api.orgverify.submit": orgverify.MaxSubmitBytes,
 }
 
 // bodyLimit is the most a request to the named route may send.

@@ -24,9 +24,12 @@ import (
 	"suanli/demo"
 	"suanli/gpu"
 	"suanli/handlers"
+	"suanli/identity"
+	"suanli/invoices"
 	"suanli/locales"
 	"suanli/models"
 	"suanli/models/demodata"
+	"suanli/models/invoicestore"
 	"suanli/models/ledger"
 	"suanli/pricing"
 	"suanli/providers"
@@ -207,6 +210,13 @@ var notPages = map[string]string{
 	routenames.RentalsFiles:          "needs a running container: TestWorkspacePagesSpeakBothLanguages",
 	routenames.AgentTunnel:           "the agents' protocol",
 	routenames.AppsLogin:             "a redirect on a rental's apps origin",
+	// VAT invoices: the accountant's CSVs, the tax system's files, the API.
+	routenames.InvoicesCSV:      "a CSV download",
+	routenames.AdminInvoicesCSV: "a CSV download",
+	routenames.InvoicesFile:     "an issued invoice's PDF or OFD file",
+	routenames.APIInvoicesFile:  "an issued invoice's PDF or OFD file",
+	routenames.APIInvoicesList:  "JSON",
+	routenames.APIInvoicesShow:  "JSON",
 }
 
 // busyMarket is the demo market after some real use.
@@ -234,6 +244,8 @@ type busyMarket struct {
 	reportID     int64
 	providerID   int64
 	datacenterID int64
+	// invoiceAsked waits for the admin; invoiceIssued has its PDF.
+	invoiceAsked, invoiceIssued int64
 }
 
 // shiftClock is real time moved forward by hand.
@@ -357,6 +369,29 @@ func newBusyMarket(t *testing.T, db *models.DB) *busyMarket {
 		t.Fatal(err)
 	}
 	if _, err := h.Wallet.RequestRefund(rctx, renter, org.ID, 5_000); err != nil {
+		t.Fatal(err)
+	}
+	// VAT invoices of that top-up: a 普票 waiting for the admin, and a 专票
+	// the admin issued with the tax system's PDF.
+	isvc := &invoices.Service{DB: db, Accounts: h.Accounts, BaseURL: h.Accounts.BaseURL}
+	asked, err := isvc.Request(rctx, renter, org.ID, invoices.Input{Kind: invoicestore.Normal, Title: "李雷", Email: "li.lei@example.com", AmountFen: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.invoiceAsked = asked.ID
+	issued, err := isvc.Request(rctx, renter, org.ID, invoices.Input{Kind: invoicestore.Special, Title: "成都天府机器人有限公司", TaxpayerID: "91350100M000100Y43",
+		Address: "成都市高新区天府软件园 E3 栋", Phone: "028-8888 6666", Bank: "招商银行成都分行", BankAccount: "6214 8300 0000 1234", Remark: "GPU 算力租用", AmountFen: 30_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.invoiceIssued = issued.ID
+	if _, err := isvc.Issue(actx, adminUser, issued.ID, invoices.IssueInput{Number: "26510000000000000001",
+		IssueDate: clock.Now().In(pricing.Shanghai).Format("2006-01-02"), File: testPDF}); err != nil {
+		t.Fatal(err)
+	}
+	// Real-name verification started: the code waits in the SMS outbox.
+	if _, err := h.Identity.StartIndividual(rctx, renter, identity.IndividualInput{Kind: identity.KindIndividual, Name: "李雷", IDNumber: testIDNumber,
+		Phone: "13800138000", Consent: true}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -682,6 +717,14 @@ func (m *busyMarket) pages(t *testing.T) []page {
 	for _, r := range []string{routenames.AdminHome, routenames.AdminUsers, routenames.AdminOrgs, routenames.AdminPayouts, routenames.AdminOutbox, routenames.AdminJobs, routenames.AdminAudit} {
 		add(m.admin, r, "")
 	}
+	add(m.renter, routenames.RealNameShow, "")
+	add(m.admin, routenames.AdminRealName, "", id(m.renter.user.ID))
+	add(m.admin, routenames.AdminSMS, "")
+	add(m.renter, routenames.InvoicesPage, "", id(m.renterOrg))
+	add(m.renter, routenames.InvoicesPage, "", id(m.teamOrg)) // none yet
+	add(m.admin, routenames.AdminInvoices, "")
+	add(m.admin, routenames.AdminInvoicesShow, "", id(m.invoiceAsked))
+	add(m.admin, routenames.AdminInvoicesShow, "", id(m.invoiceIssued))
 	add(m.renter, routenames.ProviderHome, "") // the provider sign-up form
 	for _, r := range []string{routenames.ProviderDashboard, routenames.ProviderProfile, routenames.ProviderDatacenters, routenames.ProviderNodes, routenames.ProviderNodesLive,
 		routenames.ProviderOffers, routenames.ProviderOffersNew, routenames.ProviderCapacity, routenames.ProviderEarnings, routenames.ProviderStatement} {

@@ -95,6 +95,13 @@ var consoleParity = map[string]parity{
 	routenames.TokensCreate:       {exempt: exemptTokenCreate},
 	routenames.TokensRevoke:       {api: []apiOp{{routenames.APITokensRevoke, "revokeAPIToken"}}},
 
+	// Real-name verification (a new code: the start again).
+	routenames.RealNameStart:   {api: []apiOp{{routenames.APIMeRealName, "startRealName"}}},
+	routenames.RealNameResend:  {api: []apiOp{{routenames.APIMeRealName, "startRealName"}}},
+	routenames.RealNameConfirm: {api: []apiOp{{routenames.APIMeRealNameConfirm, "confirmRealName"}}},
+
+	routenames.RealNameWithdraw: {api: []apiOp{{routenames.APIMeRealNameWithdraw, "withdrawRealName"}}},
+
 	// Organisations and labs.
 	routenames.OrgsCreate:            {api: []apiOp{{routenames.APIOrgsCreate, "createOrg"}}},
 	routenames.OrgsInvite:            {api: []apiOp{{routenames.APIOrgsInvite, "createInvitation"}}},
@@ -106,6 +113,8 @@ var consoleParity = map[string]parity{
 	routenames.LabsConfirm:           {exempt: exemptMailedLink},
 	routenames.InvitationsAcceptPost: {api: []apiOp{{routenames.APIInvitationsAcceptToken, "acceptInvitationToken"}}},
 	routenames.InvitationsAcceptID:   {api: []apiOp{{routenames.APIInvitationsAccept, "acceptInvitation"}}},
+	// Organisation verification (企业认证): the same multipart form.
+	routenames.OrgVerifySubmit: {api: []apiOp{{routenames.APIOrgVerifySubmit, "submitOrgVerification"}}},
 
 	// The wallet.
 	routenames.WalletTopup:    {api: []apiOp{{routenames.APIWalletTopups, "createTopup"}}},
@@ -170,6 +179,12 @@ var consoleParity = map[string]parity{
 	routenames.AdminPayoutsPaid:     {exempt: exemptAdmin},
 	routenames.AdminPayoutsFailed:   {exempt: exemptAdmin},
 	routenames.AdminAuditCSV:        {exempt: exemptAdmin},
+	routenames.AdminRealNameReveal:  {exempt: exemptAdmin},
+	routenames.AdminRealNameReject:  {exempt: exemptAdmin},
+	// An organisation's verification decided with its licence in front of staff.
+	routenames.AdminOrgVerifyApprove: {exempt: exemptAdmin},
+	routenames.AdminOrgVerifyReject:  {exempt: exemptAdmin},
+	routenames.AdminOrgVerifyReset:   {exempt: exemptAdmin},
 
 	// Machines.
 	routenames.AgentHeartbeat: {exempt: exemptMachine},
@@ -220,6 +235,10 @@ var consolePages = map[string]page{
 	routenames.AccountShow: {api: []apiOp{{routenames.APIMe, "getMe"}, {routenames.APITokensList, "listAPITokens"}, {routenames.APIInvitationsMine, "listMyInvitations"}}},
 	routenames.OrgsShow:    {api: []apiOp{{routenames.APIOrgsShow, "getOrg"}}},
 	routenames.LabsApply:   {form: routenames.LabsApplyPost},
+	// An organisation's verification: its status and newest submission, and its form.
+	routenames.OrgVerify: {form: routenames.OrgVerifySubmit, api: []apiOp{{routenames.APIOrgVerify, "getOrgVerification"}}},
+	// Real-name verification: its status is getMe's real_name.
+	routenames.RealNameShow: {form: routenames.RealNameStart, api: []apiOp{{routenames.APIMe, "getMe"}}},
 	// The invitation's token is in the mailed link; the page only offers to accept it.
 	routenames.InvitationsAccept: {form: routenames.InvitationsAcceptPost},
 

@@ -13,8 +13,11 @@ import (
 	"suanli/handlers/apispec"
 	"suanli/handlers/bidding"
 	"suanli/handlers/browser"
+	identityapi "suanli/handlers/identity"
+	invoiceapi "suanli/handlers/invoices"
 	"suanli/handlers/launchapi"
 	"suanli/handlers/orgapi"
+	"suanli/handlers/orgverify"
 	"suanli/handlers/provider"
 	"suanli/handlers/rentalwatch"
 	"suanli/handlers/shareapi"
@@ -82,6 +85,9 @@ var rawRoutes = map[string]int{
 	routenames.APIRentalsFilesList:     rawProxy,
 	routenames.APIRentalsFilesDownload: rawProxy,
 	routenames.APIRentalsFilesUpload:   rawBody,
+	// An issued invoice's file, uploaded by a platform admin (multipart;
+	// the handler bounds the body: handlers/invoices).
+	routenames.AdminInvoicesIssue: rawBody,
 }
 
 // routes is the one route table of the application.
@@ -107,6 +113,14 @@ func routes(h *handlers.Handler, m *metrics) []route {
 	// A rental followed cheaply: the live block's event stream and the
 	// API's conditional GET.
 	rwh := &rentalwatch.Handler{Handler: h}
+	// Organisation verification (企业认证): the organisation's page and
+	// form, the admins' review.
+	ovh := &orgverify.Handler{Handler: h}
+	// Real-name verification (实名认证): the user's page and API, the
+	// admins' review and SMS outbox.
+	rnh := &identityapi.Handler{Handler: h}
+	// VAT invoices (发票): the organisation's page and API, the admins' queue.
+	ih := &invoiceapi.Handler{Handler: h}
 	return []route{
 		{"GET", "/", routenames.Home, h.OffersList, public},
 		{"GET", "/offers", routenames.OffersList, h.OffersList, public},
@@ -138,6 +152,11 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/account/sessions/end", routenames.AccountSessionsEnd, acc.AccountEndSessions, user},
 		{"POST", "/account/tokens", routenames.TokensCreate, acc.TokenCreate, user},
 		{"POST", "/account/tokens/:id/revoke", routenames.TokensRevoke, acc.TokenRevoke, user},
+		{"GET", "/account/real-name", routenames.RealNameShow, rnh.Show, user},
+		{"POST", "/account/real-name", routenames.RealNameStart, rnh.Start, user},
+		{"POST", "/account/real-name/confirm", routenames.RealNameConfirm, rnh.Confirm, user},
+		{"POST", "/account/real-name/resend", routenames.RealNameResend, rnh.Resend, user},
+		{"POST", "/account/real-name/withdraw", routenames.RealNameWithdraw, rnh.Withdraw, user},
 		{"POST", "/orgs", routenames.OrgsCreate, acc.OrgCreate, user},
 		{"GET", "/orgs/:id", routenames.OrgsShow, acc.OrgShow, user},
 		{"POST", "/orgs/:id/invitations", routenames.OrgsInvite, acc.OrgInvite, user},
@@ -145,6 +164,8 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/orgs/:id/members/:uid/remove", routenames.OrgsMembersRemove, acc.OrgRemoveMember, user},
 		{"POST", "/orgs/:id/budget", routenames.OrgsBudget, acc.OrgBudget, user},
 		{"POST", "/orgs/:id/idle-policy", routenames.OrgsIdlePolicy, acc.OrgIdlePolicy, user},
+		{"GET", "/orgs/:id/verification", routenames.OrgVerify, ovh.Show, user},
+		{"POST", "/orgs/:id/verification", routenames.OrgVerifySubmit, ovh.Submit, user},
 		{"GET", "/labs/apply", routenames.LabsApply, acc.LabApplyForm, user},
 		{"POST", "/labs/apply", routenames.LabsApplyPost, acc.LabApply, user},
 		{"GET", "/labs/confirm", routenames.LabsConfirm, acc.LabConfirm, user},
@@ -161,6 +182,12 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/orgs/:id/alerts", routenames.OrgsAlerts, acc.WalletAlerts, user},
 		{"GET", "/orgs/:id/wallet/ledger.csv", routenames.WalletCSV, acc.WalletCSV, user},
 		{"GET", "/topups/:id", routenames.TopupsShow, acc.TopupShow, user},
+		// VAT invoices (发票) of the wallet's cash top-ups.
+		{"GET", "/orgs/:id/invoices", routenames.InvoicesPage, ih.Page, user},
+		{"POST", "/orgs/:id/invoices", routenames.InvoicesCreate, ih.Create, user},
+		{"GET", "/orgs/:id/invoices.csv", routenames.InvoicesCSV, ih.CSV, user},
+		{"POST", "/orgs/:id/invoices/:invoice_id/cancel", routenames.InvoicesCancel, ih.Cancel, user},
+		{"GET", "/orgs/:id/invoices/:invoice_id/file", routenames.InvoicesFile, ih.File, user},
 		{"POST", "/webhooks/stripe", routenames.WebhooksStripe, acc.StripeWebhook, public},
 
 		{"GET", "/offers/:id/rent", routenames.RentalsNew, h.RentNew, user},
@@ -208,6 +235,11 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/admin/topups/:id/confirm", routenames.AdminTopupsConfirm, ah.AdminConfirmTopup, admin},
 		{"POST", "/admin/refunds/:id/paid", routenames.AdminRefundsPaid, ah.AdminRefundPaid, admin},
 		{"POST", "/admin/orgs/:id/review", routenames.AdminReview, ah.AdminReview, admin},
+		{"GET", "/admin/org-verifications/:id", routenames.AdminOrgVerify, ovh.AdminShow, admin},
+		{"GET", "/admin/org-verifications/:id/licence", routenames.AdminOrgVerifyLicence, ovh.AdminLicence, admin},
+		{"POST", "/admin/org-verifications/:id/approve", routenames.AdminOrgVerifyApprove, ovh.AdminApprove, admin},
+		{"POST", "/admin/org-verifications/:id/reject", routenames.AdminOrgVerifyReject, ovh.AdminReject, admin},
+		{"POST", "/admin/org-verifications/:id/reset", routenames.AdminOrgVerifyReset, ovh.AdminReset, admin},
 		// Admin console (queues, users and organisations, payouts, jobs, audit log).
 		{"GET", "/admin/users", routenames.AdminUsers, ah.AdminUsers, admin},
 		{"POST", "/admin/users/:id/suspend", routenames.AdminUsersSuspend, ah.AdminSuspendUser, admin},
@@ -224,6 +256,17 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/admin/jobs", routenames.AdminJobs, ah.AdminJobs, admin},
 		{"GET", "/admin/audit", routenames.AdminAudit, ah.AdminAudit, admin},
 		{"GET", "/admin/audit.csv", routenames.AdminAuditCSV, ah.AdminAuditCSV, admin},
+		{"GET", "/admin/sms", routenames.AdminSMS, rnh.AdminSMS, admin},
+		{"GET", "/admin/users/:id/real-name", routenames.AdminRealName, rnh.AdminShow, admin},
+		{"POST", "/admin/users/:id/real-name/reveal", routenames.AdminRealNameReveal, rnh.AdminReveal, admin},
+		{"POST", "/admin/users/:id/real-name/reject", routenames.AdminRealNameReject, rnh.AdminReject, admin},
+		{"GET", "/admin/invoices", routenames.AdminInvoices, ih.AdminList, admin},
+		{"GET", "/admin/invoices.csv", routenames.AdminInvoicesCSV, ih.AdminCSV, admin},
+		{"GET", "/admin/invoices/:id", routenames.AdminInvoicesShow, ih.AdminShow, admin},
+		{"POST", "/admin/invoices/:id/issue", routenames.AdminInvoicesIssue, ih.AdminIssue, admin},
+		{"POST", "/admin/invoices/:id/reject", routenames.AdminInvoicesReject, ih.AdminReject, admin},
+		{"POST", "/admin/invoices/:id/void", routenames.AdminInvoicesVoid, ih.AdminVoid, admin},
+		{"POST", "/admin/invoices/:id/reverse", routenames.AdminInvoicesReverse, ih.AdminReverse, admin},
 
 		// Provider portal pages (/provider/…).
 		{"GET", "/provider", routenames.ProviderHome, ph.ProviderHome, user},
@@ -289,6 +332,9 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"GET", "/api/v1/catalog", routenames.APICatalog, lah.Catalog, public},
 		{"GET", "/api/v1/instance-types", routenames.APIInstanceTypes, lah.InstanceTypes, public},
 		{"GET", "/api/v1/me", routenames.APIMe, acc.APIMe, user},
+		{"POST", "/api/v1/me/real-name", routenames.APIMeRealName, rnh.APIStart, user},
+		{"POST", "/api/v1/me/real-name/confirm", routenames.APIMeRealNameConfirm, rnh.APIConfirm, user},
+		{"DELETE", "/api/v1/me/real-name", routenames.APIMeRealNameWithdraw, rnh.APIWithdraw, user},
 		{"GET", "/api/v1/wallet", routenames.APIWallet, acc.APIWallet, user},
 		{"GET", "/api/v1/wallet/ledger", routenames.APIWalletLedger, acc.APIWalletLedger, user},
 		{"POST", "/api/v1/wallet/topups", routenames.APIWalletTopups, acc.APITopupCreate, user},
@@ -325,6 +371,8 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/api/v1/orgs/:id/invitations", routenames.APIOrgsInvite, oh.APIInvitationCreate, user},
 		{"DELETE", "/api/v1/orgs/:id/invitations/:iid", routenames.APIOrgsInvitationsRevoke, oh.APIInvitationRevoke, user},
 		{"DELETE", "/api/v1/orgs/:id/members/:uid", routenames.APIOrgsMembersRemove, oh.APIMemberRemove, user},
+		{"GET", "/api/v1/orgs/:id/verification", routenames.APIOrgVerify, ovh.APIShow, user},
+		{"POST", "/api/v1/orgs/:id/verification", routenames.APIOrgVerifySubmit, ovh.APISubmit, user},
 		{"GET", "/api/v1/invitations", routenames.APIInvitationsMine, oh.APIMyInvitations, user},
 		{"POST", "/api/v1/invitations/accept", routenames.APIInvitationsAcceptToken, oh.APIInvitationAcceptToken, user},
 		{"POST", "/api/v1/invitations/:id/accept", routenames.APIInvitationsAccept, oh.APIInvitationAccept, user},
@@ -333,6 +381,11 @@ func routes(h *handlers.Handler, m *metrics) []route {
 		{"POST", "/api/v1/wallet/refunds", routenames.APIWalletRefundsCreate, oh.APIRefundCreate, user},
 		{"GET", "/api/v1/wallet/billing", routenames.APIWalletBilling, oh.APIBillingShow, user},
 		{"PUT", "/api/v1/wallet/billing", routenames.APIWalletBillingSet, oh.APIBillingSet, user},
+		{"GET", "/api/v1/orgs/:id/invoices", routenames.APIInvoicesList, ih.APIList, user},
+		{"POST", "/api/v1/orgs/:id/invoices", routenames.APIInvoicesCreate, ih.APICreate, user},
+		{"GET", "/api/v1/orgs/:id/invoices/:invoice_id", routenames.APIInvoicesShow, ih.APIShow, user},
+		{"POST", "/api/v1/orgs/:id/invoices/:invoice_id/cancel", routenames.APIInvoicesCancel, ih.APICancel, user},
+		{"GET", "/api/v1/orgs/:id/invoices/:invoice_id/file", routenames.APIInvoicesFile, ih.APIFile, user},
 		// The caller's API tokens: listed and revoked (made on /account only).
 		{"GET", "/api/v1/tokens", routenames.APITokensList, acc.APITokensList, user},
 		{"DELETE", "/api/v1/tokens/:id", routenames.APITokensRevoke, acc.APITokenRevoke, user},

@@ -3,6 +3,7 @@ package account
 import (
 	"net/http"
 	"suanli/handlers"
+	"suanli/models/identitystore"
 
 	"github.com/labstack/echo/v4"
 
@@ -146,9 +147,13 @@ func (h *Handler) APIMe(c echo.Context) error {
 		EmailVerified  bool     `json:"email_verified"`
 		PlatformAdmin  bool     `json:"platform_admin"`
 		StudentPricing bool     `json:"student_pricing"`
+		RealName       string   `json:"real_name"`
 		Orgs           []apiOrg `json:"orgs"`
 	}{ID: u.ID, Email: u.Email, Name: u.Name, Lang: u.Lang, EmailVerified: u.Verified(), PlatformAdmin: u.PlatformAdmin, Orgs: []apiOrg{}}
 	out.StudentPricing, _ = c.Get(handlers.StudentKey).(bool)
+	if out.RealName, err = identitystore.StatusOf(c.Request().Context(), h.DB, u.ID); err != nil {
+		return err
+	}
 	for _, om := range orgs {
 		out.Orgs = append(out.Orgs, apiOrg{om.Org.ID, om.Org.Kind, om.Org.Name, om.Org.Personal, om.Org.Status, om.Membership.Role})
 	}

@@ -10,6 +10,7 @@ import (
 	"suanli/accounts"
 	"suanli/apperr"
 	"suanli/handlers"
+	"suanli/handlers/orgverify"
 	"suanli/idlestop"
 	"suanli/models"
 	"suanli/pricing"
@@ -57,6 +58,10 @@ func (h *Handler) orgPage(c echo.Context, status int, invite, budget, idle views
 	_, _, e5 := h.Accounts.Authorize(ctx, u, id, accounts.SetIdlePolicy)
 	vm.CanInvite, vm.CanRemove, vm.CanBudget, vm.CanWallet = e1 == nil && !org.Personal, e2 == nil, e3 == nil, e4 == nil
 	vm.CanIdlePolicy = e5 == nil
+	// Its organisation verification (企业认证); e1: an owner or admin.
+	if vm.Verification, err = orgverify.Card(c, h.Handler, org, e1 == nil); err != nil {
+		return err
+	}
 	if vm.IdlePolicy.Values == nil {
 		vm.IdlePolicy = handlers.ReadForm(c)
 		if p := idlestop.Policy(org); p.On() {

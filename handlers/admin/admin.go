@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"suanli/handlers"
+	"suanli/handlers/orgverify"
 	"suanli/models"
 	"suanli/models/ledger"
 	"suanli/models/platform"
@@ -74,6 +75,10 @@ func (h *Handler) AdminHome(c echo.Context) error {
 	vm.Payouts, vm.Counts.Payouts = payoutVMs(payouts, lang), n
 	vm.Counts.Verify, vm.Counts.BankTopups, vm.Counts.Refunds, vm.Counts.Flagged = len(vm.Pending), len(vm.BankTopups), len(vm.BankRefunds), len(vm.Flagged)
 	if vm.OrgNames, err = platform.OrgNames(ctx, h.DB, orgIDs(vm)); err != nil {
+		return err
+	}
+	// Organisation verifications (企业认证) waiting for review.
+	if vm.OrgVerify, err = orgverify.Queue(c, h.Handler, adminQueueLimit); err != nil {
 		return err
 	}
 	return handlers.Render(c, http.StatusOK, adminpages.AdminPage(handlers.ViewCtx(c), vm))

@@ -10,6 +10,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/handlers"
+	"suanli/handlers/orgverify"
 	"suanli/models"
 	"suanli/models/ledger"
 	"suanli/providers"
@@ -39,6 +40,10 @@ func (h *Handler) renderAdminPayouts(c echo.Context, code int, status string, pa
 	}
 	vm.Rows = payoutVMs(rows, handlers.Lang(c))
 	vm.Pager = adminpages.NewPager(page, models.AdminPerPage, total, pageLinker(c, routenames.AdminPayouts, url.Values{"status": {status}}))
+	// Providers a run skips until their organisation is verified.
+	if vm.Held, err = orgverify.HeldRows(c, h.Handler); err != nil {
+		return err
+	}
 	return handlers.Render(c, code, adminpages.AdminPayoutsPage(handlers.ViewCtx(c), vm))
 }
 
@@ -66,7 +71,16 @@ func (h *Handler) AdminPayoutsRun(c echo.Context) error {
 		h.Flash(c, "admin.payouts.run_partial", n, f.Get("period"))
 		return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 	}
-	h.Flash(c, "admin.payouts.ran", n, f.Get("period"))
+	// The run's summary says how many providers it held for verification.
+	held, herr := orgverify.HeldRows(c, h.Handler)
+	if herr != nil {
+		slog.Warn("payouts held for verification: not listed", "err", herr)
+	}
+	if len(held) > 0 {
+		h.Flash(c, "orgverify.payouts.ran_held", n, f.Get("period"), len(held))
+	} else {
+		h.Flash(c, "admin.payouts.ran", n, f.Get("period"))
+	}
 	return handlers.SeeOther(c, c.Echo().Reverse(routenames.AdminPayouts))
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"suanli/apperr"
 	"suanli/handlers"
+	"suanli/handlers/orgverify"
 	"suanli/providers"
 	"suanli/routenames"
 	"suanli/views/providerpages"
@@ -56,8 +57,13 @@ func (h *Handler) earnings(c echo.Context, print bool) error {
 	if monthErr != "" {
 		status = http.StatusUnprocessableEntity
 	}
+	// Payouts wait for the organisation's verification (--real-name required).
+	hold, err := orgverify.PayoutHold(c, h.Handler, &acc.Provider)
+	if err != nil {
+		return err
+	}
 	return handlers.Render(c, status, providerpages.ProviderEarningsPage(handlers.ViewCtx(c), providerpages.ProviderEarningsVM{Shell: shell, S: statementVM(st, handlers.Lang(c)),
-		Connect: h.connectAvailable(), Print: print, MonthError: monthErr}))
+		Connect: h.connectAvailable(), Print: print, MonthError: monthErr, PayoutHold: hold}))
 }
 
 // ProviderEarnings is GET /provider/{pid}/earnings?month=YYYY-MM: the

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"suanli/views"
+	"suanli/views/orgverifypages"
 )
 
 // AccountVM is the account page's view model.
@@ -111,6 +112,8 @@ type OrgVM struct {
 	IdleMinMinutes, IdleMaxMinutes int
 	// Invitations are the pending ones (for members who may invite).
 	Invitations []InvitationRow
+	// Verification is its organisation verification (企业认证) card.
+	Verification orgverifypages.Card
 }
 
 func yuanOrNone(vc views.Ctx, fen *int64) string {

@@ -12,6 +12,7 @@ import (
 	"suanli/locales"
 	"suanli/routenames"
 	"suanli/views"
+	"suanli/views/orgverifypages"
 )
 
 // The console's pages, named for its tab bar.
@@ -23,6 +24,10 @@ const (
 	AdminTabOutbox  = "outbox"
 	AdminTabJobs    = "jobs"
 	AdminTabAudit   = "audit"
+	// AdminTabInvoices is the invoice queue (views/invoicepages).
+	AdminTabInvoices = "invoices"
+	// AdminTabSMS is the SMS outbox (views/identitypages).
+	AdminTabSMS = "sms"
 )
 
 // adminTabs lists the tab bar: tab, route name, message key.
@@ -34,6 +39,8 @@ var adminTabs = [][3]string{
 	{AdminTabOutbox, routenames.AdminOutbox, "admin.tab.outbox"},
 	{AdminTabJobs, routenames.AdminJobs, "admin.tab.jobs"},
 	{AdminTabAudit, routenames.AdminAudit, "admin.tab.audit"},
+	{AdminTabInvoices, routenames.AdminInvoices, "invoice.admin.tab"},
+	{AdminTabSMS, routenames.AdminSMS, "realname.admin.tab_sms"},
 }
 
 // AdminCounts are the sizes of the console's queues, shown on the hub.
@@ -65,6 +72,8 @@ type AdminVM struct {
 	Payouts []Payout
 	// OrgNames names the organisations the queues mention.
 	OrgNames map[int64]string
+	// OrgVerify is the queue of organisation verifications (企业认证).
+	OrgVerify orgverifypages.Queue
 }
 
 // Org is an organisation as the hub's review cards and the organisations
@@ -264,6 +273,9 @@ type AdminPayoutsVM struct {
 	ErrID int64
 	// Unavailable says the payouts service is not configured.
 	Unavailable bool
+	// Held are the providers a run does not pay until their organisation
+	// is verified (企业认证), with their waiting payable.
+	Held []orgverifypages.HeldRow
 }
 
 // orphanErr returns a refused form's message when its payout is not on

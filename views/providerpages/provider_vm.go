@@ -16,6 +16,7 @@ import (
 	"suanli/pricing"
 	"suanli/routenames"
 	"suanli/views"
+	"suanli/views/orgverifypages"
 )
 
 // ProviderShell is what every provider portal page shows: the provider,
@@ -340,6 +341,8 @@ type ProviderEarningsVM struct {
 	Print bool
 	// MonthError is the message about a month that did not parse.
 	MonthError string
+	// PayoutHold says payouts wait for organisation verification (企业认证).
+	PayoutHold orgverifypages.PayoutHold
 }
 
 // provTabs are the portal's sections in menu order, with their routes.
