@@ -59,8 +59,9 @@ const adminUsage = `suanli admin — operator commands (same DATABASE_URL as the
                                                and the GPU may pass its checks again; audited
   suanli admin reseal-pii                      after a new --pii-key (the old one in
                                                --pii-old-keys): seal every stored ID number
-                                               again under the new key and recompute the
-                                               blind indexes; prints the counts
+                                               and business licence again under the new key
+                                               and recompute the blind indexes; prints the
+                                               counts
   suanli admin backup --out F                  SQLite: a consistent copy of the live database in
                                                the new file F; PostgreSQL: runs (or prints) pg_dump
 `
