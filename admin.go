@@ -304,6 +304,12 @@ func admin(ctx context.Context, args []string) error {
 		counts, err := ids.Reseal(ctx)
 		for _, c := range counts {
 			fmt.Printf("%s: %d sealed values, %d sealed again under the current key\n", c.Kind, c.Seen, c.Resealed)
+			if len(c.Duplicates) > 0 {
+				fmt.Printf("%s: %d ID numbers verified on more than one account (their digest left as it was; review them on /admin/users/{id}/real-name):\n", c.Kind, len(c.Duplicates))
+				for _, d := range c.Duplicates {
+					fmt.Printf("  user %d, also verified on users %v\n", d.UserID, d.Others)
+				}
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("admin reseal-pii: %w", err)

@@ -56,13 +56,16 @@ func (s *Service) sender() Sender {
 func (s *Service) resealers() []resealer {
 	return []resealer{
 		{Name: "individuals", Run: s.resealIndividuals},
-		{Name: "organisation licences", Run: s.ResealOrgLicences},
+		{Name: "organisation licences", Run: func(ctx context.Context, c *ResealCount) (err error) {
+			c.Seen, c.Resealed, err = s.ResealOrgLicences(ctx)
+			return err
+		}},
 	}
 }
 
-// resealer reseals one kind of sealed values; it returns how many values
-// it looked at and how many it sealed again.
+// resealer reseals one kind of sealed values, counting into its
+// ResealCount what it looked at, sealed again and found duplicated.
 type resealer struct {
 	Name string
-	Run  func(ctx context.Context) (seen, resealed int, err error)
+	Run  func(ctx context.Context, count *ResealCount) error
 }

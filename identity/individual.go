@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +31,10 @@ import (
 // 2026-12-06.2: the rights and retention say what the code does (the
 // withdrawal on the page and DELETE /api/v1/me/real-name; what is kept
 // after it), with no promise of a support deadline or of account closure.
-const NoticeVersion = "2026-12-06.2"
+// 2026-12-06.3: the key is "not stored in the database" (on the embedded
+// default it may sit beside the database file), and the SMS records kept
+// after a withdrawal hold the codes as digests only, their texts blanked.
+const NoticeVersion = "2026-12-06.3"
 
 // KindIndividual is the kind of verification this file handles.
 const KindIndividual = "individual"
@@ -104,7 +108,7 @@ func (s *Service) Status(ctx context.Context, userID int64) (View, error) {
 		if err != nil && apperr.Code(err) != apperr.ENOTFOUND {
 			return View{}, err
 		}
-		if err == nil && c.UsedAt == nil && c.ExpiresAt.After(s.now()) && c.FailedTries < MaxCodeTries {
+		if err == nil && c.Phone == in.Phone && c.UsedAt == nil && c.ExpiresAt.After(s.now()) && c.FailedTries < MaxCodeTries {
 			t := c.ExpiresAt.UTC()
 			v.CodeExpiresAt = &t
 		}
@@ -128,11 +132,18 @@ func MaskPhone(p string) string {
 }
 
 // StartIndividual starts (or starts again) the user's verification: it
-// checks the name, the ID number (GB 11643) and the mobile number, keeps
-// the ID number sealed (with its mask and blind index), records the
-// consent to the notice, and sends an SMS code to the number. A user
-// already verified gets ECONFLICT, as does an ID number verified on
+// checks the name, the ID number (GB 11643) and the mobile number, sends
+// an SMS code to the number, and then keeps the ID number sealed (with
+// its mask and blind index) and records the consent to the notice. A
+// user already verified gets ECONFLICT, as does an ID number verified on
 // another account; sending too often is ERATELIMIT (*RateLimited).
+//
+// The code is stored (voiding the user's earlier codes) and sent before
+// the verification is written, so that a send that fails leaves the
+// user's verification as it was, with no code to confirm it by: a code
+// to the earlier number never confirms the new one. A start whose code a
+// newer start or resend voided while it was sent writes nothing
+// (ECONFLICT, realname.err.superseded).
 func (s *Service) StartIndividual(ctx context.Context, u *models.User, in IndividualInput) (View, error) {
 	now := s.now()
 	name, id, phone, err := checkIndividual(in, now)
@@ -142,36 +153,57 @@ func (s *Service) StartIndividual(ctx context.Context, u *models.User, in Indivi
 	if s.Ring == nil {
 		return View{}, unavailable()
 	}
-	digest := s.digestID(id)
+	digests := s.digestsID(id)
 	code, err := newCode()
 	if err != nil {
 		return View{}, err
 	}
-	var row identitystore.Individual
 	var sent identitystore.SMSCode
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if cur, err := identitystore.LockIndividual(tx, u.ID); err == nil && cur.Status == identitystore.Verified {
-			return alreadyVerified()
-		} else if err != nil && apperr.Code(err) != apperr.ENOTFOUND {
+		if err := mayStart(tx, u.ID, digests); err != nil {
 			return err
 		}
-		if taken, err := identitystore.VerifiedElsewhere(tx, digest, u.ID); err != nil {
-			return err
-		} else if taken {
-			return idTaken()
-		}
-		if err := s.takeSending(tx, phone, in.IP, now); err != nil {
+		if err := s.takeSending(tx, u.ID, phone, in.IP, now); err != nil {
 			return err
 		}
-		row = identitystore.Individual{UserID: u.ID, Status: identitystore.Pending, Method: identitystore.MethodSMS, LegalName: name,
-			IDSealed: s.Ring.Seal([]byte(id), idContext(u.ID)), IDMask: cnid.Mask(id), IDDigest: &digest, Phone: phone,
-			ConsentVersion: NoticeVersion, ConsentAt: &now, SubmittedAt: now, UpdatedAt: now}
-		if err := identitystore.SaveIndividual(tx, &row); err != nil {
-			return err
-		}
-		sent = identitystore.SMSCode{UserID: u.ID, Purpose: purposeRealName, Phone: phone, IP: in.IP, CodeHash: s.codeHash(phone, code),
+		sent = identitystore.SMSCode{UserID: u.ID, Purpose: purposeRealName, Phone: phone, IP: addressKey(in.IP), CodeHash: s.codeHash(phone, code),
 			CreatedAt: now, ExpiresAt: now.Add(CodeTTL)}
-		if err := identitystore.InsertCode(tx, &sent); err != nil {
+		return newCodeIn(tx, &sent, now)
+	})
+	if err != nil {
+		return View{}, err
+	}
+	if err := s.send(ctx, u, &sent, code); err != nil {
+		return View{}, err
+	}
+	row := identitystore.Individual{UserID: u.ID, Status: identitystore.Pending, Method: identitystore.MethodSMS, LegalName: name,
+		IDSealed: s.Ring.Seal([]byte(id), idContext(u.ID)), IDMask: cnid.Mask(id), IDDigest: &digests[0], Phone: phone,
+		ConsentVersion: NoticeVersion, ConsentAt: &now, SubmittedAt: now, UpdatedAt: now}
+	var refused error
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		// What was true before the sending is checked again: the user may
+		// have been verified, the ID number verified elsewhere, or a later
+		// start (or resend) may have voided this code meanwhile.
+		refused = mayStart(tx, u.ID, digests)
+		if _, ok := apperr.As(refused); refused != nil && !ok {
+			return refused
+		}
+		if refused == nil {
+			c, err := identitystore.LatestCode(tx, u.ID, purposeRealName)
+			if err != nil && apperr.Code(err) != apperr.ENOTFOUND {
+				return err
+			}
+			if err != nil || c.ID != sent.ID || c.UsedAt != nil {
+				refused = &apperr.Error{Code: apperr.ECONFLICT, Key: "realname.err.superseded",
+					Message: "another verification was started meanwhile: use the code of the latest one"}
+			}
+		}
+		if refused != nil {
+			// The code sent confirms nothing; the refusal is answered after.
+			_, err := identitystore.CodeUsed(tx, sent.ID, now)
+			return err
+		}
+		if err := identitystore.SaveIndividual(tx, &row); err != nil {
 			return err
 		}
 		return audit.Record(ctx, tx, audit.RealNameSubmitted, subject(u.ID), nil,
@@ -181,12 +213,39 @@ func (s *Service) StartIndividual(ctx context.Context, u *models.User, in Indivi
 	if err != nil {
 		return View{}, err
 	}
-	if err := s.send(ctx, u, &sent, code); err != nil {
-		return View{}, err
+	if refused != nil {
+		return View{}, refused
 	}
 	v := viewOf(&row)
 	v.CodeExpiresAt = &sent.ExpiresAt
 	return v, nil
+}
+
+// mayStart refuses, in tx, a start by a user already verified or with an
+// ID number (its digests under the ring's keys) verified on another
+// account.
+func mayStart(tx *gorm.DB, userID int64, digests []string) error {
+	if cur, err := identitystore.LockIndividual(tx, userID); err == nil && cur.Status == identitystore.Verified {
+		return alreadyVerified()
+	} else if err != nil && apperr.Code(err) != apperr.ENOTFOUND {
+		return err
+	}
+	if taken, err := identitystore.VerifiedElsewhere(tx, digests, userID); err != nil {
+		return err
+	} else if taken {
+		return idTaken()
+	}
+	return nil
+}
+
+// newCodeIn stores a new code in tx after voiding the user's earlier
+// unused ones: only the newest code sent can confirm anything, even when
+// it is not sent.
+func newCodeIn(tx *gorm.DB, c *identitystore.SMSCode, now time.Time) error {
+	if _, err := identitystore.VoidOpenCodes(tx, c.UserID, c.Purpose, now); err != nil {
+		return err
+	}
+	return identitystore.InsertCode(tx, c)
 }
 
 // ResendCode sends a new code to the number of the user's pending
@@ -211,12 +270,12 @@ func (s *Service) ResendCode(ctx context.Context, u *models.User, ip string) (Vi
 		if err != nil || row.Status != identitystore.Pending {
 			return &apperr.Error{Code: apperr.ECONFLICT, Key: "realname.err.nothing_pending", Message: "there is no verification waiting for a code: start one"}
 		}
-		if err := s.takeSending(tx, row.Phone, ip, now); err != nil {
+		if err := s.takeSending(tx, u.ID, row.Phone, ip, now); err != nil {
 			return err
 		}
-		sent = identitystore.SMSCode{UserID: u.ID, Purpose: purposeRealName, Phone: row.Phone, IP: ip, CodeHash: s.codeHash(row.Phone, code),
+		sent = identitystore.SMSCode{UserID: u.ID, Purpose: purposeRealName, Phone: row.Phone, IP: addressKey(ip), CodeHash: s.codeHash(row.Phone, code),
 			CreatedAt: now, ExpiresAt: now.Add(CodeTTL)}
-		return identitystore.InsertCode(tx, &sent)
+		return newCodeIn(tx, &sent, now)
 	})
 	if err != nil {
 		return View{}, err
@@ -265,6 +324,10 @@ func (s *Service) ConfirmIndividual(ctx context.Context, u *models.User, code st
 			return err
 		}
 		switch {
+		case c.Phone != row.Phone:
+			// A code to another number than the verification's confirms
+			// nothing (the number it went to is not the one on record).
+			return apperr.Fields{apperr.Field(FieldCode, "realname.err.code_other_phone")}
 		case c.UsedAt != nil:
 			return apperr.Fields{apperr.Field(FieldCode, "realname.err.code_used")}
 		case c.FailedTries >= MaxCodeTries:
@@ -286,12 +349,12 @@ func (s *Service) ConfirmIndividual(ctx context.Context, u *models.User, code st
 			}
 			return err
 		}
-		if row.IDDigest != nil {
-			if taken, err := identitystore.VerifiedElsewhere(tx, *row.IDDigest, u.ID); err != nil {
-				return err
-			} else if taken {
-				return idTaken()
-			}
+		if digests, err := s.rowDigests(row); err != nil {
+			return err
+		} else if taken, err := identitystore.VerifiedElsewhere(tx, digests, u.ID); err != nil {
+			return err
+		} else if taken {
+			return idTaken()
 		}
 		if err := identitystore.MarkVerified(tx, u.ID, now); err != nil {
 			return err
@@ -476,6 +539,29 @@ func idContext(userID int64) []byte {
 
 // digestID is the blind index of an ID number under the ring's current key.
 func (s *Service) digestID(id string) string { return s.Ring.Digest([]byte("resident-id:" + id)) }
+
+// digestsID is the blind index of an ID number under every key of the
+// ring, the current key's first: another account's row may still hold
+// an old key's digest until reseal-pii has run.
+func (s *Service) digestsID(id string) []string { return s.Ring.Digests([]byte("resident-id:" + id)) }
+
+// rowDigests is the blind index of a verification's ID number under every
+// key of the ring (opened from its sealed value), and the row's own
+// digest; none for a row without an ID number.
+func (s *Service) rowDigests(in *identitystore.Individual) ([]string, error) {
+	var out []string
+	if in.IDSealed != "" {
+		plain, err := s.Ring.Open(in.IDSealed, idContext(in.UserID))
+		if err != nil {
+			return nil, fmt.Errorf("open the ID number of user %d: %w", in.UserID, err)
+		}
+		out = s.digestsID(string(plain))
+	}
+	if in.IDDigest != nil && !slices.Contains(out, *in.IDDigest) {
+		out = append(out, *in.IDDigest)
+	}
+	return out, nil
+}
 
 // subject is how the audit log names a user.
 func subject(userID int64) string { return "user:" + strconv.FormatInt(userID, 10) }

@@ -2,6 +2,7 @@ package identity_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -223,12 +224,12 @@ func TestSendingIsThrottled(t *testing.T) {
 			t.Fatalf("a day later: %v", err)
 		}
 
-		// Per address: ten codes an hour, whatever the numbers.
+		// Per address: ten codes an hour, whatever the numbers and users.
 		r.clock.advance(48 * time.Hour)
 		ip := "198.51.100.7"
 		for i := 0; i < identity.IPPerHour; i++ {
 			p := "1590000000" + string(rune('0'+i))
-			if _, err := r.svc.StartIndividual(r.ctx, u, input(idA, p, ip)); err != nil {
+			if _, err := r.svc.StartIndividual(r.ctx, r.user(fmt.Sprintf("ip%d@example.com", i)), input(idA, p, ip)); err != nil {
 				t.Fatalf("address code %d: %v", i+1, err)
 			}
 			r.clock.advance(time.Minute)

@@ -48,7 +48,8 @@ func openCodes(t *testing.T, db *models.DB, userID int64) (open, all int64) {
 // A verified user withdraws their consent: without the confirmation
 // nothing changes; with it the row is gone from the table (name, sealed
 // ID, mask, digest, phone), the audit log records the withdrawal and keeps
-// the earlier entries, the code records and the SMS outbox stay, the user
+// the earlier entries, the code records and the SMS outbox's rows stay
+// (the outbox's texts, which held the codes, blanked), the user
 // is unverified (the rent gate applies again), and the same ID number can
 // be verified again, on another account and then on this one.
 func TestWithdrawDeletesTheVerification(t *testing.T) {
@@ -115,8 +116,8 @@ func TestWithdrawDeletesTheVerification(t *testing.T) {
 		if open, all := openCodes(t, db, a.ID); open != 0 || all != 1 {
 			t.Errorf("codes after the withdrawal: %d open of %d, want 0 of 1 (kept, used)", open, all)
 		}
-		if _, n, _ := identitystore.OutboxPage(r.ctx, db, "13800138000", 1, 1); n != 1 {
-			t.Errorf("the SMS outbox holds %d messages to the number, want 1 (kept)", n)
+		if ms, n, _ := identitystore.OutboxPage(r.ctx, db, "13800138000", 1, 10); n != 1 || ms[0].Body != "" {
+			t.Errorf("the SMS outbox holds %d messages to the number (%+v), want 1 (kept) with its text (the code) blanked", n, ms)
 		}
 
 		// The gate applies again.
@@ -135,6 +136,13 @@ func TestWithdrawDeletesTheVerification(t *testing.T) {
 		r.verify(a, idA, "13800138000")
 		if err := r.svc.MayRent(r.ctx, a, org); err != nil {
 			t.Errorf("verified again: %v", err)
+		}
+		// b's withdrawal blanked b's message, not a's new one.
+		if ms, n, _ := identitystore.OutboxPage(r.ctx, db, "13800138000", 1, 10); n != 2 || ms[0].Body == "" || ms[1].Body != "" {
+			t.Errorf("a's messages after b's withdrawal: %+v", ms)
+		}
+		if ms, n, _ := identitystore.OutboxPage(r.ctx, db, "13900139000", 1, 10); n != 1 || ms[0].Body != "" {
+			t.Errorf("b's messages after b's withdrawal: %+v", ms)
 		}
 		if n := len(auditCount(t, db, audit.RealNameWithdrawn)); n != 2 {
 			t.Errorf("%d withdrawn entries, want 2", n)

@@ -39,7 +39,7 @@ type Orgs struct {
 // OrgConsentVersion names the privacy notice an organisation's submitter
 // agrees to; a new wording gets a new version, so the stored consent says
 // which text was agreed to.
-const OrgConsentVersion = "org-2026-12"
+const OrgConsentVersion = "org-2026-12.2"
 
 // MaxLicenceBytes is the largest business licence file accepted (5 MiB).
 const MaxLicenceBytes = 5 << 20

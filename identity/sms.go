@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"net/netip"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -24,10 +26,13 @@ const (
 	// MaxCodeTries is how many wrong tries kill a code.
 	MaxCodeTries = 5
 	// PhoneGap is the least time between two codes to one number;
-	// PhonePerDay codes go to one number in 24 hours, IPPerHour are asked
-	// for from one client address in an hour.
+	// PhonePerDay codes go to one number in 24 hours, UserPerDay are
+	// asked for by one user in 24 hours whatever the numbers, IPPerHour
+	// from one client address (an IPv6 address's /64 network, what one
+	// subscriber holds) in an hour.
 	PhoneGap    = time.Minute
 	PhonePerDay = 5
+	UserPerDay  = 10
 	IPPerHour   = 10
 )
 
@@ -81,13 +86,15 @@ func rateLimited(field, key string, wait time.Duration) *RateLimited {
 		Args: args, Message: locales.T(locales.EN, key, args...)}}
 }
 
-// takeSending checks, in tx, the sending throttles of a number and an
-// address (locked first, so that requests at once count one after
+// takeSending checks, in tx, the sending throttles of a user, a number
+// and an address (locked first, so that requests at once count one after
 // another): at most one code per PhoneGap and PhonePerDay per day to a
-// number, IPPerHour an hour from an address. The code inserted after it
-// in the same transaction is what counts next time.
-func (s *Service) takeSending(tx *gorm.DB, phone, ip string, now time.Time) error {
-	if err := identitystore.LockSending(tx, phone, ip); err != nil {
+// number, UserPerDay per day for the user, IPPerHour an hour from an
+// address. The code inserted after it in the same transaction, with
+// addressKey(ip) as its address, is what counts next time.
+func (s *Service) takeSending(tx *gorm.DB, userID int64, phone, ip string, now time.Time) error {
+	ip = addressKey(ip)
+	if err := identitystore.LockSending(tx, userID, phone, ip); err != nil {
 		return err
 	}
 	n, oldest, newest, err := identitystore.CodesToPhone(tx, phone, now.Add(-24*time.Hour))
@@ -100,6 +107,13 @@ func (s *Service) takeSending(tx *gorm.DB, phone, ip string, now time.Time) erro
 	if n >= PhonePerDay {
 		return rateLimited(FieldPhone, "realname.err.sms_day", oldest.Add(24*time.Hour).Sub(now))
 	}
+	n, oldest, _, err = identitystore.CodesOfUser(tx, userID, purposeRealName, now.Add(-24*time.Hour))
+	if err != nil {
+		return err
+	}
+	if n >= UserPerDay {
+		return rateLimited("", "realname.err.sms_user", oldest.Add(24*time.Hour).Sub(now))
+	}
 	if ip == "" {
 		return nil
 	}
@@ -111,6 +125,23 @@ func (s *Service) takeSending(tx *gorm.DB, phone, ip string, now time.Time) erro
 		return rateLimited("", "realname.err.sms_ip", oldest.Add(time.Hour).Sub(now))
 	}
 	return nil
+}
+
+// addressKey is the address a client's codes are counted (and kept)
+// under: an IPv4 address as it is, an IPv6 address as its /64 network
+// (one subscriber's: a client that walks the addresses of its own
+// network counts as one), an IPv4 address mapped into IPv6 as the IPv4
+// one, anything else as given.
+func addressKey(ip string) string {
+	a, err := netip.ParseAddr(strings.TrimSpace(ip))
+	if err != nil {
+		return strings.TrimSpace(ip)
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is4() {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, 64).Masked().String()
 }
 
 // send sends a stored code to its number in the user's language; when it
@@ -157,7 +188,12 @@ func (s *Service) codeHash(phone, code string) string {
 	return s.Ring.Digest([]byte("sms-code:" + phone + ":" + code))
 }
 
-// codeMatches compares in constant time.
+// codeMatches compares in constant time, under every key of the ring: a
+// code sent just before a key rotation still works.
 func (s *Service) codeMatches(c *identitystore.SMSCode, code string) bool {
-	return hmac.Equal([]byte(c.CodeHash), []byte(s.codeHash(c.Phone, code)))
+	ok := false
+	for _, h := range s.Ring.Digests([]byte("sms-code:" + c.Phone + ":" + code)) {
+		ok = hmac.Equal([]byte(c.CodeHash), []byte(h)) || ok
+	}
+	return ok
 }

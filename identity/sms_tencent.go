@@ -3,10 +3,12 @@ package identity
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common"
+	tcerrors "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common/errors"
 	tchttp "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common/http"
 	"github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common/profile"
 )
@@ -52,7 +54,8 @@ func NewTencentSMS(c TencentConfig) *TencentSMS {
 }
 
 // Send sends m's code with the template; a number the API refused (its
-// SendStatus not Ok) is an error naming Tencent's code.
+// SendStatus not Ok) or a refused request is an error naming Tencent's
+// code and request id, never its message (which may quote the number).
 func (t *TencentSMS) Send(ctx context.Context, m SMS) error {
 	req := tchttp.NewCommonRequest("sms", "2021-01-11", "SendSms")
 	req.SetContext(ctx)
@@ -67,22 +70,29 @@ func (t *TencentSMS) Send(ctx context.Context, m SMS) error {
 	}
 	res := tchttp.NewCommonResponse()
 	if err := t.client.Send(req, res); err != nil {
-		return fmt.Errorf("tencent sms: %w", err)
+		// Tencent's messages may quote the number (an invalid one, say):
+		// only its error code and request id are kept.
+		var sdkErr *tcerrors.TencentCloudSDKError
+		if errors.As(err, &sdkErr) {
+			return fmt.Errorf("tencent sms: %s (request %s)", sdkErr.GetCode(), sdkErr.GetRequestId())
+		}
+		return fmt.Errorf("tencent sms: the request failed (%T)", err)
 	}
 	var out struct {
 		Response struct {
-			SendStatusSet []struct{ Code, Message string }
+			// Each status's Message is not read: it may quote the number.
+			SendStatusSet []struct{ Code string }
 			RequestID     string `json:"RequestId"`
 		}
 	}
 	if err := json.Unmarshal(res.GetBody(), &out); err != nil {
-		return fmt.Errorf("tencent sms: the answer: %w", err)
+		return fmt.Errorf("tencent sms: the answer is not JSON (%T)", err)
 	}
 	if len(out.Response.SendStatusSet) != 1 {
 		return fmt.Errorf("tencent sms: %d statuses for one number (request %s)", len(out.Response.SendStatusSet), out.Response.RequestID)
 	}
 	if st := out.Response.SendStatusSet[0]; st.Code != "Ok" {
-		return fmt.Errorf("tencent sms: %s: %s (request %s)", st.Code, st.Message, out.Response.RequestID)
+		return fmt.Errorf("tencent sms: %s (request %s)", st.Code, out.Response.RequestID)
 	}
 	return nil
 }

@@ -57,3 +57,34 @@ func TestTencentSMSSendsTheTemplate(t *testing.T) {
 		t.Errorf("a refused number: %v", err)
 	}
 }
+
+// Tencent's messages may quote the number (an invalid one, a number on a
+// blocklist): an error keeps only Tencent's code and request id, for a
+// refused number and for a refused request alike.
+func TestTencentSMSErrorsKeepNoNumber(t *testing.T) {
+	answer := ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, answer)
+	}))
+	defer srv.Close()
+	s := identity.NewTencentSMS(identity.TencentConfig{SecretID: "AKIDtest", SecretKey: "secret", Region: "ap-guangzhou",
+		AppID: "1400000000", Sign: "算力", Template: "123456", Endpoint: strings.TrimPrefix(srv.URL, "http://"), Scheme: "http"})
+	m := identity.SMS{Phone: "13800138000", Code: "042917", Minutes: 10}
+	for _, tc := range []struct{ name, answer, code, request string }{
+		{"a refused number", `{"Response":{"SendStatusSet":[{"SerialNo":"","PhoneNumber":"+8613800138000","Fee":0,` +
+			`"Code":"FailedOperation.PhoneNumberInBlacklist","Message":"+8613800138000 is in the blacklist","IsoCode":"CN"}],"RequestId":"req-2"}}`,
+			"FailedOperation.PhoneNumberInBlacklist", "req-2"},
+		{"a refused request", `{"Response":{"Error":{"Code":"InvalidParameterValue.IncorrectPhoneNumber",` +
+			`"Message":"the number +8613800138000 is not valid"},"RequestId":"req-3"}}`,
+			"InvalidParameterValue.IncorrectPhoneNumber", "req-3"},
+	} {
+		answer = tc.answer
+		err := s.Send(context.Background(), m)
+		if err == nil || !strings.Contains(err.Error(), tc.code) || !strings.Contains(err.Error(), tc.request) {
+			t.Errorf("%s: %v, want Tencent's code and request id", tc.name, err)
+		} else if strings.Contains(err.Error(), "13800138000") || strings.Contains(err.Error(), "blacklist") || strings.Contains(err.Error(), "not valid") {
+			t.Errorf("%s: the error quotes Tencent's message: %v", tc.name, err)
+		}
+	}
+}

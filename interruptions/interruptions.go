@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -29,8 +30,9 @@ type Service struct {
 // highest bid first (bids.ResumeOrder): each takes free GPUs at its bid,
 // or interrupts lower bids, and passes new NVML checks before it runs. A
 // rental whose balance or spending limit no longer allows an hour at its
-// bid stops (it would only be interrupted by its own limits), and its
-// renter is mailed why. It returns how many rentals resumed.
+// bid stops (it would only be interrupted by its own limits), as does one
+// its renter may no longer start (a refusal, the rent gate's included),
+// and its renter is mailed why. It returns how many rentals resumed.
 func (s *Service) Pass(ctx context.Context) (int, error) {
 	ws, err := rentalstore.InterruptedRentals(ctx, s.Rentals.DB)
 	if err != nil || len(ws) == 0 {
@@ -58,7 +60,7 @@ func (s *Service) Pass(ctx context.Context) (int, error) {
 			n++
 		case errors.Is(err, rentals.ErrNotInterrupted):
 			// Its renter stopped or started it meanwhile.
-		case ae != nil && (ae.Field == "balance" || ae.Code == apperr.EFORBIDDEN):
+		case ae != nil && (ae.Field == "balance" || apperr.General(ae.Code) == apperr.EFORBIDDEN):
 			why := rentals.StopSpendCap
 			switch {
 			case apperr.General(ae.Code) == apperr.ECONFLICT:
@@ -108,7 +110,9 @@ func tellRenter(tx *gorm.DB, baseURL string, r *models.Rental, why *apperr.Error
 		return err
 	}
 	lang := u.MailLang()
-	reason := locales.T(lang, why.Key, why.Args...)
+	// The mail's sentence ends the reason itself: a refusal's message
+	// that ends in a full stop would show two.
+	reason := strings.TrimRight(locales.T(lang, why.Key, why.Args...), ".。")
 	return models.EnqueueMail(tx, &models.OutboxMail{ToAddr: u.Email, Lang: lang, CreatedAt: models.Now(tx),
 		Subject: locales.T(lang, "bids.mail.not_resumed.subject", fmt.Sprint(r.ID)),
 		Body:    locales.T(lang, "bids.mail.not_resumed.body", fmt.Sprint(r.ID), reason, fmt.Sprintf("%s/rentals/%d", baseURL, r.ID))})

@@ -360,11 +360,15 @@ func TestIssueChecksTheNumberDateAndFile(t *testing.T) {
 			case f.owner.Email:
 				toOwner = m.Lang == "en" && strings.Contains(m.Subject, "is issued") && strings.Contains(m.Body, "/orgs/")
 			case "accounts@example.com":
-				toAccounts = strings.Contains(m.Subject, "is issued")
+				// A notice, not a download link: the invoices page is the
+				// members' only, and the outbox carries no file. It says
+				// whom to ask for the file.
+				toAccounts = m.Lang == "en" && strings.Contains(m.Subject, "issued to "+f.org.Name) && !strings.Contains(m.Body, "/orgs/") &&
+					strings.Contains(m.Body, "does not carry the invoice's file") && strings.Contains(m.Body, f.owner.Email)
 			}
 		}
 		must(t, toOwner, "no English mail to the requester about %s in %+v", number(8), mails)
-		must(t, toAccounts, "no mail to the invoice's address")
+		must(t, toAccounts, "no notice to the invoice's address in %+v", mails)
 	})
 }
 

@@ -14,8 +14,10 @@ import (
 
 // mailRequester tells whoever asked for the invoice, in their language,
 // what became of it: issued (with where to download it), rejected, voided
-// or reversed. An issued invoice is also mailed to the address the
-// request gave, if any, in the requester's language.
+// or reversed. The address the request gave, if any, is told that it was
+// issued, in the requester's language: a notice, not the file (the mail
+// outbox carries no attachments), saying that the organisation's members
+// download it and whom to ask, since the invoices page is members' only.
 func (s *Service) mailRequester(tx *gorm.DB, inv *invoicestore.Invoice, now time.Time) error {
 	u, err := models.UserByIDIn(tx, inv.UserID)
 	if err != nil {
@@ -46,15 +48,14 @@ func (s *Service) mailRequester(tx *gorm.DB, inv *invoicestore.Invoice, now time
 	default:
 		return nil
 	}
-	body += locales.T(lang, "invoice.mail.signature")
-	to := []string{u.Email}
-	if inv.Status == invoicestore.Issued && inv.Email != "" && inv.Email != models.NormalizeEmail(u.Email) {
-		to = append(to, inv.Email)
+	sig := locales.T(lang, "invoice.mail.signature")
+	if err := models.EnqueueMail(tx, &models.OutboxMail{ToAddr: u.Email, Lang: lang, CreatedAt: now, Subject: subject, Body: body + sig}); err != nil {
+		return err
 	}
-	for _, addr := range to {
-		if err := models.EnqueueMail(tx, &models.OutboxMail{ToAddr: addr, Lang: lang, CreatedAt: now, Subject: subject, Body: body}); err != nil {
-			return err
-		}
+	if inv.Status != invoicestore.Issued || inv.Email == "" || inv.Email == models.NormalizeEmail(u.Email) {
+		return nil
 	}
-	return nil
+	notice := locales.T(lang, "invoice.mail.issued.notice_body", kind, inv.Title, amount, inv.NumberOrEmpty(), inv.IssueDate, org.Name, u.Email)
+	subject = locales.T(lang, "invoice.mail.issued.notice_subject", kind, org.Name, inv.NumberOrEmpty())
+	return models.EnqueueMail(tx, &models.OutboxMail{ToAddr: inv.Email, Lang: lang, CreatedAt: now, Subject: subject, Body: notice + sig})
 }

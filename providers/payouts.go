@@ -82,7 +82,8 @@ func checkPeriod(period string, now time.Time) error {
 // with its ledger transaction in one transaction per provider. The
 // payouts table's unique key (provider, period) makes a second run, or
 // one running at the same time, create nothing. Stripe payouts are then
-// transferred (as are any left pending by an earlier run cut short); a
+// transferred (as are any left pending by an earlier run cut short, but
+// for those of providers held by the same gate); a
 // transfer Stripe refuses fails its payout and returns the money to
 // payable. created counts the payouts this run recorded; errors of single
 // providers are joined, and the others still go ahead.
@@ -204,7 +205,11 @@ func (p *Payouts) create(ctx context.Context, pr *models.Provider, period string
 
 func payoutSubject(id int64) string { return "payout:" + strconv.FormatInt(id, 10) }
 
-// transferPending sends every pending Stripe payout to its account.
+// transferPending sends every pending Stripe payout to its account, but
+// for those of providers whose organisation is not verified (a
+// verification reset or rejected after the payout was recorded): those
+// stay pending, their money in clearing, until a run after the
+// organisation is verified again (Held lists them for the admin).
 func (p *Payouts) transferPending(ctx context.Context) error {
 	if p.Connect == nil {
 		return nil
@@ -231,6 +236,17 @@ func (p *Payouts) transfer(ctx context.Context, po *models.Payout) error {
 	pr, err := supply.ProviderByIDIn(p.DB.R.WithContext(ctx), po.ProviderID)
 	if err != nil {
 		return err
+	}
+	// The gate of payouts_verified.go holds the transfer too: no money
+	// leaves for a provider whose verification was withdrawn after its
+	// payout was recorded.
+	held, err := p.heldIn(p.DB.R.WithContext(ctx), pr)
+	if err != nil {
+		return err
+	}
+	if held {
+		slog.Info("stripe payout transfer held: the provider's organisation is not verified", "payout", po.ID, "provider", pr.ID)
+		return nil
 	}
 	if pr.StripeAccountID == "" {
 		return p.fail(ctx, po.ID, "the provider has no Stripe account", nil)

@@ -122,7 +122,7 @@ func (s *Service) QuoteChange(ctx context.Context, r *models.Rental, org *models
 // rate from the second it runs. The seconds in between are not billed.
 func (s *Service) Change(ctx context.Context, u *models.User, org *models.Org, m *models.Membership, id int64, in ChangeInput) (*models.Rental, error) {
 	r, err := s.DB.RentalByID(ctx, id)
-	if err != nil {
+	if err = s.gate(ctx, err, u, r.OrgID); err != nil {
 		return nil, err
 	}
 	target, next, err := s.changeTarget(ctx, &r, org, m, in)

@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"suanli/apperr"
 	"suanli/fleet"
 	"suanli/locales"
 	"suanli/models"
@@ -133,7 +134,7 @@ func (s *Service) Watch(ctx context.Context) (WatchResult, error) {
 // ended on a node its provider is draining or has removed.
 const DetailNodeRetiring = "the provider is retiring this node"
 
-// endTerm handles a term rental whose term is over.
+// endTerm renews a term rental whose term is over (a new purchase, which the rent gate may refuse) or ends it.
 func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) (bool, error) {
 	if r.Status == models.RentalStopped {
 		return false, s.DB.Tx(ctx, func(tx *gorm.DB) error { return s.releaseGPUs(tx, r.ID, now) })
@@ -156,25 +157,28 @@ func (s *Service) endTerm(ctx context.Context, r *models.Rental, now time.Time) 
 		}
 	}
 	if renew {
-		err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-			// The terms paid so far (a free rental's refund keeps them counted).
-			n, err := ledger.TermsPaid(tx, r.ID)
-			if err != nil {
-				return err
-			}
-			if err := s.chargeTerm(tx, r, now, int(n)+1); err != nil {
-				return err
-			}
-			end := pricing.TermEnd(r.Term, *r.EndsAt)
-			if err := ledger.SetRentalEndsAt(tx, r.ID, end); err != nil {
-				return err
-			}
-			return models.AddRentalEvent(tx, r.ID, now, "renewed", end.Format(time.RFC3339), nil)
-		})
+		u, err := models.UserByIDIn(s.DB.R.WithContext(ctx), r.UserID)
+		if err = s.gate(ctx, err, u, r.OrgID); err == nil {
+			err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+				// The terms paid so far (a free rental's refund keeps them counted).
+				n, err := ledger.TermsPaid(tx, r.ID)
+				if err != nil {
+					return err
+				}
+				if err := s.chargeTerm(tx, r, now, int(n)+1); err != nil {
+					return err
+				}
+				end := pricing.TermEnd(r.Term, *r.EndsAt)
+				if err := ledger.SetRentalEndsAt(tx, r.ID, end); err != nil {
+					return err
+				}
+				return models.AddRentalEvent(tx, r.ID, now, "renewed", end.Format(time.RFC3339), nil)
+			})
+		}
 		if err == nil {
 			return true, nil
 		}
-		if !errors.Is(err, ledger.ErrInsufficientFunds) {
+		if !errors.Is(err, ledger.ErrInsufficientFunds) && apperr.Code(err) != apperr.EREALNAMEREQUIRED {
 			return false, err
 		}
 	}

@@ -174,7 +174,7 @@ func (s *Service) RaiseBid(ctx context.Context, u *models.User, org *models.Org,
 		return nil, &apperr.Error{Code: apperr.ECONFLICT, Message: "this rental has stopped; its bid can no longer change", Key: "bids.err.ended"}
 	}
 	row, err := s.DB.OfferByID(ctx, r.OfferID)
-	if err != nil {
+	if err = s.gate(ctx, err, u, r.OrgID); err != nil {
 		return nil, err
 	}
 	if err := bids.CheckRaise(row.Offer.InterruptibleFloorPerGPUHourFen, row.Offer.PricePerGPUHourFen, *r.BidPerGPUHourFen, bid); err != nil {

@@ -49,10 +49,7 @@ type StartInput struct {
 // (and offers no-GPU mode).
 func (s *Service) Start(ctx context.Context, u *models.User, org *models.Org, id int64, in StartInput) (*models.Rental, error) {
 	r, err := s.DB.RentalByID(ctx, id)
-	if err == nil && s.Gate != nil {
-		err = s.Gate.MayRent(ctx, u, r.OrgID)
-	}
-	if err != nil {
+	if err = s.gate(ctx, err, u, r.OrgID); err != nil {
 		return nil, err
 	}
 	v, err := s.RentalVolume(ctx, &r)

@@ -95,6 +95,14 @@ func (s *Service) launchTimeout() time.Duration { return cmp.Or(s.LaunchTimeout,
 func (s *Service) silentAfter() time.Duration   { return cmp.Or(s.SilentAfter, 30*time.Second) }
 func (s *Service) stepWait() time.Duration      { return cmp.Or(s.StepWait, 5*time.Second) }
 
+// gate is err if any, else Gate's word (nil: none) on u spending orgID's money anew: rent, start, change, raise, renewal.
+func (s *Service) gate(ctx context.Context, err error, u *models.User, orgID int64) error {
+	if err != nil || s.Gate == nil {
+		return err
+	}
+	return s.Gate.MayRent(ctx, u, orgID)
+}
+
 // RentInput is a rent request as submitted.
 type RentInput struct {
 	OrgID        int64
@@ -145,10 +153,7 @@ func (s *Service) Rent(ctx context.Context, u *models.User, org *models.Org, m *
 		return nil, &apperr.Error{Code: apperr.EFORBIDDEN, Field: "org_id", Message: "this organisation may not rent yet", Key: "err.org_not_usable"}
 	}
 	row, err := s.DB.OfferByID(ctx, in.OfferID)
-	if err == nil && s.Gate != nil {
-		err = s.Gate.MayRent(ctx, u, org.ID)
-	}
-	if err != nil {
+	if err = s.gate(ctx, err, u, org.ID); err != nil {
 		return nil, err
 	}
 	o := row.Offer

@@ -90,8 +90,22 @@ func (r *Ring) Reseal(sealed string, context []byte) (string, error) {
 // key: a blind index, so that a table can find "the same ID number" —
 // one person, one verified account — without holding the number. A
 // rotation changes every digest: Reseal's caller computes them again.
-func (r *Ring) Digest(data []byte) string {
-	m := r.current.box.NewMAC()
+func (r *Ring) Digest(data []byte) string { return r.current.digest(data) }
+
+// Digests is data's keyed digest under every key of the ring, the
+// current key's first: while old keys are kept (a rotation whose Reseal
+// has not run), a blind index written under an old key is still found
+// by one of them, and a code digested before the rotation still matches.
+func (r *Ring) Digests(data []byte) []string {
+	out := []string{r.current.digest(data)}
+	for _, k := range r.old {
+		out = append(out, k.digest(data))
+	}
+	return out
+}
+
+func (k keyed) digest(data []byte) string {
+	m := k.box.NewMAC()
 	m.Write(data)
 	return hex.EncodeToString(m.Sum(nil))
 }

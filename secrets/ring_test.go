@@ -58,3 +58,23 @@ func TestRingDigestIsKeyed(t *testing.T) {
 		t.Fatal("digest does not depend on key and data")
 	}
 }
+
+// Digests gives the digest under the current key first, then under each
+// old key: what a blind-index lookup needs while a rotation is under way.
+func TestRingDigestsUnderEveryKey(t *testing.T) {
+	k1, k2, k3 := newKey(t), newKey(t), newKey(t)
+	ring := NewRing("pii", k3, k2, k1)
+	got := ring.Digests([]byte("x"))
+	want := []string{ring.Digest([]byte("x")), NewRing("pii", k2).Digest([]byte("x")), NewRing("pii", k1).Digest([]byte("x"))}
+	if len(got) != len(want) {
+		t.Fatalf("%d digests, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("digest %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+	if d := NewRing("pii", k1).Digests([]byte("x")); len(d) != 1 || d[0] != want[2] {
+		t.Errorf("a ring of one key: %v", d)
+	}
+}

@@ -70,6 +70,9 @@ func TestInvoicePagesEndToEnd(t *testing.T) {
 		res, body := owner.do("GET", page, nil)
 		must(t, res.StatusCode == 200, "page: %d %s", res.StatusCode, snippet(body))
 		contains(t, body, `id="invoiceable"`, "¥500.00", `id="invoice-form"`, `name="kind" value="special"`, `value="500"`)
+		// The optional address is told that the invoice was issued; the
+		// form says so, and that the file is the members' download.
+		contains(t, body, "Also notify (optional)", `id="invoice-email-hint"`, en("invoice.f.email_hint"))
 		for _, p := range markupProblems(body) {
 			t.Errorf("invoices page: %s", p)
 		}
@@ -159,6 +162,7 @@ func TestInvoicePagesEndToEnd(t *testing.T) {
 		}
 		res, body = owner.do("GET", file, nil)
 		must(t, res.StatusCode == 200 && body == string(testPDF) && res.Header.Get("Content-Type") == "application/pdf", "download: %d %s", res.StatusCode, res.Header)
+		mustInvoiceFileHeaders(t, res.Header, "fapiao-"+number+".pdf")
 		res, _ = admin.do("GET", file, nil)
 		must(t, res.StatusCode == 200, "the platform admin downloads: %d", res.StatusCode)
 		res, _ = outsider.do("GET", file, nil)
@@ -243,4 +247,20 @@ func latestInvoice(t *testing.T, db *models.DB, orgID int64) invoicestore.Invoic
 		t.Fatalf("no invoice: %v", err)
 	}
 	return invs[0]
+}
+
+// mustInvoiceFileHeaders checks a served invoice file's headers: saved
+// (never shown) under its ASCII name and RFC 5987's filename*, never
+// sniffed, never cached, and sandboxed should a browser open it anyway.
+func mustInvoiceFileHeaders(t *testing.T, h http.Header, name string) {
+	t.Helper()
+	want := `attachment; filename="` + name + `"; filename*=UTF-8''` + name
+	must(t, h.Get("Content-Disposition") == want, "Content-Disposition %q, want %q", h.Get("Content-Disposition"), want)
+	must(t, h.Get("X-Content-Type-Options") == "nosniff", "X-Content-Type-Options %q", h.Get("X-Content-Type-Options"))
+	must(t, strings.Contains(h.Get("Cache-Control"), "no-store"), "Cache-Control %q", h.Get("Cache-Control"))
+	sandboxed := false
+	for _, d := range strings.Split(h.Get("Content-Security-Policy"), ";") {
+		sandboxed = sandboxed || strings.TrimSpace(d) == "sandbox"
+	}
+	must(t, sandboxed && strings.Contains(h.Get("Content-Security-Policy"), "default-src 'none'"), "Content-Security-Policy %q", h.Get("Content-Security-Policy"))
 }

@@ -43,8 +43,9 @@ type orgVerifyApp struct {
 	owner, orgAdmin, member, other, anon, root *actor
 }
 
-// newOrgVerifyApp serves the app with a PII key ring (withKey) or none.
-func newOrgVerifyApp(t *testing.T, db *models.DB, withKey bool, mode string) *orgVerifyApp {
+// newOrgVerifyApp serves the app with a PII key ring (withKey) or none,
+// and with any further changes to the handler's dependencies.
+func newOrgVerifyApp(t *testing.T, db *models.DB, withKey bool, mode string, change ...func(*handlers.Handler)) *orgVerifyApp {
 	t.Helper()
 	var ring *secrets.Ring
 	if withKey {
@@ -57,6 +58,9 @@ func newOrgVerifyApp(t *testing.T, db *models.DB, withKey bool, mode string) *or
 	a := newAppWith(t, db, func(h *handlers.Handler) {
 		h.Identity = &identity.Service{DB: db, Ring: ring, Mode: mode}
 		h.Payouts.RealName = mode
+		for _, c := range change {
+			c(h)
+		}
 	})
 	ctx := context.Background()
 	ownerU := mustUser(t, db, "owner@vision.example", "Olga Owner", false)
@@ -289,6 +293,89 @@ func TestOrgVerifyWithoutAKey(t *testing.T) {
 	res, body := submitOrgVerification(v.owner, v.org.ID, goodOrgFields(), orgVerifyPNG)
 	must(t, res.StatusCode == http.StatusServiceUnavailable, "a submission without a key: %d", res.StatusCode)
 	contains(t, body, en("orgverify.err.unavailable"))
+}
+
+// orgVerifyPDF is a licence file that starts as a PDF does.
+var orgVerifyPDF = append([]byte("%PDF-1.7\n"), []byte(strings.Repeat(orgVerifyMarker, 10))...)
+
+// The licence an organisation uploaded is never a page of this origin:
+// each answer is sandboxed (CSP sandbox), never sniffed and never cached;
+// an image opens in the browser, a PDF (which a sandboxed answer cannot
+// show) is saved, and the review page offers it as a download. The review
+// page, which shows the credit code in full, is never cached either.
+func TestOrgVerifyLicenceIsSandboxedAndReviewNotCached(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		v := newOrgVerifyApp(t, db, true, "")
+		licence := func(id int64, wantType, wantDisposition string, want []byte) {
+			t.Helper()
+			res, body := v.root.do("GET", v.url(routenames.AdminOrgVerifyLicence, idParam(id)), nil)
+			h := res.Header
+			must(t, res.StatusCode == 200 && body == string(want) && h.Get("Content-Type") == wantType, "licence: %d %q", res.StatusCode, h.Get("Content-Type"))
+			must(t, h.Get("Cache-Control") == "no-store" && h.Get("X-Content-Type-Options") == "nosniff", "licence headers: %v", h)
+			must(t, strings.HasPrefix(h.Get("Content-Disposition"), wantDisposition+";"), "licence disposition: %q, want %s", h.Get("Content-Disposition"), wantDisposition)
+			csp := strings.Split(h.Get("Content-Security-Policy"), ";")
+			sandboxed := false
+			for _, d := range csp {
+				// A bare sandbox: no allow-scripts, no allow-same-origin.
+				sandboxed = sandboxed || strings.TrimSpace(d) == "sandbox"
+			}
+			must(t, sandboxed && strings.Contains(h.Get("Content-Security-Policy"), "default-src 'none'"), "licence CSP: %q", h.Get("Content-Security-Policy"))
+		}
+		review := func(id int64) string {
+			t.Helper()
+			res, body := v.root.do("GET", v.url(routenames.AdminOrgVerify, idParam(id)), nil)
+			must(t, res.StatusCode == 200 && res.Header.Get("Cache-Control") == "no-store", "review page: %d, Cache-Control %q", res.StatusCode, res.Header.Get("Cache-Control"))
+			contains(t, body, orgVerifyCode)
+			return body
+		}
+
+		res, body := submitOrgVerification(v.owner, v.org.ID, goodOrgFields(), orgVerifyPDF)
+		must(t, res.StatusCode == http.StatusSeeOther, "submit a PDF: %d\n%s", res.StatusCode, snippet(body))
+		sub := latestOrgVerification(t, db, v.org.ID)
+		body = review(sub.ID)
+		contains(t, body, `id="review-licence" download`, "Download the business licence (PDF document")
+		must(t, !strings.Contains(body, `target="_blank"`), "a PDF licence opens in a new tab")
+		licence(sub.ID, "application/pdf", "attachment", orgVerifyPDF)
+		// Refused with a reason: the page again (422), still not cached.
+		res, _ = v.root.post(v.url(routenames.AdminOrgVerifyReject, idParam(sub.ID)), url.Values{"reason": {""}})
+		must(t, res.StatusCode == http.StatusUnprocessableEntity && res.Header.Get("Cache-Control") == "no-store", "review page again: %d %q", res.StatusCode, res.Header.Get("Cache-Control"))
+		res, _ = v.root.post(v.url(routenames.AdminOrgVerifyReject, idParam(sub.ID)), url.Values{"reason": {"Send a photo of the licence"}})
+		must(t, res.StatusCode == http.StatusSeeOther, "reject: %d", res.StatusCode)
+
+		res, body = submitOrgVerification(v.owner, v.org.ID, goodOrgFields(), orgVerifyPNG)
+		must(t, res.StatusCode == http.StatusSeeOther, "submit a PNG: %d\n%s", res.StatusCode, snippet(body))
+		sub = latestOrgVerification(t, db, v.org.ID)
+		body = review(sub.ID)
+		contains(t, body, `target="_blank"`, "Open the business licence (PNG image")
+		licence(sub.ID, "image/png", "inline", orgVerifyPNG)
+	})
+}
+
+// The notice promises about invoices only what the invoice form does: an
+// invoice is issued to the title and taxpayer ID each request gives, as
+// free text, not to the verified organisation's record (the form of a
+// verified organisation carries neither its registered name nor its
+// credit code).
+func TestOrgVerifyNoticeSaysWhatInvoicesDo(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		v := newOrgVerifyApp(t, db, true, "")
+		res, body := submitOrgVerification(v.owner, v.org.ID, goodOrgFields(), orgVerifyPNG)
+		must(t, res.StatusCode == http.StatusSeeOther, "submit: %d\n%s", res.StatusCode, snippet(body))
+		res, _ = v.root.post(v.url(routenames.AdminOrgVerifyApprove, idParam(latestOrgVerification(t, db, v.org.ID).ID)), nil)
+		must(t, res.StatusCode == http.StatusSeeOther, "approve: %d", res.StatusCode)
+		for lang, says := range map[string]string{locales.EN: "title and taxpayer ID given in each invoice request", locales.ZH: "按每次开票申请中填写的抬头和纳税人识别号开具"} {
+			why := locales.T(lang, "orgverify.notice.why")
+			must(t, strings.Contains(why, says) && !strings.Contains(why, "name the verified") && !strings.Contains(why, "以已认证的组织开具"), "%s notice: %q", lang, why)
+			_, body := v.owner.do("GET", v.url(routenames.OrgVerify, idParam(v.org.ID)), nil, "Accept-Language", lang)
+			contains(t, body, html.EscapeString(why))
+		}
+		res, body = v.owner.do("GET", v.url(routenames.InvoicesPage, idParam(v.org.ID)), nil)
+		must(t, res.StatusCode == 200, "invoices page: %d", res.StatusCode)
+		contains(t, body, `id="f-title" name="title" type="text"`, `id="f-taxpayer_id" name="taxpayer_id" type="text" value=""`)
+		must(t, !strings.Contains(body, "成都视觉科技有限公司") && !strings.Contains(body, orgVerifyCode), "the invoice form carries the verified record")
+	})
 }
 
 // The pages speak the reader's language: no English on a Chinese page,

@@ -2,9 +2,11 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,9 +16,11 @@ import (
 	"suanli/billing"
 	"suanli/config"
 	"suanli/dbtest"
+	"suanli/handlers"
 	"suanli/models"
 	"suanli/models/identitystore"
 	"suanli/models/ledger"
+	"suanli/payments"
 	"suanli/providers"
 	"suanli/routenames"
 )
@@ -35,9 +39,9 @@ const (
 	unverifiedPayable = int64(8_800)
 )
 
-func newPayoutGateFixture(t *testing.T, db *models.DB, mode string) *payoutGateFixture {
+func newPayoutGateFixture(t *testing.T, db *models.DB, mode string, change ...func(*handlers.Handler)) *payoutGateFixture {
 	t.Helper()
-	v := newOrgVerifyApp(t, db, true, mode)
+	v := newOrgVerifyApp(t, db, true, mode, change...)
 	ctx := context.Background()
 	ps := &providers.Service{DB: db, BaseURL: "http://suanli.test"}
 	verified, err := ps.CreateVerified(ctx, mustUser(t, db, "ok@provider.example", "Vera Verified", false), "Verified GPU Co")
@@ -171,4 +175,91 @@ func ledgerTxns(t *testing.T, db *models.DB) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// gateConnect is Stripe Connect that records the transfers asked of it,
+// and answers like a network failure while down.
+type gateConnect struct {
+	mu        sync.Mutex
+	down      bool
+	transfers []string
+}
+
+func (c *gateConnect) CreateExpressAccount(context.Context, string, string) (string, error) {
+	return "acct_new", nil
+}
+func (c *gateConnect) AccountLink(_ context.Context, id, _, _ string) (string, error) {
+	return "https://connect.stripe.test/setup/" + id, nil
+}
+func (c *gateConnect) Account(context.Context, string) (bool, bool, error) { return true, true, nil }
+func (c *gateConnect) Transfer(_ context.Context, _ string, _ int64, key string, _ int64) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down {
+		return "", errors.New("dial tcp: connection refused")
+	}
+	c.transfers = append(c.transfers, key)
+	return "tr_" + key, nil
+}
+
+// up lets transfers through from now on and forgets those made.
+func (c *gateConnect) up() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down, c.transfers = false, nil
+}
+
+func (c *gateConnect) sent() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.transfers...)
+}
+
+var _ payments.Connect = (*gateConnect)(nil)
+
+// A Stripe payout recorded while the provider was verified, whose
+// transfer has not gone out (Stripe was down), is held once an admin
+// resets the verification: runs transfer nothing, the payout stays
+// pending, and the admin's payouts page names it with the reason. Verified
+// again, the next run transfers it and the notice goes.
+func TestPayoutGateHoldsRecordedTransferAfterReset(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *models.DB) {
+		fc := &gateConnect{down: true}
+		f := newPayoutGateFixture(t, db, config.RealNameRequired, func(h *handlers.Handler) { h.Payouts.Connect = fc })
+		ctx := context.Background()
+		pr := f.verified.Provider.ID
+		if err := db.Tx(ctx, func(tx *gorm.DB) error { return ledger.SetProviderConnect(tx, pr, "acct_verified", true, true) }); err != nil {
+			t.Fatal(err)
+		}
+		body := f.run(t)
+		contains(t, body, en("admin.payouts.run_partial", 1, matrixPayoutPeriod()))
+		ps := f.payouts(t, pr)
+		must(t, len(ps) == 1 && ps[0].Method == models.PayoutStripe && ps[0].Status == models.PayoutPending, "recorded: %+v", ps)
+		po := ps[0]
+
+		v := latestOrgVerification(t, db, f.verified.Org.ID)
+		res, _ := f.v.root.post(f.v.url(routenames.AdminOrgVerifyReset, idParam(v.ID)), url.Values{"reason": {"The licence was revoked"}})
+		must(t, res.StatusCode == http.StatusSeeOther, "reset: %d", res.StatusCode)
+
+		fc.up()
+		body = f.run(t)
+		contains(t, body, `id="held-`+idParam(f.verified.Org.ID)+`"`, `id="held-payout-`+idParam(po.ID)+`"`,
+			en("orgverify.held.pending_transfer", po.ID, "¥50.00"))
+		must(t, len(fc.sent()) == 0, "transfers for a held provider: %v", fc.sent())
+		ps = f.payouts(t, pr)
+		must(t, len(ps) == 1 && ps[0].Status == models.PayoutPending && ps[0].StripeTransferID == "", "held payout: %+v", ps)
+		problems, err := ledger.LedgerCheck(ctx, db)
+		must(t, err == nil && len(problems) == 0, "ledger: %v %v", problems, err)
+
+		// Verified again: the next run transfers it, once.
+		if err := db.Tx(ctx, func(tx *gorm.DB) error { return identitystore.MarkOrgVerified(tx, f.verified.Org.ID, time.Now()) }); err != nil {
+			t.Fatal(err)
+		}
+		body = f.run(t)
+		must(t, !strings.Contains(body, `id="held-payout-`), "the payouts page still holds the transfer")
+		must(t, len(fc.sent()) == 1 && fc.sent()[0] == "payout-"+idParam(po.ID), "transfers after verification: %v", fc.sent())
+		ps = f.payouts(t, pr)
+		must(t, len(ps) == 1 && ps[0].Status == models.PayoutPaid, "after verification: %+v", ps)
+	})
 }

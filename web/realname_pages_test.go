@@ -108,6 +108,7 @@ func TestRealNamePages(t *testing.T) {
 
 		res, body = adm.do("GET", a.url(routenames.AdminSMS)+"?phone=138+0013+8000", nil)
 		must(t, res.StatusCode == http.StatusOK && strings.Contains(body, "13800138000") && strings.Contains(body, code), "SMS outbox: %d %s", res.StatusCode, snippet(body))
+		must(t, res.Header.Get("Cache-Control") == "no-store", "the SMS outbox (live codes, full numbers) may be cached: %q", res.Header.Get("Cache-Control"))
 
 		res, body = adm.post(a.url(routenames.AdminRealNameReject, idParam(u.ID)), url.Values{"reason": {" "}})
 		must(t, res.StatusCode == http.StatusUnprocessableEntity && fieldError(body, "reason") != "", "reject without a reason: %d", res.StatusCode)

@@ -127,5 +127,7 @@ func (h *Handler) AdminSMS(c echo.Context) error {
 		}
 		return base + "?" + v.Encode()
 	})
+	// Live codes and full numbers: never kept by a cache.
+	c.Response().Header().Set("Cache-Control", "no-store")
 	return handlers.Render(c, http.StatusOK, identitypages.SMSPage(handlers.ViewCtx(c), vm))
 }

@@ -8,9 +8,11 @@
 package invoices
 
 import (
-	"mime"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -38,16 +40,22 @@ func invoiceID(c echo.Context) (int64, error) { return handlers.ParseID(c, "invo
 // application/ofd (GB/T 33190).
 var contentTypes = map[string]string{invoicestore.FilePDF: "application/pdf", invoicestore.FileOFD: "application/ofd"}
 
+// fileCSP is the Content-Security-Policy of a served invoice file: a file
+// an admin uploaded is never a page of this origin (sandbox: no script,
+// no same-origin access) even if a browser opened it instead of saving it.
+const fileCSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
+
 // sendFile answers an issued invoice's file as an attachment named for
-// its number.
+// its number, sandboxed and never cached.
 func sendFile(c echo.Context, inv *invoicestore.Invoice, f *invoicestore.File) error {
 	name := "fapiao-" + inv.NumberOrEmpty() + "." + inv.FileType
 	if inv.NumberOrEmpty() == "" {
 		name = "fapiao-" + strconv.FormatInt(inv.ID, 10) + "." + inv.FileType
 	}
 	hd := c.Response().Header()
-	hd.Set(echo.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	hd.Set(echo.HeaderContentDisposition, attachment(name))
 	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Content-Security-Policy", fileCSP)
 	hd.Set("Cache-Control", "private, no-store")
 	ct := contentTypes[inv.FileType]
 	if ct == "" {
@@ -59,4 +67,26 @@ func sendFile(c echo.Context, inv *invoicestore.Invoice, f *invoicestore.File) e
 // fileAPIURL is where the API downloads an issued invoice's file.
 func fileAPIURL(c echo.Context, inv *invoicestore.Invoice) string {
 	return c.Echo().Reverse(routenames.APIInvoicesFile, strconv.FormatInt(inv.OrgID, 10), strconv.FormatInt(inv.ID, 10))
+}
+
+// attachment is a Content-Disposition that saves the file as name: a
+// plain ASCII filename (every other character an underscore) for old
+// clients, and the exact name in RFC 5987's filename* for the rest.
+func attachment(name string) string {
+	ascii := strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_", r)) {
+			return r
+		}
+		return '_'
+	}, name)
+	var ext strings.Builder
+	for _, b := range []byte(name) {
+		// RFC 5987 attr-char; everything else percent-encoded.
+		if b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || strings.IndexByte("!#$&+-.^_`|~", b) >= 0 {
+			ext.WriteByte(b)
+		} else {
+			fmt.Fprintf(&ext, "%%%02X", b)
+		}
+	}
+	return `attachment; filename="` + ascii + `"; filename*=UTF-8''` + ext.String()
 }

@@ -35,17 +35,27 @@ func (h *Handler) renderReview(c echo.Context, status int, f views.Form) error {
 	vm := orgverifypages.ReviewVM{ID: v.ID, OrgID: v.OrgID, OrgName: r.Org.Name, OrgKind: r.Org.Kind, Status: string(v.Status),
 		CreditCode: v.CreditCode, RegisteredName: v.OrgName, LegalRep: v.LegalRep, LicenceType: v.LicenceType, LicenceBytes: v.LicenceBytes,
 		HasLicence: r.HasLicence, ConsentVersion: v.ConsentVersion, ConsentAt: v.ConsentAt, SubmittedAt: v.SubmittedAt,
-		ReviewedAt: v.ReviewedAt, Reason: v.Reason, Operator: v.Source == identitystore.SourceOperator, Form: f, Unavailable: o.Ring == nil}
+		ReviewedAt: v.ReviewedAt, Reason: v.Reason, Operator: v.Source == identitystore.SourceOperator, Form: f, Unavailable: o.Ring == nil,
+		LicenceDownload: v.LicenceType == identity.LicencePDF}
 	if r.Submitter != nil {
 		vm.SubmitterName, vm.SubmitterEmail = r.Submitter.Name, r.Submitter.Email
 	}
+	// The page shows the credit code in full: no cache keeps a copy.
+	c.Response().Header().Set("Cache-Control", "no-store")
 	return handlers.Render(c, status, orgverifypages.ReviewPage(handlers.ViewCtx(c), vm))
 }
+
+// licenceCSP is the Content-Security-Policy of a served licence file: an
+// organisation uploaded it, so it is never a page of this origin
+// (sandbox: no script, no same-origin access), whatever is inside it.
+const licenceCSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 
 // AdminLicence is GET /admin/org-verifications/{id}/licence: the business
 // licence file, for platform admins only. Each answer is a full read,
 // recorded in the audit log (who read whose licence) before the file is
-// sent; it is never cached (Cache-Control: no-store).
+// sent; it is never cached (Cache-Control: no-store) and is sandboxed. An
+// image opens in the browser; a PDF is saved (attachment) instead,
+// because browsers refuse to run their PDF viewer in a sandboxed document.
 func (h *Handler) AdminLicence(c echo.Context) error {
 	id, err := handlers.ParseID(c, "id", "organisation verification")
 	if err != nil {
@@ -55,10 +65,15 @@ func (h *Handler) AdminLicence(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	disposition := "inline"
+	if f.Kind == identity.LicencePDF {
+		disposition = "attachment"
+	}
 	hd := c.Response().Header()
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Content-Disposition", "inline; filename=\"licence-"+strconv.FormatInt(f.OrgID, 10)+"."+f.Kind+"\"")
+	hd.Set("Content-Security-Policy", licenceCSP)
+	hd.Set("Content-Disposition", disposition+"; filename=\"licence-"+strconv.FormatInt(f.OrgID, 10)+"."+f.Kind+"\"")
 	return c.Blob(http.StatusOK, f.ContentType, f.Data)
 }
 

@@ -71,8 +71,9 @@ func PayoutHold(c echo.Context, h *handlers.Handler, pr *models.Provider) (orgve
 	return hold, nil
 }
 
-// HeldRows are the providers whose payable waits for their
-// organisation's verification, for the admin's payouts page.
+// HeldRows are the providers whose payable, or a recorded payout's
+// Stripe transfer, waits for their organisation's verification, for the
+// admin's payouts page.
 func HeldRows(c echo.Context, h *handlers.Handler) ([]orgverifypages.HeldRow, error) {
 	if h.Payouts == nil {
 		return nil, nil
@@ -88,7 +89,11 @@ func HeldRows(c echo.Context, h *handlers.Handler) ([]orgverifypages.HeldRow, er
 		if lang == locales.EN && p.NameEN != "" {
 			name = p.NameEN
 		}
-		out = append(out, orgverifypages.HeldRow{ProviderName: name, OrgID: p.OrgID, BalanceFen: p.BalanceFen})
+		row := orgverifypages.HeldRow{ProviderName: name, OrgID: p.OrgID, BalanceFen: p.BalanceFen}
+		for _, t := range p.Pending {
+			row.Pending = append(row.Pending, orgverifypages.HeldTransfer{PayoutID: t.PayoutID, AmountFen: t.AmountFen})
+		}
+		out = append(out, row)
 	}
 	return out, nil
 }

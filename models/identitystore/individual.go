@@ -123,11 +123,24 @@ func SaveIndividual(tx *gorm.DB, in *Individual) error {
 }
 
 // VerifiedElsewhere reports whether another user than userID holds a
-// verified identity with the ID number's digest.
-func VerifiedElsewhere(tx *gorm.DB, digest string, userID int64) (bool, error) {
-	var n int64
-	err := tx.Model(&Individual{}).Where("id_digest = ? AND status = ? AND user_id <> ?", digest, Verified, userID).Count(&n).Error
-	return n > 0, err
+// verified identity with one of the ID number's digests (one per key of
+// the PII ring: while a rotation is under way a row may still hold the
+// old key's digest).
+func VerifiedElsewhere(tx *gorm.DB, digests []string, userID int64) (bool, error) {
+	ids, err := VerifiedWith(tx, digests, userID)
+	return len(ids) > 0, err
+}
+
+// VerifiedWith returns the users other than userID whose verified
+// identity holds one of the digests, by id.
+func VerifiedWith(tx *gorm.DB, digests []string, userID int64) ([]int64, error) {
+	var ids []int64
+	if len(digests) == 0 {
+		return nil, nil
+	}
+	err := tx.Model(&Individual{}).Where("id_digest IN ? AND status = ? AND user_id <> ?", digests, Verified, userID).
+		Order("user_id").Pluck("user_id", &ids).Error
+	return ids, err
 }
 
 // MarkVerified records in tx that the user's pending verification is
@@ -177,6 +190,16 @@ func SealedPage(ctx context.Context, db *models.DB, afterUserID int64, limit int
 func UpdateSealed(tx *gorm.DB, userID int64, sealedWas, sealed, digest string) (bool, error) {
 	res := tx.Model(&Individual{}).Where("user_id = ? AND id_sealed = ?", userID, sealedWas).
 		Updates(map[string]any{"id_sealed": sealed, "id_digest": digest})
+	return res.RowsAffected == 1, res.Error
+}
+
+// UpdateSealedOnly is UpdateSealed keeping the row's digest: the reseal
+// of an ID number whose new digest another verified row holds already
+// (one ID number verified on two accounts, under two keys), so that the
+// value no longer needs the old key while the duplicate waits for an
+// admin.
+func UpdateSealedOnly(tx *gorm.DB, userID int64, sealedWas, sealed string) (bool, error) {
+	res := tx.Model(&Individual{}).Where("user_id = ? AND id_sealed = ?", userID, sealedWas).Update("id_sealed", sealed)
 	return res.RowsAffected == 1, res.Error
 }
 

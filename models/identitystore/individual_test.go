@@ -47,8 +47,14 @@ func TestIndividualQueries(t *testing.T) {
 		}
 		save(b, identitystore.Pending) // the same digest, pending: allowed
 		err = db.Tx(ctx, func(tx *gorm.DB) error {
-			if taken, err := identitystore.VerifiedElsewhere(tx, digest, b.ID); err != nil || !taken {
+			if taken, err := identitystore.VerifiedElsewhere(tx, []string{"other", digest}, b.ID); err != nil || !taken {
 				t.Errorf("verified elsewhere: %v %v", taken, err)
+			}
+			if taken, err := identitystore.VerifiedElsewhere(tx, []string{"other"}, b.ID); err != nil || taken {
+				t.Errorf("verified elsewhere under another digest: %v %v", taken, err)
+			}
+			if ids, err := identitystore.VerifiedWith(tx, []string{digest}, b.ID); err != nil || len(ids) != 1 || ids[0] != a.ID {
+				t.Errorf("verified with the digest: %v %v", ids, err)
 			}
 			return identitystore.MarkVerified(tx, b.ID, now)
 		})
@@ -64,6 +70,15 @@ func TestIndividualQueries(t *testing.T) {
 		page, err := identitystore.SealedPage(ctx, db, 0, 10)
 		if err != nil || len(page) != 2 || page[0].UserID != a.ID || page[0].IDSealed != "new" || *page[0].IDDigest != "d2" {
 			t.Errorf("sealed page %+v %v", page, err)
+		}
+		// The reseal of a duplicate: the sealed value only, the digest kept.
+		var ok bool
+		err = db.Tx(ctx, func(tx *gorm.DB) (err error) {
+			ok, err = identitystore.UpdateSealedOnly(tx, a.ID, "new", "newer")
+			return err
+		})
+		if in, _ := identitystore.IndividualOf(ctx, db, a.ID); err != nil || !ok || in.IDSealed != "newer" || *in.IDDigest != "d2" {
+			t.Errorf("sealed only: %v %v %+v", ok, err, in)
 		}
 
 		orgs, _ := db.OrgsOfUser(ctx, a.ID)

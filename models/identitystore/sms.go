@@ -3,6 +3,7 @@ package identitystore
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -30,11 +31,14 @@ type SMSCode struct {
 // TableName is the codes' table.
 func (SMSCode) TableName() string { return "sms_codes" }
 
-// LockSending holds, until tx ends, the sending throttles of a phone
-// number and of a client address, so that codes asked for at once are
+// LockSending holds, until tx ends, the sending throttles of a user, a
+// phone number and a client address, so that codes asked for at once are
 // counted one after another (PostgreSQL's advisory locks, taken in one
 // order; SQLite's one writer does that already).
-func LockSending(tx *gorm.DB, phone, ip string) error {
+func LockSending(tx *gorm.DB, userID int64, phone, ip string) error {
+	if err := platform.LockThrottle(tx, "sms_user", strconv.FormatInt(userID, 10)); err != nil {
+		return err
+	}
 	if err := platform.LockThrottle(tx, "sms_phone", phone); err != nil {
 		return err
 	}
@@ -47,17 +51,24 @@ func LockSending(tx *gorm.DB, phone, ip string) error {
 // CodesToPhone counts the codes sent to a phone number since the time
 // given, and returns the oldest and the newest of them (zero when none).
 func CodesToPhone(tx *gorm.DB, phone string, since time.Time) (int64, time.Time, time.Time, error) {
-	return countCodes(tx, "phone = ?", phone, since)
+	return countCodes(tx, since, "phone = ?", phone)
+}
+
+// CodesOfUser counts the codes of a purpose a user asked for since the
+// time given, whatever the numbers, and returns the oldest and the newest
+// of them.
+func CodesOfUser(tx *gorm.DB, userID int64, purpose string, since time.Time) (int64, time.Time, time.Time, error) {
+	return countCodes(tx, since, "user_id = ? AND purpose = ?", userID, purpose)
 }
 
 // CodesFromIP counts the codes asked for from a client address since the
 // time given, and returns the oldest and the newest of them.
 func CodesFromIP(tx *gorm.DB, ip string, since time.Time) (int64, time.Time, time.Time, error) {
-	return countCodes(tx, "ip = ?", ip, since)
+	return countCodes(tx, since, "ip = ?", ip)
 }
 
-func countCodes(tx *gorm.DB, where, arg string, since time.Time) (int64, time.Time, time.Time, error) {
-	q := func() *gorm.DB { return tx.Model(&SMSCode{}).Where(where, arg).Where("created_at > ?", since) }
+func countCodes(tx *gorm.DB, since time.Time, where string, args ...any) (int64, time.Time, time.Time, error) {
+	q := func() *gorm.DB { return tx.Model(&SMSCode{}).Where(where, args...).Where("created_at > ?", since) }
 	var n int64
 	if err := q().Count(&n).Error; err != nil || n == 0 {
 		return n, time.Time{}, time.Time{}, err
@@ -134,6 +145,16 @@ func (OutboxSMS) TableName() string { return "sms_outbox" }
 // InsertOutbox keeps a message in the SMS outbox.
 func InsertOutbox(ctx context.Context, db *models.DB, m *OutboxSMS) error {
 	return db.W.WithContext(ctx).Create(m).Error
+}
+
+// BlankOutboxOf empties in tx the text of every SMS outbox message to a
+// number the user's codes of a purpose went to (the texts held the
+// codes): a withdrawal of consent. The rows stay, with the number and
+// the time (the record of what was sent). It returns how many it blanked.
+func BlankOutboxOf(tx *gorm.DB, userID int64, purpose string) (int64, error) {
+	phones := tx.Session(&gorm.Session{NewDB: true}).Model(&SMSCode{}).Select("phone").Where("user_id = ? AND purpose = ?", userID, purpose)
+	res := tx.Model(&OutboxSMS{}).Where("to_phone IN (?) AND body <> ''", phones).Update("body", "")
+	return res.RowsAffected, res.Error
 }
 
 // OutboxPage returns one page of the SMS outbox, newest first, and its

@@ -109,6 +109,9 @@ type ReviewVM struct {
 	Form views.Form
 	// Unavailable: no key is configured, so the licence cannot be opened.
 	Unavailable bool
+	// LicenceDownload: the licence is saved, not opened in the browser (a
+	// PDF, which the sandboxed answer cannot show).
+	LicenceDownload bool
 }
 
 // PayoutHold is the provider earnings page's notice: payouts wait for
@@ -127,4 +130,12 @@ type HeldRow struct {
 	ProviderName string
 	OrgID        int64
 	BalanceFen   int64
+	// Pending are its recorded Stripe payouts whose transfers wait.
+	Pending []HeldTransfer
+}
+
+// HeldTransfer is a recorded Stripe payout whose transfer waits for the
+// organisation's verification.
+type HeldTransfer struct {
+	PayoutID, AmountFen int64
 }
