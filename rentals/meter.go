@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"gorm.io/gorm"
 
 	"suanli/billing"
@@ -120,24 +122,6 @@ func clip(fen, balance, headroom int64) (int64, string) {
 	return fen, ""
 }
 
-// errMeterRace is a batch in which another pass billed some rental first;
-// the batch is rolled back and the job's retry bills what is left.
-var errMeterRace = errors.New("meter: another pass billed some of these rentals; retrying")
-
-// claimAll claims many rentals' intervals (as claimInterval does one;
-// see ledger.ClaimMeterIntervals). If any rental was claimed by someone
-// else, the batch fails with errMeterRace.
-func claimAll(tx *gorm.DB, cs []ledger.MeterClaim, now time.Time) error {
-	ok, err := ledger.ClaimMeterIntervals(tx, cs, now)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return errMeterRace
-	}
-	return nil
-}
-
 // meterOne bills one running on-demand rental up to now in tx (see
 // meterAmount), clipped to the balance and spending limits (see clip).
 func (s *Service) meterOne(tx *gorm.DB, r *models.Rental, now time.Time, final bool) error {
@@ -191,11 +175,17 @@ type MeterResult struct {
 	VolumesDeleted int
 }
 
-// meterBatch is how many rentals one meter transaction bills.
-const meterBatch = 1000
+// meterBatch is about how many rentals one meter transaction bills, by
+// dialect (whole organisations at a time, see ledger.MeterRanges): fewer
+// on SQLite, whose one writer every other write waits for meanwhile.
+var meterBatch = map[string]int{"postgres": 5000, "sqlite": 2000}
 
-// meterRaceRetries is how often a pass bills a batch again that raced a
-// stop or another pass before it gives up (and the job's retry goes on).
+// meterWorkers is how many batches run at once, each in its own
+// transaction: SQLite has one writer, its batches run one by one.
+var meterWorkers = map[string]int{"postgres": 4, "sqlite": 1}
+
+// meterRaceRetries is how often a pass bills a batch again that raced
+// (ledger.MeterRaced) before it gives up (and the job's retry goes on).
 const meterRaceRetries = 5
 
 // Meter bills every running on-demand rental up to now, a batch per
@@ -221,118 +211,115 @@ func (s *Service) Meter(ctx context.Context) (MeterResult, error) {
 	return res, err
 }
 
-// meterOnDemand is Meter's pass over on-demand rentals.
+// meterOnDemand is Meter's pass over on-demand rentals: batches of whole
+// organisations, meterWorkers at a time.
 func (s *Service) meterOnDemand(ctx context.Context) (MeterResult, error) {
 	var res MeterResult
 	now := s.DB.Now().UTC()
-	var lastID int64
-	for {
-		ids, err := ledger.RunningOnDemandIDs(ctx, s.DB, lastID, meterBatch)
-		if err != nil {
-			return res, err
+	ranges, err := ledger.MeterRanges(ctx, s.DB, meterBatch[s.DB.Dialect])
+	if err != nil {
+		return res, err
+	}
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(meterWorkers[s.DB.Dialect])
+	for _, o := range ranges {
+		g.Go(func() error {
+			r, err := s.meterRange(ctx, o, now)
+			mu.Lock()
+			defer mu.Unlock()
+			res.Rentals, res.Fen, res.Stopped, res.Reminded = res.Rentals+r.Rentals, res.Fen+r.Fen, res.Stopped+r.Stopped, res.Reminded+r.Reminded
+			return err
+		})
+	}
+	return res, g.Wait()
+}
+
+// meterRange bills the running on-demand rentals of the organisations in
+// g in one transaction (one that raced, see ledger.MeterRaced, is rolled
+// back and billed again, read afresh: a whole pass must not fail over
+// one rental), then stops and mails (afterMeter).
+func (s *Service) meterRange(ctx context.Context, g ledger.OrgRange, now time.Time) (res MeterResult, err error) {
+	var billed []models.Rental
+	var balances map[int64]int64
+	for attempt := 0; ; attempt++ {
+		err = s.DB.Tx(ctx, func(tx *gorm.DB) (err error) {
+			billed, balances, res.Fen, err = s.meterBatchTx(tx, g, now)
+			return err
+		})
+		if !ledger.MeterRaced(err) || attempt == meterRaceRetries {
+			break
 		}
-		if len(ids) == 0 {
-			return res, nil
-		}
-		lastID = ids[len(ids)-1]
-		var (
-			billed   []models.Rental
-			balances map[int64]int64
-			n        int
-			fenSum   int64
-		)
-		// A batch that raced a stop or another pass is rolled back and
-		// billed again, read afresh: under churn (rentals stopping every
-		// second) a whole pass must not fail over one of them.
-		for attempt := 0; ; attempt++ {
-			billed, balances, n, fenSum = nil, map[int64]int64{}, 0, 0
-			err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-				// Read inside the transaction: what another pass billed meanwhile is seen.
-				rs, err := ledger.RunningOnDemandBetween(tx, ids[0], lastID)
-				if err != nil {
-					return err
-				}
-				orgs := make([]int64, 0, len(rs))
-				for _, r := range rs {
-					orgs = append(orgs, r.OrgID)
-				}
-				if balances, err = ledger.WalletBalances(tx, orgs); err != nil {
-					return err
-				}
-				// Spending limits: only organisations that have one are read.
-				limited, err := ledger.OrgsWithSpendLimits(tx, orgs)
-				if err != nil {
-					return err
-				}
-				var posts []ledger.Posting
-				var claims []ledger.MeterClaim
-				for i := range rs {
-					r := &rs[i]
-					to, fen, carry, ok := meterAmount(r, now, false)
-					if !ok {
-						continue
-					}
-					org := limited[r.OrgID]
-					room := int64(math.MaxInt64)
-					if org != nil {
-						// Read after this pass's earlier charges, which such
-						// organisations post at once (below): they are rare.
-						var err error
-						if room, _, err = billing.Headroom(tx, org, r.UserID, now); err != nil {
-							return err
-						}
-					}
-					fen, stop := clip(fen, balances[r.OrgID], room)
-					before := r.BilledFen
-					if org != nil {
-						claimed, err := claimInterval(tx, r, to, fen, carry, stop, now)
-						if err != nil {
-							return err
-						}
-						if !claimed {
-							continue
-						}
-						if fen > 0 {
-							if err := postCharge(tx, r, before, fen, now); err != nil {
-								return err
-							}
-						}
-					} else {
-						claims = append(claims, ledger.MeterClaim{RentalID: r.ID, Prev: *r.BilledUntil, To: to, Carry: carry, Fen: fen, Stop: stop})
-						r.BilledUntil, r.CarryNum, r.BilledFen, r.StopReason = &to, carry, r.BilledFen+fen, cmp.Or(stop, r.StopReason)
-						if fen > 0 {
-							posts = append(posts, ledger.Posting{
-								Txn:  chargeTxn(r, now),
-								Legs: chargeLegs(r, before, fen)})
-						}
-					}
-					balances[r.OrgID] -= fen
-					billed = append(billed, *r)
-					n++
-					fenSum += fen
-				}
-				if err := claimAll(tx, claims, now); err != nil {
-					return err
-				}
-				return ledger.PostMany(tx, posts)
-			})
-			if !errors.Is(err, errMeterRace) || attempt == meterRaceRetries {
-				break
+		slog.Debug("meter batch raced; billing it again", "attempt", attempt+1, "orgs_from", g.From, "orgs_to", g.To)
+	}
+	if err != nil {
+		return MeterResult{}, err
+	}
+	res.Rentals = len(billed)
+	res.Stopped, res.Reminded, err = s.afterMeter(ctx, billed, balances, now)
+	return res, err
+}
+
+// meterBatchTx bills one batch in tx: it returns the rentals it billed,
+// the wallets' balances after, and the fen it charged. Its claims are
+// billed together (ledger.BillMeterBatch), in a fixed handful of
+// statements; a claim that a stop or another pass won is billed by that.
+// Organisations with spending limits (rare) come last, and each of their
+// charges is posted at once: a headroom is read after the charges before.
+func (s *Service) meterBatchTx(tx *gorm.DB, g ledger.OrgRange, now time.Time) (billed []models.Rental, balances map[int64]int64, sum int64, err error) {
+	// Read inside the transaction: what another pass billed meanwhile is seen.
+	b, err := ledger.ReadMeterBatch(tx, g)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var rs, pending []*models.Rental
+	for _, last := range []bool{false, true} {
+		for i := range b.Rentals {
+			if (b.Limited[b.Rentals[i].OrgID] != nil) == last {
+				rs = append(rs, &b.Rentals[i])
 			}
-			slog.Debug("meter batch raced; billing it again", "attempt", attempt+1, "from", ids[0], "to", lastID)
-		}
-		if err != nil {
-			return res, err
-		}
-		res.Rentals += n
-		res.Fen += fenSum
-		stopped, reminded, err := s.afterMeter(ctx, billed, balances, now)
-		res.Stopped += stopped
-		res.Reminded += reminded
-		if err != nil {
-			return res, err
 		}
 	}
+	var claims []ledger.MeterClaim
+	bill := func() error {
+		won, err := ledger.BillMeterBatch(tx, claims, now)
+		for i, r := range pending {
+			if won[r.ID] {
+				billed, sum = append(billed, *r), sum+claims[i].Fen
+			} else {
+				b.Balances[r.OrgID] += claims[i].Fen
+			}
+		}
+		claims, pending = claims[:0], pending[:0]
+		return err
+	}
+	for _, r := range rs {
+		to, fen, carry, ok := meterAmount(r, now, false)
+		if !ok {
+			continue
+		}
+		org := b.Limited[r.OrgID]
+		room := int64(math.MaxInt64)
+		if org != nil {
+			if room, _, err = billing.Headroom(tx, org, r.UserID, now); err != nil {
+				return nil, nil, 0, err
+			}
+		}
+		fen, stop := clip(fen, b.Balances[r.OrgID], room)
+		c := ledger.MeterClaim{RentalID: r.ID, Prev: *r.BilledUntil, To: to, Carry: carry, Fen: fen, Stop: stop}
+		if fen > 0 {
+			c.Charge = &ledger.Posting{Txn: chargeTxn(r, now), Legs: chargeLegs(r, r.BilledFen, fen)}
+		}
+		r.BilledUntil, r.CarryNum, r.BilledFen, r.StopReason = &to, carry, r.BilledFen+fen, cmp.Or(stop, r.StopReason)
+		b.Balances[r.OrgID] -= fen
+		claims, pending = append(claims, c), append(pending, r)
+		if org != nil {
+			if err := bill(); err != nil {
+				return nil, nil, 0, err
+			}
+		}
+	}
+	return billed, b.Balances, sum, bill()
 }
 
 // afterMeter stops the just-billed rentals whose charge was cut by the

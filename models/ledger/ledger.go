@@ -1,9 +1,12 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -148,12 +151,25 @@ func post(tx *gorm.DB, txn *LedgerTxn, legs []Leg) error {
 		}
 		return err
 	}
-	for _, l := range legs {
+	ids := make([]int64, len(legs))
+	for i, l := range legs {
 		acc, err := ensureAccount(tx, l.Kind, l.OrgID, txn.CreatedAt)
 		if err != nil {
 			return err
 		}
-		q := tx.Model(&LedgerAccount{}).Where("id = ?", acc.ID)
+		ids[i] = acc.ID
+	}
+	// Balances change in the order of their accounts' ids, as a meter
+	// batch locks them (see applyBalances): two transactions that share
+	// accounts then never wait for each other in a cycle.
+	order := make([]int, len(legs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
+	for _, i := range order {
+		l := legs[i]
+		q := tx.Model(&LedgerAccount{}).Where("id = ?", ids[i])
 		switch balanceSign[l.Kind] {
 		case nonNegative:
 			if l.AmountFen < 0 {
@@ -174,7 +190,9 @@ func post(tx *gorm.DB, txn *LedgerTxn, legs []Leg) error {
 			}
 			return fmt.Errorf("%w: %s account of %d by %d fen", ErrBalanceSign, l.Kind, l.OrgID, l.AmountFen)
 		}
-		if err := tx.Create(&LedgerEntry{TxnID: txn.ID, AccountID: acc.ID, AmountFen: l.AmountFen, CreatedAt: txn.CreatedAt}).Error; err != nil {
+	}
+	for i, l := range legs {
+		if err := tx.Create(&LedgerEntry{TxnID: txn.ID, AccountID: ids[i], AmountFen: l.AmountFen, CreatedAt: txn.CreatedAt}).Error; err != nil {
 			return err
 		}
 	}
@@ -207,21 +225,18 @@ type Posting struct {
 }
 
 // PostMany records many balanced transactions in tx with the same rules
-// as Post, in a few statements: the meter bills thousands of rentals per
-// pass, and a statement per leg would not keep up. Transactions with an
-// IdemKey are not accepted here (use Post). Balances change once per
-// account by the sum of its legs; a wallet that would go below zero fails
-// the whole batch with ErrInsufficientFunds, any other account that would
-// cross its zero (balanceSign) with ErrBalanceSign.
+// as Post, in a fixed handful of statements whatever their number (see
+// rows): the meter bills a hundred thousand rentals per pass, and a
+// statement per leg would not keep up. Transactions with an IdemKey are
+// not accepted here (use Post). Balances change once per account by the
+// sum of its legs; a wallet that would go below zero fails the whole
+// batch with ErrInsufficientFunds, any other account that would cross
+// its zero (balanceSign) with ErrBalanceSign.
 func PostMany(tx *gorm.DB, ps []Posting) error {
 	if len(ps) == 0 {
 		return nil
 	}
-	type key struct {
-		kind string
-		org  int64
-	}
-	delta := map[key]int64{}
+	delta := map[accountKey]int64{}
 	for _, p := range ps {
 		if err := checkLegs(p.Legs); err != nil {
 			return err
@@ -229,103 +244,181 @@ func PostMany(tx *gorm.DB, ps []Posting) error {
 		if p.Txn.IdemKey != nil {
 			return errors.New("ledger: PostMany takes no once-only transactions")
 		}
+		if p.Txn.CreatedAt.IsZero() {
+			p.Txn.CreatedAt = models.Now(tx).UTC()
+		}
 		for _, l := range p.Legs {
-			delta[key{l.Kind, l.OrgID}] += l.AmountFen
+			delta[accountKey{l.Kind, l.OrgID}] += l.AmountFen
 		}
 	}
-	now := ps[0].Txn.CreatedAt
-	ids := map[key]int64{}
-	byKind := map[string][]int64{}
-	for k := range delta {
-		byKind[k.kind] = append(byKind[k.kind], k.org)
+	ids, err := accountIDs(tx, slices.Collect(maps.Keys(delta)), ps[0].Txn.CreatedAt)
+	if err != nil {
+		return err
 	}
-	for kind, orgs := range byKind {
-		accs := make([]LedgerAccount, len(orgs))
-		for i, o := range orgs {
-			accs[i] = LedgerAccount{Kind: kind, OrgID: o, CreatedAt: now}
+	if err := insertTxns(tx, ps); err != nil {
+		return err
+	}
+	entries := newRows("txn_id bigint", "account_id bigint", "amount_fen bigint", "created_at timestamptz")
+	for _, p := range ps {
+		for _, l := range p.Legs {
+			entries.add(p.Txn.ID, ids[accountKey{l.Kind, l.OrgID}], l.AmountFen, p.Txn.CreatedAt)
 		}
-		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(&accs, 500).Error; err != nil {
-			return err
+	}
+	if err := entries.each(tx, func(with string, args []any) error {
+		return tx.Exec(with+`INSERT INTO ledger_entries (txn_id, account_id, amount_fen, created_at)
+			SELECT txn_id, account_id, amount_fen, created_at FROM v`, args...).Error
+	}); err != nil {
+		return err
+	}
+	// Last: the balances of shared accounts (the platform's revenue, a
+	// provider's payable) stay locked until commit, and concurrent
+	// batches wait for each other only this long.
+	return applyBalances(tx, ids, delta)
+}
+
+// accountKey names an account: its kind and organisation.
+type accountKey struct {
+	kind string
+	org  int64
+}
+
+// accountIDs returns the ids of the accounts in tx, creating those that
+// do not exist yet: one statement when they all do (as a meter pass's
+// wallets and payables mostly do), three otherwise.
+func accountIDs(tx *gorm.DB, keys []accountKey, now time.Time) (map[accountKey]int64, error) {
+	ids := make(map[accountKey]int64, len(keys))
+	read := func(keys []accountKey) error {
+		v := newRows("kind text", "org_id bigint")
+		for _, k := range keys {
+			v.add(k.kind, k.org)
 		}
-		for i := 0; i < len(orgs); i += 500 {
-			var got []LedgerAccount
-			if err := tx.Select("id", "kind", "org_id").Where("kind = ? AND org_id IN ?", kind, orgs[i:min(i+500, len(orgs))]).Find(&got).Error; err != nil {
+		return v.each(tx, func(with string, args []any) error {
+			// A lookup per key, whatever the planner guesses of v's size (a
+			// join let PostgreSQL hash every account, or loop over all of
+			// them for each key, once it planned for ten).
+			var got []struct {
+				ID    *int64
+				Kind  string
+				OrgID int64
+			}
+			if err := tx.Raw(with+`SELECT (SELECT a.id FROM ledger_accounts a WHERE a.kind = v.kind AND a.org_id = v.org_id) AS id,
+				v.kind, v.org_id FROM v`, args...).Scan(&got).Error; err != nil {
 				return err
 			}
 			for _, a := range got {
-				ids[key{a.Kind, a.OrgID}] = a.ID
-			}
-		}
-	}
-	txns := make([]*LedgerTxn, len(ps))
-	for i, p := range ps {
-		txns[i] = p.Txn
-	}
-	if err := tx.CreateInBatches(txns, 2000).Error; err != nil {
-		return err
-	}
-	var entries []LedgerEntry
-	for _, p := range ps {
-		for _, l := range p.Legs {
-			entries = append(entries, LedgerEntry{TxnID: p.Txn.ID, AccountID: ids[key{l.Kind, l.OrgID}], AmountFen: l.AmountFen, CreatedAt: p.Txn.CreatedAt})
-		}
-	}
-	if err := tx.CreateInBatches(entries, 4000).Error; err != nil {
-		return err
-	}
-	// One statement per 1,000 accounts changes their balances; a wallet
-	// that would go below zero is left out, which fails the batch.
-	type change struct {
-		id, delta int64
-		kind      string
-	}
-	var changes []change
-	for k, d := range delta {
-		if d != 0 {
-			changes = append(changes, change{ids[k], d, k.kind})
-		}
-	}
-	bigint := "?"
-	if tx.Dialector.Name() == "postgres" {
-		bigint = "?::bigint"
-	}
-	for i := 0; i < len(changes); i += 1000 {
-		part := changes[i:min(i+1000, len(changes))]
-		var sb strings.Builder
-		args := make([]any, 0, 2*len(part))
-		sb.WriteString("WITH v(id, d, s) AS (VALUES ")
-		for j, c := range part {
-			if j > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(" + bigint + ", " + bigint + ", " + bigint + ")")
-			args = append(args, c.id, c.delta, int64(balanceSign[c.kind]))
-		}
-		// s is the account's sign rule: a change that would cross the
-		// zero its kind keeps is left out, which fails the batch.
-		sb.WriteString(fmt.Sprintf(`) UPDATE ledger_accounts SET balance_fen = ledger_accounts.balance_fen + v.d FROM v
-			WHERE ledger_accounts.id = v.id
-			AND (v.s <> %d OR v.d >= 0 OR ledger_accounts.balance_fen + v.d >= 0)
-			AND (v.s <> %d OR v.d <= 0 OR ledger_accounts.balance_fen + v.d <= 0)
-			RETURNING ledger_accounts.id`, nonNegative, nonPositive))
-		var got []int64
-		if err := tx.Raw(sb.String(), args...).Scan(&got).Error; err != nil {
-			return err
-		}
-		if len(got) != len(part) {
-			done := make(map[int64]bool, len(got))
-			for _, id := range got {
-				done[id] = true
-			}
-			for _, c := range part {
-				if !done[c.id] && c.kind != AccWallet {
-					return fmt.Errorf("%w: %s account %d by %d fen", ErrBalanceSign, c.kind, c.id, c.delta)
+				if a.ID != nil {
+					ids[accountKey{a.Kind, a.OrgID}] = *a.ID
 				}
 			}
-			return ErrInsufficientFunds
+			return nil
+		})
+	}
+	if err := read(keys); err != nil || len(ids) == len(keys) {
+		return ids, err
+	}
+	var missing []accountKey
+	v := newRows("kind text", "org_id bigint")
+	for _, k := range keys {
+		if _, ok := ids[k]; !ok {
+			missing = append(missing, k)
+			v.add(k.kind, k.org)
 		}
 	}
-	return nil
+	// WHERE true: SQLite's grammar needs it before ON CONFLICT.
+	if err := v.each(tx, func(with string, args []any) error {
+		return tx.Exec(with+`INSERT INTO ledger_accounts (kind, org_id, balance_fen, created_at) SELECT kind, org_id, 0, ? FROM v WHERE true
+			ON CONFLICT (kind, org_id) DO NOTHING`, append(args, now)...).Error
+	}); err != nil {
+		return nil, err
+	}
+	if err := read(missing); err != nil {
+		return nil, err
+	}
+	if len(ids) != len(keys) {
+		return nil, fmt.Errorf("ledger: %d of %d accounts missing after creating them", len(keys)-len(ids), len(keys))
+	}
+	return ids, nil
+}
+
+// insertTxns inserts the postings' transactions in tx and sets their ids.
+func insertTxns(tx *gorm.DB, ps []Posting) error {
+	v := newRows("n bigint", "kind text", "memo text", "memo_msg text", "topup_id bigint", "rental_id bigint", "created_by bigint", "created_at timestamptz")
+	for i, p := range ps {
+		t := p.Txn
+		v.add(int64(i), t.Kind, t.Memo, t.MemoMsg.JSON(), t.TopupID, t.RentalID, t.CreatedBy, t.CreatedAt)
+	}
+	next := 0
+	return v.each(tx, func(with string, args []any) error {
+		var ids []int64
+		if err := tx.Raw(with+`INSERT INTO ledger_txns (kind, memo, memo_msg, topup_id, rental_id, created_by, created_at)
+			SELECT kind, memo, memo_msg, topup_id, rental_id, created_by, created_at FROM v ORDER BY n RETURNING id`, args...).Scan(&ids).Error; err != nil {
+			return err
+		}
+		// The rows are inserted in the order of n and take their ids from a
+		// sequence in that order, whatever order RETURNING lists them in.
+		slices.Sort(ids)
+		for _, id := range ids {
+			if next == len(ps) {
+				return errors.New("ledger: more transactions inserted than posted")
+			}
+			ps[next].Txn.ID = id
+			next++
+		}
+		return nil
+	})
+}
+
+// applyBalances changes the accounts' balances in tx by their deltas, in
+// one statement (per SQLite chunk), refusing a change that would take an
+// account across the zero its kind keeps (balanceSign): a wallet with
+// ErrInsufficientFunds, any other account with ErrBalanceSign.
+func applyBalances(tx *gorm.DB, ids map[accountKey]int64, delta map[accountKey]int64) error {
+	v := newRows("id bigint", "d bigint", "s bigint")
+	for k, d := range delta {
+		if d != 0 {
+			v.add(ids[k], d, int64(balanceSign[k.kind]))
+		}
+	}
+	// On PostgreSQL the accounts are locked first, in the order of their
+	// ids (as Post changes them): batches and postings that share accounts
+	// never wait for each other in a cycle. The update locks only rows the
+	// locked query has locked already. FOR NO KEY UPDATE, as the update
+	// itself takes: it does not wait for the key-share locks that other
+	// transactions' new entries hold on their accounts.
+	pg := tx.Dialector.Name() == "postgres"
+	done := map[int64]bool{}
+	err := v.each(tx, func(with string, args []any) error {
+		lock, locked := "", ""
+		if pg {
+			// The ids as an array too, so that the accounts are found
+			// through their key (joined to v alone, PostgreSQL reads them
+			// all).
+			lock = `, locked AS MATERIALIZED (SELECT a.id FROM ledger_accounts a WHERE a.id = ANY(?::bigint[]) ORDER BY a.id FOR NO KEY UPDATE) `
+			locked = "AND ledger_accounts.id = ANY(?::bigint[]) AND ledger_accounts.id IN (SELECT id FROM locked)"
+			args = append(args, args[0], args[0])
+		}
+		var got []int64
+		// s is the account's sign rule: a change that would cross the
+		// zero its kind keeps is left out, which fails the batch.
+		err := tx.Raw(with+lock+fmt.Sprintf(`UPDATE %s SET balance_fen = ledger_accounts.balance_fen + v.d FROM v
+			WHERE ledger_accounts.id = v.id %s
+			AND (v.s <> %d OR v.d >= 0 OR ledger_accounts.balance_fen + v.d >= 0)
+			AND (v.s <> %d OR v.d <= 0 OR ledger_accounts.balance_fen + v.d <= 0)
+			RETURNING ledger_accounts.id`, updateTarget(tx, "ledger_accounts"), locked, nonNegative, nonPositive), args...).Scan(&got).Error
+		for _, id := range got {
+			done[id] = true
+		}
+		return err
+	})
+	if err != nil || len(done) == v.n {
+		return err
+	}
+	for k, d := range delta {
+		if d != 0 && !done[ids[k]] && k.kind != AccWallet {
+			return fmt.Errorf("%w: %s account of %d by %d fen", ErrBalanceSign, k.kind, k.org, d)
+		}
+	}
+	return ErrInsufficientFunds
 }
 
 // IsUniqueViolation reports whether err is a unique-constraint violation

@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -31,58 +33,184 @@ func ClaimMeterInterval(tx *gorm.DB, rentalID int64, prev, to time.Time, fen, ca
 }
 
 // MeterClaim is one rental's interval for ClaimMeterIntervals: as
-// ClaimMeterInterval's parameters.
+// ClaimMeterInterval's parameters, and for BillMeterBatch the charge to
+// post if the claim is won (nil when nothing is charged).
 type MeterClaim struct {
 	RentalID   int64
 	Prev, To   time.Time
 	Carry, Fen int64
 	Stop       string
+	Charge     *Posting
 }
 
-// meterClaimChunk is how many claims one statement carries (six bind
-// parameters each, well under SQLite's limit).
-const meterClaimChunk = 1000
-
 // ClaimMeterIntervals claims many rentals' intervals in tx as
-// ClaimMeterInterval does one, in one statement per 1,000 (a statement
-// per rental was most of a meter pass's time on PostgreSQL). ok is false
-// as soon as some rental was not claimed (another pass or a stop got it
-// first); the caller then rolls the transaction back.
+// ClaimMeterInterval does one, in one statement (see claimIntervals). ok
+// is false when some rental was not claimed (another pass or a stop got
+// it first).
 func ClaimMeterIntervals(tx *gorm.DB, cs []MeterClaim, now time.Time) (ok bool, err error) {
-	// PostgreSQL types VALUES from the first row; its bind parameters
-	// need casts, which SQLite does not have.
-	cast := func(p, typ string) string {
-		if tx.Dialector.Name() == "postgres" {
-			return p + "::" + typ
-		}
-		return p
+	won, err := claimIntervals(tx, cs, now)
+	return err == nil && len(won) == len(cs), err
+}
+
+// claimIntervals claims the intervals in tx, in one statement (one per
+// chunk under SQLite's bind-parameter limit: a statement per rental was
+// most of a meter pass's time on PostgreSQL), and returns the rentals
+// whose claims it won.
+func claimIntervals(tx *gorm.DB, cs []MeterClaim, now time.Time) (map[int64]bool, error) {
+	v := newRows("id bigint", "prev timestamptz", "upto timestamptz", "carry bigint", "fen bigint", "stop text")
+	for _, c := range cs {
+		v.add(c.RentalID, c.Prev, c.To, c.Carry, c.Fen, c.Stop)
 	}
-	for i := 0; i < len(cs); i += meterClaimChunk {
-		part := cs[i:min(i+meterClaimChunk, len(cs))]
-		var sb strings.Builder
-		args := make([]any, 0, len(part)*6+3)
-		sb.WriteString("WITH v(id, prev, upto, carry, fen, stop) AS (VALUES ")
-		for j, c := range part {
-			if j > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(" + cast("?", "bigint") + ", " + cast("?", "timestamptz") + ", " + cast("?", "timestamptz") + ", " +
-				cast("?", "bigint") + ", " + cast("?", "bigint") + ", " + cast("?", "text") + ")")
-			args = append(args, c.RentalID, c.Prev, c.To, c.Carry, c.Fen, c.Stop)
-		}
-		sb.WriteString(`) UPDATE rentals SET billed_until = v.upto, carry_num = v.carry, billed_fen = rentals.billed_fen + v.fen,
-			stop_reason = CASE WHEN v.stop = '' THEN rentals.stop_reason ELSE v.stop END, updated_at = ` + cast("?", "timestamptz") + `
-			FROM v WHERE rentals.id = v.id AND rentals.status = ` + cast("?", "text") + ` AND rentals.billed_until = v.prev RETURNING rentals.id`)
+	won := make(map[int64]bool, len(cs))
+	err := v.each(tx, func(with string, args []any) error {
+		// The guard is billed_until = prev: of two passes (or a pass and a
+		// stop) that read the same second, the second's row no longer
+		// matches once the first commits.
+		q := with + "UPDATE " + updateTarget(tx, "rentals") + ` SET billed_until = v.upto, carry_num = v.carry, billed_fen = rentals.billed_fen + v.fen,
+			stop_reason = CASE WHEN v.stop = '' THEN rentals.stop_reason ELSE v.stop END, updated_at = ?
+			FROM v WHERE rentals.id = v.id AND rentals.status = ? AND rentals.billed_until = v.prev`
 		args = append(args, now, models.RentalRunning)
-		var got []int64
-		if err := tx.Raw(sb.String(), args...).Scan(&got).Error; err != nil {
-			return false, err
+		if tx.Dialector.Name() == "postgres" {
+			// The ids again, as an array: joined to v alone, PostgreSQL
+			// hashes the whole table for every batch.
+			q += ` AND rentals.id = ANY(?::bigint[])`
+			args = append(args, args[0])
 		}
-		if len(got) != len(part) {
-			return false, nil
+		var ids []int64
+		err := tx.Raw(q+" RETURNING rentals.id", args...).Scan(&ids).Error
+		for _, id := range ids {
+			won[id] = true
+		}
+		return err
+	})
+	return won, err
+}
+
+// ErrMeterRaced is a meter batch whose charges would take a wallet below
+// zero: the wallet was debited since the batch read its balance (a stop
+// billed a rental of it meanwhile). The batch is rolled back and billed
+// again, read afresh.
+var ErrMeterRaced = errors.New("ledger: a wallet was debited since the meter batch read it")
+
+// MeterRaced reports whether a meter batch failed for a race that billing
+// it again resolves: ErrMeterRaced, or a deadlock PostgreSQL broke between
+// two passes that claim the same rentals in different orders.
+func MeterRaced(err error) bool {
+	return errors.Is(err, ErrMeterRaced) || err != nil && strings.Contains(err.Error(), "SQLSTATE 40P01")
+}
+
+// BillMeterBatch claims a meter batch's intervals and posts the charges of
+// the claims it won (PostMany) in tx, in a fixed handful of statements
+// whatever the batch's size, and returns the rentals whose claims it won.
+// The others were billed by another pass or a stop that got them first:
+// dropping them, instead of failing the batch, keeps a batch of thousands
+// of rentals from billing again and again while renters stop some.
+func BillMeterBatch(tx *gorm.DB, cs []MeterClaim, now time.Time) (map[int64]bool, error) {
+	won, err := claimIntervals(tx, cs, now)
+	if err != nil {
+		return nil, err
+	}
+	var ps []Posting
+	for _, c := range cs {
+		if won[c.RentalID] && c.Charge != nil {
+			ps = append(ps, *c.Charge)
 		}
 	}
-	return true, nil
+	err = PostMany(tx, ps)
+	if errors.Is(err, ErrInsufficientFunds) {
+		err = ErrMeterRaced
+	}
+	return won, err
+}
+
+// metered selects the running on-demand rentals, as the partial index
+// rentals_metered (migration 00032) does: in literals, which SQLite needs
+// to use a partial index.
+var metered = fmt.Sprintf("status = '%s' AND term = '%s'", models.RentalRunning, pricing.OnDemand)
+
+// meteredRentals is the rentals table for the meter's reads: on SQLite
+// through rentals_metered by name, since its planner (without
+// statistics) prefers rentals_status and reads every running rental for
+// each batch.
+func meteredRentals(tx *gorm.DB) *gorm.DB {
+	if tx.Dialector.Name() == "sqlite" {
+		return tx.Table("rentals INDEXED BY rentals_metered")
+	}
+	return tx.Table("rentals")
+}
+
+// OrgRange is the organisations, by id from From to To, whose running
+// on-demand rentals one meter batch bills.
+type OrgRange struct{ From, To int64 }
+
+// MeterRanges cuts the organisation ids into ranges that hold about size
+// running on-demand rentals each, in one statement. An organisation is
+// never cut, so that each wallet and spending limit is charged by one
+// batch only, and batches that run at once never touch the same wallet.
+// The ranges cover every id (the last one is open), so an organisation
+// whose first rental started since is billed too.
+func MeterRanges(ctx context.Context, db *models.DB, size int) ([]OrgRange, error) {
+	var orgs []struct {
+		OrgID int64
+		N     int
+	}
+	// A plan only (each batch reads its rentals in its transaction): it
+	// reads through the read pool, leaving SQLite's one writer free.
+	if err := meteredRentals(db.R.WithContext(ctx)).Select("org_id, COUNT(*) AS n").
+		Where(metered).Group("org_id").Order("org_id").Scan(&orgs).Error; err != nil {
+		return nil, err
+	}
+	var out []OrgRange
+	from, n := int64(math.MinInt64), 0
+	for i, o := range orgs {
+		if n += o.N; n >= size && i < len(orgs)-1 {
+			out = append(out, OrgRange{from, o.OrgID})
+			from, n = o.OrgID+1, 0
+		}
+	}
+	if len(orgs) > 0 {
+		out = append(out, OrgRange{from, math.MaxInt64})
+	}
+	return out, nil
+}
+
+// MeterBatch is what a meter batch reads in its transaction: the running
+// on-demand rentals of its organisations by organisation and id (only the
+// meterColumns), their wallets' balances by organisation, and those of
+// them with spending limits (see OrgsWithSpendLimits).
+type MeterBatch struct {
+	Rentals  []models.Rental
+	Balances map[int64]int64
+	Limited  map[int64]*models.Org
+}
+
+// meterColumns are the rentals' columns a meter batch reads: what the
+// meter computes a charge from (the rate, the billing state), posts it
+// with (the renter, the provider) and mails a renter about. Scanning
+// every column of a hundred thousand rentals was a good part of a pass.
+var meterColumns = []string{"id", "org_id", "user_id", "provider_id", "status", "term", "gpus", "price_per_gpu_hour_fen",
+	"offpeak_pct", "student_pct", "sla_surcharge_pct", "no_gpu", "no_gpu_price_per_hour_fen", "free", "running_since",
+	"billed_until", "carry_num", "billed_fen", "downtime_secs", "min_billed_s", "stop_reason", "low_balance_mailed"}
+
+// ReadMeterBatch reads, in tx, the meter batch of the organisations in g.
+func ReadMeterBatch(tx *gorm.DB, g OrgRange) (b MeterBatch, err error) {
+	// By organisation (each one's rentals by id, the order they are
+	// charged in), the order of the index: nothing to sort.
+	if err = meteredRentals(tx).Select(meterColumns).Where("org_id BETWEEN ? AND ? AND "+metered, g.From, g.To).Order("org_id, id").
+		Find(&b.Rentals).Error; err != nil || len(b.Rentals) == 0 {
+		return b, err
+	}
+	var orgs []int64
+	for _, r := range b.Rentals {
+		if len(orgs) == 0 || orgs[len(orgs)-1] != r.OrgID {
+			orgs = append(orgs, r.OrgID)
+		}
+	}
+	if b.Balances, err = WalletBalances(tx, orgs); err != nil {
+		return b, err
+	}
+	b.Limited, err = OrgsWithSpendLimits(tx, orgs)
+	return b, err
 }
 
 // RunningOnDemandIDs returns up to limit ids after afterID of running
