@@ -1,10 +1,6 @@
 package rentals
 
-import (
-	"os"
-	"strconv"
-	"testing"
-)
+import "testing"
 
 // SetMeterBatch makes meter batches of about n rentals until the test
 // ends: a small fleet then makes several batches, which run at once on
@@ -13,10 +9,4 @@ func SetMeterBatch(tb testing.TB, n int) {
 	old := meterBatch
 	meterBatch = map[string]int{"postgres": n, "sqlite": n}
 	tb.Cleanup(func() { meterBatch = old })
-}
-
-func init() {
-	if n, _ := strconv.Atoi(os.Getenv("METER_WORKERS")); n > 0 {
-		meterWorkers = map[string]int{"postgres": n, "sqlite": 1}
-	}
 }
