@@ -1,10 +1,12 @@
 // Package changefeed tells a process's waiting pages that what they show
 // changed, whichever process changed it: a rental's live card waits on
-// its rental instead of asking the database every few seconds.
+// its rental, and its usage section on its GPUs' samples, instead of
+// asking the database every few seconds.
 //
-// The database names each change (migration 00031's triggers: topic and
-// id, package models/changelog); Run reads them from one source per
-// process and Publish fans them out to the subscriptions in memory. A
+// The database names each change (the triggers of migrations 00031 and
+// 00036: topic and id, package models/changelog); Run reads them from
+// one source per process and Publish fans them out to the subscriptions
+// in memory. A
 // subscription's channel holds at most one wake-up: changes that come
 // while its reader is busy fold into one, and a slow reader never blocks
 // the feed.
@@ -19,7 +21,7 @@ import (
 	"sync/atomic"
 )
 
-// The topics the triggers name (see migration 00031).
+// The topics the triggers name (see migrations 00031 and 00036).
 const (
 	// TopicRental: a rental's row (not the meter's columns), timeline,
 	// GPUs, launch progress, registry credential, name or labels.
@@ -39,6 +41,10 @@ const (
 	// logout, a renewed token, a purge). The id is the row's rowid on
 	// SQLite, hashtext(token) on PostgreSQL (models/changelog.Session).
 	TopicSession = "session"
+	// TopicGPU: a new telemetry sample of a GPU (table gpu_samples: one
+	// per rented GPU about every 30 s), for the rental page's usage
+	// section. Its other changes (state, health) are not this topic's.
+	TopicGPU = "gpu"
 )
 
 // Key names one thing that changes: a topic and an id.
@@ -61,6 +67,9 @@ func User(id int64) Key { return Key{TopicUser, id} }
 
 // Node is the key of a node's changes.
 func Node(id int64) Key { return Key{TopicNode, id} }
+
+// GPU is the key of a GPU's telemetry samples (see TopicGPU).
+func GPU(id int64) Key { return Key{TopicGPU, id} }
 
 // RentalKeys are the keys of what a rental's answers show: the rental
 // (its row, timeline, GPUs, launch, labels) and, where set, its
@@ -179,6 +188,23 @@ func (s *Subscription) Close() {
 func (s *Subscription) wake() {
 	select {
 	case s.c <- struct{}{}:
+	default:
+	}
+}
+
+// Settle drops a wake-up waiting on s that tells only of changes from
+// before m: the waiter took m before a read of what s's keys name, so
+// that read saw them. Changes published one by one that one read covers
+// (a heartbeat's samples of a node's GPUs) then cost one read, not two.
+// A wake-up for a change since m (or a gap) stays.
+func (s *Subscription) Settle(m Mark) {
+	select {
+	case <-s.c:
+		// Taken first, then checked: a change whose wake-up was taken
+		// moved its key's version before it woke s.
+		if s.feed.ChangedSince(m, s.keys...) {
+			s.wake()
+		}
 	default:
 	}
 }
@@ -304,6 +330,14 @@ func (f *Feed) Subscribers() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.all)
+}
+
+// Subscribed is how many open subscriptions listen to k (for tests and
+// metrics: which keys a waiter follows).
+func (f *Feed) Subscribed(k Key) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.subs[k])
 }
 
 // Ready is closed once the feed first reads its source: changes committed

@@ -156,7 +156,9 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 	info, _ := json.Marshal(agentInfo{Version: hb.AgentVersion, Hostname: hb.Hostname, Launcher: hb.Launcher,
 		Driver: hb.Host.DriverVersion, CUDA: hb.Host.CUDADriverVersion, NVMLInitError: hb.Host.InitError, SimModel: hb.Host.Model, PingURL: hb.PingURL})
 	var nodeID int64
+	var sampled []int64 // GPUs whose telemetry this heartbeat added to their history
 	err := f.DB.Tx(ctx, func(tx *gorm.DB) error {
+		sampled = sampled[:0]
 		n, err := supply.NodeByCredHash(tx, h)
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			n, err = supply.NodeByRegTokenHash(tx, h)
@@ -207,7 +209,7 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 			}
 		}
 		if hb.Host.InitError == "" {
-			if err := f.recordGPUs(tx, &n, hb.Host, now); err != nil {
+			if err := f.recordGPUs(tx, &n, hb.Host, now, &sampled); err != nil {
 				return err
 			}
 		}
@@ -218,6 +220,14 @@ func (f *Fleet) Heartbeat(ctx context.Context, bearer string, hb agent.Heartbeat
 		return SettleAwaitingOffers(tx, n.ID, now)
 	})
 	reply.NodeID = nodeID
+	if err == nil && len(sampled) > 0 {
+		// After the commit, in a statement of its own: see
+		// supply.NotifyGPUsSampled. A lost notification costs a usage
+		// section one sample's figures until the next one.
+		if nerr := supply.NotifyGPUsSampled(ctx, f.DB, sampled); nerr != nil {
+			slog.Warn("gpu samples: notify the change feed", "node", nodeID, "err", nerr)
+		}
+	}
 	return reply, err
 }
 
@@ -266,7 +276,7 @@ func readingStale(cur *models.GPU, g gpu.Info, health models.GPUHealth, reasons 
 // index missing, if one is not reported elsewhere; the others stay as they
 // read. Telemetry is written at most every 30 s per GPU unless the verdict
 // changed, to keep heartbeats cheap on the single SQLite writer.
-func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.Time) error {
+func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.Time, sampled *[]int64) error {
 	if n.GPUModel == "" {
 		// A node added by a provider learns its model from its first
 		// inventory; until a catalogue model is recognised its GPUs cannot
@@ -344,8 +354,10 @@ func (f *Fleet) recordGPUs(tx *gorm.DB, n *models.Node, host gpu.Host, now time.
 		if err := supply.RecordGPUReading(tx, cur.ID, up); err != nil {
 			return gpuConflict(err, g)
 		}
-		if err := recordSample(tx, cur, g.Telemetry, now); err != nil {
+		if ok, err := recordSample(tx, cur, g.Telemetry, now); err != nil {
 			return err
+		} else if ok {
+			*sampled = append(*sampled, cur.ID)
 		}
 		if err := f.applyGPUHealth(tx, cur, health, reasons, rmsg, now); err != nil {
 			return err
@@ -458,12 +470,12 @@ func gpuMissing(g gpu.Info) bool {
 // migration 00017), on its reading's cadence: one row per rented GPU
 // about every 30 s and on each change of its verdict, pruned after a day
 // by the purge job. Free GPUs keep
-// only their latest reading.
-func recordSample(tx *gorm.DB, cur *models.GPU, t gpu.Telemetry, now time.Time) error {
+// only their latest reading. It reports whether it added a sample.
+func recordSample(tx *gorm.DB, cur *models.GPU, t gpu.Telemetry, now time.Time) (bool, error) {
 	if cur.State != models.GPUBusy {
-		return nil
+		return false, nil
 	}
-	return supply.InsertGPUSample(tx, &models.GPUSample{GPUID: cur.ID, At: now, UtilPct: t.UtilizationPct,
+	return true, supply.InsertGPUSample(tx, &models.GPUSample{GPUID: cur.ID, At: now, UtilPct: t.UtilizationPct,
 		MemUsedMiB: int64(min(t.MemoryUsedMiB, 1<<62)), PowerW: t.PowerW, TempC: t.TemperatureC, SMClockMHz: t.SMClockMHz})
 }
 

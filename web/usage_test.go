@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"suanli/changefeed"
 	"suanli/dbtest"
 	"suanli/handlers"
 	"suanli/locales"
@@ -70,6 +71,23 @@ func TestRentalPageShowsGPUUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "the rental running", func() bool { return rentalStatus(t, db, r.ID) == models.RentalRunning })
+		// The heartbeat that samples them tells the change feed (the
+		// rental pages' streams wait on it): on PostgreSQL after its
+		// commit (supply.NotifyGPUsSampled), on SQLite by a trigger.
+		feed := changefeed.New()
+		fctx, cancel := context.WithCancel(ctx)
+		fdone := make(chan struct{})
+		go func() { feed.Run(fctx, db, changefeed.Options{Poll: 20 * time.Millisecond}); close(fdone) }()
+		t.Cleanup(func() { cancel(); <-fdone })
+		select {
+		case <-feed.Ready():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the change feed was not reading within 10s")
+		}
+		var held []int64
+		must(t, db.R.Raw("SELECT gpu_id FROM rental_gpus WHERE rental_id = ? ORDER BY gpu_id", r.ID).Scan(&held).Error == nil && len(held) == 2, "the rental's GPUs: %v", held)
+		sampled := feed.Subscribe(changefeed.GPU(held[0]))
+		defer sampled.Close()
 		// The first heartbeat 30 s on rewrites the GPUs' readings: a sample.
 		after := advance(31 * time.Second)
 		eventually(t, "a sample of each rented GPU", func() bool {
@@ -77,6 +95,11 @@ func TestRentalPageShowsGPUUsage(t *testing.T) {
 			db.R.Raw(`SELECT COUNT(*) FROM gpu_samples s JOIN rental_gpus rg ON rg.gpu_id = s.gpu_id WHERE rg.rental_id = ? AND s.at >= ?`, r.ID, after).Scan(&n)
 			return n >= 2
 		})
+		select {
+		case <-sampled.C:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the heartbeat's sample of a rented GPU did not reach the change feed within 10s")
+		}
 
 		renter := loggedIn(a, "renter", u)
 		page := a.url(routenames.RentalsShow, strconv.FormatInt(r.ID, 10))

@@ -1,6 +1,7 @@
 // Package rentalwatch lets a browser or an API client follow a rental
-// cheaply: the rental page's live block as server-sent events, pushed
-// only when the rental changes (package changefeed), and the API's
+// cheaply: the rental page's live block (and its GPU usage section) as
+// server-sent events, pushed only when the rental changes (or one of its
+// GPUs is sampled; package changefeed), and the API's
 // GET /api/v1/rentals/{id} with a weak ETag that answers 304 while the
 // rental is as the client last saw it.
 package rentalwatch
@@ -65,6 +66,13 @@ const eventStream = "text/event-stream"
 // sessions ended, the session's expiry): the browser reconnects and is
 // authorised again. A client that does not accept text/event-stream, or
 // a server without a change feed, gets the block once and "poll".
+//
+// With ?usage= (the page's usage section, its data-usage-seen) the
+// stream also follows the rental's GPU usage section: after the block,
+// it sends the section ("usage") when it is not what the page shows, and
+// again whenever one of the rental's GPUs is sampled (about every 30 s
+// while it runs), reading only the samples; otherwise that section costs
+// nothing either.
 func (h *Handler) Events(c echo.Context) error {
 	// Subscribed before the first read: a change from then on is seen.
 	u := handlers.CurrentUser(c)
@@ -130,6 +138,11 @@ func (h *Handler) Events(c echo.Context) error {
 	if vm, err = w.follow(vm); err != nil {
 		return err
 	}
+	var usage *usageWatch // nil: the page does not ask for its usage section
+	if c.QueryParams().Has("usage") {
+		usage = newUsageWatch(h, c, vm.Rental.ID, c.QueryParam("usage"))
+		defer usage.close()
+	}
 	// A stream outlives the server's read and write timeouts (which
 	// would end it after a minute): it ends when the client goes or the
 	// feed closes at shutdown. Each write has its own deadline instead,
@@ -151,8 +164,17 @@ func (h *Handler) Events(c echo.Context) error {
 		if done, err := s.send(vm); done || err != nil {
 			return nil
 		}
+		if usage != nil {
+			if err := usage.follow(s, vm); err != nil {
+				return h.streamFailed(c, id, err)
+			}
+		}
 		if every := h.refreshEvery(); every > 0 && (vm.Billing || vm.Runway != nil) {
 			refresh.Reset(every)
+		}
+		var sampled <-chan struct{} // nil: never ready
+		if usage != nil {
+			sampled = usage.C()
 		}
 	wait:
 		for {
@@ -175,6 +197,10 @@ func (h *Handler) Events(c echo.Context) error {
 				break wait
 			case <-w.sub.C:
 				break wait
+			case <-sampled:
+				if err := usage.push(s, vm); err != nil {
+					return h.streamFailed(c, id, err)
+				}
 			}
 		}
 		refresh.Stop()
@@ -186,11 +212,17 @@ func (h *Handler) Events(c echo.Context) error {
 		if err != nil {
 			// Gone or no longer allowed (the browser reconnects and hears
 			// why), or the database failed: the stream ends either way.
-			slog.Warn("rental events: reading the rental failed; the stream ends", "rental_id", id, "err", err,
-				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-			return nil
+			return h.streamFailed(c, id, err)
 		}
 	}
+}
+
+// streamFailed ends a stream whose read failed, saying why in the log
+// (the response has begun: the browser reconnects and hears it).
+func (h *Handler) streamFailed(c echo.Context, id int64, err error) error {
+	slog.Warn("rental events: a read failed; the stream ends", "rental_id", id, "err", err,
+		"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	return nil
 }
 
 // sessionToken is the request's session token ("" when none).

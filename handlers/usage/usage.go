@@ -1,5 +1,6 @@
 // Package usage holds the handlers of a rental's GPU usage: the JSON
-// API's telemetry history and the rental page's section that polls.
+// API's telemetry history and the rental page's section, which polls it
+// where the page's event stream cannot push it (package rentalwatch).
 package usage
 
 import (
@@ -62,7 +63,9 @@ func (h *Handler) APIRentalUsage(c echo.Context) error {
 }
 
 // RentalUsage is GET /rentals/{id}/usage: the rental page's GPU usage
-// section, which polls it while the rental is not settled.
+// section, which polls it while the rental is not settled and the page's
+// event stream does not push it (no change feed, or no stream in the
+// browser).
 func (h *Handler) RentalUsage(c echo.Context) error {
 	d, _, err := h.RentalFor(c)
 	if err != nil {

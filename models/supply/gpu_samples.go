@@ -2,6 +2,8 @@ package supply
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -14,6 +16,27 @@ import (
 // InsertGPUSample adds a telemetry sample of a GPU, in tx.
 func InsertGPUSample(tx *gorm.DB, s *models.GPUSample) error {
 	return tx.Create(s).Error
+}
+
+// NotifyGPUsSampled tells the change feed that the GPUs ids have new
+// samples (topic gpu, migration 00036), once the transaction that
+// inserted them has committed. On SQLite a trigger on gpu_samples did so
+// in that transaction (a change_log row each), and this does nothing.
+// On PostgreSQL a NOTIFY inside the heartbeat's transaction would make
+// its commit take the server-wide notification lock and hold it through
+// the commit's WAL flush, so every sampling heartbeat would commit one
+// after another; here the notifications go in a statement of their own
+// that writes nothing, whose commit flushes no WAL.
+func NotifyGPUsSampled(ctx context.Context, db *models.DB, ids []int64) error {
+	if db.Dialect != "postgres" || len(ids) == 0 {
+		return nil
+	}
+	lit := make([]string, len(ids))
+	for i, id := range ids {
+		lit[i] = strconv.FormatInt(id, 10)
+	}
+	// An array literal: gorm would spread a slice into a list.
+	return db.W.WithContext(ctx).Exec("SELECT suanli_notify_gpus(?::bigint[])", "{"+strings.Join(lit, ",")+"}").Error
 }
 
 // PruneGPUSamples deletes the samples taken before before and returns

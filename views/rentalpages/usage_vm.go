@@ -1,6 +1,8 @@
 package rentalpages
 
 import (
+	"fmt"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -16,7 +18,8 @@ type UsageVM struct {
 	RentalID int64
 	// Simulated: the figures come from simulated GPUs (go-nvml mocks).
 	Simulated bool
-	// Polling: the section refreshes itself (the rental is not settled).
+	// Polling: the section follows the rental (it is not settled):
+	// pushed over the rental page's event stream, or polling itself.
 	Polling bool
 	GPUs    []UsageGPU
 }
@@ -38,9 +41,26 @@ type UsageSample struct {
 	SMClockMHz int
 }
 
-// UsagePollEvery is how often the section refreshes itself (htmx); the
-// readings behind it change about every 30 s.
+// UsagePollEvery is how often the section refreshes itself (htmx) where
+// the server cannot push it (no change feed, or a browser without an
+// event stream); the readings behind it change about every 30 s.
 const UsagePollEvery = "15s"
+
+// Seen names what the section shows: its GPUs, each one's newest sample
+// and whether the figures are simulated (a hash, for an attribute). The
+// rental page's event stream compares it with the page's
+// (data-usage-seen) and sends the section only when it differs.
+func (vm UsageVM) Seen() string {
+	h := fnv.New64a()
+	fmt.Fprint(h, vm.Simulated)
+	for _, g := range vm.GPUs {
+		fmt.Fprint(h, "|", g.UUID, "|")
+		if s := g.Latest(); s != nil {
+			fmt.Fprint(h, s.At.UnixNano())
+		}
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
+}
 
 // Latest is the GPU's newest sample (nil when none yet).
 func (g UsageGPU) Latest() *UsageSample {
