@@ -452,8 +452,10 @@ func SQLTx(tx *gorm.DB) (*sql.Tx, error) {
 // whose paid price the provider has not wholly earned yet, by id, in tx.
 func TermsToEarn(tx *gorm.DB, afterID int64, limit int) ([]Rental, error) {
 	var rs []Rental
-	// Written as the partial index rentals_unearned is, so that it is used.
-	err := tx.Where("term <> 'on_demand' AND earned_fen < billed_fen AND id > ?", afterID).Order("id").Limit(limit).Find(&rs).Error
+	// Written as the partial index rentals_unearned is, so that it is
+	// used: unearned is the generated column earned_fen < billed_fen
+	// (migration 00037).
+	err := tx.Where("term <> 'on_demand' AND unearned AND id > ?", afterID).Order("id").Limit(limit).Find(&rs).Error
 	return rs, err
 }
 
