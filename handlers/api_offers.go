@@ -197,10 +197,11 @@ func (h *Handler) APIOffersList(c echo.Context) error {
 		return err
 	}
 	for _, o := range res.Offers {
-		a := apiOfferWitnessed(&o.OfferRow, student, sums[o.ID], witness.Summary{})
+		row := o.Row() // the index's record is compact: the stored offer, built for the answer
+		a := apiOfferWitnessed(&row, student, sums[o.ID], witness.Summary{})
 		a.Interruptible = o.Interruptible
-		if a.Benchmark != nil && o.WitnessStatus != "" {
-			a.Benchmark.Status = o.WitnessStatus // judged with the node's witnesses by the index
+		if st := o.WitnessStatus(); a.Benchmark != nil && st != "" {
+			a.Benchmark.Status = st // judged with the node's witnesses by the index
 		}
 		out.Offers = append(out.Offers, a)
 	}

@@ -30,8 +30,8 @@ func offersVM(res offers.SearchResult, errs map[string]string, raw url.Values, r
 		vm.NextValues = next.Values()
 	}
 	for _, o := range res.Offers {
-		vm.Demo = vm.Demo || o.Demo
-		vm.Synthetic = vm.Synthetic || o.Synthetic
+		vm.Demo = vm.Demo || o.Demo()
+		vm.Synthetic = vm.Synthetic || o.Synthetic()
 	}
 	for _, r := range res.Relaxations {
 		vm.Relaxations = append(vm.Relaxations, pages.OfferRelaxation{
@@ -60,7 +60,7 @@ func offerQueryVM(q offers.Query) pages.OfferQuery {
 func offerListVM(res offers.SearchResult) pages.OfferList {
 	rows := make([]pages.OfferListRow, len(res.Offers))
 	for i, o := range res.Offers {
-		rows[i] = pages.OfferListRow{ID: o.ID, Rev: o, Offer: (*listedRow)(o), Status: o.WitnessStatus}
+		rows[i] = pages.OfferListRow{ID: o.ID, Rev: o, Offer: (*listedRow)(o), Status: o.WitnessStatus()}
 	}
 	return pages.OfferList{Total: res.Total, Rows: rows}
 }
@@ -71,7 +71,8 @@ type listedRow offers.Listed
 // Row maps the indexed offer to its row's figures, names in lang.
 func (r *listedRow) Row(lang string) pages.OfferRow {
 	o := (*offers.Listed)(r)
-	row := offerRowVM(&o.OfferRow, lang)
+	stored := o.Row() // built for this render: the index's record is compact
+	row := offerRowVM(&stored, lang)
 	row.GPU = o.GPU
 	row.PriceFen, row.StudentPriceFen = o.PriceFen(false), o.PriceFen(true)
 	row.Interruptible = (*pages.OfferInterruptible)(o.Interruptible)

@@ -588,15 +588,15 @@ func (h *Handler) changeVM(c echo.Context, d *rentals.RentalDetail, m *models.Me
 		return nil, err
 	}
 	for _, o := range res.Offers {
-		if o.ID == cur.ID || o.DatacenterID != cur.DatacenterID {
+		if o.ID == cur.ID || o.DatacenterID() != cur.DatacenterID {
 			continue
 		}
 		other := ""
-		if o.ProviderID != cur.ProviderID && o.Provider != nil {
+		if o.ProviderID() != cur.ProviderID && o.Provider != nil {
 			other = o.Provider.Name(vc.Lang)
 		}
-		ch.Offers = append(ch.Offers, rentalpages.ChangeOffer{ID: o.ID, GPUName: gpuName(o.GPUModel), PricePerGPUHourFen: offers.UnitPriceFen(&o.Offer, pricing.OnDemand, student),
-			AvailableGPUs: o.AvailableGPUs, MaxGPUs: o.MaxGPUs, OtherProvider: other})
+		ch.Offers = append(ch.Offers, rentalpages.ChangeOffer{ID: o.ID, GPUName: gpuName(o.GPUModel()), PricePerGPUHourFen: o.UnitPriceFen(pricing.OnDemand, student),
+			AvailableGPUs: o.AvailableGPUs(), MaxGPUs: o.MaxGPUs(), OtherProvider: other})
 	}
 	if ch.Form.Values == nil {
 		ch.Form = views.Form{Values: map[string]string{}, Errors: map[string]string{}}

@@ -85,9 +85,9 @@ func tcoOfferVM(o *offers.Listed) *tcopages.TCOOffer {
 		return nil
 	}
 	v := &tcopages.TCOOffer{
-		ID: o.ID, PricePerGPUHourFen: o.PricePerGPUHourFen, MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen,
-		OffpeakDiscountPct: o.OffpeakDiscountPct, StudentDiscountPct: o.StudentDiscountPct,
-		Demo: o.Demo, Synthetic: o.Synthetic,
+		ID: o.ID, PricePerGPUHourFen: o.PricePerGPUHourFen(), MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen(),
+		OffpeakDiscountPct: o.OffpeakDiscountPct(), StudentDiscountPct: o.StudentDiscountPct(),
+		Demo: o.Demo(), Synthetic: o.Synthetic(),
 		Datacenter: views.Name{ZH: o.Datacenter.NameZH, EN: o.Datacenter.NameEN},
 	}
 	if o.Provider != nil {

@@ -128,7 +128,7 @@ func ReadCatalogue(ix *offers.Index, q CatalogueQuery) Catalogue {
 	version, list := ix.ByPrice(false)
 	out := Catalogue{Version: version, ETag: ETagOf(version, q), Entries: make([]Entry, 0, len(list))}
 	for _, o := range list {
-		if len(q.GPUs) > 0 && !slices.Contains(q.GPUs, o.GPUModel) || q.Available && o.AvailableGPUs == 0 {
+		if len(q.GPUs) > 0 && !slices.Contains(q.GPUs, o.GPUModel()) || q.Available && o.AvailableGPUs() == 0 {
 			continue
 		}
 		out.Entries = append(out.Entries, entryOf(o, q.From))
@@ -138,10 +138,10 @@ func ReadCatalogue(ix *offers.Index, q CatalogueQuery) Catalogue {
 
 // entryOf is one listed offer in the catalogue.
 func entryOf(o *offers.Listed, from string) Entry {
-	e := Entry{OfferID: o.ID, GPU: o.GPUModel, MaxGPUs: o.MaxGPUs, AvailableGPUs: o.AvailableGPUs, VRAMGB: o.GPU.VRAMGB,
-		VCPUPerGPU: o.VCPUPerGPU, RAMGBPerGPU: o.RAMGBPerGPU, DiskGB: o.DiskGB, Interconnect: o.Interconnect,
-		PriceFen: o.PricePerGPUHourFen, OffpeakPriceFen: pricing.Discounted(o.PricePerGPUHourFen, o.OffpeakDiscountPct),
-		StudentPriceFen: offers.StudentPriceFen(&o.Offer), NodeID: o.NodeID, Reliability: o.Uptime30dPct, Verified: verified(o)}
+	e := Entry{OfferID: o.ID, GPU: o.GPUModel(), MaxGPUs: o.MaxGPUs(), AvailableGPUs: o.AvailableGPUs(), VRAMGB: o.GPU.VRAMGB,
+		VCPUPerGPU: o.VCPUPerGPU(), RAMGBPerGPU: o.RAMGBPerGPU(), DiskGB: o.DiskGB(), Interconnect: o.Interconnect(),
+		PriceFen: o.PricePerGPUHourFen(), OffpeakPriceFen: pricing.Discounted(o.PricePerGPUHourFen(), o.OffpeakDiscountPct()),
+		StudentPriceFen: o.PriceFen(true), NodeID: o.NodeID, Reliability: o.Uptime30dPct(), Verified: verified(o)}
 	if i := o.Interruptible; i != nil {
 		e.InterruptibleFloorFen, e.InterruptibleClearingFen = new(i.FloorFen), new(i.ClearingFen)
 	}
@@ -163,9 +163,9 @@ func entryOf(o *offers.Listed, from string) Entry {
 // benchmark: its status judged with the node's witnesses (the index's),
 // else the report's own.
 func verified(o *offers.Listed) bool {
-	st := o.WitnessStatus
+	st := o.WitnessStatus()
 	if st == "" {
-		st = string(benchmarks.HeadlineStatus(o.GPUModel, o.Report, benchmarks.Independent{}))
+		st = string(benchmarks.HeadlineStatus(o.GPUModel(), o.Report, benchmarks.Independent{}))
 	}
 	return st == string(benchmarks.StatusVerified)
 }
@@ -197,19 +197,19 @@ func InstanceTypes(ix *offers.Index) []TypeSummary {
 	_, list := ix.ByPrice(false) // cheapest first: each type's first offer sets its prices
 	byName := map[string]*TypeSummary{}
 	for _, o := range list {
-		for n := 1; n <= min(o.MaxGPUs, MaxTypeGPUs); n++ {
-			name := InstanceType{GPU: o.GPUModel, GPUs: n}.String()
+		for n := 1; n <= min(o.MaxGPUs(), MaxTypeGPUs); n++ {
+			name := InstanceType{GPU: o.GPUModel(), GPUs: n}.String()
 			t := byName[name]
 			if t == nil {
-				t = &TypeSummary{Name: name, GPU: o.GPUModel, GPUName: o.GPU.Name, GPUs: n, VRAMGB: o.GPU.VRAMGB,
-					MinPriceFen: o.PricePerGPUHourFen, Regions: []string{}, Cities: []string{}}
+				t = &TypeSummary{Name: name, GPU: o.GPUModel(), GPUName: o.GPU.Name, GPUs: n, VRAMGB: o.GPU.VRAMGB,
+					MinPriceFen: o.PricePerGPUHourFen(), Regions: []string{}, Cities: []string{}}
 				byName[name] = t
 			}
 			t.Offers++
-			if o.AvailableGPUs >= n {
-				t.AvailableInstances += o.AvailableGPUs / n
+			if o.AvailableGPUs() >= n {
+				t.AvailableInstances += o.AvailableGPUs() / n
 				if t.MinAvailablePriceFen == nil {
-					t.MinAvailablePriceFen = new(o.PricePerGPUHourFen)
+					t.MinAvailablePriceFen = new(o.PricePerGPUHourFen())
 				}
 			}
 			if dc := o.Datacenter; dc != nil {

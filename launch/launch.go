@@ -95,12 +95,12 @@ func (s *Service) Candidates(t Target, student, bid bool) []*offers.Listed {
 	var out []*offers.Listed
 	for _, o := range list {
 		switch {
-		case o.GPUModel != t.Type.GPU || o.MaxGPUs < t.Type.GPUs || o.AvailableGPUs < t.Type.GPUs:
+		case o.GPUModel() != t.Type.GPU || o.MaxGPUs() < t.Type.GPUs || o.AvailableGPUs() < t.Type.GPUs:
 		case t.Region != "" && (o.Datacenter == nil || o.Datacenter.Region != t.Region):
 		case t.City != "" && (o.Datacenter == nil || o.Datacenter.City != t.City):
 		case slices.Contains(t.ExcludeNodes, o.NodeID):
 		case t.MaxPriceFen != nil && o.PriceFen(student) > *t.MaxPriceFen:
-		case t.VolumeGB > 0 && offers.MaxVolumeGBOf(&o.Offer) < t.VolumeGB:
+		case t.VolumeGB > 0 && o.MaxVolumeGB() < t.VolumeGB:
 		case bid && o.Interruptible == nil:
 		default:
 			out = append(out, o)
@@ -233,7 +233,7 @@ func noDisk(free []*offers.Listed, t Target) error {
 	}
 	most := 0
 	for _, o := range free {
-		most = max(most, offers.MaxVolumeGBOf(&o.Offer))
+		most = max(most, o.MaxVolumeGB())
 	}
 	return &apperr.Error{Code: apperr.ENOCAPACITY, Field: "volume_gb",
 		Message: fmt.Sprintf("no offer of %s with %d GPUs free takes a volume of %d GB: the largest takes %d GB; ask for less, or try another region or instance type",

@@ -30,7 +30,7 @@ func InterruptiblePriceFen(o *Listed, student bool) int64 {
 		return 0
 	}
 	if student {
-		return pricing.Discounted(o.Interruptible.ClearingFen, o.StudentDiscountPct)
+		return pricing.Discounted(o.Interruptible.ClearingFen, o.StudentDiscountPct())
 	}
 	return o.Interruptible.ClearingFen
 }
@@ -47,7 +47,7 @@ func (ix *Index) CheapestOffers(slug string, offpeakSharePct int, student bool) 
 	var out CheapestOffers
 	// Ties go to the lower list price, then the lower id.
 	before := func(a, b *Listed) bool {
-		return a.PricePerGPUHourFen < b.PricePerGPUHourFen || a.PricePerGPUHourFen == b.PricePerGPUHourFen && a.ID < b.ID
+		return a.PricePerGPUHourFen() < b.PricePerGPUHourFen() || a.PricePerGPUHourFen() == b.PricePerGPUHourFen() && a.ID < b.ID
 	}
 	var best, bestMonthly, bestBid int64
 	for c := range s.cityParts {
@@ -59,8 +59,8 @@ func (ix *Index) CheapestOffers(slug string, offpeakSharePct int, student bool) 
 		for i := range p.ents {
 			o := p.ents[i].o
 			// Expected price × 10,000, exactly.
-			offpeak := 10000 - int64(offpeakSharePct)*int64(o.OffpeakDiscountPct)
-			blended := UnitPriceFen(&o.Offer, pricing.OnDemand, student) * offpeak
+			offpeak := 10000 - int64(offpeakSharePct)*int64(o.OffpeakDiscountPct())
+			blended := o.UnitPriceFen(pricing.OnDemand, student) * offpeak
 			if out.OnDemand == nil || blended < best || blended == best && before(o, out.OnDemand) {
 				out.OnDemand, best = o, blended
 			}
@@ -69,10 +69,10 @@ func (ix *Index) CheapestOffers(slug string, offpeakSharePct int, student bool) 
 					out.Interruptible, bestBid = o, bid
 				}
 			}
-			if o.MonthlyPricePerGPUFen == nil {
+			if !o.sellsMonth() {
 				continue
 			}
-			if p := UnitPriceFen(&o.Offer, pricing.Month, student); out.Monthly == nil || p < bestMonthly || (p == bestMonthly && o.ID < out.Monthly.ID) {
+			if p := o.UnitPriceFen(pricing.Month, student); out.Monthly == nil || p < bestMonthly || (p == bestMonthly && o.ID < out.Monthly.ID) {
 				out.Monthly, bestMonthly = o, p
 			}
 		}

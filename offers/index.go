@@ -17,40 +17,6 @@ import (
 	"suanli/pricing"
 )
 
-// Listed is an offer as the search shows it: the stored offer, its
-// datacentre and provider, its catalogue model and derived figures.
-type Listed struct {
-	models.OfferRow
-	GPU *catalog.GPUModel
-	// PricePerTFLOPFen is the on-demand price per GPU-hour divided by the
-	// model's nominal tensor TFLOPS (BF16, or FP16 without BF16).
-	PricePerTFLOPFen float64
-	// PricePerMeasuredTFLOPFen is the same price divided by the tensor
-	// TFLOPS per GPU that the node's latest benchmark report measured; 0
-	// when there is no report or it lacks the figure.
-	PricePerMeasuredTFLOPFen float64
-	// keys are the orders that depend on the price, precomputed for each
-	// price view (the list price, and the student price lab members pay).
-	keys [nViews]priceKeys
-	// uptimeKey is the node's 30-day uptime as shown (UptimeShown), -1 when unknown;
-	// tier is the offer's group in the measured order (MeasuredTier).
-	uptimeKey float64
-	tier      MeasuredTier
-	// Interruptible is the offer's floor and clearing price for
-	// interruptible renting, nil when it takes no bids; bidKey orders
-	// by it (SortInterruptible).
-	Interruptible *Interruptible
-	bidKey        int64
-	// WitnessStatus is the benchmark status of the offer's report judged
-	// with its node's independent witnesses (see Index.Judge); "" when
-	// none has measured, and the report's own status stands.
-	WitnessStatus string
-}
-
-// A Listed never changes once an index holds it: a change to the offer
-// makes a new Listed, so views may cache what they derive from one under
-// its pointer.
-
 // priceView names the price that an index list orders and filters by:
 // everyone sees the list price except confirmed members of approved labs,
 // who pay (and are shown) each offer's student price.
@@ -91,12 +57,6 @@ func viewOf(student bool) priceView {
 // own student discount.
 func StudentPriceFen(o *models.Offer) int64 {
 	return UnitPriceFen(o, pricing.OnDemand, true)
-}
-
-// LatencyFrom returns the published latency from city in ms.
-func (o *Listed) LatencyFrom(city string) (float64, bool) {
-	ms, ok := o.Latency[city]
-	return ms, ok
 }
 
 // BelowExpectedShare is the share of what a model really reaches (its
@@ -312,30 +272,6 @@ func (ix *Index) Len() int { return ix.snap.Load().n }
 // figure changing moves the offers version (sla.RefreshUptime), so that a
 // patched index orders as a fresh one does.
 func UptimeShown(pct float64) float64 { return math.Floor(pct*100) / 100 }
-
-// newListed derives an offer's index record from its row.
-func newListed(r models.OfferRow, m *catalog.GPUModel, running []int64, status string) *Listed {
-	o := &Listed{OfferRow: r, GPU: m, PricePerTFLOPFen: float64(r.PricePerGPUHourFen) / m.TensorTFLOPS(), uptimeKey: -1,
-		tier: measuredTierOf(m, r.Report), WitnessStatus: status}
-	measured := measuredTFLOPS(m, r.Report)
-	if measured > 0 {
-		o.PricePerMeasuredTFLOPFen = float64(r.PricePerGPUHourFen) / measured
-	}
-	for v, price := range [nViews]int64{listView: r.PricePerGPUHourFen, studentView: StudentPriceFen(&r.Offer)} {
-		k := priceKeys{price: price, perTFLOP: float64(price) / m.TensorTFLOPS()}
-		k.measured = k.perTFLOP
-		if measured > 0 {
-			k.measured = float64(price) / measured
-		}
-		o.keys[v] = k
-	}
-	o.Interruptible = interruptibleOf(&r.Offer, running)
-	o.bidKey = bidKey(o.Interruptible)
-	if r.Uptime30dPct != nil {
-		o.uptimeKey = UptimeShown(*r.Uptime30dPct)
-	}
-	return o
-}
 
 // loadChunk is how many rows a whole load reads at a time.
 const loadChunk = 10000

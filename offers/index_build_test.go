@@ -2,6 +2,7 @@ package offers
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -46,7 +47,22 @@ func syntheticRows(n int) []models.OfferRow {
 func BenchmarkIndexBuild100k(b *testing.B) {
 	rows := syntheticRows(100_000)
 	b.ReportAllocs()
+	var ms0, ms1 runtime.MemStats
+	var keep *snapshot
 	for b.Loop() {
-		build(rows, 1, nil, nil)
+		b.StopTimer()
+		keep = nil
+		runtime.GC()
+		runtime.ReadMemStats(&ms0)
+		b.StartTimer()
+		keep = build(rows, 1, nil, nil)
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&ms1)
+		b.StartTimer()
 	}
+	// The live heap the index holds per offer (records, partitions, sort
+	// slots, id map), beside the rows it was built from.
+	b.ReportMetric(float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))/float64(keep.n), "heap-B/offer")
+	runtime.KeepAlive(keep)
 }

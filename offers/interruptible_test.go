@@ -102,8 +102,8 @@ func TestInterruptibleClearingPrice(t *testing.T) {
 		refresh(t, ix)
 		want.ClearingFen = 2300
 		l, _ = ix.Offer(o.ID)
-		if l.AvailableGPUs != 0 || *l.Interruptible != *want {
-			t.Fatalf("every GPU held: %d free, %+v, want %+v", l.AvailableGPUs, l.Interruptible, want)
+		if l.AvailableGPUs() != 0 || *l.Interruptible != *want {
+			t.Fatalf("every GPU held: %d free, %+v, want %+v", l.AvailableGPUs(), l.Interruptible, want)
 		}
 		row, err := db.PublicOfferByID(ctx, o.ID)
 		if err != nil {
@@ -134,7 +134,7 @@ func TestInterruptibleSortAndFilter(t *testing.T) {
 		return o.Interruptible.ClearingFen
 	}
 	order := func(a, b *offers.Listed) int {
-		return cmp.Or(cmp.Compare(key(a), key(b)), cmp.Compare(a.PricePerGPUHourFen, b.PricePerGPUHourFen), cmp.Compare(a.ID, b.ID))
+		return cmp.Or(cmp.Compare(key(a), key(b)), cmp.Compare(a.PricePerGPUHourFen(), b.PricePerGPUHourFen()), cmp.Compare(a.ID, b.ID))
 	}
 	if !slices.IsSortedFunc(r.Offers, order) {
 		t.Fatal("not in interruptible order")

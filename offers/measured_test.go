@@ -107,14 +107,14 @@ func TestMeasuredAndReliabilityOrders(t *testing.T) {
 		if r := got.Report; r == nil || r.ID != r1 || r.Simulated || *r.BF16TFLOPS != 791.2 || *r.PctOfNominal != 80 || !r.MeasuredAt.Equal(measuredAt) {
 			t.Fatalf("swpark report %+v", got.Report)
 		}
-		if got.Uptime30dPct == nil || *got.Uptime30dPct != 99.97 || offers.ReportFlagged(got.GPU, got.Report) {
-			t.Errorf("swpark uptime %v, flagged %v", got.Uptime30dPct, offers.ReportFlagged(got.GPU, got.Report))
+		if got.Uptime30dPct() == nil || *got.Uptime30dPct() != 99.97 || offers.ReportFlagged(got.GPU, got.Report) {
+			t.Errorf("swpark uptime %v, flagged %v", got.Uptime30dPct(), offers.ReportFlagged(got.GPU, got.Report))
 		}
 		if sci, _ := ix.Offer(science.ID); !sci.Report.Simulated || !offers.ReportFlagged(sci.GPU, sci.Report) {
 			t.Errorf("science city report %+v: want simulated and flagged", sci.Report)
 		}
-		if o, _ := ix.Offer(bj.ID); o.Report != nil || o.Uptime30dPct != nil || o.PricePerMeasuredTFLOPFen != 0 {
-			t.Errorf("bj without report or uptime: %+v %v", o.Report, o.Uptime30dPct)
+		if o, _ := ix.Offer(bj.ID); o.Report != nil || o.Uptime30dPct() != nil || o.PricePerMeasuredTFLOPFen() != 0 {
+			t.Errorf("bj without report or uptime: %+v %v", o.Report, o.Uptime30dPct())
 		}
 		// The offer page reads the same through OfferByID.
 		row, err := db.OfferByID(ctx, science.ID)
@@ -143,7 +143,7 @@ func TestMeasuredAndReliabilityOrders(t *testing.T) {
 			two := search(t, ix, offers.Query{Sort: c.sort, GPUs: []string{"h100-sxm", "h200-sxm"}, PerPage: 50})
 			var h100 []int64
 			for _, o := range two.Offers {
-				if o.GPUModel == "h100-sxm" {
+				if o.GPUModel() == "h100-sxm" {
 					h100 = append(h100, o.ID)
 				}
 			}
@@ -275,14 +275,14 @@ func TestMergedPagesMatchAFullSort(t *testing.T) {
 		everything = append(everything, search(t, ix, offers.Query{PerPage: 200, Page: p}).Offers...)
 	}
 	up := func(o *offers.Listed) float64 {
-		if o.Uptime30dPct == nil {
+		if o.Uptime30dPct() == nil {
 			return -1
 		}
-		return *o.Uptime30dPct
+		return *o.Uptime30dPct()
 	}
 	orders := map[string]func(a, b *offers.Listed) int{
 		offers.SortPrice:         func(a, b *offers.Listed) int { return 0 },
-		offers.SortPricePerTFLOP: func(a, b *offers.Listed) int { return cmpF(a.PricePerTFLOPFen, b.PricePerTFLOPFen) },
+		offers.SortPricePerTFLOP: func(a, b *offers.Listed) int { return cmpF(a.PricePerTFLOPFen(), b.PricePerTFLOPFen()) },
 		offers.SortVRAM:          func(a, b *offers.Listed) int { return b.GPU.VRAMGB - a.GPU.VRAMGB },
 		offers.SortReliability:   func(a, b *offers.Listed) int { return cmpF(up(b), up(a)) },
 		// Measured on real GPUs, then simulated (never mixed with them),
@@ -290,7 +290,7 @@ func TestMergedPagesMatchAFullSort(t *testing.T) {
 		offers.SortMeasured: func(a, b *offers.Listed) int {
 			tier := func(o *offers.Listed) int {
 				switch {
-				case o.PricePerMeasuredTFLOPFen == 0:
+				case o.PricePerMeasuredTFLOPFen() == 0:
 					return 2
 				case o.Report.Simulated:
 					return 1
@@ -300,10 +300,10 @@ func TestMergedPagesMatchAFullSort(t *testing.T) {
 			if ta, tb := tier(a), tier(b); ta != tb {
 				return ta - tb
 			}
-			if a.PricePerMeasuredTFLOPFen > 0 {
-				return cmpF(a.PricePerMeasuredTFLOPFen, b.PricePerMeasuredTFLOPFen)
+			if a.PricePerMeasuredTFLOPFen() > 0 {
+				return cmpF(a.PricePerMeasuredTFLOPFen(), b.PricePerMeasuredTFLOPFen())
 			}
-			return cmpF(a.PricePerTFLOPFen, b.PricePerTFLOPFen)
+			return cmpF(a.PricePerTFLOPFen(), b.PricePerTFLOPFen())
 		},
 	}
 	for key, order := range orders {
@@ -314,8 +314,8 @@ func TestMergedPagesMatchAFullSort(t *testing.T) {
 		} {
 			var want []*offers.Listed
 			for _, o := range everything {
-				if slices.Contains(q.GPUs, o.GPUModel) && (q.City == "" || o.Datacenter.City == q.City) &&
-					(!q.Available || o.AvailableGPUs > 0) && (q.MaxPriceFen == 0 || o.PricePerGPUHourFen <= q.MaxPriceFen) {
+				if slices.Contains(q.GPUs, o.GPUModel()) && (q.City == "" || o.Datacenter.City == q.City) &&
+					(!q.Available || o.AvailableGPUs() > 0) && (q.MaxPriceFen == 0 || o.PricePerGPUHourFen() <= q.MaxPriceFen) {
 					want = append(want, o)
 				}
 			}
@@ -323,8 +323,8 @@ func TestMergedPagesMatchAFullSort(t *testing.T) {
 				if c := order(a, b); c != 0 {
 					return c
 				}
-				if a.PricePerGPUHourFen != b.PricePerGPUHourFen {
-					return int(a.PricePerGPUHourFen - b.PricePerGPUHourFen)
+				if a.PricePerGPUHourFen() != b.PricePerGPUHourFen() {
+					return int(a.PricePerGPUHourFen() - b.PricePerGPUHourFen())
 				}
 				return int(a.ID - b.ID)
 			})
@@ -366,7 +366,7 @@ func TestMeasuredOrderKeepsSimulatedAndRefusedApart(t *testing.T) {
 		if _, err := ix.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if o, _ := ix.Offer(cq.ID); o.Report == nil || !o.Report.Refused || o.PricePerMeasuredTFLOPFen != 0 || o.MeasuredTier() != offers.TierUnmeasured {
+		if o, _ := ix.Offer(cq.ID); o.Report == nil || !o.Report.Refused || o.PricePerMeasuredTFLOPFen() != 0 || o.MeasuredTier() != offers.TierUnmeasured {
 			t.Fatalf("the refused report's offer: %+v, tier %d", o.Report, o.MeasuredTier())
 		}
 		if o, _ := ix.Offer(science.ID); o.MeasuredTier() != offers.TierSimulated {
@@ -377,7 +377,7 @@ func TestMeasuredOrderKeepsSimulatedAndRefusedApart(t *testing.T) {
 			got := search(t, ix, offers.Query{Sort: offers.SortMeasured, GPUs: gpus, PerPage: 50})
 			var h100 []int64
 			for _, o := range got.Offers {
-				if o.GPUModel == "h100-sxm" {
+				if o.GPUModel() == "h100-sxm" {
 					h100 = append(h100, o.ID)
 				}
 			}

@@ -165,7 +165,7 @@ func indexOf(s *snapshot) *Index {
 func describe(r SearchResult, err error) string {
 	out := fmt.Sprintf("err=%v total=%d pages=%d:", err, r.Total, r.Pages)
 	for _, o := range r.Offers {
-		out += fmt.Sprintf(" %d/%d/%d/%v", o.ID, o.PricePerGPUHourFen, o.AvailableGPUs, o.Interruptible != nil)
+		out += fmt.Sprintf(" %d/%d/%d/%v", o.ID, o.PricePerGPUHourFen(), o.AvailableGPUs(), o.Interruptible != nil)
 	}
 	for _, x := range r.Relaxations {
 		out += fmt.Sprintf(" relax %s=%d %v", x.Filter, x.Count, x.Query.Values().Encode())
@@ -213,7 +213,7 @@ func TestPatchedIndexSearchesAsAFullBuild(t *testing.T) {
 			}
 			for _, id := range slices.Collect(maps.Keys(m.rows))[:10] {
 				a, _ := patched.Offer(id)
-				if a == nil || a.PricePerGPUHourFen != m.rows[id].PricePerGPUHourFen {
+				if a == nil || a.PricePerGPUHourFen() != m.rows[id].PricePerGPUHourFen {
 					t.Fatalf("seed %d step %d: offer %d not current", seed, step, id)
 				}
 			}

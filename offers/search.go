@@ -500,7 +500,7 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b *entry) in
 		}
 	case SortReliability:
 		return func(a, b *entry) int {
-			if ua, ub := a.o.uptimeKey, b.o.uptimeKey; ua != ub {
+			if ua, ub := a.o.uptimeKey(), b.o.uptimeKey(); ua != ub {
 				return cmp.Compare(ub, ua)
 			}
 			return byPrice(a, b)

@@ -49,13 +49,13 @@ func TestSearchSortOrders(t *testing.T) {
 		ok := slices.IsSortedFunc(r.Offers, func(a, b *offers.Listed) int {
 			switch key {
 			case offers.SortPrice:
-				return int(a.PricePerGPUHourFen - b.PricePerGPUHourFen)
+				return int(a.PricePerGPUHourFen() - b.PricePerGPUHourFen())
 			case offers.SortPricePerTFLOP, offers.SortMeasured:
-				return cmpF(a.PricePerTFLOPFen, b.PricePerTFLOPFen)
+				return cmpF(a.PricePerTFLOPFen(), b.PricePerTFLOPFen())
 			case offers.SortVRAM:
 				return b.GPU.VRAMGB - a.GPU.VRAMGB
 			case offers.SortLatency:
-				return cmpF(a.Latency["chengdu"], b.Latency["chengdu"])
+				return cmpF(a.Latency()["chengdu"], b.Latency()["chengdu"])
 			case offers.SortInterruptible:
 				bid := func(o *offers.Listed) int64 {
 					if o.Interruptible == nil {
@@ -63,13 +63,13 @@ func TestSearchSortOrders(t *testing.T) {
 					}
 					return o.Interruptible.ClearingFen
 				}
-				return cmp.Or(cmp.Compare(bid(a), bid(b)), cmp.Compare(a.PricePerGPUHourFen, b.PricePerGPUHourFen))
+				return cmp.Or(cmp.Compare(bid(a), bid(b)), cmp.Compare(a.PricePerGPUHourFen(), b.PricePerGPUHourFen()))
 			case offers.SortReliability:
 				up := func(o *offers.Listed) float64 {
-					if o.Uptime30dPct == nil {
+					if o.Uptime30dPct() == nil {
 						return -1
 					}
-					return *o.Uptime30dPct
+					return *o.Uptime30dPct()
 				}
 				return cmpF(up(b), up(a))
 			}
@@ -110,18 +110,18 @@ func TestSearchFiltersAgreeWithABruteForceScan(t *testing.T) {
 		got := search(t, ix, q)
 		var want []int64
 		for _, o := range all {
-			if q.GPUs != nil && !slices.Contains(q.GPUs, o.GPUModel) ||
+			if q.GPUs != nil && !slices.Contains(q.GPUs, o.GPUModel()) ||
 				q.Region != "" && o.Datacenter.Region != q.Region ||
-				o.MaxGPUs < q.MinGPUs || o.GPU.VRAMGB < q.MinVRAMGB ||
-				q.Interconnect == "infiniband" && o.Interconnect != "nvlink-ib" ||
-				q.Interconnect == "pcie" && o.Interconnect != "pcie" ||
-				q.MaxPriceFen > 0 && o.PricePerGPUHourFen > q.MaxPriceFen ||
-				q.Student && o.StudentDiscountPct == 0 || q.Available && o.AvailableGPUs == 0 ||
+				o.MaxGPUs() < q.MinGPUs || o.GPU.VRAMGB < q.MinVRAMGB ||
+				q.Interconnect == "infiniband" && o.Interconnect() != "nvlink-ib" ||
+				q.Interconnect == "pcie" && o.Interconnect() != "pcie" ||
+				q.MaxPriceFen > 0 && o.PricePerGPUHourFen() > q.MaxPriceFen ||
+				q.Student && o.StudentDiscountPct() == 0 || q.Available && o.AvailableGPUs() == 0 ||
 				q.City != "" && o.Datacenter.City != q.City {
 				continue
 			}
 			if q.MaxLatencyMS > 0 {
-				ms, ok := o.Latency[q.From]
+				ms, ok := o.Latency()[q.From]
 				if !ok || ms > q.MaxLatencyMS {
 					continue
 				}
@@ -193,8 +193,8 @@ func TestIndexRefreshFollowsTheVersion(t *testing.T) {
 			t.Fatalf("no reload after a change: %v", err)
 		}
 		now, err := ix.Offer(o.ID)
-		if err != nil || now.AvailableGPUs != o.AvailableGPUs-1 {
-			t.Errorf("available %d, want %d", now.AvailableGPUs, o.AvailableGPUs-1)
+		if err != nil || now.AvailableGPUs() != o.AvailableGPUs()-1 {
+			t.Errorf("available %d, want %d", now.AvailableGPUs(), o.AvailableGPUs()-1)
 		}
 	})
 }
@@ -244,8 +244,8 @@ func TestLatencyPagesMatchAFullSort(t *testing.T) {
 				if la, lb := lat(a), lat(b); la != lb {
 					return cmpF(la, lb)
 				}
-				if a.PricePerGPUHourFen != b.PricePerGPUHourFen {
-					return int(a.PricePerGPUHourFen - b.PricePerGPUHourFen)
+				if a.PricePerGPUHourFen() != b.PricePerGPUHourFen() {
+					return int(a.PricePerGPUHourFen() - b.PricePerGPUHourFen())
 				}
 				return int(a.ID - b.ID)
 			})

@@ -222,7 +222,7 @@ func (s *snapshot) record(r models.OfferRow, running supply.OfferBids, judged ma
 		slog.Warn("offer with a GPU model missing from the catalogue", "offer", r.ID, "gpu", r.GPUModel)
 		return entry{}, false
 	}
-	o := newListed(r, m, running[r.ID], judged[r.ID])
+	o := newListed(&r, m, running[r.ID], judged[r.ID])
 	return entry{k: s.key(o), o: o}, true
 }
 
@@ -301,16 +301,16 @@ func (s *snapshot) registerDC(r *models.OfferRow) {
 // key numbers an offer's filter fields; its datacentre must be registered.
 func (s *snapshot) key(o *Listed) offerKey {
 	ic := uint8(0)
-	switch o.Interconnect {
+	switch o.Interconnect() {
 	case catalog.InterconnectNVLink:
 		ic = 1
 	case catalog.InterconnectNVLinkIB:
 		ic = 2
 	}
 	k := offerKey{
-		id: o.ID, vram: uint16(min(o.GPU.VRAMGB, 65535)), dc: s.dcIdx[o.DatacenterID],
-		gpu: idx8(s.gpuIdx, o.GPUModel), city: idx8(s.cityIdx, o.Datacenter.City), region: idx8(s.regionIdx, o.Datacenter.Region),
-		ic: ic, maxGPUs: uint8(min(o.MaxGPUs, 255)), student: o.StudentDiscountPct > 0, available: o.AvailableGPUs > 0,
+		id: o.ID, vram: uint16(min(o.GPU.VRAMGB, 65535)), dc: s.dcIdx[o.DatacenterID()],
+		gpu: idx8(s.gpuIdx, o.GPU.Slug), city: idx8(s.cityIdx, o.Datacenter.City), region: idx8(s.regionIdx, o.Datacenter.Region),
+		ic: ic, maxGPUs: uint8(min(o.MaxGPUs(), 255)), student: o.StudentDiscountPct() > 0, available: o.AvailableGPUs() > 0,
 		interruptible: o.Interruptible != nil,
 	}
 	for v := range nViews {

@@ -75,7 +75,7 @@ func randomStudentMarket(t *testing.T, db *models.DB, n int, rng *rand.Rand) *of
 // studentPrice is the price a lab member is shown for an offer, computed
 // here from the stored offer as the price table states it.
 func studentPrice(o *offers.Listed) int64 {
-	return pricing.Discounted(o.PricePerGPUHourFen, o.StudentDiscountPct)
+	return pricing.Discounted(o.PricePerGPUHourFen(), o.StudentDiscountPct())
 }
 
 // bruteOrder is the order a student viewer expects for a sort key, every
@@ -96,10 +96,10 @@ func bruteOrder(key, from string) func(a, b *offers.Listed) int {
 		return *f
 	}
 	up := func(o *offers.Listed) float64 {
-		if o.Uptime30dPct == nil {
+		if o.Uptime30dPct() == nil {
 			return -1
 		}
-		return *o.Uptime30dPct
+		return *o.Uptime30dPct()
 	}
 	lat := func(o *offers.Listed) float64 {
 		if ms, ok := o.LatencyFrom(from); ok {
@@ -191,11 +191,11 @@ func TestStudentViewerOrdersAndFiltersByTheirPrice(t *testing.T) {
 				q.StudentViewer, q.Sort, q.From = true, key, "chengdu"
 				var want []*offers.Listed
 				for _, o := range everything {
-					if len(q.GPUs) > 0 && !slices.Contains(q.GPUs, o.GPUModel) ||
+					if len(q.GPUs) > 0 && !slices.Contains(q.GPUs, o.GPUModel()) ||
 						q.City != "" && o.Datacenter.City != q.City ||
 						q.Region != "" && o.Datacenter.Region != q.Region ||
-						q.Available && o.AvailableGPUs == 0 ||
-						q.Student && o.StudentDiscountPct == 0 ||
+						q.Available && o.AvailableGPUs() == 0 ||
+						q.Student && o.StudentDiscountPct() == 0 ||
 						q.MaxPriceFen > 0 && studentPrice(o) > q.MaxPriceFen {
 						continue
 					}
@@ -214,8 +214,8 @@ func TestStudentViewerOrdersAndFiltersByTheirPrice(t *testing.T) {
 							offerIDs(got.Offers), offerIDs(want[lo:hi]))
 					}
 					for _, o := range got.Offers {
-						if o.PriceFen(true) != studentPrice(o) || o.PriceFen(false) != o.PricePerGPUHourFen {
-							t.Fatalf("offer %d: PriceFen %d/%d, want %d/%d", o.ID, o.PriceFen(true), o.PriceFen(false), studentPrice(o), o.PricePerGPUHourFen)
+						if o.PriceFen(true) != studentPrice(o) || o.PriceFen(false) != o.PricePerGPUHourFen() {
+							t.Fatalf("offer %d: PriceFen %d/%d, want %d/%d", o.ID, o.PriceFen(true), o.PriceFen(false), studentPrice(o), o.PricePerGPUHourFen())
 						}
 					}
 				}

@@ -260,19 +260,19 @@ func Compute(ix *offers.Index, q Query, student bool) (Plan, error) {
 	hourly := p.Offers.OnDemand
 	if o := p.Offers.OnDemand; o != nil {
 		p.OnDemandFrom = FromOffer
-		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: offers.UnitPriceFen(&o.Offer, pricing.OnDemand, student), OffpeakDiscountPct: o.OffpeakDiscountPct}
+		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: o.UnitPriceFen(pricing.OnDemand, student), OffpeakDiscountPct: o.OffpeakDiscountPct()}
 	}
 	// A bid at the clearing price gets the off-peak and student discounts
 	// as an on-demand price does.
 	if o := p.Offers.Interruptible; q.Interruptible && o != nil {
 		hourly, p.OnDemandFrom = o, FromInterruptible
-		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: offers.InterruptiblePriceFen(o, student), OffpeakDiscountPct: o.OffpeakDiscountPct}
+		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: offers.InterruptiblePriceFen(o, student), OffpeakDiscountPct: o.OffpeakDiscountPct()}
 	}
 	if q.OnDemandFen != nil {
 		p.OnDemandFrom = FromEntered
 		p.Input.OnDemand = &pricing.OnDemandPrice{PerGPUHourFen: *q.OnDemandFen}
 		if hourly != nil {
-			p.Input.OnDemand.OffpeakDiscountPct = hourly.OffpeakDiscountPct
+			p.Input.OnDemand.OffpeakDiscountPct = hourly.OffpeakDiscountPct()
 		}
 	}
 	if q.OffpeakDiscountPct != nil && p.Input.OnDemand != nil {
@@ -280,7 +280,7 @@ func Compute(ix *offers.Index, q Query, student bool) (Plan, error) {
 	}
 	if o := p.Offers.Monthly; o != nil {
 		p.MonthlyFrom = FromOffer
-		fen := offers.UnitPriceFen(&o.Offer, pricing.Month, student)
+		fen := o.UnitPriceFen(pricing.Month, student)
 		p.Input.MonthlyPerGPUFen = &fen
 	}
 	if q.MonthlyFen != nil {

@@ -154,7 +154,7 @@ func TestLaunchVolumeSizeSkipsSmallDisks(t *testing.T) {
 			_, list := a.index.ByPrice(false)
 			var out []*offers.Listed
 			for _, o := range list {
-				if o.GPUModel == "rtx-4090" && o.MaxGPUs >= 2 && o.AvailableGPUs >= 2 {
+				if o.GPUModel() == "rtx-4090" && o.MaxGPUs() >= 2 && o.AvailableGPUs() >= 2 {
 					out = append(out, o)
 				}
 			}
@@ -166,8 +166,8 @@ func TestLaunchVolumeSizeSkipsSmallDisks(t *testing.T) {
 		must(t, db.W.Model(&models.Offer{}).Where("id = ?", cands[0].ID).Update("disk_gb", 100).Error == nil, "shrink the disk")
 		refreshMarket(t, a, cands[0].NodeID)
 		cands = cheapest()
-		must(t, cands[0].DiskGB == 100, "the cheapest's disk is %d GB", cands[0].DiskGB)
-		want := cands[slices.IndexFunc(cands, func(o *offers.Listed) bool { return offers.MaxVolumeGBOf(&o.Offer) >= 200 })]
+		must(t, cands[0].DiskGB() == 100, "the cheapest's disk is %d GB", cands[0].DiskGB())
+		want := cands[slices.IndexFunc(cands, func(o *offers.Listed) bool { return o.MaxVolumeGB() >= 200 })]
 		launchBody := func(gb int) string {
 			return fmt.Sprintf(`{"instance_type":"rtx-4090.2x","volume_gb":%d,"ssh_public_key":"%s"}`, gb, key)
 		}
@@ -181,7 +181,7 @@ func TestLaunchVolumeSizeSkipsSmallDisks(t *testing.T) {
 
 		most := 0
 		for _, o := range cheapest() {
-			most = max(most, offers.MaxVolumeGBOf(&o.Offer))
+			most = max(most, o.MaxVolumeGB())
 		}
 		must(t, most < offers.MaxVolumeGB, "an offer takes the largest volume: %d", most)
 		before := rentalsOf(t, db, org)

@@ -201,8 +201,8 @@ func TestLaunchByInstanceType(t *testing.T) {
 		_, list := a.index.ByPrice(false)
 		var cands []launch.Entry // rtx-4090.2x, cheapest first
 		for _, o := range list {
-			if o.GPUModel == "rtx-4090" && o.MaxGPUs >= 2 && o.AvailableGPUs >= 2 {
-				cands = append(cands, launch.Entry{OfferID: o.ID, NodeID: o.NodeID, AvailableGPUs: o.AvailableGPUs, PriceFen: o.PricePerGPUHourFen})
+			if o.GPUModel() == "rtx-4090" && o.MaxGPUs() >= 2 && o.AvailableGPUs() >= 2 {
+				cands = append(cands, launch.Entry{OfferID: o.ID, NodeID: o.NodeID, AvailableGPUs: o.AvailableGPUs(), PriceFen: o.PricePerGPUHourFen()})
 			}
 		}
 		must(t, len(cands) >= 4, "%d candidates", len(cands))

@@ -31,7 +31,7 @@ func RentBid(o *models.Offer, ix *offers.Index, f views.Form) *bidviews.RentBid 
 	least := *floor
 	if l, err := ix.Offer(o.ID); err == nil && l.Interruptible != nil {
 		b.ClearingFen = max(l.Interruptible.ClearingFen, *floor)
-		least = bids.LeastToRun(b.ClearingFen, l.AvailableGPUs)
+		least = bids.LeastToRun(b.ClearingFen, l.AvailableGPUs())
 	}
 	if strings.TrimSpace(f.Get(bidviews.Field)) == "" && f.Values != nil {
 		f.Values[bidviews.Field] = bidviews.YuanValue(min(least, b.OnDemandFen))
