@@ -517,30 +517,34 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b *entry) in
 }
 
 // latencyPage fills res with the page [from, from+n) of the runs'
-// matches in (latency, price, id) order, and the total; the runs must be
-// in price order. Latency depends only on the datacentre: the matches are
-// bucketed per datacentre, the buckets grouped by latency, and only the
-// groups the page reaches are ordered by price.
+// matches in (latency, price, id) order, and the total. Latency depends
+// only on the datacentre: a first scan counts the matches per
+// datacentre, keeping none of them, and groups the datacentres by
+// latency; a second scan keeps, for each group the page reaches, only
+// the cheapest entries it can show (a bounded heap), so that a broad
+// search (a model's matches in every city, ~80k at 1M offers) allocates
+// for its page rather than for every match.
 func (s *snapshot) latencyPage(runs []run, c *compiled, from, n int, res *SearchResult) {
-	buckets := make([][]*entry, len(s.lat))
+	counts := make([]int, len(s.lat))
 	for _, r := range runs {
 		for i := range r.ord {
 			if e := r.at(i); c.match(s, &e.k, fNone) {
-				buckets[e.k.dc] = append(buckets[e.k.dc], e)
+				counts[e.k.dc]++
 				res.Total++
 			}
 		}
 	}
 	type group struct {
-		ms  float32
-		dcs []int
+		ms   float32
+		dcs  []int
+		size int
 	}
 	var groups []group
-	for dc, b := range buckets {
-		if len(b) == 0 {
+	for dc, cnt := range counts {
+		if cnt == 0 {
 			continue
 		}
-		ms, ok := c.latency(s, &b[0].k)
+		ms, ok := c.latency(s, &offerKey{dc: uint16(dc)})
 		if !ok {
 			ms = math.MaxFloat32
 		}
@@ -550,37 +554,98 @@ func (s *snapshot) latencyPage(runs []run, c *compiled, from, n int, res *Search
 			i = len(groups) - 1
 		}
 		groups[i].dcs = append(groups[i].dcs, dc)
+		groups[i].size += cnt
 	}
 	slices.SortFunc(groups, func(a, b group) int { return cmp.Compare(a.ms, b.ms) })
+	// The groups the page reaches, each with the entries it can show:
+	// those up to the page's end. heapOf[dc] is its group's heap, -1 for
+	// a datacentre the page does not reach.
 	byPrice := s.entryComparator(SortPrice, c)
+	heapOf := make([]int, len(s.lat))
+	for i := range heapOf {
+		heapOf[i] = -1
+	}
+	var heaps []boundedHeap
+	var skip []int // per heap, how many of its group lie before the page
 	pos := 0
 	for _, g := range groups {
 		if pos >= from+n {
-			return
+			break
 		}
-		size := 0
-		for _, dc := range g.dcs {
-			size += len(buckets[dc])
-		}
-		if pos+size <= from {
-			pos += size // the whole group is before the page
-			continue
-		}
-		var all []*entry
-		for _, dc := range g.dcs {
-			all = append(all, buckets[dc]...)
-		}
-		slices.SortFunc(all, byPrice)
-		for _, e := range all {
-			if pos >= from+n {
-				return
+		if pos+g.size > from {
+			for _, dc := range g.dcs {
+				heapOf[dc] = len(heaps)
 			}
-			if pos >= from {
-				res.Offers = append(res.Offers, e.o)
+			heaps = append(heaps, boundedHeap{max: min(g.size, from+n-pos), cmp: byPrice})
+			skip = append(skip, max(from-pos, 0))
+		}
+		pos += g.size
+	}
+	if len(heaps) == 0 {
+		return
+	}
+	for _, r := range runs {
+		for i := range r.ord {
+			if e := r.at(i); heapOf[e.k.dc] >= 0 && c.match(s, &e.k, fNone) {
+				heaps[heapOf[e.k.dc]].push(e)
 			}
-			pos++
 		}
 	}
+	for i := range heaps {
+		for _, e := range heaps[i].sorted()[skip[i]:] {
+			if len(res.Offers) == n {
+				return
+			}
+			res.Offers = append(res.Offers, e.o)
+		}
+	}
+}
+
+// boundedHeap keeps the max smallest entries pushed, by cmp: a max-heap
+// whose root is the largest kept.
+type boundedHeap struct {
+	max int
+	cmp func(a, b *entry) int
+	es  []*entry
+}
+
+func (h *boundedHeap) push(e *entry) {
+	if len(h.es) < h.max {
+		h.es = append(h.es, e)
+		for i := len(h.es) - 1; i > 0; {
+			p := (i - 1) / 2
+			if h.cmp(h.es[p], h.es[i]) >= 0 {
+				break
+			}
+			h.es[p], h.es[i] = h.es[i], h.es[p]
+			i = p
+		}
+		return
+	}
+	if h.max == 0 || h.cmp(e, h.es[0]) >= 0 {
+		return
+	}
+	h.es[0] = e
+	for i := 0; ; {
+		l, big := 2*i+1, i
+		if l < len(h.es) && h.cmp(h.es[l], h.es[big]) > 0 {
+			big = l
+		}
+		if r := l + 1; r < len(h.es) && h.cmp(h.es[r], h.es[big]) > 0 {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		h.es[i], h.es[big] = h.es[big], h.es[i]
+		i = big
+	}
+}
+
+// sorted returns the kept entries in cmp order (reordering the heap).
+func (h *boundedHeap) sorted() []*entry {
+	slices.SortFunc(h.es, h.cmp)
+	return h.es
 }
 
 // keys yields every listed offer's key, in no order.

@@ -327,8 +327,11 @@ func cachedRow(vc views.Ctx, o OfferListRow, city string, withDC bool) string {
 	}
 	s := b.String()
 	if o.Rev != nil {
-		// The city may be a slice of the request's query: copy it rather
-		// than keep the whole query alive.
+		// The builder's buffer grew by doubling: a copy of the row's own
+		// length keeps the cache's memory what its budget counts. The
+		// city may be a slice of the request's query: copy it rather than
+		// keep the whole query alive.
+		s = strings.Clone(s)
 		key.city = strings.Clone(city)
 		rowCache.Put(key, s, len(key.city)+len(key.status))
 	}
