@@ -198,6 +198,18 @@ func (h *Handler) Events(c echo.Context) error {
 			case <-w.sub.C:
 				break wait
 			case <-sampled:
+				// A push does not authorise again (the card's reads do):
+				// when the viewer's access or session changed at the same
+				// moment, select may have picked this case first.
+				select {
+				case <-authC:
+					return nil
+				case <-endC:
+					return nil
+				case <-expC:
+					return nil
+				default:
+				}
 				if err := usage.push(s, vm); err != nil {
 					return h.streamFailed(c, id, err)
 				}

@@ -6,11 +6,11 @@
 -- than the inserts themselves. The same rule is now checked once per
 -- statement, as two anti-joins over the statement's new rows.
 --
--- A foreign key also keeps a referenced row from being deleted (or its
--- id changed) while entries name it. The ledger is append-only: its
--- accounts and transactions are never deleted, and now cannot be (nor
--- its entries, whose sums are the accounts' cached balances); nothing
--- changes their ids.
+-- A foreign key also keeps a referenced row from being deleted, or its
+-- id changed, while entries name it. Rows of the ledger are never
+-- deleted, and now cannot be: not its accounts and transactions, nor its
+-- entries, whose sums are the accounts' cached balances; and the ids of
+-- accounts and transactions cannot change.
 ALTER TABLE ledger_entries DROP CONSTRAINT ledger_entries_txn_id_fkey;
 ALTER TABLE ledger_entries DROP CONSTRAINT ledger_entries_account_id_fkey;
 
@@ -38,8 +38,18 @@ REFERENCING NEW TABLE AS new_entries FOR EACH STATEMENT EXECUTE FUNCTION ledger_
 -- +goose StatementBegin
 CREATE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    RAISE EXCEPTION 'the ledger is append-only: % on % refused', TG_OP, TG_TABLE_NAME
+    RAISE EXCEPTION 'the ledger keeps its rows: % on % refused', TG_OP, TG_TABLE_NAME
         USING ERRCODE = 'restrict_violation';
+END
+$$;
+
+CREATE FUNCTION ledger_ids_fixed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.id IS DISTINCT FROM OLD.id THEN
+        RAISE EXCEPTION 'the ledger keeps its ids: % of % refused', TG_OP, TG_TABLE_NAME
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN NEW;
 END
 $$;
 -- +goose StatementEnd
@@ -50,8 +60,15 @@ CREATE TRIGGER ledger_txns_kept BEFORE DELETE OR TRUNCATE ON ledger_txns
 FOR EACH STATEMENT EXECUTE FUNCTION ledger_append_only();
 CREATE TRIGGER ledger_entries_kept BEFORE DELETE OR TRUNCATE ON ledger_entries
 FOR EACH STATEMENT EXECUTE FUNCTION ledger_append_only();
+CREATE TRIGGER ledger_accounts_ids BEFORE UPDATE OF id ON ledger_accounts
+FOR EACH ROW EXECUTE FUNCTION ledger_ids_fixed();
+CREATE TRIGGER ledger_txns_ids BEFORE UPDATE OF id ON ledger_txns
+FOR EACH ROW EXECUTE FUNCTION ledger_ids_fixed();
 
 -- +goose Down
+DROP TRIGGER ledger_txns_ids ON ledger_txns;
+DROP TRIGGER ledger_accounts_ids ON ledger_accounts;
+DROP FUNCTION ledger_ids_fixed();
 DROP TRIGGER ledger_entries_kept ON ledger_entries;
 DROP TRIGGER ledger_txns_kept ON ledger_txns;
 DROP TRIGGER ledger_accounts_kept ON ledger_accounts;

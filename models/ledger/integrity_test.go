@@ -11,8 +11,8 @@ import (
 // TestLedgerRefusesDanglingEntriesAndDeletes: an entry must name an
 // existing account and transaction (on PostgreSQL checked once per
 // statement since migration 00038, in place of row-by-row foreign keys:
-// one bad row in a many-row insert fails the whole statement), and no
-// ledger row can be deleted.
+// one bad row in a many-row insert fails the whole statement), no ledger
+// row can be deleted, and the ids entries name cannot change.
 func TestLedgerRefusesDanglingEntriesAndDeletes(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *models.DB) {
 		fund(t, db, 10_000, 1)
@@ -58,6 +58,33 @@ func TestLedgerRefusesDanglingEntriesAndDeletes(t *testing.T) {
 			if err := db.W.Exec("DELETE FROM " + table).Error; err == nil {
 				t.Errorf("DELETE FROM %s was accepted", table)
 			}
+			if db.Dialect == "postgres" {
+				if err := db.W.Exec("TRUNCATE " + table + " CASCADE").Error; err == nil {
+					t.Errorf("TRUNCATE %s was accepted", table)
+				}
+			}
+		}
+		// A transaction and an account no entry names: no foreign key
+		// refuses their deletion, the ledger's own rule does.
+		if err := db.W.Exec("INSERT INTO ledger_txns (kind, memo, created_at) VALUES ('test', 'no entries', ?)", now).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.W.Exec("INSERT INTO ledger_accounts (kind, org_id, balance_fen, created_at) VALUES ('wallet', 999, 0, ?)", now).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.W.Exec("DELETE FROM ledger_txns WHERE memo = 'no entries'").Error; err == nil {
+			t.Error("deleting a transaction without entries was accepted")
+		}
+		if err := db.W.Exec("DELETE FROM ledger_accounts WHERE org_id = 999").Error; err == nil {
+			t.Error("deleting an account without entries was accepted")
+		}
+		// Nor can the id of an account or a transaction that entries name
+		// change.
+		if err := db.W.Exec("UPDATE ledger_accounts SET id = id + 1000000 WHERE id = ?", acc).Error; err == nil {
+			t.Error("changing an account's id was accepted")
+		}
+		if err := db.W.Exec("UPDATE ledger_txns SET id = id + 1000000 WHERE id = ?", txn).Error; err == nil {
+			t.Error("changing a transaction's id was accepted")
 		}
 		if n := count(); n != before {
 			t.Fatalf("%d entries after the refused deletes, want %d", n, before)

@@ -23,10 +23,11 @@ func InsertGPUSample(tx *gorm.DB, s *models.GPUSample) error {
 // inserted them has committed. On SQLite a trigger on gpu_samples did so
 // in that transaction (a change_log row each), and this does nothing.
 // On PostgreSQL a NOTIFY inside the heartbeat's transaction would make
-// its commit take the server-wide notification lock and hold it through
-// the commit's WAL flush, so every sampling heartbeat would commit one
-// after another; here the notifications go in a statement of their own
-// that writes nothing, whose commit flushes no WAL.
+// its commit hold the server-wide notification lock through its WAL
+// flush, so every sampling heartbeat would commit one after another;
+// here the notifications go in a transaction of their own whose commit
+// does not wait for its flush (suanli_notify_gpus, migration 00036), so
+// the lock is held only for the commit itself.
 func NotifyGPUsSampled(ctx context.Context, db *models.DB, ids []int64) error {
 	if db.Dialect != "postgres" || len(ids) == 0 {
 		return nil
