@@ -28,21 +28,11 @@ const (
 	nViews
 )
 
-// priceKeys are an offer's price-dependent sort keys in one price view.
-type priceKeys struct {
-	// price is the on-demand price per GPU-hour in fen.
-	price int64
-	// perTFLOP is price over the nominal tensor TFLOPS; measured is price
-	// over the measured TFLOPS, or perTFLOP for an unmeasured offer (which
-	// sorts after every measured one).
-	perTFLOP, measured float64
-}
-
 // PriceFen is the on-demand price per GPU-hour the viewer pays: the
 // student price when student (a confirmed member of an approved lab), else
 // the list price. Lists show it, and sort and filter by it.
 func (o *Listed) PriceFen(student bool) int64 {
-	return o.keys[viewOf(student)].price
+	return o.priceOf(viewOf(student))
 }
 
 func viewOf(student bool) priceView {

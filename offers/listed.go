@@ -14,7 +14,7 @@ import (
 // Listed is an offer as the search shows it: the stored offer's figures,
 // its datacentre and provider, its catalogue model and derived figures.
 //
-// The index holds one per listed offer, so it is compact (208 bytes, one
+// The index holds one per listed offer, so it is compact (176 bytes, one
 // small size class, where embedding models.OfferRow took a 512-byte one):
 // counts and percentages are narrowed to what the providers' offer
 // validation allows (providers.checkOffer), optional prices are a value
@@ -46,10 +46,13 @@ type Listed struct {
 	// whole is the stored offer and witness status when the compact
 	// fields below cannot hold them (see fits); nil for nearly every offer.
 	whole *wholeOffer
-	// keys are the orders that depend on the price, precomputed for each
-	// price view (the list price, and the student price lab members pay).
-	keys   [nViews]priceKeys
-	bidKey int64
+	// price is the on-demand list price per GPU-hour in fen; measuredTF
+	// the tensor TFLOPS per GPU the node's report measured (measuredTFLOPS:
+	// 0 when unmeasured). The price orders derive from them as they sort
+	// (priceOf, perTFLOP, measured), rather than being kept per view.
+	price      int64
+	measuredTF float64
+	bidKey     int64
 	// The optional prices are valid where flags say so.
 	weeklyFen, monthlyFen, floorFen int64
 	storageFen, noGPUFen            int64
@@ -222,7 +225,7 @@ func (o *Listed) Offer() models.Offer {
 	return models.Offer{
 		ID: o.ID, ProviderID: o.ProviderID(), NodeID: o.NodeID, DatacenterID: o.Datacenter.ID, GPUModel: o.GPU.Slug,
 		MaxGPUs: int(o.maxGPUs), VCPUPerGPU: int(o.vcpuPerGPU), RAMGBPerGPU: int(o.ramGBPerGPU), DiskGB: int(o.diskGB),
-		Interconnect: s.interconnect, PricePerGPUHourFen: o.keys[listView].price,
+		Interconnect: s.interconnect, PricePerGPUHourFen: o.price,
 		WeeklyPricePerGPUFen: o.WeeklyPricePerGPUFen(), MonthlyPricePerGPUFen: o.MonthlyPricePerGPUFen(),
 		OffpeakDiscountPct: int(o.offpeakPct), StudentDiscountPct: int(o.studentPct), AvailableGPUs: int(o.availableGPUs),
 		Status: s.status, Demo: o.Demo(), Synthetic: o.Synthetic(), UpdatedAt: o.UpdatedAt(),
@@ -344,7 +347,7 @@ func (o *Listed) WitnessStatus() string {
 }
 
 // PricePerGPUHourFen is the on-demand list price per GPU-hour.
-func (o *Listed) PricePerGPUHourFen() int64 { return o.keys[listView].price }
+func (o *Listed) PricePerGPUHourFen() int64 { return o.price }
 
 // WeeklyPricePerGPUFen is the price of a GPU for a week, nil when the
 // offer sells no week; the pointer is the caller's.
@@ -453,7 +456,7 @@ func (o *Listed) uptimeKey() float64 {
 
 // PricePerTFLOPFen is the on-demand price per GPU-hour divided by the
 // model's nominal tensor TFLOPS (BF16, or FP16 without BF16).
-func (o *Listed) PricePerTFLOPFen() float64 { return o.keys[listView].perTFLOP }
+func (o *Listed) PricePerTFLOPFen() float64 { return o.perTFLOP(listView) }
 
 // PricePerMeasuredTFLOPFen is the same price divided by the tensor
 // TFLOPS per GPU that the node's latest benchmark report measured; 0
@@ -462,7 +465,27 @@ func (o *Listed) PricePerMeasuredTFLOPFen() float64 {
 	if o.tier == TierUnmeasured {
 		return 0
 	}
-	return o.keys[listView].measured
+	return o.measured(listView)
+}
+
+// priceOf is the on-demand price per GPU-hour in view v: the list
+// price, or the student price (the offer's own student discount off it).
+func (o *Listed) priceOf(v priceView) int64 {
+	return o.UnitPriceFen(pricing.OnDemand, v == studentView)
+}
+
+// perTFLOP is the price in view v over the model's nominal tensor TFLOPS.
+func (o *Listed) perTFLOP(v priceView) float64 {
+	return float64(o.priceOf(v)) / o.GPU.TensorTFLOPS()
+}
+
+// measured is the price in view v over the measured tensor TFLOPS, or
+// perTFLOP for an unmeasured offer (which sorts after every measured one).
+func (o *Listed) measured(v priceView) float64 {
+	if o.measuredTF > 0 {
+		return float64(o.priceOf(v)) / o.measuredTF
+	}
+	return o.perTFLOP(v)
 }
 
 // UnitPriceFen is UnitPriceFen of the offer: what one GPU costs a renter
@@ -494,15 +517,7 @@ func newListed(r *models.OfferRow, m *catalog.GPUModel, running []int64, status 
 	o := &Listed{GPU: m, Datacenter: r.Datacenter, Provider: r.Provider, Report: r.Report, lat: r.Latency,
 		tier: measuredTierOf(m, r.Report)}
 	o.setOffer(r, m, status)
-	measured := measuredTFLOPS(m, r.Report)
-	for v, price := range [nViews]int64{listView: r.PricePerGPUHourFen, studentView: StudentPriceFen(&r.Offer)} {
-		k := priceKeys{price: price, perTFLOP: float64(price) / m.TensorTFLOPS()}
-		k.measured = k.perTFLOP
-		if measured > 0 {
-			k.measured = float64(price) / measured
-		}
-		o.keys[v] = k
-	}
+	o.price, o.measuredTF = r.PricePerGPUHourFen, measuredTFLOPS(m, r.Report)
 	o.Interruptible = interruptibleOf(&r.Offer, running)
 	o.bidKey = bidKey(o.Interruptible)
 	if r.Uptime30dPct != nil {

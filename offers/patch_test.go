@@ -182,8 +182,15 @@ func TestPatchedIndexSearchesAsAFullBuild(t *testing.T) {
 	for seed := range uint64(6) {
 		m := newMarket(seed, 400+int(seed)*150)
 		snap := build(m.all(), 1, m.bids, nil)
+		seen := map[int64]bool{} // every id an offer had
+		for id := range m.rows {
+			seen[id] = true
+		}
 		for step := 1; step <= 150; step++ {
 			touched := m.change()
+			for _, id := range touched {
+				seen[id] = true
+			}
 			snap = snap.apply(int64(step+1), touched, m.listed(touched), m.bids, nil)
 			if step%25 != 0 {
 				continue
@@ -211,10 +218,14 @@ func TestPatchedIndexSearchesAsAFullBuild(t *testing.T) {
 					}
 				}
 			}
-			for _, id := range slices.Collect(maps.Keys(m.rows))[:10] {
-				a, _ := patched.Offer(id)
-				if a == nil || a.PricePerGPUHourFen() != m.rows[id].PricePerGPUHourFen {
+			for id := range seen {
+				a, err := patched.Offer(id)
+				r, listed := m.rows[id]
+				switch {
+				case listed && (a == nil || a.ID != id || a.PricePerGPUHourFen() != r.PricePerGPUHourFen):
 					t.Fatalf("seed %d step %d: offer %d not current", seed, step, id)
+				case !listed && err == nil:
+					t.Fatalf("seed %d step %d: offer %d is found, but no longer listed", seed, step, id)
 				}
 			}
 		}

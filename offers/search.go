@@ -483,7 +483,7 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b *entry) in
 		}
 	case SortPricePerTFLOP:
 		return func(a, b *entry) int {
-			if pa, pb := a.o.keys[v].perTFLOP, b.o.keys[v].perTFLOP; pa != pb {
+			if pa, pb := a.o.perTFLOP(v), b.o.perTFLOP(v); pa != pb {
 				return cmp.Compare(pa, pb)
 			}
 			return byPrice(a, b)
@@ -493,7 +493,7 @@ func (s *snapshot) entryComparator(key string, c *compiled) func(a, b *entry) in
 			if ta, tb := a.o.tier, b.o.tier; ta != tb {
 				return cmp.Compare(ta, tb)
 			}
-			if ma, mb := a.o.keys[v].measured, b.o.keys[v].measured; ma != mb {
+			if ma, mb := a.o.measured(v), b.o.measured(v); ma != mb {
 				return cmp.Compare(ma, mb)
 			}
 			return byPrice(a, b)
