@@ -180,7 +180,7 @@ func (h *Handler) APIOffersList(c echo.Context) error {
 		return errs[0]
 	}
 	// The order and max_price use the price the caller pays (your_price_…).
-	student, _ := c.Get(StudentKey).(bool)
+	student := IsStudent(c)
 	q.StudentViewer = student
 	res, err := h.Index.Search(q)
 	if err != nil {
@@ -214,7 +214,7 @@ func (h *Handler) APIOfferShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	student, _ := c.Get(StudentKey).(bool)
+	student := IsStudent(c)
 	ws := &witness.Service{DB: h.DB}
 	sm, err := ws.Summary(c.Request().Context(), row.ID)
 	if err != nil {

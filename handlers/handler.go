@@ -6,6 +6,7 @@ package handlers
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"suanli/accounts"
@@ -95,6 +96,25 @@ const (
 	CSRFCheckKey = "csrf_check"
 )
 
+// IsStudent reports whether the request's user sees student prices (a
+// confirmed member of an approved lab). The authentication middleware
+// leaves a lookup under StudentKey, run at the first ask and kept: most
+// API calls never ask. A failed lookup shows list prices, and is logged.
+func IsStudent(c echo.Context) bool {
+	switch v := c.Get(StudentKey).(type) {
+	case bool:
+		return v
+	case func() (bool, error):
+		student, err := v()
+		if err != nil {
+			slog.Error("student pricing lookup", "err", err)
+		}
+		c.Set(StudentKey, student)
+		return student
+	}
+	return false
+}
+
 // CurrentUser returns the logged-in (or token-authenticated) user, or nil.
 func CurrentUser(c echo.Context) *models.User {
 	u, _ := c.Get(UserKey).(*models.User)
@@ -123,7 +143,7 @@ func ViewCtx(c echo.Context) views.Ctx {
 	}
 	vc.CSRF, _ = c.Get(CSRFKey).(func() string)
 	vc.Flash, _ = c.Get(FlashKey).(string)
-	vc.Student, _ = c.Get(StudentKey).(bool)
+	vc.Student = IsStudent(c)
 	if u := CurrentUser(c); u != nil {
 		vc.User = &views.Viewer{ID: u.ID, Name: u.Name, Email: u.Email, Verified: u.Verified(), Admin: u.PlatformAdmin}
 	}

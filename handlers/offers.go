@@ -35,7 +35,7 @@ func (h *Handler) OffersList(c echo.Context) error {
 	}
 	q, errs := offers.ParseQuery(raw, false)
 	// Orders and max_price use the price the viewer is shown.
-	q.StudentViewer, _ = c.Get(StudentKey).(bool)
+	q.StudentViewer = IsStudent(c)
 	res, err := h.Index.Search(q)
 	if err != nil {
 		e, ok := apperr.As(err)
@@ -119,7 +119,7 @@ func (h *Handler) OfferShow(c echo.Context) error {
 	// renter changes them; bad values are explained beside their field.
 	in := offers.QuoteInputFrom(c.QueryParams())
 	in.Seconds = ""
-	student, _ := c.Get(StudentKey).(bool)
+	student := IsStudent(c)
 	if q, err := offers.Quote(row.Offer, in, student, h.DB.Now()); err == nil {
 		vm.Quote = &q
 		vm.EarlyStopKey = offers.EarlyStopOf(q.Term).Key
@@ -166,7 +166,7 @@ func (h *Handler) DatacenterShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	student, _ := c.Get(StudentKey).(bool)
+	student := IsStudent(c)
 	res, err := h.Index.Search(offers.Query{DatacenterID: dc.ID, Sort: offers.SortPrice, Page: 1, PerPage: offers.MaxPerPage, StudentViewer: student})
 	if err != nil {
 		return err

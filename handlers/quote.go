@@ -31,7 +31,7 @@ func (h *Handler) APIOfferQuote(c echo.Context) error {
 	}
 	in := offers.QuoteInputFrom(c.QueryParams())
 	in.Hours = "" // the API takes seconds
-	student, _ := c.Get(StudentKey).(bool)
+	student := IsStudent(c)
 	q, err := offers.Quote(row.Offer, in, student, h.DB.Now())
 	if err != nil {
 		return err

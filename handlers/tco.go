@@ -34,7 +34,7 @@ func (h *Handler) TCO(c echo.Context) error {
 	if !IsHTMX(c) && canonical != c.Request().URL.RequestURI() {
 		return c.Redirect(http.StatusSeeOther, canonical)
 	}
-	student, _ := c.Get(StudentKey).(bool)
+	student := IsStudent(c)
 	plan, err := tco.Compute(h.Index, q, student)
 	if err != nil {
 		return err

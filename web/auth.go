@@ -129,11 +129,9 @@ func authenticate(h *handlers.Handler) echo.MiddlewareFunc {
 				// Audit entries written below this request name the user and address.
 				c.SetRequest(c.Request().WithContext(models.WithActor(ctx, u.ID, c.RealIP())))
 				if rawKind(c) != rawProxy {
-					student, err := h.DB.StudentPricing(ctx, u.ID)
-					if err != nil {
-						return err
-					}
-					c.Set(handlers.StudentKey, student)
+					// Asked for only where prices show (handlers.IsStudent):
+					// a statement most API calls do not need.
+					c.Set(handlers.StudentKey, func() (bool, error) { return h.DB.StudentPricing(ctx, u.ID) })
 				}
 			}
 			return next(c)

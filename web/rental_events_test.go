@@ -383,6 +383,13 @@ func TestRentalAPIAnswers304WhileUnchanged(t *testing.T) {
 			t.Errorf("the 304 ran %d statements, the full answer %d", len(cond), len(full))
 		}
 		t.Logf("%s: 200 ran %d statements, 304 ran %d", db.Dialect, len(full), len(cond))
+		for _, q := range cond {
+			// Whether the caller sees student prices is asked only where
+			// prices show (handlers.IsStudent).
+			if strings.Contains(q, "orgs.kind") {
+				t.Errorf("the 304 asked for student pricing: %s", q)
+			}
+		}
 		if testing.Verbose() {
 			for _, q := range cond {
 				t.Log(q)

@@ -150,7 +150,7 @@ func (h *Handler) APIMe(c echo.Context) error {
 		RealName       string   `json:"real_name"`
 		Orgs           []apiOrg `json:"orgs"`
 	}{ID: u.ID, Email: u.Email, Name: u.Name, Lang: u.Lang, EmailVerified: u.Verified(), PlatformAdmin: u.PlatformAdmin, Orgs: []apiOrg{}}
-	out.StudentPricing, _ = c.Get(handlers.StudentKey).(bool)
+	out.StudentPricing = handlers.IsStudent(c)
 	if out.RealName, err = identitystore.StatusOf(c.Request().Context(), h.DB, u.ID); err != nil {
 		return err
 	}
