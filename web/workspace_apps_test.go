@@ -172,7 +172,7 @@ func TestWorkspaceAppsOnTheirOwnOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	terminalRun(t, term, "setsid python3 /workspace/echo.py >/dev/null 2>&1 < /dev/null & echo up-$((6*7))", "up-42")
+	terminalRun(t, term, "setsid python3 /workspace/echo.py >/dev/null 2>&1 < /dev/null & "+untilListening(8001)+"echo up-$((6*7))", "up-42")
 	_ = term.Close(websocket.StatusNormalClosure, "")
 	dockertest.Eventually(t, 30*time.Second, "the app on port 8001 of the apps origin", func() (bool, string) {
 		res, body := getWith(t, browser, appsOrigin+base+"/ports/8001/x", "Cookie", "mine=yes")

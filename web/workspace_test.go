@@ -131,6 +131,19 @@ func wsDial(t *testing.T, ac *actor, path, origin string) (*websocket.Conn, *htt
 }
 
 // terminalRun types cmd into a terminal and reads until want shows.
+// untilListening is a shell loop that returns once something in the
+// container accepts connections on each port: a command that starts an
+// app in the background prints its marker after it, so the test closes
+// the terminal (whose session ends with it) only once the app has
+// started, whatever the machine's load.
+func untilListening(ports ...int) string {
+	var b strings.Builder
+	for _, p := range ports {
+		fmt.Fprintf(&b, `until python3 -c 'import socket; socket.create_connection(("127.0.0.1", %d), 1)' 2>/dev/null; do sleep 0.1; done; `, p)
+	}
+	return b.String()
+}
+
 func terminalRun(t *testing.T, c *websocket.Conn, cmd, want string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -330,7 +343,7 @@ func TestWorkspaceThroughTheTunnel(t *testing.T) {
 	must(t, res.StatusCode == http.StatusNotFound && strings.Contains(body, `id="files-error"`), "a missing directory: %d", res.StatusCode)
 
 	// Declared ports: the renter's apps, started from the terminal.
-	terminalRun(t, term, "cd /workspace/site && setsid python3 -m http.server 8000 --bind 0.0.0.0 >/tmp/http.log 2>&1 < /dev/null & setsid python3 /workspace/site/echo.py >/tmp/echo.log 2>&1 < /dev/null & echo started-$((40+2))", "started-42")
+	terminalRun(t, term, "cd /workspace/site && setsid python3 -m http.server 8000 --bind 0.0.0.0 >/tmp/http.log 2>&1 < /dev/null & setsid python3 /workspace/site/echo.py >/tmp/echo.log 2>&1 < /dev/null & "+untilListening(8000, 8001)+"echo started-$((40+2))", "started-42")
 	_ = term.Close(websocket.StatusNormalClosure, "")
 	// The shell behind a closed terminal goes (the apps it started in
 	// their own sessions stay).
@@ -588,7 +601,7 @@ func TestWorkspaceThroughAnotherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the terminal through the second replica: %v", err)
 	}
-	terminalRun(t, term, "cd /workspace && setsid python3 -m http.server 8000 --bind 0.0.0.0 >/dev/null 2>&1 < /dev/null & echo up-$((6*7))", "up-42")
+	terminalRun(t, term, "cd /workspace && setsid python3 -m http.server 8000 --bind 0.0.0.0 >/dev/null 2>&1 < /dev/null & "+untilListening(8000)+"echo up-$((6*7))", "up-42")
 	_ = term.Close(websocket.StatusNormalClosure, "")
 	dockertest.Eventually(t, 30*time.Second, "port 8000 through the second replica", func() (bool, string) {
 		res, body := renter.do("GET", w.base+"/ports/8000/", nil)

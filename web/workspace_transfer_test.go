@@ -429,7 +429,7 @@ func TestWorkspaceProxiesWebSocketsOfDeclaredPorts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the terminal's WebSocket: %v", err)
 	}
-	terminalRun(t, term, "setsid python3 /workspace/app/ws.py >/tmp/ws.log 2>&1 < /dev/null & echo started-$((40+2))", "started-42")
+	terminalRun(t, term, "setsid python3 /workspace/app/ws.py >/tmp/ws.log 2>&1 < /dev/null & "+untilListening(8002)+"echo started-$((40+2))", "started-42")
 	_ = term.Close(websocket.StatusNormalClosure, "")
 	dockertest.Eventually(t, 30*time.Second, "the WebSocket app on port 8002", func() (bool, string) {
 		res, body := renter.do("GET", base+"/ports/8002/", nil)
