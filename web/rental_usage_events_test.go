@@ -273,4 +273,13 @@ func TestBrowserRentalUsageIsPushed(t *testing.T) {
 	must(t, eval[bool](t, b, `!!document.querySelector("#rental-usage[hx-trigger][data-usage-seen]")`), "the pushed section lost its fallback poll")
 	polls := eval[int](t, b, `performance.getEntriesByType("resource").filter(e => e.name.includes("/usage")).length`)
 	must(t, polls == 0, "the page polled /usage %d times while its stream was open", polls)
+	// The section's own poll comes only every 15 s, later than this test
+	// looks: ask the script directly whether it would cancel one, as htmx
+	// asks it before every request (htmx:beforeRequest, cancelable).
+	cancelled := eval[bool](t, b, `(() => {
+		const ev = new CustomEvent("htmx:beforeRequest", {bubbles: true, cancelable: true});
+		document.getElementById("rental-usage").dispatchEvent(ev);
+		return ev.defaultPrevented;
+	})()`)
+	must(t, cancelled, "the usage section's poll would be sent while its stream delivers")
 }
